@@ -1,0 +1,184 @@
+# revcheck - plain GNU make. `make test` installs what is missing, builds and
+# runs every test; `make demo` runs the main job. See README.md.
+
+CC      ?= cc
+CFLAGS  ?= -O2 -g
+PREFIX  ?= /usr/local
+BINDIR  ?= $(PREFIX)/bin
+SBINDIR ?= $(PREFIX)/sbin
+MANDIR  ?= $(PREFIX)/share/man
+SYSCONFDIR ?= $(PREFIX)/etc
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+DOCDIR  ?= $(PREFIX)/share/doc/revcheck
+
+VERSION := 0.1.0
+
+PKGS      := openssl libmicrohttpd libxxhash libcjson libcurl
+TEST_PKGS := criterion
+
+WARN := -Wall -Wextra -Wstrict-prototypes -Wmissing-prototypes -Wshadow \
+        -Wpointer-arith -Wformat=2 -Wwrite-strings -Wvla
+ifeq ($(WERROR),1)
+WARN += -Werror
+endif
+
+# BUILD may be set on the command line to keep several builds apart.
+ifneq ($(SANITIZE),)
+SANFLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+BUILD    ?= build/san
+else
+SANFLAGS :=
+BUILD    ?= build/std
+endif
+
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+TEST_CFLAGS = $(shell pkg-config --cflags $(TEST_PKGS) 2>/dev/null)
+TEST_LIBS   = $(shell pkg-config --libs $(TEST_PKGS) 2>/dev/null)
+
+ALL_CFLAGS  = -std=c11 -D_GNU_SOURCE -DREVCHECK_VERSION='"$(VERSION)"' \
+              -Ilib $(PKG_CFLAGS) $(WARN) $(SANFLAGS) $(CFLAGS) -MMD -MP
+ALL_LDFLAGS = $(SANFLAGS) $(LDFLAGS)
+LIBS        = $(PKG_LIBS) -lpthread -lm
+
+LIB_SRC  := $(sort $(wildcard lib/*.c))
+SVC_SRC  := $(sort $(wildcard svc/*.c))
+FB_SRC   := $(sort $(wildcard filterbuild/*.c))
+TEST_SRC := $(sort $(wildcard tests/test_*.c))
+
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
+SVC_OBJ  := $(SVC_SRC:%.c=$(BUILD)/%.o)
+FB_OBJ   := $(FB_SRC:%.c=$(BUILD)/%.o)
+TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+
+LIBA        := $(BUILD)/librevcheck.a
+REVCHECKD   := $(BUILD)/revcheckd
+FILTERBUILD := $(BUILD)/filterbuild
+
+# Debian packages: what building and testing need, and what the
+# benchmarks and fuzzers add on top.
+DEB_PKGS       := pkg-config libssl-dev openssl libmicrohttpd-dev libxxhash-dev \
+                  libcjson-dev libcriterion-dev libcurl4-openssl-dev curl \
+                  nginx-light python3
+DEB_BENCH_PKGS := redis-server redis-tools wrk libbloom-dev
+DEB_FUZZ_PKGS  := clang libclang-rt-14-dev
+
+.PHONY: all test unit-test integration-test deps deps-bench deps-fuzz demo \
+        install uninstall clean lint bench bench-large fuzz fuzz-replay
+
+all: $(REVCHECKD) $(FILTERBUILD) bin-links
+
+# Stable names for scripts: bin/revcheckd and bin/filterbuild point at the
+# last build (plain or sanitized).
+bin-links: $(REVCHECKD) $(FILTERBUILD)
+	@mkdir -p bin
+	@ln -sf ../$(REVCHECKD) bin/revcheckd
+	@ln -sf ../$(FILTERBUILD) bin/filterbuild
+.PHONY: bin-links
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(BUILD)/tests/%.o: tests/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(TEST_CFLAGS) -c -o $@ $<
+
+$(LIBA): $(LIB_OBJ)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(REVCHECKD): $(SVC_OBJ) $(LIBA)
+	$(CC) $(ALL_LDFLAGS) -o $@ $(SVC_OBJ) $(LIBA) $(LIBS)
+
+$(FILTERBUILD): $(FB_OBJ) $(LIBA)
+	$(CC) $(ALL_LDFLAGS) -o $@ $(FB_OBJ) $(LIBA) $(LIBS)
+
+$(BUILD)/tests/%: $(BUILD)/tests/%.o $(LIBA)
+	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIBA) $(TEST_LIBS) $(LIBS)
+
+# Tests run one binary at a time so their output stays readable; a failure
+# anywhere fails the target.
+ASAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:detect_odr_violation=0 \
+            UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+
+test: deps
+	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory unit-test
+	@$(MAKE) --no-print-directory integration-test
+
+unit-test: $(TEST_BIN)
+	@set -e; for t in $(TEST_BIN); do \
+	    echo "== $$t"; \
+	    $(ASAN_ENV) REVCHECK_SRC=$(CURDIR) $$t --jobs 2 --short-filename || exit 1; \
+	done
+
+integration-test: all
+	@test -x tests/integration/run-all.sh || { echo "no integration tests yet"; exit 0; }; \
+	$(ASAN_ENV) REVCHECK_SRC=$(CURDIR) REVCHECKD=$(CURDIR)/$(REVCHECKD) \
+	    FILTERBUILD=$(CURDIR)/$(FILTERBUILD) tests/integration/run-all.sh
+
+# Installs only what is missing; does nothing when all is present.
+define install_missing
+	@missing=""; for p in $(1); do \
+	    dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' \
+	        || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	    echo "deps: installing$$missing"; \
+	    SUDO=; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; \
+	    $$SUDO apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+endef
+
+deps:
+	$(call install_missing,$(DEB_PKGS))
+
+deps-bench: deps
+	$(call install_missing,$(DEB_BENCH_PKGS))
+
+deps-fuzz: deps
+	$(call install_missing,$(DEB_FUZZ_PKGS))
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@tests/demo.sh
+
+lint:
+	@! git grep -nE '\b(gets|sprintf|strcpy|strcat|strncpy|strtok|atoi)[[:space:]]*\(' \
+	    -- '*.c' '*.h' | grep -vE 'v?snprintf' || { echo "lint: banned call"; exit 1; }
+	@echo "lint: OK"
+
+install: all
+	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR)
+	install -m 0755 $(REVCHECKD) $(DESTDIR)$(SBINDIR)/revcheckd
+	install -m 0755 $(FILTERBUILD) $(DESTDIR)$(BINDIR)/filterbuild
+	if [ -d man ]; then \
+	    install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8; \
+	    install -m 0644 man/filterbuild.1 $(DESTDIR)$(MANDIR)/man1/; \
+	    install -m 0644 man/revcheckd.8 $(DESTDIR)$(MANDIR)/man8/; \
+	fi
+	install -d $(DESTDIR)$(SYSCONFDIR)/revcheck
+	for f in config/*.json config/*.conf; do \
+	    [ -e "$$f" ] && install -m 0644 "$$f" $(DESTDIR)$(SYSCONFDIR)/revcheck/ || true; \
+	done
+	install -d $(DESTDIR)$(UNITDIR)
+	for f in systemd/*.service systemd/*.timer; do \
+	    [ -e "$$f" ] && install -m 0644 "$$f" $(DESTDIR)$(UNITDIR)/ || true; \
+	done
+	install -d $(DESTDIR)$(DOCDIR)
+	install -m 0644 README.md docs/*.md $(DESTDIR)$(DOCDIR)/
+
+uninstall:
+	rm -f $(DESTDIR)$(SBINDIR)/revcheckd $(DESTDIR)$(BINDIR)/filterbuild
+	rm -f $(DESTDIR)$(MANDIR)/man1/filterbuild.1 $(DESTDIR)$(MANDIR)/man8/revcheckd.8
+	for f in config/*.json config/*.conf; do rm -f $(DESTDIR)$(SYSCONFDIR)/revcheck/$$(basename $$f); done
+	-rmdir $(DESTDIR)$(SYSCONFDIR)/revcheck 2>/dev/null
+	for f in systemd/*.service systemd/*.timer; do rm -f $(DESTDIR)$(UNITDIR)/$$(basename $$f); done
+	rm -rf $(DESTDIR)$(DOCDIR)
+
+clean:
+	rm -rf build bin
+
+-include $(LIB_OBJ:.o=.d) $(SVC_OBJ:.o=.d) $(FB_OBJ:.o=.d) $(TEST_BIN:%=%.d)

@@ -1,0 +1,325 @@
+/* bloom.c - Bloom filter build and query over a fixed, endian-independent byte layout */
+#include "bloom.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+/* Golden-ratio multiplier that remixes h2 between blocked probes. */
+#define BLOOM_MIX UINT64_C(0x9e3779b97f4a7c15)
+
+size_t
+bloom_nbytes(uint64_t m)
+{
+	return (size_t)((m + 7) / 8);
+}
+
+int
+bloom_size_classic(uint64_t n, double p, uint64_t *m, uint32_t *k)
+{
+	double bits, kk;
+
+	if (n == 0 || !(p > 0.0 && p < 1.0))
+		return -1;
+	bits = ceil(-(double)n * log(p) / (M_LN2 * M_LN2));
+	if (!(bits >= 1.0) || bits > (double)BLOOM_MAX_BITS)
+		return -1;
+	kk = round(bits / (double)n * M_LN2);
+	if (kk < 1.0)
+		kk = 1.0;
+	if (kk > BLOOM_MAX_K)
+		kk = BLOOM_MAX_K;
+	*m = (uint64_t)bits;
+	*k = (uint32_t)kk;
+	return 0;
+}
+
+/*
+ * Blocked filters: the number of keys landing in one block is about
+ * Poisson(n / nblocks); a block holding j keys has each bit set with
+ * probability 1 - (1 - 1/512)^(k j), and an absent key is a false positive
+ * when all k of its probes hit set bits.
+ */
+static double
+blocked_fp(uint64_t n, uint64_t m, uint32_t k)
+{
+	double lambda, pj, sum = 0.0, q;
+	uint64_t j, jmax;
+
+	lambda = (double)n / (double)(m / BLOOM_BLOCK_BITS);
+	jmax = (uint64_t)(lambda + 12.0 * sqrt(lambda) + 32.0);
+	pj = exp(-lambda);			/* P(0) */
+	for (j = 0; j <= jmax; j++) {
+		if (j > 0)
+			pj *= lambda / (double)j;
+		q = 1.0 - pow(1.0 - 1.0 / BLOOM_BLOCK_BITS,
+		    (double)k * (double)j);
+		sum += pj * pow(q, (double)k);
+	}
+	return sum;
+}
+
+double
+bloom_expected_fp(enum bloom_layout layout, uint64_t n, uint64_t m,
+    uint32_t k)
+{
+	if (m == 0 || k == 0)
+		return 1.0;
+	if (layout == BLOOM_BLOCKED && m >= BLOOM_BLOCK_BITS)
+		return blocked_fp(n, m, k);
+	return pow(1.0 - exp(-(double)k * (double)n / (double)m), (double)k);
+}
+
+int
+bloom_size(enum bloom_layout layout, uint64_t n, double p, uint64_t *m,
+    uint32_t *k)
+{
+	uint64_t mm, step;
+	uint32_t kk, best_k, kc;
+	double fp, best;
+	int guard;
+
+	if (bloom_size_classic(n, p, m, k) != 0)
+		return -1;
+	if (layout == BLOOM_CLASSIC)
+		return 0;
+	if (layout != BLOOM_BLOCKED)
+		return -1;
+
+	/*
+	 * Start from the classic size rounded up to whole blocks and grow by
+	 * about 1% until the best k for that size meets the target.
+	 */
+	kc = *k;
+	mm = (*m + BLOOM_BLOCK_BITS - 1) / BLOOM_BLOCK_BITS * BLOOM_BLOCK_BITS;
+	for (guard = 0; guard < 400; guard++) {
+		best = 2.0;
+		best_k = 1;
+		for (kk = 1; kk <= kc + 2 && kk <= BLOOM_MAX_K; kk++) {
+			fp = blocked_fp(n, mm, kk);
+			if (fp < best) {
+				best = fp;
+				best_k = kk;
+			}
+		}
+		if (best <= p) {
+			*m = mm;
+			*k = best_k;
+			return 0;
+		}
+		step = mm / 100 / BLOOM_BLOCK_BITS * BLOOM_BLOCK_BITS;
+		if (step < BLOOM_BLOCK_BITS)
+			step = BLOOM_BLOCK_BITS;
+		if (mm > BLOOM_MAX_BITS - step)
+			return -1;
+		mm += step;
+	}
+	return -1;
+}
+
+static int
+bloom_check_params(enum bloom_layout layout, uint64_t m, uint32_t k)
+{
+	if (m == 0 || m > BLOOM_MAX_BITS || k == 0 || k > BLOOM_MAX_K)
+		return -1;
+	if (layout == BLOOM_BLOCKED)
+		return m % BLOOM_BLOCK_BITS == 0 ? 0 : -1;
+	return layout == BLOOM_CLASSIC ? 0 : -1;
+}
+
+static void
+bloom_set_params(struct bloom *b, enum bloom_layout layout, uint64_t m,
+    uint32_t k, uint64_t seed)
+{
+	b->layout = layout;
+	b->m = m;
+	b->k = k;
+	b->seed = seed;
+	b->nblocks = layout == BLOOM_BLOCKED ? m / BLOOM_BLOCK_BITS : 0;
+	b->nbytes = bloom_nbytes(m);
+}
+
+int
+bloom_init(struct bloom *b, enum bloom_layout layout, uint64_t m, uint32_t k,
+    uint64_t seed)
+{
+	memset(b, 0, sizeof(*b));
+	if (bloom_check_params(layout, m, k) != 0)
+		return -1;
+	if (bloom_nbytes(m) > SIZE_MAX)
+		return -1;
+	if ((b->bits = calloc(1, bloom_nbytes(m))) == NULL)
+		return -1;
+	bloom_set_params(b, layout, m, k, seed);
+	b->owned = true;
+	return 0;
+}
+
+int
+bloom_attach(struct bloom *b, enum bloom_layout layout, uint64_t m,
+    uint32_t k, uint64_t seed, const unsigned char *bits, size_t nbytes)
+{
+	memset(b, 0, sizeof(*b));
+	if (bloom_check_params(layout, m, k) != 0 || bits == NULL ||
+	    nbytes != bloom_nbytes(m))
+		return -1;
+	bloom_set_params(b, layout, m, k, seed);
+	/* A view never writes: bloom_add() asserts ownership. */
+	b->bits = (unsigned char *)(uintptr_t)bits;
+	b->owned = false;
+	return 0;
+}
+
+void
+bloom_free(struct bloom *b)
+{
+	if (b->owned)
+		free(b->bits);
+	memset(b, 0, sizeof(*b));
+}
+
+struct bloom_hash
+bloom_hash(uint64_t seed, const void *key, size_t len)
+{
+	XXH128_hash_t x = XXH3_128bits_withSeed(key, len, seed);
+	struct bloom_hash h;
+
+	h.h1 = x.low64;
+	h.h2 = x.high64 | 1;	/* never 0, never even */
+	return h;
+}
+
+uint64_t
+bloom_probe(const struct bloom_hash *h, uint32_t i, uint64_t m)
+{
+	unsigned __int128 x;
+
+	/* The exact (h1 + i*h2) mod m, with no wrap of any width. */
+	x = (unsigned __int128)h->h1 + (unsigned __int128)i * h->h2;
+	return (uint64_t)(x % m);
+}
+
+/* Index of a key's block: a multiply-shift range reduction of h1. */
+static inline uint64_t
+bloom_block(const struct bloom *b, const struct bloom_hash *h)
+{
+	return (uint64_t)(((unsigned __int128)h->h1 * b->nblocks) >> 64);
+}
+
+void
+bloom_add_hash(struct bloom *b, const struct bloom_hash *h)
+{
+	uint64_t pos, step, x;
+	unsigned char *blk;
+	uint32_t i;
+
+	assert(b->owned);
+	if (b->layout == BLOOM_BLOCKED) {
+		blk = b->bits + bloom_block(b, h) * (BLOOM_BLOCK_BITS / 8);
+		x = h->h2;
+		for (i = 0; i < b->k; i++) {
+			pos = x >> 55;		/* 9 bits: 0..511 */
+			blk[pos >> 3] |= (unsigned char)(1u << (pos & 7));
+			x *= BLOOM_MIX;
+		}
+		return;
+	}
+	pos = h->h1 % b->m;
+	step = h->h2 % b->m;
+	if (step == 0)
+		step = 1;
+	for (i = 0; i < b->k; i++) {
+		b->bits[pos >> 3] |= (unsigned char)(1u << (pos & 7));
+		/* pos + step without overflow: both are below m. */
+		pos = pos >= b->m - step ? pos - (b->m - step) : pos + step;
+	}
+}
+
+bool
+bloom_query_hash(const struct bloom *b, const struct bloom_hash *h)
+{
+	const unsigned char *blk;
+	uint64_t pos, step, x;
+	uint32_t i;
+
+	if (b->layout == BLOOM_BLOCKED) {
+		blk = b->bits + bloom_block(b, h) * (BLOOM_BLOCK_BITS / 8);
+		x = h->h2;
+		for (i = 0; i < b->k; i++) {
+			pos = x >> 55;
+			if ((blk[pos >> 3] & (1u << (pos & 7))) == 0)
+				return false;
+			x *= BLOOM_MIX;
+		}
+		return true;
+	}
+	pos = h->h1 % b->m;
+	step = h->h2 % b->m;
+	if (step == 0)
+		step = 1;
+	for (i = 0; i < b->k; i++) {
+		if ((b->bits[pos >> 3] & (1u << (pos & 7))) == 0)
+			return false;
+		pos = pos >= b->m - step ? pos - (b->m - step) : pos + step;
+	}
+	return true;
+}
+
+void
+bloom_prefetch(const struct bloom *b, const struct bloom_hash *h)
+{
+	if (b->layout == BLOOM_BLOCKED)
+		__builtin_prefetch(b->bits + bloom_block(b, h) *
+		    (BLOOM_BLOCK_BITS / 8));
+	else
+		__builtin_prefetch(b->bits + ((h->h1 % b->m) >> 3));
+}
+
+void
+bloom_add(struct bloom *b, const void *key, size_t len)
+{
+	struct bloom_hash h = bloom_hash(b->seed, key, len);
+
+	bloom_add_hash(b, &h);
+}
+
+bool
+bloom_query(const struct bloom *b, const void *key, size_t len)
+{
+	struct bloom_hash h = bloom_hash(b->seed, key, len);
+
+	return bloom_query_hash(b, &h);
+}
+
+uint64_t
+bloom_popcount(const struct bloom *b)
+{
+	uint64_t n = 0, w;
+	size_t i = 0;
+
+	for (; i + 8 <= b->nbytes; i += 8) {
+		memcpy(&w, b->bits + i, 8);
+		n += (uint64_t)__builtin_popcountll(w);
+	}
+	for (; i < b->nbytes; i++)
+		n += (uint64_t)__builtin_popcount(b->bits[i]);
+	return n;
+}
+
+double
+bloom_fill_ratio(const struct bloom *b)
+{
+	if (b->m == 0)
+		return 0.0;
+	return (double)bloom_popcount(b) / (double)b->m;
+}
+
+double
+bloom_estimated_fp(const struct bloom *b)
+{
+	return pow(bloom_fill_ratio(b), (double)b->k);
+}

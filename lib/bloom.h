@@ -1,0 +1,113 @@
+/* bloom.h - Bloom filter build and query over a fixed, endian-independent byte layout */
+#ifndef REVCHECK_BLOOM_H
+#define REVCHECK_BLOOM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Two layouts share one interface. Both set bit i of the array as bit
+ * (i % 8) of byte (i / 8), so a filter answers the same on any machine.
+ *
+ * BLOOM_CLASSIC: k probes (h1 + i*h2) mod m over the whole array.
+ * BLOOM_BLOCKED: all k probes of a key fall in one 512-bit (64-byte) block,
+ *   chosen from h1; bit positions inside the block come from h2. One cache
+ *   miss per query, at the price of a slightly higher FP rate, which the
+ *   sizing compensates for.
+ */
+enum bloom_layout {
+	BLOOM_CLASSIC = 1,
+	BLOOM_BLOCKED = 2,
+};
+
+#define BLOOM_BLOCK_BITS 512u
+#define BLOOM_MAX_BITS   (UINT64_C(1) << 40)	/* 128 GiB of bits: a hard cap */
+#define BLOOM_MAX_K      64u
+
+struct bloom {
+	enum bloom_layout layout;
+	uint64_t	 m;		/* bits */
+	uint32_t	 k;		/* probes per key */
+	uint64_t	 seed;		/* XXH3 seed */
+	uint64_t	 nblocks;	/* BLOOM_BLOCKED only: m / 512 */
+	unsigned char	*bits;		/* nbytes = bloom_nbytes(m) */
+	size_t		 nbytes;
+	bool		 owned;		/* bits freed by bloom_free() */
+};
+
+/* One XXH3-128 hash of a key; h2 is forced odd so probes never collapse. */
+struct bloom_hash {
+	uint64_t h1;
+	uint64_t h2;
+};
+
+/*
+ * Classic sizing for n keys at false-positive rate p:
+ * m = ceil(-n ln p / (ln 2)^2), k = round(m/n ln 2), at least 1.
+ * Returns 0, or -1 when n is 0, p is not in (0, 1), or m would exceed
+ * BLOOM_MAX_BITS.
+ */
+int bloom_size_classic(uint64_t n, double p, uint64_t *m, uint32_t *k);
+
+/*
+ * Sizing for a layout. For BLOOM_BLOCKED, m is a multiple of 512 grown
+ * until the layout's expected FP rate (bloom_expected_fp) is at most p.
+ * Returns 0, or -1 as bloom_size_classic().
+ */
+int bloom_size(enum bloom_layout layout, uint64_t n, double p, uint64_t *m,
+    uint32_t *k);
+
+/* Expected FP rate of a layout holding n keys in m bits with k probes. */
+double bloom_expected_fp(enum bloom_layout layout, uint64_t n, uint64_t m,
+    uint32_t k);
+
+/* Bytes in the bit array of an m-bit filter: ceil(m / 8). */
+size_t bloom_nbytes(uint64_t m);
+
+/*
+ * Creates an empty filter with its own zeroed bit array. Returns 0, or -1
+ * when the parameters are invalid (m or k zero or over the caps, a blocked
+ * m not a multiple of 512) or memory runs out; b is then left zeroed.
+ */
+int bloom_init(struct bloom *b, enum bloom_layout layout, uint64_t m,
+    uint32_t k, uint64_t seed);
+
+/*
+ * Makes b a read-only view over an existing bit array (for example inside
+ * an mmap of a filter file). The caller keeps ownership of bits, which must
+ * outlive b. Returns 0, or -1 when the parameters are invalid or nbytes is
+ * not bloom_nbytes(m).
+ */
+int bloom_attach(struct bloom *b, enum bloom_layout layout, uint64_t m,
+    uint32_t k, uint64_t seed, const unsigned char *bits, size_t nbytes);
+
+/* Releases an owned bit array and zeroes b. Safe on a zeroed struct. */
+void bloom_free(struct bloom *b);
+
+/* Hashes a key with the filter's seed. This function can't fail. */
+struct bloom_hash bloom_hash(uint64_t seed, const void *key, size_t len);
+
+/* The i-th classic probe: (h1 + i*h2) mod m in 64-bit arithmetic. */
+uint64_t bloom_probe(const struct bloom_hash *h, uint32_t i, uint64_t m);
+
+/* Adds a key. The filter must own its bits. */
+void bloom_add(struct bloom *b, const void *key, size_t len);
+void bloom_add_hash(struct bloom *b, const struct bloom_hash *h);
+
+/*
+ * True when every probed bit is set ("possibly present"); false at the
+ * first zero bit ("definitely absent").
+ */
+bool bloom_query(const struct bloom *b, const void *key, size_t len);
+bool bloom_query_hash(const struct bloom *b, const struct bloom_hash *h);
+
+/* Hints the cache line a key's (first) probe will touch. */
+void bloom_prefetch(const struct bloom *b, const struct bloom_hash *h);
+
+/* Set bits, set bits / m, and the FP rate that fill implies (fill^k). */
+uint64_t bloom_popcount(const struct bloom *b);
+double bloom_fill_ratio(const struct bloom *b);
+double bloom_estimated_fp(const struct bloom *b);
+
+#endif

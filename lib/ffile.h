@@ -1,0 +1,110 @@
+/* ffile.h - the signed filter file: header, scopes, bit array, signature */
+#ifndef REVCHECK_FFILE_H
+#define REVCHECK_FFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bloom.h"
+#include "revkey.h"
+#include "sign.h"
+
+/*
+ * The byte layout is specified in docs/FORMAT.md. All integers are
+ * little-endian; everything before the trailing 64-byte Ed25519 signature
+ * is signed. Hard caps keep a hostile file from asking for absurd work.
+ */
+#define FFILE_MAGIC		"RCFILTR1"	/* 8 bytes, no NUL */
+#define FFILE_FORMAT		1
+#define FFILE_MAX_SCOPES	65536
+#define FFILE_MAX_SIZE		(UINT64_C(1) << 37)	/* 128 GiB */
+
+enum ffile_source {
+	FFILE_SRC_LIST = 0,	/* text or JSON id list */
+	FFILE_SRC_CRL  = 1,	/* an X.509 CRL */
+};
+
+struct ffile_scope {
+	char		 name[REVKEY_SCOPE_MAX + 1];
+	uint64_t	 keys;
+	enum ffile_source source;
+	/* CRL sources only: */
+	char		 issuer[512];		/* RFC 2253 text of the issuer */
+	char		 crl_number[80];	/* hex, "" if absent */
+	int64_t		 this_update;
+	int64_t		 next_update;		/* 0 if absent */
+	unsigned char	 crl_sha256[32];
+};
+
+struct ffile_info {
+	uint16_t	 format;
+	enum bloom_layout layout;
+	uint64_t	 version;
+	int64_t		 issued_at;
+	int64_t		 expires_at;
+	uint64_t	 keys;
+	uint64_t	 m;
+	uint32_t	 k;
+	uint64_t	 seed;
+	double		 fp_rate_target;
+	unsigned char	 signer[SIGN_KEYID_LEN];
+	unsigned char	 table_sha256[32];
+	uint64_t	 table_len;
+	uint32_t	 nscopes;
+	struct ffile_scope *scopes;	/* sorted by name */
+};
+
+struct ffile;	/* opaque: parsed file, its bytes, its bloom view */
+
+/*
+ * Serializes and signs a filter: info (signer filled in from key), the
+ * bloom's bit array, and an Ed25519 signature. On success returns 0 and
+ * *out/*outlen hold a malloc'ed buffer the caller owns. -1 with err.
+ */
+int ffile_encode(const struct ffile_info *info, const struct bloom *b,
+    EVP_PKEY *key, unsigned char **out, size_t *outlen, char *err,
+    size_t errlen);
+
+/*
+ * Parses a filter file from untrusted bytes. Checks magic, format, every
+ * length and offset, the caps, and that the size matches header plus bits
+ * plus signature. Does not check the signature. With take, the ffile owns
+ * buf (free()) even on failure; without, buf must outlive the ffile.
+ * Returns the ffile or NULL with err saying what is wrong and at which
+ * offset.
+ */
+struct ffile *ffile_parse(const unsigned char *buf, size_t len, bool take,
+    char *err, size_t errlen);
+
+/* Maps a file read-only and parses it. NULL with err naming the file. */
+struct ffile *ffile_open(const char *path, char *err, size_t errlen);
+
+/*
+ * Checks the signature against a trusted ring: the signer id in the header
+ * must be in the ring and the signature valid. Returns 0, or -1 with err
+ * ("signer <id> not trusted", "bad signature").
+ */
+int ffile_verify(const struct ffile *f, const struct sign_ring *ring,
+    char *err, size_t errlen);
+
+/* Same, against one public key. */
+int ffile_verify_key(const struct ffile *f, EVP_PKEY *pub, char *err,
+    size_t errlen);
+
+const struct ffile_info *ffile_info(const struct ffile *f);
+const struct bloom *ffile_bloom(const struct ffile *f);
+
+/* The whole file's bytes and their SHA-256 (computed once at parse). */
+const unsigned char *ffile_bytes(const struct ffile *f, size_t *len);
+const unsigned char *ffile_sha256(const struct ffile *f);
+
+/* The scope entry with this name, or NULL when the filter does not cover it. */
+const struct ffile_scope *ffile_scope(const struct ffile *f, const char *name);
+
+/* True when the key may be present (all bits set); false is definite. */
+bool ffile_query(const struct ffile *f, const struct revkey *k);
+
+void ffile_close(struct ffile *f);
+
+#endif

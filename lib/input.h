@@ -1,0 +1,71 @@
+/* input.h - revocation list readers: text, JSON and X.509 CRLs (PEM or DER) */
+#ifndef REVCHECK_INPUT_H
+#define REVCHECK_INPUT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <openssl/x509.h>
+
+#include "ffile.h"
+#include "table.h"
+
+#define INPUT_MAX_FILE	(UINT64_C(4) << 30)	/* 4 GiB per input */
+
+enum input_format {
+	INPUT_AUTO = 0,
+	INPUT_TEXT,
+	INPUT_JSON,
+	INPUT_CRL,
+};
+
+struct input_opts {
+	const char	*scope;		/* for text and JSON ids; "default" */
+	enum input_format format;
+	X509		**issuers;	/* --issuer certificates, may be empty */
+	size_t		 nissuers;
+	bool		 allow_expired;	/* a CRL past nextUpdate only warns */
+	int64_t		 now;
+	bool		 quiet;		/* no warnings on stderr */
+	/* Progress callback for long reads, may be NULL. */
+	void		(*progress)(void *arg, uint64_t records);
+	void		*progress_arg;
+};
+
+/*
+ * What all inputs of one build add up to: the records (not yet sorted or
+ * unique) and the covered scopes with their source metadata. A scope is
+ * covered as soon as an input names it, even with zero ids (an empty CRL
+ * still covers its issuer).
+ */
+struct input_set {
+	struct table_rec  *recs;
+	size_t		   nrecs;
+	size_t		   cap;
+	struct ffile_scope *scopes;
+	size_t		   nscopes;
+	size_t		   scap;
+};
+
+void input_set_init(struct input_set *s);
+void input_set_free(struct input_set *s);
+
+/*
+ * Reads one input ("-" is standard input) and appends its records and
+ * scopes. AUTO picks CRL for DER or "-----BEGIN X509 CRL", JSON for a
+ * first non-blank '[' and text otherwise. CRLs are checked against the
+ * issuers when any are given (a CRL whose issuer is not among them, or
+ * whose signature does not verify, is an error) and against their
+ * nextUpdate. On failure returns -1, err names the file, the line or DER
+ * offset and the reason, and s is left as it was before the call.
+ */
+int input_read(struct input_set *s, const char *path,
+    const struct input_opts *o, char *err, size_t errlen);
+
+/*
+ * After table_sort_unique() on s->recs, sets every scope's key count from
+ * the records. This function can't fail.
+ */
+void input_count_scopes(struct input_set *s);
+
+#endif

@@ -1,0 +1,21 @@
+/* log.h - one line per event on stderr, journald-friendly */
+#ifndef REVCHECK_LOG_H
+#define REVCHECK_LOG_H
+
+enum log_level { LOG_LVL_ERR = 3, LOG_LVL_WARN = 4, LOG_LVL_INFO = 6,
+    LOG_LVL_DEBUG = 7 };
+
+/*
+ * Sets the name printed before each line and the most verbose level shown.
+ * When stderr is the journal (JOURNAL_STREAM set) lines carry a "<N>"
+ * priority prefix instead of a timestamp.
+ */
+void log_init(const char *progname, enum log_level max);
+
+/* Each writes one line; newlines inside the message are replaced. */
+void log_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

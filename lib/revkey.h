@@ -1,0 +1,100 @@
+/* revkey.h - the key model: every revocation entry is a pair (scope, id) */
+#ifndef REVCHECK_REVKEY_H
+#define REVCHECK_REVKEY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <openssl/x509.h>
+
+/*
+ * Scopes are short strings. X.509 scopes are "x509:" followed by the
+ * lowercase hex SHA-256 of the DER-encoded issuer Name; token scopes are
+ * named by the operator (or the JWT "iss"), "default" when none is given.
+ * Ids are bytes: for X.509 the serial number as canonical big-endian bytes
+ * (magnitude, no leading zero bytes; serial 0 is the single byte 0x00);
+ * for tokens the token id ("jti") bytes.
+ *
+ * The filter key is scope || 0x00 || id. Scopes never contain NUL, so the
+ * encoding is unambiguous.
+ */
+#define REVKEY_SCOPE_MAX	255
+#define REVKEY_ID_MAX		1024
+#define REVKEY_X509_PREFIX	"x509:"
+#define REVKEY_DEFAULT_SCOPE	"default"
+#define REVKEY_ENC_MAX		(REVKEY_SCOPE_MAX + 1 + REVKEY_ID_MAX)
+
+struct revkey {
+	char		scope[REVKEY_SCOPE_MAX + 1];	/* NUL-terminated */
+	size_t		scope_len;
+	unsigned char	id[REVKEY_ID_MAX];
+	size_t		id_len;
+};
+
+/*
+ * Checks that a scope name is acceptable: 1..255 bytes, printable ASCII
+ * without spaces, and, when it starts with "x509:", exactly 64 lowercase
+ * hex digits after it.
+ */
+bool revkey_scope_valid(const char *scope, size_t len);
+
+/* True when the scope is an X.509 issuer scope. */
+bool revkey_scope_is_x509(const char *scope);
+
+/*
+ * Sets k from a scope and raw id bytes. Returns 0, or -1 (k unchanged)
+ * when the scope is invalid or the id is empty or too long.
+ */
+int revkey_set(struct revkey *k, const char *scope, const void *id,
+    size_t id_len);
+
+/*
+ * Sets k from a scope and an id as text, as in lists and HTTP queries: in
+ * an X.509 scope the id is a hex serial (colons and a 0x prefix allowed,
+ * leading zeros dropped); in other scopes the text bytes are the id.
+ * Returns 0, or -1 with err saying why.
+ */
+int revkey_from_text(struct revkey *k, const char *scope, const char *id,
+    size_t id_len, char *err, size_t errlen);
+
+/* The X.509 scope string for an issuer Name, into out[70]. 0 or -1. */
+#define REVKEY_X509_SCOPE_LEN (5 + 64)
+int revkey_x509_scope(char out[REVKEY_X509_SCOPE_LEN + 1],
+    const X509_NAME *issuer);
+
+/* Key from an issuer Name and a serial. 0, or -1 (err says why). */
+int revkey_from_issuer_serial(struct revkey *k, const X509_NAME *issuer,
+    const ASN1_INTEGER *serial, char *err, size_t errlen);
+
+/* Key of a certificate: its issuer and serial. 0 or -1. */
+int revkey_from_cert(struct revkey *k, const X509 *cert, char *err,
+    size_t errlen);
+
+/* Key of a CRL entry: the CRL's issuer and the entry's serial. 0 or -1. */
+int revkey_from_crl_entry(struct revkey *k, const X509_CRL *crl,
+    const X509_REVOKED *entry, char *err, size_t errlen);
+
+/*
+ * Parses one certificate, PEM or DER, from untrusted bytes (at most
+ * 64 KiB) and derives its key. Returns 0, or -1 with err saying why.
+ */
+int revkey_from_cert_bytes(struct revkey *k, const void *buf, size_t len,
+    char *err, size_t errlen);
+
+/*
+ * Writes the filter key bytes (scope || 0x00 || id) into out, which must
+ * hold REVKEY_ENC_MAX bytes. Returns the length. This function can't fail.
+ */
+size_t revkey_encode(const struct revkey *k, unsigned char *out);
+
+/*
+ * Writes the id as text: lowercase hex for X.509 scopes, the bytes
+ * themselves otherwise (callers escape them for their output format).
+ * out must hold 2*REVKEY_ID_MAX+1 bytes. Returns the length.
+ */
+#define REVKEY_ID_TEXT_MAX (2 * REVKEY_ID_MAX + 1)
+size_t revkey_id_text(const struct revkey *k, char *out);
+
+/* Byte-wise order of encoded keys; the table is sorted by it. */
+int revkey_cmp(const struct revkey *a, const struct revkey *b);
+
+#endif

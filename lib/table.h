@@ -1,0 +1,166 @@
+/* table.h - the authoritative table: sorted records searchable in place */
+#ifndef REVCHECK_TABLE_H
+#define REVCHECK_TABLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "revkey.h"
+
+#define TABLE_MAGIC	"RCTABLE1"
+#define TABLE_REASON_MAX 64
+#define TABLE_MAX_RECORDS (UINT64_C(1) << 32)
+
+/* One revocation record as the builder collects it. */
+struct table_rec {
+	struct revkey	key;
+	int64_t		revoked_at;	/* 0 when unknown */
+	char		reason[TABLE_REASON_MAX];	/* "" when unknown */
+};
+
+/*
+ * Sorts recs by key, collapses duplicates (the earliest revoked_at and the
+ * first non-empty reason win) and returns the new count. This function
+ * can't fail.
+ */
+size_t table_sort_unique(struct table_rec *recs, size_t n);
+
+/*
+ * Encodes sorted, unique records into a malloc'ed buffer (*out, *outlen),
+ * caller owns it. Returns 0, or -1 with err.
+ */
+int table_encode(const struct table_rec *recs, size_t n, unsigned char **out,
+    size_t *outlen, char *err, size_t errlen);
+
+/*
+ * File layout (docs/FORMAT.md), all integers little-endian:
+ *   header   magic[8] format:u16 flags:u16 reserved:u32 count:u64
+ *            records_len:u64                               (32 bytes)
+ *   index    count x u64: offset of each record inside the record area
+ *   records  scope_len:u8 reason_len:u8 id_len:u16 revoked_at:i64, then
+ *            scope, 0x00, id, reason. The bytes scope||0x00||id are the
+ *            encoded key (revkey_encode), so a lookup compares in place.
+ * Records are contiguous, in strictly ascending key order, and fill the
+ * record area exactly, so a table has one valid encoding.
+ */
+#define TABLE_FORMAT		1
+#define TABLE_HDR_LEN		32
+#define TABLE_REC_HDR_LEN	12
+
+/*
+ * A compact, arena-based collection of records for builds of millions of
+ * ids: each record is stored once, in its table encoding, in one growing
+ * arena, plus a 16-byte sort entry. About 30 bytes plus the id per record
+ * instead of sizeof(struct table_rec).
+ */
+struct table_ent {
+	uint64_t	 pfx;	/* sort prefix, computed by the sort */
+	uint64_t	 off;	/* record offset in the arena (low 48 bits) */
+};
+
+struct table_builder {
+	unsigned char	*arena;
+	size_t		 len;
+	size_t		 cap;
+	struct table_ent *ents;
+	size_t		 n;
+	size_t		 ncap;
+	bool		 sorted;	/* sorted and unique since the last add */
+};
+
+void table_builder_init(struct table_builder *b);
+/* Frees everything and leaves b initialized and empty. */
+void table_builder_free(struct table_builder *b);
+
+/*
+ * Appends a record. reason may be NULL or "" when unknown; it must be
+ * shorter than TABLE_REASON_MAX and free of control characters. Returns 0,
+ * or -1 (b unchanged) when the key is invalid, the reason is bad, the
+ * record cap is reached or memory runs out; errno is EINVAL or ENOMEM.
+ */
+int table_builder_add(struct table_builder *b, const struct revkey *k,
+    int64_t revoked_at, const char *reason);
+int table_builder_add_rec(struct table_builder *b, const struct table_rec *r);
+
+/* Number of records (after table_builder_sort_unique: unique keys). */
+size_t table_builder_count(const struct table_builder *b);
+
+/*
+ * Drops records added after the count was n (n <= count), so that a reader
+ * that fails halfway can leave the builder as it was. Only valid before
+ * table_builder_sort_unique. This function can't fail.
+ */
+void table_builder_truncate(struct table_builder *b, size_t n);
+
+/*
+ * Sorts by encoded key and collapses duplicates exactly as
+ * table_sort_unique() does (the earliest known revoked_at and the first
+ * non-empty reason in insertion order win). This function can't fail.
+ */
+void table_builder_sort_unique(struct table_builder *b);
+
+/* The i-th record's encoded key (scope||0x00||id), its length in *len. */
+const unsigned char *table_builder_key(const struct table_builder *b,
+    size_t i, size_t *len);
+
+/* The i-th record's scope (not NUL-terminated) and its length. */
+const char *table_builder_scope(const struct table_builder *b, size_t i,
+    size_t *len);
+
+/*
+ * After sorting, records of one scope are adjacent: returns the index one
+ * past the last record that shares record i's scope.
+ */
+size_t table_builder_scope_end(const struct table_builder *b, size_t i);
+
+/* Copies the i-th record out. 0, or -1 when i is out of range. */
+int table_builder_get(const struct table_builder *b, size_t i,
+    struct table_rec *out);
+
+/*
+ * Size, SHA-256 and bytes of the table file of a sorted builder.
+ * table_builder_digest makes one pass without building the file.
+ * table_builder_encode gives a malloc'ed buffer the caller owns.
+ * table_builder_write streams the file to fd (buffered, EINTR-safe).
+ * Each returns 0, or -1 with err.
+ */
+int table_builder_digest(const struct table_builder *b,
+    unsigned char sha[32], uint64_t *len, char *err, size_t errlen);
+int table_builder_encode(const struct table_builder *b, unsigned char **out,
+    size_t *outlen, char *err, size_t errlen);
+int table_builder_write(const struct table_builder *b, int fd, char *err,
+    size_t errlen);
+
+struct table;	/* opaque: a mapped, validated table */
+
+/*
+ * Maps a table file and validates it as untrusted bytes: header, every
+ * index offset and record in bounds, strictly sorted. NULL with err.
+ */
+struct table *table_open(const char *path, char *err, size_t errlen);
+/* Same over a buffer; with take the table owns buf (free()). */
+struct table *table_parse(const unsigned char *buf, size_t len, bool take,
+    char *err, size_t errlen);
+
+/* Checks that the table's SHA-256 and length are those expected. 0 or -1. */
+int table_check_binding(const struct table *t, const unsigned char sha[32],
+    uint64_t len, char *err, size_t errlen);
+
+uint64_t table_count(const struct table *t);
+const unsigned char *table_sha256(const struct table *t);
+uint64_t table_size(const struct table *t);
+
+/*
+ * Binary search for a key. Returns true and fills *out (when non-NULL)
+ * when the key is revoked; false when absent.
+ */
+bool table_lookup(const struct table *t, const struct revkey *k,
+    struct table_rec *out);
+
+/* The i-th record in key order (i < table_count); for tests and tools. */
+int table_get(const struct table *t, uint64_t i, struct table_rec *out);
+
+void table_close(struct table *t);
+
+#endif

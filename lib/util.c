@@ -1,0 +1,405 @@
+/* util.c - small shared helpers: hex, SHA-256, time, numbers, whole-file reads */
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+static const char hexdig[] = "0123456789abcdef";
+
+void
+util_hex(char *out, const unsigned char *in, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		out[2 * i] = hexdig[in[i] >> 4];
+		out[2 * i + 1] = hexdig[in[i] & 0x0f];
+	}
+	out[2 * len] = '\0';
+}
+
+static int
+hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+long
+util_unhex(unsigned char *out, size_t cap, const char *in, size_t len,
+    bool allow_colons)
+{
+	size_t i, ndig = 0, o = 0;
+	int v;
+	bool high;
+
+	/* Count digits first so an odd count gets its leading zero nibble. */
+	for (i = 0; i < len; i++) {
+		if (in[i] == ':' && allow_colons) {
+			if (i == 0 || i + 1 == len || in[i + 1] == ':')
+				return -1;
+			continue;
+		}
+		if (hexval((unsigned char)in[i]) < 0)
+			return -1;
+		ndig++;
+	}
+	if (ndig == 0 || (ndig + 1) / 2 > cap || (ndig + 1) / 2 > LONG_MAX)
+		return -1;
+	high = (ndig % 2) == 0;
+	if (!high)
+		out[o] = 0;
+	for (i = 0; i < len; i++) {
+		if (in[i] == ':')
+			continue;
+		v = hexval((unsigned char)in[i]);
+		if (high)
+			out[o] = (unsigned char)(v << 4);
+		else
+			out[o++] |= (unsigned char)v;
+		high = !high;
+	}
+	return (long)o;
+}
+
+int
+util_sha256(unsigned char out[UTIL_SHA256_LEN], const void *buf, size_t len)
+{
+	unsigned int olen = 0;
+
+	if (EVP_Digest(buf, len, out, &olen, EVP_sha256(), NULL) != 1 ||
+	    olen != UTIL_SHA256_LEN)
+		return -1;
+	return 0;
+}
+
+void
+util_rfc3339(char out[UTIL_RFC3339_LEN], int64_t t)
+{
+	struct tm tm;
+	time_t tt = (time_t)t;
+
+	if (gmtime_r(&tt, &tm) == NULL ||
+	    strftime(out, UTIL_RFC3339_LEN, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+		snprintf(out, UTIL_RFC3339_LEN, "%s", "invalid-time");
+}
+
+/* Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar. */
+static int64_t
+days_from_civil(int64_t y, unsigned m, unsigned d)
+{
+	int64_t era;
+	unsigned yoe, doy, doe;
+
+	y -= m <= 2;
+	era = (y >= 0 ? y : y - 399) / 400;
+	yoe = (unsigned)(y - era * 400);
+	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + (int64_t)doe - 719468;
+}
+
+static int
+digits(const char *s, int n, int *out)
+{
+	int i, v = 0;
+
+	for (i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		v = v * 10 + (s[i] - '0');
+	}
+	*out = v;
+	return 0;
+}
+
+int
+util_parse_rfc3339(const char *s, int64_t *out)
+{
+	static const int mdays[] = { 31, 29, 31, 30, 31, 30, 31, 31, 30, 31,
+	    30, 31 };
+	int y, mo, d, h, mi, se, oh, om;
+	const char *p;
+	int64_t t;
+
+	if (strlen(s) < 20)
+		return -1;
+	if (digits(s, 4, &y) || s[4] != '-' || digits(s + 5, 2, &mo) ||
+	    s[7] != '-' || digits(s + 8, 2, &d) ||
+	    (s[10] != 'T' && s[10] != 't' && s[10] != ' ') ||
+	    digits(s + 11, 2, &h) || s[13] != ':' || digits(s + 14, 2, &mi) ||
+	    s[16] != ':' || digits(s + 17, 2, &se))
+		return -1;
+	if (mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h > 23 ||
+	    mi > 59 || se > 60)
+		return -1;
+	if (mo == 2 && d == 29 && !((y % 4 == 0 && y % 100 != 0) ||
+	    y % 400 == 0))
+		return -1;
+	p = s + 19;
+	if (*p == '.') {
+		p++;
+		if (*p < '0' || *p > '9')
+			return -1;
+		while (*p >= '0' && *p <= '9')
+			p++;
+	}
+	t = days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 +
+	    h * 3600 + mi * 60 + (se == 60 ? 59 : se);
+	if (*p == 'Z' || *p == 'z') {
+		p++;
+	} else if (*p == '+' || *p == '-') {
+		if (digits(p + 1, 2, &oh) || p[3] != ':' ||
+		    digits(p + 4, 2, &om) || oh > 23 || om > 59)
+			return -1;
+		t += (*p == '+' ? -1 : 1) * (int64_t)(oh * 3600 + om * 60);
+		p += 6;
+	} else {
+		return -1;
+	}
+	if (*p != '\0')
+		return -1;
+	*out = t;
+	return 0;
+}
+
+int
+util_parse_u64(const char *s, uint64_t max, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	if (s == NULL || *s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno != 0 || *end != '\0' || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int
+util_parse_double(const char *s, double *out)
+{
+	double v;
+	char *end;
+
+	if (s == NULL || *s == '\0')
+		return -1;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno != 0 || *end != '\0' || !isfinite(v))
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int
+util_parse_duration(const char *s, int64_t *out)
+{
+	char num[32];
+	size_t len;
+	uint64_t v, mul = 1;
+
+	len = strlen(s);
+	if (len == 0 || len >= sizeof(num))
+		return -1;
+	switch (s[len - 1]) {
+	case 's': mul = 1; len--; break;
+	case 'm': mul = 60; len--; break;
+	case 'h': mul = 3600; len--; break;
+	case 'd': mul = 86400; len--; break;
+	default: break;
+	}
+	memcpy(num, s, len);
+	num[len] = '\0';
+	if (util_parse_u64(num, UINT64_C(100) * 366 * 86400, &v) != 0 || v == 0)
+		return -1;
+	if (v > UINT64_C(100) * 366 * 86400 / mul)
+		return -1;
+	*out = (int64_t)(v * mul);
+	return 0;
+}
+
+int64_t
+util_now(void)
+{
+	const char *fake = getenv("REVCHECK_FAKE_NOW");
+	uint64_t v;
+
+	if (fake != NULL && util_parse_u64(fake, INT64_MAX, &v) == 0)
+		return (int64_t)v;
+	return (int64_t)time(NULL);
+}
+
+double
+util_monotime(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int
+util_read_file(const char *path, size_t max, unsigned char **out,
+    size_t *outlen, char *err, size_t errlen)
+{
+	unsigned char *buf = NULL, *nbuf;
+	size_t len = 0, cap = 0;
+	ssize_t n;
+	struct stat st;
+	int fd;
+	bool is_stdin = strcmp(path, "-") == 0;
+
+	*out = NULL;
+	*outlen = 0;
+	if (is_stdin) {
+		fd = STDIN_FILENO;
+	} else if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+		if ((uint64_t)st.st_size > max) {
+			snprintf(err, errlen, "%s: file is %lld bytes, over the "
+			    "limit of %zu", path, (long long)st.st_size, max);
+			goto fail;
+		}
+		cap = (size_t)st.st_size + 1;
+	} else if (S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "%s: is a directory", path);
+		goto fail;
+	}
+	if (cap < 4096)
+		cap = 4096;
+	if ((buf = malloc(cap)) == NULL) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		goto fail;
+	}
+	for (;;) {
+		if (len + 1 >= cap) {
+			if (cap > max) {
+				snprintf(err, errlen, "%s: input over the limit "
+				    "of %zu bytes", path, max);
+				goto fail;
+			}
+			cap = cap > SIZE_MAX / 2 ? SIZE_MAX : cap * 2;
+			if ((nbuf = realloc(buf, cap)) == NULL) {
+				snprintf(err, errlen, "%s: out of memory", path);
+				goto fail;
+			}
+			buf = nbuf;
+		}
+		n = read(fd, buf + len, cap - len - 1);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1) {
+			snprintf(err, errlen, "%s: read: %s", path,
+			    strerror(errno));
+			goto fail;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+		if (len > max) {
+			snprintf(err, errlen, "%s: input over the limit of %zu "
+			    "bytes", path, max);
+			goto fail;
+		}
+	}
+	buf[len] = '\0';
+	if (!is_stdin)
+		close(fd);
+	*out = buf;
+	*outlen = len;
+	return 0;
+fail:
+	free(buf);
+	if (!is_stdin)
+		close(fd);
+	return -1;
+}
+
+int
+util_write_all(int fd, const void *buf, size_t len)
+{
+	const unsigned char *p = buf;
+	ssize_t n;
+
+	while (len > 0) {
+		n = write(fd, p, len);
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+void
+util_put_le16(unsigned char *p, uint16_t v)
+{
+	p[0] = (unsigned char)v;
+	p[1] = (unsigned char)(v >> 8);
+}
+
+void
+util_put_le32(unsigned char *p, uint32_t v)
+{
+	int i;
+
+	for (i = 0; i < 4; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+void
+util_put_le64(unsigned char *p, uint64_t v)
+{
+	int i;
+
+	for (i = 0; i < 8; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+uint16_t
+util_get_le16(const unsigned char *p)
+{
+	return (uint16_t)(p[0] | (p[1] << 8));
+}
+
+uint32_t
+util_get_le32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	    (uint32_t)p[3] << 24;
+}
+
+uint64_t
+util_get_le64(const unsigned char *p)
+{
+	uint64_t v = 0;
+	int i;
+
+	for (i = 7; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}

@@ -1,0 +1,88 @@
+/* util.h - small shared helpers: hex, SHA-256, time, numbers, whole-file reads */
+#ifndef REVCHECK_UTIL_H
+#define REVCHECK_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#define UTIL_SHA256_LEN 32
+#define UTIL_RFC3339_LEN 21	/* "2026-11-30T05:49:15Z" plus NUL */
+
+/*
+ * Writes 2*len lowercase hex digits and a NUL into out, which must hold
+ * 2*len+1 bytes. This function can't fail.
+ */
+void util_hex(char *out, const unsigned char *in, size_t len);
+
+/*
+ * Decodes hex text into bytes. Accepts upper and lower case; when
+ * allow_colons is true, single ':' separators between byte pairs are
+ * skipped (as openssl prints serials). An odd digit count is taken as a
+ * leading zero nibble. Returns the number of bytes written, or -1 when the
+ * text has a non-hex character, is empty, or needs more than cap bytes.
+ */
+long util_unhex(unsigned char *out, size_t cap, const char *in, size_t len,
+    bool allow_colons);
+
+/* SHA-256 of a buffer into out[32]. Returns 0, or -1 if OpenSSL fails. */
+int util_sha256(unsigned char out[UTIL_SHA256_LEN], const void *buf,
+    size_t len);
+
+/* Formats t as RFC 3339 UTC ("%Y-%m-%dT%H:%M:%SZ") into out[21]. */
+void util_rfc3339(char out[UTIL_RFC3339_LEN], int64_t t);
+
+/*
+ * Parses RFC 3339 ("2026-11-30T05:49:15Z", fractional seconds and a
+ * numeric offset accepted) into seconds since the epoch. Returns 0, or -1
+ * on malformed text.
+ */
+int util_parse_rfc3339(const char *s, int64_t *out);
+
+/*
+ * Parses a duration: a positive integer with an optional unit s, m, h or d
+ * ("90", "15m", "1h", "7d"). Returns 0, or -1 when malformed, zero, or
+ * over 100 years.
+ */
+int util_parse_duration(const char *s, int64_t *out);
+
+/*
+ * Parses an unsigned decimal integer that must fill the whole string and
+ * not exceed max. Returns 0, or -1.
+ */
+int util_parse_u64(const char *s, uint64_t max, uint64_t *out);
+
+/* Parses a finite double that fills the whole string. Returns 0, or -1. */
+int util_parse_double(const char *s, double *out);
+
+/* Seconds since the epoch, honouring REVCHECK_FAKE_NOW only in tests. */
+int64_t util_now(void);
+
+/* Monotonic seconds as a double, for rates and progress. */
+double util_monotime(void);
+
+/*
+ * Reads a whole file (or standard input when path is "-") into a fresh
+ * NUL-terminated buffer of at most max bytes. On success returns 0 and the
+ * caller owns *out (free()). On failure returns -1, *out is NULL and err
+ * says what went wrong and where.
+ */
+int util_read_file(const char *path, size_t max, unsigned char **out,
+    size_t *outlen, char *err, size_t errlen);
+
+/*
+ * Writes len bytes fully to fd, retrying on EINTR and short writes.
+ * Returns 0, or -1 with errno set.
+ */
+int util_write_all(int fd, const void *buf, size_t len);
+
+/* Little-endian stores and loads, independent of the host's byte order. */
+void util_put_le16(unsigned char *p, uint16_t v);
+void util_put_le32(unsigned char *p, uint32_t v);
+void util_put_le64(unsigned char *p, uint64_t v);
+uint16_t util_get_le16(const unsigned char *p);
+uint32_t util_get_le32(const unsigned char *p);
+uint64_t util_get_le64(const unsigned char *p);
+
+#endif

@@ -1,0 +1,275 @@
+/* test_bloom.c - sizing, probes, false negatives, FP rate and byte layout of the Bloom core */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "bloom.h"
+#include "util.h"
+
+static const enum bloom_layout layouts[] = { BLOOM_CLASSIC, BLOOM_BLOCKED };
+
+static size_t
+mkkey(char *buf, size_t cap, const char *tag, uint64_t i)
+{
+	int n = snprintf(buf, cap, "%s-%llu", tag, (unsigned long long)i);
+
+	cr_assert(n > 0 && (size_t)n < cap);
+	return (size_t)n;
+}
+
+Test(bloom, sizing_table)
+{
+	uint64_t m;
+	uint32_t k;
+
+	/* One million keys at 1 %: about 9.59 million bits, 1.20 MB, k = 7. */
+	cr_assert_eq(bloom_size_classic(1000000, 0.01, &m, &k), 0);
+	cr_assert_eq(m, 9585059);
+	cr_assert_eq(k, 7);
+	cr_assert_eq(bloom_nbytes(m), 1198133);
+	cr_assert(fabs((double)bloom_nbytes(m) / 1e6 - 1.20) < 0.005);
+
+	cr_assert_eq(bloom_size_classic(1000000, 0.001, &m, &k), 0);
+	cr_assert_eq(m, 14377588);
+	cr_assert_eq(k, 10);
+
+	cr_assert_eq(bloom_size_classic(1, 0.5, &m, &k), 0);
+	cr_assert_eq(m, 2);
+	cr_assert_eq(k, 1);	/* at least 1 */
+
+	cr_assert_eq(bloom_size_classic(0, 0.01, &m, &k), -1);
+	cr_assert_eq(bloom_size_classic(10, 0.0, &m, &k), -1);
+	cr_assert_eq(bloom_size_classic(10, 1.0, &m, &k), -1);
+	cr_assert_eq(bloom_size_classic(UINT64_C(1) << 50, 1e-9, &m, &k), -1);
+}
+
+Test(bloom, blocked_sizing_meets_target)
+{
+	uint64_t m, mc;
+	uint32_t k, kc;
+
+	cr_assert_eq(bloom_size(BLOOM_BLOCKED, 1000000, 0.01, &m, &k), 0);
+	cr_assert_eq(m % BLOOM_BLOCK_BITS, 0);
+	cr_assert_eq(bloom_size_classic(1000000, 0.01, &mc, &kc), 0);
+	cr_assert_geq(m, mc);
+	cr_assert_leq(bloom_expected_fp(BLOOM_BLOCKED, 1000000, m, k), 0.01);
+	/* The price of one cache line per key stays modest. */
+	cr_assert_lt((double)m, 1.5 * (double)mc);
+}
+
+Test(bloom, probes_are_64_bit_and_match_the_bits_set)
+{
+	struct bloom_hash h = { UINT64_C(0xfedcba9876543210),
+	    UINT64_C(0x0123456789abcdef) | 1 };
+	uint64_t m = (UINT64_C(1) << 34) + 7, p;
+	unsigned __int128 want;
+	uint32_t i;
+	bool above32 = false;
+
+	for (i = 0; i < 16; i++) {
+		p = bloom_probe(&h, i, m);
+		want = ((unsigned __int128)h.h1 + (unsigned __int128)i * h.h2) % m;
+		cr_assert_eq(p, (uint64_t)want);
+		cr_assert_lt(p, m);
+		above32 |= p > UINT32_MAX;
+	}
+	cr_assert(above32, "a 2^34-bit filter must probe above 2^32");
+}
+
+Test(bloom, filter_of_2_pow_34_bits_works)
+{
+	struct bloom b;
+	struct bloom_hash h;
+	uint64_t m = UINT64_C(1) << 34, p;
+	uint32_t i;
+	char key[64];
+	size_t n;
+	int j, high = 0;
+
+	cr_assert_eq(bloom_init(&b, BLOOM_CLASSIC, m, 7, 42), 0);
+	cr_assert_eq(b.nbytes, (size_t)(m / 8));
+	for (j = 0; j < 64; j++) {
+		n = mkkey(key, sizeof(key), "big", (uint64_t)j);
+		bloom_add(&b, key, n);
+		h = bloom_hash(42, key, n);
+		for (i = 0; i < b.k; i++) {
+			p = bloom_probe(&h, i, m);
+			cr_assert(b.bits[p >> 3] & (1u << (p & 7)));
+			high += p >= (UINT64_C(1) << 32);
+		}
+	}
+	cr_assert_gt(high, 0);
+	for (j = 0; j < 64; j++) {
+		n = mkkey(key, sizeof(key), "big", (uint64_t)j);
+		cr_assert(bloom_query(&b, key, n));
+	}
+	bloom_free(&b);
+}
+
+Test(bloom, classic_sets_exactly_the_probed_bits)
+{
+	struct bloom b;
+	struct bloom_hash h;
+	uint64_t p;
+	uint32_t i;
+
+	cr_assert_eq(bloom_init(&b, BLOOM_CLASSIC, 1009, 5, 7), 0);
+	bloom_add(&b, "x", 1);
+	h = bloom_hash(7, "x", 1);
+	cr_assert(h.h2 & 1, "h2 must be odd");
+	for (i = 0; i < 5; i++) {
+		p = bloom_probe(&h, i, b.m);
+		cr_assert(b.bits[p / 8] & (1u << (p % 8)));
+	}
+	cr_assert_leq(bloom_popcount(&b), 5);
+	cr_assert_geq(bloom_popcount(&b), 1);
+	bloom_free(&b);
+}
+
+static void
+no_false_negatives(enum bloom_layout layout)
+{
+	struct bloom b;
+	uint64_t m, i;
+	uint32_t k;
+	char key[64];
+	size_t n;
+
+	cr_assert_eq(bloom_size(layout, 1000000, 0.01, &m, &k), 0);
+	cr_assert_eq(bloom_init(&b, layout, m, k, 0x5eed), 0);
+	for (i = 0; i < 1000000; i++) {
+		n = mkkey(key, sizeof(key), "in", i);
+		bloom_add(&b, key, n);
+	}
+	for (i = 0; i < 1000000; i++) {
+		n = mkkey(key, sizeof(key), "in", i);
+		cr_assert(bloom_query(&b, key, n), "false negative for %s", key);
+	}
+	bloom_free(&b);
+}
+
+Test(bloom, zero_false_negatives_classic_1e6) { no_false_negatives(BLOOM_CLASSIC); }
+Test(bloom, zero_false_negatives_blocked_1e6) { no_false_negatives(BLOOM_BLOCKED); }
+
+static void
+fp_rate_within_15pct(enum bloom_layout layout, double p)
+{
+	struct bloom b;
+	uint64_t m, i, fp = 0;
+	uint32_t k;
+	char key[64];
+	size_t n;
+	double rate, est;
+
+	cr_assert_eq(bloom_size(layout, 1000000, p, &m, &k), 0);
+	cr_assert_eq(bloom_init(&b, layout, m, k, 0xabcdef), 0);
+	for (i = 0; i < 1000000; i++) {
+		n = mkkey(key, sizeof(key), "in", i);
+		bloom_add(&b, key, n);
+	}
+	for (i = 0; i < 1000000; i++) {
+		n = mkkey(key, sizeof(key), "out", i);
+		fp += bloom_query(&b, key, n);
+	}
+	rate = (double)fp / 1e6;
+	cr_assert(rate >= 0.85 * p && rate <= 1.15 * p,
+	    "layout %d p=%g: measured FP rate %g outside +-15%%", layout, p,
+	    rate);
+	/* Occupancy is observable, and the classic fill is about half. */
+	if (layout == BLOOM_CLASSIC) {
+		cr_assert(fabs(bloom_fill_ratio(&b) - 0.5) < 0.02);
+		est = bloom_estimated_fp(&b);
+		cr_assert(est >= 0.85 * p && est <= 1.15 * p,
+		    "estimated FP %g", est);
+	}
+	bloom_free(&b);
+}
+
+Test(bloom, fp_rate_classic_1pct) { fp_rate_within_15pct(BLOOM_CLASSIC, 0.01); }
+Test(bloom, fp_rate_classic_01pct) { fp_rate_within_15pct(BLOOM_CLASSIC, 0.001); }
+Test(bloom, fp_rate_blocked_1pct) { fp_rate_within_15pct(BLOOM_BLOCKED, 0.01); }
+Test(bloom, fp_rate_blocked_01pct) { fp_rate_within_15pct(BLOOM_BLOCKED, 0.001); }
+
+/*
+ * The byte layout is fixed: a filter built from fixed keys and seed has
+ * the same bytes on every machine, so these digests are constants.
+ */
+Test(bloom, byte_layout_is_fixed)
+{
+	static const char *want[] = {
+		[BLOOM_CLASSIC] = "e665a22509c2f991990c31c74b803aaa98b1f4712b368a21d5d73dce564e9f4a",
+		[BLOOM_BLOCKED] = "42c247d3c128510444bb5d2a6936ef28c56c70f4ee9ef3b41cb7478ce7633c12",
+	};
+	struct bloom b;
+	unsigned char md[32];
+	char hex[65], key[64];
+	size_t n, li;
+	uint64_t i;
+
+	for (li = 0; li < 2; li++) {
+		cr_assert_eq(bloom_init(&b, layouts[li], 4096, 4, 1234), 0);
+		for (i = 0; i < 100; i++) {
+			n = mkkey(key, sizeof(key), "layout", i);
+			bloom_add(&b, key, n);
+		}
+		cr_assert_eq(util_sha256(md, b.bits, b.nbytes), 0);
+		util_hex(hex, md, 32);
+		cr_assert_str_eq(hex, want[layouts[li]], "layout %d",
+		    layouts[li]);
+		bloom_free(&b);
+	}
+}
+
+Test(bloom, attach_answers_like_the_original)
+{
+	struct bloom b, v;
+	unsigned char *copy;
+	char key[64];
+	size_t n, li;
+	uint64_t i, m;
+	uint32_t k;
+
+	for (li = 0; li < 2; li++) {
+		cr_assert_eq(bloom_size(layouts[li], 10000, 0.01, &m, &k), 0);
+		cr_assert_eq(bloom_init(&b, layouts[li], m, k, 99), 0);
+		for (i = 0; i < 10000; i += 2) {
+			n = mkkey(key, sizeof(key), "k", i);
+			bloom_add(&b, key, n);
+		}
+		copy = malloc(b.nbytes);
+		cr_assert_not_null(copy);
+		memcpy(copy, b.bits, b.nbytes);
+		cr_assert_eq(bloom_attach(&v, layouts[li], m, k, 99, copy,
+		    b.nbytes), 0);
+		cr_assert_eq(bloom_attach(&v, layouts[li], m, k, 99, copy,
+		    b.nbytes - 1), -1);
+		cr_assert_eq(bloom_attach(&v, layouts[li], m, k, 99, copy,
+		    b.nbytes), 0);
+		for (i = 0; i < 10000; i++) {
+			n = mkkey(key, sizeof(key), "k", i);
+			cr_assert_eq(bloom_query(&v, key, n),
+			    bloom_query(&b, key, n));
+		}
+		bloom_free(&v);
+		bloom_free(&b);
+		free(copy);
+	}
+}
+
+Test(bloom, rejects_bad_parameters)
+{
+	struct bloom b;
+	unsigned char bits[64];
+
+	cr_assert_eq(bloom_init(&b, BLOOM_CLASSIC, 0, 3, 0), -1);
+	cr_assert_eq(bloom_init(&b, BLOOM_CLASSIC, 100, 0, 0), -1);
+	cr_assert_eq(bloom_init(&b, BLOOM_CLASSIC, 100, BLOOM_MAX_K + 1, 0), -1);
+	cr_assert_eq(bloom_init(&b, BLOOM_BLOCKED, 1000, 3, 0), -1);
+	cr_assert_eq(bloom_init(&b, (enum bloom_layout)9, 512, 3, 0), -1);
+	cr_assert_eq(bloom_attach(&b, BLOOM_CLASSIC, BLOOM_MAX_BITS + 1, 3, 0,
+	    bits, sizeof(bits)), -1);
+	cr_assert_eq(bloom_attach(&b, BLOOM_BLOCKED, 512, 3, 0, bits,
+	    sizeof(bits)), 0);
+	cr_assert(!bloom_query(&b, "a", 1));
+}

@@ -1,0 +1,121 @@
+/* test_util.c - hex, times, durations, numbers and whole-file reads */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util.h"
+
+Test(util, hex_round_trip)
+{
+	unsigned char b[8];
+	char h[17];
+
+	cr_assert_eq(util_unhex(b, sizeof(b), "DEADbeef", 8, false), 4);
+	util_hex(h, b, 4);
+	cr_assert_str_eq(h, "deadbeef");
+	cr_assert_eq(util_unhex(b, sizeof(b), "de:ad:be:ef", 11, true), 4);
+	cr_assert_eq(util_unhex(b, sizeof(b), "de:ad", 5, false), -1);
+	cr_assert_eq(util_unhex(b, sizeof(b), "abc", 3, false), 2);
+	cr_assert_eq(b[0], 0x0a);
+	cr_assert_eq(b[1], 0xbc);
+	cr_assert_eq(util_unhex(b, sizeof(b), "g0", 2, false), -1);
+	cr_assert_eq(util_unhex(b, sizeof(b), "", 0, false), -1);
+	cr_assert_eq(util_unhex(b, 2, "aabbcc", 6, false), -1);
+	cr_assert_eq(util_unhex(b, sizeof(b), ":ab", 3, true), -1);
+}
+
+Test(util, rfc3339)
+{
+	char buf[UTIL_RFC3339_LEN];
+	int64_t t;
+
+	util_rfc3339(buf, 0);
+	cr_assert_str_eq(buf, "1970-01-01T00:00:00Z");
+	cr_assert_eq(util_parse_rfc3339("2026-11-30T05:49:15Z", &t), 0);
+	util_rfc3339(buf, t);
+	cr_assert_str_eq(buf, "2026-11-30T05:49:15Z");
+	cr_assert_eq(t, 1796017755);
+	cr_assert_eq(util_parse_rfc3339("2026-11-30T06:49:15.123+01:00", &t), 0);
+	cr_assert_eq(t, 1796017755);
+	cr_assert_eq(util_parse_rfc3339("2024-02-29T00:00:00Z", &t), 0);
+	cr_assert_eq(util_parse_rfc3339("2023-02-29T00:00:00Z", &t), -1);
+	cr_assert_eq(util_parse_rfc3339("2026-13-01T00:00:00Z", &t), -1);
+	cr_assert_eq(util_parse_rfc3339("2026-11-30T05:49:15", &t), -1);
+	cr_assert_eq(util_parse_rfc3339("2026-11-30T05:49:15Zjunk", &t), -1);
+	cr_assert_eq(util_parse_rfc3339("yesterday", &t), -1);
+}
+
+Test(util, durations_and_numbers)
+{
+	int64_t d;
+	uint64_t u;
+	double x;
+
+	cr_assert_eq(util_parse_duration("90", &d), 0);
+	cr_assert_eq(d, 90);
+	cr_assert_eq(util_parse_duration("15m", &d), 0);
+	cr_assert_eq(d, 900);
+	cr_assert_eq(util_parse_duration("1h", &d), 0);
+	cr_assert_eq(d, 3600);
+	cr_assert_eq(util_parse_duration("7d", &d), 0);
+	cr_assert_eq(d, 604800);
+	cr_assert_eq(util_parse_duration("0s", &d), -1);
+	cr_assert_eq(util_parse_duration("1w", &d), -1);
+	cr_assert_eq(util_parse_duration("-5m", &d), -1);
+	cr_assert_eq(util_parse_duration("99999999999d", &d), -1);
+	cr_assert_eq(util_parse_duration("", &d), -1);
+
+	cr_assert_eq(util_parse_u64("18446744073709551615", UINT64_MAX, &u), 0);
+	cr_assert_eq(u, UINT64_MAX);
+	cr_assert_eq(util_parse_u64("18446744073709551616", UINT64_MAX, &u), -1);
+	cr_assert_eq(util_parse_u64("12x", 100, &u), -1);
+	cr_assert_eq(util_parse_u64("101", 100, &u), -1);
+	cr_assert_eq(util_parse_u64("-1", 100, &u), -1);
+	cr_assert_eq(util_parse_double("0.001", &x), 0);
+	cr_assert_float_eq(x, 0.001, 1e-12);
+	cr_assert_eq(util_parse_double("nan", &x), -1);
+	cr_assert_eq(util_parse_double("1e999", &x), -1);
+}
+
+Test(util, little_endian_is_fixed)
+{
+	unsigned char b[8];
+
+	util_put_le64(b, UINT64_C(0x0102030405060708));
+	cr_assert_eq(b[0], 8);
+	cr_assert_eq(b[7], 1);
+	cr_assert_eq(util_get_le64(b), UINT64_C(0x0102030405060708));
+	util_put_le32(b, 0xa1b2c3d4);
+	cr_assert_eq(b[0], 0xd4);
+	cr_assert_eq(util_get_le32(b), 0xa1b2c3d4);
+	util_put_le16(b, 0xbeef);
+	cr_assert_eq(b[0], 0xef);
+	cr_assert_eq(util_get_le16(b), 0xbeef);
+}
+
+Test(util, read_file_caps_and_errors)
+{
+	char path[] = "/tmp/util-test-XXXXXX", err[256];
+	unsigned char *buf;
+	size_t len;
+	int fd;
+
+	fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(util_write_all(fd, "hello\n", 6), 0);
+	close(fd);
+	cr_assert_eq(util_read_file(path, 100, &buf, &len, err, sizeof(err)), 0);
+	cr_assert_eq(len, 6);
+	cr_assert_str_eq((char *)buf, "hello\n");
+	free(buf);
+	cr_assert_eq(util_read_file(path, 5, &buf, &len, err, sizeof(err)), -1);
+	cr_assert_null(buf);
+	cr_assert(strstr(err, path) != NULL && strstr(err, "limit") != NULL);
+	unlink(path);
+	cr_assert_eq(util_read_file(path, 100, &buf, &len, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "No such file") != NULL);
+	cr_assert_eq(util_read_file("/tmp", 100, &buf, &len, err, sizeof(err)),
+	    -1);
+}
