@@ -145,6 +145,16 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	@tests/demo.sh
 
+# Benchmarks never fail the build; they print ratios and write
+# bench/results.json. See docs/BENCHMARKS.md.
+bench: deps-bench
+	@$(MAKE) --no-print-directory all BUILD=build/bench SANITIZE= WERROR=
+	@BUILD=build/bench bench/run.sh || echo "bench: some benchmarks did not complete (see above)"
+
+bench-large: deps-bench
+	@$(MAKE) --no-print-directory all BUILD=build/bench SANITIZE= WERROR=
+	@BUILD=build/bench BENCH_LARGE=1 bench/run.sh || echo "bench: some benchmarks did not complete"
+
 lint:
 	@! git grep -nE '\b(gets|sprintf|strcpy|strcat|strncpy|strtok|atoi)[[:space:]]*\(' \
 	    -- '*.c' '*.h' | grep -vE 'v?snprintf' || { echo "lint: banned call"; exit 1; }
