@@ -1,0 +1,1053 @@
+/* input.c - revocation list readers: text, JSON and X.509 CRLs (PEM or DER) */
+/*
+ * Every reader treats its input as hostile: sizes are capped, every DER
+ * length is checked against the bytes that are really there, and every
+ * error names the file and the line, element index or DER offset.
+ *
+ * Records enter the set only through set_add() and scopes only through
+ * set_scope(), so the storage behind struct input_set can change in one
+ * place. A failed input_read() truncates both arrays back to their length
+ * at entry; scope metadata of CRLs is applied only after the last point of
+ * failure, so existing scopes are never modified by a failed call.
+ */
+#include "input.h"
+
+#include <assert.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+#include <openssl/bio.h>
+#include <openssl/bn.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/x509v3.h>
+
+#include "log.h"
+#include "util.h"
+
+#define INPUT_PROGRESS_EVERY	65536
+#define INPUT_MAX_CRLS		4096	/* CRLs in one PEM file */
+#define INPUT_DER_MAX_DEPTH	24
+
+/* State of one input_read() call. */
+struct rd {
+	struct input_set	*s;
+	const struct input_opts	*o;
+	const char		*name;	/* for messages: path or "<stdin>" */
+	char			*err;
+	size_t			 errlen;
+	size_t			 last_scope;	/* lookup cache, SIZE_MAX = none */
+	uint64_t		 count;		/* records added by this call */
+	/* Source metadata of the CRLs read, applied on success. */
+	struct ffile_scope	*pend;
+	size_t			 npend;
+	size_t			 pcap;
+};
+
+/* Formats "<name>: <message>" into the caller's error buffer. */
+static void rd_err(struct rd *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+rd_err(struct rd *r, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	int n;
+
+	if (r->errlen == 0)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		msg[0] = '\0';
+	n = snprintf(r->err, r->errlen, "%s: %s", r->name, msg);
+	/* A cut message still starts with the file name; mark the cut. */
+	if ((n < 0 || (size_t)n >= r->errlen) && r->errlen > 4)
+		memcpy(r->err + r->errlen - 4, "...", 4);
+}
+
+void
+input_set_init(struct input_set *s)
+{
+	assert(s != NULL);
+	memset(s, 0, sizeof(*s));
+}
+
+void
+input_set_free(struct input_set *s)
+{
+	if (s == NULL)
+		return;
+	free(s->recs);
+	free(s->scopes);
+	memset(s, 0, sizeof(*s));
+}
+
+/*
+ * Appends one record. The only place records enter a set. Returns 0, or
+ * -1 when the record cap is reached or memory runs out (s unchanged).
+ */
+static int
+set_add(struct input_set *s, const struct revkey *k, int64_t at,
+    const char *reason)
+{
+	struct table_rec *nrecs, *rec;
+	size_t ncap, rlen;
+
+	if (s->nrecs >= TABLE_MAX_RECORDS)
+		return -1;
+	if (s->nrecs == s->cap) {
+		ncap = s->cap == 0 ? 1024 : s->cap;
+		if (ncap > SIZE_MAX / 2 / sizeof(*s->recs))
+			return -1;
+		ncap = s->cap == 0 ? ncap : ncap * 2;
+		if ((nrecs = realloc(s->recs, ncap * sizeof(*s->recs))) == NULL)
+			return -1;
+		s->recs = nrecs;
+		s->cap = ncap;
+	}
+	rec = &s->recs[s->nrecs];
+	memset(rec, 0, sizeof(*rec));
+	rec->key = *k;
+	rec->revoked_at = at;
+	if (reason != NULL) {
+		rlen = strnlen(reason, TABLE_REASON_MAX - 1);
+		memcpy(rec->reason, reason, rlen);
+		rec->reason[rlen] = '\0';
+	}
+	s->nrecs++;
+	return 0;
+}
+
+static size_t
+set_find_scope(struct rd *r, const char *name)
+{
+	struct input_set *s = r->s;
+	size_t i;
+
+	if (r->last_scope < s->nscopes &&
+	    strcmp(s->scopes[r->last_scope].name, name) == 0)
+		return r->last_scope;
+	for (i = 0; i < s->nscopes; i++)
+		if (strcmp(s->scopes[i].name, name) == 0)
+			return r->last_scope = i;
+	return SIZE_MAX;
+}
+
+/*
+ * Makes sure the set covers a scope, appending a list-sourced entry when
+ * it is new. The only place scopes enter a set. Returns 0, or -1 with the
+ * error set.
+ */
+static int
+set_scope(struct rd *r, const char *name)
+{
+	struct input_set *s = r->s;
+	struct ffile_scope *ns, *sc;
+	size_t ncap, len;
+
+	if (set_find_scope(r, name) != SIZE_MAX)
+		return 0;
+	len = strnlen(name, REVKEY_SCOPE_MAX + 1);
+	if (!revkey_scope_valid(name, len)) {
+		rd_err(r, "invalid scope \"%.*s\"", (int)(len > 80 ? 80 : len),
+		    name);
+		return -1;
+	}
+	if (s->nscopes >= FFILE_MAX_SCOPES) {
+		rd_err(r, "more than %d scopes", FFILE_MAX_SCOPES);
+		return -1;
+	}
+	if (s->nscopes == s->scap) {
+		ncap = s->scap == 0 ? 8 : s->scap * 2;
+		if ((ns = realloc(s->scopes, ncap * sizeof(*ns))) == NULL) {
+			rd_err(r, "out of memory");
+			return -1;
+		}
+		s->scopes = ns;
+		s->scap = ncap;
+	}
+	sc = &s->scopes[s->nscopes];
+	memset(sc, 0, sizeof(*sc));
+	memcpy(sc->name, name, len);
+	sc->name[len] = '\0';
+	sc->source = FFILE_SRC_LIST;
+	r->last_scope = s->nscopes++;
+	return 0;
+}
+
+/* Adds a record; reports progress now and then. 0, or -1 with err. */
+static int
+rd_add(struct rd *r, const struct revkey *k, int64_t at, const char *reason)
+{
+	if (set_add(r->s, k, at, reason) != 0) {
+		rd_err(r, r->s->nrecs >= TABLE_MAX_RECORDS ?
+		    "too many records" : "out of memory");
+		return -1;
+	}
+	r->count++;
+	if (r->o->progress != NULL && r->count % INPUT_PROGRESS_EVERY == 0)
+		r->o->progress(r->o->progress_arg, r->s->nrecs);
+	return 0;
+}
+
+static const char *
+opts_scope(const struct input_opts *o)
+{
+	return o->scope != NULL ? o->scope : REVKEY_DEFAULT_SCOPE;
+}
+
+/* ---- text ------------------------------------------------------------ */
+
+static bool
+is_space(unsigned char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' ||
+	    c == '\f';
+}
+
+static int
+read_text(struct rd *r, const char *buf, size_t len)
+{
+	const char *scope = opts_scope(r->o), *line, *nl, *b, *e;
+	char kerr[256];
+	struct revkey k;
+	size_t pos = 0, lineno = 0;
+
+	if (set_scope(r, scope) != 0)
+		return -1;
+	while (pos < len) {
+		line = buf + pos;
+		nl = memchr(line, '\n', len - pos);
+		e = nl != NULL ? nl : buf + len;
+		pos = (size_t)(e - buf) + (nl != NULL ? 1 : 0);
+		lineno++;
+		b = line;
+		while (b < e && is_space((unsigned char)*b))
+			b++;
+		while (e > b && is_space((unsigned char)e[-1]))
+			e--;
+		if (b == e || *b == '#')
+			continue;
+		if (memchr(b, '\0', (size_t)(e - b)) != NULL) {
+			rd_err(r, "line %zu: NUL byte in id", lineno);
+			return -1;
+		}
+		if (revkey_from_text(&k, scope, b, (size_t)(e - b), kerr,
+		    sizeof(kerr)) != 0) {
+			rd_err(r, "line %zu: %s", lineno, kerr);
+			return -1;
+		}
+		if (rd_add(r, &k, 0, NULL) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* ---- JSON ------------------------------------------------------------ */
+
+static void
+offset_line(const char *buf, size_t off, size_t *line, size_t *col)
+{
+	const char *p = buf, *end = buf + off, *nl;
+
+	*line = 1;
+	*col = 1;
+	while (p < end && (nl = memchr(p, '\n', (size_t)(end - p))) != NULL) {
+		(*line)++;
+		p = nl + 1;
+	}
+	*col = (size_t)(end - p) + 1;
+}
+
+static bool
+reason_valid(const char *s)
+{
+	size_t i;
+
+	for (i = 0; s[i] != '\0'; i++)
+		if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] > 0x7e)
+			return false;
+	return i < TABLE_REASON_MAX;
+}
+
+/* One array element: a string id, or an object with id and optionals. */
+static int
+json_element(struct rd *r, const cJSON *el, size_t idx)
+{
+	const char *scope = opts_scope(r->o), *id = NULL, *reason = NULL;
+	const cJSON *it, *jid = NULL, *jscope = NULL, *jat = NULL, *jreason = NULL;
+	const cJSON **slot;
+	char kerr[256];
+	struct revkey k;
+	int64_t at = 0;
+
+	if (cJSON_IsString(el)) {
+		id = el->valuestring;
+	} else if (cJSON_IsObject(el)) {
+		for (it = el->child; it != NULL; it = it->next) {
+			if (it->string == NULL)
+				continue;
+			if (strcmp(it->string, "id") == 0)
+				slot = &jid;
+			else if (strcmp(it->string, "scope") == 0)
+				slot = &jscope;
+			else if (strcmp(it->string, "revoked_at") == 0)
+				slot = &jat;
+			else if (strcmp(it->string, "reason") == 0)
+				slot = &jreason;
+			else
+				continue;	/* unknown keys are ignored */
+			if (*slot != NULL) {
+				rd_err(r, "element %zu: duplicate key \"%s\"",
+				    idx, it->string);
+				return -1;
+			}
+			*slot = it;
+		}
+		if (jid == NULL) {
+			rd_err(r, "element %zu: object has no \"id\"", idx);
+			return -1;
+		}
+		if (!cJSON_IsString(jid)) {
+			rd_err(r, "element %zu: \"id\" is not a string", idx);
+			return -1;
+		}
+		id = jid->valuestring;
+		if (jscope != NULL && !cJSON_IsNull(jscope)) {
+			if (!cJSON_IsString(jscope)) {
+				rd_err(r, "element %zu: \"scope\" is not a "
+				    "string", idx);
+				return -1;
+			}
+			scope = jscope->valuestring;
+		}
+		if (jat != NULL && !cJSON_IsNull(jat)) {
+			if (!cJSON_IsString(jat) ||
+			    util_parse_rfc3339(jat->valuestring, &at) != 0 ||
+			    at <= 0) {
+				rd_err(r, "element %zu: \"revoked_at\" is not an "
+				    "RFC 3339 date after 1970 (like "
+				    "\"2026-01-31T12:00:00Z\")", idx);
+				return -1;
+			}
+		}
+		if (jreason != NULL && !cJSON_IsNull(jreason)) {
+			if (!cJSON_IsString(jreason) ||
+			    !reason_valid(jreason->valuestring)) {
+				rd_err(r, "element %zu: \"reason\" is not a string "
+				    "of at most %d printable ASCII characters",
+				    idx, TABLE_REASON_MAX - 1);
+				return -1;
+			}
+			reason = jreason->valuestring;
+		}
+	} else {
+		rd_err(r, "element %zu: neither a string nor an object", idx);
+		return -1;
+	}
+	if (!revkey_scope_valid(scope, strnlen(scope, REVKEY_SCOPE_MAX + 1))) {
+		rd_err(r, "element %zu: invalid scope (1-%d printable "
+		    "characters without spaces, or x509: and 64 lowercase hex "
+		    "digits)", idx, REVKEY_SCOPE_MAX);
+		return -1;
+	}
+	if (set_scope(r, scope) != 0)
+		return -1;
+	if (revkey_from_text(&k, scope, id, strlen(id), kerr,
+	    sizeof(kerr)) != 0) {
+		rd_err(r, "element %zu: %s", idx, kerr);
+		return -1;
+	}
+	return rd_add(r, &k, at, reason);
+}
+
+static int
+read_json(struct rd *r, const char *buf, size_t len)
+{
+	const char *end = NULL, *nul;
+	const cJSON *el;
+	cJSON *root;
+	size_t idx = 0, line, col, off;
+	int rc = -1;
+
+	/* cJSON stops at a NUL: one inside the text would hide the rest. */
+	if ((nul = memchr(buf, '\0', len)) != NULL) {
+		offset_line(buf, (size_t)(nul - buf), &line, &col);
+		rd_err(r, "NUL byte at offset %zu (line %zu, column %zu): not "
+		    "JSON text", (size_t)(nul - buf), line, col);
+		return -1;
+	}
+	/* The buffer is NUL-terminated (util_read_file), so len + 1 is valid. */
+	root = cJSON_ParseWithLengthOpts(buf, len + 1, &end, 1);
+	if (root == NULL) {
+		off = end != NULL && end >= buf && end <= buf + len ?
+		    (size_t)(end - buf) : len;
+		offset_line(buf, off, &line, &col);
+		rd_err(r, "invalid JSON at offset %zu (line %zu, column %zu)",
+		    off, line, col);
+		return -1;
+	}
+	if (!cJSON_IsArray(root)) {
+		rd_err(r, "JSON top level is not an array");
+		goto out;
+	}
+	if (root->child == NULL && set_scope(r, opts_scope(r->o)) != 0)
+		goto out;
+	for (el = root->child; el != NULL; el = el->next, idx++)
+		if (json_element(r, el, idx) != 0)
+			goto out;
+	rc = 0;
+out:
+	cJSON_Delete(root);
+	return rc;
+}
+
+/* ---- DER structure check ------------------------------------------------ */
+
+/*
+ * Reads the identifier and length octets of a DER element at off, within
+ * [off, end). Sets *hdr to their size and *clen to the declared content
+ * length (which may run past end: the caller checks). Returns 0, or -1
+ * when the header itself is cut or not DER (indefinite length, too long).
+ */
+static int
+der_header(const unsigned char *b, size_t off, size_t end, size_t *hdr,
+    uint64_t *clen)
+{
+	size_t p = off, n, i;
+	uint64_t l = 0;
+
+	if (p >= end)
+		return -1;
+	if ((b[p++] & 0x1f) == 0x1f) {		/* high tag number form */
+		for (i = 0; p < end && (b[p] & 0x80) != 0; i++, p++)
+			if (i >= 4)
+				return -1;
+		if (p >= end)
+			return -1;
+		p++;
+	}
+	if (p >= end)
+		return -1;
+	if (b[p] < 0x80) {
+		l = b[p++];
+	} else {
+		n = b[p++] & 0x7f;
+		if (n == 0 || n > 8 || n > end - p)
+			return -1;
+		for (i = 0; i < n; i++)
+			l = (l << 8) | b[p++];
+	}
+	*hdr = p - off;
+	*clen = l;
+	return 0;
+}
+
+/*
+ * Walks the elements in [off, end), descending into constructed ones.
+ * Returns 0 when every length fits; otherwise -1 with *bad at the deepest
+ * element whose header is cut or whose content runs past what is there.
+ */
+static int
+der_walk(const unsigned char *b, size_t off, size_t end, int depth,
+    size_t *bad)
+{
+	size_t hdr, cs;
+	uint64_t clen;
+	bool cons;
+
+	while (off < end) {
+		if (der_header(b, off, end, &hdr, &clen) != 0) {
+			*bad = off;
+			return -1;
+		}
+		cons = (b[off] & 0x20) != 0;
+		cs = off + hdr;
+		if (clen > end - cs) {
+			*bad = off;
+			if (cons && depth < INPUT_DER_MAX_DEPTH)
+				(void)der_walk(b, cs, end, depth + 1, bad);
+			return -1;
+		}
+		if (cons && depth < INPUT_DER_MAX_DEPTH &&
+		    der_walk(b, cs, cs + (size_t)clen, depth + 1, bad) != 0)
+			return -1;
+		off = cs + (size_t)clen;
+	}
+	return 0;
+}
+
+/*
+ * Checks that der is exactly one well-formed DER element. Returns 0, or -1
+ * with *bad the offset of the first problem.
+ */
+static int
+der_check(const unsigned char *der, size_t len, size_t *bad)
+{
+	size_t hdr;
+	uint64_t clen;
+
+	if (der_header(der, 0, len, &hdr, &clen) != 0) {
+		*bad = 0;
+		return -1;
+	}
+	if (clen > len - hdr)
+		return der_walk(der, 0, len, 0, bad);
+	if (hdr + clen != len) {
+		*bad = hdr + (size_t)clen;
+		return -1;
+	}
+	return der_walk(der, 0, len, 0, bad);
+}
+
+/* ---- CRLs ---------------------------------------------------------------- */
+
+/* RFC 5280 CRLReason names, by code; code 7 is not used. */
+static const char *const crl_reasons[] = {
+	"unspecified", "keyCompromise", "cACompromise", "affiliationChanged",
+	"superseded", "cessationOfOperation", "certificateHold", NULL,
+	"removeFromCRL", "privilegeWithdrawn", "aACompromise",
+};
+
+static int
+asn1_time_epoch(const ASN1_TIME *t, int64_t *out)
+{
+	struct tm tm;
+	time_t v;
+
+	if (t == NULL || ASN1_TIME_to_tm(t, &tm) != 1)
+		return -1;
+	v = timegm(&tm);
+	if (v == (time_t)-1)
+		return -1;
+	*out = (int64_t)v;
+	return 0;
+}
+
+/* The last OpenSSL error as text, and the error queue cleared. */
+static const char *
+ossl_reason(char *buf, size_t len)
+{
+	unsigned long e = ERR_peek_last_error();
+	const char *rs;
+
+	if (e == 0) {
+		snprintf(buf, len, "no detail");
+	} else {
+		rs = ERR_reason_error_string(e);
+		if (rs != NULL)
+			snprintf(buf, len, "%s", rs);
+		else
+			snprintf(buf, len, "error %lu", e);
+	}
+	ERR_clear_error();
+	return buf;
+}
+
+/* The issuer as RFC 2253 text into out (cut with "..." when too long). */
+static int
+name_rfc2253(const X509_NAME *name, char *out, size_t cap)
+{
+	BIO *bio;
+	char *p;
+	long n;
+
+	if ((bio = BIO_new(BIO_s_mem())) == NULL)
+		return -1;
+	if (X509_NAME_print_ex(bio, name, 0, XN_FLAG_RFC2253) < 0) {
+		BIO_free(bio);
+		return -1;
+	}
+	n = BIO_get_mem_data(bio, &p);
+	if (n < 0)
+		n = 0;
+	if ((size_t)n >= cap) {
+		memcpy(out, p, cap - 4);
+		memcpy(out + cap - 4, "...", 4);
+	} else {
+		memcpy(out, p, (size_t)n);
+		out[n] = '\0';
+	}
+	BIO_free(bio);
+	return 0;
+}
+
+/* CRL number as lowercase hex into out; "" when absent. 0 or -1. */
+static int
+crl_number_hex(struct rd *r, const X509_CRL *crl, const char *where,
+    char *out, size_t cap)
+{
+	ASN1_INTEGER *num;
+	BIGNUM *bn = NULL;
+	char *hex = NULL;
+	size_t i, n;
+	int crit = 0, rc = -1;
+
+	out[0] = '\0';
+	num = X509_CRL_get_ext_d2i(crl, NID_crl_number, &crit, NULL);
+	if (num == NULL) {
+		if (crit == -1)
+			return 0;
+		rd_err(r, "%smalformed or repeated CRL number extension", where);
+		ERR_clear_error();
+		return -1;
+	}
+	if ((bn = ASN1_INTEGER_to_BN(num, NULL)) == NULL ||
+	    BN_is_negative(bn) || BN_num_bytes(bn) > 20) {
+		rd_err(r, "%sCRL number is negative or longer than 20 octets",
+		    where);
+		goto out;
+	}
+	if ((hex = BN_bn2hex(bn)) == NULL || (n = strlen(hex)) >= cap) {
+		rd_err(r, "%sout of memory", where);
+		goto out;
+	}
+	for (i = 0; i < n; i++)
+		out[i] = (char)(hex[i] >= 'A' && hex[i] <= 'F' ?
+		    hex[i] - 'A' + 'a' : hex[i]);
+	out[n] = '\0';
+	rc = 0;
+out:
+	OPENSSL_free(hex);
+	BN_free(bn);
+	ASN1_INTEGER_free(num);
+	ERR_clear_error();
+	return rc;
+}
+
+/* Checks the CRL against the --issuer certificates. 0, or -1 with err. */
+static int
+crl_check_issuer(struct rd *r, X509_CRL *crl, const char *where,
+    const char *issuer_text)
+{
+	const X509_NAME *in = X509_CRL_get_issuer(crl);
+	char subj[512];
+	EVP_PKEY *pk;
+	size_t i;
+	bool matched = false;
+
+	for (i = 0; i < r->o->nissuers; i++) {
+		if (r->o->issuers[i] == NULL ||
+		    X509_NAME_cmp(X509_get_subject_name(r->o->issuers[i]),
+		    in) != 0)
+			continue;
+		matched = true;
+		pk = X509_get0_pubkey(r->o->issuers[i]);
+		if (pk != NULL && X509_CRL_verify(crl, pk) == 1) {
+			ERR_clear_error();
+			return 0;
+		}
+		ERR_clear_error();
+		if (name_rfc2253(X509_get_subject_name(r->o->issuers[i]), subj,
+		    sizeof(subj)) != 0)
+			snprintf(subj, sizeof(subj), "?");
+	}
+	if (!matched)
+		rd_err(r, "%sCRL issuer \"%s\" is not among the --issuer "
+		    "certificates", where, issuer_text);
+	else
+		rd_err(r, "%ssignature does not verify against issuer "
+		    "certificate \"%s\"", where, subj);
+	return -1;
+}
+
+static int
+crl_pend(struct rd *r, const struct ffile_scope *sc)
+{
+	struct ffile_scope *np;
+	size_t ncap;
+
+	if (r->npend == r->pcap) {
+		ncap = r->pcap == 0 ? 4 : r->pcap * 2;
+		if ((np = realloc(r->pend, ncap * sizeof(*np))) == NULL) {
+			rd_err(r, "out of memory");
+			return -1;
+		}
+		r->pend = np;
+		r->pcap = ncap;
+	}
+	r->pend[r->npend++] = *sc;
+	return 0;
+}
+
+/* Adds one parsed CRL: checks, scope, records, pending metadata. */
+static int
+crl_add(struct rd *r, X509_CRL *crl, const unsigned char *der, size_t derlen,
+    const char *where)
+{
+	STACK_OF(X509_REVOKED) *revs;
+	const X509_REVOKED *ent;
+	ASN1_ENUMERATED *re;
+	struct ffile_scope sc;
+	struct revkey k;
+	char kerr[256], rbuf[24], when[UTIL_RFC3339_LEN];
+	const char *reason;
+	int64_t at, now;
+	long code;
+	int i, n, crit;
+
+	memset(&sc, 0, sizeof(sc));
+	sc.source = FFILE_SRC_CRL;
+	if (revkey_x509_scope(sc.name, X509_CRL_get_issuer(crl)) != 0 ||
+	    name_rfc2253(X509_CRL_get_issuer(crl), sc.issuer,
+	    sizeof(sc.issuer)) != 0) {
+		rd_err(r, "%scannot encode the CRL issuer", where);
+		return -1;
+	}
+	if (asn1_time_epoch(X509_CRL_get0_lastUpdate(crl), &sc.this_update)
+	    != 0) {
+		rd_err(r, "%sinvalid thisUpdate", where);
+		return -1;
+	}
+	if (X509_CRL_get0_nextUpdate(crl) != NULL &&
+	    asn1_time_epoch(X509_CRL_get0_nextUpdate(crl), &sc.next_update)
+	    != 0) {
+		rd_err(r, "%sinvalid nextUpdate", where);
+		return -1;
+	}
+	if (util_sha256(sc.crl_sha256, der, derlen) != 0) {
+		rd_err(r, "%sSHA-256 failed", where);
+		return -1;
+	}
+	if (crl_number_hex(r, crl, where, sc.crl_number,
+	    sizeof(sc.crl_number)) != 0)
+		return -1;
+	/*
+	 * A delta CRL lists changes, not the revoked set, and an indirect
+	 * CRL's entries belong to other issuers: taking either as a plain CRL
+	 * would give wrong answers, so both are refused.
+	 */
+	if (X509_CRL_get_ext_by_NID(crl, NID_delta_crl, -1) >= 0) {
+		rd_err(r, "%sdelta CRLs are not supported", where);
+		return -1;
+	}
+	if (r->o->nissuers > 0 && crl_check_issuer(r, crl, where,
+	    sc.issuer) != 0)
+		return -1;
+	now = r->o->now != 0 ? r->o->now : util_now();
+	if (sc.next_update != 0 && now > sc.next_update) {
+		util_rfc3339(when, sc.next_update);
+		if (!r->o->allow_expired) {
+			rd_err(r, "%sCRL of \"%s\" expired at %s (nextUpdate); "
+			    "--allow-expired to use it anyway", where, sc.issuer,
+			    when);
+			return -1;
+		}
+		if (!r->o->quiet)
+			log_warn("%s: %sCRL of \"%s\" expired at %s (nextUpdate)",
+			    r->name, where, sc.issuer, when);
+	}
+	if (set_scope(r, sc.name) != 0)
+		return -1;
+
+	revs = X509_CRL_get_REVOKED(crl);
+	n = revs != NULL ? sk_X509_REVOKED_num(revs) : 0;
+	for (i = 0; i < n; i++) {
+		ent = sk_X509_REVOKED_value(revs, i);
+		if (X509_REVOKED_get_ext_by_NID(ent, NID_certificate_issuer, -1)
+		    >= 0) {
+			rd_err(r, "%sentry %d: indirect CRLs (certificate issuer "
+			    "entry extension) are not supported", where, i);
+			return -1;
+		}
+		if (revkey_from_crl_entry(&k, crl, ent, kerr, sizeof(kerr))
+		    != 0) {
+			rd_err(r, "%sentry %d: %s", where, i, kerr);
+			return -1;
+		}
+		if (asn1_time_epoch(X509_REVOKED_get0_revocationDate(ent), &at)
+		    != 0) {
+			rd_err(r, "%sentry %d: invalid revocation date", where,
+			    i);
+			return -1;
+		}
+		reason = NULL;
+		crit = 0;
+		re = X509_REVOKED_get_ext_d2i(ent, NID_crl_reason, &crit, NULL);
+		if (re == NULL && crit != -1) {
+			ERR_clear_error();
+			rd_err(r, "%sentry %d: malformed or repeated reason code",
+			    where, i);
+			return -1;
+		}
+		if (re != NULL) {
+			code = ASN1_ENUMERATED_get(re);
+			ASN1_ENUMERATED_free(re);
+			if (code >= 0 && (size_t)code < sizeof(crl_reasons) /
+			    sizeof(crl_reasons[0]) && crl_reasons[code] != NULL) {
+				reason = crl_reasons[code];
+			} else {
+				/* Unknown codes are kept, not dropped. */
+				snprintf(rbuf, sizeof(rbuf), "reason%ld", code);
+				reason = rbuf;
+			}
+		}
+		if (rd_add(r, &k, at, reason) != 0)
+			return -1;
+	}
+	return crl_pend(r, &sc);
+}
+
+/* One DER CRL, from a file or a PEM block. */
+static int
+crl_der(struct rd *r, const unsigned char *der, size_t len, const char *where)
+{
+	const unsigned char *p = der;
+	char why[160];
+	X509_CRL *crl;
+	size_t bad = 0;
+	int rc;
+
+	if (len > LONG_MAX) {
+		rd_err(r, "%sCRL too large", where);
+		return -1;
+	}
+	if (der_check(der, len, &bad) != 0) {
+		rd_err(r, "%struncated or malformed DER at offset %zu", where,
+		    bad);
+		return -1;
+	}
+	crl = d2i_X509_CRL(NULL, &p, (long)len);
+	if (crl == NULL) {
+		rd_err(r, "%snot a valid X.509 CRL (%s)", where,
+		    ossl_reason(why, sizeof(why)));
+		return -1;
+	}
+	if (p != der + len) {
+		rd_err(r, "%strailing bytes after the CRL at offset %zu", where,
+		    (size_t)(p - der));
+		X509_CRL_free(crl);
+		return -1;
+	}
+	rc = crl_add(r, crl, der, len, where);
+	X509_CRL_free(crl);
+	ERR_clear_error();
+	return rc;
+}
+
+static int
+read_crl_pem(struct rd *r, const char *buf, size_t len)
+{
+	char *name = NULL, *header = NULL, where[48], why[160];
+	unsigned char *data = NULL;
+	long dlen = 0;
+	size_t nblk = 0;
+	unsigned long e;
+	BIO *bio;
+	int rc = -1;
+
+	if (len > INT_MAX) {
+		rd_err(r, "PEM file over %d bytes", INT_MAX);
+		return -1;
+	}
+	if ((bio = BIO_new_mem_buf(buf, (int)len)) == NULL) {
+		rd_err(r, "out of memory");
+		return -1;
+	}
+	ERR_clear_error();
+	for (;;) {
+		if (PEM_read_bio(bio, &name, &header, &data, &dlen) != 1) {
+			e = ERR_peek_last_error();
+			if (nblk > 0 && ERR_GET_LIB(e) == ERR_LIB_PEM &&
+			    ERR_GET_REASON(e) == PEM_R_NO_START_LINE) {
+				ERR_clear_error();
+				break;
+			}
+			rd_err(r, "PEM block %zu: %s", nblk + 1,
+			    ossl_reason(why, sizeof(why)));
+			goto out;
+		}
+		nblk++;
+		snprintf(where, sizeof(where), "PEM block %zu: ", nblk);
+		if (strcmp(name, PEM_STRING_X509_CRL) != 0) {
+			rd_err(r, "%s\"%.40s\" where an X509 CRL was expected",
+			    where, name);
+			goto out;
+		}
+		if (nblk > INPUT_MAX_CRLS) {
+			rd_err(r, "more than %d CRLs in one file",
+			    INPUT_MAX_CRLS);
+			goto out;
+		}
+		if (dlen <= 0 || crl_der(r, data, (size_t)dlen, where) != 0) {
+			if (dlen <= 0)
+				rd_err(r, "%sempty", where);
+			goto out;
+		}
+		OPENSSL_free(name);
+		OPENSSL_free(header);
+		OPENSSL_free(data);
+		name = header = NULL;
+		data = NULL;
+	}
+	rc = 0;
+out:
+	OPENSSL_free(name);
+	OPENSSL_free(header);
+	OPENSSL_free(data);
+	BIO_free(bio);
+	return rc;
+}
+
+/* ---- dispatch ------------------------------------------------------------ */
+
+static bool
+looks_pem_crl(const char *buf, size_t len)
+{
+	static const char tag[] = "-----BEGIN X509 CRL-----";
+
+	return memmem(buf, len, tag, sizeof(tag) - 1) != NULL;
+}
+
+/*
+ * DER when the file is one DER SEQUENCE of exactly its length whose
+ * content starts with another SEQUENCE (TBSCertList): a text list that
+ * happens to start with '0' (0x30) does not pass this.
+ */
+static bool
+looks_der(const unsigned char *b, size_t len)
+{
+	size_t hdr;
+	uint64_t clen;
+
+	if (len < 4 || b[0] != 0x30 || der_header(b, 0, len, &hdr, &clen) != 0)
+		return false;
+	return hdr < len && b[hdr] == 0x30 && b[1] >= 0x80 && clen <= len;
+}
+
+static enum input_format
+sniff(const unsigned char *buf, size_t len)
+{
+	size_t i = 0;
+
+	if (looks_der(buf, len))
+		return INPUT_CRL;
+	while (i < len && is_space(buf[i]))
+		i++;
+	/* A UTF-8 byte order mark before JSON is tolerated. */
+	if (i + 3 <= len && memcmp(buf + i, "\xef\xbb\xbf", 3) == 0)
+		i += 3;
+	while (i < len && is_space(buf[i]))
+		i++;
+	if (i < len && buf[i] == '[')
+		return INPUT_JSON;
+	if (looks_pem_crl((const char *)buf, len))
+		return INPUT_CRL;
+	return INPUT_TEXT;
+}
+
+static int
+commit_pending(struct rd *r)
+{
+	struct ffile_scope *sc;
+	uint64_t keys;
+	size_t i, j;
+
+	for (i = 0; i < r->npend; i++) {
+		j = set_find_scope(r, r->pend[i].name);
+		assert(j != SIZE_MAX);
+		sc = &r->s->scopes[j];
+		/* Of several CRLs of one issuer, the newest describes it. */
+		if (sc->source != FFILE_SRC_CRL ||
+		    r->pend[i].this_update > sc->this_update) {
+			keys = sc->keys;
+			*sc = r->pend[i];
+			sc->keys = keys;
+		}
+	}
+	return 0;
+}
+
+int
+input_read(struct input_set *s, const char *path,
+    const struct input_opts *o, char *err, size_t errlen)
+{
+	struct rd r;
+	unsigned char *buf = NULL;
+	size_t len = 0, nrecs0, nscopes0;
+	enum input_format fmt;
+	int rc = -1;
+
+	assert(s != NULL && path != NULL && o != NULL);
+	memset(&r, 0, sizeof(r));
+	r.s = s;
+	r.o = o;
+	r.name = strcmp(path, "-") == 0 ? "<stdin>" : path;
+	r.err = err;
+	r.errlen = errlen;
+	r.last_scope = SIZE_MAX;
+	nrecs0 = s->nrecs;
+	nscopes0 = s->nscopes;
+
+	if (util_read_file(path, (size_t)INPUT_MAX_FILE, &buf, &len, err,
+	    errlen) != 0)
+		return -1;
+	fmt = o->format == INPUT_AUTO ? sniff(buf, len) : o->format;
+	switch (fmt) {
+	case INPUT_TEXT:
+		rc = read_text(&r, (const char *)buf, len);
+		break;
+	case INPUT_JSON:
+		rc = read_json(&r, (const char *)buf, len);
+		break;
+	case INPUT_CRL:
+		if (len == 0)
+			rd_err(&r, "empty file, not a CRL");
+		else if (looks_pem_crl((const char *)buf, len))
+			rc = read_crl_pem(&r, (const char *)buf, len);
+		else if (memmem(buf, len, "-----BEGIN", 10) != NULL)
+			rd_err(&r, "PEM file without an X509 CRL block");
+		else
+			rc = crl_der(&r, buf, len, "");
+		break;
+	default:
+		rd_err(&r, "unknown input format %d", (int)fmt);
+		break;
+	}
+	if (rc == 0)
+		rc = commit_pending(&r);
+	if (rc != 0) {
+		s->nrecs = nrecs0;
+		s->nscopes = nscopes0;
+	} else if (o->progress != NULL) {
+		o->progress(o->progress_arg, s->nrecs);
+	}
+	free(r.pend);
+	free(buf);
+	return rc;
+}
+
+void
+input_count_scopes(struct input_set *s)
+{
+	size_t i = 0, j, run, sidx = SIZE_MAX;
+
+	for (j = 0; j < s->nscopes; j++)
+		s->scopes[j].keys = 0;
+	while (i < s->nrecs) {
+		run = i + 1;
+		while (run < s->nrecs && strcmp(s->recs[run].key.scope,
+		    s->recs[i].key.scope) == 0)
+			run++;
+		if (sidx == SIZE_MAX ||
+		    strcmp(s->scopes[sidx].name, s->recs[i].key.scope) != 0) {
+			for (sidx = 0; sidx < s->nscopes; sidx++)
+				if (strcmp(s->scopes[sidx].name,
+				    s->recs[i].key.scope) == 0)
+					break;
+		}
+		if (sidx < s->nscopes)
+			s->scopes[sidx].keys += run - i;
+		else
+			sidx = SIZE_MAX;
+		i = run;
+	}
+}
