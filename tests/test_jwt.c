@@ -1,0 +1,281 @@
+/* test_jwt.c - tests of the JWT revocation key extraction */
+#include <criterion/criterion.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jwt.h"
+
+static const char b64url[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/* Unpadded base64url of s into out (which must be large enough). */
+static void
+enc(char *out, const char *s, size_t len)
+{
+	const unsigned char *in = (const unsigned char *)s;
+	size_t i, o = 0;
+	unsigned v;
+
+	for (i = 0; i + 2 < len; i += 3) {
+		v = (unsigned)in[i] << 16 | (unsigned)in[i + 1] << 8 | in[i + 2];
+		out[o++] = b64url[v >> 18 & 63];
+		out[o++] = b64url[v >> 12 & 63];
+		out[o++] = b64url[v >> 6 & 63];
+		out[o++] = b64url[v & 63];
+	}
+	if (len - i == 1) {
+		v = (unsigned)in[i] << 16;
+		out[o++] = b64url[v >> 18 & 63];
+		out[o++] = b64url[v >> 12 & 63];
+	} else if (len - i == 2) {
+		v = (unsigned)in[i] << 16 | (unsigned)in[i + 1] << 8;
+		out[o++] = b64url[v >> 18 & 63];
+		out[o++] = b64url[v >> 12 & 63];
+		out[o++] = b64url[v >> 6 & 63];
+	}
+	out[o] = '\0';
+}
+
+/* A token "<hdr>.<payload>.<sig>" with payload JSON text; caller frees. */
+static char *
+mktoken(const char *payload)
+{
+	static const char hdr[] = "{\"alg\":\"ES256\",\"typ\":\"JWT\"}";
+	size_t plen = strlen(payload);
+	char *tok = malloc(64 + 2 * sizeof(hdr) + 2 * plen);
+	size_t o;
+
+	cr_assert_not_null(tok);
+	enc(tok, hdr, sizeof(hdr) - 1);
+	o = strlen(tok);
+	tok[o++] = '.';
+	enc(tok + o, payload, plen);
+	o = strlen(tok);
+	tok[o++] = '.';
+	enc(tok + o, "signature-bytes", 15);
+	return tok;
+}
+
+static int
+run(struct revkey *k, const char *payload, char *err, size_t errlen)
+{
+	char *tok = mktoken(payload);
+	int rc = jwt_revkey(k, tok, strlen(tok), err, errlen);
+
+	free(tok);
+	return rc;
+}
+
+Test(jwt, good_token_with_iss)
+{
+	struct revkey k;
+	char err[256] = "";
+
+	cr_assert_eq(run(&k, "{\"iss\":\"https://idp.example\",\"sub\":\"u1\","
+	    "\"jti\":\"tok-123\",\"exp\":1999999999}", err, sizeof(err)), 0,
+	    "%s", err);
+	cr_assert_str_eq(k.scope, "https://idp.example");
+	cr_assert_eq(k.scope_len, strlen("https://idp.example"));
+	cr_assert_eq(k.id_len, 7);
+	cr_assert_eq(memcmp(k.id, "tok-123", 7), 0);
+}
+
+Test(jwt, no_iss_gives_default_scope)
+{
+	struct revkey k;
+	char err[256] = "";
+
+	cr_assert_eq(run(&k, "{\"jti\":\"abc\"}", err, sizeof(err)), 0, "%s",
+	    err);
+	cr_assert_str_eq(k.scope, "default");
+	cr_assert_eq(k.id_len, 3);
+	cr_assert_eq(memcmp(k.id, "abc", 3), 0);
+}
+
+Test(jwt, payload_lengths_mod_3)
+{
+	/* Payloads of every length modulo 3 exercise each base64 tail. */
+	static const char *const p[] = {
+		"{\"jti\":\"a\"}", "{\"jti\":\"ab\"}", "{\"jti\":\"abc\"}",
+	};
+	struct revkey k;
+	char err[256] = "";
+	size_t i;
+
+	for (i = 0; i < 3; i++) {
+		cr_assert_eq(run(&k, p[i], err, sizeof(err)), 0, "%s", err);
+		cr_assert_eq(k.id_len, i + 1);
+	}
+}
+
+Test(jwt, empty_signature_accepted)
+{
+	char tok[256], pay[128];
+	struct revkey k;
+	char err[256] = "";
+
+	enc(pay, "{\"jti\":\"x1\"}", 12);
+	cr_assert(snprintf(tok, sizeof(tok), "eyJhbGciOiJub25lIn0.%s.", pay) <
+	    (int)sizeof(tok));
+	cr_assert_eq(jwt_revkey(&k, tok, strlen(tok), err, sizeof(err)), 0,
+	    "%s", err);
+	cr_assert_eq(memcmp(k.id, "x1", 2), 0);
+}
+
+Test(jwt, missing_jti)
+{
+	struct revkey k;
+	char err[256] = "";
+
+	cr_assert_eq(run(&k, "{\"iss\":\"a\",\"sub\":\"b\"}", err, sizeof(err)),
+	    -1);
+	cr_assert(strstr(err, "jti") != NULL, "%s", err);
+}
+
+Test(jwt, jti_not_string_or_empty_or_too_long)
+{
+	struct revkey k;
+	char err[256] = "", *p, *q;
+
+	cr_assert_eq(run(&k, "{\"jti\":42}", err, sizeof(err)), -1);
+	cr_assert(strstr(err, "not a string") != NULL, "%s", err);
+	cr_assert_eq(run(&k, "{\"jti\":\"\"}", err, sizeof(err)), -1);
+	cr_assert(strstr(err, "jti") != NULL, "%s", err);
+
+	p = malloc(REVKEY_ID_MAX + 32);
+	cr_assert_not_null(p);
+	memcpy(p, "{\"jti\":\"", 8);
+	memset(p + 8, 'x', REVKEY_ID_MAX + 1);
+	memcpy(p + 8 + REVKEY_ID_MAX + 1, "\"}", 3);
+	cr_assert_eq(run(&k, p, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "jti") != NULL, "%s", err);
+	/* Exactly REVKEY_ID_MAX bytes is fine. */
+	q = p + 8 + REVKEY_ID_MAX;
+	memcpy(q, "\"}", 3);
+	cr_assert_eq(run(&k, p, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(k.id_len, REVKEY_ID_MAX);
+	free(p);
+}
+
+Test(jwt, duplicate_jti_refused)
+{
+	struct revkey k;
+	char err[256] = "";
+
+	cr_assert_eq(run(&k, "{\"jti\":\"a\",\"jti\":\"b\"}", err, sizeof(err)),
+	    -1);
+	cr_assert(strstr(err, "duplicate") != NULL, "%s", err);
+}
+
+Test(jwt, bad_iss)
+{
+	struct revkey k;
+	char err[256] = "";
+
+	cr_assert_eq(run(&k, "{\"jti\":\"a\",\"iss\":7}", err, sizeof(err)), -1);
+	cr_assert(strstr(err, "iss") != NULL, "%s", err);
+	cr_assert_eq(run(&k, "{\"jti\":\"a\",\"iss\":\"has space\"}", err,
+	    sizeof(err)), -1);
+	cr_assert(strstr(err, "iss") != NULL, "%s", err);
+	cr_assert_eq(run(&k, "{\"jti\":\"a\",\"iss\":\"x509:"
+	    "0000000000000000000000000000000000000000000000000000000000000000"
+	    "\"}", err, sizeof(err)), -1);
+	cr_assert(strstr(err, "iss") != NULL, "%s", err);
+}
+
+Test(jwt, bad_base64)
+{
+	struct revkey k;
+	char err[256] = "";
+	const char *t;
+
+	t = "eyJhbGciOiJub25lIn0.eyJqdGkiOiJhIn0*.sig";
+	cr_assert_eq(jwt_revkey(&k, t, strlen(t), err, sizeof(err)), -1);
+	cr_assert(strstr(err, "base64url in payload") != NULL, "%s", err);
+	cr_assert(strstr(err, "offset 35") != NULL, "%s", err);
+	/* Padding is not base64url as JWS uses it. */
+	t = "eyJhbGciOiJub25lIn0.eyJqdGkiOiJhIn0=.sig";
+	cr_assert_eq(jwt_revkey(&k, t, strlen(t), err, sizeof(err)), -1);
+	cr_assert(strstr(err, "base64url") != NULL, "%s", err);
+	/* Standard base64's '+' and '/' are not in the url alphabet. */
+	t = "eyJhbGciOiJub25lIn0.eyJqdGkiOiJhIn0.si+g/";
+	cr_assert_eq(jwt_revkey(&k, t, strlen(t), err, sizeof(err)), -1);
+	cr_assert(strstr(err, "signature") != NULL, "%s", err);
+	/* A length leaving one dangling character. */
+	t = "eyJhbGciOiJub25lIn0.eyJqdGkiOiJhIn0ab.sig";
+	cr_assert_eq(jwt_revkey(&k, t, strlen(t), err, sizeof(err)), -1);
+	cr_assert(strstr(err, "base64url") != NULL, "%s", err);
+	/* Non-zero unused bits: "eyJqdGkiOiJhIn1" decodes like "...In0". */
+	t = "eyJhbGciOiJub25lIn0.eyJqdGkiOiJhIn1.sig";
+	cr_assert_eq(jwt_revkey(&k, t, strlen(t), err, sizeof(err)), -1);
+	cr_assert(strstr(err, "base64url") != NULL, "%s", err);
+	/* A bad header. */
+	t = "ey!.eyJqdGkiOiJhIn0.sig";
+	cr_assert_eq(jwt_revkey(&k, t, strlen(t), err, sizeof(err)), -1);
+	cr_assert(strstr(err, "header") != NULL, "%s", err);
+}
+
+Test(jwt, payload_not_json)
+{
+	struct revkey k;
+	char err[256] = "";
+
+	cr_assert_eq(run(&k, "not json at all", err, sizeof(err)), -1);
+	cr_assert(strstr(err, "not a JSON object") != NULL, "%s", err);
+	cr_assert_eq(run(&k, "[\"jti\",\"a\"]", err, sizeof(err)), -1);
+	cr_assert(strstr(err, "not a JSON object") != NULL, "%s", err);
+	cr_assert_eq(run(&k, "{\"jti\":\"a\"} trailing", err, sizeof(err)), -1);
+	cr_assert(strstr(err, "not a JSON object") != NULL, "%s", err);
+}
+
+Test(jwt, malformed_structure)
+{
+	struct revkey k;
+	char err[256] = "";
+	const char *t;
+	char *big;
+
+	cr_assert_eq(jwt_revkey(&k, "", 0, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "empty") != NULL, "%s", err);
+	t = "eyJhbGciOiJub25lIn0.eyJqdGkiOiJhIn0";
+	cr_assert_eq(jwt_revkey(&k, t, strlen(t), err, sizeof(err)), -1);
+	cr_assert(strstr(err, "malformed") != NULL, "%s", err);
+	t = "a.b.c.d.e";
+	cr_assert_eq(jwt_revkey(&k, t, strlen(t), err, sizeof(err)), -1);
+	cr_assert(strstr(err, "JWE") != NULL, "%s", err);
+	t = ".eyJqdGkiOiJhIn0.sig";
+	cr_assert_eq(jwt_revkey(&k, t, strlen(t), err, sizeof(err)), -1);
+	cr_assert(strstr(err, "empty header") != NULL, "%s", err);
+	t = "eyJhbGciOiJub25lIn0..sig";
+	cr_assert_eq(jwt_revkey(&k, t, strlen(t), err, sizeof(err)), -1);
+	cr_assert(strstr(err, "empty payload") != NULL, "%s", err);
+
+	big = malloc(JWT_MAX_LEN + 2);
+	cr_assert_not_null(big);
+	memset(big, 'A', JWT_MAX_LEN + 1);
+	big[10] = '.';
+	big[20] = '.';
+	cr_assert_eq(jwt_revkey(&k, big, JWT_MAX_LEN + 1, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "over the limit") != NULL, "%s", err);
+	free(big);
+}
+
+Test(jwt, length_is_respected)
+{
+	struct revkey k;
+	char err[256] = "";
+	char *tok = mktoken("{\"jti\":\"abc\"}");
+	size_t len = strlen(tok);
+	char *copy = malloc(len + 8);
+
+	/* Bytes after len are not part of the token. */
+	cr_assert_not_null(copy);
+	memcpy(copy, tok, len);
+	memcpy(copy + len, ".extra", 7);
+	cr_assert_eq(jwt_revkey(&k, copy, len, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(memcmp(k.id, "abc", 3), 0);
+	free(copy);
+	free(tok);
+}
