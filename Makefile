@@ -52,6 +52,9 @@ FB_OBJ   := $(FB_SRC:%.c=$(BUILD)/%.o)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
 LIBA        := $(BUILD)/librevcheck.a
+# The daemon's modules without its main(), for unit tests and fuzzers.
+SVCA        := $(BUILD)/libsvc.a
+SVC_LIBOBJ  := $(filter-out $(BUILD)/svc/revcheckd.o,$(SVC_OBJ))
 REVCHECKD   := $(BUILD)/revcheckd
 FILTERBUILD := $(BUILD)/filterbuild
 
@@ -88,14 +91,18 @@ $(LIBA): $(LIB_OBJ)
 	@rm -f $@
 	$(AR) rcs $@ $^
 
+$(SVCA): $(SVC_LIBOBJ)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
 $(REVCHECKD): $(SVC_OBJ) $(LIBA)
 	$(CC) $(ALL_LDFLAGS) -o $@ $(SVC_OBJ) $(LIBA) $(LIBS)
 
 $(FILTERBUILD): $(FB_OBJ) $(LIBA)
 	$(CC) $(ALL_LDFLAGS) -o $@ $(FB_OBJ) $(LIBA) $(LIBS)
 
-$(BUILD)/tests/%: $(BUILD)/tests/%.o $(LIBA)
-	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIBA) $(TEST_LIBS) $(LIBS)
+$(BUILD)/tests/%: $(BUILD)/tests/%.o $(SVCA) $(LIBA)
+	$(CC) $(ALL_LDFLAGS) -o $@ $< $(SVCA) $(LIBA) $(TEST_LIBS) $(LIBS)
 
 # Tests run one binary at a time so their output stays readable; a failure
 # anywhere fails the target.
@@ -105,6 +112,7 @@ ASAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:detect_odr_violation=0 
 test: deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory unit-test
+	@$(MAKE) --no-print-directory fuzz-replay
 	@$(MAKE) --no-print-directory integration-test
 
 unit-test: $(TEST_BIN)
@@ -154,6 +162,43 @@ bench: deps-bench
 bench-large: deps-bench
 	@$(MAKE) --no-print-directory all BUILD=build/bench SANITIZE= WERROR=
 	@BUILD=build/bench BENCH_LARGE=1 bench/run.sh || echo "bench: some benchmarks did not complete"
+
+# Fuzzing. Each tests/fuzz/fuzz_<name>.c defines LLVMFuzzerTestOneInput.
+# fuzz-replay (part of `make test`) runs every seed and every past crasher
+# through a plain driver under whatever SANITIZE is set; `make fuzz` runs
+# libFuzzer for FUZZ_TIME seconds per harness (clang from Debian).
+FUZZ_SRC  := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_NAMES := $(FUZZ_SRC:tests/fuzz/fuzz_%.c=%)
+FUZZ_REPLAY := $(FUZZ_NAMES:%=$(BUILD)/fuzz-replay/fuzz_%)
+FUZZ_TIME ?= 60
+
+$(BUILD)/fuzz-replay/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/driver.c $(SVCA) $(LIBA)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Itests/fuzz -Isvc -o $@ $< tests/fuzz/driver.c $(SVCA) $(LIBA) $(ALL_LDFLAGS) $(LIBS)
+
+fuzz-replay: $(FUZZ_REPLAY)
+	@set -e; for n in $(FUZZ_NAMES); do \
+	    dirs=""; for d in tests/fuzz/corpus/$$n tests/fuzz/crashers/$$n; do \
+	        [ -d $$d ] && dirs="$$dirs $$d"; done; \
+	    [ -n "$$dirs" ] || { echo "fuzz-replay: $$n has no seed corpus"; exit 1; }; \
+	    $(ASAN_ENV) REVCHECK_SRC=$(CURDIR) $(BUILD)/fuzz-replay/fuzz_$$n $$dirs || exit 1; \
+	done
+
+fuzz: deps-fuzz
+	@$(MAKE) --no-print-directory BUILD=build/fuzz CC=clang SANITIZE=address,undefined \
+	    CFLAGS="-O1 -g -fsanitize=fuzzer-no-link" build/fuzz/librevcheck.a build/fuzz/libsvc.a
+	@set -e; mkdir -p build/fuzz/bin; for n in $(FUZZ_NAMES); do \
+	    clang -std=c11 -D_GNU_SOURCE -DREVCHECK_VERSION='"$(VERSION)"' -Ilib -Isvc -Itests/fuzz \
+	        $(PKG_CFLAGS) -O1 -g -fsanitize=fuzzer,address,undefined \
+	        -o build/fuzz/bin/fuzz_$$n tests/fuzz/fuzz_$$n.c \
+	        build/fuzz/libsvc.a build/fuzz/librevcheck.a $(LIBS); \
+	    mkdir -p build/fuzz/corpus/$$n tests/fuzz/crashers/$$n; \
+	    echo "== fuzz_$$n for $(FUZZ_TIME)s"; \
+	    build/fuzz/bin/fuzz_$$n -max_total_time=$(FUZZ_TIME) -print_final_stats=1 \
+	        -artifact_prefix=tests/fuzz/crashers/$$n/ \
+	        build/fuzz/corpus/$$n tests/fuzz/corpus/$$n 2>&1 | \
+	        grep -E 'stat::number_of_executed_units|stat::new_units_added|ERROR|SUMMARY' || true; \
+	done
 
 lint:
 	@! git grep -nE '\b(gets|sprintf|strcpy|strcat|strncpy|strtok|atoi)[[:space:]]*\(' \
