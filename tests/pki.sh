@@ -13,6 +13,8 @@
 #   other-crl.pem other-crl.der other's CRL (one revoked leaf)
 #   other-crl-empty.pem         other's CRL before anything was revoked
 #   crl-bundle.pem              crl.pem followed by other-crl.pem
+#   impostor.pem impostor.key   a CA with ca's subject name but its own key
+#   impostor-crl.pem            a CRL naming ca as issuer, signed by impostor
 #   certs.tsv                   manifest of ca's leaves
 #   other-certs.tsv             manifest of other's leaves
 #
@@ -61,7 +63,7 @@ OTHER_LEAVES=(
 	"other03 0B "
 )
 
-rm -rf -- "$OUT/ca.db" "$OUT/other.db" "$OUT/certs" "$OUT/csr"
+rm -rf -- "$OUT/ca.db" "$OUT/other.db" "$OUT/impostor.db" "$OUT/certs" "$OUT/csr"
 mkdir -p -- "$OUT/certs" "$OUT/csr"
 
 # One config serves both CAs: the section is picked with -name.
@@ -199,8 +201,12 @@ manifest() {
 			exit 1
 		fi
 		revdate=${revinfo%%,*}
-		rname=-
-		[ "$reason" != none ] && rname=$reason
+		# openssl's -crl_reason names, as RFC 5280 spells them.
+		case $reason in
+		none) rname=- ;;
+		CACompromise) rname=cACompromise ;;
+		*) rname=$reason ;;
+		esac
 		printf 'certs/%s.pem\t%s\trevoked\t%s\t%s\n' "$name" "$cs" "$rname" \
 			"$(rfc3339 "$revdate")"
 	done
@@ -212,6 +218,7 @@ cd -- "$OUT"
 
 mkca ca "/O=revcheck tests/CN=revcheck Test CA"
 mkca other "/O=revcheck tests/CN=revcheck Other CA"
+mkca impostor "/O=revcheck tests/CN=revcheck Test CA"
 
 for entry in "${LEAVES[@]}"; do
 	read -r name serial reason <<<"$entry"
@@ -240,6 +247,7 @@ gencrl ca "$OUT/crl-expired.pem" -crl_lastupdate 20200101000000Z \
 gencrl other "$OUT/other-crl.pem"
 "$OPENSSL" crl -in "$OUT/other-crl.pem" -outform DER -out "$OUT/other-crl.der"
 cat "$OUT/crl.pem" "$OUT/other-crl.pem" >"$OUT/crl-bundle.pem"
+gencrl impostor "$OUT/impostor-crl.pem"
 
 manifest ca "${LEAVES[@]}" >"$OUT/certs.tsv"
 manifest other "${OTHER_LEAVES[@]}" >"$OUT/other-certs.tsv"
