@@ -20,6 +20,17 @@
 #define FFILE_MAX_SCOPES	65536
 #define FFILE_MAX_SIZE		(UINT64_C(1) << 37)	/* 128 GiB */
 
+
+/*
+ * Fixed header (FFILE_HDR_LEN bytes), then nscopes variable scope entries,
+ * zero padding to a multiple of 8, the bit array at bits_off, and the
+ * signature. See docs/FORMAT.md for every offset.
+ */
+#define FFILE_HDR_LEN		168
+#define FFILE_SCOPE_MIN_LEN	63	/* a scope entry with empty strings */
+#define FFILE_ISSUER_MAX	511
+#define FFILE_CRLNUM_MAX	79
+
 enum ffile_source {
 	FFILE_SRC_LIST = 0,	/* text or JSON id list */
 	FFILE_SRC_CRL  = 1,	/* an X.509 CRL */
@@ -60,7 +71,7 @@ struct ffile;	/* opaque: parsed file, its bytes, its bloom view */
 /*
  * Serializes and signs a filter: info (signer filled in from key), the
  * bloom's bit array, and an Ed25519 signature. On success returns 0 and
- * *out/*outlen hold a malloc'ed buffer the caller owns. -1 with err.
+ * *out and *outlen hold a malloc'ed buffer the caller owns. -1 with err.
  */
 int ffile_encode(const struct ffile_info *info, const struct bloom *b,
     EVP_PKEY *key, unsigned char **out, size_t *outlen, char *err,
@@ -104,6 +115,9 @@ const struct ffile_scope *ffile_scope(const struct ffile *f, const char *name);
 
 /* True when the key may be present (all bits set); false is definite. */
 bool ffile_query(const struct ffile *f, const struct revkey *k);
+
+/* True when the filter must not be used at time now (now >= expires_at). */
+bool ffile_expired(const struct ffile *f, int64_t now);
 
 void ffile_close(struct ffile *f);
 

@@ -39,4 +39,39 @@ int publish_pair(const char *dir, uint64_t version,
     const unsigned char *table, size_t table_len, unsigned keep,
     char *err, size_t errlen);
 
+/*
+ * Writes the table into fd (a new, empty file) and returns 0, or -1 with
+ * err. Used by publish_pair_stream so a large table never has to exist
+ * in memory as one buffer.
+ */
+typedef int (*publish_write_fn)(void *arg, int fd, char *err, size_t errlen);
+
+/*
+ * publish_pair with the table produced by write_table(arg, fd, ...) instead
+ * of a buffer. Same steps, guarantees and return values. Concurrent
+ * publishers to one DIR are refused (an exclusive flock on DIR). The
+ * version must be at least 1 and above the current one, or DIR is left
+ * untouched. Leftovers of a killed run (temporary directories, a
+ * temporary symlink, version directories above "current") are removed
+ * before the new pair is written.
+ *
+ * Test-only: when the environment variable REVCHECK_PUBLISH_DELAY_US is
+ * set, the publisher sleeps that many microseconds between steps, so that
+ * tests can kill it in the middle of a publish. Never set it in production.
+ */
+int publish_pair_stream(const char *dir, uint64_t version,
+    const unsigned char *filter, size_t filter_len,
+    publish_write_fn write_table, void *arg, unsigned keep,
+    char *err, size_t errlen);
+
+/*
+ * Test-only: replaces fsync() for the publisher (NULL restores it), so
+ * tests can inject an fsync failure.
+ */
+void publish_set_fsync_hook(int (*fn)(int fd));
+
+/* Writes "v" and the version as 20 digits into out[22]. */
+#define PUBLISH_VNAME_LEN 21
+void publish_version_name(char out[PUBLISH_VNAME_LEN + 1], uint64_t version);
+
 #endif

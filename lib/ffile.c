@@ -1,0 +1,722 @@
+/* ffile.c - the signed filter file: header, scopes, bit array, signature */
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "ffile.h"
+#include "util.h"
+
+struct ffile {
+	const unsigned char *buf;
+	size_t		 len;
+	bool		 mapped;	/* munmap() on close */
+	bool		 owned;		/* free() on close */
+	struct ffile_info info;
+	struct bloom	 bloom;
+	unsigned char	 sha[32];
+};
+
+/* Header offsets; docs/FORMAT.md has the same table. */
+enum {
+	OFF_MAGIC = 0, OFF_FORMAT = 8, OFF_LAYOUT = 10, OFF_RSV1 = 11,
+	OFF_NSCOPES = 12, OFF_VERSION = 16, OFF_ISSUED = 24, OFF_EXPIRES = 32,
+	OFF_KEYS = 40, OFF_M = 48, OFF_K = 56, OFF_RSV2 = 60, OFF_SEED = 64,
+	OFF_FPRATE = 72, OFF_SIGNER = 80, OFF_TSHA = 112, OFF_TLEN = 144,
+	OFF_BITSOFF = 152, OFF_BITSLEN = 160,
+};
+
+static void
+ff_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+ff_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err == NULL || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	(void)vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+static uint64_t
+ff_double_bits(double d)
+{
+	uint64_t u;
+
+	memcpy(&u, &d, sizeof(u));
+	return u;
+}
+
+static double
+ff_bits_double(uint64_t u)
+{
+	double d;
+
+	memcpy(&d, &u, sizeof(d));
+	return d;
+}
+
+static size_t
+ff_scope_len(const struct ffile_scope *s)
+{
+	return FFILE_SCOPE_MIN_LEN + strlen(s->name) + strlen(s->issuer) +
+	    strlen(s->crl_number);
+}
+
+static bool
+ff_is_hex(const char *s, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') ||
+		    (s[i] >= 'a' && s[i] <= 'f') || (s[i] >= 'A' && s[i] <= 'F')))
+			return false;
+	return true;
+}
+
+static bool
+ff_zero(const unsigned char *p, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (p[i] != 0)
+			return false;
+	return true;
+}
+
+static int
+ff_scope_name_cmp(const void *a, const void *b)
+{
+	const struct ffile_scope *x = a, *y = b;
+
+	return strcmp(x->name, y->name);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Parsing. */
+
+/*
+ * Parses one scope entry at *pos (an offset into buf, below end). On
+ * success advances *pos. On failure fills err with the offset.
+ */
+static int
+ff_parse_scope(const unsigned char *buf, size_t end, size_t *pos,
+    struct ffile_scope *s, uint32_t idx, char *err, size_t errlen)
+{
+	size_t p = *pos, start = *pos, nl, il, cl;
+
+#define NEED(n, what) do {						\
+	if (end - p < (n)) {						\
+		ff_err(err, errlen, "offset %zu: scope %u: truncated %s", \
+		    p, idx, what);					\
+		return -1;						\
+	}								\
+} while (0)
+
+	memset(s, 0, sizeof(*s));
+	NEED(2, "name length");
+	nl = util_get_le16(buf + p);
+	p += 2;
+	if (nl == 0 || nl > REVKEY_SCOPE_MAX) {
+		ff_err(err, errlen, "offset %zu: scope %u: name length %zu out "
+		    "of range 1..%d", p - 2, idx, nl, REVKEY_SCOPE_MAX);
+		return -1;
+	}
+	NEED(nl, "name");
+	if (!revkey_scope_valid((const char *)buf + p, nl)) {
+		ff_err(err, errlen, "offset %zu: scope %u: invalid scope name",
+		    p, idx);
+		return -1;
+	}
+	memcpy(s->name, buf + p, nl);
+	s->name[nl] = '\0';
+	p += nl;
+	NEED(8 + 1 + 2, "key count, source or issuer length");
+	s->keys = util_get_le64(buf + p);
+	p += 8;
+	if (buf[p] != FFILE_SRC_LIST && buf[p] != FFILE_SRC_CRL) {
+		ff_err(err, errlen, "offset %zu: scope %u: unknown source kind "
+		    "%u", p, idx, buf[p]);
+		return -1;
+	}
+	s->source = (enum ffile_source)buf[p];
+	p += 1;
+	il = util_get_le16(buf + p);
+	p += 2;
+	if (il > FFILE_ISSUER_MAX) {
+		ff_err(err, errlen, "offset %zu: scope %u: issuer length %zu "
+		    "over %d", p - 2, idx, il, FFILE_ISSUER_MAX);
+		return -1;
+	}
+	NEED(il, "issuer");
+	if (memchr(buf + p, 0, il) != NULL) {
+		ff_err(err, errlen, "offset %zu: scope %u: NUL byte in issuer",
+		    p, idx);
+		return -1;
+	}
+	memcpy(s->issuer, buf + p, il);
+	s->issuer[il] = '\0';
+	p += il;
+	NEED(1, "CRL number length");
+	cl = buf[p];
+	p += 1;
+	if (cl > FFILE_CRLNUM_MAX) {
+		ff_err(err, errlen, "offset %zu: scope %u: CRL number length "
+		    "%zu over %d", p - 1, idx, cl, FFILE_CRLNUM_MAX);
+		return -1;
+	}
+	NEED(cl, "CRL number");
+	if (!ff_is_hex((const char *)buf + p, cl)) {
+		ff_err(err, errlen, "offset %zu: scope %u: CRL number is not "
+		    "hex", p, idx);
+		return -1;
+	}
+	memcpy(s->crl_number, buf + p, cl);
+	s->crl_number[cl] = '\0';
+	p += cl;
+	NEED(8 + 8 + 32, "CRL times or hash");
+	s->this_update = (int64_t)util_get_le64(buf + p);
+	s->next_update = (int64_t)util_get_le64(buf + p + 8);
+	memcpy(s->crl_sha256, buf + p + 16, 32);
+	p += 48;
+#undef NEED
+	if (s->source == FFILE_SRC_LIST && (il != 0 || cl != 0 ||
+	    s->this_update != 0 || s->next_update != 0 ||
+	    !ff_zero(s->crl_sha256, 32))) {
+		ff_err(err, errlen, "offset %zu: scope %u: list source with CRL "
+		    "metadata", start, idx);
+		return -1;
+	}
+	*pos = p;
+	return 0;
+}
+
+static int
+ff_validate(struct ffile *f, char *err, size_t errlen)
+{
+	const unsigned char *h = f->buf;
+	struct ffile_info *in = &f->info;
+	uint64_t bits_off, bits_len, sum = 0, nscopes;
+	size_t pos, aligned;
+	uint32_t i;
+	uint8_t layout;
+	double fp;
+
+	if (f->len < FFILE_HDR_LEN + SIGN_SIG_LEN) {
+		ff_err(err, errlen, "offset 0: file too short (%zu bytes)",
+		    f->len);
+		return -1;
+	}
+	if ((uint64_t)f->len > FFILE_MAX_SIZE) {
+		ff_err(err, errlen, "offset 0: file too large (%zu bytes)",
+		    f->len);
+		return -1;
+	}
+	if (memcmp(h + OFF_MAGIC, FFILE_MAGIC, 8) != 0) {
+		ff_err(err, errlen, "offset 0: bad magic (not a filter file)");
+		return -1;
+	}
+	in->format = util_get_le16(h + OFF_FORMAT);
+	if (in->format != FFILE_FORMAT) {
+		ff_err(err, errlen, "offset %d: unsupported format %u",
+		    OFF_FORMAT, (unsigned)in->format);
+		return -1;
+	}
+	layout = h[OFF_LAYOUT];
+	if (layout != BLOOM_CLASSIC && layout != BLOOM_BLOCKED) {
+		ff_err(err, errlen, "offset %d: unknown layout %u", OFF_LAYOUT,
+		    layout);
+		return -1;
+	}
+	in->layout = (enum bloom_layout)layout;
+	if (h[OFF_RSV1] != 0 || util_get_le32(h + OFF_RSV2) != 0) {
+		ff_err(err, errlen, "offset %d: reserved bytes not zero",
+		    h[OFF_RSV1] != 0 ? OFF_RSV1 : OFF_RSV2);
+		return -1;
+	}
+	nscopes = util_get_le32(h + OFF_NSCOPES);
+	in->version = util_get_le64(h + OFF_VERSION);
+	in->issued_at = (int64_t)util_get_le64(h + OFF_ISSUED);
+	in->expires_at = (int64_t)util_get_le64(h + OFF_EXPIRES);
+	in->keys = util_get_le64(h + OFF_KEYS);
+	in->m = util_get_le64(h + OFF_M);
+	in->k = util_get_le32(h + OFF_K);
+	in->seed = util_get_le64(h + OFF_SEED);
+	in->fp_rate_target = ff_bits_double(util_get_le64(h + OFF_FPRATE));
+	memcpy(in->signer, h + OFF_SIGNER, SIGN_KEYID_LEN);
+	memcpy(in->table_sha256, h + OFF_TSHA, 32);
+	in->table_len = util_get_le64(h + OFF_TLEN);
+	bits_off = util_get_le64(h + OFF_BITSOFF);
+	bits_len = util_get_le64(h + OFF_BITSLEN);
+
+	if (in->expires_at <= in->issued_at) {
+		ff_err(err, errlen, "offset %d: expires_at is not after "
+		    "issued_at", OFF_EXPIRES);
+		return -1;
+	}
+	fp = in->fp_rate_target;
+	if (!isfinite(fp) || !(fp > 0.0 && fp < 1.0)) {
+		ff_err(err, errlen, "offset %d: fp_rate_target not in (0, 1)",
+		    OFF_FPRATE);
+		return -1;
+	}
+	if (in->m == 0 || in->m > BLOOM_MAX_BITS) {
+		ff_err(err, errlen, "offset %d: bit count %" PRIu64 " out of "
+		    "range", OFF_M, in->m);
+		return -1;
+	}
+	if (in->k == 0 || in->k > BLOOM_MAX_K) {
+		ff_err(err, errlen, "offset %d: hash count %" PRIu32 " out of "
+		    "range 1..%u", OFF_K, in->k, BLOOM_MAX_K);
+		return -1;
+	}
+	if (nscopes > FFILE_MAX_SCOPES ||
+	    nscopes > (f->len - FFILE_HDR_LEN) / FFILE_SCOPE_MIN_LEN) {
+		ff_err(err, errlen, "offset %d: scope count %" PRIu64 " does "
+		    "not fit the file", OFF_NSCOPES, nscopes);
+		return -1;
+	}
+	if (bits_len != (uint64_t)bloom_nbytes(in->m)) {
+		ff_err(err, errlen, "offset %d: bit array length %" PRIu64
+		    " is not ceil(m/8) = %zu", OFF_BITSLEN, bits_len,
+		    bloom_nbytes(in->m));
+		return -1;
+	}
+	if (bits_off > f->len || bits_len > f->len - bits_off ||
+	    f->len - bits_off - bits_len != SIGN_SIG_LEN) {
+		ff_err(err, errlen, "offset %d: bit array at %" PRIu64 " of %"
+		    PRIu64 " bytes plus signature does not end the %zu-byte "
+		    "file", OFF_BITSOFF, bits_off, bits_len, f->len);
+		return -1;
+	}
+
+	in->nscopes = (uint32_t)nscopes;
+	if (nscopes > 0) {
+		in->scopes = calloc((size_t)nscopes, sizeof(*in->scopes));
+		if (in->scopes == NULL) {
+			ff_err(err, errlen, "out of memory");
+			return -1;
+		}
+	}
+	pos = FFILE_HDR_LEN;
+	for (i = 0; i < in->nscopes; i++) {
+		struct ffile_scope *s = &in->scopes[i];
+
+		if (ff_parse_scope(h, (size_t)bits_off, &pos, s, i, err,
+		    errlen) != 0)
+			return -1;
+		if (i > 0 && strcmp(in->scopes[i - 1].name, s->name) >= 0) {
+			ff_err(err, errlen, "offset %zu: scope %u (%s) is not in "
+			    "strictly ascending order", pos, i, s->name);
+			return -1;
+		}
+		if (s->keys > UINT64_MAX - sum) {
+			ff_err(err, errlen, "offset %zu: scope %u key count "
+			    "overflows", pos, i);
+			return -1;
+		}
+		sum += s->keys;
+	}
+	aligned = (pos + 7) & ~(size_t)7;
+	if (bits_off != aligned) {
+		ff_err(err, errlen, "offset %d: bit array offset %" PRIu64
+		    " is not %zu, the 8-aligned end of the scopes",
+		    OFF_BITSOFF, bits_off, aligned);
+		return -1;
+	}
+	if (!ff_zero(h + pos, aligned - pos)) {
+		ff_err(err, errlen, "offset %zu: padding not zero", pos);
+		return -1;
+	}
+	if (sum != in->keys) {
+		ff_err(err, errlen, "offset %d: key count %" PRIu64 " is not the "
+		    "sum of the scopes' %" PRIu64, OFF_KEYS, in->keys, sum);
+		return -1;
+	}
+	if (in->m % 8 != 0) {
+		unsigned char last = h[bits_off + bits_len - 1];
+
+		if ((last >> (in->m % 8)) != 0) {
+			ff_err(err, errlen, "offset %" PRIu64 ": bits set past m",
+			    bits_off + bits_len - 1);
+			return -1;
+		}
+	}
+	if (bloom_attach(&f->bloom, in->layout, in->m, in->k, in->seed,
+	    h + bits_off, (size_t)bits_len) != 0) {
+		ff_err(err, errlen, "offset %d: invalid filter parameters for "
+		    "layout %u (m %" PRIu64 ", k %" PRIu32 ")", OFF_LAYOUT,
+		    (unsigned)in->layout, in->m, in->k);
+		return -1;
+	}
+	{
+		unsigned int dlen = 0;
+
+		if (EVP_Digest(f->buf, f->len, f->sha, &dlen, EVP_sha256(),
+		    NULL) != 1 || dlen != 32) {
+			ff_err(err, errlen, "SHA-256 failed");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+struct ffile *
+ffile_parse(const unsigned char *buf, size_t len, bool take, char *err,
+    size_t errlen)
+{
+	struct ffile *f;
+	char why[256];
+
+	f = calloc(1, sizeof(*f));
+	if (f == NULL) {
+		ff_err(err, errlen, "filter: out of memory");
+		if (take)
+			free((void *)(uintptr_t)buf);
+		return NULL;
+	}
+	f->buf = buf;
+	f->len = len;
+	f->owned = take;
+	if (buf == NULL) {
+		ff_err(err, errlen, "filter: no data");
+		ffile_close(f);
+		return NULL;
+	}
+	if (ff_validate(f, why, sizeof(why)) != 0) {
+		ff_err(err, errlen, "filter: %s", why);
+		ffile_close(f);
+		return NULL;
+	}
+	return f;
+}
+
+struct ffile *
+ffile_open(const char *path, char *err, size_t errlen)
+{
+	struct ffile *f;
+	struct stat st;
+	void *map;
+	char why[256];
+	int fd;
+
+	assert(path != NULL);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		ff_err(err, errlen, "%s: %s", path, strerror(errno));
+		return NULL;
+	}
+	if (fstat(fd, &st) != 0) {
+		ff_err(err, errlen, "%s: %s", path, strerror(errno));
+		(void)close(fd);
+		return NULL;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		ff_err(err, errlen, "%s: not a regular file", path);
+		(void)close(fd);
+		return NULL;
+	}
+	if (st.st_size < FFILE_HDR_LEN + SIGN_SIG_LEN ||
+	    (uint64_t)st.st_size > FFILE_MAX_SIZE ||
+	    (uint64_t)st.st_size > SIZE_MAX) {
+		ff_err(err, errlen, "%s: offset 0: file size %lld is not that of "
+		    "a filter", path, (long long)st.st_size);
+		(void)close(fd);
+		return NULL;
+	}
+	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	(void)close(fd);
+	if (map == MAP_FAILED) {
+		ff_err(err, errlen, "%s: mmap: %s", path, strerror(errno));
+		return NULL;
+	}
+	f = calloc(1, sizeof(*f));
+	if (f == NULL) {
+		ff_err(err, errlen, "%s: out of memory", path);
+		(void)munmap(map, (size_t)st.st_size);
+		return NULL;
+	}
+	f->buf = map;
+	f->len = (size_t)st.st_size;
+	f->mapped = true;
+	if (ff_validate(f, why, sizeof(why)) != 0) {
+		ff_err(err, errlen, "%s: %s", path, why);
+		ffile_close(f);
+		return NULL;
+	}
+	return f;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Encoding. */
+
+static unsigned char *
+ff_put_scope(unsigned char *p, const struct ffile_scope *s)
+{
+	size_t nl = strlen(s->name), il = strlen(s->issuer),
+	    cl = strlen(s->crl_number);
+
+	util_put_le16(p, (uint16_t)nl);
+	memcpy(p + 2, s->name, nl);
+	p += 2 + nl;
+	util_put_le64(p, s->keys);
+	p[8] = (unsigned char)s->source;
+	util_put_le16(p + 9, (uint16_t)il);
+	p += 11;
+	memcpy(p, s->issuer, il);
+	p += il;
+	*p++ = (unsigned char)cl;
+	memcpy(p, s->crl_number, cl);
+	p += cl;
+	util_put_le64(p, (uint64_t)s->this_update);
+	util_put_le64(p + 8, (uint64_t)s->next_update);
+	memcpy(p + 16, s->crl_sha256, 32);
+	return p + 48;
+}
+
+int
+ffile_encode(const struct ffile_info *info, const struct bloom *b,
+    EVP_PKEY *key, unsigned char **out, size_t *outlen, char *err,
+    size_t errlen)
+{
+	struct ffile_scope *sc = NULL;
+	unsigned char *buf = NULL, *p;
+	size_t hdr, bits_off, total, i;
+	struct ffile *chk;
+	char why[256];
+	int rc = -1;
+
+	assert(info != NULL && b != NULL && key != NULL && out != NULL &&
+	    outlen != NULL);
+	*out = NULL;
+	*outlen = 0;
+	if (info->nscopes > FFILE_MAX_SCOPES) {
+		ff_err(err, errlen, "filter: too many scopes (%" PRIu32 ")",
+		    info->nscopes);
+		return -1;
+	}
+	if (b->bits == NULL || b->nbytes != bloom_nbytes(b->m)) {
+		ff_err(err, errlen, "filter: bloom has no bit array");
+		return -1;
+	}
+	hdr = FFILE_HDR_LEN;
+	if (info->nscopes > 0) {
+		sc = malloc(info->nscopes * sizeof(*sc));
+		if (sc == NULL) {
+			ff_err(err, errlen, "filter: out of memory");
+			return -1;
+		}
+		memcpy(sc, info->scopes, info->nscopes * sizeof(*sc));
+		qsort(sc, info->nscopes, sizeof(*sc), ff_scope_name_cmp);
+	}
+	for (i = 0; i < info->nscopes; i++) {
+		if (memchr(sc[i].name, 0, sizeof(sc[i].name)) == NULL ||
+		    memchr(sc[i].issuer, 0, sizeof(sc[i].issuer)) == NULL ||
+		    memchr(sc[i].crl_number, 0,
+		    sizeof(sc[i].crl_number)) == NULL) {
+			ff_err(err, errlen, "filter: scope %zu: unterminated "
+			    "string", i);
+			goto out;
+		}
+		if (i > 0 && strcmp(sc[i - 1].name, sc[i].name) == 0) {
+			ff_err(err, errlen, "filter: scope %s listed twice",
+			    sc[i].name);
+			goto out;
+		}
+		hdr += ff_scope_len(&sc[i]);
+	}
+	bits_off = (hdr + 7) & ~(size_t)7;
+	if (b->nbytes > SIZE_MAX - bits_off - SIGN_SIG_LEN) {
+		ff_err(err, errlen, "filter: too large");
+		goto out;
+	}
+	total = bits_off + b->nbytes + SIGN_SIG_LEN;
+	buf = calloc(1, total);
+	if (buf == NULL) {
+		ff_err(err, errlen, "filter: out of memory (%zu bytes)", total);
+		goto out;
+	}
+	memcpy(buf + OFF_MAGIC, FFILE_MAGIC, 8);
+	util_put_le16(buf + OFF_FORMAT, FFILE_FORMAT);
+	buf[OFF_LAYOUT] = (unsigned char)b->layout;
+	util_put_le32(buf + OFF_NSCOPES, info->nscopes);
+	util_put_le64(buf + OFF_VERSION, info->version);
+	util_put_le64(buf + OFF_ISSUED, (uint64_t)info->issued_at);
+	util_put_le64(buf + OFF_EXPIRES, (uint64_t)info->expires_at);
+	util_put_le64(buf + OFF_KEYS, info->keys);
+	util_put_le64(buf + OFF_M, b->m);
+	util_put_le32(buf + OFF_K, b->k);
+	util_put_le64(buf + OFF_SEED, b->seed);
+	util_put_le64(buf + OFF_FPRATE, ff_double_bits(info->fp_rate_target));
+	if (sign_key_id(key, buf + OFF_SIGNER) != 0) {
+		ff_err(err, errlen, "filter: signing key is not Ed25519");
+		goto out;
+	}
+	memcpy(buf + OFF_TSHA, info->table_sha256, 32);
+	util_put_le64(buf + OFF_TLEN, info->table_len);
+	util_put_le64(buf + OFF_BITSOFF, bits_off);
+	util_put_le64(buf + OFF_BITSLEN, b->nbytes);
+	p = buf + FFILE_HDR_LEN;
+	for (i = 0; i < info->nscopes; i++)
+		p = ff_put_scope(p, &sc[i]);
+	memcpy(buf + bits_off, b->bits, b->nbytes);
+
+	/* Never sign what we could not read back. */
+	chk = ffile_parse(buf, total, false, why, sizeof(why));
+	if (chk == NULL) {
+		ff_err(err, errlen, "%s", why);
+		goto out;
+	}
+	ffile_close(chk);
+	if (sign_sign(key, buf, total - SIGN_SIG_LEN,
+	    buf + total - SIGN_SIG_LEN) != 0) {
+		ff_err(err, errlen, "filter: signing failed");
+		goto out;
+	}
+	*out = buf;
+	*outlen = total;
+	buf = NULL;
+	rc = 0;
+out:
+	free(buf);
+	free(sc);
+	return rc;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Verification and queries. */
+
+int
+ffile_verify_key(const struct ffile *f, EVP_PKEY *pub, char *err,
+    size_t errlen)
+{
+	unsigned char id[SIGN_KEYID_LEN];
+	char want[2 * SIGN_KEYID_LEN + 1], got[2 * SIGN_KEYID_LEN + 1];
+
+	assert(f != NULL && pub != NULL);
+	if (sign_key_id(pub, id) != 0) {
+		ff_err(err, errlen, "public key is not Ed25519");
+		return -1;
+	}
+	if (memcmp(id, f->info.signer, SIGN_KEYID_LEN) != 0) {
+		util_hex(got, f->info.signer, SIGN_KEYID_LEN);
+		util_hex(want, id, SIGN_KEYID_LEN);
+		ff_err(err, errlen, "signer %s not trusted (key is %s)", got,
+		    want);
+		return -1;
+	}
+	if (!sign_verify(pub, f->buf, f->len - SIGN_SIG_LEN,
+	    f->buf + f->len - SIGN_SIG_LEN)) {
+		ff_err(err, errlen, "bad signature");
+		return -1;
+	}
+	return 0;
+}
+
+int
+ffile_verify(const struct ffile *f, const struct sign_ring *ring, char *err,
+    size_t errlen)
+{
+	EVP_PKEY *key;
+	char got[2 * SIGN_KEYID_LEN + 1];
+
+	assert(f != NULL && ring != NULL);
+	key = sign_ring_find(ring, f->info.signer);
+	if (key == NULL) {
+		util_hex(got, f->info.signer, SIGN_KEYID_LEN);
+		ff_err(err, errlen, "signer %s not trusted", got);
+		return -1;
+	}
+	return ffile_verify_key(f, key, err, errlen);
+}
+
+const struct ffile_info *
+ffile_info(const struct ffile *f)
+{
+	assert(f != NULL);
+	return &f->info;
+}
+
+const struct bloom *
+ffile_bloom(const struct ffile *f)
+{
+	assert(f != NULL);
+	return &f->bloom;
+}
+
+const unsigned char *
+ffile_bytes(const struct ffile *f, size_t *len)
+{
+	assert(f != NULL && len != NULL);
+	*len = f->len;
+	return f->buf;
+}
+
+const unsigned char *
+ffile_sha256(const struct ffile *f)
+{
+	assert(f != NULL);
+	return f->sha;
+}
+
+const struct ffile_scope *
+ffile_scope(const struct ffile *f, const char *name)
+{
+	struct ffile_scope key;
+	size_t len;
+
+	assert(f != NULL && name != NULL);
+	len = strlen(name);
+	if (len > REVKEY_SCOPE_MAX || f->info.nscopes == 0)
+		return NULL;
+	memcpy(key.name, name, len + 1);
+	return bsearch(&key, f->info.scopes, f->info.nscopes,
+	    sizeof(*f->info.scopes), ff_scope_name_cmp);
+}
+
+bool
+ffile_query(const struct ffile *f, const struct revkey *k)
+{
+	unsigned char key[REVKEY_ENC_MAX];
+	size_t len;
+
+	assert(f != NULL && k != NULL);
+	len = revkey_encode(k, key);
+	return bloom_query(&f->bloom, key, len);
+}
+
+bool
+ffile_expired(const struct ffile *f, int64_t now)
+{
+	assert(f != NULL);
+	return now >= f->info.expires_at;
+}
+
+void
+ffile_close(struct ffile *f)
+{
+	if (f == NULL)
+		return;
+	free(f->info.scopes);
+	if (f->mapped)
+		(void)munmap((void *)(uintptr_t)f->buf, f->len);
+	else if (f->owned)
+		free((void *)(uintptr_t)f->buf);
+	free(f);
+}

@@ -1,0 +1,495 @@
+/* publish.c - the output directory: versioned pairs, atomic switch, pruning */
+#include <assert.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "publish.h"
+#include "util.h"
+
+#define PUB_TMP_PREFIX	".tmp-"
+#define PUB_LINK_TMP	".current.tmp"
+#define PUB_PATH_MAX	4096
+
+static int (*pub_fsync)(int fd) = fsync;
+
+void
+publish_set_fsync_hook(int (*fn)(int fd))
+{
+	pub_fsync = fn != NULL ? fn : fsync;
+}
+
+static void
+pub_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+pub_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err == NULL || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	(void)vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+void
+publish_version_name(char out[PUBLISH_VNAME_LEN + 1], uint64_t version)
+{
+	/* 20 digits hold any uint64_t, so this never truncates. */
+	(void)snprintf(out, PUBLISH_VNAME_LEN + 1, "v%020" PRIu64, version);
+}
+
+/* Parses "v" + 20 digits; false for any other name. */
+static bool
+pub_parse_vname(const char *name, uint64_t *v)
+{
+	size_t i;
+
+	if (strlen(name) != PUBLISH_VNAME_LEN || name[0] != 'v')
+		return false;
+	for (i = 1; i < PUBLISH_VNAME_LEN; i++)
+		if (name[i] < '0' || name[i] > '9')
+			return false;
+	return util_parse_u64(name + 1, UINT64_MAX, v) == 0;
+}
+
+static int
+pub_join(char *out, size_t cap, const char *dir, const char *name)
+{
+	int n = snprintf(out, cap, "%s/%s", dir, name);
+
+	return (n < 0 || (size_t)n >= cap) ? -1 : 0;
+}
+
+/* The test-only delay between steps (REVCHECK_PUBLISH_DELAY_US). */
+static void
+pub_delay(void)
+{
+	const char *s = getenv("REVCHECK_PUBLISH_DELAY_US");
+	uint64_t us;
+	struct timespec ts;
+
+	if (s == NULL || util_parse_u64(s, 60000000, &us) != 0 || us == 0)
+		return;
+	ts.tv_sec = (time_t)(us / 1000000);
+	ts.tv_nsec = (long)(us % 1000000) * 1000;
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+static int
+pub_current_at(const char *dir, char *name, size_t cap, uint64_t *version,
+    char *err, size_t errlen)
+{
+	char path[PUB_PATH_MAX], buf[64];
+	ssize_t n;
+
+	if (pub_join(path, sizeof(path), dir, PUBLISH_CURRENT) != 0) {
+		pub_err(err, errlen, "%s: path too long", dir);
+		return -1;
+	}
+	n = readlink(path, buf, sizeof(buf) - 1);
+	if (n < 0) {
+		if (errno == ENOENT)
+			return 1;
+		pub_err(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	buf[n] = '\0';
+	if (!pub_parse_vname(buf, version)) {
+		pub_err(err, errlen, "%s: points to \"%s\", not a version "
+		    "directory", path, buf);
+		return -1;
+	}
+	if ((size_t)n >= cap) {
+		pub_err(err, errlen, "%s: name too long", path);
+		return -1;
+	}
+	memcpy(name, buf, (size_t)n + 1);
+	return 0;
+}
+
+int
+publish_current(const char *dir, char *vdir, size_t cap, uint64_t *version,
+    char *err, size_t errlen)
+{
+	char name[PUBLISH_VNAME_LEN + 1];
+	int rc;
+
+	assert(dir != NULL && vdir != NULL && version != NULL);
+	rc = pub_current_at(dir, name, sizeof(name), version, err, errlen);
+	if (rc != 0)
+		return rc;
+	if (pub_join(vdir, cap, dir, name) != 0) {
+		pub_err(err, errlen, "%s: path too long", dir);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Removes a directory that holds only files (our version and temporary
+ * directories). Returns 0, or -1 with errno set.
+ */
+static int
+pub_rmtree(int dfd, const char *name)
+{
+	DIR *d;
+	struct dirent *de;
+	int fd, saved;
+
+	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	d = fdopendir(fd);
+	if (d == NULL) {
+		saved = errno;
+		(void)close(fd);
+		errno = saved;
+		return -1;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (unlinkat(fd, de->d_name, 0) != 0 && errno != ENOENT) {
+			saved = errno;
+			(void)closedir(d);
+			errno = saved;
+			return -1;
+		}
+	}
+	(void)closedir(d);
+	return unlinkat(dfd, name, AT_REMOVEDIR);
+}
+
+/*
+ * Removes what a killed run may have left: temporary directories, the
+ * temporary symlink, and version directories above the current version
+ * (renamed into place but never made current). Best effort: what cannot
+ * be removed makes a later step fail with a clear error.
+ */
+static void
+pub_clean_stale(int dfd, bool have_cur, uint64_t cur)
+{
+	DIR *d;
+	struct dirent *de;
+	int fd;
+	uint64_t v;
+
+	fd = dup(dfd);
+	if (fd < 0)
+		return;
+	d = fdopendir(fd);
+	if (d == NULL) {
+		(void)close(fd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (strncmp(de->d_name, PUB_TMP_PREFIX,
+		    strlen(PUB_TMP_PREFIX)) == 0)
+			(void)pub_rmtree(dfd, de->d_name);
+		else if (strcmp(de->d_name, PUB_LINK_TMP) == 0)
+			(void)unlinkat(dfd, de->d_name, 0);
+		else if (pub_parse_vname(de->d_name, &v) &&
+		    (!have_cur || v > cur))
+			(void)pub_rmtree(dfd, de->d_name);
+	}
+	(void)closedir(d);
+}
+
+static int
+pub_cmp_u64_desc(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x < y) - (x > y);
+}
+
+/* Keeps the newest `keep` versions (never the current one) and removes the rest. */
+static void
+pub_prune(int dfd, unsigned keep, uint64_t cur)
+{
+	DIR *d;
+	struct dirent *de;
+	uint64_t *vs = NULL, *tmp, v;
+	size_t n = 0, cap = 0, i;
+	char name[PUBLISH_VNAME_LEN + 1];
+	int fd;
+
+	if (keep == 0)
+		keep = 1;
+	fd = dup(dfd);
+	if (fd < 0)
+		return;
+	d = fdopendir(fd);
+	if (d == NULL) {
+		(void)close(fd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (!pub_parse_vname(de->d_name, &v))
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 16;
+			tmp = realloc(vs, cap * sizeof(*vs));
+			if (tmp == NULL)
+				goto out;
+			vs = tmp;
+		}
+		vs[n++] = v;
+	}
+	qsort(vs, n, sizeof(*vs), pub_cmp_u64_desc);
+	for (i = keep; i < n; i++) {
+		if (vs[i] == cur)
+			continue;
+		publish_version_name(name, vs[i]);
+		(void)pub_rmtree(dfd, name);
+	}
+out:
+	free(vs);
+	(void)closedir(d);
+}
+
+/* Writes a buffer into a new file in dfd, fsyncs and closes it. */
+static int
+pub_write_file(int dfd, const char *name, const unsigned char *buf,
+    size_t len, publish_write_fn fn, void *arg, char *err, size_t errlen)
+{
+	int fd;
+
+	fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		pub_err(err, errlen, "%s: %s", name, strerror(errno));
+		return -1;
+	}
+	if (fn != NULL) {
+		if (fn(arg, fd, err, errlen) != 0) {
+			(void)close(fd);
+			return -1;
+		}
+	} else if (util_write_all(fd, buf, len) != 0) {
+		pub_err(err, errlen, "%s: write: %s", name, strerror(errno));
+		(void)close(fd);
+		return -1;
+	}
+	pub_delay();
+	if (pub_fsync(fd) != 0) {
+		pub_err(err, errlen, "%s: fsync: %s", name, strerror(errno));
+		(void)close(fd);
+		return -1;
+	}
+	if (close(fd) != 0) {
+		pub_err(err, errlen, "%s: close: %s", name, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int
+pub_fsync_dir(int dfd, const char *what, char *err, size_t errlen)
+{
+	if (pub_fsync(dfd) != 0) {
+		pub_err(err, errlen, "%s: fsync: %s", what, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Points "current" at name through a renamed temporary symlink. */
+static int
+pub_switch(int dfd, const char *dir, const char *name, char *err,
+    size_t errlen)
+{
+	(void)unlinkat(dfd, PUB_LINK_TMP, 0);
+	if (symlinkat(name, dfd, PUB_LINK_TMP) != 0) {
+		pub_err(err, errlen, "%s/%s: symlink: %s", dir, PUB_LINK_TMP,
+		    strerror(errno));
+		return -1;
+	}
+	pub_delay();
+	if (renameat(dfd, PUB_LINK_TMP, dfd, PUBLISH_CURRENT) != 0) {
+		pub_err(err, errlen, "%s/%s: rename: %s", dir, PUBLISH_CURRENT,
+		    strerror(errno));
+		(void)unlinkat(dfd, PUB_LINK_TMP, 0);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+pub_open_dir(const char *dir, char *err, size_t errlen)
+{
+	int dfd;
+
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0 && errno == ENOENT) {
+		if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+			pub_err(err, errlen, "%s: mkdir: %s", dir,
+			    strerror(errno));
+			return -1;
+		}
+		dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	}
+	if (dfd < 0) {
+		pub_err(err, errlen, "%s: %s", dir, strerror(errno));
+		return -1;
+	}
+	if (flock(dfd, LOCK_EX | LOCK_NB) != 0) {
+		pub_err(err, errlen, "%s: %s", dir, errno == EWOULDBLOCK ?
+		    "another publish to this directory is in progress" :
+		    strerror(errno));
+		(void)close(dfd);
+		return -1;
+	}
+	return dfd;
+}
+
+int
+publish_pair_stream(const char *dir, uint64_t version,
+    const unsigned char *filter, size_t filter_len,
+    publish_write_fn write_table, void *arg, unsigned keep, char *err,
+    size_t errlen)
+{
+	char cur_name[PUBLISH_VNAME_LEN + 1], vname[PUBLISH_VNAME_LEN + 1];
+	char tmpl[PUB_PATH_MAX], tmpname[64];
+	const char *base;
+	uint64_t cur = 0;
+	bool have_cur, renamed = false;
+	int dfd, tfd = -1, rc, ret = -1;
+
+	assert(dir != NULL && filter != NULL && write_table != NULL);
+	if (version == 0) {
+		pub_err(err, errlen, "%s: version must be at least 1", dir);
+		return -1;
+	}
+	dfd = pub_open_dir(dir, err, errlen);
+	if (dfd < 0)
+		return -1;
+	rc = pub_current_at(dir, cur_name, sizeof(cur_name), &cur, err,
+	    errlen);
+	if (rc < 0)
+		goto out_close;
+	have_cur = rc == 0;
+	if (have_cur && version <= cur) {
+		pub_err(err, errlen, "%s: version %" PRIu64 " is not above the "
+		    "current version %" PRIu64, dir, version, cur);
+		goto out_close;
+	}
+	pub_clean_stale(dfd, have_cur, cur);
+	publish_version_name(vname, version);
+
+	/* 1. Both files into a fresh temporary directory inside DIR. */
+	if (pub_join(tmpl, sizeof(tmpl), dir, PUB_TMP_PREFIX "XXXXXX") != 0) {
+		pub_err(err, errlen, "%s: path too long", dir);
+		goto out_close;
+	}
+	if (mkdtemp(tmpl) == NULL) {
+		pub_err(err, errlen, "%s: mkdtemp: %s", dir, strerror(errno));
+		goto out_close;
+	}
+	base = strrchr(tmpl, '/') + 1;
+	if (strlen(base) >= sizeof(tmpname)) {
+		pub_err(err, errlen, "%s: temporary name too long", dir);
+		goto out_rmtmp;
+	}
+	memcpy(tmpname, base, strlen(base) + 1);
+	(void)chmod(tmpl, 0755);
+	tfd = open(tmpl, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (tfd < 0) {
+		pub_err(err, errlen, "%s: %s", tmpl, strerror(errno));
+		goto out_rmtmp;
+	}
+	pub_delay();
+	if (pub_write_file(tfd, PUBLISH_FILTER_NAME, filter, filter_len, NULL,
+	    NULL, err, errlen) != 0)
+		goto out_rmtmp;
+	if (pub_write_file(tfd, PUBLISH_TABLE_NAME, NULL, 0, write_table, arg,
+	    err, errlen) != 0)
+		goto out_rmtmp;
+	if (pub_fsync_dir(tfd, tmpl, err, errlen) != 0)
+		goto out_rmtmp;
+	pub_delay();
+
+	/* 2. The directory takes its version name; DIR is made durable. */
+	if (renameat(dfd, tmpname, dfd, vname) != 0) {
+		pub_err(err, errlen, "%s/%s: rename: %s", dir, vname,
+		    strerror(errno));
+		goto out_rmtmp;
+	}
+	renamed = true;
+	pub_delay();
+	if (pub_fsync_dir(dfd, dir, err, errlen) != 0)
+		goto out_rmtmp;
+
+	/* 3. Switch "current", last. */
+	if (pub_switch(dfd, dir, vname, err, errlen) != 0)
+		goto out_rmtmp;
+	pub_delay();
+	if (pub_fsync_dir(dfd, dir, err, errlen) != 0) {
+		/*
+		 * The switch may or may not be durable: point "current" back
+		 * at the old pair (or remove it) so DIR is as it was.
+		 */
+		if (have_cur)
+			(void)pub_switch(dfd, dir, cur_name, NULL, 0);
+		else
+			(void)unlinkat(dfd, PUBLISH_CURRENT, 0);
+		goto out_rmtmp;
+	}
+
+	/* 4. Prune older versions; failures here do not undo the publish. */
+	pub_prune(dfd, keep, version);
+	ret = 0;
+	goto out_close;
+
+out_rmtmp:
+	(void)pub_rmtree(dfd, renamed ? vname : tmpname);
+out_close:
+	if (tfd >= 0)
+		(void)close(tfd);
+	(void)close(dfd);
+	return ret;
+}
+
+struct pub_buf {
+	const unsigned char *p;
+	size_t		 len;
+};
+
+static int
+pub_write_buf(void *arg, int fd, char *err, size_t errlen)
+{
+	const struct pub_buf *b = arg;
+
+	if (util_write_all(fd, b->p, b->len) != 0) {
+		pub_err(err, errlen, "%s: write: %s", PUBLISH_TABLE_NAME,
+		    strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int
+publish_pair(const char *dir, uint64_t version, const unsigned char *filter,
+    size_t filter_len, const unsigned char *table, size_t table_len,
+    unsigned keep, char *err, size_t errlen)
+{
+	struct pub_buf b = { table, table_len };
+
+	assert(table != NULL);
+	return publish_pair_stream(dir, version, filter, filter_len,
+	    pub_write_buf, &b, keep, err, errlen);
+}

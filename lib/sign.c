@@ -1,0 +1,417 @@
+/* sign.c - Ed25519 signing keys, key ids, and trusted keyrings (OpenSSL EVP) */
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/sha.h>
+
+#include "sign.h"
+
+/* Both PEM key files are small; anything bigger is not a key. */
+#define SIGN_PEM_MAX 16384
+
+static void
+sign_errf(char *err, size_t errlen, const char *path, const char *what)
+{
+	unsigned long e;
+	char ebuf[160];
+
+	if (err == NULL || errlen == 0)
+		return;
+	e = ERR_peek_last_error();
+	if (e != 0) {
+		ERR_error_string_n(e, ebuf, sizeof(ebuf));
+		(void)snprintf(err, errlen, "%s: %s (%s)", path, what, ebuf);
+	} else {
+		(void)snprintf(err, errlen, "%s: %s", path, what);
+	}
+	ERR_clear_error();
+}
+
+EVP_PKEY *
+sign_keygen(void)
+{
+	EVP_PKEY_CTX *ctx;
+	EVP_PKEY *key = NULL;
+
+	ctx = EVP_PKEY_CTX_new_id(EVP_PKEY_ED25519, NULL);
+	if (ctx == NULL)
+		return NULL;
+	if (EVP_PKEY_keygen_init(ctx) <= 0 || EVP_PKEY_keygen(ctx, &key) <= 0)
+		key = NULL;
+	EVP_PKEY_CTX_free(ctx);
+	return key;
+}
+
+static bool
+sign_is_ed25519(EVP_PKEY *key)
+{
+	return key != NULL && EVP_PKEY_get_id(key) == EVP_PKEY_ED25519;
+}
+
+/*
+ * Writes a PEM produced by write_fn into a new file with the given mode.
+ * The file is created exclusively unless force, in which case an existing
+ * file is replaced through a temporary name so that a crash never leaves a
+ * half-written key.
+ */
+static int
+sign_write_pem(EVP_PKEY *key, bool private, const char *path, mode_t mode,
+    bool force, char *err, size_t errlen)
+{
+	BIO *mem = NULL;
+	char *data;
+	long len;
+	char tmp[4096];
+	const char *target;
+	int fd = -1, n, rc = -1;
+
+	mem = BIO_new(BIO_s_mem());
+	if (mem == NULL) {
+		sign_errf(err, errlen, path, "out of memory");
+		return -1;
+	}
+	if (private) {
+		if (!PEM_write_bio_PrivateKey(mem, key, NULL, NULL, 0, NULL,
+		    NULL)) {
+			sign_errf(err, errlen, path, "cannot encode private key");
+			goto out_free_bio;
+		}
+	} else if (!PEM_write_bio_PUBKEY(mem, key)) {
+		sign_errf(err, errlen, path, "cannot encode public key");
+		goto out_free_bio;
+	}
+	len = BIO_get_mem_data(mem, &data);
+	if (len <= 0) {
+		sign_errf(err, errlen, path, "cannot encode key");
+		goto out_free_bio;
+	}
+
+	if (force) {
+		n = snprintf(tmp, sizeof(tmp), "%s.tmp-%ld", path,
+		    (long)getpid());
+		if (n < 0 || (size_t)n >= sizeof(tmp)) {
+			sign_errf(err, errlen, path, "path too long");
+			goto out_free_bio;
+		}
+		(void)unlink(tmp);
+		target = tmp;
+	} else {
+		target = path;
+	}
+	fd = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+	if (fd < 0) {
+		if (errno == EEXIST && !force)
+			sign_errf(err, errlen, path,
+			    "already exists (use --force to replace it)");
+		else
+			sign_errf(err, errlen, path, strerror(errno));
+		goto out_free_bio;
+	}
+	/* The umask must not widen or narrow what we asked for. */
+	if (fchmod(fd, mode) != 0) {
+		sign_errf(err, errlen, path, strerror(errno));
+		goto out_unlink;
+	}
+	{
+		size_t off = 0;
+
+		while (off < (size_t)len) {
+			ssize_t w = write(fd, data + off, (size_t)len - off);
+
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0) {
+				sign_errf(err, errlen, path, strerror(errno));
+				goto out_unlink;
+			}
+			off += (size_t)w;
+		}
+	}
+	if (fsync(fd) != 0) {
+		sign_errf(err, errlen, path, strerror(errno));
+		goto out_unlink;
+	}
+	if (close(fd) != 0) {
+		fd = -1;
+		sign_errf(err, errlen, path, strerror(errno));
+		goto out_unlink;
+	}
+	fd = -1;
+	if (force && rename(tmp, path) != 0) {
+		sign_errf(err, errlen, path, strerror(errno));
+		goto out_unlink;
+	}
+	rc = 0;
+	goto out_free_bio;
+
+out_unlink:
+	if (fd >= 0)
+		(void)close(fd);
+	(void)unlink(target);
+out_free_bio:
+	/* The memory BIO held the private key in PEM form. */
+	if (private) {
+		len = BIO_get_mem_data(mem, &data);
+		if (len > 0)
+			OPENSSL_cleanse(data, (size_t)len);
+	}
+	BIO_free(mem);
+	return rc;
+}
+
+int
+sign_save(EVP_PKEY *key, const char *path, const char *pubpath, bool force,
+    char *err, size_t errlen)
+{
+	assert(key != NULL && path != NULL);
+	if (!sign_is_ed25519(key)) {
+		sign_errf(err, errlen, path, "not an Ed25519 key");
+		return -1;
+	}
+	if (!force && pubpath != NULL && access(pubpath, F_OK) == 0) {
+		sign_errf(err, errlen, pubpath,
+		    "already exists (use --force to replace it)");
+		return -1;
+	}
+	if (sign_write_pem(key, true, path, 0600, force, err, errlen) != 0)
+		return -1;
+	if (pubpath != NULL &&
+	    sign_write_pem(key, false, pubpath, 0644, force, err, errlen) != 0)
+		return -1;
+	return 0;
+}
+
+/* Reads a small PEM file into a memory BIO; NULL with err. */
+static BIO *
+sign_read_bio(const char *path, char *err, size_t errlen)
+{
+	FILE *fp;
+	unsigned char buf[SIGN_PEM_MAX + 1];
+	size_t n;
+	BIO *bio;
+
+	fp = fopen(path, "rb");
+	if (fp == NULL) {
+		sign_errf(err, errlen, path, strerror(errno));
+		return NULL;
+	}
+	n = fread(buf, 1, sizeof(buf), fp);
+	if (ferror(fp)) {
+		sign_errf(err, errlen, path, "read error");
+		(void)fclose(fp);
+		OPENSSL_cleanse(buf, sizeof(buf));
+		return NULL;
+	}
+	(void)fclose(fp);
+	if (n > SIGN_PEM_MAX) {
+		sign_errf(err, errlen, path, "too large for a key file");
+		OPENSSL_cleanse(buf, sizeof(buf));
+		return NULL;
+	}
+	bio = BIO_new(BIO_s_mem());
+	if (bio == NULL || BIO_write(bio, buf, (int)n) != (int)n) {
+		sign_errf(err, errlen, path, "out of memory");
+		BIO_free(bio);
+		bio = NULL;
+	}
+	OPENSSL_cleanse(buf, sizeof(buf));
+	return bio;
+}
+
+static void
+sign_bio_free_secret(BIO *bio)
+{
+	char *data;
+	long len;
+
+	len = BIO_get_mem_data(bio, &data);
+	if (len > 0)
+		OPENSSL_cleanse(data, (size_t)len);
+	BIO_free(bio);
+}
+
+EVP_PKEY *
+sign_load_private(const char *path, char *err, size_t errlen)
+{
+	BIO *bio;
+	EVP_PKEY *key;
+
+	assert(path != NULL);
+	bio = sign_read_bio(path, err, errlen);
+	if (bio == NULL)
+		return NULL;
+	key = PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL);
+	sign_bio_free_secret(bio);
+	if (key == NULL) {
+		sign_errf(err, errlen, path, "not a PEM private key");
+		return NULL;
+	}
+	if (!sign_is_ed25519(key)) {
+		EVP_PKEY_free(key);
+		sign_errf(err, errlen, path, "not an Ed25519 key");
+		return NULL;
+	}
+	return key;
+}
+
+EVP_PKEY *
+sign_load_public(const char *path, char *err, size_t errlen)
+{
+	BIO *bio;
+	EVP_PKEY *key;
+
+	assert(path != NULL);
+	bio = sign_read_bio(path, err, errlen);
+	if (bio == NULL)
+		return NULL;
+	key = PEM_read_bio_PUBKEY(bio, NULL, NULL, NULL);
+	if (key == NULL) {
+		/* A private key file also carries the public key. */
+		ERR_clear_error();
+		(void)BIO_reset(bio);
+		key = PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL);
+	}
+	sign_bio_free_secret(bio);
+	if (key == NULL) {
+		sign_errf(err, errlen, path, "not a PEM public key");
+		return NULL;
+	}
+	if (!sign_is_ed25519(key)) {
+		EVP_PKEY_free(key);
+		sign_errf(err, errlen, path, "not an Ed25519 key");
+		return NULL;
+	}
+	return key;
+}
+
+int
+sign_key_id(EVP_PKEY *key, unsigned char id[SIGN_KEYID_LEN])
+{
+	unsigned char raw[32];
+	size_t rawlen = sizeof(raw);
+
+	if (!sign_is_ed25519(key))
+		return -1;
+	if (EVP_PKEY_get_raw_public_key(key, raw, &rawlen) != 1 ||
+	    rawlen != sizeof(raw)) {
+		ERR_clear_error();
+		return -1;
+	}
+	if (SHA256(raw, rawlen, id) == NULL)
+		return -1;
+	return 0;
+}
+
+int
+sign_sign(EVP_PKEY *key, const void *msg, size_t len,
+    unsigned char sig[SIGN_SIG_LEN])
+{
+	EVP_MD_CTX *ctx;
+	size_t siglen = SIGN_SIG_LEN;
+	int rc = -1;
+
+	if (!sign_is_ed25519(key))
+		return -1;
+	ctx = EVP_MD_CTX_new();
+	if (ctx == NULL)
+		return -1;
+	if (EVP_DigestSignInit(ctx, NULL, NULL, NULL, key) == 1 &&
+	    EVP_DigestSign(ctx, sig, &siglen, msg, len) == 1 &&
+	    siglen == SIGN_SIG_LEN)
+		rc = 0;
+	EVP_MD_CTX_free(ctx);
+	if (rc != 0)
+		ERR_clear_error();
+	return rc;
+}
+
+bool
+sign_verify(EVP_PKEY *key, const void *msg, size_t len,
+    const unsigned char sig[SIGN_SIG_LEN])
+{
+	EVP_MD_CTX *ctx;
+	bool ok = false;
+
+	if (!sign_is_ed25519(key))
+		return false;
+	ctx = EVP_MD_CTX_new();
+	if (ctx == NULL)
+		return false;
+	if (EVP_DigestVerifyInit(ctx, NULL, NULL, NULL, key) == 1 &&
+	    EVP_DigestVerify(ctx, sig, SIGN_SIG_LEN, msg, len) == 1)
+		ok = true;
+	EVP_MD_CTX_free(ctx);
+	ERR_clear_error();
+	return ok;
+}
+
+void
+sign_ring_init(struct sign_ring *r)
+{
+	assert(r != NULL);
+	memset(r, 0, sizeof(*r));
+}
+
+int
+sign_ring_add(struct sign_ring *r, const char *pubpath, char *err,
+    size_t errlen)
+{
+	EVP_PKEY *key;
+	unsigned char id[SIGN_KEYID_LEN];
+
+	assert(r != NULL && pubpath != NULL);
+	if (r->n >= SIGN_RING_MAX) {
+		sign_errf(err, errlen, pubpath, "too many trusted keys");
+		return -1;
+	}
+	key = sign_load_public(pubpath, err, errlen);
+	if (key == NULL)
+		return -1;
+	if (sign_key_id(key, id) != 0) {
+		EVP_PKEY_free(key);
+		sign_errf(err, errlen, pubpath, "cannot compute key id");
+		return -1;
+	}
+	if (sign_ring_find(r, id) != NULL) {
+		/* The same key twice is harmless. */
+		EVP_PKEY_free(key);
+		return 0;
+	}
+	r->keys[r->n] = key;
+	memcpy(r->ids[r->n], id, SIGN_KEYID_LEN);
+	r->n++;
+	return 0;
+}
+
+EVP_PKEY *
+sign_ring_find(const struct sign_ring *r, const unsigned char id[SIGN_KEYID_LEN])
+{
+	size_t i;
+
+	assert(r != NULL && id != NULL);
+	for (i = 0; i < r->n; i++)
+		if (memcmp(r->ids[i], id, SIGN_KEYID_LEN) == 0)
+			return r->keys[i];
+	return NULL;
+}
+
+void
+sign_ring_free(struct sign_ring *r)
+{
+	size_t i;
+
+	if (r == NULL)
+		return;
+	for (i = 0; i < r->n; i++)
+		EVP_PKEY_free(r->keys[i]);
+	memset(r, 0, sizeof(*r));
+}

@@ -1,0 +1,1167 @@
+/* table.c - the authoritative table: sorted records searchable in place */
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+#include "table.h"
+#include "util.h"
+
+/* Offsets inside the builder's arena use the low 48 bits of an entry. */
+#define TB_OFF_BITS	48
+#define TB_OFF_MASK	((UINT64_C(1) << TB_OFF_BITS) - 1)
+#define TB_MAX_RANKS	65536u
+
+struct table {
+	const unsigned char *buf;
+	size_t		 len;
+	bool		 mapped;	/* munmap() on close */
+	bool		 owned;		/* free() on close */
+	uint64_t	 count;
+	const unsigned char *idx;
+	const unsigned char *recs;
+	uint64_t	 recs_len;
+	unsigned char	 sha[32];
+};
+
+static void
+tb_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+tb_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err == NULL || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	(void)vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* Byte-wise order of two encoded keys, a shorter prefix first. */
+static int
+tb_keycmp(const unsigned char *a, size_t alen, const unsigned char *b,
+    size_t blen)
+{
+	size_t n = alen < blen ? alen : blen;
+	int c = memcmp(a, b, n);
+
+	if (c != 0)
+		return c;
+	return (alen > blen) - (alen < blen);
+}
+
+static bool
+tb_reason_ok(const char *r, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)r[i];
+
+		if (c < 0x20 || c == 0x7f)
+			return false;
+	}
+	return true;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Arrays of struct table_rec. */
+
+struct tr_sort_ctx {
+	const struct table_rec *recs;
+};
+
+static int
+tr_idx_cmp(const void *a, const void *b, void *arg)
+{
+	const struct tr_sort_ctx *c = arg;
+	size_t ia = *(const size_t *)a, ib = *(const size_t *)b;
+	int r = revkey_cmp(&c->recs[ia].key, &c->recs[ib].key);
+
+	if (r != 0)
+		return r;
+	return (ia > ib) - (ia < ib);
+}
+
+/* Stable insertion sort: only used when memory for the index runs out. */
+static void
+tr_insertion_sort(struct table_rec *recs, size_t n)
+{
+	struct table_rec tmp;
+	size_t i, j;
+
+	for (i = 1; i < n; i++) {
+		if (revkey_cmp(&recs[i - 1].key, &recs[i].key) <= 0)
+			continue;
+		tmp = recs[i];
+		for (j = i; j > 0 && revkey_cmp(&recs[j - 1].key, &tmp.key) > 0;
+		    j--)
+			recs[j] = recs[j - 1];
+		recs[j] = tmp;
+	}
+}
+
+size_t
+table_sort_unique(struct table_rec *recs, size_t n)
+{
+	struct tr_sort_ctx ctx = { recs };
+	struct table_rec tmp;
+	size_t *idx, i, j, w;
+
+	if (n < 2)
+		return n;
+	assert(recs != NULL);
+	idx = malloc(n * sizeof(*idx));
+	if (idx == NULL) {
+		tr_insertion_sort(recs, n);
+	} else {
+		for (i = 0; i < n; i++)
+			idx[i] = i;
+		qsort_r(idx, n, sizeof(*idx), tr_idx_cmp, &ctx);
+		/* Apply the permutation in place, one cycle at a time. */
+		for (i = 0; i < n; i++) {
+			if (idx[i] == i)
+				continue;
+			tmp = recs[i];
+			j = i;
+			while (idx[j] != i) {
+				size_t next = idx[j];
+
+				recs[j] = recs[next];
+				idx[j] = j;
+				j = next;
+			}
+			recs[j] = tmp;
+			idx[j] = j;
+		}
+		free(idx);
+	}
+
+	w = 0;
+	for (i = 0; i < n; i = j) {
+		struct table_rec *out = &recs[w];
+
+		if (w != i)
+			*out = recs[i];
+		for (j = i + 1; j < n &&
+		    revkey_cmp(&recs[i].key, &recs[j].key) == 0; j++) {
+			if (recs[j].revoked_at != 0 && (out->revoked_at == 0 ||
+			    recs[j].revoked_at < out->revoked_at))
+				out->revoked_at = recs[j].revoked_at;
+			if (out->reason[0] == '\0' && recs[j].reason[0] != '\0')
+				memcpy(out->reason, recs[j].reason,
+				    sizeof(out->reason));
+		}
+		w++;
+	}
+	return w;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Record encoding shared by the builder and table_encode. */
+
+static size_t
+tb_rec_size(size_t scope_len, size_t id_len, size_t reason_len)
+{
+	return TABLE_REC_HDR_LEN + scope_len + 1 + id_len + reason_len;
+}
+
+static void
+tb_rec_put(unsigned char *p, const struct revkey *k, int64_t revoked_at,
+    const char *reason, size_t reason_len)
+{
+	p[0] = (unsigned char)k->scope_len;
+	p[1] = (unsigned char)reason_len;
+	util_put_le16(p + 2, (uint16_t)k->id_len);
+	util_put_le64(p + 4, (uint64_t)revoked_at);
+	p += TABLE_REC_HDR_LEN;
+	memcpy(p, k->scope, k->scope_len);
+	p += k->scope_len;
+	*p++ = 0;
+	memcpy(p, k->id, k->id_len);
+	p += k->id_len;
+	if (reason_len > 0)
+		memcpy(p, reason, reason_len);
+}
+
+static bool
+tb_key_ok(const struct revkey *k)
+{
+	return k->scope_len >= 1 && k->scope_len <= REVKEY_SCOPE_MAX &&
+	    k->id_len >= 1 && k->id_len <= REVKEY_ID_MAX &&
+	    memchr(k->scope, 0, k->scope_len) == NULL;
+}
+
+/* Views of a record in the table encoding. */
+static size_t rec_scope_len(const unsigned char *r) { return r[0]; }
+static size_t rec_reason_len(const unsigned char *r) { return r[1]; }
+static size_t rec_id_len(const unsigned char *r)
+{
+	return util_get_le16(r + 2);
+}
+static int64_t rec_revoked(const unsigned char *r)
+{
+	return (int64_t)util_get_le64(r + 4);
+}
+static const unsigned char *rec_key(const unsigned char *r)
+{
+	return r + TABLE_REC_HDR_LEN;
+}
+static size_t rec_key_len(const unsigned char *r)
+{
+	return rec_scope_len(r) + 1 + rec_id_len(r);
+}
+static size_t rec_size(const unsigned char *r)
+{
+	return tb_rec_size(rec_scope_len(r), rec_id_len(r), rec_reason_len(r));
+}
+
+static void
+rec_to_table_rec(const unsigned char *r, struct table_rec *out)
+{
+	size_t sl = rec_scope_len(r), il = rec_id_len(r), rl = rec_reason_len(r);
+	const unsigned char *p = r + TABLE_REC_HDR_LEN;
+
+	memset(out, 0, sizeof(*out));
+	memcpy(out->key.scope, p, sl);
+	out->key.scope[sl] = '\0';
+	out->key.scope_len = sl;
+	memcpy(out->key.id, p + sl + 1, il);
+	out->key.id_len = il;
+	out->revoked_at = rec_revoked(r);
+	memcpy(out->reason, p + sl + 1 + il, rl);
+	out->reason[rl] = '\0';
+}
+
+/* ---------------------------------------------------------------------- */
+/* The builder. */
+
+void
+table_builder_init(struct table_builder *b)
+{
+	assert(b != NULL);
+	memset(b, 0, sizeof(*b));
+	b->sorted = true;
+}
+
+void
+table_builder_free(struct table_builder *b)
+{
+	if (b == NULL)
+		return;
+	free(b->arena);
+	free(b->ents);
+	table_builder_init(b);
+}
+
+static const unsigned char *
+tb_rec(const struct table_builder *b, size_t i)
+{
+	return b->arena + (b->ents[i].off & TB_OFF_MASK);
+}
+
+int
+table_builder_add(struct table_builder *b, const struct revkey *k,
+    int64_t revoked_at, const char *reason)
+{
+	size_t rlen = reason != NULL ? strlen(reason) : 0;
+	size_t sz;
+
+	assert(b != NULL && k != NULL);
+	if (!tb_key_ok(k) || rlen >= TABLE_REASON_MAX ||
+	    !tb_reason_ok(reason, rlen)) {
+		errno = EINVAL;
+		return -1;
+	}
+	if ((uint64_t)b->n >= TABLE_MAX_RECORDS) {
+		errno = EINVAL;
+		return -1;
+	}
+	sz = tb_rec_size(k->scope_len, k->id_len, rlen);
+	if (b->len + sz > b->cap) {
+		size_t ncap = b->cap ? b->cap : 1 << 16;
+		unsigned char *p;
+
+		while (ncap < b->len + sz) {
+			if (ncap > (size_t)TB_OFF_MASK / 2) {
+				errno = ENOMEM;
+				return -1;
+			}
+			ncap *= 2;
+		}
+		p = realloc(b->arena, ncap);
+		if (p == NULL) {
+			errno = ENOMEM;
+			return -1;
+		}
+		b->arena = p;
+		b->cap = ncap;
+	}
+	if (b->n == b->ncap) {
+		size_t ncap = b->ncap ? b->ncap * 2 : 1024;
+		struct table_ent *e;
+
+		if (ncap > SIZE_MAX / sizeof(*e)) {
+			errno = ENOMEM;
+			return -1;
+		}
+		e = realloc(b->ents, ncap * sizeof(*e));
+		if (e == NULL) {
+			errno = ENOMEM;
+			return -1;
+		}
+		b->ents = e;
+		b->ncap = ncap;
+	}
+	tb_rec_put(b->arena + b->len, k, revoked_at, reason, rlen);
+	b->ents[b->n].pfx = 0;
+	b->ents[b->n].off = b->len;
+	b->n++;
+	b->len += sz;
+	b->sorted = false;
+	return 0;
+}
+
+int
+table_builder_add_rec(struct table_builder *b, const struct table_rec *r)
+{
+	assert(r != NULL);
+	if (memchr(r->reason, 0, sizeof(r->reason)) == NULL) {
+		errno = EINVAL;
+		return -1;
+	}
+	return table_builder_add(b, &r->key, r->revoked_at, r->reason);
+}
+
+size_t
+table_builder_count(const struct table_builder *b)
+{
+	assert(b != NULL);
+	return b->n;
+}
+
+void
+table_builder_truncate(struct table_builder *b, size_t n)
+{
+	assert(b != NULL && n <= b->n);
+	if (n == b->n)
+		return;
+	b->len = n == 0 ? 0 : (size_t)(b->ents[n].off & TB_OFF_MASK);
+	b->n = n;
+}
+
+/*
+ * Sort context: scopes get ranks (their order) kept in the entry's top 16
+ * bits and pfx holds the first 8 id bytes, big-endian and zero-padded, so
+ * most comparisons never touch the arena. With more distinct scopes than
+ * ranks, pfx holds the first 8 key bytes instead and every rank is 0.
+ */
+struct tb_sort_ctx {
+	const unsigned char *arena;
+};
+
+static int
+tb_ent_cmp(const void *a, const void *b, void *arg)
+{
+	const struct tb_sort_ctx *c = arg;
+	const struct table_ent *ea = a, *eb = b;
+	uint64_t ra = ea->off >> TB_OFF_BITS, rb = eb->off >> TB_OFF_BITS;
+	const unsigned char *pa, *pb;
+	int r;
+
+	if (ra != rb)
+		return ra < rb ? -1 : 1;
+	if (ea->pfx != eb->pfx)
+		return ea->pfx < eb->pfx ? -1 : 1;
+	pa = c->arena + (ea->off & TB_OFF_MASK);
+	pb = c->arena + (eb->off & TB_OFF_MASK);
+	r = tb_keycmp(rec_key(pa), rec_key_len(pa), rec_key(pb),
+	    rec_key_len(pb));
+	if (r != 0)
+		return r;
+	/* Equal keys keep insertion order, which the merge relies on. */
+	ra = ea->off & TB_OFF_MASK;
+	rb = eb->off & TB_OFF_MASK;
+	return (ra > rb) - (ra < rb);
+}
+
+static uint64_t
+tb_prefix8(const unsigned char *p, size_t len)
+{
+	uint64_t v = 0;
+	size_t i;
+
+	for (i = 0; i < 8; i++)
+		v = (v << 8) | (i < len ? p[i] : 0);
+	return v;
+}
+
+struct tb_scope {
+	const char	*s;
+	size_t		 len;
+};
+
+static int
+tb_scope_cmp(const void *a, const void *b)
+{
+	const struct tb_scope *x = a, *y = b;
+
+	/* Scopes hold no NUL, so this is the order of "scope\0..." keys. */
+	return tb_keycmp((const unsigned char *)x->s, x->len,
+	    (const unsigned char *)y->s, y->len);
+}
+
+/*
+ * Ranks every entry's scope. Returns false (ranks unusable) when memory
+ * runs out or there are more distinct scopes than ranks.
+ */
+static bool
+tb_rank_scopes(struct table_builder *b)
+{
+	struct tb_scope *sc = NULL, *tmp;
+	size_t nsc = 0, cap = 0, i, last = SIZE_MAX;
+	bool ok = false;
+
+	for (i = 0; i < b->n; i++) {
+		const unsigned char *r = tb_rec(b, i);
+		struct tb_scope key = { (const char *)rec_key(r),
+		    rec_scope_len(r) };
+		size_t j;
+
+		if (last != SIZE_MAX && tb_scope_cmp(&sc[last], &key) == 0)
+			continue;
+		for (j = 0; j < nsc; j++)
+			if (tb_scope_cmp(&sc[j], &key) == 0)
+				break;
+		if (j == nsc) {
+			if (nsc == TB_MAX_RANKS)
+				goto out;
+			if (nsc == cap) {
+				cap = cap ? cap * 2 : 16;
+				tmp = realloc(sc, cap * sizeof(*sc));
+				if (tmp == NULL)
+					goto out;
+				sc = tmp;
+			}
+			sc[nsc++] = key;
+		}
+		last = j;
+	}
+	qsort(sc, nsc, sizeof(*sc), tb_scope_cmp);
+	last = SIZE_MAX;
+	for (i = 0; i < b->n; i++) {
+		const unsigned char *r = tb_rec(b, i);
+		struct tb_scope key = { (const char *)rec_key(r),
+		    rec_scope_len(r) };
+		struct tb_scope *hit;
+		size_t rank;
+
+		if (last != SIZE_MAX && tb_scope_cmp(&sc[last], &key) == 0) {
+			rank = last;
+		} else {
+			hit = bsearch(&key, sc, nsc, sizeof(*sc), tb_scope_cmp);
+			assert(hit != NULL);
+			rank = (size_t)(hit - sc);
+			last = rank;
+		}
+		b->ents[i].off = (b->ents[i].off & TB_OFF_MASK) |
+		    ((uint64_t)rank << TB_OFF_BITS);
+		b->ents[i].pfx = tb_prefix8(rec_key(r) + rec_scope_len(r) + 1,
+		    rec_id_len(r));
+	}
+	ok = true;
+out:
+	free(sc);
+	return ok;
+}
+
+void
+table_builder_sort_unique(struct table_builder *b)
+{
+	struct tb_sort_ctx ctx;
+	size_t i, j, w;
+
+	assert(b != NULL);
+	if (b->sorted)
+		return;
+	if (!tb_rank_scopes(b)) {
+		for (i = 0; i < b->n; i++) {
+			const unsigned char *r = tb_rec(b, i);
+
+			b->ents[i].off &= TB_OFF_MASK;
+			b->ents[i].pfx = tb_prefix8(rec_key(r), rec_key_len(r));
+		}
+	}
+	ctx.arena = b->arena;
+	qsort_r(b->ents, b->n, sizeof(*b->ents), tb_ent_cmp, &ctx);
+
+	/*
+	 * Collapse runs of one key: the representative is the first record
+	 * with a reason (else the first), and it takes the earliest known
+	 * revocation time of the run.
+	 */
+	w = 0;
+	for (i = 0; i < b->n; i = j) {
+		const unsigned char *ri = tb_rec(b, i);
+		size_t rep = i;
+		int64_t when = rec_revoked(ri);
+
+		for (j = i + 1; j < b->n; j++) {
+			const unsigned char *rj = tb_rec(b, j);
+			int64_t t;
+
+			if (tb_keycmp(rec_key(ri), rec_key_len(ri), rec_key(rj),
+			    rec_key_len(rj)) != 0)
+				break;
+			if (rec_reason_len(tb_rec(b, rep)) == 0 &&
+			    rec_reason_len(rj) != 0)
+				rep = j;
+			t = rec_revoked(rj);
+			if (t != 0 && (when == 0 || t < when))
+				when = t;
+		}
+		if (j - i > 1)
+			util_put_le64(b->arena + (b->ents[rep].off & TB_OFF_MASK)
+			    + 4, (uint64_t)when);
+		b->ents[w++] = b->ents[rep];
+	}
+	b->n = w;
+	b->sorted = true;
+}
+
+const unsigned char *
+table_builder_key(const struct table_builder *b, size_t i, size_t *len)
+{
+	const unsigned char *r;
+
+	assert(b != NULL && i < b->n && len != NULL);
+	r = tb_rec(b, i);
+	*len = rec_key_len(r);
+	return rec_key(r);
+}
+
+const char *
+table_builder_scope(const struct table_builder *b, size_t i, size_t *len)
+{
+	const unsigned char *r;
+
+	assert(b != NULL && i < b->n && len != NULL);
+	r = tb_rec(b, i);
+	*len = rec_scope_len(r);
+	return (const char *)rec_key(r);
+}
+
+size_t
+table_builder_scope_end(const struct table_builder *b, size_t i)
+{
+	const char *s, *t;
+	size_t sl, tl, j;
+
+	assert(b != NULL && i < b->n);
+	s = table_builder_scope(b, i, &sl);
+	for (j = i + 1; j < b->n; j++) {
+		t = table_builder_scope(b, j, &tl);
+		if (tl != sl || memcmp(s, t, sl) != 0)
+			break;
+	}
+	return j;
+}
+
+int
+table_builder_get(const struct table_builder *b, size_t i,
+    struct table_rec *out)
+{
+	assert(b != NULL && out != NULL);
+	if (i >= b->n)
+		return -1;
+	rec_to_table_rec(tb_rec(b, i), out);
+	return 0;
+}
+
+/*
+ * Emits the table file through a sink in chunks of at most TB_CHUNK bytes.
+ * The sink returns 0 or -1 (and then has filled err).
+ */
+#define TB_CHUNK (1u << 20)
+
+typedef int (*tb_sink_fn)(void *arg, const unsigned char *p, size_t n,
+    char *err, size_t errlen);
+
+struct tb_out {
+	unsigned char	*buf;
+	size_t		 len;
+	tb_sink_fn	 sink;
+	void		*arg;
+	char		*err;
+	size_t		 errlen;
+};
+
+static int
+tb_out_flush(struct tb_out *o)
+{
+	int rc = 0;
+
+	if (o->len > 0)
+		rc = o->sink(o->arg, o->buf, o->len, o->err, o->errlen);
+	o->len = 0;
+	return rc;
+}
+
+static int
+tb_out_put(struct tb_out *o, const unsigned char *p, size_t n)
+{
+	while (n > 0) {
+		size_t room = TB_CHUNK - o->len, c = n < room ? n : room;
+
+		memcpy(o->buf + o->len, p, c);
+		o->len += c;
+		p += c;
+		n -= c;
+		if (o->len == TB_CHUNK && tb_out_flush(o) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+static uint64_t
+tb_records_len(const struct table_builder *b)
+{
+	uint64_t total = 0;
+	size_t i;
+
+	for (i = 0; i < b->n; i++)
+		total += rec_size(tb_rec(b, i));
+	return total;
+}
+
+static int
+tb_emit(const struct table_builder *b, tb_sink_fn sink, void *arg,
+    uint64_t *total, char *err, size_t errlen)
+{
+	struct tb_out o = { NULL, 0, sink, arg, err, errlen };
+	unsigned char hdr[TABLE_HDR_LEN], le[8];
+	uint64_t rlen, off;
+	size_t i;
+	int rc = -1;
+
+	if (!b->sorted) {
+		tb_err(err, errlen, "table: records not sorted");
+		return -1;
+	}
+	o.buf = malloc(TB_CHUNK);
+	if (o.buf == NULL) {
+		tb_err(err, errlen, "table: out of memory");
+		return -1;
+	}
+	rlen = tb_records_len(b);
+	memset(hdr, 0, sizeof(hdr));
+	memcpy(hdr, TABLE_MAGIC, 8);
+	util_put_le16(hdr + 8, TABLE_FORMAT);
+	util_put_le64(hdr + 16, (uint64_t)b->n);
+	util_put_le64(hdr + 24, rlen);
+	if (tb_out_put(&o, hdr, sizeof(hdr)) != 0)
+		goto out_free;
+	off = 0;
+	for (i = 0; i < b->n; i++) {
+		util_put_le64(le, off);
+		if (tb_out_put(&o, le, 8) != 0)
+			goto out_free;
+		off += rec_size(tb_rec(b, i));
+	}
+	for (i = 0; i < b->n; i++) {
+		const unsigned char *r = tb_rec(b, i);
+
+		if (tb_out_put(&o, r, rec_size(r)) != 0)
+			goto out_free;
+	}
+	if (tb_out_flush(&o) != 0)
+		goto out_free;
+	if (total != NULL)
+		*total = TABLE_HDR_LEN + 8 * (uint64_t)b->n + rlen;
+	rc = 0;
+out_free:
+	free(o.buf);
+	return rc;
+}
+
+static int
+tb_sink_sha(void *arg, const unsigned char *p, size_t n, char *err,
+    size_t errlen)
+{
+	if (EVP_DigestUpdate(arg, p, n) != 1) {
+		tb_err(err, errlen, "table: SHA-256 failed");
+		return -1;
+	}
+	return 0;
+}
+
+int
+table_builder_digest(const struct table_builder *b, unsigned char sha[32],
+    uint64_t *len, char *err, size_t errlen)
+{
+	EVP_MD_CTX *ctx;
+	unsigned int dlen = 0;
+	int rc = -1;
+
+	assert(b != NULL && sha != NULL && len != NULL);
+	ctx = EVP_MD_CTX_new();
+	if (ctx == NULL || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) {
+		tb_err(err, errlen, "table: SHA-256 failed");
+		goto out;
+	}
+	if (tb_emit(b, tb_sink_sha, ctx, len, err, errlen) != 0)
+		goto out;
+	if (EVP_DigestFinal_ex(ctx, sha, &dlen) != 1 || dlen != 32) {
+		tb_err(err, errlen, "table: SHA-256 failed");
+		goto out;
+	}
+	rc = 0;
+out:
+	EVP_MD_CTX_free(ctx);
+	return rc;
+}
+
+struct tb_membuf {
+	unsigned char	*p;
+	size_t		 len;
+	size_t		 cap;
+};
+
+static int
+tb_sink_mem(void *arg, const unsigned char *p, size_t n, char *err,
+    size_t errlen)
+{
+	struct tb_membuf *m = arg;
+
+	if (n > m->cap - m->len) {
+		tb_err(err, errlen, "table: size changed while encoding");
+		return -1;
+	}
+	memcpy(m->p + m->len, p, n);
+	m->len += n;
+	return 0;
+}
+
+int
+table_builder_encode(const struct table_builder *b, unsigned char **out,
+    size_t *outlen, char *err, size_t errlen)
+{
+	struct tb_membuf m = { NULL, 0, 0 };
+	uint64_t total;
+
+	assert(b != NULL && out != NULL && outlen != NULL);
+	*out = NULL;
+	*outlen = 0;
+	total = TABLE_HDR_LEN + 8 * (uint64_t)b->n + tb_records_len(b);
+	if (total > SIZE_MAX) {
+		tb_err(err, errlen, "table: too large");
+		return -1;
+	}
+	m.cap = (size_t)total;
+	m.p = malloc(m.cap);
+	if (m.p == NULL) {
+		tb_err(err, errlen, "table: out of memory (%" PRIu64 " bytes)",
+		    total);
+		return -1;
+	}
+	if (tb_emit(b, tb_sink_mem, &m, NULL, err, errlen) != 0) {
+		free(m.p);
+		return -1;
+	}
+	assert(m.len == m.cap);
+	*out = m.p;
+	*outlen = m.len;
+	return 0;
+}
+
+static int
+tb_sink_fd(void *arg, const unsigned char *p, size_t n, char *err,
+    size_t errlen)
+{
+	int fd = *(int *)arg;
+
+	if (util_write_all(fd, p, n) != 0) {
+		tb_err(err, errlen, "table: write: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int
+table_builder_write(const struct table_builder *b, int fd, char *err,
+    size_t errlen)
+{
+	assert(b != NULL && fd >= 0);
+	return tb_emit(b, tb_sink_fd, &fd, NULL, err, errlen);
+}
+
+int
+table_encode(const struct table_rec *recs, size_t n, unsigned char **out,
+    size_t *outlen, char *err, size_t errlen)
+{
+	struct table_builder b;
+	size_t i;
+	int rc = -1;
+
+	assert(out != NULL && outlen != NULL);
+	*out = NULL;
+	*outlen = 0;
+	table_builder_init(&b);
+	for (i = 0; i < n; i++) {
+		if (i > 0 && revkey_cmp(&recs[i - 1].key, &recs[i].key) >= 0) {
+			tb_err(err, errlen,
+			    "table: record %zu not in strictly ascending order",
+			    i);
+			goto out;
+		}
+		if (table_builder_add_rec(&b, &recs[i]) != 0) {
+			tb_err(err, errlen, "table: record %zu: %s", i,
+			    errno == ENOMEM ? "out of memory" :
+			    "invalid key or reason");
+			goto out;
+		}
+	}
+	/* Already sorted and unique: keep the given order. */
+	b.sorted = true;
+	rc = table_builder_encode(&b, out, outlen, err, errlen);
+out:
+	table_builder_free(&b);
+	return rc;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Reading. */
+
+static int
+tb_sha256(const unsigned char *p, size_t n, unsigned char out[32])
+{
+	unsigned int dlen = 0;
+
+	if (EVP_Digest(p, n, out, &dlen, EVP_sha256(), NULL) != 1 ||
+	    dlen != 32)
+		return -1;
+	return 0;
+}
+
+static int
+tb_validate(struct table *t, char *err, size_t errlen)
+{
+	const unsigned char *h = t->buf, *prev = NULL;
+	uint64_t count, rlen, pos, i;
+	const unsigned char *last_scope = NULL;
+	size_t last_scope_len = 0;
+
+	if (t->len < TABLE_HDR_LEN) {
+		tb_err(err, errlen, "offset 0: truncated header (%zu bytes)",
+		    t->len);
+		return -1;
+	}
+	if (memcmp(h, TABLE_MAGIC, 8) != 0) {
+		tb_err(err, errlen, "offset 0: bad magic (not a table file)");
+		return -1;
+	}
+	if (util_get_le16(h + 8) != TABLE_FORMAT) {
+		tb_err(err, errlen, "offset 8: unsupported format %u",
+		    (unsigned)util_get_le16(h + 8));
+		return -1;
+	}
+	if (util_get_le16(h + 10) != 0 || util_get_le32(h + 12) != 0) {
+		tb_err(err, errlen, "offset 10: reserved bytes not zero");
+		return -1;
+	}
+	count = util_get_le64(h + 16);
+	rlen = util_get_le64(h + 24);
+	if (count > TABLE_MAX_RECORDS ||
+	    count > (t->len - TABLE_HDR_LEN) / 8) {
+		tb_err(err, errlen, "offset 16: record count %" PRIu64
+		    " does not fit the file", count);
+		return -1;
+	}
+	if (rlen != t->len - TABLE_HDR_LEN - 8 * count) {
+		tb_err(err, errlen, "offset 24: records length %" PRIu64
+		    " does not match the file size %zu", rlen, t->len);
+		return -1;
+	}
+	t->count = count;
+	t->idx = h + TABLE_HDR_LEN;
+	t->recs = t->idx + 8 * count;
+	t->recs_len = rlen;
+
+	pos = 0;
+	for (i = 0; i < count; i++) {
+		uint64_t off = util_get_le64(t->idx + 8 * i);
+		uint64_t at = TABLE_HDR_LEN + 8 * count + pos;
+		const unsigned char *r;
+		size_t sl, il, rl, sz;
+
+		if (off != pos) {
+			tb_err(err, errlen, "offset %" PRIu64 ": index entry %"
+			    PRIu64 " is %" PRIu64 ", expected %" PRIu64,
+			    TABLE_HDR_LEN + 8 * i, i, off, pos);
+			return -1;
+		}
+		if (rlen - pos < TABLE_REC_HDR_LEN) {
+			tb_err(err, errlen, "offset %" PRIu64 ": record %" PRIu64
+			    " truncated", at, i);
+			return -1;
+		}
+		r = t->recs + pos;
+		sl = rec_scope_len(r);
+		il = rec_id_len(r);
+		rl = rec_reason_len(r);
+		if (sl == 0 || il == 0 || il > REVKEY_ID_MAX ||
+		    rl >= TABLE_REASON_MAX) {
+			tb_err(err, errlen, "offset %" PRIu64 ": record %" PRIu64
+			    " has bad lengths (scope %zu, id %zu, reason %zu)",
+			    at, i, sl, il, rl);
+			return -1;
+		}
+		sz = tb_rec_size(sl, il, rl);
+		if (rlen - pos < sz) {
+			tb_err(err, errlen, "offset %" PRIu64 ": record %" PRIu64
+			    " runs past the end of the file", at, i);
+			return -1;
+		}
+		if (r[TABLE_REC_HDR_LEN + sl] != 0) {
+			tb_err(err, errlen, "offset %" PRIu64 ": record %" PRIu64
+			    " has no key separator", at, i);
+			return -1;
+		}
+		if (last_scope == NULL || last_scope_len != sl ||
+		    memcmp(last_scope, rec_key(r), sl) != 0) {
+			if (!revkey_scope_valid((const char *)rec_key(r), sl)) {
+				tb_err(err, errlen, "offset %" PRIu64
+				    ": record %" PRIu64 " has an invalid scope",
+				    at, i);
+				return -1;
+			}
+			last_scope = rec_key(r);
+			last_scope_len = sl;
+		}
+		if (!tb_reason_ok((const char *)r + sz - rl, rl)) {
+			tb_err(err, errlen, "offset %" PRIu64 ": record %" PRIu64
+			    " has control characters in its reason", at, i);
+			return -1;
+		}
+		if (prev != NULL && tb_keycmp(rec_key(prev), rec_key_len(prev),
+		    rec_key(r), rec_key_len(r)) >= 0) {
+			tb_err(err, errlen, "offset %" PRIu64 ": record %" PRIu64
+			    " is not in strictly ascending key order", at, i);
+			return -1;
+		}
+		prev = r;
+		pos += sz;
+	}
+	if (pos != rlen) {
+		tb_err(err, errlen, "offset %" PRIu64 ": %" PRIu64
+		    " trailing bytes after the last record",
+		    TABLE_HDR_LEN + 8 * count + pos, rlen - pos);
+		return -1;
+	}
+	if (tb_sha256(t->buf, t->len, t->sha) != 0) {
+		tb_err(err, errlen, "SHA-256 failed");
+		return -1;
+	}
+	return 0;
+}
+
+struct table *
+table_parse(const unsigned char *buf, size_t len, bool take, char *err,
+    size_t errlen)
+{
+	struct table *t;
+	char why[256];
+
+	t = calloc(1, sizeof(*t));
+	if (t == NULL) {
+		tb_err(err, errlen, "table: out of memory");
+		if (take)
+			free((void *)(uintptr_t)buf);
+		return NULL;
+	}
+	t->buf = buf;
+	t->len = len;
+	t->owned = take;
+	if (buf == NULL) {
+		tb_err(err, errlen, "table: no data");
+		table_close(t);
+		return NULL;
+	}
+	if (tb_validate(t, why, sizeof(why)) != 0) {
+		tb_err(err, errlen, "table: %s", why);
+		table_close(t);
+		return NULL;
+	}
+	return t;
+}
+
+struct table *
+table_open(const char *path, char *err, size_t errlen)
+{
+	struct table *t;
+	struct stat st;
+	void *map;
+	char why[256];
+	int fd;
+
+	assert(path != NULL);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		tb_err(err, errlen, "%s: %s", path, strerror(errno));
+		return NULL;
+	}
+	if (fstat(fd, &st) != 0) {
+		tb_err(err, errlen, "%s: %s", path, strerror(errno));
+		(void)close(fd);
+		return NULL;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		tb_err(err, errlen, "%s: not a regular file", path);
+		(void)close(fd);
+		return NULL;
+	}
+	if (st.st_size < TABLE_HDR_LEN) {
+		tb_err(err, errlen, "%s: offset 0: truncated header (%lld bytes)",
+		    path, (long long)st.st_size);
+		(void)close(fd);
+		return NULL;
+	}
+	if ((uint64_t)st.st_size > SIZE_MAX) {
+		tb_err(err, errlen, "%s: too large", path);
+		(void)close(fd);
+		return NULL;
+	}
+	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	(void)close(fd);
+	if (map == MAP_FAILED) {
+		tb_err(err, errlen, "%s: mmap: %s", path, strerror(errno));
+		return NULL;
+	}
+	t = calloc(1, sizeof(*t));
+	if (t == NULL) {
+		tb_err(err, errlen, "%s: out of memory", path);
+		(void)munmap(map, (size_t)st.st_size);
+		return NULL;
+	}
+	t->buf = map;
+	t->len = (size_t)st.st_size;
+	t->mapped = true;
+	if (tb_validate(t, why, sizeof(why)) != 0) {
+		tb_err(err, errlen, "%s: %s", path, why);
+		table_close(t);
+		return NULL;
+	}
+	return t;
+}
+
+int
+table_check_binding(const struct table *t, const unsigned char sha[32],
+    uint64_t len, char *err, size_t errlen)
+{
+	assert(t != NULL && sha != NULL);
+	if ((uint64_t)t->len != len) {
+		tb_err(err, errlen, "table length %zu does not match the "
+		    "filter's %" PRIu64, t->len, len);
+		return -1;
+	}
+	if (CRYPTO_memcmp(t->sha, sha, 32) != 0) {
+		tb_err(err, errlen,
+		    "table SHA-256 does not match the filter's");
+		return -1;
+	}
+	return 0;
+}
+
+uint64_t
+table_count(const struct table *t)
+{
+	assert(t != NULL);
+	return t->count;
+}
+
+const unsigned char *
+table_sha256(const struct table *t)
+{
+	assert(t != NULL);
+	return t->sha;
+}
+
+uint64_t
+table_size(const struct table *t)
+{
+	assert(t != NULL);
+	return t->len;
+}
+
+static const unsigned char *
+tb_record(const struct table *t, uint64_t i)
+{
+	return t->recs + util_get_le64(t->idx + 8 * i);
+}
+
+bool
+table_lookup(const struct table *t, const struct revkey *k,
+    struct table_rec *out)
+{
+	unsigned char key[REVKEY_ENC_MAX];
+	size_t klen;
+	uint64_t lo, hi;
+
+	assert(t != NULL && k != NULL);
+	if (!tb_key_ok(k))
+		return false;
+	klen = revkey_encode(k, key);
+	lo = 0;
+	hi = t->count;
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		const unsigned char *r = tb_record(t, mid);
+		int c = tb_keycmp(rec_key(r), rec_key_len(r), key, klen);
+
+		if (c == 0) {
+			if (out != NULL)
+				rec_to_table_rec(r, out);
+			return true;
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+int
+table_get(const struct table *t, uint64_t i, struct table_rec *out)
+{
+	assert(t != NULL && out != NULL);
+	if (i >= t->count)
+		return -1;
+	rec_to_table_rec(tb_record(t, i), out);
+	return 0;
+}
+
+void
+table_close(struct table *t)
+{
+	if (t == NULL)
+		return;
+	if (t->mapped)
+		(void)munmap((void *)(uintptr_t)t->buf, t->len);
+	else if (t->owned)
+		free((void *)(uintptr_t)t->buf);
+	free(t);
+}
