@@ -197,6 +197,8 @@ pub_clean_stale(int dfd, bool have_cur, uint64_t cur)
 		(void)close(fd);
 		return;
 	}
+	/* The dup shares its offset with dfd: start from the beginning. */
+	rewinddir(d);
 	while ((de = readdir(d)) != NULL) {
 		if (strncmp(de->d_name, PUB_TMP_PREFIX,
 		    strlen(PUB_TMP_PREFIX)) == 0)
@@ -239,6 +241,8 @@ pub_prune(int dfd, unsigned keep, uint64_t cur)
 		(void)close(fd);
 		return;
 	}
+	/* The dup shares its offset with dfd: start from the beginning. */
+	rewinddir(d);
 	while ((de = readdir(d)) != NULL) {
 		if (!pub_parse_vname(de->d_name, &v))
 			continue;

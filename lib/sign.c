@@ -190,107 +190,94 @@ sign_save(EVP_PKEY *key, const char *path, const char *pubpath, bool force,
 	return 0;
 }
 
-/* Reads a small PEM file into a memory BIO; NULL with err. */
-static BIO *
-sign_read_bio(const char *path, char *err, size_t errlen)
+/*
+ * Reads a small PEM file into buf (SIGN_PEM_MAX bytes). Returns the length,
+ * or -1 with err. The caller wipes buf.
+ */
+static long
+sign_read_pem(const char *path, unsigned char *buf, char *err, size_t errlen)
 {
 	FILE *fp;
-	unsigned char buf[SIGN_PEM_MAX + 1];
 	size_t n;
-	BIO *bio;
 
 	fp = fopen(path, "rb");
 	if (fp == NULL) {
 		sign_errf(err, errlen, path, strerror(errno));
-		return NULL;
+		return -1;
 	}
-	n = fread(buf, 1, sizeof(buf), fp);
+	n = fread(buf, 1, SIGN_PEM_MAX + 1, fp);
 	if (ferror(fp)) {
 		sign_errf(err, errlen, path, "read error");
 		(void)fclose(fp);
-		OPENSSL_cleanse(buf, sizeof(buf));
-		return NULL;
+		return -1;
 	}
 	(void)fclose(fp);
 	if (n > SIGN_PEM_MAX) {
 		sign_errf(err, errlen, path, "too large for a key file");
-		OPENSSL_cleanse(buf, sizeof(buf));
-		return NULL;
+		return -1;
 	}
-	bio = BIO_new(BIO_s_mem());
-	if (bio == NULL || BIO_write(bio, buf, (int)n) != (int)n) {
-		sign_errf(err, errlen, path, "out of memory");
-		BIO_free(bio);
-		bio = NULL;
-	}
-	OPENSSL_cleanse(buf, sizeof(buf));
-	return bio;
+	return (long)n;
 }
 
-static void
-sign_bio_free_secret(BIO *bio)
+static EVP_PKEY *
+sign_parse_pem(const unsigned char *buf, long len, bool private)
 {
-	char *data;
+	BIO *bio;
+	EVP_PKEY *key;
+
+	bio = BIO_new_mem_buf(buf, (int)len);
+	if (bio == NULL)
+		return NULL;
+	if (private)
+		key = PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL);
+	else
+		key = PEM_read_bio_PUBKEY(bio, NULL, NULL, NULL);
+	BIO_free(bio);
+	return key;
+}
+
+static EVP_PKEY *
+sign_load(const char *path, bool private, char *err, size_t errlen)
+{
+	unsigned char buf[SIGN_PEM_MAX + 1];
+	EVP_PKEY *key = NULL;
 	long len;
 
-	len = BIO_get_mem_data(bio, &data);
-	if (len > 0)
-		OPENSSL_cleanse(data, (size_t)len);
-	BIO_free(bio);
+	assert(path != NULL);
+	len = sign_read_pem(path, buf, err, errlen);
+	if (len < 0)
+		goto out;
+	key = sign_parse_pem(buf, len, private);
+	if (key == NULL && !private) {
+		/* A private key file also carries the public key. */
+		ERR_clear_error();
+		key = sign_parse_pem(buf, len, true);
+	}
+	if (key == NULL) {
+		sign_errf(err, errlen, path, private ? "not a PEM private key" :
+		    "not a PEM public key");
+		goto out;
+	}
+	if (!sign_is_ed25519(key)) {
+		EVP_PKEY_free(key);
+		key = NULL;
+		sign_errf(err, errlen, path, "not an Ed25519 key");
+	}
+out:
+	OPENSSL_cleanse(buf, sizeof(buf));
+	return key;
 }
 
 EVP_PKEY *
 sign_load_private(const char *path, char *err, size_t errlen)
 {
-	BIO *bio;
-	EVP_PKEY *key;
-
-	assert(path != NULL);
-	bio = sign_read_bio(path, err, errlen);
-	if (bio == NULL)
-		return NULL;
-	key = PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL);
-	sign_bio_free_secret(bio);
-	if (key == NULL) {
-		sign_errf(err, errlen, path, "not a PEM private key");
-		return NULL;
-	}
-	if (!sign_is_ed25519(key)) {
-		EVP_PKEY_free(key);
-		sign_errf(err, errlen, path, "not an Ed25519 key");
-		return NULL;
-	}
-	return key;
+	return sign_load(path, true, err, errlen);
 }
 
 EVP_PKEY *
 sign_load_public(const char *path, char *err, size_t errlen)
 {
-	BIO *bio;
-	EVP_PKEY *key;
-
-	assert(path != NULL);
-	bio = sign_read_bio(path, err, errlen);
-	if (bio == NULL)
-		return NULL;
-	key = PEM_read_bio_PUBKEY(bio, NULL, NULL, NULL);
-	if (key == NULL) {
-		/* A private key file also carries the public key. */
-		ERR_clear_error();
-		(void)BIO_reset(bio);
-		key = PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL);
-	}
-	sign_bio_free_secret(bio);
-	if (key == NULL) {
-		sign_errf(err, errlen, path, "not a PEM public key");
-		return NULL;
-	}
-	if (!sign_is_ed25519(key)) {
-		EVP_PKEY_free(key);
-		sign_errf(err, errlen, path, "not an Ed25519 key");
-		return NULL;
-	}
-	return key;
+	return sign_load(path, false, err, errlen);
 }
 
 int

@@ -1,0 +1,234 @@
+/* test_publish.c - versioned pairs, atomic switch, refusals, fsync failures, pruning */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "publish.h"
+#include "util.h"
+
+static char g_dir[64];
+
+static void
+setup(void)
+{
+	cr_assert(snprintf(g_dir, sizeof(g_dir), "/tmp/test_publish_XXXXXX") > 0);
+	cr_assert_not_null(mkdtemp(g_dir));
+	publish_set_fsync_hook(NULL);
+}
+
+static void
+teardown(void)
+{
+	char cmd[128];
+
+	publish_set_fsync_hook(NULL);
+	cr_assert(snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g_dir) > 0);
+	cr_assert_eq(system(cmd), 0);
+}
+
+/* A listing of DIR (names, link targets and file contents) as one string. */
+static void
+snapshot(char *out, size_t cap)
+{
+	char cmd[256];
+	FILE *fp;
+	size_t n;
+
+	cr_assert(snprintf(cmd, sizeof(cmd), "cd '%s' && find . -printf '%%p "
+	    "%%y %%l\\n' | sort && find . -type f -exec sha256sum {} + | sort",
+	    g_dir) > 0);
+	fp = popen(cmd, "r");
+	cr_assert_not_null(fp);
+	n = fread(out, 1, cap - 1, fp);
+	out[n] = '\0';
+	cr_assert_eq(pclose(fp), 0);
+}
+
+static int
+pub(uint64_t v, const char *f, const char *t, unsigned keep, char *err,
+    size_t errlen)
+{
+	return publish_pair(g_dir, v, (const unsigned char *)f, strlen(f),
+	    (const unsigned char *)t, strlen(t), keep, err, errlen);
+}
+
+static void
+expect_current(uint64_t want, const char *fcontent)
+{
+	char vdir[256], path[300], err[256];
+	uint64_t v;
+	unsigned char *buf;
+	size_t len;
+
+	cr_assert_eq(publish_current(g_dir, vdir, sizeof(vdir), &v, err,
+	    sizeof(err)), 0, "%s", err);
+	cr_assert_eq(v, want);
+	cr_assert(snprintf(path, sizeof(path), "%s/%s", vdir,
+	    PUBLISH_FILTER_NAME) > 0);
+	cr_assert_eq(util_read_file(path, 1 << 20, &buf, &len, err,
+	    sizeof(err)), 0, "%s", err);
+	cr_assert_str_eq((char *)buf, fcontent);
+	free(buf);
+}
+
+static int
+count_versions(void)
+{
+	DIR *d = opendir(g_dir);
+	struct dirent *de;
+	int n = 0;
+
+	cr_assert_not_null(d);
+	while ((de = readdir(d)) != NULL)
+		if (de->d_name[0] == 'v')
+			n++;
+	closedir(d);
+	return n;
+}
+
+TestSuite(publish, .init = setup, .fini = teardown);
+
+Test(publish, first_and_next_versions)
+{
+	char err[256], vdir[256];
+	uint64_t v;
+
+	cr_assert_eq(publish_current(g_dir, vdir, sizeof(vdir), &v, err,
+	    sizeof(err)), 1, "no current pair yet");
+	cr_assert_eq(pub(1, "f1", "t1", 3, err, sizeof(err)), 0, "%s", err);
+	expect_current(1, "f1");
+	cr_assert_eq(pub(7, "f7", "t7", 3, err, sizeof(err)), 0, "%s", err);
+	expect_current(7, "f7");
+	cr_assert(strstr(vdir, "") != NULL);
+	cr_assert_eq(publish_current(g_dir, vdir, sizeof(vdir), &v, err,
+	    sizeof(err)), 0);
+	cr_assert(strstr(vdir, "/v00000000000000000007") != NULL, "%s", vdir);
+}
+
+Test(publish, refused_version_leaves_dir_untouched)
+{
+	char err[256], before[8192], after[8192];
+
+	cr_assert_eq(pub(5, "f5", "t5", 3, err, sizeof(err)), 0, "%s", err);
+	snapshot(before, sizeof(before));
+	cr_assert_eq(pub(5, "x", "y", 3, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "not above") != NULL, "%s", err);
+	cr_assert_eq(pub(4, "x", "y", 3, err, sizeof(err)), -1);
+	cr_assert_eq(pub(0, "x", "y", 3, err, sizeof(err)), -1);
+	snapshot(after, sizeof(after));
+	cr_assert_str_eq(before, after);
+	expect_current(5, "f5");
+}
+
+Test(publish, keep_prunes_old_versions)
+{
+	char err[256];
+	uint64_t v;
+
+	for (v = 1; v <= 6; v++)
+		cr_assert_eq(pub(v, "f", "t", 3, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(count_versions(), 3);
+	cr_assert_eq(pub(7, "f7", "t", 1, err, sizeof(err)), 0);
+	cr_assert_eq(count_versions(), 1);
+	expect_current(7, "f7");
+}
+
+static int g_fail_at, g_calls;
+
+static int
+failing_fsync(int fd)
+{
+	if (++g_calls == g_fail_at) {
+		errno = EIO;
+		return -1;
+	}
+	return fsync(fd);
+}
+
+Test(publish, fsync_failure_aborts_and_restores)
+{
+	char err[256], before[8192], after[8192];
+	int i;
+
+	cr_assert_eq(pub(1, "f1", "t1", 3, err, sizeof(err)), 0);
+	snapshot(before, sizeof(before));
+	/* A publish makes 5 fsync calls: fail each in turn. */
+	for (i = 1; i <= 5; i++) {
+		g_fail_at = i;
+		g_calls = 0;
+		publish_set_fsync_hook(failing_fsync);
+		cr_assert_eq(pub(2, "f2", "t2", 3, err, sizeof(err)), -1,
+		    "fsync %d failure ignored", i);
+		cr_assert(strstr(err, "fsync") != NULL, "%s", err);
+		cr_assert_eq(g_calls, i, "fsync retried after failure %d", i);
+		publish_set_fsync_hook(NULL);
+		snapshot(after, sizeof(after));
+		cr_assert_str_eq(before, after, "fsync %d failure left traces", i);
+	}
+	g_fail_at = 6;
+	g_calls = 0;
+	publish_set_fsync_hook(failing_fsync);
+	cr_assert_eq(pub(2, "f2", "t2", 3, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(g_calls, 5);
+	expect_current(2, "f2");
+}
+
+Test(publish, stale_leftovers_cleaned)
+{
+	char err[256], path[256];
+	struct stat st;
+
+	cr_assert_eq(pub(1, "f1", "t1", 3, err, sizeof(err)), 0);
+	/* What a killed run leaves: a temp dir, a temp link, an orphan. */
+	cr_assert(snprintf(path, sizeof(path), "%s/.tmp-abcdef", g_dir) > 0);
+	cr_assert_eq(mkdir(path, 0755), 0);
+	cr_assert(snprintf(path, sizeof(path), "%s/.tmp-abcdef/filter.rcf",
+	    g_dir) > 0);
+	cr_assert_eq(system("true"), 0);
+	{
+		FILE *fp = fopen(path, "w");
+
+		cr_assert_not_null(fp);
+		fputs("partial", fp);
+		fclose(fp);
+	}
+	cr_assert(snprintf(path, sizeof(path), "%s/v00000000000000000002",
+	    g_dir) > 0);
+	cr_assert_eq(mkdir(path, 0755), 0);
+	cr_assert(snprintf(path, sizeof(path), "%s/.current.tmp", g_dir) > 0);
+	cr_assert_eq(symlink("v00000000000000000002", path), 0);
+
+	cr_assert_eq(pub(2, "f2", "t2", 3, err, sizeof(err)), 0, "%s", err);
+	expect_current(2, "f2");
+	cr_assert(snprintf(path, sizeof(path), "%s/.tmp-abcdef", g_dir) > 0);
+	cr_assert_eq(stat(path, &st), -1);
+	cr_assert(snprintf(path, sizeof(path), "%s/.current.tmp", g_dir) > 0);
+	cr_assert_eq(lstat(path, &st), -1);
+}
+
+Test(publish, bad_current_link_is_an_error)
+{
+	char err[256], path[256], vdir[256];
+	uint64_t v;
+
+	cr_assert(snprintf(path, sizeof(path), "%s/current", g_dir) > 0);
+	cr_assert_eq(symlink("../../etc", path), 0);
+	cr_assert_eq(publish_current(g_dir, vdir, sizeof(vdir), &v, err,
+	    sizeof(err)), -1);
+	cr_assert(strstr(err, "not a version directory") != NULL, "%s", err);
+	cr_assert_eq(pub(1, "f", "t", 3, err, sizeof(err)), -1);
+}
+
+Test(publish, creates_missing_dir)
+{
+	char err[256], sub[128];
+
+	cr_assert(snprintf(sub, sizeof(sub), "%s/out", g_dir) > 0);
+	cr_assert_eq(publish_pair(sub, 1, (const unsigned char *)"f", 1,
+	    (const unsigned char *)"t", 1, 3, err, sizeof(err)), 0, "%s", err);
+}

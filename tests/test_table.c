@@ -1,0 +1,325 @@
+/* test_table.c - the authoritative table: builder, encoding, validation, lookup */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "table.h"
+#include "util.h"
+
+static void
+mkkey(struct revkey *k, const char *scope, const char *id)
+{
+	cr_assert_eq(revkey_set(k, scope, id, strlen(id)), 0);
+}
+
+static void
+add(struct table_builder *b, const char *scope, const char *id, int64_t at,
+    const char *reason)
+{
+	struct revkey k;
+
+	mkkey(&k, scope, id);
+	cr_assert_eq(table_builder_add(b, &k, at, reason), 0);
+}
+
+static struct table *
+build_table(struct table_builder *b, unsigned char **buf, size_t *len)
+{
+	char err[256];
+	struct table *t;
+
+	table_builder_sort_unique(b);
+	cr_assert_eq(table_builder_encode(b, buf, len, err, sizeof(err)), 0,
+	    "%s", err);
+	t = table_parse(*buf, *len, false, err, sizeof(err));
+	cr_assert_not_null(t, "%s", err);
+	return t;
+}
+
+Test(table, builder_sorts_merges_and_looks_up)
+{
+	struct table_builder b;
+	struct table_rec r;
+	struct revkey k;
+	unsigned char *buf;
+	size_t len;
+	struct table *t;
+
+	table_builder_init(&b);
+	add(&b, "default", "zeta", 300, NULL);
+	add(&b, "default", "alpha", 0, "");
+	add(&b, "default", "alpha", 200, NULL);
+	add(&b, "default", "alpha", 100, "keyCompromise");
+	add(&b, "default", "alpha", 50, "superseded");
+	add(&b, "issuer-b", "alpha", 5, NULL);
+	add(&b, "default", "al", 1, NULL);
+	cr_assert_eq(table_builder_count(&b), 7);
+	t = build_table(&b, &buf, &len);
+	cr_assert_eq(table_count(t), 4);
+	cr_assert_eq(table_size(t), len);
+
+	/* Order: scope first, then id bytes, a prefix before its extension. */
+	cr_assert_eq(table_get(t, 0, &r), 0);
+	cr_assert_str_eq((char *)r.key.id, "al");
+	cr_assert_eq(table_get(t, 1, &r), 0);
+	cr_assert_eq(r.key.id_len, 5);
+	cr_assert_eq(memcmp(r.key.id, "alpha", 5), 0);
+	cr_assert_str_eq(r.key.scope, "default");
+	cr_assert_eq(r.revoked_at, 50, "earliest known time wins");
+	cr_assert_str_eq(r.reason, "keyCompromise", "first reason wins");
+	cr_assert_eq(table_get(t, 3, &r), 0);
+	cr_assert_str_eq(r.key.scope, "issuer-b");
+	cr_assert_eq(table_get(t, 4, &r), -1);
+
+	mkkey(&k, "default", "zeta");
+	cr_assert(table_lookup(t, &k, &r));
+	cr_assert_eq(r.revoked_at, 300);
+	cr_assert_str_eq(r.reason, "");
+	mkkey(&k, "default", "zet");
+	cr_assert_not(table_lookup(t, &k, NULL));
+	mkkey(&k, "issuer-a", "alpha");
+	cr_assert_not(table_lookup(t, &k, NULL));
+
+	table_close(t);
+	free(buf);
+	table_builder_free(&b);
+}
+
+Test(table, builder_matches_table_sort_unique)
+{
+	struct table_builder b;
+	struct table_rec *recs;
+	unsigned char *b1, *b2;
+	size_t l1, l2, n = 2000, i, m;
+	char err[256], id[32];
+
+	recs = calloc(n, sizeof(*recs));
+	cr_assert_not_null(recs);
+	table_builder_init(&b);
+	srand(7);
+	for (i = 0; i < n; i++) {
+		int v = rand() % 700;
+
+		cr_assert(snprintf(id, sizeof(id), "%x", v) > 0);
+		mkkey(&recs[i].key, (v % 3) ? "default" : "other", id);
+		recs[i].revoked_at = rand() % 5;
+		if (rand() % 4 == 0)
+			cr_assert(snprintf(recs[i].reason, sizeof(recs[i].reason),
+			    "r%d", rand() % 9) > 0);
+		cr_assert_eq(table_builder_add_rec(&b, &recs[i]), 0);
+	}
+	m = table_sort_unique(recs, n);
+	cr_assert_eq(table_encode(recs, m, &b1, &l1, err, sizeof(err)), 0,
+	    "%s", err);
+	table_builder_sort_unique(&b);
+	cr_assert_eq(table_builder_count(&b), m);
+	cr_assert_eq(table_builder_encode(&b, &b2, &l2, err, sizeof(err)), 0);
+	cr_assert_eq(l1, l2);
+	cr_assert_eq(memcmp(b1, b2, l1), 0, "both paths give identical bytes");
+	free(b1);
+	free(b2);
+	free(recs);
+	table_builder_free(&b);
+}
+
+Test(table, digest_and_write_match_encode)
+{
+	struct table_builder b;
+	unsigned char *buf, sha[32], want[32], *back;
+	uint64_t dlen;
+	size_t len, blen;
+	char err[256], path[] = "/tmp/test_table_XXXXXX";
+	struct table *t;
+	int fd, i;
+
+	table_builder_init(&b);
+	for (i = 0; i < 5000; i++) {
+		char id[16];
+
+		cr_assert(snprintf(id, sizeof(id), "id%d", i) > 0);
+		add(&b, "default", id, i, NULL);
+	}
+	table_builder_sort_unique(&b);
+	cr_assert_eq(table_builder_encode(&b, &buf, &len, err, sizeof(err)), 0);
+	cr_assert_eq(table_builder_digest(&b, sha, &dlen, err, sizeof(err)), 0);
+	cr_assert_eq(dlen, len);
+	cr_assert_eq(util_sha256(want, buf, len), 0);
+	cr_assert_eq(memcmp(sha, want, 32), 0);
+
+	fd = mkstemp(path);
+	cr_assert(fd >= 0);
+	cr_assert_eq(table_builder_write(&b, fd, err, sizeof(err)), 0);
+	cr_assert_eq(close(fd), 0);
+	cr_assert_eq(util_read_file(path, SIZE_MAX / 2, &back, &blen, err,
+	    sizeof(err)), 0);
+	cr_assert_eq(blen, len);
+	cr_assert_eq(memcmp(back, buf, len), 0);
+	t = table_open(path, err, sizeof(err));
+	cr_assert_not_null(t, "%s", err);
+	cr_assert_eq(table_check_binding(t, want, len, err, sizeof(err)), 0);
+	cr_assert_eq(table_check_binding(t, want, len + 1, err, sizeof(err)), -1);
+	want[0] ^= 1;
+	cr_assert_eq(table_check_binding(t, want, len, err, sizeof(err)), -1);
+	cr_assert_eq(table_count(t), 5000);
+	table_close(t);
+	unlink(path);
+	free(back);
+	free(buf);
+	table_builder_free(&b);
+}
+
+Test(table, truncate_rolls_back)
+{
+	struct table_builder b;
+	size_t len;
+	const unsigned char *key;
+
+	table_builder_init(&b);
+	add(&b, "default", "one", 0, NULL);
+	add(&b, "default", "two", 0, NULL);
+	table_builder_truncate(&b, 1);
+	add(&b, "default", "three", 0, NULL);
+	table_builder_sort_unique(&b);
+	cr_assert_eq(table_builder_count(&b), 2);
+	key = table_builder_key(&b, 1, &len);
+	cr_assert_eq(len, strlen("default") + 1 + 5);
+	cr_assert_eq(memcmp(key, "default\0three", len), 0);
+	key = table_builder_key(&b, 0, &len);
+	cr_assert_eq(memcmp(key, "default\0one", len), 0);
+	table_builder_free(&b);
+}
+
+Test(table, scope_runs)
+{
+	struct table_builder b;
+	size_t sl;
+	const char *s;
+
+	table_builder_init(&b);
+	add(&b, "b", "1", 0, NULL);
+	add(&b, "a", "1", 0, NULL);
+	add(&b, "b", "2", 0, NULL);
+	add(&b, "a", "2", 0, NULL);
+	add(&b, "a", "3", 0, NULL);
+	table_builder_sort_unique(&b);
+	cr_assert_eq(table_builder_scope_end(&b, 0), 3);
+	cr_assert_eq(table_builder_scope_end(&b, 3), 5);
+	s = table_builder_scope(&b, 3, &sl);
+	cr_assert_eq(sl, 1);
+	cr_assert_eq(s[0], 'b');
+	table_builder_free(&b);
+}
+
+Test(table, rejects_bad_records)
+{
+	struct table_builder b;
+	struct revkey k;
+	char reason[TABLE_REASON_MAX + 1];
+
+	table_builder_init(&b);
+	mkkey(&k, "default", "x");
+	memset(reason, 'r', sizeof(reason) - 1);
+	reason[sizeof(reason) - 1] = '\0';
+	cr_assert_eq(table_builder_add(&b, &k, 0, reason), -1);
+	cr_assert_eq(table_builder_add(&b, &k, 0, "bad\nreason"), -1);
+	k.id_len = 0;
+	cr_assert_eq(table_builder_add(&b, &k, 0, NULL), -1);
+	cr_assert_eq(table_builder_count(&b), 0);
+	table_builder_free(&b);
+}
+
+Test(table, empty_table_round_trips)
+{
+	struct table_builder b;
+	unsigned char *buf;
+	size_t len;
+	struct table *t;
+	struct revkey k;
+
+	table_builder_init(&b);
+	t = build_table(&b, &buf, &len);
+	cr_assert_eq(len, TABLE_HDR_LEN);
+	cr_assert_eq(table_count(t), 0);
+	mkkey(&k, "default", "x");
+	cr_assert_not(table_lookup(t, &k, NULL));
+	table_close(t);
+	free(buf);
+	table_builder_free(&b);
+}
+
+/* Every truncation and every single-byte change is either rejected or
+ * still a valid table (for bytes that carry free data such as times). */
+Test(table, hostile_bytes_never_crash)
+{
+	struct table_builder b;
+	unsigned char *buf, *copy;
+	size_t len, i;
+	char err[256];
+	struct table *t, *t2;
+
+	table_builder_init(&b);
+	add(&b, "default", "alpha", 1, "keyCompromise");
+	add(&b, "default", "beta", 2, NULL);
+	add(&b, "x509:" "0000000000000000000000000000000000000000000000000000000000000000",
+	    "01", 3, "cessationOfOperation");
+	t = build_table(&b, &buf, &len);
+	table_close(t);
+
+	for (i = 0; i < len; i++) {
+		t2 = table_parse(buf, i, false, err, sizeof(err));
+		cr_assert_null(t2, "truncated to %zu accepted", i);
+		cr_assert(strstr(err, "table:") != NULL);
+	}
+	copy = malloc(len + 1);
+	cr_assert_not_null(copy);
+	memcpy(copy, buf, len);
+	copy[len] = 0;
+	t2 = table_parse(copy, len + 1, false, err, sizeof(err));
+	cr_assert_null(t2, "trailing byte accepted");
+
+	for (i = 0; i < len; i++) {
+		unsigned v;
+
+		for (v = 1; v < 256; v <<= 1) {
+			memcpy(copy, buf, len);
+			copy[i] ^= (unsigned char)v;
+			t2 = table_parse(copy, len, false, err, sizeof(err));
+			if (t2 != NULL) {
+				struct table_rec r;
+				uint64_t j;
+
+				for (j = 0; j < table_count(t2); j++)
+					cr_assert_eq(table_get(t2, j, &r), 0);
+				table_close(t2);
+			}
+		}
+	}
+	free(copy);
+	free(buf);
+	table_builder_free(&b);
+}
+
+Test(table, rejects_unsorted_index)
+{
+	struct table_rec recs[2];
+	unsigned char *buf;
+	size_t len;
+	char err[256];
+
+	memset(recs, 0, sizeof(recs));
+	mkkey(&recs[0].key, "default", "b");
+	mkkey(&recs[1].key, "default", "a");
+	cr_assert_eq(table_encode(recs, 2, &buf, &len, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "ascending") != NULL, "%s", err);
+}
+
+Test(table, open_reports_path)
+{
+	char err[256];
+
+	cr_assert_null(table_open("/nonexistent/t.rct", err, sizeof(err)));
+	cr_assert(strstr(err, "/nonexistent/t.rct") != NULL);
+}
