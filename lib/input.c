@@ -49,28 +49,53 @@ struct rd {
 	size_t			 pcap;
 };
 
-/* Formats "<name>: <message>" into the caller's error buffer. */
-static void rd_err(struct rd *r, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
+/*
+ * Formats "<name>: <message>", or "<name>:<line>: <message>" when line is
+ * not 0, into the caller's error buffer.
+ */
 static void
-rd_err(struct rd *r, const char *fmt, ...)
+rd_verr(struct rd *r, size_t line, const char *fmt, va_list ap)
 {
 	char msg[1024];
-	va_list ap;
 	int n;
 
 	if (r->errlen == 0)
 		return;
-	va_start(ap, fmt);
 	n = vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
 	if (n < 0)
 		msg[0] = '\0';
-	n = snprintf(r->err, r->errlen, "%s: %s", r->name, msg);
+	if (line != 0)
+		n = snprintf(r->err, r->errlen, "%s:%zu: %s", r->name, line, msg);
+	else
+		n = snprintf(r->err, r->errlen, "%s: %s", r->name, msg);
 	/* A cut message still starts with the file name; mark the cut. */
 	if ((n < 0 || (size_t)n >= r->errlen) && r->errlen > 4)
 		memcpy(r->err + r->errlen - 4, "...", 4);
+}
+
+static void rd_err(struct rd *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void rd_err_line(struct rd *r, size_t line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+rd_err(struct rd *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	rd_verr(r, 0, fmt, ap);
+	va_end(ap);
+}
+
+static void
+rd_err_line(struct rd *r, size_t line, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	rd_verr(r, line, fmt, ap);
+	va_end(ap);
 }
 
 void
@@ -113,9 +138,13 @@ set_add(struct input_set *s, const struct revkey *k, int64_t at,
 		s->recs = nrecs;
 		s->cap = ncap;
 	}
+	/* Only the meaningful bytes: records compare and hash identically. */
 	rec = &s->recs[s->nrecs];
 	memset(rec, 0, sizeof(*rec));
-	rec->key = *k;
+	memcpy(rec->key.scope, k->scope, k->scope_len);
+	rec->key.scope_len = k->scope_len;
+	memcpy(rec->key.id, k->id, k->id_len);
+	rec->key.id_len = k->id_len;
 	rec->revoked_at = at;
 	if (reason != NULL) {
 		rlen = strnlen(reason, TABLE_REASON_MAX - 1);
@@ -237,12 +266,12 @@ read_text(struct rd *r, const char *buf, size_t len)
 		if (b == e || *b == '#')
 			continue;
 		if (memchr(b, '\0', (size_t)(e - b)) != NULL) {
-			rd_err(r, "line %zu: NUL byte in id", lineno);
+			rd_err_line(r, lineno, "NUL byte in id");
 			return -1;
 		}
 		if (revkey_from_text(&k, scope, b, (size_t)(e - b), kerr,
 		    sizeof(kerr)) != 0) {
-			rd_err(r, "line %zu: %s", lineno, kerr);
+			rd_err_line(r, lineno, "%s", kerr);
 			return -1;
 		}
 		if (rd_add(r, &k, 0, NULL) != 0)
@@ -381,8 +410,8 @@ read_json(struct rd *r, const char *buf, size_t len)
 	/* cJSON stops at a NUL: one inside the text would hide the rest. */
 	if ((nul = memchr(buf, '\0', len)) != NULL) {
 		offset_line(buf, (size_t)(nul - buf), &line, &col);
-		rd_err(r, "NUL byte at offset %zu (line %zu, column %zu): not "
-		    "JSON text", (size_t)(nul - buf), line, col);
+		rd_err_line(r, line, "NUL byte at offset %zu (column %zu): not "
+		    "JSON text", (size_t)(nul - buf), col);
 		return -1;
 	}
 	/* The buffer is NUL-terminated (util_read_file), so len + 1 is valid. */
@@ -391,8 +420,8 @@ read_json(struct rd *r, const char *buf, size_t len)
 		off = end != NULL && end >= buf && end <= buf + len ?
 		    (size_t)(end - buf) : len;
 		offset_line(buf, off, &line, &col);
-		rd_err(r, "invalid JSON at offset %zu (line %zu, column %zu)",
-		    off, line, col);
+		rd_err_line(r, line, "invalid JSON at offset %zu (column %zu)",
+		    off, col);
 		return -1;
 	}
 	if (!cJSON_IsArray(root)) {
@@ -908,9 +937,10 @@ looks_pem_crl(const char *buf, size_t len)
 }
 
 /*
- * DER when the file is one DER SEQUENCE of exactly its length whose
- * content starts with another SEQUENCE (TBSCertList): a text list that
- * happens to start with '0' (0x30) does not pass this.
+ * DER when the file starts with a SEQUENCE in long length form whose
+ * content starts with another SEQUENCE (TBSCertList). A text list that
+ * starts with '0' (0x30) does not pass: in text, '0' is followed by ASCII
+ * (below 0x80) or, in UTF-8, by a lead byte that is no DER length form.
  */
 static bool
 looks_der(const unsigned char *b, size_t len)
@@ -920,7 +950,8 @@ looks_der(const unsigned char *b, size_t len)
 
 	if (len < 4 || b[0] != 0x30 || der_header(b, 0, len, &hdr, &clen) != 0)
 		return false;
-	return hdr < len && b[hdr] == 0x30 && b[1] >= 0x80 && clen <= len;
+	(void)clen;	/* a truncated CRL is still sniffed as DER */
+	return hdr < len && b[hdr] == 0x30 && b[1] >= 0x80;
 }
 
 static enum input_format
@@ -937,7 +968,8 @@ sniff(const unsigned char *buf, size_t len)
 		i += 3;
 	while (i < len && is_space(buf[i]))
 		i++;
-	if (i < len && buf[i] == '[')
+	/* '{' too, so that a JSON object gets a JSON error, not a list. */
+	if (i < len && (buf[i] == '[' || buf[i] == '{'))
 		return INPUT_JSON;
 	if (looks_pem_crl((const char *)buf, len))
 		return INPUT_CRL;

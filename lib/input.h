@@ -53,7 +53,7 @@ void input_set_free(struct input_set *s);
 /*
  * Reads one input ("-" is standard input) and appends its records and
  * scopes. AUTO picks CRL for DER or "-----BEGIN X509 CRL", JSON for a
- * first non-blank '[' and text otherwise. CRLs are checked against the
+ * first non-blank '[' or '{' and text otherwise. CRLs are checked against the
  * issuers when any are given (a CRL whose issuer is not among them, or
  * whose signature does not verify, is an error) and against their
  * nextUpdate. On failure returns -1, err names the file, the line or DER

@@ -1,0 +1,1012 @@
+/* test_input.c - tests of the revocation list readers (text, JSON, CRLs) */
+#include <criterion/criterion.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+
+#include "input.h"
+#include "util.h"
+
+#define X509_ZERO_SCOPE \
+	"x509:0000000000000000000000000000000000000000000000000000000000000000"
+
+/* ---- helpers ------------------------------------------------------------- */
+
+static const char *
+src_root(void)
+{
+	const char *s = getenv("REVCHECK_SRC");
+
+	return s != NULL && *s != '\0' ? s : ".";
+}
+
+static void
+data_path(char *out, size_t cap, const char *name)
+{
+	int n = snprintf(out, cap, "%s/tests/data/%s", src_root(), name);
+
+	cr_assert(n > 0 && (size_t)n < cap);
+}
+
+static struct input_opts
+opts(const char *scope)
+{
+	struct input_opts o;
+
+	memset(&o, 0, sizeof(o));
+	o.scope = scope;
+	o.format = INPUT_AUTO;
+	o.now = (int64_t)time(NULL);
+	o.quiet = true;
+	return o;
+}
+
+/* Index of the record (scope, id) in s, or -1. */
+static long
+find(const struct input_set *s, const char *scope, const void *id,
+    size_t idlen)
+{
+	size_t i;
+
+	for (i = 0; i < s->nrecs; i++)
+		if (strcmp(s->recs[i].key.scope, scope) == 0 &&
+		    s->recs[i].key.id_len == idlen &&
+		    memcmp(s->recs[i].key.id, id, idlen) == 0)
+			return (long)i;
+	return -1;
+}
+
+static long
+find_str(const struct input_set *s, const char *scope, const char *id)
+{
+	return find(s, scope, id, strlen(id));
+}
+
+static const struct ffile_scope *
+scope_of(const struct input_set *s, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < s->nscopes; i++)
+		if (strcmp(s->scopes[i].name, name) == 0)
+			return &s->scopes[i];
+	return NULL;
+}
+
+static void
+write_file(const char *path, const void *buf, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+
+	cr_assert_not_null(f, "cannot create %s", path);
+	cr_assert_eq(fwrite(buf, 1, len, f), len);
+	cr_assert_eq(fclose(f), 0);
+}
+
+static unsigned char *
+slurp(const char *path, size_t *len)
+{
+	unsigned char *buf = NULL;
+	char err[256];
+
+	cr_assert_eq(util_read_file(path, 1 << 24, &buf, len, err, sizeof(err)),
+	    0, "%s", err);
+	return buf;
+}
+
+/* A deep copy of the set's visible state, to prove a failure changed nothing. */
+struct snap {
+	size_t nrecs, nscopes;
+	struct table_rec *recs;
+	struct ffile_scope *scopes;
+};
+
+static void
+snap_take(struct snap *sn, const struct input_set *s)
+{
+	sn->nrecs = s->nrecs;
+	sn->nscopes = s->nscopes;
+	sn->recs = malloc(s->nrecs * sizeof(*s->recs) + 1);
+	sn->scopes = malloc(s->nscopes * sizeof(*s->scopes) + 1);
+	cr_assert(sn->recs != NULL && sn->scopes != NULL);
+	if (s->nrecs > 0)
+		memcpy(sn->recs, s->recs, s->nrecs * sizeof(*s->recs));
+	if (s->nscopes > 0)
+		memcpy(sn->scopes, s->scopes, s->nscopes * sizeof(*s->scopes));
+}
+
+static void
+snap_check(struct snap *sn, const struct input_set *s)
+{
+	cr_assert_eq(s->nrecs, sn->nrecs, "records %zu, were %zu", s->nrecs,
+	    sn->nrecs);
+	cr_assert_eq(s->nscopes, sn->nscopes, "scopes %zu, were %zu",
+	    s->nscopes, sn->nscopes);
+	if (s->nrecs > 0)
+		cr_assert_eq(memcmp(sn->recs, s->recs, s->nrecs *
+		    sizeof(*s->recs)), 0);
+	if (s->nscopes > 0)
+		cr_assert_eq(memcmp(sn->scopes, s->scopes, s->nscopes *
+		    sizeof(*s->scopes)), 0);
+	free(sn->recs);
+	free(sn->scopes);
+}
+
+/* ---- text ---------------------------------------------------------------- */
+
+Test(input, text_comments_crlf_whitespace)
+{
+	struct input_set s;
+	struct input_opts o = opts("default");
+	char path[1024], err[512] = "";
+	static const char *const want[] = {
+		"tok-1", "tok-2", "tok-3", "tok-4", "tok 5 with inner space",
+		"tok-6",
+	};
+	size_t i;
+
+	input_set_init(&s);
+	data_path(path, sizeof(path), "tokens.txt");
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
+	/* Seven id lines (tok-1 twice: duplicates collapse later). */
+	cr_assert_eq(s.nrecs, 7);
+	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		cr_assert(find_str(&s, "default", want[i]) >= 0, "%s missing",
+		    want[i]);
+	for (i = 0; i < s.nrecs; i++) {
+		cr_assert_eq(s.recs[i].revoked_at, 0);
+		cr_assert_str_eq(s.recs[i].reason, "");
+		cr_assert_null(memchr(s.recs[i].key.id, '\r',
+		    s.recs[i].key.id_len));
+		cr_assert_null(memchr(s.recs[i].key.id, '#',
+		    s.recs[i].key.id_len));
+	}
+	cr_assert_eq(s.nscopes, 1);
+	cr_assert_str_eq(s.scopes[0].name, "default");
+	cr_assert_eq(s.scopes[0].source, FFILE_SRC_LIST);
+	input_set_free(&s);
+}
+
+Test(input, text_blank_and_empty_files_cover_scope)
+{
+	struct input_set s;
+	struct input_opts o = opts("tokens-a");
+	char dir[] = "/tmp/revcheck-input-XXXXXX", path[256], err[512] = "";
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/empty.txt", dir);
+	write_file(path, "", 0);
+	input_set_init(&s);
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(s.nrecs, 0);
+	cr_assert_eq(s.nscopes, 1);
+	cr_assert_str_eq(s.scopes[0].name, "tokens-a");
+
+	write_file(path, "\n\r\n  \t\n# only comments\n", 23);
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(s.nrecs, 0);
+	cr_assert_eq(s.nscopes, 1);
+	input_set_free(&s);
+	unlink(path);
+	rmdir(dir);
+}
+
+Test(input, text_x509_serials)
+{
+	struct input_set s;
+	struct input_opts o = opts(X509_ZERO_SCOPE);
+	char path[1024], err[512] = "";
+
+	input_set_init(&s);
+	data_path(path, sizeof(path), "serials.txt");
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(s.nrecs, 6);
+	cr_assert(find(&s, X509_ZERO_SCOPE, "\x01", 1) >= 0);
+	cr_assert(find(&s, X509_ZERO_SCOPE, "\x7f", 1) >= 0);
+	cr_assert(find(&s, X509_ZERO_SCOPE, "\x80", 1) >= 0, "00:80 -> 80");
+	cr_assert(find(&s, X509_ZERO_SCOPE, "\xde\xad\xbe\xef", 4) >= 0);
+	cr_assert(find(&s, X509_ZERO_SCOPE, "\x01\x00", 2) >= 0);
+	cr_assert(find(&s, X509_ZERO_SCOPE, "\x01\x23\x45\x67\x89\xab\xcd\xef"
+	    "\x01\x23\x45\x67\x89\xab\xcd\xef\x01", 17) >= 0);
+	input_set_free(&s);
+}
+
+Test(input, text_bad_hex_names_file_and_line)
+{
+	struct input_set s;
+	struct input_opts o = opts(X509_ZERO_SCOPE);
+	char path[1024], want[1100], err[512] = "";
+
+	input_set_init(&s);
+	data_path(path, sizeof(path), "serials-badhex.txt");
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), -1);
+	snprintf(want, sizeof(want), "%s:4: ", path);
+	cr_assert(strncmp(err, want, strlen(want)) == 0, "got: %s", err);
+	cr_assert(strstr(err, "hex") != NULL, "got: %s", err);
+	/* Nothing from lines 1-2 stays behind, not even the scope. */
+	cr_assert_eq(s.nrecs, 0);
+	cr_assert_eq(s.nscopes, 0);
+	input_set_free(&s);
+}
+
+Test(input, text_same_file_as_tokens_is_not_hex_checked)
+{
+	struct input_set s;
+	struct input_opts o = opts("default");
+	char path[1024], err[512] = "";
+
+	/* Outside x509 scopes, "zz01" is just an id. */
+	input_set_init(&s);
+	data_path(path, sizeof(path), "serials-badhex.txt");
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(s.nrecs, 4);
+	cr_assert(find_str(&s, "default", "zz01") >= 0);
+	input_set_free(&s);
+}
+
+Test(input, text_invalid_scope_and_long_id)
+{
+	struct input_set s;
+	struct input_opts o = opts("bad scope");
+	char dir[] = "/tmp/revcheck-input-XXXXXX", path[256], err[512] = "";
+	char *big;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/ids.txt", dir);
+	write_file(path, "a\nb\n", 4);
+	input_set_init(&s);
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "scope") != NULL, "%s", err);
+
+	big = malloc(REVKEY_ID_MAX + 8);
+	cr_assert_not_null(big);
+	memcpy(big, "ok\n", 3);
+	memset(big + 3, 'x', REVKEY_ID_MAX + 1);
+	big[REVKEY_ID_MAX + 4] = '\n';
+	write_file(path, big, REVKEY_ID_MAX + 5);
+	o = opts("default");
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), -1);
+	cr_assert(strstr(err, ":2: ") != NULL, "%s", err);
+	cr_assert_eq(s.nrecs, 0);
+	/* One byte shorter is accepted. */
+	big[REVKEY_ID_MAX + 3] = '\n';
+	write_file(path, big, REVKEY_ID_MAX + 4);
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(s.nrecs, 2);
+	free(big);
+	input_set_free(&s);
+	unlink(path);
+	rmdir(dir);
+}
+
+Test(input, text_nul_byte_is_an_error)
+{
+	struct input_set s;
+	struct input_opts o = opts("default");
+	char dir[] = "/tmp/revcheck-input-XXXXXX", path[256], err[512] = "";
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/ids.txt", dir);
+	write_file(path, "a\nb\0c\n", 6);
+	input_set_init(&s);
+	o.format = INPUT_TEXT;
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), -1);
+	cr_assert(strstr(err, ":2: ") != NULL && strstr(err, "NUL") != NULL,
+	    "%s", err);
+	input_set_free(&s);
+	unlink(path);
+	rmdir(dir);
+}
+
+Test(input, stdin_dash)
+{
+	struct input_set s;
+	struct input_opts o = opts("default");
+	char path[1024], err[512] = "";
+
+	data_path(path, sizeof(path), "tokens.json");
+	cr_assert_not_null(freopen(path, "r", stdin));
+	input_set_init(&s);
+	cr_assert_eq(input_read(&s, "-", &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(s.nrecs, 3);
+	cr_assert(find_str(&s, "default", "tok-b") >= 0);
+	input_set_free(&s);
+}
+
+Test(input, missing_file)
+{
+	struct input_set s;
+	struct input_opts o = opts("default");
+	char err[512] = "";
+
+	input_set_init(&s);
+	cr_assert_eq(input_read(&s, "/nonexistent/ids.txt", &o, err,
+	    sizeof(err)), -1);
+	cr_assert(strstr(err, "/nonexistent/ids.txt") != NULL, "%s", err);
+	input_set_free(&s);
+}
+
+/* ---- JSON ---------------------------------------------------------------- */
+
+Test(input, json_strings)
+{
+	struct input_set s;
+	struct input_opts o = opts("tokens");
+	char path[1024], err[512] = "";
+
+	input_set_init(&s);
+	data_path(path, sizeof(path), "tokens.json");
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(s.nrecs, 3);
+	cr_assert(find_str(&s, "tokens", "tok-a") >= 0);
+	cr_assert(find_str(&s, "tokens", "tok-b") >= 0);
+	cr_assert_eq(s.nscopes, 1);
+	cr_assert_str_eq(s.scopes[0].name, "tokens");
+	input_set_free(&s);
+}
+
+Test(input, json_objects)
+{
+	struct input_set s;
+	struct input_opts o = opts("default");
+	char path[1024], err[512] = "";
+	long i;
+	int64_t t;
+
+	input_set_init(&s);
+	data_path(path, sizeof(path), "tokens-objects.json");
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(s.nrecs, 5);
+	cr_assert(find_str(&s, "default", "plain-id") >= 0);
+	cr_assert(find_str(&s, "default", "obj-1") >= 0);
+	i = find_str(&s, "https://idp.example", "obj-2");
+	cr_assert(i >= 0);
+	cr_assert_eq(util_parse_rfc3339("2026-01-31T12:00:00Z", &t), 0);
+	cr_assert_eq(s.recs[i].revoked_at, t);
+	cr_assert_str_eq(s.recs[i].reason, "keyCompromise");
+	i = find_str(&s, "default", "obj-3");
+	cr_assert(i >= 0);
+	cr_assert_eq(util_parse_rfc3339("2026-01-31T23:00:00Z", &t), 0);
+	cr_assert_eq(s.recs[i].revoked_at, t, "offset +01:00 applied");
+	cr_assert_str_eq(s.recs[i].reason, "");
+	/* An id in an x509 scope is a hex serial. */
+	cr_assert(find(&s, X509_ZERO_SCOPE, "\x01\x00", 2) >= 0);
+	cr_assert_eq(s.nscopes, 3);
+	cr_assert_not_null(scope_of(&s, "default"));
+	cr_assert_not_null(scope_of(&s, "https://idp.example"));
+	cr_assert_not_null(scope_of(&s, X509_ZERO_SCOPE));
+	input_set_free(&s);
+}
+
+Test(input, json_empty_array_covers_scope)
+{
+	struct input_set s;
+	struct input_opts o = opts("tokens-b");
+	char path[1024], err[512] = "";
+
+	input_set_init(&s);
+	data_path(path, sizeof(path), "empty.json");
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(s.nrecs, 0);
+	cr_assert_eq(s.nscopes, 1);
+	cr_assert_str_eq(s.scopes[0].name, "tokens-b");
+	input_set_free(&s);
+}
+
+Test(input, json_scoped_objects_do_not_claim_default)
+{
+	struct input_set s;
+	struct input_opts o = opts("default");
+	char dir[] = "/tmp/revcheck-input-XXXXXX", path[256], err[512] = "";
+	static const char j[] = "[{\"id\":\"a\",\"scope\":\"s1\"}]";
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/l.json", dir);
+	write_file(path, j, sizeof(j) - 1);
+	input_set_init(&s);
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(s.nscopes, 1);
+	cr_assert_str_eq(s.scopes[0].name, "s1");
+	input_set_free(&s);
+	unlink(path);
+	rmdir(dir);
+}
+
+/* Reads a bad JSON sample and checks the error names file and place. */
+static void
+json_bad(const char *name, const char *where, const char *what)
+{
+	struct input_set s;
+	struct input_opts o = opts("default");
+	char path[1024], err[512] = "";
+
+	input_set_init(&s);
+	data_path(path, sizeof(path), name);
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), -1,
+	    "%s accepted", name);
+	cr_assert(strncmp(err, path, strlen(path)) == 0, "no file: %s", err);
+	cr_assert(strstr(err, where) != NULL, "want \"%s\" in: %s", where, err);
+	cr_assert(strstr(err, what) != NULL, "want \"%s\" in: %s", what, err);
+	cr_assert_eq(s.nrecs, 0);
+	cr_assert_eq(s.nscopes, 0);
+	input_set_free(&s);
+}
+
+Test(input, json_errors)
+{
+	/* "b" then "c" without a comma: the parser stops on line 4. */
+	json_bad("bad-syntax.json", ":4: ", "invalid JSON at offset 17 (column 3)");
+	json_bad("bad-type.json", "element 2", "neither a string nor an object");
+	json_bad("bad-date.json", "element 1", "revoked_at");
+	json_bad("bad-noid.json", "element 1", "no \"id\"");
+	json_bad("bad-scope.json", "element 0", "invalid scope");
+	json_bad("bad-dupkey.json", "element 0", "duplicate key \"id\"");
+	json_bad("bad-toplevel.json", ": ", "not an array");
+	json_bad("bad-reason.json", "element 0", "reason");
+}
+
+Test(input, json_forced_format_and_nul)
+{
+	struct input_set s;
+	struct input_opts o = opts("default");
+	char dir[] = "/tmp/revcheck-input-XXXXXX", path[256], err[512] = "";
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/l.json", dir);
+	write_file(path, "[\"a\"]\0[", 7);
+	input_set_init(&s);
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "NUL byte at offset 5") != NULL, "%s", err);
+	/* Forced JSON on a text list is a JSON error, not a silent list. */
+	write_file(path, "a\nb\n", 4);
+	o.format = INPUT_JSON;
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "invalid JSON") != NULL, "%s", err);
+	cr_assert_eq(s.nrecs, 0);
+	input_set_free(&s);
+	unlink(path);
+	rmdir(dir);
+}
+
+Test(input, json_failure_leaves_set_unchanged)
+{
+	struct input_set s;
+	struct input_opts o = opts("default");
+	char path[1024], err[512] = "";
+	struct snap sn;
+
+	input_set_init(&s);
+	data_path(path, sizeof(path), "tokens-objects.json");
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
+	snap_take(&sn, &s);
+	data_path(path, sizeof(path), "bad-date.json");
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), -1);
+	data_path(path, sizeof(path), "bad-scope.json");
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), -1);
+	snap_check(&sn, &s);
+	input_set_free(&s);
+}
+
+/* ---- CRLs from tests/pki.sh ----------------------------------------------- */
+
+static char pki[128];
+
+static void
+pki_setup(void)
+{
+	char cmd[1024];
+	int n;
+
+	n = snprintf(pki, sizeof(pki), "/tmp/revcheck-pki-XXXXXX");
+	cr_assert(n > 0 && (size_t)n < sizeof(pki));
+	cr_assert_not_null(mkdtemp(pki));
+	n = snprintf(cmd, sizeof(cmd), "'%s/tests/pki.sh' '%s' >/dev/null",
+	    src_root(), pki);
+	cr_assert(n > 0 && (size_t)n < sizeof(cmd));
+	cr_assert_eq(system(cmd), 0, "tests/pki.sh failed");
+}
+
+static void
+pki_teardown(void)
+{
+	char cmd[256];
+
+	if (pki[0] != '\0' && snprintf(cmd, sizeof(cmd), "rm -rf -- '%s'", pki)
+	    < (int)sizeof(cmd))
+		(void)system(cmd);
+}
+
+static void
+pki_path(char *out, size_t cap, const char *name)
+{
+	int n = snprintf(out, cap, "%s/%s", pki, name);
+
+	cr_assert(n > 0 && (size_t)n < cap);
+}
+
+static X509 *
+load_cert(const char *name)
+{
+	char path[512];
+	X509 *c;
+	FILE *f;
+
+	pki_path(path, sizeof(path), name);
+	f = fopen(path, "r");
+	cr_assert_not_null(f, "%s", path);
+	c = PEM_read_X509(f, NULL, NULL, NULL);
+	fclose(f);
+	cr_assert_not_null(c, "%s", path);
+	return c;
+}
+
+struct mline {
+	char file[64], serial[80], status[16], reason[40], date[32];
+};
+
+/* Reads a manifest (certs.tsv) into m; returns the line count. */
+static size_t
+load_manifest(const char *name, struct mline *m, size_t cap)
+{
+	char path[512], line[512];
+	size_t n = 0;
+	FILE *f;
+
+	pki_path(path, sizeof(path), name);
+	f = fopen(path, "r");
+	cr_assert_not_null(f, "%s", path);
+	while (fgets(line, sizeof(line), f) != NULL) {
+		cr_assert(n < cap);
+		cr_assert_eq(sscanf(line, "%63[^\t]\t%79[^\t]\t%15[^\t]\t%39[^\t]"
+		    "\t%31[^\t\n]", m[n].file, m[n].serial, m[n].status,
+		    m[n].reason, m[n].date), 5, "bad manifest line: %s", line);
+		n++;
+	}
+	fclose(f);
+	return n;
+}
+
+/* Every revoked certificate of the manifest is in s with date and reason;
+ * no valid one is. Returns the number of revoked certificates. */
+static size_t
+check_manifest(const struct input_set *s, const char *manifest)
+{
+	struct mline m[32];
+	struct revkey k;
+	char err[256], idtext[REVKEY_ID_TEXT_MAX];
+	size_t n, i, nrev = 0;
+	int64_t at;
+	long r;
+	X509 *c;
+
+	n = load_manifest(manifest, m, 32);
+	cr_assert(n > 0);
+	for (i = 0; i < n; i++) {
+		c = load_cert(m[i].file);
+		cr_assert_eq(revkey_from_cert(&k, c, err, sizeof(err)), 0, "%s",
+		    err);
+		X509_free(c);
+		revkey_id_text(&k, idtext);
+		cr_assert_str_eq(idtext, m[i].serial, "%s", m[i].file);
+		r = find(s, k.scope, k.id, k.id_len);
+		if (strcmp(m[i].status, "valid") == 0) {
+			cr_assert_eq(r, -1, "%s is valid but listed", m[i].file);
+			continue;
+		}
+		nrev++;
+		cr_assert(r >= 0, "%s (serial %s) revoked but missing",
+		    m[i].file, m[i].serial);
+		cr_assert_eq(util_parse_rfc3339(m[i].date, &at), 0);
+		cr_assert_eq(s->recs[r].revoked_at, at, "%s date", m[i].file);
+		cr_assert_str_eq(s->recs[r].reason,
+		    strcmp(m[i].reason, "-") == 0 ? "" : m[i].reason,
+		    "%s reason", m[i].file);
+	}
+	return nrev;
+}
+
+/* The scope of a CA's certificates, from its first leaf. */
+static void
+leaf_scope(char *out, const char *leaf)
+{
+	struct revkey k;
+	char err[256];
+	X509 *c = load_cert(leaf);
+
+	cr_assert_eq(revkey_from_cert(&k, c, err, sizeof(err)), 0, "%s", err);
+	X509_free(c);
+	memcpy(out, k.scope, k.scope_len + 1);
+}
+
+TestSuite(input_crl, .init = pki_setup, .fini = pki_teardown);
+
+Test(input_crl, pem_every_revoked_serial)
+{
+	struct input_set s;
+	struct input_opts o = opts("ignored");
+	char path[512], err[512] = "", scope[REVKEY_SCOPE_MAX + 1];
+	unsigned char *der, md[32];
+	const struct ffile_scope *sc;
+	size_t derlen, nrev;
+
+	input_set_init(&s);
+	pki_path(path, sizeof(path), "crl.pem");
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
+	nrev = check_manifest(&s, "certs.tsv");
+	cr_assert_eq(nrev, 7);
+	cr_assert_eq(s.nrecs, nrev, "only the revoked serials");
+
+	leaf_scope(scope, "certs/leaf01.pem");
+	cr_assert_eq(s.nscopes, 1);
+	sc = &s.scopes[0];
+	cr_assert_str_eq(sc->name, scope);
+	cr_assert_eq(sc->source, FFILE_SRC_CRL);
+	cr_assert_str_eq(sc->issuer, "CN=revcheck Test CA,O=revcheck tests");
+	cr_assert_str_eq(sc->crl_number, "1000");
+	cr_assert(sc->this_update > 0);
+	cr_assert_eq(sc->next_update - sc->this_update, 30 * 86400);
+	pki_path(path, sizeof(path), "crl.der");
+	der = slurp(path, &derlen);
+	util_sha256(md, der, derlen);
+	free(der);
+	cr_assert_eq(memcmp(md, sc->crl_sha256, 32), 0, "SHA-256 of the DER");
+	input_set_free(&s);
+}
+
+Test(input_crl, der_same_as_pem)
+{
+	struct input_set a, b;
+	struct input_opts o = opts("default");
+	char path[512], err[512] = "";
+	size_t i;
+
+	input_set_init(&a);
+	input_set_init(&b);
+	pki_path(path, sizeof(path), "crl.pem");
+	cr_assert_eq(input_read(&a, path, &o, err, sizeof(err)), 0, "%s", err);
+	pki_path(path, sizeof(path), "crl.der");
+	cr_assert_eq(input_read(&b, path, &o, err, sizeof(err)), 0, "%s", err);
+	o.format = INPUT_CRL;
+	cr_assert_eq(check_manifest(&b, "certs.tsv"), 7);
+	cr_assert_eq(a.nrecs, b.nrecs);
+	for (i = 0; i < a.nrecs; i++)
+		cr_assert_eq(memcmp(&a.recs[i], &b.recs[i], sizeof(a.recs[i])), 0);
+	cr_assert_eq(memcmp(a.scopes, b.scopes, sizeof(*a.scopes)), 0);
+	input_set_free(&a);
+	input_set_free(&b);
+}
+
+Test(input_crl, bundle_of_two_issuers)
+{
+	struct input_set s;
+	struct input_opts o = opts("default");
+	char path[512], err[512] = "", ca[REVKEY_SCOPE_MAX + 1];
+	char other[REVKEY_SCOPE_MAX + 1];
+
+	input_set_init(&s);
+	pki_path(path, sizeof(path), "crl-bundle.pem");
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(check_manifest(&s, "certs.tsv"), 7);
+	cr_assert_eq(check_manifest(&s, "other-certs.tsv"), 1);
+	cr_assert_eq(s.nrecs, 8);
+	leaf_scope(ca, "certs/leaf01.pem");
+	leaf_scope(other, "certs/other01.pem");
+	cr_assert_str_neq(ca, other);
+	/* Serial 02 is revoked by other, not by ca. */
+	cr_assert(find(&s, other, "\x02", 1) >= 0);
+	cr_assert(find(&s, ca, "\x02", 1) < 0);
+	cr_assert_eq(s.nscopes, 2);
+	cr_assert_str_eq(scope_of(&s, other)->issuer,
+	    "CN=revcheck Other CA,O=revcheck tests");
+	input_set_free(&s);
+}
+
+Test(input_crl, empty_crl_covers_its_issuer)
+{
+	struct input_set s;
+	struct input_opts o = opts("default");
+	char path[512], err[512] = "", other[REVKEY_SCOPE_MAX + 1];
+
+	input_set_init(&s);
+	pki_path(path, sizeof(path), "other-crl-empty.pem");
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(s.nrecs, 0);
+	cr_assert_eq(s.nscopes, 1);
+	leaf_scope(other, "certs/other01.pem");
+	cr_assert_str_eq(s.scopes[0].name, other);
+	cr_assert_eq(s.scopes[0].source, FFILE_SRC_CRL);
+	input_set_free(&s);
+}
+
+Test(input_crl, issuer_verification)
+{
+	struct input_set s;
+	struct input_opts o = opts("default");
+	char path[512], err[512] = "";
+	X509 *ca = load_cert("ca.pem"), *other = load_cert("other.pem");
+	X509 *both[2] = { other, ca };
+
+	input_set_init(&s);
+	pki_path(path, sizeof(path), "crl.pem");
+	o.issuers = &ca;
+	o.nissuers = 1;
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(s.nrecs, 7);
+
+	/* The right one among several. */
+	o.issuers = both;
+	o.nissuers = 2;
+	pki_path(path, sizeof(path), "crl-bundle.pem");
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(s.nrecs, 15);
+
+	/* ca's CRL when only other is trusted. */
+	o.issuers = &other;
+	o.nissuers = 1;
+	pki_path(path, sizeof(path), "crl.der");
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "crl.der: ") != NULL, "%s", err);
+	cr_assert(strstr(err, "not among the --issuer") != NULL, "%s", err);
+	cr_assert(strstr(err, "CN=revcheck Test CA") != NULL, "%s", err);
+
+	/* A CRL naming ca as issuer, signed by another key. */
+	o.issuers = &ca;
+	pki_path(path, sizeof(path), "impostor-crl.pem");
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "signature does not verify against") != NULL,
+	    "%s", err);
+	cr_assert(strstr(err, "CN=revcheck Test CA") != NULL, "%s", err);
+	cr_assert_eq(s.nrecs, 15);
+	X509_free(ca);
+	X509_free(other);
+	input_set_free(&s);
+}
+
+Test(input_crl, expired_crl)
+{
+	struct input_set s;
+	struct input_opts o = opts("default");
+	char path[512], err[512] = "";
+
+	input_set_init(&s);
+	pki_path(path, sizeof(path), "crl-expired.pem");
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "expired at 2020-01-02T00:00:00Z") != NULL, "%s",
+	    err);
+	cr_assert_eq(s.nrecs, 0);
+	cr_assert_eq(s.nscopes, 0);
+	o.allow_expired = true;
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(s.nrecs, 7);
+	cr_assert_eq(s.scopes[0].next_update, 1577923200);
+	/* A clock before nextUpdate accepts it without the flag. */
+	o.allow_expired = false;
+	o.now = 1577836800;
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
+	input_set_free(&s);
+}
+
+Test(input_crl, newest_crl_describes_the_scope)
+{
+	struct input_set s;
+	struct input_opts o = opts("default");
+	char path[512], err[512] = "";
+
+	input_set_init(&s);
+	o.allow_expired = true;
+	pki_path(path, sizeof(path), "crl.pem");
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
+	pki_path(path, sizeof(path), "crl-expired.pem");
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(s.nscopes, 1);
+	cr_assert_str_eq(s.scopes[0].crl_number, "1000");
+	cr_assert_eq(s.nrecs, 14);
+	input_set_free(&s);
+}
+
+Test(input_crl, truncated_der)
+{
+	struct input_set s;
+	struct input_opts o = opts("default");
+	char path[512], cut[512], err[512] = "";
+	unsigned char *der;
+	size_t len, n;
+
+	input_set_init(&s);
+	pki_path(path, sizeof(path), "crl.der");
+	der = slurp(path, &len);
+	pki_path(cut, sizeof(cut), "cut.der");
+	o.format = INPUT_CRL;
+	/* Every prefix fails, with the file named and no record left. */
+	for (n = 1; n < len; n++) {
+		write_file(cut, der, n);
+		cr_assert_eq(input_read(&s, cut, &o, err, sizeof(err)), -1,
+		    "prefix of %zu bytes accepted", n);
+		cr_assert(strncmp(err, cut, strlen(cut)) == 0, "%s", err);
+		cr_assert_eq(s.nrecs, 0);
+		cr_assert_eq(s.nscopes, 0);
+	}
+	/* Cut inside the revoked list: the offset points into it. */
+	write_file(cut, der, len - 100);
+	o.format = INPUT_AUTO;
+	cr_assert_eq(input_read(&s, cut, &o, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "truncated or malformed DER at offset") != NULL,
+	    "%s", err);
+	cr_assert(strstr(err, "at offset 0") == NULL, "deeper offset: %s", err);
+	/* Trailing garbage. */
+	der = realloc(der, len + 3);
+	cr_assert_not_null(der);
+	memcpy(der + len, "xyz", 3);
+	write_file(cut, der, len + 3);
+	cr_assert_eq(input_read(&s, cut, &o, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "DER at offset") != NULL, "%s", err);
+	free(der);
+	input_set_free(&s);
+}
+
+Test(input_crl, corrupt_pem)
+{
+	struct input_set s;
+	struct input_opts o = opts("default");
+	char path[512], cut[512], err[512] = "";
+	unsigned char *pem;
+	size_t len;
+
+	input_set_init(&s);
+	pki_path(path, sizeof(path), "crl.pem");
+	pem = slurp(path, &len);
+	pki_path(cut, sizeof(cut), "cut.pem");
+	/* No END line. */
+	write_file(cut, pem, len / 2);
+	cr_assert_eq(input_read(&s, cut, &o, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "PEM block 1") != NULL, "%s", err);
+	/* A certificate where a CRL should be. */
+	free(pem);
+	pki_path(path, sizeof(path), "ca.pem");
+	pem = slurp(path, &len);
+	o.format = INPUT_CRL;
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "without an X509 CRL") != NULL, "%s", err);
+	free(pem);
+	cr_assert_eq(s.nrecs, 0);
+	cr_assert_eq(s.nscopes, 0);
+	input_set_free(&s);
+}
+
+Test(input_crl, failure_leaves_set_unchanged)
+{
+	struct input_set s;
+	struct input_opts o = opts("default");
+	char path[512], mixed[512], err[512] = "";
+	unsigned char *a, *b, *both;
+	size_t alen, blen;
+	struct snap sn;
+	X509 *ca = load_cert("ca.pem");
+
+	input_set_init(&s);
+	data_path(path, sizeof(path), "tokens.txt");
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
+	pki_path(path, sizeof(path), "other-crl.pem");
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
+	snap_take(&sn, &s);
+
+	/* A good CRL of ca, then the impostor's: the second fails late. */
+	pki_path(path, sizeof(path), "crl.pem");
+	a = slurp(path, &alen);
+	pki_path(path, sizeof(path), "impostor-crl.pem");
+	b = slurp(path, &blen);
+	both = malloc(alen + blen);
+	cr_assert_not_null(both);
+	memcpy(both, a, alen);
+	memcpy(both + alen, b, blen);
+	pki_path(mixed, sizeof(mixed), "mixed.pem");
+	write_file(mixed, both, alen + blen);
+	o.issuers = &ca;
+	o.nissuers = 1;
+	cr_assert_eq(input_read(&s, mixed, &o, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "PEM block 2") != NULL, "%s", err);
+	/* Expired, and truncated. */
+	o.nissuers = 0;
+	pki_path(path, sizeof(path), "crl-expired.pem");
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), -1);
+	write_file(mixed, both, alen - 60);
+	cr_assert_eq(input_read(&s, mixed, &o, err, sizeof(err)), -1);
+	snap_check(&sn, &s);
+	free(a);
+	free(b);
+	free(both);
+	X509_free(ca);
+	input_set_free(&s);
+}
+
+/* ---- mixing and counting ---------------------------------------------------- */
+
+static int
+rec_cmp(const void *a, const void *b)
+{
+	return revkey_cmp(&((const struct table_rec *)a)->key,
+	    &((const struct table_rec *)b)->key);
+}
+
+Test(input_crl, auto_detect_and_count_scopes)
+{
+	struct input_set s;
+	struct input_opts o = opts("tokens");
+	char path[512], err[512] = "", ca[REVKEY_SCOPE_MAX + 1];
+	const struct ffile_scope *sc;
+	size_t i, j;
+
+	input_set_init(&s);
+	pki_path(path, sizeof(path), "crl.der");
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
+	data_path(path, sizeof(path), "tokens.txt");
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
+	data_path(path, sizeof(path), "tokens.json");
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(s.nrecs, 7 + 7 + 3);
+	cr_assert_eq(s.nscopes, 2);
+
+	/* Sort and collapse as table_sort_unique() will, then count. */
+	qsort(s.recs, s.nrecs, sizeof(*s.recs), rec_cmp);
+	for (i = 0, j = 0; i < s.nrecs; i++)
+		if (j == 0 || revkey_cmp(&s.recs[j - 1].key, &s.recs[i].key) != 0)
+			s.recs[j++] = s.recs[i];
+	s.nrecs = j;
+	input_count_scopes(&s);
+	leaf_scope(ca, "certs/leaf01.pem");
+	sc = scope_of(&s, ca);
+	cr_assert_not_null(sc);
+	cr_assert_eq(sc->keys, 7);
+	sc = scope_of(&s, "tokens");
+	cr_assert_not_null(sc);
+	/* tok-1..tok-4, "tok 5 ...", tok-6, tok-a, tok-b. */
+	cr_assert_eq(sc->keys, 8);
+	input_set_free(&s);
+}
+
+Test(input, text_starting_with_zero_is_text)
+{
+	struct input_set s;
+	struct input_opts o = opts(X509_ZERO_SCOPE);
+	char dir[] = "/tmp/revcheck-input-XXXXXX", path[256], err[512] = "";
+
+	/* '0' is 0x30, the DER SEQUENCE tag: sniffing must not be fooled. */
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/s.txt", dir);
+	write_file(path, "0a\n0b\n", 6);
+	input_set_init(&s);
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(s.nrecs, 2);
+	cr_assert(find(&s, X509_ZERO_SCOPE, "\x0b", 1) >= 0);
+	input_set_free(&s);
+	unlink(path);
+	rmdir(dir);
+}
+
+static void
+count_progress(void *arg, uint64_t n)
+{
+	*(uint64_t *)arg = n;
+}
+
+Test(input, progress_callback)
+{
+	struct input_set s;
+	struct input_opts o = opts("default");
+	char path[1024], err[512] = "";
+	uint64_t seen = 0;
+
+	o.progress = count_progress;
+	o.progress_arg = &seen;
+	input_set_init(&s);
+	data_path(path, sizeof(path), "tokens.txt");
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(seen, 7);
+	input_set_free(&s);
+}
