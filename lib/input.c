@@ -42,6 +42,13 @@ struct rd {
 	char			*err;
 	size_t			 errlen;
 	size_t			 last_scope;	/* lookup cache, SIZE_MAX = none */
+	/*
+	 * Open-addressing index of s->scopes by name, built per call so that
+	 * a list naming thousands of scopes stays linear: slot = index + 1,
+	 * 0 = empty. NULL when it could not be allocated (linear search).
+	 */
+	uint32_t		*sidx;
+	size_t			 sidx_cap;	/* power of two */
 	uint64_t		 count;		/* records added by this call */
 	/* Source metadata of the CRLs read, applied on success. */
 	struct ffile_scope	*pend;
@@ -155,15 +162,67 @@ set_add(struct input_set *s, const struct revkey *k, int64_t at,
 	return 0;
 }
 
+static uint64_t
+scope_hash(const char *name)
+{
+	uint64_t h = UINT64_C(14695981039346656037);
+
+	while (*name != '\0')
+		h = (h ^ (unsigned char)*name++) * UINT64_C(1099511628211);
+	return h;
+}
+
+static void
+sidx_insert(struct rd *r, size_t i)
+{
+	size_t mask = r->sidx_cap - 1, j;
+
+	j = (size_t)scope_hash(r->s->scopes[i].name) & mask;
+	while (r->sidx[j] != 0)
+		j = (j + 1) & mask;
+	r->sidx[j] = (uint32_t)(i + 1);
+}
+
+/*
+ * (Re)builds the index for at least want scopes at load at most 1/2.
+ * Failure only drops the index: lookups fall back to a linear search.
+ */
+static void
+sidx_build(struct rd *r, size_t want)
+{
+	size_t cap = 64, i;
+
+	while (cap < 2 * want)
+		cap *= 2;
+	free(r->sidx);
+	r->sidx_cap = 0;
+	if ((r->sidx = calloc(cap, sizeof(*r->sidx))) == NULL)
+		return;
+	r->sidx_cap = cap;
+	for (i = 0; i < r->s->nscopes; i++)
+		sidx_insert(r, i);
+}
+
 static size_t
 set_find_scope(struct rd *r, const char *name)
 {
 	struct input_set *s = r->s;
-	size_t i;
+	size_t i, j, mask;
 
 	if (r->last_scope < s->nscopes &&
 	    strcmp(s->scopes[r->last_scope].name, name) == 0)
 		return r->last_scope;
+	if (r->sidx != NULL) {
+		mask = r->sidx_cap - 1;
+		for (j = (size_t)scope_hash(name) & mask; r->sidx[j] != 0;
+		    j = (j + 1) & mask) {
+			i = r->sidx[j] - 1;
+			if (i < s->nscopes && strcmp(s->scopes[i].name,
+			    name) == 0)
+				return r->last_scope = i;
+		}
+		return SIZE_MAX;
+	}
 	for (i = 0; i < s->nscopes; i++)
 		if (strcmp(s->scopes[i].name, name) == 0)
 			return r->last_scope = i;
@@ -209,6 +268,12 @@ set_scope(struct rd *r, const char *name)
 	sc->name[len] = '\0';
 	sc->source = FFILE_SRC_LIST;
 	r->last_scope = s->nscopes++;
+	if (r->sidx != NULL) {
+		if (2 * s->nscopes > r->sidx_cap)
+			sidx_build(r, s->nscopes);
+		else
+			sidx_insert(r, s->nscopes - 1);
+	}
 	return 0;
 }
 
@@ -1022,6 +1087,7 @@ input_read(struct input_set *s, const char *path,
 	if (util_read_file(path, (size_t)INPUT_MAX_FILE, &buf, &len, err,
 	    errlen) != 0)
 		return -1;
+	sidx_build(&r, s->nscopes);
 	fmt = o->format == INPUT_AUTO ? sniff(buf, len) : o->format;
 	switch (fmt) {
 	case INPUT_TEXT:
@@ -1052,34 +1118,72 @@ input_read(struct input_set *s, const char *path,
 	} else if (o->progress != NULL) {
 		o->progress(o->progress_arg, s->nrecs);
 	}
+	free(r.sidx);
 	free(r.pend);
 	free(buf);
 	return rc;
 }
 
+/* qsort_r comparator: scope indices by name. */
+static int
+scope_idx_cmp(const void *a, const void *b, void *arg)
+{
+	const struct ffile_scope *sc = arg;
+
+	return strcmp(sc[*(const size_t *)a].name, sc[*(const size_t *)b].name);
+}
+
+/* The scope named name, through the sorted index when there is one. */
+static size_t
+count_find(const struct input_set *s, const size_t *ord, const char *name)
+{
+	size_t lo = 0, hi = s->nscopes, mid, i;
+	int c;
+
+	if (ord == NULL) {
+		for (i = 0; i < s->nscopes; i++)
+			if (strcmp(s->scopes[i].name, name) == 0)
+				return i;
+		return SIZE_MAX;
+	}
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		c = strcmp(s->scopes[ord[mid]].name, name);
+		if (c == 0)
+			return ord[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return SIZE_MAX;
+}
+
 void
 input_count_scopes(struct input_set *s)
 {
-	size_t i = 0, j, run, sidx = SIZE_MAX;
+	size_t i = 0, j, run, sidx, *ord;
 
 	for (j = 0; j < s->nscopes; j++)
 		s->scopes[j].keys = 0;
+	/* Without memory for the index, a linear search still works. */
+	ord = s->nscopes > 0 ? malloc(s->nscopes * sizeof(*ord)) : NULL;
+	if (ord != NULL) {
+		for (j = 0; j < s->nscopes; j++)
+			ord[j] = j;
+		qsort_r(ord, s->nscopes, sizeof(*ord), scope_idx_cmp,
+		    s->scopes);
+	}
+	/* Sorted records keep each scope's records together. */
 	while (i < s->nrecs) {
 		run = i + 1;
 		while (run < s->nrecs && strcmp(s->recs[run].key.scope,
 		    s->recs[i].key.scope) == 0)
 			run++;
-		if (sidx == SIZE_MAX ||
-		    strcmp(s->scopes[sidx].name, s->recs[i].key.scope) != 0) {
-			for (sidx = 0; sidx < s->nscopes; sidx++)
-				if (strcmp(s->scopes[sidx].name,
-				    s->recs[i].key.scope) == 0)
-					break;
-		}
-		if (sidx < s->nscopes)
+		sidx = count_find(s, ord, s->recs[i].key.scope);
+		if (sidx != SIZE_MAX)
 			s->scopes[sidx].keys += run - i;
-		else
-			sidx = SIZE_MAX;
 		i = run;
 	}
+	free(ord);
 }

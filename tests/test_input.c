@@ -1010,3 +1010,53 @@ Test(input, progress_callback)
 	cr_assert_eq(seen, 7);
 	input_set_free(&s);
 }
+
+/* A JSON list with n objects cycling over nscopes scopes "s<i>". */
+static void
+write_scoped_json(const char *path, size_t n, size_t nscopes)
+{
+	FILE *f = fopen(path, "w");
+	size_t i;
+
+	cr_assert_not_null(f);
+	fputc('[', f);
+	for (i = 0; i < n; i++)
+		fprintf(f, "%s{\"id\":\"id%zu\",\"scope\":\"s%zu\"}",
+		    i == 0 ? "" : ",", i, i % nscopes);
+	fputs("]\n", f);
+	cr_assert_eq(fclose(f), 0);
+}
+
+Test(input, many_scopes_and_counts)
+{
+	struct input_set s;
+	struct input_opts o = opts("default");
+	char dir[] = "/tmp/revcheck-input-XXXXXX", path[256], err[512] = "";
+	struct snap sn;
+	size_t i;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/many.json", dir);
+	write_scoped_json(path, 9000, 3000);
+	input_set_init(&s);
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(s.nrecs, 9000);
+	cr_assert_eq(s.nscopes, 3000);
+	/* Reading it again finds every scope already there. */
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(s.nscopes, 3000);
+	qsort(s.recs, s.nrecs, sizeof(*s.recs), rec_cmp);
+	input_count_scopes(&s);
+	for (i = 0; i < s.nscopes; i++)
+		cr_assert_eq(s.scopes[i].keys, 6, "%s", s.scopes[i].name);
+
+	/* Over the scope cap: an error, and the set as it was. */
+	snap_take(&sn, &s);
+	write_scoped_json(path, FFILE_MAX_SCOPES + 10, FFILE_MAX_SCOPES + 10);
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "scopes") != NULL, "%s", err);
+	snap_check(&sn, &s);
+	input_set_free(&s);
+	unlink(path);
+	rmdir(dir);
+}
