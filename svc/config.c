@@ -1,0 +1,741 @@
+/* config.c - revcheckd settings: defaults, the JSON config file, command-line flags */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "config.h"
+#include "ffile.h"
+#include "log.h"
+#include "util.h"
+
+enum opt_type {
+	OPT_STR,	/* a non-empty string */
+	OPT_DUR,	/* a duration: seconds or "15m"; "0" when zero_ok */
+	OPT_U64,	/* an unsigned integer up to max */
+	OPT_UINT,	/* an unsigned int up to max */
+	OPT_KEYS,	/* one path or (in the file) an array of paths */
+	OPT_NOTCOV,	/* "deny" or "allow" */
+	OPT_LEVEL,	/* "err", "warn", "info", "debug" */
+};
+
+struct opt {
+	const char	*key;		/* config key; the flag is the same with '-' */
+	enum opt_type	 type;
+	size_t		 off;
+	uint64_t	 min;
+	uint64_t	 max;
+	int		 flag;		/* getopt value */
+};
+
+enum {
+	F_CONFIG = 'c', F_HELP = 'h', F_VERSION = 'V',
+	F_CHECK = 1000, F_BASE = 1100,
+};
+
+#define OFF(f) offsetof(struct config, f)
+
+static const struct opt opts[] = {
+	{ "listen",		OPT_STR,  OFF(listen), 0, 0, 0 },
+	{ "filter_dir",		OPT_STR,  OFF(filter_dir), 0, 0, 0 },
+	{ "trusted_key",	OPT_KEYS, 0, 0, 0, 0 },
+	{ "state_dir",		OPT_STR,  OFF(state_dir), 0, 0, 0 },
+	{ "audit_log",		OPT_STR,  OFF(audit_log), 0, 0, 0 },
+	{ "max_age",		OPT_DUR,  OFF(max_age), 0, 0, 0 },
+	{ "clock_skew",		OPT_DUR,  OFF(clock_skew), 0, 0, 0 },
+	{ "max_batch",		OPT_U64,  OFF(max_batch), 1, 1000000, 0 },
+	{ "max_body",		OPT_U64,  OFF(max_body), 64, UINT64_C(1) << 30, 0 },
+	{ "conn_timeout",	OPT_UINT, OFF(conn_timeout), 1, 3600, 0 },
+	{ "max_conns",		OPT_UINT, OFF(max_conns), 1, 1000000, 0 },
+	{ "max_conns_per_ip",	OPT_UINT, OFF(max_conns_per_ip), 1, 1000000, 0 },
+	{ "threads",		OPT_UINT, OFF(threads), 0, 1024, 0 },
+	{ "poll_interval",	OPT_UINT, OFF(poll_interval), 1, 3600, 0 },
+	{ "authz_cert_header",	OPT_STR,  OFF(authz_cert_header), 0, 0, 0 },
+	{ "authz_not_covered",	OPT_NOTCOV, 0, 0, 0, 0 },
+	{ "log_level",		OPT_LEVEL, 0, 0, 0, 0 },
+	{ "upstream_filter",	OPT_STR,  OFF(upstream_filter), 0, 0, 0 },
+	{ "upstream_check",	OPT_STR,  OFF(upstream_check), 0, 0, 0 },
+	{ "sync_interval",	OPT_DUR,  OFF(sync_interval), 1, 0, 0 },
+	{ "max_download",	OPT_U64,  OFF(max_download), 1024, FFILE_MAX_SIZE, 0 },
+	{ "max_lag",		OPT_DUR,  OFF(max_lag), 0, 0, 0 },
+};
+#define NOPTS (sizeof(opts) / sizeof(opts[0]))
+
+void
+config_init(struct config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->max_age = 0;
+	c->clock_skew = 300;
+	c->max_batch = 10000;
+	c->max_body = 4u * 1024 * 1024;
+	c->conn_timeout = 30;
+	c->max_conns = 4096;
+	c->max_conns_per_ip = 256;
+	c->threads = 0;
+	c->poll_interval = 2;
+	c->authz_not_covered_allow = false;
+	c->log_level = LOG_LVL_INFO;
+	c->sync_interval = 30;
+	c->max_download = UINT64_C(256) * 1024 * 1024;
+	c->max_lag = 0;
+}
+
+void
+config_free(struct config *c)
+{
+	size_t i;
+
+	free(c->config_file);
+	free(c->listen);
+	free(c->filter_dir);
+	for (i = 0; i < c->ntrusted; i++)
+		free(c->trusted_keys[i]);
+	free(c->state_dir);
+	free(c->audit_log);
+	free(c->authz_cert_header);
+	free(c->upstream_filter);
+	free(c->upstream_check);
+	memset(c, 0, sizeof(*c));
+}
+
+static void
+clear_keys(struct config *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->ntrusted; i++)
+		free(c->trusted_keys[i]);
+	c->ntrusted = 0;
+}
+
+static int
+add_key(struct config *c, const char *path, char *err, size_t errlen)
+{
+	if (*path == '\0') {
+		snprintf(err, errlen, "trusted_key: empty path");
+		return -1;
+	}
+	if (c->ntrusted >= CONFIG_MAX_KEYS) {
+		snprintf(err, errlen, "trusted_key: more than %d keys",
+		    CONFIG_MAX_KEYS);
+		return -1;
+	}
+	if ((c->trusted_keys[c->ntrusted] = strdup(path)) == NULL) {
+		snprintf(err, errlen, "trusted_key: out of memory");
+		return -1;
+	}
+	c->ntrusted++;
+	return 0;
+}
+
+/*
+ * Applies one setting given as text, as from a flag or a scalar in the
+ * config file. err names the key.
+ */
+static int
+set_opt(struct config *c, const struct opt *o, const char *v, char *err,
+    size_t errlen)
+{
+	char **sp;
+	int64_t d;
+	uint64_t u;
+
+	switch (o->type) {
+	case OPT_STR:
+		if (*v == '\0') {
+			snprintf(err, errlen, "%s: empty value", o->key);
+			return -1;
+		}
+		sp = (char **)((char *)c + o->off);
+		free(*sp);
+		if ((*sp = strdup(v)) == NULL) {
+			snprintf(err, errlen, "%s: out of memory", o->key);
+			return -1;
+		}
+		return 0;
+	case OPT_DUR:
+		if (strcmp(v, "0") == 0 && o->min == 0)
+			d = 0;
+		else if (util_parse_duration(v, &d) == -1) {
+			snprintf(err, errlen, "%s: bad duration \"%.64s\" "
+			    "(seconds or N[smhd]%s)", o->key, v,
+			    o->min == 0 ? ", 0 for none" : "");
+			return -1;
+		}
+		*(int64_t *)((char *)c + o->off) = d;
+		return 0;
+	case OPT_U64:
+	case OPT_UINT:
+		if (util_parse_u64(v, o->max, &u) == -1 || u < o->min) {
+			snprintf(err, errlen, "%s: \"%.64s\" is not an integer "
+			    "in %llu..%llu", o->key, v,
+			    (unsigned long long)o->min,
+			    (unsigned long long)o->max);
+			return -1;
+		}
+		if (o->type == OPT_U64)
+			*(uint64_t *)((char *)c + o->off) = u;
+		else
+			*(unsigned *)((char *)c + o->off) = (unsigned)u;
+		return 0;
+	case OPT_KEYS:
+		return add_key(c, v, err, errlen);
+	case OPT_NOTCOV:
+		if (strcmp(v, "deny") == 0)
+			c->authz_not_covered_allow = false;
+		else if (strcmp(v, "allow") == 0)
+			c->authz_not_covered_allow = true;
+		else {
+			snprintf(err, errlen, "%s: must be \"deny\" or "
+			    "\"allow\"", o->key);
+			return -1;
+		}
+		return 0;
+	case OPT_LEVEL:
+		if (strcmp(v, "err") == 0 || strcmp(v, "error") == 0)
+			c->log_level = LOG_LVL_ERR;
+		else if (strcmp(v, "warn") == 0 || strcmp(v, "warning") == 0)
+			c->log_level = LOG_LVL_WARN;
+		else if (strcmp(v, "info") == 0)
+			c->log_level = LOG_LVL_INFO;
+		else if (strcmp(v, "debug") == 0)
+			c->log_level = LOG_LVL_DEBUG;
+		else {
+			snprintf(err, errlen, "%s: must be err, warn, info or "
+			    "debug", o->key);
+			return -1;
+		}
+		return 0;
+	}
+	snprintf(err, errlen, "%s: unhandled type", o->key);
+	return -1;
+}
+
+/*
+ * Blanks out // and block comments outside strings, keeping newlines so
+ * that cJSON's error position still maps to the right line. Returns 0,
+ * or -1 for an unterminated block comment.
+ */
+static int
+strip_comments(char *s, size_t len)
+{
+	size_t i = 0;
+	bool instr = false;
+
+	while (i < len) {
+		if (instr) {
+			if (s[i] == '\\' && i + 1 < len)
+				i += 2;
+			else {
+				if (s[i] == '"')
+					instr = false;
+				i++;
+			}
+			continue;
+		}
+		if (s[i] == '"') {
+			instr = true;
+			i++;
+		} else if (s[i] == '/' && i + 1 < len && s[i + 1] == '/') {
+			while (i < len && s[i] != '\n')
+				s[i++] = ' ';
+		} else if (s[i] == '/' && i + 1 < len && s[i + 1] == '*') {
+			s[i++] = ' ';
+			s[i++] = ' ';
+			for (;;) {
+				if (i + 1 >= len)
+					return -1;
+				if (s[i] == '*' && s[i + 1] == '/') {
+					s[i++] = ' ';
+					s[i++] = ' ';
+					break;
+				}
+				if (s[i] != '\n')
+					s[i] = ' ';
+				i++;
+			}
+		} else
+			i++;
+	}
+	return 0;
+}
+
+static void
+line_col(const char *s, size_t off, unsigned *line, unsigned *col)
+{
+	size_t i;
+
+	*line = 1;
+	*col = 1;
+	for (i = 0; i < off; i++) {
+		if (s[i] == '\n') {
+			(*line)++;
+			*col = 1;
+		} else
+			(*col)++;
+	}
+}
+
+static const struct opt *
+find_opt(const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < NOPTS; i++)
+		if (strcmp(opts[i].key, key) == 0)
+			return &opts[i];
+	return NULL;
+}
+
+static int
+apply_json(struct config *c, const struct opt *o, const cJSON *v,
+    const char *origin, char *err, size_t errlen)
+{
+	char num[32], e[256];
+	const cJSON *it;
+	int n;
+
+	if (o->type == OPT_KEYS && cJSON_IsArray(v)) {
+		clear_keys(c);
+		cJSON_ArrayForEach(it, v) {
+			if (!cJSON_IsString(it)) {
+				snprintf(err, errlen, "%s: key \"%s\": every "
+				    "element must be a string", origin, o->key);
+				return -1;
+			}
+			if (add_key(c, it->valuestring, e, sizeof(e)) == -1)
+				goto fail;
+		}
+		return 0;
+	}
+	if (o->type == OPT_KEYS)
+		clear_keys(c);
+	if (cJSON_IsString(v)) {
+		if (set_opt(c, o, v->valuestring, e, sizeof(e)) == -1)
+			goto fail;
+		return 0;
+	}
+	if (cJSON_IsNumber(v) && (o->type == OPT_DUR || o->type == OPT_U64 ||
+	    o->type == OPT_UINT)) {
+		if (v->valuedouble < 0 || v->valuedouble > 9.0e15 ||
+		    v->valuedouble != (double)(int64_t)v->valuedouble) {
+			snprintf(err, errlen, "%s: key \"%s\": not a "
+			    "non-negative integer", origin, o->key);
+			return -1;
+		}
+		n = snprintf(num, sizeof(num), "%lld",
+		    (long long)v->valuedouble);
+		if (n < 0 || (size_t)n >= sizeof(num))
+			return -1;
+		if (set_opt(c, o, num, e, sizeof(e)) == -1)
+			goto fail;
+		return 0;
+	}
+	if (cJSON_IsBool(v) && o->type == OPT_NOTCOV) {
+		c->authz_not_covered_allow = cJSON_IsTrue(v);
+		return 0;
+	}
+	snprintf(err, errlen, "%s: key \"%s\": wrong type (expected %s)",
+	    origin, o->key,
+	    o->type == OPT_STR ? "a string" :
+	    o->type == OPT_KEYS ? "a string or an array of strings" :
+	    o->type == OPT_NOTCOV || o->type == OPT_LEVEL ? "a string" :
+	    "a number or a string");
+	return -1;
+fail:
+	snprintf(err, errlen, "%s: key %s", origin, e);
+	return -1;
+}
+
+int
+config_load_buf(struct config *c, const char *buf, size_t len,
+    const char *origin, char *err, size_t errlen)
+{
+	char *copy;
+	const char *end = NULL;
+	cJSON *root = NULL;
+	const cJSON *it;
+	const struct opt *o;
+	unsigned line, col;
+	size_t off;
+	int rc = -1;
+
+	if (len > CONFIG_MAX_FILE) {
+		snprintf(err, errlen, "%s: larger than %d bytes", origin,
+		    CONFIG_MAX_FILE);
+		return -1;
+	}
+	if ((copy = malloc(len + 1)) == NULL) {
+		snprintf(err, errlen, "%s: out of memory", origin);
+		return -1;
+	}
+	memcpy(copy, buf, len);
+	copy[len] = '\0';
+	if (memchr(copy, '\0', len) != NULL) {
+		snprintf(err, errlen, "%s: NUL byte in file", origin);
+		goto out;
+	}
+	if (strip_comments(copy, len) == -1) {
+		snprintf(err, errlen, "%s: unterminated /* comment", origin);
+		goto out;
+	}
+	root = cJSON_ParseWithLengthOpts(copy, len, &end, false);
+	if (root == NULL) {
+		end = cJSON_GetErrorPtr();
+		off = (end != NULL && end >= copy && end <= copy + len) ?
+		    (size_t)(end - copy) : 0;
+		line_col(copy, off, &line, &col);
+		snprintf(err, errlen, "%s: line %u, column %u: JSON syntax "
+		    "error", origin, line, col);
+		goto out;
+	}
+	for (off = (size_t)(end - copy); off < len; off++) {
+		if (copy[off] != ' ' && copy[off] != '\t' &&
+		    copy[off] != '\r' && copy[off] != '\n') {
+			line_col(copy, off, &line, &col);
+			snprintf(err, errlen, "%s: line %u, column %u: "
+			    "trailing data after the JSON object", origin,
+			    line, col);
+			goto out;
+		}
+	}
+	if (!cJSON_IsObject(root)) {
+		snprintf(err, errlen, "%s: top level must be a JSON object",
+		    origin);
+		goto out;
+	}
+	cJSON_ArrayForEach(it, root) {
+		if (it->string == NULL)
+			continue;
+		if (it->string[0] == '_')	/* "_comment" and friends */
+			continue;
+		if ((o = find_opt(it->string)) == NULL) {
+			snprintf(err, errlen, "%s: unknown key \"%.64s\"",
+			    origin, it->string);
+			goto out;
+		}
+		if (apply_json(c, o, it, origin, err, errlen) == -1)
+			goto out;
+	}
+	rc = 0;
+out:
+	cJSON_Delete(root);
+	free(copy);
+	return rc;
+}
+
+int
+config_load_file(struct config *c, const char *path, char *err,
+    size_t errlen)
+{
+	unsigned char *buf = NULL;
+	size_t len = 0;
+	char e[512];
+	int rc;
+
+	if (util_read_file(path, CONFIG_MAX_FILE, &buf, &len, e,
+	    sizeof(e)) == -1) {
+		snprintf(err, errlen, "%s", e);
+		return -1;
+	}
+	rc = config_load_buf(c, (const char *)buf, len, path, err, errlen);
+	free(buf);
+	return rc;
+}
+
+static void
+build_longopts(struct option *lo, char names[][32])
+{
+	size_t i, j, n = 0;
+
+	for (i = 0; i < NOPTS; i++) {
+		for (j = 0; opts[i].key[j] != '\0' && j < 31; j++)
+			names[i][j] = opts[i].key[j] == '_' ? '-' :
+			    opts[i].key[j];
+		names[i][j] = '\0';
+		lo[n].name = names[i];
+		lo[n].has_arg = required_argument;
+		lo[n].flag = NULL;
+		lo[n].val = F_BASE + (int)i;
+		n++;
+	}
+	lo[n++] = (struct option){ "config", required_argument, NULL, F_CONFIG };
+	lo[n++] = (struct option){ "check-config", no_argument, NULL, F_CHECK };
+	lo[n++] = (struct option){ "version", no_argument, NULL, F_VERSION };
+	lo[n++] = (struct option){ "help", no_argument, NULL, F_HELP };
+	lo[n] = (struct option){ NULL, 0, NULL, 0 };
+}
+
+static int
+fill_default(char **sp, const char *def, char *err, size_t errlen)
+{
+	if (*sp != NULL)
+		return 0;
+	if ((*sp = strdup(def)) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+static int
+fill_defaults(struct config *c, char *err, size_t errlen)
+{
+	if (fill_default(&c->listen, CONFIG_DEFAULT_LISTEN, err, errlen) == -1 ||
+	    fill_default(&c->state_dir, CONFIG_DEFAULT_STATE, err,
+	    errlen) == -1 ||
+	    fill_default(&c->authz_cert_header, "X-SSL-Client-Cert", err,
+	    errlen) == -1)
+		return -1;
+	return 0;
+}
+
+int
+config_from_args(struct config *c, int argc, char **argv, char *err,
+    size_t errlen)
+{
+	struct option lo[NOPTS + 5];
+	char names[NOPTS][32];
+	char e[512];
+	const char *cfile = NULL;
+	bool cli_keys = false;
+	int ch, idx;
+
+	build_longopts(lo, names);
+
+	/* Pass 1: the file and the actions; the rest waits for pass 2. */
+	opterr = 0;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "c:hV", lo, &idx)) != -1) {
+		switch (ch) {
+		case F_CONFIG:
+			cfile = optarg;
+			break;
+		case F_CHECK:
+			c->action = CONFIG_CHECK;
+			break;
+		case F_VERSION:
+			if (c->action == CONFIG_RUN)
+				c->action = CONFIG_VERSION;
+			break;
+		case F_HELP:
+			c->action = CONFIG_HELP;
+			break;
+		case '?':
+		case ':':
+			if (optopt != 0)
+				snprintf(err, errlen, "bad or incomplete "
+				    "option -%c", optopt);
+			else
+				snprintf(err, errlen, "unknown or incomplete "
+				    "option \"%.64s\"", argv[optind - 1]);
+			return -1;
+		default:
+			break;
+		}
+	}
+	if (optind < argc) {
+		snprintf(err, errlen, "unexpected argument \"%.64s\"",
+		    argv[optind]);
+		return -1;
+	}
+	if (c->action == CONFIG_HELP || c->action == CONFIG_VERSION)
+		return 0;
+	if (cfile != NULL) {
+		if ((c->config_file = strdup(cfile)) == NULL) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		if (config_load_file(c, cfile, err, errlen) == -1)
+			return -1;
+	}
+
+	/* Pass 2: flags override the file. */
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "c:hV", lo, &idx)) != -1) {
+		if (ch < F_BASE || ch >= F_BASE + (int)NOPTS)
+			continue;
+		const struct opt *o = &opts[ch - F_BASE];
+		if (o->type == OPT_KEYS && !cli_keys) {
+			clear_keys(c);
+			cli_keys = true;
+		}
+		if (set_opt(c, o, optarg, e, sizeof(e)) == -1) {
+			snprintf(err, errlen, "--%s: %s", names[ch - F_BASE],
+			    e);
+			return -1;
+		}
+	}
+	return fill_defaults(c, err, errlen);
+}
+
+int
+config_parse_listen(const char *s, struct sockaddr_storage *ss,
+    unsigned *socklen)
+{
+	struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+	char host[INET6_ADDRSTRLEN + 1];
+	const char *colon, *port;
+	uint64_t p;
+	size_t hl;
+	bool v6 = false;
+
+	memset(ss, 0, sizeof(*ss));
+	if (s[0] == '[') {
+		const char *rb = strchr(s, ']');
+		if (rb == NULL || rb[1] != ':')
+			return -1;
+		hl = (size_t)(rb - s - 1);
+		if (hl == 0 || hl >= sizeof(host))
+			return -1;
+		memcpy(host, s + 1, hl);
+		host[hl] = '\0';
+		port = rb + 2;
+		v6 = true;
+	} else if ((colon = strrchr(s, ':')) != NULL) {
+		hl = (size_t)(colon - s);
+		if (hl >= sizeof(host))
+			return -1;
+		memcpy(host, s, hl);
+		host[hl] = '\0';
+		port = colon + 1;
+		if (strchr(host, ':') != NULL)
+			return -1;	/* a bare v6 address needs brackets */
+	} else {
+		host[0] = '\0';
+		port = s;
+	}
+	if (util_parse_u64(port, 65535, &p) == -1)
+		return -1;
+	if (v6) {
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons((uint16_t)p);
+		if (inet_pton(AF_INET6, host, &sin6->sin6_addr) != 1)
+			return -1;
+		*socklen = sizeof(*sin6);
+		return 0;
+	}
+	sin->sin_family = AF_INET;
+	sin->sin_port = htons((uint16_t)p);
+	if (host[0] == '\0')
+		sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	else if (inet_pton(AF_INET, host, &sin->sin_addr) != 1)
+		return -1;
+	*socklen = sizeof(*sin);
+	return 0;
+}
+
+int
+config_validate(const struct config *c, char *err, size_t errlen)
+{
+	struct sockaddr_storage ss;
+	unsigned sl;
+	const char *l = c->listen != NULL ? c->listen : CONFIG_DEFAULT_LISTEN;
+	const char *h;
+
+	if (config_parse_listen(l, &ss, &sl) == -1) {
+		snprintf(err, errlen, "listen: \"%.64s\" is not ADDR:PORT or "
+		    "[V6ADDR]:PORT", l);
+		return -1;
+	}
+	if (c->filter_dir == NULL && c->upstream_filter == NULL) {
+		snprintf(err, errlen, "filter_dir: required (or "
+		    "upstream_filter for an edge node)");
+		return -1;
+	}
+	if (c->filter_dir != NULL && c->upstream_filter != NULL) {
+		snprintf(err, errlen, "upstream_filter: an edge node has no "
+		    "filter_dir; set one or the other");
+		return -1;
+	}
+	if (c->ntrusted == 0) {
+		snprintf(err, errlen, "trusted_key: at least one public key "
+		    "is required");
+		return -1;
+	}
+	if (c->upstream_check != NULL && c->upstream_filter == NULL) {
+		snprintf(err, errlen, "upstream_check: only for edge nodes "
+		    "(needs upstream_filter)");
+		return -1;
+	}
+	if (c->upstream_filter != NULL &&
+	    strncmp(c->upstream_filter, "http://", 7) != 0 &&
+	    strncmp(c->upstream_filter, "https://", 8) != 0) {
+		snprintf(err, errlen, "upstream_filter: must be an http:// or "
+		    "https:// URL");
+		return -1;
+	}
+	if (c->upstream_check != NULL &&
+	    strncmp(c->upstream_check, "http://", 7) != 0 &&
+	    strncmp(c->upstream_check, "https://", 8) != 0) {
+		snprintf(err, errlen, "upstream_check: must be an http:// or "
+		    "https:// URL");
+		return -1;
+	}
+	if (c->max_conns_per_ip > c->max_conns) {
+		snprintf(err, errlen, "max_conns_per_ip: larger than "
+		    "max_conns (%u)", c->max_conns);
+		return -1;
+	}
+	if (c->authz_cert_header != NULL) {
+		for (h = c->authz_cert_header; *h != '\0'; h++) {
+			if (!((*h >= 'A' && *h <= 'Z') ||
+			    (*h >= 'a' && *h <= 'z') ||
+			    (*h >= '0' && *h <= '9') || *h == '-' ||
+			    *h == '_')) {
+				snprintf(err, errlen, "authz_cert_header: not "
+				    "a valid header name");
+				return -1;
+			}
+		}
+	}
+	return 0;
+}
+
+void
+config_usage(FILE *fp)
+{
+	fprintf(fp,
+"usage: revcheckd [-c FILE] [--listen ADDR:PORT] [--filter-dir DIR]\n"
+"                 [--trusted-key PUB.pem]... [--state-dir DIR] [--max-age D]\n"
+"                 [--check-config] [--version] [--help] [options]\n"
+"\n"
+"  -c, --config FILE        JSON config file (comments allowed)\n"
+"  --listen ADDR:PORT       listen address, [V6]:PORT for IPv6 (%s)\n"
+"  --filter-dir DIR         directory published by filterbuild\n"
+"  --trusted-key PUB.pem    trusted signer public key (repeatable)\n"
+"  --state-dir DIR          rollback state and audit log (%s)\n"
+"  --audit-log FILE         audit log path (STATE_DIR/audit.log)\n"
+"  --max-age D              refuse filters older than D (0: no limit)\n"
+"  --clock-skew D           allowed issued_at in the future (300)\n"
+"  --max-batch N            items per batch request (10000)\n"
+"  --max-body BYTES         request body cap (4194304)\n"
+"  --conn-timeout S         idle connection timeout (30)\n"
+"  --max-conns N            connection limit (4096)\n"
+"  --max-conns-per-ip N     per-IP connection limit (256)\n"
+"  --threads N              HTTP worker threads (0: one per CPU)\n"
+"  --poll-interval S        filter directory poll fallback (2)\n"
+"  --authz-cert-header H    client certificate header (X-SSL-Client-Cert)\n"
+"  --authz-not-covered deny|allow  /v1/authz verdict for not_covered (deny)\n"
+"  --log-level L            err, warn, info or debug (info)\n"
+"  --upstream-filter URL    edge mode: where to fetch the signed filter\n"
+"  --upstream-check URL     edge mode: authority for filter positives\n"
+"  --sync-interval D        edge mode: sync period (30)\n"
+"  --max-download BYTES     edge mode: filter download cap\n"
+"  --max-lag D              edge mode: stale when a newer version is not\n"
+"                           loaded within D (0: off)\n"
+"  --check-config           validate the configuration and exit\n"
+"  --version                print the version and exit\n"
+"  --help                   print this help and exit\n"
+"\n"
+"Durations are seconds or N followed by s, m, h or d.\n",
+	    CONFIG_DEFAULT_LISTEN, CONFIG_DEFAULT_STATE);
+}

@@ -1,0 +1,113 @@
+/* config.h - revcheckd settings: defaults, the JSON config file, command-line flags */
+#ifndef REVCHECK_SVC_CONFIG_H
+#define REVCHECK_SVC_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/socket.h>
+
+#include "sign.h"
+
+/*
+ * Every setting has a config-file key and a flag of the same name
+ * ("filter_dir" and --filter-dir). The file is JSON with `//` line and
+ * `/ * ... * /` block comments allowed: they are blanked out (newlines
+ * kept, so error positions still name the right line) before cJSON
+ * parses it. Unknown keys are errors, so a typo never goes unnoticed.
+ * Flags override the file; a repeated --trusted-key replaces the file's
+ * whole list.
+ */
+
+#define CONFIG_MAX_KEYS		SIGN_RING_MAX
+#define CONFIG_DEFAULT_LISTEN	"127.0.0.1:8080"
+#define CONFIG_DEFAULT_STATE	"/var/lib/revcheckd"
+#define CONFIG_MAX_FILE		(1024 * 1024)
+
+enum config_action {
+	CONFIG_RUN = 0,
+	CONFIG_CHECK,		/* --check-config */
+	CONFIG_VERSION,		/* --version */
+	CONFIG_HELP,		/* --help */
+};
+
+struct config {
+	char		*config_file;	/* -c, NULL when none */
+	char		*listen;	/* ADDR:PORT or [V6]:PORT */
+	char		*filter_dir;	/* origin: the published pair */
+	char		*trusted_keys[CONFIG_MAX_KEYS];
+	size_t		 ntrusted;
+	char		*state_dir;	/* rollback state, default audit log */
+	char		*audit_log;	/* NULL: STATE_DIR/audit.log */
+	int64_t		 max_age;	/* seconds; 0 = no local limit */
+	int64_t		 clock_skew;	/* seconds allowed for issued_at */
+	uint64_t	 max_batch;	/* items per batch */
+	uint64_t	 max_body;	/* bytes per request body */
+	unsigned	 conn_timeout;	/* seconds of idle before a drop */
+	unsigned	 max_conns;
+	unsigned	 max_conns_per_ip;
+	unsigned	 threads;	/* 0: one per CPU */
+	unsigned	 poll_interval;	/* seconds between readlink polls */
+	char		*authz_cert_header;
+	bool		 authz_not_covered_allow;
+	int		 log_level;	/* enum log_level */
+	/* Edge mode (issue 5). Parsed and validated here; the sync code
+	 * lives in svc/sync.c and svc/upstream.c. */
+	char		*upstream_filter;
+	char		*upstream_check;
+	int64_t		 sync_interval;
+	uint64_t	 max_download;
+	int64_t		 max_lag;
+	enum config_action action;
+};
+
+/* Fills c with the safe defaults. This function can't fail. */
+void config_init(struct config *c);
+
+/* Releases every string c owns and zeroes it. Safe on a zeroed struct. */
+void config_free(struct config *c);
+
+/*
+ * Reads and applies a config file. Returns 0, or -1 with err naming the
+ * file and the bad key, or the line and column of a syntax error. On
+ * failure c may hold some of the file's settings.
+ */
+int config_load_file(struct config *c, const char *path, char *err,
+    size_t errlen);
+
+/*
+ * Applies a config document held in memory (comments allowed). origin
+ * names it in errors. Returns 0, or -1 with err.
+ */
+int config_load_buf(struct config *c, const char *buf, size_t len,
+    const char *origin, char *err, size_t errlen);
+
+/*
+ * The whole startup path: scans argv for -c and the action flags, loads
+ * the file when one is given, then applies every other flag on top.
+ * Returns 0, or -1 with err naming the flag or key. argv is not modified
+ * beyond getopt's permutation.
+ */
+int config_from_args(struct config *c, int argc, char **argv, char *err,
+    size_t errlen);
+
+/*
+ * Checks that the settings hang together: listen parses, a filter
+ * directory or an upstream is set, at least one trusted key, the numbers
+ * are in range. Does not touch the filesystem. Returns 0, or -1 with err
+ * naming the key.
+ */
+int config_validate(const struct config *c, char *err, size_t errlen);
+
+/*
+ * Parses ADDR:PORT, [V6ADDR]:PORT or :PORT / PORT (loopback IPv4) into
+ * a sockaddr. Returns 0, or -1.
+ */
+int config_parse_listen(const char *s, struct sockaddr_storage *ss,
+    unsigned *socklen);
+
+/* Prints the usage text (matches revcheckd(8)). */
+void config_usage(FILE *fp);
+
+#endif

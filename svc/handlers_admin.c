@@ -1,0 +1,453 @@
+/* handlers_admin.c - /v1/status, /metrics, /healthz, /readyz and /v1/filter */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "server.h"
+#include "util.h"
+
+#define FILTER_MAX_CACHE 60	/* seconds a cache may keep /v1/filter */
+
+static void
+add_time(struct sbuf *b, int64_t t)
+{
+	char ts[UTIL_RFC3339_LEN];
+
+	util_rfc3339(ts, t);
+	sbuf_adds(b, "\"");
+	sbuf_adds(b, ts);
+	sbuf_adds(b, "\"");
+}
+
+static void
+add_double(struct sbuf *b, double v)
+{
+	sbuf_addf(b, "%.6g", v);
+}
+
+static double
+observed_fp(void)
+{
+	uint64_t fp = metrics_get(MET_FALSE_POSITIVE);
+	uint64_t neg = metrics_get(MET_FILTER_NEGATIVE);
+
+	return fp + neg == 0 ? 0.0 : (double)fp / (double)(fp + neg);
+}
+
+static void
+add_scope(struct sbuf *b, const struct ffile_scope *sc)
+{
+	char hex[65];
+
+	sbuf_adds(b, "{\"scope\":");
+	sbuf_add_jstrs(b, sc->name);
+	sbuf_adds(b, ",\"keys\":");
+	sbuf_add_u64(b, sc->keys);
+	if (sc->source == FFILE_SRC_CRL) {
+		sbuf_adds(b, ",\"source\":\"crl\",\"issuer\":");
+		sbuf_add_jstr(b, sc->issuer, strnlen(sc->issuer,
+		    sizeof(sc->issuer)));
+		sbuf_adds(b, ",\"crl_number\":");
+		sbuf_add_jstr(b, sc->crl_number, strnlen(sc->crl_number,
+		    sizeof(sc->crl_number)));
+		sbuf_adds(b, ",\"this_update\":");
+		add_time(b, sc->this_update);
+		sbuf_adds(b, ",\"next_update\":");
+		if (sc->next_update != 0)
+			add_time(b, sc->next_update);
+		else
+			sbuf_adds(b, "null");
+		util_hex(hex, sc->crl_sha256, 32);
+		sbuf_adds(b, ",\"crl_sha256\":\"");
+		sbuf_adds(b, hex);
+		sbuf_adds(b, "\"}");
+	} else
+		sbuf_adds(b, ",\"source\":\"list\"}");
+}
+
+static void
+add_filter(struct sbuf *b, const struct server_ctx *ctx,
+    const struct snapshot *s, int64_t now)
+{
+	const struct ffile_info *fi = s->info;
+	enum stale_reason sr;
+	char hex[65];
+	uint32_t i;
+
+	sr = stale_check(fi, &ctx->policy, now, atomic_load(
+	    &ctx->slot->newer_seen_at));
+	sbuf_adds(b, "{\"version\":");
+	sbuf_add_u64(b, fi->version);
+	sbuf_adds(b, ",\"issued_at\":");
+	add_time(b, fi->issued_at);
+	sbuf_adds(b, ",\"expires_at\":");
+	add_time(b, fi->expires_at);
+	sbuf_adds(b, ",\"age_seconds\":");
+	sbuf_add_i64(b, now - fi->issued_at);
+	sbuf_adds(b, ",\"expires_in_seconds\":");
+	sbuf_add_i64(b, fi->expires_at - now);
+	sbuf_adds(b, ",\"stale\":");
+	sbuf_adds(b, sr != STALE_FRESH ? "true" : "false");
+	sbuf_adds(b, ",\"stale_reason\":");
+	if (sr != STALE_FRESH) {
+		sbuf_adds(b, "\"");
+		sbuf_adds(b, stale_reason_str(sr));
+		sbuf_adds(b, "\"");
+	} else
+		sbuf_adds(b, "null");
+	sbuf_adds(b, ",\"loaded_at\":");
+	add_time(b, s->loaded_at);
+	sbuf_adds(b, ",\"keys\":");
+	sbuf_add_u64(b, fi->keys);
+	sbuf_adds(b, ",\"bits\":");
+	sbuf_add_u64(b, fi->m);
+	sbuf_adds(b, ",\"hashes\":");
+	sbuf_add_u64(b, fi->k);
+	sbuf_adds(b, ",\"layout\":\"");
+	sbuf_adds(b, fi->layout == BLOOM_BLOCKED ? "blocked" : "classic");
+	sbuf_adds(b, "\",\"fp_rate_target\":");
+	add_double(b, fi->fp_rate_target);
+	sbuf_adds(b, ",\"fill_ratio\":");
+	add_double(b, s->fill_ratio);
+	sbuf_adds(b, ",\"estimated_fp_rate\":");
+	add_double(b, s->estimated_fp);
+	sbuf_adds(b, ",\"signer\":\"");
+	sbuf_adds(b, s->signer_hex);
+	sbuf_adds(b, "\",\"sha256\":\"");
+	sbuf_adds(b, s->sha_hex);
+	util_hex(hex, fi->table_sha256, 32);
+	sbuf_adds(b, "\",\"table_sha256\":\"");
+	sbuf_adds(b, hex);
+	sbuf_adds(b, "\",\"authority\":\"");
+	sbuf_adds(b, s->tab != NULL ? "table" : "upstream");
+	sbuf_adds(b, "\",\"scopes\":[");
+	for (i = 0; i < fi->nscopes; i++) {
+		if (i > 0)
+			sbuf_adds(b, ",");
+		add_scope(b, &fi->scopes[i]);
+	}
+	sbuf_adds(b, "]}");
+}
+
+static void
+add_event(struct sbuf *b, const struct loader_event *ev)
+{
+	if (ev->time == 0) {
+		sbuf_adds(b, "null");
+		return;
+	}
+	sbuf_adds(b, "{\"time\":");
+	add_time(b, ev->time);
+	sbuf_adds(b, ",\"result\":\"");
+	sbuf_adds(b, ev->accepted ? "accepted" : "refused");
+	sbuf_adds(b, "\",\"version\":");
+	if (ev->version != 0)
+		sbuf_add_u64(b, ev->version);
+	else
+		sbuf_adds(b, "null");
+	sbuf_adds(b, ",\"signer\":");
+	if (ev->signer[0] != '\0')
+		sbuf_add_jstrs(b, ev->signer);
+	else
+		sbuf_adds(b, "null");
+	sbuf_adds(b, ",\"sha256\":");
+	if (ev->sha256[0] != '\0')
+		sbuf_add_jstrs(b, ev->sha256);
+	else
+		sbuf_adds(b, "null");
+	sbuf_adds(b, ",\"source\":");
+	sbuf_add_jstrs(b, ev->source);
+	sbuf_adds(b, ",\"reason\":");
+	if (ev->reason[0] != '\0')
+		sbuf_add_jstrs(b, ev->reason);
+	else
+		sbuf_adds(b, "null");
+	sbuf_adds(b, "}");
+}
+
+static enum MHD_Result
+reply_sbuf(const struct server_req *r, unsigned status, struct sbuf *b,
+    const char *ctype)
+{
+	char *body;
+	size_t len;
+
+	if ((body = sbuf_take(b, &len)) == NULL)
+		return MHD_NO;
+	return server_reply(r, status, body, len, ctype, NULL, 0);
+}
+
+enum MHD_Result
+handle_status(const struct server_req *r)
+{
+	struct server_ctx *ctx = r->ctx;
+	struct loader_event ev;
+	struct snapshot *s;
+	uint64_t acc = 0, rej = 0;
+	int64_t now = util_now();
+	struct sbuf b;
+	int m;
+
+	sbuf_init(&b, 4096, 0);
+	sbuf_adds(&b, "{\"service\":{\"version\":\"" REVCHECK_VERSION "\"");
+	sbuf_adds(&b, ",\"mode\":\"");
+	sbuf_adds(&b, ctx->cfg->filter_dir != NULL ? "origin" : "edge");
+	sbuf_adds(&b, "\",\"started_at\":");
+	add_time(&b, ctx->started_at);
+	sbuf_adds(&b, ",\"uptime_seconds\":");
+	sbuf_add_i64(&b, now - ctx->started_at);
+	sbuf_adds(&b, "},\"filter\":");
+	if ((s = snapshot_acquire(ctx->slot)) != NULL) {
+		add_filter(&b, ctx, s, now);
+		snapshot_release(s);
+	} else
+		sbuf_adds(&b, "null");
+	sbuf_adds(&b, ",\"counters\":{");
+	for (m = 0; m < MET_RELOAD_ACCEPTED; m++) {
+		if (m > 0)
+			sbuf_adds(&b, ",");
+		sbuf_adds(&b, "\"");
+		sbuf_adds(&b, metrics_name((enum metric)m));
+		sbuf_adds(&b, "\":");
+		sbuf_add_u64(&b, metrics_get((enum metric)m));
+	}
+	sbuf_adds(&b, ",\"observed_fp_rate\":");
+	add_double(&b, observed_fp());
+	sbuf_adds(&b, "},\"reloads\":{\"last\":");
+	if (ctx->loader != NULL) {
+		loader_stats(ctx->loader, &ev, &acc, &rej);
+		add_event(&b, &ev);
+	} else
+		sbuf_adds(&b, "null");
+	sbuf_adds(&b, ",\"accepted\":");
+	sbuf_add_u64(&b, acc);
+	sbuf_adds(&b, ",\"rejected\":");
+	sbuf_add_u64(&b, rej);
+	sbuf_adds(&b, ",\"highest_version\":");
+	sbuf_add_u64(&b, ctx->loader != NULL ? loader_highest(ctx->loader) :
+	    0);
+	sbuf_adds(&b, "}");
+	if (ctx->status_extra != NULL)
+		ctx->status_extra(&b, ctx->status_extra_arg);
+	sbuf_adds(&b, "}\n");
+	return reply_sbuf(r, MHD_HTTP_OK, &b, "application/json");
+}
+
+static void
+gauge(struct sbuf *b, const char *name, const char *help, double v)
+{
+	sbuf_addf(b, "# HELP revcheckd_%s %s\n# TYPE revcheckd_%s gauge\n"
+	    "revcheckd_%s ", name, help, name, name);
+	sbuf_addf(b, "%.9g\n", v);
+}
+
+static void
+counter(struct sbuf *b, const char *name, const char *help, uint64_t v)
+{
+	sbuf_addf(b, "# HELP revcheckd_%s_total %s\n"
+	    "# TYPE revcheckd_%s_total counter\nrevcheckd_%s_total ",
+	    name, help, name, name);
+	sbuf_add_u64(b, v);
+	sbuf_adds(b, "\n");
+}
+
+enum MHD_Result
+handle_metrics(const struct server_req *r)
+{
+	struct server_ctx *ctx = r->ctx;
+	struct snapshot *s;
+	enum stale_reason sr = STALE_FRESH;
+	int64_t now = util_now();
+	uint64_t acc = 0, rej = 0;
+	struct sbuf b;
+
+	sbuf_init(&b, 4096, 0);
+	s = snapshot_acquire(ctx->slot);
+	if (s != NULL)
+		sr = stale_check(s->info, &ctx->policy, now,
+		    atomic_load(&ctx->slot->newer_seen_at));
+	gauge(&b, "filter_loaded", "1 when a verified filter is loaded.",
+	    s != NULL);
+	gauge(&b, "filter_version", "Version of the loaded filter.",
+	    s != NULL ? (double)s->version : 0);
+	gauge(&b, "filter_age_seconds", "Seconds since the filter was issued.",
+	    s != NULL ? (double)(now - s->info->issued_at) : 0);
+	gauge(&b, "filter_expires_in_seconds", "Seconds until the filter "
+	    "expires (negative once expired).",
+	    s != NULL ? (double)(s->info->expires_at - now) : 0);
+	gauge(&b, "filter_stale", "1 when the loaded filter is stale (or none "
+	    "is loaded).", s == NULL || sr != STALE_FRESH);
+	gauge(&b, "filter_keys", "Keys in the loaded filter.",
+	    s != NULL ? (double)s->info->keys : 0);
+	gauge(&b, "filter_bits", "Bits in the loaded filter.",
+	    s != NULL ? (double)s->info->m : 0);
+	gauge(&b, "filter_fill_ratio", "Set bits / bits.",
+	    s != NULL ? s->fill_ratio : 0);
+	gauge(&b, "filter_estimated_fp_rate", "FP rate implied by the fill.",
+	    s != NULL ? s->estimated_fp : 0);
+	gauge(&b, "observed_fp_rate", "False positives / (false positives + "
+	    "filter negatives).", observed_fp());
+	snapshot_release(s);
+	counter(&b, "checks", "Keys checked.", metrics_get(MET_CHECKS));
+	counter(&b, "filter_negative", "Answered not_revoked by a zero bit.",
+	    metrics_get(MET_FILTER_NEGATIVE));
+	counter(&b, "fallthrough", "Filter positives sent to the authority.",
+	    metrics_get(MET_FALLTHROUGH));
+	counter(&b, "confirmed_revoked", "Positives the authority confirmed.",
+	    metrics_get(MET_CONFIRMED_REVOKED));
+	counter(&b, "false_positive", "Positives the authority cleared.",
+	    metrics_get(MET_FALSE_POSITIVE));
+	counter(&b, "not_covered", "Keys in scopes the filter does not "
+	    "cover.", metrics_get(MET_NOT_COVERED));
+	counter(&b, "refused_stale", "Requests refused: filter stale.",
+	    metrics_get(MET_REFUSED_STALE));
+	counter(&b, "refused_no_filter", "Requests refused: no filter.",
+	    metrics_get(MET_REFUSED_NO_FILTER));
+	counter(&b, "authority_unavailable", "Positives left unsettled.",
+	    metrics_get(MET_AUTHORITY_UNAVAILABLE));
+	if (ctx->loader != NULL)
+		loader_stats(ctx->loader, NULL, &acc, &rej);
+	sbuf_adds(&b, "# HELP revcheckd_reloads_total Filter loads by "
+	    "result.\n# TYPE revcheckd_reloads_total counter\n");
+	sbuf_addf(&b, "revcheckd_reloads_total{result=\"accepted\"} %llu\n"
+	    "revcheckd_reloads_total{result=\"refused\"} %llu\n",
+	    (unsigned long long)acc, (unsigned long long)rej);
+	metrics_render_requests(&b);
+	return reply_sbuf(r, MHD_HTTP_OK, &b,
+	    "text/plain; version=0.0.4; charset=utf-8");
+}
+
+enum MHD_Result
+handle_healthz(const struct server_req *r)
+{
+	struct sbuf b;
+
+	sbuf_init(&b, 32, 0);
+	sbuf_adds(&b, "{\"status\":\"ok\"}\n");
+	return reply_sbuf(r, MHD_HTTP_OK, &b, "application/json");
+}
+
+enum MHD_Result
+handle_readyz(const struct server_req *r)
+{
+	struct snapshot *s;
+	enum stale_reason why;
+	enum check_gate g;
+	char msg[96];
+	struct sbuf b;
+
+	g = check_begin(r->ctx->slot, &r->ctx->policy, util_now(), &s, &why);
+	if (g == CHECK_GATE_NO_FILTER)
+		return server_error(r, MHD_HTTP_SERVICE_UNAVAILABLE,
+		    "no_filter", "no verified filter is loaded", 0);
+	if (g == CHECK_GATE_STALE) {
+		snprintf(msg, sizeof(msg), "the filter is stale (%s)",
+		    stale_reason_str(why));
+		return server_error(r, MHD_HTTP_SERVICE_UNAVAILABLE,
+		    "filter_stale", msg, 0);
+	}
+	sbuf_init(&b, 64, 0);
+	sbuf_adds(&b, "{\"ready\":true,\"filter_version\":");
+	sbuf_add_u64(&b, s->version);
+	sbuf_adds(&b, "}\n");
+	snapshot_release(s);
+	return reply_sbuf(r, MHD_HTTP_OK, &b, "application/json");
+}
+
+/* True when an If-None-Match list names etag (weak or strong) or is "*". */
+static bool
+etag_match(const char *inm, const char *etag)
+{
+	size_t elen = strlen(etag), n;
+	const char *p = inm, *q;
+
+	while (*p != '\0') {
+		while (*p == ' ' || *p == '\t' || *p == ',')
+			p++;
+		if (*p == '\0')
+			break;
+		q = p;
+		while (*q != '\0' && *q != ',')
+			q++;
+		n = (size_t)(q - p);
+		while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+			n--;
+		if (n == 1 && p[0] == '*')
+			return true;
+		if (n > 2 && p[0] == 'W' && p[1] == '/') {
+			p += 2;
+			n -= 2;
+		}
+		if (n == elen && memcmp(p, etag, n) == 0)
+			return true;
+		p = q;
+	}
+	return false;
+}
+
+static void
+release_cb(void *cls)
+{
+	snapshot_release(cls);
+}
+
+enum MHD_Result
+handle_filter(const struct server_req *r)
+{
+	struct server_hdr h[4];
+	struct MHD_Response *resp;
+	struct snapshot *s;
+	const unsigned char *bytes;
+	const char *inm;
+	char cc[48], ver[24];
+	int64_t now = util_now(), left;
+	size_t len;
+
+	if ((s = snapshot_acquire(r->ctx->slot)) == NULL)
+		return server_error(r, MHD_HTTP_SERVICE_UNAVAILABLE,
+		    "no_filter", "no verified filter is loaded", 1);
+	if (now >= s->info->expires_at) {
+		snapshot_release(s);
+		return server_error(r, MHD_HTTP_SERVICE_UNAVAILABLE,
+		    "filter_stale", "the filter has expired", 1);
+	}
+	left = s->info->expires_at - now;
+	if (left > FILTER_MAX_CACHE)
+		left = FILTER_MAX_CACHE;
+	snprintf(cc, sizeof(cc), "public, max-age=%lld", (long long)left);
+	snprintf(ver, sizeof(ver), "%llu", (unsigned long long)s->version);
+	h[0].name = MHD_HTTP_HEADER_ETAG;
+	h[0].value = s->etag;
+	h[1].name = MHD_HTTP_HEADER_LAST_MODIFIED;
+	h[1].value = s->last_modified;
+	h[2].name = MHD_HTTP_HEADER_CACHE_CONTROL;
+	h[2].value = cc;
+	h[3].name = "X-Revcheck-Filter-Version";
+	h[3].value = ver;
+	inm = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+	    MHD_HTTP_HEADER_IF_NONE_MATCH);
+	if (inm != NULL && etag_match(inm, s->etag)) {
+		resp = MHD_create_response_from_buffer(0, (void *)"",
+		    MHD_RESPMEM_PERSISTENT);
+		if (resp == NULL) {
+			snapshot_release(s);
+			return MHD_NO;
+		}
+		/* The headers are copied into resp: release after queueing. */
+		enum MHD_Result ret = server_queue(r, MHD_HTTP_NOT_MODIFIED,
+		    resp, NULL, h, 4);
+		snapshot_release(s);
+		return ret;
+	}
+	/* Zero copy: the response holds the snapshot until it is sent. */
+	bytes = ffile_bytes(s->ff, &len);
+	resp = MHD_create_response_from_buffer_with_free_callback_cls(len,
+	    (void *)bytes, release_cb, s);
+	if (resp == NULL) {
+		snapshot_release(s);
+		return MHD_NO;
+	}
+	return server_queue(r, MHD_HTTP_OK, resp, "application/octet-stream",
+	    h, 4);
+}

@@ -1,0 +1,427 @@
+/* handlers_check.c - GET/POST /v1/check and /v1/authz */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <openssl/evp.h>
+
+#include "check.h"
+#include "jwt.h"
+#include "server.h"
+#include "util.h"
+
+#define AUTHZ_CERT_MAX	(64 * 1024)
+
+static unsigned
+retry_after(const struct server_req *r)
+{
+	unsigned p = r->ctx->cfg->poll_interval;
+
+	return p > 0 ? p : 1;
+}
+
+static enum MHD_Result
+gate_error(const struct server_req *r, enum check_gate g,
+    enum stale_reason why)
+{
+	char msg[96];
+
+	if (g == CHECK_GATE_NO_FILTER)
+		return server_error(r, MHD_HTTP_SERVICE_UNAVAILABLE,
+		    "no_filter", "no verified filter is loaded",
+		    retry_after(r));
+	snprintf(msg, sizeof(msg), "the filter is stale (%s); refusing to "
+	    "answer from it", stale_reason_str(why));
+	return server_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "filter_stale",
+	    msg, retry_after(r));
+}
+
+static enum MHD_Result
+authority_error(const struct server_req *r)
+{
+	return server_error(r, MHD_HTTP_SERVICE_UNAVAILABLE,
+	    "authority_unavailable", "the filter says possibly revoked and "
+	    "the authority that settles it cannot be reached",
+	    retry_after(r));
+}
+
+/* One key: gate, check, 200 with the answer object. */
+static enum MHD_Result
+answer_one(const struct server_req *r, const struct revkey *k)
+{
+	struct server_hdr h[2];
+	struct check_result res;
+	struct snapshot *s;
+	enum stale_reason why;
+	enum check_gate g;
+	struct sbuf b;
+	char ver[24], *body;
+	size_t len;
+
+	g = check_begin(r->ctx->slot, &r->ctx->policy, util_now(), &s,
+	    &why);
+	if (g != CHECK_GATE_OK)
+		return gate_error(r, g, why);
+	if (check_key(s, k, &res) == -1) {
+		snapshot_release(s);
+		return authority_error(r);
+	}
+	sbuf_init(&b, 256, 0);
+	check_render(&b, s, k, &res);
+	sbuf_adds(&b, "\n");
+	snprintf(ver, sizeof(ver), "%llu", (unsigned long long)s->version);
+	snapshot_release(s);
+	if ((body = sbuf_take(&b, &len)) == NULL)
+		return MHD_NO;
+	h[0].name = "X-Revcheck-Status";
+	h[0].value = check_status_str(res.status);
+	h[1].name = "X-Revcheck-Filter-Version";
+	h[1].value = ver;
+	return server_reply(r, MHD_HTTP_OK, body, len, "application/json", h,
+	    2);
+}
+
+static enum MHD_Result
+check_get(const struct server_req *r)
+{
+	const char *id = NULL, *scope = NULL;
+	size_t idlen = 0, scopelen = 0;
+	struct revkey k;
+	char e[256], msg[300];
+
+	if (MHD_lookup_connection_value_n(r->conn, MHD_GET_ARGUMENT_KIND,
+	    "id", 2, &id, &idlen) != MHD_YES || id == NULL)
+		return server_error(r, MHD_HTTP_BAD_REQUEST, "bad_request",
+		    "query parameter \"id\" is required", 0);
+	if (MHD_lookup_connection_value_n(r->conn, MHD_GET_ARGUMENT_KIND,
+	    "scope", 5, &scope, &scopelen) != MHD_YES || scope == NULL)
+		scope = REVKEY_DEFAULT_SCOPE;
+	else if (strlen(scope) != scopelen)
+		return server_error(r, MHD_HTTP_BAD_REQUEST, "bad_request",
+		    "scope contains a NUL byte", 0);
+	if (revkey_from_text(&k, scope, id, idlen, e, sizeof(e)) == -1) {
+		snprintf(msg, sizeof(msg), "bad id or scope: %s", e);
+		return server_error(r, MHD_HTTP_BAD_REQUEST, "bad_request",
+		    msg, 0);
+	}
+	return answer_one(r, &k);
+}
+
+/* Parses the body as exactly one JSON value, nothing after it. */
+static cJSON *
+parse_body(const struct server_req *r, const char **why)
+{
+	const char *end = NULL;
+	cJSON *root;
+	size_t i;
+
+	if (!sbuf_utf8_valid(r->body, r->body_len)) {
+		*why = "the body is not valid UTF-8";
+		return NULL;
+	}
+	root = cJSON_ParseWithLengthOpts(r->body, r->body_len, &end, false);
+	if (root == NULL) {
+		*why = "the body is not valid JSON";
+		return NULL;
+	}
+	for (i = (size_t)(end - r->body); i < r->body_len; i++) {
+		if (r->body[i] != ' ' && r->body[i] != '\t' &&
+		    r->body[i] != '\r' && r->body[i] != '\n') {
+			cJSON_Delete(root);
+			*why = "trailing data after the JSON value";
+			return NULL;
+		}
+	}
+	if (!cJSON_IsObject(root)) {
+		cJSON_Delete(root);
+		*why = "the body must be a JSON object";
+		return NULL;
+	}
+	return root;
+}
+
+static enum MHD_Result
+check_batch(const struct server_req *r, const cJSON *items)
+{
+	struct server_hdr h[1];
+	struct check_result res;
+	struct snapshot *s;
+	struct revkey k;
+	enum stale_reason why;
+	enum check_gate g;
+	const cJSON *it;
+	struct sbuf b;
+	char e[300], ver[24], *body;
+	size_t len, n, i = 0;
+
+	n = (size_t)cJSON_GetArraySize(items);
+	if (n > r->ctx->cfg->max_batch) {
+		snprintf(e, sizeof(e), "batch of %zu items is over the limit "
+		    "of %llu", n, (unsigned long long)r->ctx->cfg->max_batch);
+		return server_error(r, MHD_HTTP_CONTENT_TOO_LARGE,
+		    "payload_too_large", e, 0);
+	}
+	g = check_begin(r->ctx->slot, &r->ctx->policy, util_now(), &s,
+	    &why);
+	if (g != CHECK_GATE_OK)
+		return gate_error(r, g, why);
+	sbuf_init(&b, 64 + n * 160, 0);
+	sbuf_adds(&b, "{\"filter_version\":");
+	sbuf_add_u64(&b, s->version);
+	sbuf_adds(&b, ",\"results\":[");
+	cJSON_ArrayForEach(it, items) {
+		if (i++ > 0)
+			sbuf_adds(&b, ",");
+		if (check_key_from_json(it, &k, e, sizeof(e)) == -1) {
+			metrics_inc(MET_BAD_ITEMS);
+			check_render_error(&b, "bad_request", e);
+		} else if (check_key(s, &k, &res) == -1) {
+			metrics_inc(MET_BAD_ITEMS);
+			check_render_error(&b, "authority_unavailable",
+			    "possibly revoked; the authority cannot be "
+			    "reached");
+		} else
+			check_render(&b, s, &k, &res);
+	}
+	sbuf_adds(&b, "]}\n");
+	snprintf(ver, sizeof(ver), "%llu", (unsigned long long)s->version);
+	snapshot_release(s);
+	if ((body = sbuf_take(&b, &len)) == NULL)
+		return MHD_NO;
+	h[0].name = "X-Revcheck-Filter-Version";
+	h[0].value = ver;
+	return server_reply(r, MHD_HTTP_OK, body, len, "application/json", h,
+	    1);
+}
+
+static enum MHD_Result
+check_post(const struct server_req *r)
+{
+	const cJSON *items;
+	const char *why = NULL;
+	struct revkey k;
+	char e[300];
+	cJSON *root;
+	enum MHD_Result ret;
+
+	if ((root = parse_body(r, &why)) == NULL)
+		return server_error(r, MHD_HTTP_BAD_REQUEST, "bad_request",
+		    why, 0);
+	items = cJSON_GetObjectItemCaseSensitive(root, "items");
+	if (items != NULL) {
+		if (!cJSON_IsArray(items))
+			ret = server_error(r, MHD_HTTP_BAD_REQUEST,
+			    "bad_request", "\"items\" must be an array", 0);
+		else
+			ret = check_batch(r, items);
+	} else if (check_key_from_json(root, &k, e, sizeof(e)) == -1)
+		ret = server_error(r, MHD_HTTP_BAD_REQUEST, "bad_request", e,
+		    0);
+	else
+		ret = answer_one(r, &k);
+	cJSON_Delete(root);
+	return ret;
+}
+
+enum MHD_Result
+handle_check(const struct server_req *r)
+{
+	if (strcmp(r->method, "POST") == 0)
+		return check_post(r);
+	return check_get(r);
+}
+
+/* %XX decoding in place; '+' is kept (nginx escapes it). -1 on bad %. */
+static int
+pct_decode(char *s, size_t *len)
+{
+	size_t i, o = 0;
+	int hi, lo;
+
+	for (i = 0; i < *len; i++) {
+		if (s[i] != '%') {
+			s[o++] = s[i];
+			continue;
+		}
+		if (i + 2 >= *len)
+			return -1;
+		hi = s[i + 1];
+		lo = s[i + 2];
+		hi = hi >= '0' && hi <= '9' ? hi - '0' :
+		    (hi | 0x20) >= 'a' && (hi | 0x20) <= 'f' ?
+		    (hi | 0x20) - 'a' + 10 : -1;
+		lo = lo >= '0' && lo <= '9' ? lo - '0' :
+		    (lo | 0x20) >= 'a' && (lo | 0x20) <= 'f' ?
+		    (lo | 0x20) - 'a' + 10 : -1;
+		if (hi < 0 || lo < 0)
+			return -1;
+		s[o++] = (char)(hi << 4 | lo);
+		i += 2;
+	}
+	*len = o;
+	return 0;
+}
+
+/*
+ * The key of a client certificate passed in a header: URL-encoded PEM
+ * (nginx $ssl_client_escaped_cert), or bare base64 DER (Traefik).
+ */
+static int
+cert_header_key(struct revkey *k, const char *v, char *err, size_t errlen)
+{
+	char *buf = NULL, *b64 = NULL;
+	unsigned char *der = NULL;
+	size_t len = strlen(v), i, n = 0;
+	int dl, rc = -1;
+
+	if (len == 0 || len > AUTHZ_CERT_MAX) {
+		snprintf(err, errlen, "certificate header empty or too long");
+		return -1;
+	}
+	if ((buf = malloc(len + 1)) == NULL)
+		goto out;
+	memcpy(buf, v, len + 1);
+	if (pct_decode(buf, &len) == -1) {
+		snprintf(err, errlen, "bad percent-encoding in the "
+		    "certificate header");
+		goto out;
+	}
+	if (len >= 10 && memcmp(buf, "-----BEGIN", 10) == 0) {
+		rc = revkey_from_cert_bytes(k, buf, len, err, errlen);
+		goto out;
+	}
+	/* Bare base64 of the DER: strip whitespace, decode. */
+	if ((b64 = malloc(len + 1)) == NULL || (der = malloc(len)) == NULL)
+		goto out;
+	for (i = 0; i < len; i++)
+		if (buf[i] != ' ' && buf[i] != '\t' && buf[i] != '\r' &&
+		    buf[i] != '\n')
+			b64[n++] = buf[i];
+	if (n == 0 || n % 4 != 0 || n > INT32_MAX) {
+		snprintf(err, errlen, "certificate header is neither PEM nor "
+		    "base64 DER");
+		goto out;
+	}
+	dl = EVP_DecodeBlock(der, (unsigned char *)b64, (int)n);
+	if (dl < 0) {
+		snprintf(err, errlen, "certificate header: bad base64");
+		goto out;
+	}
+	if (b64[n - 1] == '=')
+		dl--;
+	if (b64[n - 2] == '=')
+		dl--;
+	rc = revkey_from_cert_bytes(k, der, (size_t)dl, err, errlen);
+out:
+	if (rc == -1 && buf == NULL)
+		snprintf(err, errlen, "out of memory");
+	free(buf);
+	free(b64);
+	free(der);
+	return rc;
+}
+
+static enum MHD_Result
+authz_reply(const struct server_req *r, unsigned status, const char *verdict,
+    const char *ver)
+{
+	struct server_hdr h[3];
+	struct sbuf b;
+	char *body;
+	size_t len, nh = 0;
+
+	sbuf_init(&b, 96, 0);
+	sbuf_adds(&b, "{\"verdict\":\"");
+	sbuf_adds(&b, verdict);
+	sbuf_adds(&b, "\"");
+	if (ver != NULL) {
+		sbuf_adds(&b, ",\"filter_version\":");
+		sbuf_adds(&b, ver);
+	}
+	sbuf_adds(&b, "}\n");
+	if ((body = sbuf_take(&b, &len)) == NULL)
+		return MHD_NO;
+	h[nh].name = "X-Revcheck-Status";
+	h[nh++].value = verdict;
+	if (ver != NULL) {
+		h[nh].name = "X-Revcheck-Filter-Version";
+		h[nh++].value = ver;
+	}
+	if (status == MHD_HTTP_UNAUTHORIZED) {
+		h[nh].name = MHD_HTTP_HEADER_WWW_AUTHENTICATE;
+		h[nh++].value = "Bearer";
+	}
+	return server_reply(r, status, body, len, "application/json", h, nh);
+}
+
+/*
+ * Every credential present is checked; the worst verdict wins (revoked,
+ * then not_covered, then not_revoked), so adding a clean credential can
+ * never hide a revoked one.
+ */
+enum MHD_Result
+handle_authz(const struct server_req *r)
+{
+	const struct config *c = r->ctx->cfg;
+	struct revkey keys[2];
+	struct check_result res;
+	struct snapshot *s;
+	enum stale_reason why;
+	enum check_gate g;
+	const char *auth, *cert, *tok;
+	char e[256], ver[24];
+	size_t nk = 0, i, tl;
+	bool revoked = false, uncovered = false;
+
+	auth = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+	    MHD_HTTP_HEADER_AUTHORIZATION);
+	cert = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+	    c->authz_cert_header);
+	if (auth != NULL && strncasecmp(auth, "Bearer ", 7) == 0) {
+		tok = auth + 7;
+		while (*tok == ' ')
+			tok++;
+		tl = strlen(tok);
+		while (tl > 0 && tok[tl - 1] == ' ')
+			tl--;
+		if (jwt_revkey(&keys[nk], tok, tl, e, sizeof(e)) == -1)
+			return authz_reply(r, MHD_HTTP_UNAUTHORIZED,
+			    "bad_credential", NULL);
+		nk++;
+	}
+	if (cert != NULL && cert[0] != '\0') {
+		if (cert_header_key(&keys[nk], cert, e, sizeof(e)) == -1)
+			return authz_reply(r, MHD_HTTP_UNAUTHORIZED,
+			    "bad_credential", NULL);
+		nk++;
+	}
+	if (nk == 0)
+		return authz_reply(r, MHD_HTTP_UNAUTHORIZED, "no_credential",
+		    NULL);
+	g = check_begin(r->ctx->slot, &r->ctx->policy, util_now(), &s,
+	    &why);
+	if (g != CHECK_GATE_OK)
+		return authz_reply(r, MHD_HTTP_SERVICE_UNAVAILABLE,
+		    g == CHECK_GATE_NO_FILTER ? "no_filter" : "filter_stale",
+		    NULL);
+	snprintf(ver, sizeof(ver), "%llu", (unsigned long long)s->version);
+	for (i = 0; i < nk; i++) {
+		if (check_key(s, &keys[i], &res) == -1) {
+			snapshot_release(s);
+			return authz_reply(r, MHD_HTTP_SERVICE_UNAVAILABLE,
+			    "authority_unavailable", ver);
+		}
+		if (res.status == CHECK_REVOKED)
+			revoked = true;
+		else if (res.status == CHECK_NOT_COVERED)
+			uncovered = true;
+	}
+	snapshot_release(s);
+	if (revoked)
+		return authz_reply(r, MHD_HTTP_FORBIDDEN, "revoked", ver);
+	if (uncovered && !c->authz_not_covered_allow)
+		return authz_reply(r, MHD_HTTP_FORBIDDEN, "not_covered", ver);
+	return authz_reply(r, MHD_HTTP_OK, uncovered ? "not_covered" :
+	    "not_revoked", ver);
+}

@@ -1,0 +1,545 @@
+/* loader.c - loads, verifies and installs filters; rollback state; audit log */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "loader.h"
+#include "log.h"
+#include "metrics.h"
+#include "publish.h"
+#include "sbuf.h"
+#include "util.h"
+
+#define STATE_MAX (1024 * 1024)
+
+static int
+path_join(char *out, size_t cap, const char *dir, const char *name)
+{
+	int n = snprintf(out, cap, "%s/%s", dir, name);
+
+	return (n < 0 || (size_t)n >= cap) ? -1 : 0;
+}
+
+static int
+copy_str(char *out, size_t cap, const char *s)
+{
+	int n = snprintf(out, cap, "%s", s);
+
+	return (n < 0 || (size_t)n >= cap) ? -1 : 0;
+}
+
+/* Reads the rollback state: {"signers": [{"signer", "version", "sha256"}]}. */
+static int
+state_read(struct loader *l, char *err, size_t errlen)
+{
+	unsigned char *buf = NULL;
+	size_t len = 0;
+	char e[512];
+	cJSON *root = NULL;
+	const cJSON *arr, *it, *sg, *ver, *sha;
+	struct loader_hwm *h;
+	int rc = -1;
+
+	if (access(l->state_path, F_OK) == -1 && errno == ENOENT)
+		return 0;
+	if (util_read_file(l->state_path, STATE_MAX, &buf, &len, e,
+	    sizeof(e)) == -1) {
+		snprintf(err, errlen, "rollback state: %s", e);
+		return -1;
+	}
+	root = cJSON_ParseWithLength((const char *)buf, len);
+	arr = cJSON_GetObjectItemCaseSensitive(root, "signers");
+	if (!cJSON_IsArray(arr)) {
+		snprintf(err, errlen, "%s: corrupt rollback state (no "
+		    "\"signers\" array); refusing to start rather than "
+		    "forget the highest accepted versions", l->state_path);
+		goto out;
+	}
+	cJSON_ArrayForEach(it, arr) {
+		sg = cJSON_GetObjectItemCaseSensitive(it, "signer");
+		ver = cJSON_GetObjectItemCaseSensitive(it, "version");
+		sha = cJSON_GetObjectItemCaseSensitive(it, "sha256");
+		if (l->nhwm >= LOADER_MAX_SIGNERS) {
+			snprintf(err, errlen, "%s: more than %d signers",
+			    l->state_path, LOADER_MAX_SIGNERS);
+			goto out;
+		}
+		h = &l->hwm[l->nhwm];
+		if (!cJSON_IsString(sg) || !cJSON_IsString(ver) ||
+		    !cJSON_IsString(sha) ||
+		    strlen(sg->valuestring) != 2 * SIGN_KEYID_LEN ||
+		    strlen(sha->valuestring) != 64 ||
+		    util_unhex(h->signer, sizeof(h->signer), sg->valuestring,
+		    2 * SIGN_KEYID_LEN, false) != SIGN_KEYID_LEN ||
+		    util_unhex(h->sha256, sizeof(h->sha256), sha->valuestring,
+		    64, false) != 32 ||
+		    util_parse_u64(ver->valuestring, UINT64_MAX,
+		    &h->version) == -1) {
+			snprintf(err, errlen, "%s: corrupt rollback state "
+			    "entry %zu", l->state_path, l->nhwm);
+			goto out;
+		}
+		l->nhwm++;
+	}
+	rc = 0;
+out:
+	cJSON_Delete(root);
+	free(buf);
+	return rc;
+}
+
+/* Writes the state to a temporary file, fsyncs, renames, fsyncs the dir. */
+static int
+state_write(struct loader *l, const struct loader_hwm *hwm, size_t n,
+    char *err, size_t errlen)
+{
+	struct sbuf b;
+	char tmp[PATH_MAX + 32], hex[65], dir[PATH_MAX], *slash;
+	size_t i;
+	int fd = -1, dfd, rc = -1, k;
+
+	sbuf_init(&b, 256, STATE_MAX);
+	sbuf_adds(&b, "{\"signers\":[");
+	for (i = 0; i < n; i++) {
+		sbuf_adds(&b, i ? ",{\"signer\":\"" : "{\"signer\":\"");
+		util_hex(hex, hwm[i].signer, SIGN_KEYID_LEN);
+		sbuf_adds(&b, hex);
+		sbuf_adds(&b, "\",\"version\":\"");
+		sbuf_add_u64(&b, hwm[i].version);
+		sbuf_adds(&b, "\",\"sha256\":\"");
+		util_hex(hex, hwm[i].sha256, 32);
+		sbuf_adds(&b, hex);
+		sbuf_adds(&b, "\"}");
+	}
+	sbuf_adds(&b, "]}\n");
+	if (!sbuf_ok(&b)) {
+		snprintf(err, errlen, "rollback state: out of memory");
+		goto out;
+	}
+	k = snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", l->state_path,
+	    (long)getpid());
+	if (k < 0 || (size_t)k >= sizeof(tmp)) {
+		snprintf(err, errlen, "rollback state: path too long");
+		goto out;
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd == -1) {
+		snprintf(err, errlen, "%.180s: %s", tmp, strerror(errno));
+		goto out;
+	}
+	if (util_write_all(fd, b.p, b.len) == -1 || fsync(fd) == -1) {
+		snprintf(err, errlen, "%.180s: %s", tmp, strerror(errno));
+		goto out_unlink;
+	}
+	if (close(fd) == -1) {
+		fd = -1;
+		snprintf(err, errlen, "%.180s: %s", tmp, strerror(errno));
+		goto out_unlink;
+	}
+	fd = -1;
+	if (rename(tmp, l->state_path) == -1) {
+		snprintf(err, errlen, "%.180s: rename: %s", l->state_path,
+		    strerror(errno));
+		goto out_unlink;
+	}
+	if (copy_str(dir, sizeof(dir), l->state_path) == 0 &&
+	    (slash = strrchr(dir, '/')) != NULL) {
+		*slash = '\0';
+		if ((dfd = open(dir[0] ? dir : "/", O_RDONLY | O_DIRECTORY |
+		    O_CLOEXEC)) != -1) {
+			if (fsync(dfd) == -1) {
+				snprintf(err, errlen, "%.180s: fsync: %s", dir,
+				    strerror(errno));
+				close(dfd);
+				goto out;
+			}
+			close(dfd);
+		}
+	}
+	rc = 0;
+	goto out;
+out_unlink:
+	unlink(tmp);
+out:
+	if (fd != -1)
+		close(fd);
+	sbuf_free(&b);
+	return rc;
+}
+
+int
+loader_init(struct loader *l, const struct config *c,
+    const struct stale_policy *p, char *err, size_t errlen)
+{
+	char e[512];
+	size_t i;
+
+	memset(l, 0, sizeof(*l));
+	l->audit_fd = -1;
+	sign_ring_init(&l->ring);
+	pthread_mutex_init(&l->load_mu, NULL);
+	pthread_mutex_init(&l->ev_mu, NULL);
+	l->policy = *p;
+	l->edge = c->filter_dir == NULL;
+	if (c->filter_dir != NULL &&
+	    copy_str(l->filter_dir, sizeof(l->filter_dir), c->filter_dir)) {
+		snprintf(err, errlen, "filter_dir: path too long");
+		goto fail;
+	}
+	for (i = 0; i < c->ntrusted; i++) {
+		if (sign_ring_add(&l->ring, c->trusted_keys[i], e,
+		    sizeof(e)) == -1) {
+			snprintf(err, errlen, "trusted_key: %s", e);
+			goto fail;
+		}
+	}
+	if (path_join(l->state_path, sizeof(l->state_path), c->state_dir,
+	    LOADER_STATE_NAME) == -1) {
+		snprintf(err, errlen, "state_dir: path too long");
+		goto fail;
+	}
+	if (c->audit_log != NULL) {
+		if (copy_str(l->audit_path, sizeof(l->audit_path),
+		    c->audit_log) == -1) {
+			snprintf(err, errlen, "audit_log: path too long");
+			goto fail;
+		}
+	} else if (path_join(l->audit_path, sizeof(l->audit_path),
+	    c->state_dir, LOADER_AUDIT_NAME) == -1) {
+		snprintf(err, errlen, "state_dir: path too long");
+		goto fail;
+	}
+	if (access(c->state_dir, W_OK) == -1) {
+		snprintf(err, errlen, "state_dir: %s: %s", c->state_dir,
+		    strerror(errno));
+		goto fail;
+	}
+	if (state_read(l, err, errlen) == -1)
+		goto fail;
+	l->audit_fd = open(l->audit_path, O_WRONLY | O_APPEND | O_CREAT |
+	    O_CLOEXEC, 0640);
+	if (l->audit_fd == -1) {
+		snprintf(err, errlen, "audit_log: %s: %s", l->audit_path,
+		    strerror(errno));
+		goto fail;
+	}
+	return 0;
+fail:
+	loader_free(l);
+	return -1;
+}
+
+void
+loader_free(struct loader *l)
+{
+	if (l->audit_fd != -1)
+		close(l->audit_fd);
+	l->audit_fd = -1;
+	sign_ring_free(&l->ring);
+	pthread_mutex_destroy(&l->load_mu);
+	pthread_mutex_destroy(&l->ev_mu);
+}
+
+/* One JSON line to the audit log and stderr; updates last and counters. */
+static void
+audit(struct loader *l, const struct loader_event *ev)
+{
+	struct sbuf b;
+	char ts[UTIL_RFC3339_LEN];
+
+	util_rfc3339(ts, ev->time);
+	sbuf_init(&b, 512, 0);
+	sbuf_adds(&b, "{\"time\":\"");
+	sbuf_adds(&b, ts);
+	sbuf_adds(&b, "\",\"event\":\"load\",\"result\":\"");
+	sbuf_adds(&b, ev->accepted ? "accepted" : "refused");
+	sbuf_adds(&b, "\",\"version\":");
+	if (ev->version != 0)
+		sbuf_add_u64(&b, ev->version);
+	else
+		sbuf_adds(&b, "null");
+	sbuf_adds(&b, ",\"signer\":");
+	if (ev->signer[0] != '\0')
+		sbuf_add_jstrs(&b, ev->signer);
+	else
+		sbuf_adds(&b, "null");
+	sbuf_adds(&b, ",\"sha256\":");
+	if (ev->sha256[0] != '\0')
+		sbuf_add_jstrs(&b, ev->sha256);
+	else
+		sbuf_adds(&b, "null");
+	sbuf_adds(&b, ",\"source\":");
+	sbuf_add_jstrs(&b, ev->source);
+	sbuf_adds(&b, ",\"reason\":");
+	if (ev->reason[0] != '\0')
+		sbuf_add_jstrs(&b, ev->reason);
+	else
+		sbuf_adds(&b, "null");
+	sbuf_adds(&b, "}");
+	if (sbuf_ok(&b)) {
+		if (ev->accepted)
+			log_info("audit %s", b.p);
+		else
+			log_warn("audit %s", b.p);
+		sbuf_adds(&b, "\n");
+		if (l->audit_fd != -1 && sbuf_ok(&b) &&
+		    util_write_all(l->audit_fd, b.p, b.len) == -1)
+			log_err("audit log %s: %s", l->audit_path,
+			    strerror(errno));
+	}
+	sbuf_free(&b);
+	pthread_mutex_lock(&l->ev_mu);
+	l->last = *ev;
+	if (ev->accepted)
+		l->accepted++;
+	else
+		l->rejected++;
+	pthread_mutex_unlock(&l->ev_mu);
+	metrics_inc(ev->accepted ? MET_RELOAD_ACCEPTED :
+	    MET_RELOAD_REJECTED);
+}
+
+void
+loader_refuse(struct loader *l, uint64_t version, const char *source,
+    const char *reason)
+{
+	struct loader_event ev;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.time = util_now();
+	ev.version = version;
+	copy_str(ev.source, sizeof(ev.source), source);
+	copy_str(ev.reason, sizeof(ev.reason), reason);
+	audit(l, &ev);
+}
+
+uint64_t
+loader_highest(struct loader *l)
+{
+	uint64_t v = 0;
+	size_t i;
+
+	for (i = 0; i < l->nhwm; i++)
+		if (l->hwm[i].version > v)
+			v = l->hwm[i].version;
+	return v;
+}
+
+/* The entry holding the highest version, or NULL. */
+static const struct loader_hwm *
+highest_entry(const struct loader *l)
+{
+	const struct loader_hwm *best = NULL;
+	size_t i;
+
+	for (i = 0; i < l->nhwm; i++)
+		if (best == NULL || l->hwm[i].version > best->version)
+			best = &l->hwm[i];
+	return best;
+}
+
+int
+loader_accept(struct loader *l, struct snapshot_slot *sl, struct ffile *ff,
+    struct table *tab, const char *source)
+{
+	struct loader_event ev;
+	struct loader_hwm next[LOADER_MAX_SIGNERS];
+	const struct ffile_info *fi = ffile_info(ff);
+	const struct loader_hwm *top;
+	struct snapshot *cur, *s;
+	enum stale_reason sr;
+	char e[256];
+	size_t n, i;
+	int64_t now = util_now();
+	int rc = -1;
+
+	pthread_mutex_lock(&l->load_mu);
+	memset(&ev, 0, sizeof(ev));
+	ev.time = now;
+	ev.version = fi->version;
+	util_hex(ev.signer, fi->signer, SIGN_KEYID_LEN);
+	util_hex(ev.sha256, ffile_sha256(ff), 32);
+	copy_str(ev.source, sizeof(ev.source), source);
+
+	/* This exact filter already serving: nothing to do, nothing to log. */
+	if ((cur = snapshot_acquire(sl)) != NULL) {
+		bool same = memcmp(ffile_sha256(cur->ff), ffile_sha256(ff),
+		    32) == 0;
+		snapshot_release(cur);
+		if (same) {
+			rc = 1;
+			goto out_close;
+		}
+	}
+	if (ffile_verify(ff, &l->ring, e, sizeof(e)) == -1) {
+		snprintf(ev.reason, sizeof(ev.reason), "signature: %.200s", e);
+		goto refuse;
+	}
+	if (tab == NULL && !l->edge) {
+		snprintf(ev.reason, sizeof(ev.reason), "no authoritative "
+		    "table");
+		goto refuse;
+	}
+	if (tab != NULL && table_check_binding(tab, fi->table_sha256,
+	    fi->table_len, e, sizeof(e)) == -1) {
+		snprintf(ev.reason, sizeof(ev.reason), "table does not match "
+		    "the filter: %.200s", e);
+		goto refuse;
+	}
+	sr = stale_check(fi, &l->policy, now, 0);
+	if (sr != STALE_FRESH) {
+		snprintf(ev.reason, sizeof(ev.reason), "stale: %s",
+		    stale_reason_str(sr));
+		goto refuse;
+	}
+	top = highest_entry(l);
+	if (top != NULL && fi->version < top->version) {
+		snprintf(ev.reason, sizeof(ev.reason), "rollback: version "
+		    "%llu is below the highest accepted %llu",
+		    (unsigned long long)fi->version,
+		    (unsigned long long)top->version);
+		goto refuse;
+	}
+	if (top != NULL && fi->version == top->version &&
+	    memcmp(top->sha256, ffile_sha256(ff), 32) != 0) {
+		snprintf(ev.reason, sizeof(ev.reason), "version %llu was "
+		    "already accepted with different bytes",
+		    (unsigned long long)fi->version);
+		goto refuse;
+	}
+
+	/* Persist the new high-water mark before serving the filter. */
+	n = l->nhwm;
+	memcpy(next, l->hwm, n * sizeof(next[0]));
+	for (i = 0; i < n; i++)
+		if (memcmp(next[i].signer, fi->signer, SIGN_KEYID_LEN) == 0)
+			break;
+	if (i == n) {
+		if (n >= LOADER_MAX_SIGNERS) {
+			snprintf(ev.reason, sizeof(ev.reason), "too many "
+			    "signers in the rollback state");
+			goto refuse;
+		}
+		memcpy(next[i].signer, fi->signer, SIGN_KEYID_LEN);
+		next[i].version = 0;
+		n++;
+	}
+	if (fi->version >= next[i].version) {
+		next[i].version = fi->version;
+		memcpy(next[i].sha256, ffile_sha256(ff), 32);
+	}
+	if (n != l->nhwm || memcmp(next, l->hwm, n * sizeof(next[0])) != 0) {
+		if (state_write(l, next, n, e, sizeof(e)) == -1) {
+			snprintf(ev.reason, sizeof(ev.reason), "cannot "
+			    "persist rollback state: %.200s", e);
+			goto refuse;
+		}
+		memcpy(l->hwm, next, n * sizeof(next[0]));
+		l->nhwm = n;
+	}
+	if ((s = snapshot_new(ff, tab, now)) == NULL) {
+		ff = NULL;
+		tab = NULL;
+		snprintf(ev.reason, sizeof(ev.reason), "out of memory");
+		goto refuse;
+	}
+	snapshot_swap(sl, s);
+	ev.accepted = true;
+	audit(l, &ev);
+	pthread_mutex_unlock(&l->load_mu);
+	return 0;
+refuse:
+	audit(l, &ev);
+	rc = -1;
+out_close:
+	if (ff != NULL)
+		ffile_close(ff);
+	if (tab != NULL)
+		table_close(tab);
+	pthread_mutex_unlock(&l->load_mu);
+	return rc;
+}
+
+int
+loader_load_files(struct loader *l, struct snapshot_slot *sl,
+    const char *filter_path, const char *table_path)
+{
+	struct ffile *ff;
+	struct table *tab = NULL;
+	char e[512], reason[600];
+
+	if ((ff = ffile_open(filter_path, e, sizeof(e))) == NULL) {
+		snprintf(reason, sizeof(reason), "filter: %s", e);
+		loader_refuse(l, 0, filter_path, reason);
+		return -1;
+	}
+	if (table_path != NULL &&
+	    (tab = table_open(table_path, e, sizeof(e))) == NULL) {
+		snprintf(reason, sizeof(reason), "table: %s", e);
+		loader_refuse(l, ffile_info(ff)->version, filter_path, reason);
+		ffile_close(ff);
+		return -1;
+	}
+	return loader_accept(l, sl, ff, tab, filter_path);
+}
+
+int
+loader_poll(struct loader *l, struct snapshot_slot *sl, bool force)
+{
+	char vdir[PATH_MAX], fpath[PATH_MAX], tpath[PATH_MAX], e[512];
+	uint64_t version = 0;
+	struct stat st;
+	int r;
+
+	if (l->filter_dir[0] == '\0')
+		return 1;
+	r = publish_current(l->filter_dir, vdir, sizeof(vdir), &version, e,
+	    sizeof(e));
+	if (r != 0) {
+		if (r != l->last_pub_err) {
+			if (r == 1)
+				log_info("waiting for %s/%s", l->filter_dir,
+				    PUBLISH_CURRENT);
+			else
+				log_warn("filter dir: %s", e);
+		}
+		l->last_pub_err = r;
+		return r == 1 ? 1 : -1;
+	}
+	l->last_pub_err = 0;
+	if (path_join(fpath, sizeof(fpath), vdir, PUBLISH_FILTER_NAME) == -1 ||
+	    path_join(tpath, sizeof(tpath), vdir, PUBLISH_TABLE_NAME) == -1) {
+		log_warn("filter dir: path too long");
+		return -1;
+	}
+	if (stat(fpath, &st) == -1)
+		memset(&st, 0, sizeof(st));
+	if (!force && strcmp(vdir, l->last_target) == 0 &&
+	    st.st_ino == l->last_st.st_ino && st.st_dev == l->last_st.st_dev &&
+	    st.st_size == l->last_st.st_size &&
+	    st.st_mtim.tv_sec == l->last_st.st_mtim.tv_sec &&
+	    st.st_mtim.tv_nsec == l->last_st.st_mtim.tv_nsec)
+		return 1;
+	copy_str(l->last_target, sizeof(l->last_target), vdir);
+	l->last_st = st;
+	return loader_load_files(l, sl, fpath, tpath);
+}
+
+void
+loader_stats(struct loader *l, struct loader_event *last,
+    uint64_t *accepted, uint64_t *rejected)
+{
+	pthread_mutex_lock(&l->ev_mu);
+	if (last != NULL)
+		*last = l->last;
+	if (accepted != NULL)
+		*accepted = l->accepted;
+	if (rejected != NULL)
+		*rejected = l->rejected;
+	pthread_mutex_unlock(&l->ev_mu);
+}

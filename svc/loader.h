@@ -1,0 +1,113 @@
+/* loader.h - loads, verifies and installs filters; rollback state; audit log */
+#ifndef REVCHECK_SVC_LOADER_H
+#define REVCHECK_SVC_LOADER_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "config.h"
+#include "sign.h"
+#include "snapshot.h"
+#include "stale.h"
+
+#define LOADER_MAX_SIGNERS	64
+#define LOADER_STATE_NAME	"rollback.json"
+#define LOADER_AUDIT_NAME	"audit.log"
+
+/* One accepted or refused load, as written to the audit log. */
+struct loader_event {
+	int64_t		 time;		/* 0: no load attempted yet */
+	uint64_t	 version;	/* 0 when unknown */
+	char		 signer[65];	/* hex key id, "" when unknown */
+	char		 sha256[65];	/* of the filter file, "" when unknown */
+	bool		 accepted;
+	char		 reason[256];	/* why refused; "" when accepted */
+	char		 source[PATH_MAX];
+};
+
+/* Highest accepted version per signer, persisted in the state dir. */
+struct loader_hwm {
+	unsigned char	 signer[SIGN_KEYID_LEN];
+	uint64_t	 version;
+	unsigned char	 sha256[32];
+};
+
+struct loader {
+	char		 filter_dir[PATH_MAX];	/* "" on an edge */
+	char		 state_path[PATH_MAX];
+	char		 audit_path[PATH_MAX];
+	int		 audit_fd;
+	bool		 edge;		/* no table: positives need the authority */
+	struct sign_ring ring;
+	struct stale_policy policy;
+	struct loader_hwm hwm[LOADER_MAX_SIGNERS];
+	size_t		 nhwm;
+	/* What the last poll looked at, to skip unchanged directories. */
+	char		 last_target[PATH_MAX];
+	struct stat	 last_st;
+	int		 last_pub_err;	/* log "no current pair" once */
+	pthread_mutex_t	 load_mu;	/* one load at a time */
+	pthread_mutex_t	 ev_mu;		/* guards last, accepted, rejected */
+	struct loader_event last;
+	uint64_t	 accepted;
+	uint64_t	 rejected;
+};
+
+/*
+ * Sets up a loader from the configuration: loads the trusted keys, reads
+ * the rollback state (a missing file is an empty state; a corrupt one is
+ * an error, never silently reset), opens the audit log for appending.
+ * Returns 0, or -1 with err naming the key or file; l is then freed.
+ */
+int loader_init(struct loader *l, const struct config *c,
+    const struct stale_policy *p, char *err, size_t errlen);
+
+void loader_free(struct loader *l);
+
+/*
+ * Looks at FILTER_DIR/current and, when it names a pair other than the
+ * last one looked at (or force), loads it with loader_load_files().
+ * Returns 1 when there was nothing new, 0 when a filter was installed,
+ * -1 when the pair was refused (logged, audited, counted; the previous
+ * filter keeps serving).
+ */
+int loader_poll(struct loader *l, struct snapshot_slot *sl, bool force);
+
+/*
+ * Opens and installs a filter file and its table (table_path NULL on an
+ * edge). Same results as loader_poll, with 1 meaning "this exact filter
+ * is already installed".
+ */
+int loader_load_files(struct loader *l, struct snapshot_slot *sl,
+    const char *filter_path, const char *table_path);
+
+/*
+ * The single acceptance path, for local loads and edge syncs alike: takes
+ * ownership of ff and tab (tab may be NULL only on an edge); checks the
+ * signature against the ring, the table binding, freshness, and the
+ * rollback rules (a version below the highest accepted, or the highest
+ * version with other bytes, is refused); persists the new high-water mark
+ * before swapping the snapshot in. Writes one audit line either way.
+ * Returns 0 installed, 1 already installed (nothing written), -1 refused.
+ */
+int loader_accept(struct loader *l, struct snapshot_slot *sl,
+    struct ffile *ff, struct table *tab, const char *source);
+
+/*
+ * Records a refusal that happened before a filter could be parsed (for
+ * example a download or open failure): one audit line, one count.
+ */
+void loader_refuse(struct loader *l, uint64_t version, const char *source,
+    const char *reason);
+
+/* A consistent copy of the last event and the counters. */
+void loader_stats(struct loader *l, struct loader_event *last,
+    uint64_t *accepted, uint64_t *rejected);
+
+/* The highest version accepted from any signer (0: none yet). */
+uint64_t loader_highest(struct loader *l);
+
+#endif

@@ -1,0 +1,51 @@
+/* metrics.h - process-wide counters, lock-free (relaxed atomics) */
+#ifndef REVCHECK_SVC_METRICS_H
+#define REVCHECK_SVC_METRICS_H
+
+#include <stdint.h>
+
+#include "sbuf.h"
+
+enum metric {
+	MET_CHECKS = 0,		/* keys answered (batch items count one each) */
+	MET_FILTER_NEGATIVE,	/* zero bit: not_revoked from the filter */
+	MET_FALLTHROUGH,	/* filter positive sent to the authority */
+	MET_CONFIRMED_REVOKED,	/* authority said revoked */
+	MET_FALSE_POSITIVE,	/* authority said not revoked */
+	MET_NOT_COVERED,	/* scope not in the filter */
+	MET_REFUSED_STALE,	/* requests refused: filter_stale */
+	MET_REFUSED_NO_FILTER,	/* requests refused: no_filter */
+	MET_AUTHORITY_UNAVAILABLE, /* positives with no authority answer */
+	MET_BAD_ITEMS,		/* batch items answered with an error */
+	MET_RELOAD_ACCEPTED,
+	MET_RELOAD_REJECTED,
+	MET_COUNT_
+};
+
+enum metric_endpoint {
+	EP_CHECK = 0, EP_AUTHZ, EP_STATUS, EP_METRICS, EP_HEALTHZ, EP_READYZ,
+	EP_FILTER, EP_OTHER, EP_COUNT_
+};
+
+void metrics_inc(enum metric m);
+void metrics_add(enum metric m, uint64_t n);
+uint64_t metrics_get(enum metric m);
+
+/* Counts one response by endpoint and HTTP status. Can't fail. */
+void metrics_request(enum metric_endpoint ep, unsigned status);
+
+/* Stable names: "checks", "filter_negative", ...; "check", "authz", ... */
+const char *metrics_name(enum metric m);
+const char *metrics_endpoint_name(enum metric_endpoint ep);
+
+/*
+ * Appends the request counters in Prometheus text format:
+ * revcheckd_http_requests_total{endpoint="check",code="200"} N
+ * (only non-zero series).
+ */
+void metrics_render_requests(struct sbuf *b);
+
+/* Zeroes every counter (tests). */
+void metrics_reset(void);
+
+#endif

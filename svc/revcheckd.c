@@ -1,0 +1,301 @@
+/* revcheckd.c - the revocation check daemon: startup, signals, reload loop */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "config.h"
+#include "loader.h"
+#include "log.h"
+#include "notify.h"
+#include "publish.h"
+#include "server.h"
+#include "snapshot.h"
+#include "util.h"
+
+#define DRAIN_MS	10000	/* SIGTERM: how long requests may finish */
+#define RETRY_EMPTY	30	/* seconds between retries with no filter */
+
+static volatile sig_atomic_t got_term;
+static volatile sig_atomic_t got_hup;
+static int sig_pipe[2] = { -1, -1 };
+
+static void
+on_signal(int sig)
+{
+	int saved = errno;
+
+	if (sig == SIGHUP)
+		got_hup = 1;
+	else
+		got_term = 1;
+	if (sig_pipe[1] != -1)
+		(void)!write(sig_pipe[1], "x", 1);
+	errno = saved;
+}
+
+static int
+setup_signals(void)
+{
+	struct sigaction sa;
+
+	if (pipe2(sig_pipe, O_NONBLOCK | O_CLOEXEC) == -1)
+		return -1;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGTERM, &sa, NULL) == -1 ||
+	    sigaction(SIGINT, &sa, NULL) == -1 ||
+	    sigaction(SIGHUP, &sa, NULL) == -1)
+		return -1;
+	sa.sa_handler = SIG_IGN;
+	return sigaction(SIGPIPE, &sa, NULL);
+}
+
+/* --check-config: the settings hang together and every key loads. */
+static int
+check_config(const struct config *c)
+{
+	struct sign_ring ring;
+	char err[512];
+	size_t i;
+	int rc = 0;
+
+	if (config_validate(c, err, sizeof(err)) == -1) {
+		fprintf(stderr, "revcheckd: %s%s%s\n", c->config_file ?
+		    c->config_file : "", c->config_file ? ": " : "", err);
+		return -1;
+	}
+	sign_ring_init(&ring);
+	for (i = 0; i < c->ntrusted; i++) {
+		if (sign_ring_add(&ring, c->trusted_keys[i], err,
+		    sizeof(err)) == -1) {
+			fprintf(stderr, "revcheckd: trusted_key: %s\n", err);
+			rc = -1;
+			break;
+		}
+	}
+	sign_ring_free(&ring);
+	return rc;
+}
+
+static bool
+fresh_loaded(struct snapshot_slot *sl, const struct stale_policy *p)
+{
+	struct snapshot *s = snapshot_acquire(sl);
+	bool ok;
+
+	if (s == NULL)
+		return false;
+	ok = stale_check(s->info, p, util_now(),
+	    atomic_load(&sl->newer_seen_at)) == STALE_FRESH;
+	snapshot_release(s);
+	return ok;
+}
+
+/* Sets up inotify on the filter directory; -1 leaves the poll alone. */
+static int
+watch_dir(const char *dir)
+{
+	int fd;
+
+	if (dir == NULL)
+		return -1;
+	if ((fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) == -1)
+		return -1;
+	if (inotify_add_watch(fd, dir, IN_MOVED_TO | IN_CREATE |
+	    IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF) == -1) {
+		log_warn("inotify on %s: %s; polling only", dir,
+		    strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Drains inotify events; true when one touched "current". */
+static bool
+read_events(int fd)
+{
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	const struct inotify_event *ev;
+	bool hit = false;
+	ssize_t n;
+	size_t off;
+
+	while ((n = read(fd, buf, sizeof(buf))) > 0) {
+		for (off = 0; off + sizeof(*ev) <= (size_t)n;
+		    off += sizeof(*ev) + ev->len) {
+			ev = (const struct inotify_event *)(buf + off);
+			if (ev->len == 0 || strcmp(ev->name,
+			    PUBLISH_CURRENT) == 0)
+				hit = true;
+		}
+	}
+	return hit;
+}
+
+static int
+run(struct config *c)
+{
+	struct snapshot_slot slot;
+	struct loader loader;
+	struct server_ctx ctx;
+	struct server *srv = NULL;
+	struct pollfd pfd[2];
+	struct stale_policy pol;
+	char err[512], drain[64];
+	double last_poll, last_try, last_wd = 0, now;
+	uint64_t wd_usec;
+	bool ready = false;
+	int ino = -1, timeout, rc = 1, n;
+
+	pol.max_age = c->max_age;
+	pol.clock_skew = c->clock_skew;
+	pol.max_lag = c->max_lag;
+	snapshot_slot_init(&slot);
+	if (loader_init(&loader, c, &pol, err, sizeof(err)) == -1) {
+		log_err("%s", err);
+		snapshot_slot_free(&slot);
+		return 1;
+	}
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.cfg = c;
+	ctx.slot = &slot;
+	ctx.loader = &loader;
+	ctx.policy = pol;
+	ctx.started_at = util_now();
+	if (setup_signals() == -1) {
+		log_err("signals: %s", strerror(errno));
+		goto out;
+	}
+	if ((srv = server_start(&ctx, err, sizeof(err))) == NULL) {
+		log_err("%s", err);
+		goto out;
+	}
+	log_info("revcheckd %s listening on %s (%s mode, filter dir %s)",
+	    REVCHECK_VERSION, c->listen, c->filter_dir ? "origin" : "edge",
+	    c->filter_dir ? c->filter_dir : "-");
+	ino = watch_dir(c->filter_dir);
+	loader_poll(&loader, &slot, true);
+	last_poll = last_try = util_monotime();
+	wd_usec = notify_watchdog_usec();
+
+	while (!got_term) {
+		if (!ready && fresh_loaded(&slot, &pol)) {
+			ready = true;
+			notify_send("READY=1");
+			log_info("ready: serving filter version %llu",
+			    (unsigned long long)loader_highest(&loader));
+		} else if (ready && !fresh_loaded(&slot, &pol))
+			ready = false;	/* re-announce once fresh again */
+		timeout = (int)(c->poll_interval * 1000);
+		if (wd_usec != 0 && (uint64_t)timeout * 2000 > wd_usec)
+			timeout = (int)(wd_usec / 2000);
+		if (timeout > 1000)
+			timeout = 1000;	/* readiness follows the clock */
+		pfd[0].fd = sig_pipe[0];
+		pfd[0].events = POLLIN;
+		pfd[1].fd = ino;
+		pfd[1].events = POLLIN;
+		n = poll(pfd, ino != -1 ? 2 : 1, timeout);
+		if (n == -1 && errno != EINTR) {
+			log_err("poll: %s", strerror(errno));
+			break;
+		}
+		if (n > 0 && (pfd[0].revents & POLLIN))
+			while (read(sig_pipe[0], drain, sizeof(drain)) > 0)
+				;
+		if (got_term)
+			break;
+		now = util_monotime();
+		if (got_hup) {
+			got_hup = 0;
+			log_info("SIGHUP: reloading");
+			notify_reloading();
+			loader_poll(&loader, &slot, true);
+			notify_send("READY=1");
+			last_poll = last_try = now;
+		}
+		if (ino != -1 && n > 0 && (pfd[1].revents & POLLIN) &&
+		    read_events(ino)) {
+			loader_poll(&loader, &slot, false);
+			last_poll = now;
+		}
+		if (now - last_poll >= c->poll_interval) {
+			loader_poll(&loader, &slot, false);
+			last_poll = now;
+		}
+		if (!fresh_loaded(&slot, &pol) &&
+		    now - last_try >= RETRY_EMPTY) {
+			loader_poll(&loader, &slot, true);
+			last_try = now;
+		}
+		if (wd_usec != 0 && (now - last_wd) * 2e6 >= (double)wd_usec) {
+			notify_send("WATCHDOG=1");
+			last_wd = now;
+		}
+	}
+	log_info("stopping: draining requests in flight");
+	notify_send("STOPPING=1");
+	rc = 0;
+out:
+	server_stop(srv, DRAIN_MS);
+	if (ino != -1)
+		close(ino);
+	snapshot_slot_free(&slot);
+	loader_free(&loader);
+	if (rc == 0)
+		log_info("stopped");
+	return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct config c;
+	char err[1024];
+	int rc = 1;
+
+	log_init("revcheckd", LOG_LVL_INFO);
+	config_init(&c);
+	if (config_from_args(&c, argc, argv, err, sizeof(err)) == -1) {
+		fprintf(stderr, "revcheckd: %s\n", err);
+		if (c.action != CONFIG_CHECK)
+			fprintf(stderr, "try 'revcheckd --help'\n");
+		goto out;
+	}
+	switch (c.action) {
+	case CONFIG_HELP:
+		config_usage(stdout);
+		rc = 0;
+		goto out;
+	case CONFIG_VERSION:
+		printf("revcheckd %s\n", REVCHECK_VERSION);
+		rc = 0;
+		goto out;
+	case CONFIG_CHECK:
+		if (check_config(&c) == 0) {
+			printf("configuration OK\n");
+			rc = 0;
+		}
+		goto out;
+	case CONFIG_RUN:
+		break;
+	}
+	if (config_validate(&c, err, sizeof(err)) == -1) {
+		fprintf(stderr, "revcheckd: %s\n", err);
+		goto out;
+	}
+	log_init("revcheckd", (enum log_level)c.log_level);
+	rc = run(&c);
+out:
+	config_free(&c);
+	return rc;
+}

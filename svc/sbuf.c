@@ -1,0 +1,249 @@
+/* sbuf.c - growable byte buffer for response bodies, with JSON string escaping */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sbuf.h"
+
+void
+sbuf_init(struct sbuf *b, size_t hint, size_t max)
+{
+	b->p = NULL;
+	b->len = 0;
+	b->cap = hint < 64 ? 64 : hint;
+	b->max = max == 0 ? SIZE_MAX / 2 : max;
+	b->oom = false;
+}
+
+void
+sbuf_free(struct sbuf *b)
+{
+	free(b->p);
+	b->p = NULL;
+	b->len = 0;
+}
+
+bool
+sbuf_ok(const struct sbuf *b)
+{
+	return !b->oom;
+}
+
+char *
+sbuf_take(struct sbuf *b, size_t *len)
+{
+	char *p;
+
+	if (b->oom) {
+		sbuf_free(b);
+		return NULL;
+	}
+	if (b->p == NULL && (b->p = malloc(1)) == NULL)
+		return NULL;
+	p = b->p;
+	*len = b->len;
+	b->p = NULL;
+	b->len = 0;
+	return p;
+}
+
+/* Makes room for n more bytes plus a NUL. */
+static bool
+reserve(struct sbuf *b, size_t n)
+{
+	size_t need, cap;
+	char *np;
+
+	if (b->oom)
+		return false;
+	if (n > b->max - b->len - 1 || b->len + n + 1 > b->max) {
+		b->oom = true;
+		return false;
+	}
+	need = b->len + n + 1;
+	if (b->p != NULL && need <= b->cap)
+		return true;
+	cap = b->cap;
+	while (cap < need)
+		cap = cap > b->max / 2 ? b->max : cap * 2;
+	if ((np = realloc(b->p, cap)) == NULL) {
+		b->oom = true;
+		return false;
+	}
+	b->p = np;
+	b->cap = cap;
+	return true;
+}
+
+void
+sbuf_add(struct sbuf *b, const void *p, size_t n)
+{
+	if (!reserve(b, n))
+		return;
+	memcpy(b->p + b->len, p, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+void
+sbuf_adds(struct sbuf *b, const char *s)
+{
+	sbuf_add(b, s, strlen(s));
+}
+
+void
+sbuf_addf(struct sbuf *b, const char *fmt, ...)
+{
+	va_list ap;
+	char tmp[256];
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		b->oom = true;
+		return;
+	}
+	if ((size_t)n < sizeof(tmp)) {
+		sbuf_add(b, tmp, (size_t)n);
+		return;
+	}
+	if (!reserve(b, (size_t)n))
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		b->oom = true;
+		return;
+	}
+	b->len += (size_t)n;
+}
+
+void
+sbuf_add_u64(struct sbuf *b, uint64_t v)
+{
+	char tmp[24];
+	size_t i = sizeof(tmp);
+
+	do {
+		tmp[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v != 0);
+	sbuf_add(b, tmp + i, sizeof(tmp) - i);
+}
+
+void
+sbuf_add_i64(struct sbuf *b, int64_t v)
+{
+	if (v < 0) {
+		sbuf_add(b, "-", 1);
+		sbuf_add_u64(b, (uint64_t)0 - (uint64_t)v);
+	} else
+		sbuf_add_u64(b, (uint64_t)v);
+}
+
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 when invalid. */
+static size_t
+utf8_len(const unsigned char *s, size_t n)
+{
+	uint32_t cp;
+	size_t len, i;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
+		len = 2;
+		cp = s[0] & 0x1f;
+	} else if (s[0] >= 0xe0 && s[0] <= 0xef) {
+		len = 3;
+		cp = s[0] & 0x0f;
+	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+		len = 4;
+		cp = s[0] & 0x07;
+	} else
+		return 0;
+	if (n < len)
+		return 0;
+	for (i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+	    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+void
+sbuf_add_jstr(struct sbuf *b, const void *p, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *s = p;
+	size_t i = 0, run, l;
+	char esc[6];
+
+	sbuf_add(b, "\"", 1);
+	while (i < n) {
+		/* Copy the longest run that needs no escaping in one go. */
+		run = i;
+		while (run < n && s[run] >= 0x20 && s[run] < 0x7f &&
+		    s[run] != '"' && s[run] != '\\' && s[run] != '<' &&
+		    s[run] != '>' && s[run] != '&')
+			run++;
+		if (run > i) {
+			sbuf_add(b, s + i, run - i);
+			i = run;
+			continue;
+		}
+		if (s[i] == '"' || s[i] == '\\') {
+			esc[0] = '\\';
+			esc[1] = (char)s[i];
+			sbuf_add(b, esc, 2);
+			i++;
+		} else if (s[i] < 0x80) {
+			esc[0] = '\\';
+			esc[1] = 'u';
+			esc[2] = '0';
+			esc[3] = '0';
+			esc[4] = hex[s[i] >> 4];
+			esc[5] = hex[s[i] & 15];
+			sbuf_add(b, esc, 6);
+			i++;
+		} else if ((l = utf8_len(s + i, n - i)) != 0) {
+			sbuf_add(b, s + i, l);
+			i += l;
+		} else {
+			sbuf_add(b, "\\ufffd", 6);
+			i++;
+		}
+	}
+	sbuf_add(b, "\"", 1);
+}
+
+void
+sbuf_add_jstrs(struct sbuf *b, const char *s)
+{
+	sbuf_add_jstr(b, s, strlen(s));
+}
+
+bool
+sbuf_utf8_valid(const void *p, size_t n)
+{
+	const unsigned char *s = p;
+	size_t i = 0, l;
+
+	while (i < n) {
+		if (s[i] < 0x80) {
+			i++;
+			continue;
+		}
+		if ((l = utf8_len(s + i, n - i)) == 0)
+			return false;
+		i += l;
+	}
+	return true;
+}

@@ -1,0 +1,51 @@
+/* sbuf.h - growable byte buffer for response bodies, with JSON string escaping */
+#ifndef REVCHECK_SVC_SBUF_H
+#define REVCHECK_SVC_SBUF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * A buffer that grows on demand. Appends never fail loudly: the first
+ * allocation failure (or growth past max) sets oom, later appends do
+ * nothing, and the caller checks sbuf_ok() once at the end.
+ */
+struct sbuf {
+	char	*p;
+	size_t	 len;
+	size_t	 cap;
+	size_t	 max;	/* 0: no limit beyond SIZE_MAX/2 */
+	bool	 oom;
+};
+
+/* Starts with room for hint bytes (allocated lazily on first append). */
+void sbuf_init(struct sbuf *b, size_t hint, size_t max);
+void sbuf_free(struct sbuf *b);
+
+/* True when no append has failed. */
+bool sbuf_ok(const struct sbuf *b);
+
+/* Hands the buffer to the caller (free()), leaving b empty. NULL on oom. */
+char *sbuf_take(struct sbuf *b, size_t *len);
+
+void sbuf_add(struct sbuf *b, const void *p, size_t n);
+void sbuf_adds(struct sbuf *b, const char *s);
+void sbuf_addf(struct sbuf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void sbuf_add_u64(struct sbuf *b, uint64_t v);
+void sbuf_add_i64(struct sbuf *b, int64_t v);
+
+/*
+ * Appends bytes as a quoted JSON string: '"' and '\\' escaped, control
+ * characters and DEL as \u00XX, '<' '>' '&' as \u003c etc. (safe to embed
+ * anywhere), valid UTF-8 kept, every byte of an invalid UTF-8 sequence
+ * replaced by \ufffd. So arbitrary hostile input always yields valid JSON.
+ */
+void sbuf_add_jstr(struct sbuf *b, const void *p, size_t n);
+void sbuf_add_jstrs(struct sbuf *b, const char *s);
+
+/* True when p[0..n) is well-formed UTF-8 (no overlongs, no surrogates). */
+bool sbuf_utf8_valid(const void *p, size_t n);
+
+#endif

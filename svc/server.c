@@ -1,0 +1,420 @@
+/* server.c - the HTTP front: libmicrohttpd setup, routing, bodies, replies */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "sbuf.h"
+#include "check.h"
+#include "server.h"
+#include "util.h"
+
+enum {
+	M_GET = 1, M_HEAD = 2, M_POST = 4, M_ANY = 0xff,
+};
+
+struct route {
+	const char	*path;
+	enum metric_endpoint ep;
+	unsigned	 methods;
+	unsigned	 body_methods;	/* methods whose body the handler reads */
+	const char	*allow;		/* Allow header for 405 */
+	enum MHD_Result	(*fn)(const struct server_req *);
+};
+
+static const struct route routes[] = {
+	{ "/v1/check", EP_CHECK, M_GET | M_HEAD | M_POST, M_POST,
+	    "GET, HEAD, POST", handle_check },
+	{ "/v1/authz", EP_AUTHZ, M_ANY, 0, NULL, handle_authz },
+	{ "/v1/status", EP_STATUS, M_GET | M_HEAD, 0, "GET, HEAD",
+	    handle_status },
+	{ "/v1/filter", EP_FILTER, M_GET | M_HEAD, 0, "GET, HEAD",
+	    handle_filter },
+	{ "/metrics", EP_METRICS, M_GET | M_HEAD, 0, "GET, HEAD",
+	    handle_metrics },
+	{ "/healthz", EP_HEALTHZ, M_GET | M_HEAD, 0, "GET, HEAD",
+	    handle_healthz },
+	{ "/readyz", EP_READYZ, M_GET | M_HEAD, 0, "GET, HEAD",
+	    handle_readyz },
+};
+#define NROUTES (sizeof(routes) / sizeof(routes[0]))
+
+/* Per-request state, only for requests that carry a body. */
+struct reqstate {
+	const struct route *rt;
+	char		*body;
+	size_t		 len;
+	size_t		 cap;
+	uint64_t	 seen;
+	bool		 keep;		/* accumulate (else discard) */
+	bool		 replied;	/* an early reply was queued */
+};
+
+struct server {
+	struct MHD_Daemon	*d;
+	struct server_ctx	*ctx;
+};
+
+/* Marks requests that have been routed but need no per-request state. */
+static int no_state;
+static _Atomic unsigned long inflight;
+
+unsigned long
+server_inflight(void)
+{
+	return atomic_load(&inflight);
+}
+
+static unsigned
+method_bit(const char *m)
+{
+	if (strcmp(m, "GET") == 0)
+		return M_GET;
+	if (strcmp(m, "HEAD") == 0)
+		return M_HEAD;
+	if (strcmp(m, "POST") == 0)
+		return M_POST;
+	return 0x80;	/* any other method */
+}
+
+static const struct route *
+route_find(const char *url)
+{
+	size_t i;
+
+	for (i = 0; i < NROUTES; i++)
+		if (strcmp(routes[i].path, url) == 0)
+			return &routes[i];
+	return NULL;
+}
+
+enum MHD_Result
+server_reply(const struct server_req *r, unsigned status, char *body,
+    size_t len, const char *ctype, const struct server_hdr *hdrs,
+    size_t nhdrs)
+{
+	struct MHD_Response *resp;
+
+	if (body != NULL)
+		resp = MHD_create_response_from_buffer(len, body,
+		    MHD_RESPMEM_MUST_FREE);
+	else
+		resp = MHD_create_response_from_buffer(0, (void *)"",
+		    MHD_RESPMEM_PERSISTENT);
+	if (resp == NULL) {
+		free(body);
+		return MHD_NO;
+	}
+	return server_queue(r, status, resp, ctype, hdrs, nhdrs);
+}
+
+enum MHD_Result
+server_queue(const struct server_req *r, unsigned status,
+    struct MHD_Response *resp, const char *ctype,
+    const struct server_hdr *hdrs, size_t nhdrs)
+{
+	enum MHD_Result ret;
+	bool cache = false;
+	size_t i;
+
+	if (ctype != NULL)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+		    ctype);
+	for (i = 0; i < nhdrs; i++) {
+		if (strcasecmp(hdrs[i].name, "Cache-Control") == 0)
+			cache = true;
+		MHD_add_response_header(resp, hdrs[i].name, hdrs[i].value);
+	}
+	if (!cache)
+		MHD_add_response_header(resp, "Cache-Control", "no-store");
+	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+	if (r->ctx != NULL && atomic_load(&r->ctx->draining))
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION,
+		    "close");
+	ret = MHD_queue_response(r->conn, status, resp);
+	MHD_destroy_response(resp);
+	metrics_request(r->ep, status);
+	return ret;
+}
+
+enum MHD_Result
+server_error(const struct server_req *r, unsigned status, const char *code,
+    const char *msg, unsigned retry_after)
+{
+	struct server_hdr h[2];
+	struct sbuf b;
+	char ra[16], *body;
+	size_t len = 0, nh = 0;
+	const struct route *rt;
+
+	sbuf_init(&b, 128, 0);
+	check_render_error(&b, code, msg);
+	sbuf_adds(&b, "\n");
+	if ((body = sbuf_take(&b, &len)) == NULL)
+		return MHD_NO;
+	if (status == MHD_HTTP_SERVICE_UNAVAILABLE && retry_after > 0 &&
+	    snprintf(ra, sizeof(ra), "%u", retry_after) < (int)sizeof(ra)) {
+		h[nh].name = MHD_HTTP_HEADER_RETRY_AFTER;
+		h[nh++].value = ra;
+	}
+	if (status == MHD_HTTP_METHOD_NOT_ALLOWED &&
+	    (rt = route_find(r->url)) != NULL && rt->allow != NULL) {
+		h[nh].name = MHD_HTTP_HEADER_ALLOW;
+		h[nh++].value = rt->allow;
+	}
+	return server_reply(r, status, body, len, "application/json", h, nh);
+}
+
+/* True for application/json, with or without parameters. */
+static bool
+is_json_type(const char *ct)
+{
+	size_t n = strlen("application/json");
+
+	if (ct == NULL)
+		return false;
+	while (*ct == ' ' || *ct == '\t')
+		ct++;
+	if (strncasecmp(ct, "application/json", n) != 0)
+		return false;
+	ct += n;
+	while (*ct == ' ' || *ct == '\t')
+		ct++;
+	return *ct == '\0' || *ct == ';';
+}
+
+static enum MHD_Result
+on_access(void *cls, struct MHD_Connection *conn, const char *url,
+    const char *method, const char *version, const char *upload,
+    size_t *upsize, void **con_cls)
+{
+	struct server_ctx *ctx = cls;
+	struct reqstate *st = *con_cls;
+	struct server_req r;
+	const struct route *rt;
+	const char *cl, *te;
+	uint64_t clen = 0;
+	uint64_t max = ctx->cfg->max_body;
+	size_t ncap;
+	char *nb;
+	unsigned mb;
+
+	(void)version;
+	memset(&r, 0, sizeof(r));
+	r.conn = conn;
+	r.ctx = ctx;
+	r.method = method;
+	r.url = url;
+	r.body = "";
+	r.ep = EP_OTHER;
+
+	if (st == NULL) {
+		/* First call: the headers are in, the body (if any) is not. */
+		atomic_fetch_add(&inflight, 1);
+		*con_cls = &no_state;
+		if ((rt = route_find(url)) == NULL)
+			return server_error(&r, MHD_HTTP_NOT_FOUND,
+			    "not_found", "no such endpoint", 0);
+		r.ep = rt->ep;
+		mb = method_bit(method);
+		if ((rt->methods & mb) == 0)
+			return server_error(&r, MHD_HTTP_METHOD_NOT_ALLOWED,
+			    "method_not_allowed", "method not allowed on "
+			    "this endpoint", 0);
+		cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+		    MHD_HTTP_HEADER_CONTENT_LENGTH);
+		te = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+		    MHD_HTTP_HEADER_TRANSFER_ENCODING);
+		if ((rt->body_methods & mb) != 0 &&
+		    !is_json_type(MHD_lookup_connection_value(conn,
+		    MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE)))
+			return server_error(&r,
+			    MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
+			    "unsupported_media_type", "the body must be "
+			    "application/json", 0);
+		if (cl != NULL && util_parse_u64(cl, UINT64_MAX, &clen) == 0 &&
+		    clen > max)
+			return server_error(&r, MHD_HTTP_CONTENT_TOO_LARGE,
+			    "payload_too_large", "request body over the "
+			    "configured limit", 0);
+		if ((cl == NULL || clen == 0) && te == NULL) {
+			if ((rt->body_methods & mb) != 0)
+				return server_error(&r,
+				    MHD_HTTP_BAD_REQUEST, "bad_request",
+				    "a JSON body is required", 0);
+			return rt->fn(&r);
+		}
+		if ((st = calloc(1, sizeof(*st))) == NULL)
+			return MHD_NO;
+		*con_cls = st;		/* freed on completion, whatever happens */
+		st->rt = rt;
+		st->keep = (rt->body_methods & mb) != 0;
+		if (st->keep) {
+			st->cap = clen > 0 ? (size_t)clen + 1 : 4096;
+			if ((st->body = malloc(st->cap)) == NULL)
+				return MHD_NO;
+		}
+		return MHD_YES;
+	}
+	if (st == (void *)&no_state) {
+		*upsize = 0;	/* a reply is queued; drop the rest */
+		return MHD_YES;
+	}
+	r.ep = st->rt->ep;
+	if (*upsize > 0) {
+		if (st->replied) {
+			*upsize = 0;
+			return MHD_YES;
+		}
+		if (*upsize > max || st->seen > max - *upsize) {
+			st->replied = true;
+			*upsize = 0;
+			return server_error(&r, MHD_HTTP_CONTENT_TOO_LARGE,
+			    "payload_too_large", "request body over the "
+			    "configured limit", 0);
+		}
+		if (st->keep) {
+			if (st->len + *upsize + 1 > st->cap) {
+				ncap = st->cap;
+				while (ncap < st->len + *upsize + 1)
+					ncap *= 2;
+				if (ncap > max + 1)
+					ncap = (size_t)max + 1;
+				if ((nb = realloc(st->body, ncap)) == NULL)
+					return MHD_NO;
+				st->body = nb;
+				st->cap = ncap;
+			}
+			memcpy(st->body + st->len, upload, *upsize);
+			st->len += *upsize;
+		}
+		st->seen += *upsize;
+		*upsize = 0;
+		return MHD_YES;
+	}
+	if (st->replied)
+		return MHD_YES;
+	st->replied = true;
+	if (st->keep) {
+		st->body[st->len] = '\0';
+		r.body = st->body;
+		r.body_len = st->len;
+		if (st->len == 0)
+			return server_error(&r, MHD_HTTP_BAD_REQUEST,
+			    "bad_request", "a JSON body is required", 0);
+	}
+	return st->rt->fn(&r);
+}
+
+static void
+on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+    enum MHD_RequestTerminationCode toe)
+{
+	struct reqstate *st = *con_cls;
+
+	(void)cls;
+	(void)conn;
+	(void)toe;
+	if (st == NULL)
+		return;
+	if (st != (void *)&no_state) {
+		free(st->body);
+		free(st);
+	}
+	*con_cls = NULL;
+	atomic_fetch_sub(&inflight, 1);
+}
+
+__attribute__((format(printf, 2, 0)))
+static void
+on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char msg[512];
+	size_t n;
+
+	(void)cls;
+	if (vsnprintf(msg, sizeof(msg), fmt, ap) < 0)
+		return;
+	n = strlen(msg);
+	while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+		msg[--n] = '\0';
+	log_warn("httpd: %s", msg);
+}
+
+struct server *
+server_start(struct server_ctx *ctx, char *err, size_t errlen)
+{
+	const struct config *c = ctx->cfg;
+	struct sockaddr_storage ss;
+	struct server *s;
+	unsigned socklen, threads, flags;
+	long ncpu;
+
+	if (config_parse_listen(c->listen, &ss, &socklen) == -1) {
+		snprintf(err, errlen, "listen: bad address \"%.64s\"",
+		    c->listen);
+		return NULL;
+	}
+	if ((s = calloc(1, sizeof(*s))) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	s->ctx = ctx;
+	threads = c->threads;
+	if (threads == 0) {
+		ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+		threads = ncpu > 0 && ncpu < 256 ? (unsigned)ncpu : 2;
+	}
+	flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
+	    MHD_USE_ITC | MHD_USE_ERROR_LOG | MHD_USE_TURBO;
+	if (ss.ss_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+	s->d = MHD_start_daemon(flags, 0, NULL, NULL, on_access, ctx,
+	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+	    MHD_OPTION_THREAD_POOL_SIZE, threads,
+	    MHD_OPTION_CONNECTION_TIMEOUT, c->conn_timeout,
+	    MHD_OPTION_CONNECTION_LIMIT, c->max_conns,
+	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, c->max_conns_per_ip,
+	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024,
+	    MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024,
+	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, ctx,
+	    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
+	    MHD_OPTION_END);
+	if (s->d == NULL) {
+		snprintf(err, errlen, "cannot listen on %s: %s", c->listen,
+		    errno != 0 ? strerror(errno) : "libmicrohttpd refused "
+		    "the options");
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+void
+server_stop(struct server *s, unsigned drain_ms)
+{
+	struct timespec ts = { 0, 10 * 1000 * 1000 };
+	MHD_socket fd;
+	unsigned waited = 0;
+
+	if (s == NULL)
+		return;
+	atomic_store(&s->ctx->draining, true);
+	fd = MHD_quiesce_daemon(s->d);
+	if (fd != MHD_INVALID_SOCKET)
+		close(fd);
+	while (server_inflight() > 0 && waited < drain_ms) {
+		nanosleep(&ts, NULL);
+		waited += 10;
+	}
+	if (server_inflight() > 0)
+		log_warn("stopping with %lu requests still in flight",
+		    server_inflight());
+	MHD_stop_daemon(s->d);
+	free(s);
+}

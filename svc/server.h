@@ -1,0 +1,104 @@
+/* server.h - the HTTP front: libmicrohttpd setup, routing, bodies, replies */
+#ifndef REVCHECK_SVC_SERVER_H
+#define REVCHECK_SVC_SERVER_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <microhttpd.h>
+
+#include "config.h"
+#include "loader.h"
+#include "metrics.h"
+#include "sbuf.h"
+#include "snapshot.h"
+#include "stale.h"
+
+/* What every handler may read. Owned by main; outlives the server. */
+struct server_ctx {
+	const struct config	*cfg;
+	struct snapshot_slot	*slot;
+	struct loader		*loader;
+	struct stale_policy	 policy;
+	int64_t			 started_at;
+	_Atomic bool		 draining;	/* replies carry Connection: close */
+	/*
+	 * Edge hook: appends more members to the /v1/status object, each
+	 * starting with ',' (for example ,"sync":{...}). NULL on an origin.
+	 */
+	void			(*status_extra)(struct sbuf *b, void *arg);
+	void			*status_extra_arg;
+};
+
+/* One request as a handler sees it; body is NUL-terminated (may be ""). */
+struct server_req {
+	struct MHD_Connection	*conn;
+	struct server_ctx	*ctx;
+	const char		*method;
+	const char		*url;
+	const char		*body;
+	size_t			 body_len;
+	enum metric_endpoint	 ep;
+};
+
+struct server_hdr {
+	const char	*name;
+	const char	*value;
+};
+
+struct server;
+
+/*
+ * Starts listening on ctx->cfg->listen with worker threads, always with a
+ * connection timeout, a connection limit, a per-IP limit and the body
+ * cap. Returns the server or NULL with err.
+ */
+struct server *server_start(struct server_ctx *ctx, char *err, size_t errlen);
+
+/*
+ * Stops accepting, waits up to drain_ms for requests in flight to finish,
+ * then stops the workers and frees the server. NULL-safe.
+ */
+void server_stop(struct server *s, unsigned drain_ms);
+
+/* Requests being handled right now (drain, tests). */
+unsigned long server_inflight(void);
+
+/*
+ * Queues a reply and counts it. body is malloc'ed and taken over (freed
+ * even on failure); NULL with len 0 sends an empty body. hdrs may be NULL.
+ * Returns MHD_YES, or MHD_NO when the connection should be closed.
+ */
+enum MHD_Result server_reply(const struct server_req *r, unsigned status,
+    char *body, size_t len, const char *ctype, const struct server_hdr *hdrs,
+    size_t nhdrs);
+
+/*
+ * Same with a response built by the caller, which this call destroys.
+ * Adds ctype, hdrs, the default Cache-Control (no-store) when hdrs has
+ * none, nosniff, and Connection: close while draining.
+ */
+enum MHD_Result server_queue(const struct server_req *r, unsigned status,
+    struct MHD_Response *resp, const char *ctype,
+    const struct server_hdr *hdrs, size_t nhdrs);
+
+/*
+ * Replies {"error": code, "message": msg} with the given status. Adds
+ * Retry-After for 503 when retry_after > 0. msg must not hold raw input
+ * (it is escaped anyway).
+ */
+enum MHD_Result server_error(const struct server_req *r, unsigned status,
+    const char *code, const char *msg, unsigned retry_after);
+
+/* Handlers (handlers_check.c, handlers_admin.c). */
+enum MHD_Result handle_check(const struct server_req *r);
+enum MHD_Result handle_authz(const struct server_req *r);
+enum MHD_Result handle_status(const struct server_req *r);
+enum MHD_Result handle_metrics(const struct server_req *r);
+enum MHD_Result handle_healthz(const struct server_req *r);
+enum MHD_Result handle_readyz(const struct server_req *r);
+enum MHD_Result handle_filter(const struct server_req *r);
+
+#endif

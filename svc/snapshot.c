@@ -1,0 +1,122 @@
+/* snapshot.c - the filter in service: refcounted, swapped atomically on reload */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "snapshot.h"
+#include "util.h"
+
+static _Atomic uint64_t freed;
+
+static void
+http_date(char *out, size_t cap, int64_t t)
+{
+	struct tm tm;
+	time_t tt = (time_t)t;
+
+	if (gmtime_r(&tt, &tm) == NULL ||
+	    strftime(out, cap, "%a, %d %b %Y %H:%M:%S GMT", &tm) == 0)
+		out[0] = '\0';
+}
+
+struct snapshot *
+snapshot_new(struct ffile *ff, struct table *tab, int64_t now)
+{
+	struct snapshot *s;
+
+	if ((s = calloc(1, sizeof(*s))) == NULL) {
+		ffile_close(ff);
+		if (tab != NULL)
+			table_close(tab);
+		return NULL;
+	}
+	s->ff = ff;
+	s->tab = tab;
+	s->info = ffile_info(ff);
+	s->version = s->info->version;
+	s->loaded_at = now;
+	util_hex(s->sha_hex, ffile_sha256(ff), 32);
+	util_hex(s->signer_hex, s->info->signer, SIGN_KEYID_LEN);
+	s->etag[0] = '"';
+	memcpy(s->etag + 1, s->sha_hex, 64);
+	s->etag[65] = '"';
+	s->etag[66] = '\0';
+	http_date(s->last_modified, sizeof(s->last_modified),
+	    s->info->issued_at);
+	s->fill_ratio = bloom_fill_ratio(ffile_bloom(ff));
+	s->estimated_fp = bloom_estimated_fp(ffile_bloom(ff));
+	atomic_init(&s->refs, 1);
+	return s;
+}
+
+struct snapshot *
+snapshot_ref(struct snapshot *s)
+{
+	atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
+	return s;
+}
+
+void
+snapshot_release(struct snapshot *s)
+{
+	if (s == NULL)
+		return;
+	if (atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) != 1)
+		return;
+	ffile_close(s->ff);
+	if (s->tab != NULL)
+		table_close(s->tab);
+	free(s);
+	atomic_fetch_add(&freed, 1);
+}
+
+void
+snapshot_slot_init(struct snapshot_slot *sl)
+{
+	pthread_mutex_init(&sl->mu, NULL);
+	sl->cur = NULL;
+	atomic_init(&sl->newer_seen_at, 0);
+}
+
+void
+snapshot_slot_free(struct snapshot_slot *sl)
+{
+	snapshot_swap(sl, NULL);
+	pthread_mutex_destroy(&sl->mu);
+}
+
+/*
+ * The lock covers only the pointer load and the increment, so a swapper
+ * can never free a snapshot between a reader seeing it and counting
+ * itself in. It is held for a few instructions.
+ */
+struct snapshot *
+snapshot_acquire(struct snapshot_slot *sl)
+{
+	struct snapshot *s;
+
+	pthread_mutex_lock(&sl->mu);
+	s = sl->cur;
+	if (s != NULL)
+		atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
+	pthread_mutex_unlock(&sl->mu);
+	return s;
+}
+
+void
+snapshot_swap(struct snapshot_slot *sl, struct snapshot *s)
+{
+	struct snapshot *old;
+
+	pthread_mutex_lock(&sl->mu);
+	old = sl->cur;
+	sl->cur = s;
+	pthread_mutex_unlock(&sl->mu);
+	snapshot_release(old);
+}
+
+uint64_t
+snapshot_freed_count(void)
+{
+	return atomic_load(&freed);
+}

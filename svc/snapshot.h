@@ -1,0 +1,74 @@
+/* snapshot.h - the filter in service: refcounted, swapped atomically on reload */
+#ifndef REVCHECK_SVC_SNAPSHOT_H
+#define REVCHECK_SVC_SNAPSHOT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "ffile.h"
+#include "table.h"
+
+/*
+ * A snapshot is one verified filter and (on an origin) its authoritative
+ * table. Readers take a reference for the whole request, so a request
+ * answers from exactly one filter version even when a reload swaps a new
+ * one in meanwhile; the last reference frees it, exactly once.
+ */
+struct snapshot {
+	struct ffile	*ff;
+	struct table	*tab;		/* NULL on an edge: no local authority */
+	const struct ffile_info *info;
+	uint64_t	 version;
+	int64_t		 loaded_at;
+	char		 sha_hex[65];
+	char		 signer_hex[65];
+	char		 etag[70];		/* "\"<sha256 hex>\"" */
+	char		 last_modified[40];	/* HTTP-date of issued_at */
+	double		 fill_ratio;		/* computed once at load */
+	double		 estimated_fp;
+	_Atomic unsigned long refs;
+};
+
+struct snapshot_slot {
+	pthread_mutex_t	 mu;
+	struct snapshot	*cur;
+	/* Edge: when a newer version was first seen upstream, 0 if none. */
+	_Atomic int64_t	 newer_seen_at;
+};
+
+/*
+ * Wraps a verified filter and table (tab may be NULL) in a snapshot with
+ * one reference. Takes ownership of ff and tab in every case (closes them
+ * on failure). Returns NULL when memory runs out.
+ */
+struct snapshot *snapshot_new(struct ffile *ff, struct table *tab,
+    int64_t now);
+
+/* Adds a reference to s and returns it. */
+struct snapshot *snapshot_ref(struct snapshot *s);
+
+/* Drops a reference; the last one closes the filter and table. NULL-safe. */
+void snapshot_release(struct snapshot *s);
+
+void snapshot_slot_init(struct snapshot_slot *sl);
+/* Drops the slot's reference to its current snapshot. */
+void snapshot_slot_free(struct snapshot_slot *sl);
+
+/*
+ * The current snapshot with a reference the caller must release, or NULL
+ * when none is loaded. Safe from any thread.
+ */
+struct snapshot *snapshot_acquire(struct snapshot_slot *sl);
+
+/*
+ * Installs s as current, taking over the caller's reference, and drops
+ * the slot's reference to the previous one (freed when no request still
+ * holds it). s may be NULL to empty the slot.
+ */
+void snapshot_swap(struct snapshot_slot *sl, struct snapshot *s);
+
+/* How many snapshots have been freed so far (tests: exactly once each). */
+uint64_t snapshot_freed_count(void);
+
+#endif
