@@ -1063,30 +1063,23 @@ commit_pending(struct rd *r)
 	return 0;
 }
 
-int
-input_read(struct input_set *s, const char *path,
-    const struct input_opts *o, char *err, size_t errlen)
+/* Parses buf[0..len), which must be followed by a NUL byte. */
+static int
+read_buf(struct input_set *s, const char *name, const unsigned char *buf,
+    size_t len, const struct input_opts *o, char *err, size_t errlen)
 {
 	struct rd r;
-	unsigned char *buf = NULL;
-	size_t len = 0, nrecs0, nscopes0;
+	size_t nrecs0 = s->nrecs, nscopes0 = s->nscopes;
 	enum input_format fmt;
 	int rc = -1;
 
-	assert(s != NULL && path != NULL && o != NULL);
 	memset(&r, 0, sizeof(r));
 	r.s = s;
 	r.o = o;
-	r.name = strcmp(path, "-") == 0 ? "<stdin>" : path;
+	r.name = name;
 	r.err = err;
 	r.errlen = errlen;
 	r.last_scope = SIZE_MAX;
-	nrecs0 = s->nrecs;
-	nscopes0 = s->nscopes;
-
-	if (util_read_file(path, (size_t)INPUT_MAX_FILE, &buf, &len, err,
-	    errlen) != 0)
-		return -1;
 	sidx_build(&r, s->nscopes);
 	fmt = o->format == INPUT_AUTO ? sniff(buf, len) : o->format;
 	switch (fmt) {
@@ -1120,7 +1113,51 @@ input_read(struct input_set *s, const char *path,
 	}
 	free(r.sidx);
 	free(r.pend);
+	return rc;
+}
+
+int
+input_read(struct input_set *s, const char *path,
+    const struct input_opts *o, char *err, size_t errlen)
+{
+	unsigned char *buf = NULL;
+	size_t len = 0;
+	int rc;
+
+	assert(s != NULL && path != NULL && o != NULL);
+	if (util_read_file(path, (size_t)INPUT_MAX_FILE, &buf, &len, err,
+	    errlen) != 0)
+		return -1;
+	rc = read_buf(s, strcmp(path, "-") == 0 ? "<stdin>" : path, buf, len,
+	    o, err, errlen);
 	free(buf);
+	return rc;
+}
+
+int
+input_read_buf(struct input_set *s, const char *name, const void *buf,
+    size_t len, const struct input_opts *o, char *err, size_t errlen)
+{
+	unsigned char *copy;
+	int rc;
+
+	assert(s != NULL && name != NULL && o != NULL &&
+	    (buf != NULL || len == 0));
+	if (len > INPUT_MAX_FILE || len == SIZE_MAX) {
+		snprintf(err, errlen, "%s: input over the limit of %llu bytes",
+		    name, (unsigned long long)INPUT_MAX_FILE);
+		return -1;
+	}
+	/* The parsers want a NUL after the bytes. */
+	if ((copy = malloc(len + 1)) == NULL) {
+		snprintf(err, errlen, "%s: out of memory", name);
+		return -1;
+	}
+	if (len > 0)
+		memcpy(copy, buf, len);
+	copy[len] = '\0';
+	rc = read_buf(s, name, copy, len, o, err, errlen);
+	free(copy);
 	return rc;
 }
 

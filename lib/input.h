@@ -63,6 +63,14 @@ int input_read(struct input_set *s, const char *path,
     const struct input_opts *o, char *err, size_t errlen);
 
 /*
+ * Same as input_read() over bytes in memory (copied; the caller keeps
+ * buf); name stands for the file in error messages. For tests, fuzzers
+ * and callers that already hold the list.
+ */
+int input_read_buf(struct input_set *s, const char *name, const void *buf,
+    size_t len, const struct input_opts *o, char *err, size_t errlen);
+
+/*
  * After table_sort_unique() on s->recs, sets every scope's key count from
  * the records. This function can't fail.
  */

@@ -1060,3 +1060,28 @@ Test(input, many_scopes_and_counts)
 	unlink(path);
 	rmdir(dir);
 }
+
+Test(input, read_buf)
+{
+	struct input_set s;
+	struct input_opts o = opts("default");
+	char err[512] = "";
+	static const char good[] = "[\"m1\", {\"id\": \"m2\"}]";
+	static const char bad[] = "m3\n\n[\n";
+
+	input_set_init(&s);
+	cr_assert_eq(input_read_buf(&s, "mem", good, sizeof(good) - 1, &o, err,
+	    sizeof(err)), 0, "%s", err);
+	cr_assert_eq(s.nrecs, 2);
+	cr_assert(find_str(&s, "default", "m2") >= 0);
+	o.format = INPUT_JSON;
+	cr_assert_eq(input_read_buf(&s, "mem2", bad, sizeof(bad) - 1, &o, err,
+	    sizeof(err)), -1);
+	cr_assert(strncmp(err, "mem2:1: invalid JSON", 20) == 0, "%s", err);
+	o.format = INPUT_CRL;
+	cr_assert_eq(input_read_buf(&s, "mem3", "", 0, &o, err, sizeof(err)),
+	    -1);
+	cr_assert(strstr(err, "mem3: ") != NULL, "%s", err);
+	cr_assert_eq(s.nrecs, 2);
+	input_set_free(&s);
+}
