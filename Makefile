@@ -48,7 +48,8 @@ TEST_SRC := $(sort $(wildcard tests/test_*.c))
 
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 SVC_OBJ  := $(SVC_SRC:%.c=$(BUILD)/%.o)
-FB_OBJ   := $(FB_SRC:%.c=$(BUILD)/%.o)
+# filterbuild's objects cannot live in $(BUILD)/filterbuild/: that is the binary.
+FB_OBJ   := $(FB_SRC:filterbuild/%.c=$(BUILD)/fbobj/%.o)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
 LIBA        := $(BUILD)/librevcheck.a
@@ -80,6 +81,10 @@ bin-links: $(REVCHECKD) $(FILTERBUILD)
 .PHONY: bin-links
 
 $(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(BUILD)/fbobj/%.o: filterbuild/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
