@@ -1,0 +1,500 @@
+/* build.c - filterbuild build: inputs to a signed filter and table, published atomically */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/rand.h>
+#include <openssl/x509.h>
+
+#include "bloom.h"
+#include "fb.h"
+#include "ffile.h"
+#include "input.h"
+#include "publish.h"
+#include "sign.h"
+#include "table.h"
+#include "util.h"
+
+#define BUILD_MAX_ISSUERS	256
+#define BUILD_MAX_KEEP		10000
+
+struct build_opts {
+	const char	*key;
+	const char	*out;
+	double		 fp_rate;
+	int64_t		 valid_for;
+	uint64_t	 version;	/* 0: current + 1 */
+	const char	*scope;
+	enum input_format format;
+	enum bloom_layout layout;
+	const char	*issuers[BUILD_MAX_ISSUERS];
+	size_t		 nissuers;
+	bool		 allow_expired;
+	unsigned	 keep;
+	bool		 quiet;
+};
+
+/* Progress on stderr, only for a terminal and without --quiet. */
+struct progress {
+	bool		 on;
+	double		 start;
+	double		 last;
+};
+
+static void
+build_usage(FILE *fp)
+{
+	fputs("usage: filterbuild build --key KEY.pem --out DIR [options] INPUT...\n"
+	    "\n"
+	    "Reads revocation lists, builds a Bloom filter and its authoritative\n"
+	    "table, signs the filter and publishes the pair in DIR as a new\n"
+	    "version (DIR/vNNN/{filter.rcf,table.rct}, DIR/current switched last).\n"
+	    "INPUT is a text list (one id per line, '#' comments), a JSON array\n"
+	    "(strings or {\"id\", \"scope\", \"revoked_at\", \"reason\"} objects), or\n"
+	    "an X.509 CRL in PEM or DER; '-' is standard input. Duplicates collapse.\n"
+	    "\n"
+	    "  --key KEY.pem        Ed25519 signing key (filterbuild keygen)\n"
+	    "  --out DIR            output directory (created if missing)\n"
+	    "  --fp-rate P          target false-positive rate (default 0.001)\n"
+	    "  --valid-for DUR      validity: N with s, m, h or d (default 1h);\n"
+	    "                       never past the earliest CRL nextUpdate\n"
+	    "  --version N          filter version; must be above the current one\n"
+	    "                       (default: current + 1)\n"
+	    "  --scope NAME         scope of text and JSON ids (default \"default\")\n"
+	    "  --format F           auto, text, json or crl (default auto)\n"
+	    "  --issuer CA.pem      verify CRLs against this issuer (repeatable)\n"
+	    "  --allow-expired      a CRL past nextUpdate only warns\n"
+	    "  --keep N             versions kept in DIR (default 3)\n"
+	    "  --layout L           classic or blocked (default classic)\n"
+	    "  --quiet              no progress or summary\n"
+	    "  --help               this text\n"
+	    "\n"
+	    "On any error DIR is left exactly as it was.\n", fp);
+}
+
+static void
+progress_phase(struct progress *p, const char *phase)
+{
+	if (!p->on)
+		return;
+	fprintf(stderr, "\r\033[Kfilterbuild: %s (%.1f s)", phase,
+	    util_monotime() - p->start);
+	fflush(stderr);
+}
+
+static void
+progress_keys(void *arg, uint64_t n)
+{
+	struct progress *p = arg;
+	double now = util_monotime(), el;
+
+	if (!p->on || now - p->last < 0.2)
+		return;
+	p->last = now;
+	el = now - p->start;
+	fprintf(stderr, "\r\033[Kfilterbuild: reading: %" PRIu64 " keys, "
+	    "%.0f keys/s", n, el > 0 ? (double)n / el : 0.0);
+	fflush(stderr);
+}
+
+static void
+progress_done(struct progress *p)
+{
+	if (p->on)
+		fputs("\r\033[K", stderr);
+}
+
+static int
+build_parse(struct build_opts *o, int argc, char **argv, int *first_input)
+{
+	static const struct option opts[] = {
+		{ "key",	   required_argument, NULL, 'k' },
+		{ "out",	   required_argument, NULL, 'o' },
+		{ "fp-rate",	   required_argument, NULL, 'p' },
+		{ "valid-for",	   required_argument, NULL, 'v' },
+		{ "version",	   required_argument, NULL, 'V' },
+		{ "scope",	   required_argument, NULL, 's' },
+		{ "format",	   required_argument, NULL, 'f' },
+		{ "issuer",	   required_argument, NULL, 'i' },
+		{ "allow-expired", no_argument,	      NULL, 'x' },
+		{ "keep",	   required_argument, NULL, 'K' },
+		{ "layout",	   required_argument, NULL, 'L' },
+		{ "quiet",	   no_argument,	      NULL, 'q' },
+		{ "help",	   no_argument,	      NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	uint64_t u;
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->fp_rate = 0.001;
+	o->valid_for = 3600;
+	o->scope = REVKEY_DEFAULT_SCOPE;
+	o->format = INPUT_AUTO;
+	o->layout = BLOOM_CLASSIC;
+	o->keep = 3;
+
+	fb_getopt_reset();
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'k': o->key = optarg; break;
+		case 'o': o->out = optarg; break;
+		case 'p':
+			if (util_parse_double(optarg, &o->fp_rate) != 0 ||
+			    !(o->fp_rate > 0.0 && o->fp_rate < 1.0))
+				return fb_usage_err("build", "--fp-rate '%s': "
+				    "want a number in (0, 1)", optarg);
+			break;
+		case 'v':
+			if (util_parse_duration(optarg, &o->valid_for) != 0)
+				return fb_usage_err("build", "--valid-for '%s': "
+				    "want a duration such as 90s, 15m, 1h or 7d",
+				    optarg);
+			break;
+		case 'V':
+			if (util_parse_u64(optarg, UINT64_MAX, &o->version) != 0 ||
+			    o->version == 0)
+				return fb_usage_err("build", "--version '%s': "
+				    "want an integer of at least 1", optarg);
+			break;
+		case 's':
+			if (!revkey_scope_valid(optarg, strlen(optarg)))
+				return fb_usage_err("build", "--scope '%s': not a "
+				    "valid scope name", optarg);
+			o->scope = optarg;
+			break;
+		case 'f':
+			if (strcmp(optarg, "auto") == 0)
+				o->format = INPUT_AUTO;
+			else if (strcmp(optarg, "text") == 0)
+				o->format = INPUT_TEXT;
+			else if (strcmp(optarg, "json") == 0)
+				o->format = INPUT_JSON;
+			else if (strcmp(optarg, "crl") == 0)
+				o->format = INPUT_CRL;
+			else
+				return fb_usage_err("build", "--format '%s': want "
+				    "auto, text, json or crl", optarg);
+			break;
+		case 'i':
+			if (o->nissuers == BUILD_MAX_ISSUERS)
+				return fb_usage_err("build", "more than %d "
+				    "--issuer options", BUILD_MAX_ISSUERS);
+			o->issuers[o->nissuers++] = optarg;
+			break;
+		case 'x': o->allow_expired = true; break;
+		case 'K':
+			if (util_parse_u64(optarg, BUILD_MAX_KEEP, &u) != 0 ||
+			    u == 0)
+				return fb_usage_err("build", "--keep '%s': want an "
+				    "integer in 1..%d", optarg, BUILD_MAX_KEEP);
+			o->keep = (unsigned)u;
+			break;
+		case 'L':
+			if (strcmp(optarg, "classic") == 0)
+				o->layout = BLOOM_CLASSIC;
+			else if (strcmp(optarg, "blocked") == 0)
+				o->layout = BLOOM_BLOCKED;
+			else
+				return fb_usage_err("build", "--layout '%s': want "
+				    "classic or blocked", optarg);
+			break;
+		case 'q': o->quiet = true; break;
+		case 'h': build_usage(stdout); return -1;
+		default: return fb_usage_err("build", "bad option");
+		}
+	}
+	if (o->key == NULL)
+		return fb_usage_err("build", "--key KEY.pem is required");
+	if (o->out == NULL)
+		return fb_usage_err("build", "--out DIR is required");
+	if (optind >= argc)
+		return fb_usage_err("build", "no INPUT given");
+	*first_input = optind;
+	return 0;
+}
+
+/* Loads every certificate of each --issuer file. 0, or -1 with a message. */
+static int
+build_load_issuers(const struct build_opts *o, X509 ***out, size_t *nout)
+{
+	X509 **v = NULL, **nv, *x;
+	size_t n = 0, i;
+	FILE *fp;
+
+	for (i = 0; i < o->nissuers; i++) {
+		size_t before = n;
+
+		fp = fopen(o->issuers[i], "r");
+		if (fp == NULL) {
+			fb_err("%s: %s", o->issuers[i], strerror(errno));
+			goto fail;
+		}
+		while ((x = PEM_read_X509(fp, NULL, NULL, NULL)) != NULL) {
+			nv = realloc(v, (n + 1) * sizeof(*v));
+			if (nv == NULL) {
+				X509_free(x);
+				(void)fclose(fp);
+				fb_err("%s: out of memory", o->issuers[i]);
+				goto fail;
+			}
+			v = nv;
+			v[n++] = x;
+		}
+		ERR_clear_error();
+		(void)fclose(fp);
+		if (n == before) {
+			fb_err("%s: no PEM certificate found", o->issuers[i]);
+			goto fail;
+		}
+	}
+	*out = v;
+	*nout = n;
+	return 0;
+fail:
+	for (i = 0; i < n; i++)
+		X509_free(v[i]);
+	free(v);
+	return -1;
+}
+
+/*
+ * Moves the records an input produced into the builder, so that the
+ * per-record struct table_rec array never holds more than one input.
+ */
+static int
+build_take_records(struct input_set *s, struct table_builder *tb,
+    const char *path)
+{
+	size_t i;
+
+	for (i = 0; i < s->nrecs; i++) {
+		if (table_builder_add_rec(tb, &s->recs[i]) != 0) {
+			fb_err("%s: record %zu: %s", path, i + 1,
+			    errno == ENOMEM ? "out of memory" :
+			    "invalid record");
+			return -1;
+		}
+	}
+	s->nrecs = 0;
+	return 0;
+}
+
+/* Sets every scope's key count from the sorted builder. */
+static int
+build_count_scopes(struct input_set *s, const struct table_builder *tb)
+{
+	size_t i, j, end, sl, n = table_builder_count(tb);
+	const char *sc;
+
+	for (j = 0; j < s->nscopes; j++)
+		s->scopes[j].keys = 0;
+	for (i = 0; i < n; i = end) {
+		end = table_builder_scope_end(tb, i);
+		sc = table_builder_scope(tb, i, &sl);
+		for (j = 0; j < s->nscopes; j++)
+			if (strlen(s->scopes[j].name) == sl &&
+			    memcmp(s->scopes[j].name, sc, sl) == 0)
+				break;
+		if (j == s->nscopes) {
+			fb_err("scope %.*s has records but no input covers it",
+			    (int)sl, sc);
+			return -1;
+		}
+		s->scopes[j].keys += end - i;
+	}
+	return 0;
+}
+
+struct tb_writer {
+	const struct table_builder *tb;
+};
+
+static int
+build_write_table(void *arg, int fd, char *err, size_t errlen)
+{
+	const struct tb_writer *w = arg;
+
+	return table_builder_write(w->tb, fd, err, errlen);
+}
+
+int
+fb_build(int argc, char **argv)
+{
+	struct build_opts o;
+	struct progress pr;
+	struct input_opts io;
+	struct input_set set;
+	struct table_builder tb;
+	struct ffile_info info;
+	struct bloom bloom;
+	struct tb_writer w;
+	EVP_PKEY *key = NULL;
+	X509 **issuers = NULL;
+	size_t nissuers = 0, i, n, klen, flen = 0;
+	unsigned char *filter = NULL, seedb[8];
+	const unsigned char *kb;
+	char err[1024], vdir[4096];
+	uint64_t cur = 0, version, m, seed;
+	uint32_t k;
+	int64_t now, expires;
+	int first = 0, rc, ret = FB_EXIT_FAIL;
+
+	rc = build_parse(&o, argc, argv, &first);
+	if (rc != 0)
+		return rc < 0 ? FB_EXIT_OK : rc;
+
+	memset(&pr, 0, sizeof(pr));
+	pr.on = !o.quiet && isatty(STDERR_FILENO);
+	pr.start = pr.last = util_monotime();
+	input_set_init(&set);
+	table_builder_init(&tb);
+	memset(&bloom, 0, sizeof(bloom));
+
+	/* Refuse a version before any work: DIR stays untouched. */
+	rc = publish_current(o.out, vdir, sizeof(vdir), &cur, err, sizeof(err));
+	if (rc < 0) {
+		fb_err("%s", err);
+		goto out;
+	}
+	if (rc == 1)
+		cur = 0;
+	if (o.version != 0 && o.version <= cur) {
+		fb_err("%s: version %" PRIu64 " is not above the current version "
+		    "%" PRIu64, o.out, o.version, cur);
+		goto out;
+	}
+	if (o.version == 0 && cur == UINT64_MAX) {
+		fb_err("%s: no version above %" PRIu64, o.out, cur);
+		goto out;
+	}
+	version = o.version != 0 ? o.version : cur + 1;
+
+	key = sign_load_private(o.key, err, sizeof(err));
+	if (key == NULL) {
+		fb_err("%s", err);
+		goto out;
+	}
+	if (build_load_issuers(&o, &issuers, &nissuers) != 0)
+		goto out;
+
+	now = util_now();
+	memset(&io, 0, sizeof(io));
+	io.scope = o.scope;
+	io.format = o.format;
+	io.issuers = issuers;
+	io.nissuers = nissuers;
+	io.allow_expired = o.allow_expired;
+	io.now = now;
+	io.quiet = o.quiet;
+	io.progress = pr.on ? progress_keys : NULL;
+	io.progress_arg = &pr;
+	for (i = (size_t)first; i < (size_t)argc; i++) {
+		if (input_read(&set, argv[i], &io, err, sizeof(err)) != 0) {
+			progress_done(&pr);
+			fb_err("%s", err);
+			goto out;
+		}
+		if (build_take_records(&set, &tb, argv[i]) != 0)
+			goto out;
+	}
+
+	progress_phase(&pr, "sorting");
+	table_builder_sort_unique(&tb);
+	n = table_builder_count(&tb);
+	if (build_count_scopes(&set, &tb) != 0)
+		goto out;
+	if (set.nscopes == 0) {
+		fb_err("inputs cover no scope");
+		goto out;
+	}
+
+	/* The filter never claims freshness past a CRL's nextUpdate. */
+	expires = now + o.valid_for;
+	for (i = 0; i < set.nscopes; i++) {
+		const struct ffile_scope *sc = &set.scopes[i];
+
+		if (sc->source == FFILE_SRC_CRL && sc->next_update > now &&
+		    sc->next_update < expires)
+			expires = sc->next_update;
+	}
+
+	progress_phase(&pr, "hashing");
+	if (bloom_size(o.layout, n > 0 ? n : 1, o.fp_rate, &m, &k) != 0) {
+		fb_err("cannot size a filter for %zu keys at fp rate %g", n,
+		    o.fp_rate);
+		goto out;
+	}
+	if (RAND_bytes(seedb, sizeof(seedb)) != 1) {
+		fb_err("no randomness for the hash seed");
+		goto out;
+	}
+	seed = util_get_le64(seedb);
+	if (bloom_init(&bloom, o.layout, m, k, seed) != 0) {
+		fb_err("out of memory for a %" PRIu64 "-bit filter", m);
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		kb = table_builder_key(&tb, i, &klen);
+		bloom_add(&bloom, kb, klen);
+	}
+
+	memset(&info, 0, sizeof(info));
+	progress_phase(&pr, "hashing the table");
+	if (table_builder_digest(&tb, info.table_sha256, &info.table_len, err,
+	    sizeof(err)) != 0) {
+		fb_err("%s", err);
+		goto out;
+	}
+	progress_phase(&pr, "signing");
+	info.version = version;
+	info.issued_at = now;
+	info.expires_at = expires;
+	info.keys = n;
+	info.fp_rate_target = o.fp_rate;
+	info.scopes = set.scopes;
+	info.nscopes = (uint32_t)set.nscopes;
+	if (ffile_encode(&info, &bloom, key, &filter, &flen, err,
+	    sizeof(err)) != 0) {
+		fb_err("%s", err);
+		goto out;
+	}
+
+	progress_phase(&pr, "publishing");
+	w.tb = &tb;
+	if (publish_pair_stream(o.out, version, filter, flen, build_write_table,
+	    &w, o.keep, err, sizeof(err)) != 0) {
+		progress_done(&pr);
+		fb_err("%s", err);
+		goto out;
+	}
+	progress_done(&pr);
+	if (!o.quiet) {
+		char vname[PUBLISH_VNAME_LEN + 1], until[UTIL_RFC3339_LEN];
+
+		publish_version_name(vname, version);
+		util_rfc3339(until, expires);
+		printf("published version %" PRIu64 " in %s/%s: %zu keys, %zu "
+		    "scopes, %" PRIu64 " bits, k=%" PRIu32 ", fill %.4f, valid "
+		    "until %s\n", version, o.out, vname, n, set.nscopes, m, k,
+		    bloom_fill_ratio(&bloom), until);
+	}
+	ret = FB_EXIT_OK;
+out:
+	free(filter);
+	bloom_free(&bloom);
+	table_builder_free(&tb);
+	input_set_free(&set);
+	for (i = 0; i < nissuers; i++)
+		X509_free(issuers[i]);
+	free(issuers);
+	EVP_PKEY_free(key);
+	return ret;
+}

@@ -1,0 +1,612 @@
+/* inspect.c - filterbuild inspect and verify: header, scopes, staleness, signature, binding */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cJSON.h>
+
+#include "fb.h"
+#include "ffile.h"
+#include "publish.h"
+#include "sign.h"
+#include "table.h"
+#include "util.h"
+
+#define INSPECT_MAX_PUB SIGN_RING_MAX
+
+/* What PATH names: the filter file and, when there is one, its table. */
+struct target {
+	char		 filter[4096];
+	char		 table[4096];
+	bool		 have_table;
+	bool		 is_dir;
+};
+
+struct check {
+	bool		 sig_checked;
+	bool		 sig_ok;
+	char		 sig_err[512];
+	bool		 table_ok;	/* opened and validated */
+	char		 table_err[512];
+	bool		 bind_ok;
+	char		 bind_err[512];
+};
+
+static int
+join(char *out, size_t cap, const char *a, const char *b)
+{
+	int n = snprintf(out, cap, "%s/%s", a, b);
+
+	return (n < 0 || (size_t)n >= cap) ? -1 : 0;
+}
+
+/*
+ * Resolves PATH: an output DIR (through "current"), a version directory,
+ * or a filter file (with table.rct next to it, if present). 0, or -1 with
+ * err.
+ */
+static int
+resolve(const char *path, struct target *t, char *err, size_t errlen)
+{
+	struct stat st;
+	char vdir[4096], dirpart[4096];
+	const char *slash;
+	uint64_t v;
+	int rc, n;
+
+	memset(t, 0, sizeof(*t));
+	if (stat(path, &st) != 0) {
+		n = snprintf(err, errlen, "%s", strerror(errno));
+		(void)n;
+		return -1;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		t->is_dir = true;
+		rc = publish_current(path, vdir, sizeof(vdir), &v, err, errlen);
+		if (rc < 0)
+			return -1;
+		if (rc == 1) {
+			/* Perhaps a version directory itself. */
+			if (strlen(path) >= sizeof(vdir)) {
+				(void)snprintf(err, errlen, "path too long");
+				return -1;
+			}
+			memcpy(vdir, path, strlen(path) + 1);
+		}
+		if (join(t->filter, sizeof(t->filter), vdir,
+		    PUBLISH_FILTER_NAME) != 0 ||
+		    join(t->table, sizeof(t->table), vdir,
+		    PUBLISH_TABLE_NAME) != 0) {
+			(void)snprintf(err, errlen, "path too long");
+			return -1;
+		}
+		if (stat(t->filter, &st) != 0) {
+			(void)snprintf(err, errlen, rc == 1 ?
+			    "no published filter (no \"current\" and no %s)" :
+			    "%s missing", PUBLISH_FILTER_NAME);
+			return -1;
+		}
+		t->have_table = true;
+		return 0;
+	}
+	if (strlen(path) >= sizeof(t->filter)) {
+		(void)snprintf(err, errlen, "path too long");
+		return -1;
+	}
+	memcpy(t->filter, path, strlen(path) + 1);
+	slash = strrchr(path, '/');
+	if (slash == NULL) {
+		memcpy(dirpart, ".", 2);
+	} else {
+		n = (int)(slash - path);
+		if ((size_t)n >= sizeof(dirpart)) {
+			(void)snprintf(err, errlen, "path too long");
+			return -1;
+		}
+		memcpy(dirpart, path, (size_t)n);
+		dirpart[n] = '\0';
+		if (n == 0)
+			memcpy(dirpart, "/", 2);
+	}
+	if (join(t->table, sizeof(t->table), dirpart, PUBLISH_TABLE_NAME) == 0 &&
+	    stat(t->table, &st) == 0 && S_ISREG(st.st_mode))
+		t->have_table = true;
+	return 0;
+}
+
+static void
+run_checks(const struct ffile *f, struct table *tab, const char *table_err,
+    const struct sign_ring *ring, struct check *c)
+{
+	const struct ffile_info *in = ffile_info(f);
+
+	memset(c, 0, sizeof(*c));
+	if (ring != NULL && ring->n > 0) {
+		c->sig_checked = true;
+		c->sig_ok = ffile_verify(f, ring, c->sig_err,
+		    sizeof(c->sig_err)) == 0;
+	}
+	if (tab != NULL) {
+		c->table_ok = true;
+		c->bind_ok = table_check_binding(tab, in->table_sha256,
+		    in->table_len, c->bind_err, sizeof(c->bind_err)) == 0;
+	} else if (table_err != NULL) {
+		(void)snprintf(c->table_err, sizeof(c->table_err), "%s",
+		    table_err);
+	}
+}
+
+static const char *
+layout_name(enum bloom_layout l)
+{
+	return l == BLOOM_BLOCKED ? "blocked" : "classic";
+}
+
+static const char *
+source_name(enum ffile_source s)
+{
+	return s == FFILE_SRC_CRL ? "crl" : "list";
+}
+
+static int
+load_ring(struct sign_ring *ring, const char **pubs, size_t npubs,
+    const char *cmd)
+{
+	char err[512];
+	size_t i;
+
+	sign_ring_init(ring);
+	for (i = 0; i < npubs; i++) {
+		if (sign_ring_add(ring, pubs[i], err, sizeof(err)) != 0) {
+			fb_err("%s: %s", cmd, err);
+			sign_ring_free(ring);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Adds a string member; false when out of memory. */
+static bool
+jstr(cJSON *o, const char *name, const char *v)
+{
+	return cJSON_AddStringToObject(o, name, v) != NULL;
+}
+
+static bool
+jnum(cJSON *o, const char *name, double v)
+{
+	return cJSON_AddNumberToObject(o, name, v) != NULL;
+}
+
+static bool
+jbool(cJSON *o, const char *name, bool v)
+{
+	return cJSON_AddBoolToObject(o, name, v) != NULL;
+}
+
+static bool
+jtime(cJSON *o, const char *name, int64_t t)
+{
+	char s[UTIL_RFC3339_LEN];
+
+	util_rfc3339(s, t);
+	return jstr(o, name, s);
+}
+
+static bool
+jhex(cJSON *o, const char *name, const unsigned char *p, size_t n)
+{
+	char s[2 * 64 + 1];
+
+	util_hex(s, p, n);
+	return jstr(o, name, s);
+}
+
+static int
+print_json(const char *path, const struct target *t, const struct ffile *f,
+    const struct table *tab, const struct check *c, int64_t now)
+{
+	const struct ffile_info *in = ffile_info(f);
+	const struct bloom *b = ffile_bloom(f);
+	cJSON *root, *scopes, *s, *tj;
+	char seed[17], *text;
+	unsigned char sb[8];
+	size_t len;
+	uint32_t i;
+	bool ok = true;
+
+	root = cJSON_CreateObject();
+	if (root == NULL)
+		return -1;
+	(void)ffile_bytes(f, &len);
+	for (i = 0; i < 8; i++)
+		sb[i] = (unsigned char)(in->seed >> (56 - 8 * i));
+	util_hex(seed, sb, 8);
+	ok = ok && jstr(root, "path", path);
+	ok = ok && jstr(root, "filter", t->filter);
+	ok = ok && jnum(root, "filter_bytes", (double)len);
+	ok = ok && jhex(root, "filter_sha256", ffile_sha256(f), 32);
+	ok = ok && jnum(root, "format", in->format);
+	ok = ok && jstr(root, "layout", layout_name(in->layout));
+	ok = ok && jnum(root, "version", (double)in->version);
+	ok = ok && jtime(root, "issued_at", in->issued_at);
+	ok = ok && jtime(root, "expires_at", in->expires_at);
+	ok = ok && jnum(root, "keys", (double)in->keys);
+	ok = ok && jnum(root, "bits", (double)in->m);
+	ok = ok && jnum(root, "hashes", in->k);
+	ok = ok && jstr(root, "seed", seed);
+	ok = ok && jnum(root, "fp_rate_target", in->fp_rate_target);
+	ok = ok && jnum(root, "set_bits", (double)bloom_popcount(b));
+	ok = ok && jnum(root, "fill_ratio", bloom_fill_ratio(b));
+	ok = ok && jnum(root, "estimated_fp_rate", bloom_estimated_fp(b));
+	ok = ok && jhex(root, "signer", in->signer, SIGN_KEYID_LEN);
+	ok = ok && jhex(root, "table_sha256", in->table_sha256, 32);
+	ok = ok && jnum(root, "table_bytes", (double)in->table_len);
+	ok = ok && jnum(root, "now", (double)now);
+	ok = ok && jnum(root, "expires_in_seconds",
+	    (double)(in->expires_at - now));
+	ok = ok && jbool(root, "expired", ffile_expired(f, now));
+	ok = ok && jbool(root, "stale", ffile_expired(f, now));
+	scopes = cJSON_AddArrayToObject(root, "scopes");
+	ok = ok && scopes != NULL;
+	for (i = 0; ok && i < in->nscopes; i++) {
+		const struct ffile_scope *sc = &in->scopes[i];
+
+		s = cJSON_CreateObject();
+		if (s == NULL || !cJSON_AddItemToArray(scopes, s)) {
+			cJSON_Delete(s);
+			ok = false;
+			break;
+		}
+		ok = ok && jstr(s, "scope", sc->name);
+		ok = ok && jnum(s, "keys", (double)sc->keys);
+		ok = ok && jstr(s, "source", source_name(sc->source));
+		if (sc->source == FFILE_SRC_CRL) {
+			ok = ok && jstr(s, "issuer", sc->issuer);
+			ok = ok && jstr(s, "crl_number", sc->crl_number);
+			ok = ok && jtime(s, "this_update", sc->this_update);
+			if (sc->next_update != 0) {
+				ok = ok && jtime(s, "next_update",
+				    sc->next_update);
+				ok = ok && jbool(s, "crl_expired",
+				    now >= sc->next_update);
+			}
+			ok = ok && jhex(s, "crl_sha256", sc->crl_sha256, 32);
+		}
+	}
+	if (ok && t->have_table) {
+		tj = cJSON_AddObjectToObject(root, "table");
+		ok = tj != NULL;
+		ok = ok && jstr(tj, "path", t->table);
+		if (ok && tab != NULL) {
+			ok = ok && jnum(tj, "records", (double)table_count(tab));
+			ok = ok && jnum(tj, "bytes", (double)table_size(tab));
+			ok = ok && jhex(tj, "sha256", table_sha256(tab), 32);
+			ok = ok && jbool(tj, "binding_ok", c->bind_ok);
+			if (!c->bind_ok)
+				ok = ok && jstr(tj, "binding_error",
+				    c->bind_err);
+		} else if (ok) {
+			ok = ok && jstr(tj, "error", c->table_err);
+		}
+	}
+	if (ok && c->sig_checked) {
+		ok = ok && jbool(root, "signature_ok", c->sig_ok);
+		if (!c->sig_ok)
+			ok = ok && jstr(root, "signature_error", c->sig_err);
+		ok = ok && jbool(root, "verified", c->sig_ok && c->bind_ok);
+	}
+	if (!ok) {
+		cJSON_Delete(root);
+		return -1;
+	}
+	text = cJSON_Print(root);
+	cJSON_Delete(root);
+	if (text == NULL)
+		return -1;
+	printf("%s\n", text);
+	cJSON_free(text);
+	return 0;
+}
+
+static void
+print_duration(FILE *fp, int64_t s)
+{
+	if (s >= 86400)
+		fprintf(fp, "%" PRId64 "d%02" PRId64 "h%02" PRId64 "m%02" PRId64
+		    "s", s / 86400, s % 86400 / 3600, s % 3600 / 60, s % 60);
+	else if (s >= 3600)
+		fprintf(fp, "%" PRId64 "h%02" PRId64 "m%02" PRId64 "s", s / 3600,
+		    s % 3600 / 60, s % 60);
+	else if (s >= 60)
+		fprintf(fp, "%" PRId64 "m%02" PRId64 "s", s / 60, s % 60);
+	else
+		fprintf(fp, "%" PRId64 "s", s);
+}
+
+static void
+print_text(const struct target *t, const struct ffile *f,
+    const struct table *tab, const struct check *c, int64_t now)
+{
+	const struct ffile_info *in = ffile_info(f);
+	const struct bloom *b = ffile_bloom(f);
+	char hex[65], ts[UTIL_RFC3339_LEN];
+	size_t len;
+	uint32_t i;
+
+	(void)ffile_bytes(f, &len);
+	printf("filter:            %s (%zu bytes)\n", t->filter, len);
+	util_hex(hex, ffile_sha256(f), 32);
+	printf("filter sha256:     %s\n", hex);
+	printf("format:            %u\n", (unsigned)in->format);
+	printf("layout:            %s\n", layout_name(in->layout));
+	printf("version:           %" PRIu64 "\n", in->version);
+	util_rfc3339(ts, in->issued_at);
+	printf("issued at:         %s\n", ts);
+	util_rfc3339(ts, in->expires_at);
+	printf("expires at:        %s\n", ts);
+	if (ffile_expired(f, now)) {
+		printf("staleness:         STALE, expired ");
+		print_duration(stdout, now - in->expires_at);
+		printf(" ago\n");
+	} else {
+		printf("staleness:         fresh, expires in ");
+		print_duration(stdout, in->expires_at - now);
+		printf("\n");
+	}
+	printf("keys:              %" PRIu64 "\n", in->keys);
+	printf("bits (m):          %" PRIu64 " (%zu bytes)\n", in->m,
+	    bloom_nbytes(in->m));
+	printf("hashes (k):        %" PRIu32 "\n", in->k);
+	printf("seed:              %016" PRIx64 "\n", in->seed);
+	printf("fp rate target:    %g\n", in->fp_rate_target);
+	printf("fill ratio:        %.6f\n", bloom_fill_ratio(b));
+	printf("estimated fp rate: %.6g\n", bloom_estimated_fp(b));
+	util_hex(hex, in->signer, SIGN_KEYID_LEN);
+	printf("signer:            %s\n", hex);
+	util_hex(hex, in->table_sha256, 32);
+	printf("table sha256:      %s\n", hex);
+	printf("table bytes:       %" PRIu64 "\n", in->table_len);
+	printf("scopes:            %" PRIu32 "\n", in->nscopes);
+	for (i = 0; i < in->nscopes; i++) {
+		const struct ffile_scope *sc = &in->scopes[i];
+
+		printf("  %s: %" PRIu64 " keys, source %s\n", sc->name, sc->keys,
+		    source_name(sc->source));
+		if (sc->source != FFILE_SRC_CRL)
+			continue;
+		printf("    issuer:        %s\n", sc->issuer);
+		printf("    crl number:    %s\n",
+		    sc->crl_number[0] ? sc->crl_number : "(none)");
+		util_rfc3339(ts, sc->this_update);
+		printf("    this update:   %s\n", ts);
+		if (sc->next_update != 0) {
+			util_rfc3339(ts, sc->next_update);
+			printf("    next update:   %s%s\n", ts,
+			    now >= sc->next_update ? " (past)" : "");
+		}
+		util_hex(hex, sc->crl_sha256, 32);
+		printf("    crl sha256:    %s\n", hex);
+	}
+	if (t->have_table) {
+		if (tab != NULL) {
+			util_hex(hex, table_sha256(tab), 32);
+			printf("table:             %s (%" PRIu64 " records, %"
+			    PRIu64 " bytes)\n", t->table, table_count(tab),
+			    table_size(tab));
+			printf("table binding:     %s%s\n",
+			    c->bind_ok ? "ok" : "MISMATCH: ",
+			    c->bind_ok ? "" : c->bind_err);
+		} else {
+			printf("table:             %s: INVALID: %s\n", t->table,
+			    c->table_err);
+		}
+	}
+	if (c->sig_checked)
+		printf("signature:         %s%s\n",
+		    c->sig_ok ? "valid" : "INVALID: ",
+		    c->sig_ok ? "" : c->sig_err);
+}
+
+static void
+inspect_usage(FILE *fp)
+{
+	fputs("usage: filterbuild inspect [--json] [--pub PUB.pem]... PATH\n"
+	    "\n"
+	    "PATH is a filter file or an output DIR (its current pair). Prints\n"
+	    "every header field, per-scope coverage and CRL metadata, fill ratio,\n"
+	    "estimated false-positive rate and staleness; for a DIR (or a filter\n"
+	    "with table.rct beside it) the table too. With --pub, whether the\n"
+	    "signature and the table binding verify. Exit status 1 when the file\n"
+	    "cannot be parsed, or when --pub is given and verification fails.\n"
+	    "\n"
+	    "  --json          one JSON object instead of text\n"
+	    "  --pub PUB.pem   trusted public key (repeatable)\n"
+	    "  --help          this text\n", fp);
+}
+
+static void
+verify_usage(FILE *fp)
+{
+	fputs("usage: filterbuild verify --pub PUB.pem [--pub PUB.pem]... "
+	    "[--table TABLE] PATH\n"
+	    "\n"
+	    "Exit 0 only when the filter's format and signature and its table\n"
+	    "binding are all valid; otherwise exit 1 with one line saying why.\n"
+	    "PATH is a filter file (its table is table.rct beside it, or --table)\n"
+	    "or an output DIR (its current pair).\n"
+	    "\n"
+	    "  --pub PUB.pem   trusted public key (repeatable)\n"
+	    "  --table TABLE   the table, when it is not beside the filter\n"
+	    "  --quiet         print nothing on success\n"
+	    "  --help          this text\n", fp);
+}
+
+int
+fb_inspect(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument,	     NULL, 'j' },
+		{ "pub",  required_argument, NULL, 'p' },
+		{ "help", no_argument,	     NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *pubs[INSPECT_MAX_PUB], *path;
+	size_t npubs = 0;
+	bool json = false;
+	struct target t;
+	struct sign_ring ring;
+	struct ffile *f = NULL;
+	struct table *tab = NULL;
+	struct check c;
+	char err[1024], terr[1024];
+	int64_t now;
+	int ch, ret = FB_EXIT_FAIL;
+
+	fb_getopt_reset();
+	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'j': json = true; break;
+		case 'p':
+			if (npubs == INSPECT_MAX_PUB)
+				return fb_usage_err("inspect", "more than %d "
+				    "--pub options", INSPECT_MAX_PUB);
+			pubs[npubs++] = optarg;
+			break;
+		case 'h': inspect_usage(stdout); return FB_EXIT_OK;
+		default: return fb_usage_err("inspect", "bad option");
+		}
+	}
+	if (argc - optind != 1)
+		return fb_usage_err("inspect", "want exactly one PATH");
+	path = argv[optind];
+	if (load_ring(&ring, pubs, npubs, "inspect") != 0)
+		return FB_EXIT_FAIL;
+	if (resolve(path, &t, err, sizeof(err)) != 0) {
+		fb_err("inspect: %s: %s", path, err);
+		goto out;
+	}
+	f = ffile_open(t.filter, err, sizeof(err));
+	if (f == NULL) {
+		fb_err("inspect: %s", err);
+		goto out;
+	}
+	terr[0] = '\0';
+	if (t.have_table)
+		tab = table_open(t.table, terr, sizeof(terr));
+	run_checks(f, tab, t.have_table ? terr : NULL, &ring, &c);
+	now = util_now();
+	if (json) {
+		if (print_json(path, &t, f, tab, &c, now) != 0) {
+			fb_err("inspect: out of memory");
+			goto out;
+		}
+	} else {
+		print_text(&t, f, tab, &c, now);
+	}
+	ret = FB_EXIT_OK;
+	if (c.sig_checked && (!c.sig_ok || !c.bind_ok))
+		ret = FB_EXIT_FAIL;
+out:
+	table_close(tab);
+	ffile_close(f);
+	sign_ring_free(&ring);
+	return ret;
+}
+
+int
+fb_verify(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "pub",   required_argument, NULL, 'p' },
+		{ "table", required_argument, NULL, 't' },
+		{ "quiet", no_argument,	      NULL, 'q' },
+		{ "help",  no_argument,	      NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *pubs[INSPECT_MAX_PUB], *path, *table = NULL;
+	size_t npubs = 0;
+	bool quiet = false;
+	struct target t;
+	struct sign_ring ring;
+	struct ffile *f = NULL;
+	struct table *tab = NULL;
+	char err[1024], hex[65];
+	int ch, ret = FB_EXIT_FAIL;
+
+	fb_getopt_reset();
+	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'p':
+			if (npubs == INSPECT_MAX_PUB)
+				return fb_usage_err("verify", "more than %d "
+				    "--pub options", INSPECT_MAX_PUB);
+			pubs[npubs++] = optarg;
+			break;
+		case 't': table = optarg; break;
+		case 'q': quiet = true; break;
+		case 'h': verify_usage(stdout); return FB_EXIT_OK;
+		default: return fb_usage_err("verify", "bad option");
+		}
+	}
+	if (argc - optind != 1)
+		return fb_usage_err("verify", "want exactly one PATH");
+	if (npubs == 0)
+		return fb_usage_err("verify", "--pub PUB.pem is required");
+	path = argv[optind];
+	if (load_ring(&ring, pubs, npubs, "verify") != 0)
+		return FB_EXIT_FAIL;
+	if (resolve(path, &t, err, sizeof(err)) != 0) {
+		fb_err("verify: %s: %s", path, err);
+		goto out;
+	}
+	if (table != NULL) {
+		if (strlen(table) >= sizeof(t.table)) {
+			fb_err("verify: %s: path too long", table);
+			goto out;
+		}
+		memcpy(t.table, table, strlen(table) + 1);
+		t.have_table = true;
+	}
+	f = ffile_open(t.filter, err, sizeof(err));
+	if (f == NULL) {
+		fb_err("verify: %s: %s", path, err);
+		goto out;
+	}
+	if (ffile_verify(f, &ring, err, sizeof(err)) != 0) {
+		fb_err("verify: %s: %s", path, err);
+		goto out;
+	}
+	if (!t.have_table) {
+		fb_err("verify: %s: no table beside the filter (use --table)",
+		    path);
+		goto out;
+	}
+	tab = table_open(t.table, err, sizeof(err));
+	if (tab == NULL) {
+		fb_err("verify: %s: %s", path, err);
+		goto out;
+	}
+	if (table_check_binding(tab, ffile_info(f)->table_sha256,
+	    ffile_info(f)->table_len, err, sizeof(err)) != 0) {
+		fb_err("verify: %s: %s", path, err);
+		goto out;
+	}
+	if (!quiet) {
+		util_hex(hex, ffile_info(f)->signer, SIGN_KEYID_LEN);
+		printf("%s: OK: version %" PRIu64 ", %" PRIu64 " keys, %" PRIu64
+		    " records, signer %s\n", path, ffile_info(f)->version,
+		    ffile_info(f)->keys, table_count(tab), hex);
+	}
+	ret = FB_EXIT_OK;
+out:
+	table_close(tab);
+	ffile_close(f);
+	sign_ring_free(&ring);
+	return ret;
+}

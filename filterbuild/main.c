@@ -1,0 +1,98 @@
+/* main.c - filterbuild: subcommand dispatch, global --help and --version */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <getopt.h>
+
+#include "fb.h"
+
+struct fb_cmd {
+	const char	*name;
+	int		(*run)(int argc, char **argv);
+	const char	*summary;
+};
+
+/* One line per subcommand; a NULL run (a weak symbol not linked in) is skipped. */
+static const struct fb_cmd fb_cmds[] = {
+	{ "keygen",  fb_keygen,  "create an Ed25519 signing key" },
+	{ "build",   fb_build,   "build, sign and publish a filter and its table" },
+	{ "inspect", fb_inspect, "show a filter's header, scopes and staleness" },
+	{ "verify",  fb_verify,  "check signature, format and table binding" },
+	{ "audit",   fb_audit,   "audit published filters" },
+};
+
+void
+fb_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("filterbuild: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int
+fb_usage_err(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "filterbuild %s: ", cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry 'filterbuild %s --help'.\n", cmd);
+	return FB_EXIT_USAGE;
+}
+
+void
+fb_getopt_reset(void)
+{
+	/* glibc: 0 also reinitializes its internal state. */
+	optind = 0;
+	opterr = 1;
+}
+
+static void
+fb_usage(FILE *fp)
+{
+	size_t i;
+
+	fputs("usage: filterbuild COMMAND [OPTIONS] ...\n\n"
+	    "Compiles revocation lists into signed, versioned Bloom filters and\n"
+	    "their authoritative tables, and publishes each pair atomically.\n\n"
+	    "Commands:\n", fp);
+	for (i = 0; i < sizeof(fb_cmds) / sizeof(fb_cmds[0]); i++)
+		if (fb_cmds[i].run != NULL)
+			fprintf(fp, "  %-8s %s\n", fb_cmds[i].name,
+			    fb_cmds[i].summary);
+	fputs("\nRun 'filterbuild COMMAND --help' for a command's options.\n"
+	    "Exit status: 0 success, 1 failure, 2 usage error.\n", fp);
+}
+
+int
+main(int argc, char **argv)
+{
+	size_t i;
+
+	if (argc < 2) {
+		fb_usage(stderr);
+		return FB_EXIT_USAGE;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+	    strcmp(argv[1], "help") == 0) {
+		fb_usage(stdout);
+		return FB_EXIT_OK;
+	}
+	if (strcmp(argv[1], "--version") == 0) {
+		printf("filterbuild %s\n", REVCHECK_VERSION);
+		return FB_EXIT_OK;
+	}
+	for (i = 0; i < sizeof(fb_cmds) / sizeof(fb_cmds[0]); i++)
+		if (fb_cmds[i].run != NULL && strcmp(argv[1], fb_cmds[i].name) == 0)
+			return fb_cmds[i].run(argc - 1, argv + 1);
+	fprintf(stderr, "filterbuild: unknown command '%s'\n", argv[1]);
+	fb_usage(stderr);
+	return FB_EXIT_USAGE;
+}
