@@ -140,6 +140,56 @@ run_checks(const struct ffile *f, struct table *tab, const char *table_err,
 	}
 }
 
+
+/* Table records whose key the filter does not answer "possibly present". */
+static uint64_t
+missing_from_filter(const struct ffile *f, const struct table *tab)
+{
+	struct table_rec r;
+	uint64_t i, miss = 0;
+
+	for (i = 0; i < table_count(tab); i++)
+		if (table_get(tab, i, &r) != 0 || !ffile_query(f, &r.key))
+			miss++;
+	return miss;
+}
+
+/* One record as "scope<TAB>id<TAB>revoked_at<TAB>reason", "-" when unknown. */
+static void
+print_record(FILE *fp, const struct table_rec *r)
+{
+	char id[REVKEY_ID_TEXT_MAX], ts[UTIL_RFC3339_LEN];
+	size_t i, n = revkey_id_text(&r->key, id);
+
+	fprintf(fp, "%s\t", r->key.scope);
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)id[i];
+
+		if (c < 0x21 || c > 0x7e || c == '\\')
+			fprintf(fp, "\\x%02x", c);
+		else
+			fputc(c, fp);
+	}
+	if (r->revoked_at != 0) {
+		util_rfc3339(ts, r->revoked_at);
+		fprintf(fp, "\t%s", ts);
+	} else {
+		fputs("\t-", fp);
+	}
+	fprintf(fp, "\t%s\n", r->reason[0] ? r->reason : "-");
+}
+
+static void
+print_records(const struct table *tab)
+{
+	struct table_rec r;
+	uint64_t i;
+
+	for (i = 0; i < table_count(tab); i++)
+		if (table_get(tab, i, &r) == 0)
+			print_record(stdout, &r);
+}
+
 static const char *
 layout_name(enum bloom_layout l)
 {
@@ -288,6 +338,8 @@ print_json(const char *path, const struct target *t, const struct ffile *f,
 			ok = ok && jnum(tj, "bytes", (double)table_size(tab));
 			ok = ok && jhex(tj, "sha256", table_sha256(tab), 32);
 			ok = ok && jbool(tj, "binding_ok", c->bind_ok);
+			ok = ok && jnum(tj, "records_missing_from_filter",
+			    (double)missing_from_filter(f, tab));
 			if (!c->bind_ok)
 				ok = ok && jstr(tj, "binding_error",
 				    c->bind_err);
@@ -399,6 +451,8 @@ print_text(const struct target *t, const struct ffile *f,
 			printf("table:             %s (%" PRIu64 " records, %"
 			    PRIu64 " bytes)\n", t->table, table_count(tab),
 			    table_size(tab));
+			printf("records in filter: %" PRIu64 " missing\n",
+			    missing_from_filter(f, tab));
 			printf("table binding:     %s%s\n",
 			    c->bind_ok ? "ok" : "MISMATCH: ",
 			    c->bind_ok ? "" : c->bind_err);
@@ -416,7 +470,8 @@ print_text(const struct target *t, const struct ffile *f,
 static void
 inspect_usage(FILE *fp)
 {
-	fputs("usage: filterbuild inspect [--json] [--pub PUB.pem]... PATH\n"
+	fputs("usage: filterbuild inspect [--json | --records] [--pub PUB.pem]... "
+	    "PATH\n"
 	    "\n"
 	    "PATH is a filter file or an output DIR (its current pair). Prints\n"
 	    "every header field, per-scope coverage and CRL metadata, fill ratio,\n"
@@ -426,6 +481,9 @@ inspect_usage(FILE *fp)
 	    "cannot be parsed, or when --pub is given and verification fails.\n"
 	    "\n"
 	    "  --json          one JSON object instead of text\n"
+	    "  --records       list the table's records instead, one per line:\n"
+	    "                  scope, id (hex serial for X.509), revoked_at, reason\n"
+	    "                  (tab-separated, \"-\" when unknown)\n"
 	    "  --pub PUB.pem   trusted public key (repeatable)\n"
 	    "  --help          this text\n", fp);
 }
@@ -437,7 +495,8 @@ verify_usage(FILE *fp)
 	    "[--table TABLE] PATH\n"
 	    "\n"
 	    "Exit 0 only when the filter's format and signature and its table\n"
-	    "binding are all valid; otherwise exit 1 with one line saying why.\n"
+	    "binding are all valid (and every table record is in the filter);\n"
+	    "otherwise exit 1 with one line saying why.\n"
 	    "PATH is a filter file (its table is table.rct beside it, or --table)\n"
 	    "or an output DIR (its current pair).\n"
 	    "\n"
@@ -452,13 +511,14 @@ fb_inspect(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "json", no_argument,	     NULL, 'j' },
+		{ "records", no_argument,    NULL, 'r' },
 		{ "pub",  required_argument, NULL, 'p' },
 		{ "help", no_argument,	     NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *pubs[INSPECT_MAX_PUB], *path;
 	size_t npubs = 0;
-	bool json = false;
+	bool json = false, records = false;
 	struct target t;
 	struct sign_ring ring;
 	struct ffile *f = NULL;
@@ -472,6 +532,7 @@ fb_inspect(int argc, char **argv)
 	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'j': json = true; break;
+		case 'r': records = true; break;
 		case 'p':
 			if (npubs == INSPECT_MAX_PUB)
 				return fb_usage_err("inspect", "more than %d "
@@ -506,8 +567,14 @@ fb_inspect(int argc, char **argv)
 			fb_err("inspect: out of memory");
 			goto out;
 		}
-	} else {
+	} else if (!records) {
 		print_text(&t, f, tab, &c, now);
+	} else if (tab != NULL) {
+		print_records(tab);
+	} else {
+		fb_err("inspect: %s: %s", path, t.have_table ? terr :
+		    "no table beside the filter");
+		goto out;
 	}
 	ret = FB_EXIT_OK;
 	if (c.sig_checked && (!c.sig_ok || !c.bind_ok))
@@ -595,6 +662,12 @@ fb_verify(int argc, char **argv)
 	if (table_check_binding(tab, ffile_info(f)->table_sha256,
 	    ffile_info(f)->table_len, err, sizeof(err)) != 0) {
 		fb_err("verify: %s: %s", path, err);
+		goto out;
+	}
+	if (table_count(tab) != ffile_info(f)->keys ||
+	    missing_from_filter(f, tab) != 0) {
+		fb_err("verify: %s: table records do not match the filter's keys",
+		    path);
 		goto out;
 	}
 	if (!quiet) {

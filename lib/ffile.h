@@ -27,7 +27,7 @@
  * signature. See docs/FORMAT.md for every offset.
  */
 #define FFILE_HDR_LEN		168
-#define FFILE_SCOPE_MIN_LEN	63	/* a scope entry with empty strings */
+#define FFILE_SCOPE_MIN_LEN	62	/* a scope entry with empty strings */
 #define FFILE_ISSUER_MAX	511
 #define FFILE_CRLNUM_MAX	79
 

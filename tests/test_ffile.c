@@ -307,3 +307,37 @@ Test(ffile, encode_refuses_duplicate_scope)
 	bloom_free(&b);
 	EVP_PKEY_free(key);
 }
+
+/* Every padding length (0..7) between the scopes and the bit array. */
+Test(ffile, all_scope_lengths_round_trip)
+{
+	struct ffile_info info;
+	struct ffile_scope sc;
+	struct bloom b;
+	struct ffile *f;
+	EVP_PKEY *key = sign_keygen();
+	unsigned char *out;
+	size_t len, nl;
+	char err[256];
+
+	cr_assert_eq(bloom_init(&b, BLOOM_CLASSIC, 1000, 3, 9), 0);
+	for (nl = 1; nl <= 24; nl++) {
+		memset(&info, 0, sizeof(info));
+		memset(&sc, 0, sizeof(sc));
+		memset(sc.name, 'a', nl);
+		info.issued_at = 1;
+		info.expires_at = 2;
+		info.fp_rate_target = 0.5;
+		info.scopes = &sc;
+		info.nscopes = 1;
+		cr_assert_eq(ffile_encode(&info, &b, key, &out, &len, err,
+		    sizeof(err)), 0, "name length %zu: %s", nl, err);
+		f = ffile_parse(out, len, true, err, sizeof(err));
+		cr_assert_not_null(f, "%s", err);
+		cr_assert_eq(strlen(ffile_info(f)->scopes[0].name), nl);
+		cr_assert_eq(ffile_verify_key(f, key, err, sizeof(err)), 0);
+		ffile_close(f);
+	}
+	bloom_free(&b);
+	EVP_PKEY_free(key);
+}
