@@ -1,0 +1,344 @@
+/* test_check.c - the check logic: coverage, negatives, fall-through, fail closed, snapshots */
+#include <criterion/criterion.h>
+#include <pthread.h>
+
+#include "../svc/check.c"
+#include "../svc/metrics.c"
+#include "../svc/sbuf.c"
+#include "../svc/snapshot.c"
+#include "../svc/stale.c"
+#include "svc_fixture.h"
+
+#define NOW 1700000000
+
+static const struct fx_rec recs[] = {
+	{ "default", "tok-revoked", "keyCompromise", 1600000000 },
+	{ "default", "tok-noreason", NULL, 0 },
+	{ "issuer-a", "a1", "superseded", 1600000100 },
+	{ "x509:0000000000000000000000000000000000000000000000000000000000000001",
+	    "0A1B", "cessationOfOperation", 1600000200 },
+};
+static const char *extra[] = { "empty-scope" };
+
+static EVP_PKEY *key;
+
+static struct snapshot *
+make_snapshot(uint64_t version, uint64_t m, uint32_t k, bool with_table)
+{
+	struct fx_pair p;
+	struct ffile *ff;
+	struct table *t = NULL;
+	char err[256];
+
+	if (key == NULL)
+		cr_assert_not_null(key = sign_keygen());
+	cr_assert_eq(fx_build(key, version, NOW - 10, NOW + 3600, recs, 4,
+	    extra, 1, m, k, &p), 0);
+	ff = ffile_parse(p.filter, p.flen, true, err, sizeof(err));
+	cr_assert_not_null(ff, "%s", err);
+	if (with_table) {
+		t = table_parse(p.table, p.tlen, true, err, sizeof(err));
+		cr_assert_not_null(t, "%s", err);
+	} else
+		free(p.table);
+	return snapshot_new(ff, t, NOW);
+}
+
+static void
+key_text(struct revkey *k, const char *scope, const char *id)
+{
+	char err[128];
+
+	cr_assert_eq(revkey_from_text(k, scope, id, strlen(id), err,
+	    sizeof(err)), 0, "%s", err);
+}
+
+static void
+teardown(void)
+{
+	EVP_PKEY_free(key);
+	key = NULL;
+	check_set_authority(NULL, NULL);
+	metrics_reset();
+}
+
+TestSuite(check, .fini = teardown);
+
+Test(check, revoked_comes_from_the_table_with_reason)
+{
+	struct snapshot *s = make_snapshot(7, 1 << 16, 7, true);
+	struct check_result r;
+	struct revkey k;
+
+	key_text(&k, "default", "tok-revoked");
+	cr_assert_eq(check_key(s, &k, &r), 0);
+	cr_assert_eq(r.status, CHECK_REVOKED);
+	cr_assert_eq(r.source, CHECK_SRC_AUTHORITATIVE);
+	cr_assert_eq(r.revoked_at, 1600000000);
+	cr_assert_str_eq(r.reason, "keyCompromise");
+	key_text(&k, "x509:0000000000000000000000000000000000000000000000000"
+	    "000000000000001", "0a:1b");
+	cr_assert_eq(check_key(s, &k, &r), 0);
+	cr_assert_eq(r.status, CHECK_REVOKED);
+	cr_assert_str_eq(r.reason, "cessationOfOperation");
+	cr_assert_eq(metrics_get(MET_CONFIRMED_REVOKED), 2);
+	snapshot_release(s);
+}
+
+Test(check, zero_bit_is_not_revoked_from_filter)
+{
+	struct snapshot *s = make_snapshot(7, 1 << 16, 7, true);
+	struct check_result r;
+	struct revkey k;
+
+	key_text(&k, "default", "tok-clean");
+	cr_assert_eq(check_key(s, &k, &r), 0);
+	cr_assert_eq(r.status, CHECK_NOT_REVOKED);
+	cr_assert_eq(r.source, CHECK_SRC_FILTER);
+	cr_assert_eq(metrics_get(MET_FILTER_NEGATIVE), 1);
+	snapshot_release(s);
+}
+
+Test(check, uncovered_scope_is_never_not_revoked)
+{
+	struct snapshot *s = make_snapshot(7, 1 << 16, 7, true);
+	struct check_result r;
+	struct revkey k;
+
+	key_text(&k, "issuer-b", "a1");
+	cr_assert_eq(check_key(s, &k, &r), 0);
+	cr_assert_eq(r.status, CHECK_NOT_COVERED);
+	key_text(&k, "empty-scope", "anything");
+	cr_assert_eq(check_key(s, &k, &r), 0);
+	cr_assert_eq(r.status, CHECK_NOT_REVOKED, "a covered empty scope");
+	snapshot_release(s);
+}
+
+/* With 8 bits and one probe nearly every absent key is a positive. */
+static void
+find_false_positive(const struct snapshot *s, struct revkey *k)
+{
+	char id[32];
+	int i;
+
+	for (i = 0; i < 10000; i++) {
+		snprintf(id, sizeof(id), "absent-%d", i);
+		key_text(k, "default", id);
+		if (ffile_query(s->ff, k))
+			return;
+	}
+	cr_assert_fail("no false positive found");
+}
+
+Test(check, false_positive_is_settled_by_the_table)
+{
+	struct snapshot *s = make_snapshot(7, 8, 1, true);
+	struct check_result r;
+	struct revkey k;
+
+	find_false_positive(s, &k);
+	cr_assert_eq(check_key(s, &k, &r), 0);
+	cr_assert_eq(r.status, CHECK_NOT_REVOKED);
+	cr_assert_eq(r.source, CHECK_SRC_AUTHORITATIVE);
+	cr_assert_eq(metrics_get(MET_FALSE_POSITIVE), 1);
+	snapshot_release(s);
+}
+
+Test(check, positive_without_authority_fails_closed)
+{
+	struct snapshot *s = make_snapshot(7, 8, 1, false);
+	struct check_result r;
+	struct revkey k;
+
+	find_false_positive(s, &k);
+	cr_assert_eq(check_key(s, &k, &r), -1);
+	cr_assert_eq(metrics_get(MET_AUTHORITY_UNAVAILABLE), 1);
+	key_text(&k, "default", "tok-revoked");
+	cr_assert_eq(check_key(s, &k, &r), -1);
+	snapshot_release(s);
+}
+
+static int
+fake_authority(void *arg, const struct snapshot *s, const struct revkey *k,
+    struct check_result *r)
+{
+	int *calls = arg;
+
+	(void)s;
+	(*calls)++;
+	if (strcmp(k->scope, "default") != 0)
+		return -1;
+	r->status = CHECK_REVOKED;
+	r->source = CHECK_SRC_AUTHORITATIVE;
+	snprintf(r->reason, sizeof(r->reason), "upstream");
+	return 0;
+}
+
+Test(check, edge_authority_hook_settles_positives)
+{
+	struct snapshot *s = make_snapshot(7, 1 << 16, 7, false);
+	struct check_result r;
+	struct revkey k;
+	int calls = 0;
+
+	check_set_authority(fake_authority, &calls);
+	key_text(&k, "default", "tok-revoked");
+	cr_assert_eq(check_key(s, &k, &r), 0);
+	cr_assert_eq(r.status, CHECK_REVOKED);
+	cr_assert_str_eq(r.reason, "upstream");
+	key_text(&k, "issuer-a", "a1");
+	cr_assert_eq(check_key(s, &k, &r), -1);
+	cr_assert_eq(calls, 2);
+	snapshot_release(s);
+}
+
+Test(check, gate_refuses_missing_and_stale)
+{
+	struct snapshot_slot sl;
+	struct stale_policy p = { 0, 300, 0 };
+	struct snapshot *s;
+	enum stale_reason why;
+
+	snapshot_slot_init(&sl);
+	cr_assert_eq(check_begin(&sl, &p, NOW, &s, &why),
+	    CHECK_GATE_NO_FILTER);
+	cr_assert_null(s);
+	snapshot_swap(&sl, make_snapshot(7, 1 << 16, 7, true));
+	cr_assert_eq(check_begin(&sl, &p, NOW, &s, &why), CHECK_GATE_OK);
+	cr_assert_eq(s->version, 7);
+	snapshot_release(s);
+	cr_assert_eq(check_begin(&sl, &p, NOW + 3600, &s, &why),
+	    CHECK_GATE_STALE);
+	cr_assert_eq(why, STALE_EXPIRED);
+	cr_assert_eq(check_begin(&sl, &p, NOW + 3599, &s, &why),
+	    CHECK_GATE_OK);
+	snapshot_release(s);
+	cr_assert_eq(metrics_get(MET_REFUSED_STALE), 1);
+	cr_assert_eq(metrics_get(MET_REFUSED_NO_FILTER), 1);
+	snapshot_slot_free(&sl);
+}
+
+Test(check, json_items)
+{
+	struct revkey k;
+	char err[256];
+	cJSON *j;
+
+#define J(text, want) do {						\
+	j = cJSON_Parse(text);						\
+	cr_assert_not_null(j, "%s", text);				\
+	cr_assert_eq(check_key_from_json(j, &k, err, sizeof(err)), want,\
+	    "%s: %s", text, err);					\
+	cJSON_Delete(j);						\
+} while (0)
+	J("{\"id\":\"abc\"}", 0);
+	cr_assert_str_eq(k.scope, "default");
+	J("{\"id\":\"abc\",\"scope\":\"issuer-a\"}", 0);
+	cr_assert_str_eq(k.scope, "issuer-a");
+	J("{\"id\":\"\"}", -1);
+	J("{\"id\":5}", -1);
+	J("{\"id\":\"a\",\"scope\":7}", -1);
+	J("{\"id\":\"a\",\"scope\":\"bad scope\"}", -1);
+	J("{\"id\":\"a\",\"token\":\"x\"}", -1);
+	J("{}", -1);
+	J("[]", -1);
+	J("{\"scope\":\"default\",\"cert\":\"x\"}", -1);
+	J("{\"cert\":\"-----BEGIN CERTIFICATE-----\\nAAAA\\n"
+	    "-----END CERTIFICATE-----\\n\"}", -1);
+	J("{\"token\":\"not.a.jwt\"}", -1);
+	/* {"alg":"none"}.{"jti":"tok-revoked"}. */
+	J("{\"token\":\"eyJhbGciOiJub25lIn0.eyJqdGkiOiJ0b2stcmV2b2tlZCJ9.\"}",
+	    0);
+	cr_assert_str_eq(k.scope, "default");
+	cr_assert_eq(k.id_len, strlen("tok-revoked"));
+	cr_assert(memcmp(k.id, "tok-revoked", k.id_len) == 0);
+#undef J
+}
+
+Test(check, render_is_json_and_escaped)
+{
+	struct snapshot *s = make_snapshot(42, 1 << 16, 7, true);
+	struct check_result r;
+	struct revkey k;
+	struct sbuf b;
+	cJSON *j;
+
+	key_text(&k, "default", "tok-revoked");
+	cr_assert_eq(check_key(s, &k, &r), 0);
+	sbuf_init(&b, 0, 0);
+	check_render(&b, s, &k, &r);
+	cr_assert_str_eq(b.p, "{\"status\":\"revoked\",\"source\":"
+	    "\"authoritative\",\"scope\":\"default\",\"id\":\"tok-revoked\","
+	    "\"filter_version\":42,\"revoked_at\":\"2020-09-13T12:26:40Z\","
+	    "\"reason\":\"keyCompromise\"}");
+	sbuf_free(&b);
+	cr_assert_eq(revkey_set(&k, "default", "<\"\n\xff>", 5), 0);
+	cr_assert_eq(check_key(s, &k, &r), 0);
+	sbuf_init(&b, 0, 0);
+	check_render(&b, s, &k, &r);
+	j = cJSON_Parse(b.p);
+	cr_assert_not_null(j, "%s", b.p);
+	cr_assert(strstr(b.p, "<") == NULL);
+	cJSON_Delete(j);
+	sbuf_free(&b);
+	snapshot_release(s);
+}
+
+struct reader_arg {
+	struct snapshot_slot *sl;
+	_Atomic bool *stop;
+	uint64_t last;
+	bool went_down;
+};
+
+static void *
+reader(void *p)
+{
+	struct reader_arg *a = p;
+	struct snapshot *s;
+
+	while (!atomic_load(a->stop)) {
+		if ((s = snapshot_acquire(a->sl)) == NULL)
+			continue;
+		if (s->version < a->last)
+			a->went_down = true;
+		a->last = s->version;
+		/* Use it a little while a swap may happen. */
+		(void)ffile_info(s->ff)->keys;
+		snapshot_release(s);
+	}
+	return NULL;
+}
+
+Test(check, snapshots_swap_under_readers_and_free_exactly_once)
+{
+	struct snapshot_slot sl;
+	struct reader_arg ra[4];
+	pthread_t th[4];
+	_Atomic bool stop = false;
+	struct snapshot *held;
+	uint64_t before = snapshot_freed_count();
+	int i;
+
+	snapshot_slot_init(&sl);
+	snapshot_swap(&sl, make_snapshot(1, 1024, 3, true));
+	held = snapshot_acquire(&sl);
+	for (i = 0; i < 4; i++) {
+		ra[i] = (struct reader_arg){ &sl, &stop, 0, false };
+		pthread_create(&th[i], NULL, reader, &ra[i]);
+	}
+	for (i = 2; i <= 40; i++)
+		snapshot_swap(&sl, make_snapshot((uint64_t)i, 1024, 3, true));
+	atomic_store(&stop, true);
+	for (i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		cr_assert(!ra[i].went_down);
+	}
+	/* Version 1 is still held: 38 freed (2..39), not 39. */
+	cr_assert_eq(snapshot_freed_count() - before, 38);
+	cr_assert_eq(held->version, 1);
+	snapshot_release(held);
+	cr_assert_eq(snapshot_freed_count() - before, 39);
+	snapshot_slot_free(&sl);
+	cr_assert_eq(snapshot_freed_count() - before, 40);
+}

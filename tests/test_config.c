@@ -1,0 +1,279 @@
+/* test_config.c - revcheckd settings: file, flags, defaults, errors that name the key */
+#include <criterion/criterion.h>
+
+#include <unistd.h>
+
+#include "../svc/config.c"
+
+/* argv arrays of writable strings (string literals are const here). */
+static char **
+mkargv(int n, const char *const *src)
+{
+	char **a = calloc((size_t)n + 1, sizeof(*a));
+	int i;
+
+	cr_assert_not_null(a);
+	for (i = 0; i < n; i++)
+		cr_assert_not_null(a[i] = strdup(src[i]));
+	return a;
+}
+
+static void
+freeargv(char **a)
+{
+	size_t i;
+
+	for (i = 0; a[i] != NULL; i++)
+		free(a[i]);
+	free(a);
+}
+
+static int
+load(struct config *c, const char *json, char *err, size_t errlen)
+{
+	return config_load_buf(c, json, strlen(json), "test.json", err, errlen);
+}
+
+Test(config, safe_defaults)
+{
+	struct config c;
+	char err[256];
+	const char *const argv_src[] = { "revcheckd", "--filter-dir", "/f", "--trusted-key", "/k.pub" };
+	char **argv = mkargv(5, argv_src);
+
+	config_init(&c);
+	cr_assert_eq(config_from_args(&c, 5, argv, err, sizeof(err)), 0, "%s",
+	    err);
+	cr_assert_str_eq(c.listen, "127.0.0.1:8080");
+	cr_assert_str_eq(c.state_dir, CONFIG_DEFAULT_STATE);
+	cr_assert_str_eq(c.authz_cert_header, "X-SSL-Client-Cert");
+	cr_assert_gt(c.conn_timeout, 0);
+	cr_assert_gt(c.max_conns, 0);
+	cr_assert_gt(c.max_conns_per_ip, 0);
+	cr_assert_gt(c.max_body, 0);
+	cr_assert_eq(c.max_batch, 10000);
+	cr_assert_eq(c.clock_skew, 300);
+	cr_assert_eq(c.authz_not_covered_allow, false);
+	cr_assert_eq(config_validate(&c, err, sizeof(err)), 0, "%s", err);
+	freeargv(argv);
+	config_free(&c);
+}
+
+Test(config, comments_and_values)
+{
+	struct config c;
+	char err[256];
+	const char *j =
+	    "// a comment \"with quotes\"\n"
+	    "{ \"listen\": \"[::1]:9000\", /* block\n comment */\n"
+	    "  \"filter_dir\": \"/srv/f // not a comment\",\n"
+	    "  \"trusted_key\": [\"/a.pub\", \"/b.pub\"],\n"
+	    "  \"max_age\": \"15m\", \"clock_skew\": 10,\n"
+	    "  \"max_batch\": 5, \"authz_not_covered\": \"allow\",\n"
+	    "  \"_comment\": \"ignored\" }\n";
+
+	config_init(&c);
+	cr_assert_eq(load(&c, j, err, sizeof(err)), 0, "%s", err);
+	cr_assert_str_eq(c.listen, "[::1]:9000");
+	cr_assert_str_eq(c.filter_dir, "/srv/f // not a comment");
+	cr_assert_eq(c.ntrusted, 2);
+	cr_assert_str_eq(c.trusted_keys[1], "/b.pub");
+	cr_assert_eq(c.max_age, 900);
+	cr_assert_eq(c.clock_skew, 10);
+	cr_assert_eq(c.max_batch, 5);
+	cr_assert(c.authz_not_covered_allow);
+	config_free(&c);
+}
+
+Test(config, unknown_key_is_named)
+{
+	struct config c;
+	char err[256];
+
+	config_init(&c);
+	cr_assert_eq(load(&c, "{\"filter_dri\": \"/x\"}", err, sizeof(err)),
+	    -1);
+	cr_assert(strstr(err, "filter_dri") != NULL, "%s", err);
+	cr_assert(strstr(err, "test.json") != NULL, "%s", err);
+	config_free(&c);
+}
+
+Test(config, wrong_type_and_bad_value_are_named)
+{
+	struct config c;
+	char err[256];
+
+	config_init(&c);
+	cr_assert_eq(load(&c, "{\"max_batch\": \"lots\"}", err, sizeof(err)),
+	    -1);
+	cr_assert(strstr(err, "max_batch") != NULL, "%s", err);
+	cr_assert_eq(load(&c, "{\"listen\": 8080}", err, sizeof(err)), -1);
+	cr_assert(strstr(err, "listen") != NULL, "%s", err);
+	cr_assert_eq(load(&c, "{\"max_age\": -5}", err, sizeof(err)), -1);
+	cr_assert(strstr(err, "max_age") != NULL, "%s", err);
+	cr_assert_eq(load(&c, "{\"max_body\": 1.5}", err, sizeof(err)), -1);
+	cr_assert(strstr(err, "max_body") != NULL, "%s", err);
+	cr_assert_eq(load(&c, "{\"authz_not_covered\": \"maybe\"}", err,
+	    sizeof(err)), -1);
+	cr_assert(strstr(err, "authz_not_covered") != NULL, "%s", err);
+	cr_assert_eq(load(&c, "{\"trusted_key\": [1]}", err, sizeof(err)),
+	    -1);
+	cr_assert(strstr(err, "trusted_key") != NULL, "%s", err);
+	cr_assert_eq(load(&c, "{\"conn_timeout\": 0}", err, sizeof(err)), -1);
+	cr_assert(strstr(err, "conn_timeout") != NULL, "%s", err);
+	config_free(&c);
+}
+
+Test(config, syntax_error_has_line)
+{
+	struct config c;
+	char err[256];
+
+	config_init(&c);
+	cr_assert_eq(load(&c, "// x\n{\n \"listen\": \"a\",\n ]\n}", err,
+	    sizeof(err)), -1);
+	cr_assert(strstr(err, "line 4") != NULL, "%s", err);
+	cr_assert_eq(load(&c, "{} {}", err, sizeof(err)), -1);
+	cr_assert(strstr(err, "trailing") != NULL, "%s", err);
+	cr_assert_eq(load(&c, "[1]", err, sizeof(err)), -1);
+	cr_assert_eq(load(&c, "{ /* open", err, sizeof(err)), -1);
+	cr_assert(strstr(err, "unterminated") != NULL, "%s", err);
+	config_free(&c);
+}
+
+Test(config, flags_override_the_file)
+{
+	struct config c;
+	char err[256], path[] = "/tmp/revcheck-test-config-XXXXXX";
+	int fd = mkstemp(path);
+	const char *j = "{\"listen\": \"127.0.0.1:1\", \"filter_dir\": "
+	    "\"/file\", \"trusted_key\": [\"/f1\", \"/f2\"], \"max_batch\": 7}";
+	const char *const argv_src[] = { "revcheckd", "-c", path, "--listen", "127.0.0.1:2", "--trusted-key", "/cli" };
+	char **argv = mkargv(7, argv_src);
+
+	cr_assert(fd >= 0);
+	cr_assert_eq(write(fd, j, strlen(j)), (ssize_t)strlen(j));
+	close(fd);
+	config_init(&c);
+	cr_assert_eq(config_from_args(&c, 7, argv, err, sizeof(err)), 0, "%s",
+	    err);
+	unlink(path);
+	cr_assert_str_eq(c.listen, "127.0.0.1:2");
+	cr_assert_str_eq(c.filter_dir, "/file");
+	cr_assert_eq(c.ntrusted, 1);
+	cr_assert_str_eq(c.trusted_keys[0], "/cli");
+	cr_assert_eq(c.max_batch, 7);
+	cr_assert_str_eq(c.config_file, path);
+	freeargv(argv);
+	config_free(&c);
+}
+
+Test(config, actions_and_bad_flags)
+{
+	struct config c;
+	char err[256];
+	const char *const a1_src[] = { "revcheckd", "--check-config" };
+	char **a1 = mkargv(2, a1_src);
+	const char *const a2_src[] = { "revcheckd", "--version" };
+	char **a2 = mkargv(2, a2_src);
+	const char *const a3_src[] = { "revcheckd", "--no-such-flag" };
+	char **a3 = mkargv(2, a3_src);
+	const char *const a4_src[] = { "revcheckd", "--max-batch", "0" };
+	char **a4 = mkargv(3, a4_src);
+	const char *const a5_src[] = { "revcheckd", "stray" };
+	char **a5 = mkargv(2, a5_src);
+
+	config_init(&c);
+	cr_assert_eq(config_from_args(&c, 2, a1, err, sizeof(err)), 0);
+	cr_assert_eq(c.action, CONFIG_CHECK);
+	config_free(&c);
+	config_init(&c);
+	cr_assert_eq(config_from_args(&c, 2, a2, err, sizeof(err)), 0);
+	cr_assert_eq(c.action, CONFIG_VERSION);
+	config_free(&c);
+	config_init(&c);
+	cr_assert_eq(config_from_args(&c, 2, a3, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "no-such-flag") != NULL, "%s", err);
+	config_free(&c);
+	config_init(&c);
+	cr_assert_eq(config_from_args(&c, 3, a4, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "max-batch") != NULL, "%s", err);
+	config_free(&c);
+	config_init(&c);
+	cr_assert_eq(config_from_args(&c, 2, a5, err, sizeof(err)), -1);
+	freeargv(a1);
+	freeargv(a2);
+	freeargv(a3);
+	freeargv(a4);
+	freeargv(a5);
+	config_free(&c);
+}
+
+Test(config, validate_names_the_key)
+{
+	struct config c;
+	char err[256];
+
+	config_init(&c);
+	cr_assert_eq(config_validate(&c, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "filter_dir") != NULL, "%s", err);
+	c.filter_dir = strdup("/f");
+	cr_assert_eq(config_validate(&c, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "trusted_key") != NULL, "%s", err);
+	c.trusted_keys[c.ntrusted++] = strdup("/k");
+	c.listen = strdup("localhost");
+	cr_assert_eq(config_validate(&c, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "listen") != NULL, "%s", err);
+	free(c.listen);
+	c.listen = strdup("127.0.0.1:80");
+	c.upstream_filter = strdup("http://o/v1/filter");
+	cr_assert_eq(config_validate(&c, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "upstream_filter") != NULL, "%s", err);
+	free(c.filter_dir);
+	c.filter_dir = NULL;
+	cr_assert_eq(config_validate(&c, err, sizeof(err)), 0, "%s", err);
+	c.authz_cert_header = strdup("X-Bad Header");
+	cr_assert_eq(config_validate(&c, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "authz_cert_header") != NULL, "%s", err);
+	config_free(&c);
+}
+
+Test(config, listen_addresses)
+{
+	struct sockaddr_storage ss;
+	unsigned sl;
+
+	cr_assert_eq(config_parse_listen("127.0.0.1:8080", &ss, &sl), 0);
+	cr_assert_eq(ss.ss_family, AF_INET);
+	cr_assert_eq(ntohs(((struct sockaddr_in *)&ss)->sin_port), 8080);
+	cr_assert_eq(config_parse_listen("[::1]:443", &ss, &sl), 0);
+	cr_assert_eq(ss.ss_family, AF_INET6);
+	cr_assert_eq(config_parse_listen("[::]:0", &ss, &sl), 0);
+	cr_assert_eq(config_parse_listen(":9", &ss, &sl), 0);
+	cr_assert_eq(ss.ss_family, AF_INET);
+	cr_assert_eq(ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr),
+	    INADDR_LOOPBACK);
+	cr_assert_eq(config_parse_listen("9", &ss, &sl), 0);
+	cr_assert_eq(config_parse_listen("::1:80", &ss, &sl), -1);
+	cr_assert_eq(config_parse_listen("1.2.3.4:65536", &ss, &sl), -1);
+	cr_assert_eq(config_parse_listen("1.2.3.4:", &ss, &sl), -1);
+	cr_assert_eq(config_parse_listen("[::1]", &ss, &sl), -1);
+	cr_assert_eq(config_parse_listen("300.1.1.1:80", &ss, &sl), -1);
+}
+
+Test(config, shipped_example_parses)
+{
+	const char *src = getenv("REVCHECK_SRC");
+	char path[1024], err[512];
+	struct config c;
+
+	snprintf(path, sizeof(path), "%s/config/revcheckd.json",
+	    src != NULL ? src : ".");
+	config_init(&c);
+	cr_assert_eq(config_load_file(&c, path, err, sizeof(err)), 0, "%s",
+	    err);
+	cr_assert_str_eq(c.filter_dir, "/var/lib/revcheck/filters");
+	cr_assert_eq(c.max_age, 7200);
+	cr_assert_eq(c.ntrusted, 1);
+	config_free(&c);
+}

@@ -1,0 +1,279 @@
+/* test_loader.c - verification, rollback state, refusals and the audit log */
+#include <criterion/criterion.h>
+#include <ftw.h>
+#include <unistd.h>
+
+#include "../svc/loader.c"
+#include "../svc/metrics.c"
+#include "../svc/sbuf.c"
+#include "../svc/snapshot.c"
+#include "../svc/stale.c"
+#include "publish.h"
+#include "svc_fixture.h"
+
+static const struct fx_rec recs[] = {
+	{ "default", "t1", "keyCompromise", 1600000000 },
+	{ "default", "t2", NULL, 0 },
+};
+
+static char dir[64], fdir[128], sdir[128], pub[160];
+static EVP_PKEY *key;
+static struct config cfg;
+static struct stale_policy pol = { 0, 300, 0 };
+
+static void
+setup(void)
+{
+	char err[256];
+
+	snprintf(dir, sizeof(dir), "/tmp/revcheck-test-loader-XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(fdir, sizeof(fdir), "%s/filters", dir);
+	snprintf(sdir, sizeof(sdir), "%s/state", dir);
+	snprintf(pub, sizeof(pub), "%s/key.pub", dir);
+	cr_assert_eq(mkdir(fdir, 0755), 0);
+	cr_assert_eq(mkdir(sdir, 0755), 0);
+	cr_assert_not_null(key = sign_keygen());
+	snprintf(err, sizeof(err), "%s/key.pem", dir);
+	cr_assert_eq(sign_save(key, err, pub, false, err, sizeof(err)), 0);
+	config_init(&cfg);
+	cfg.filter_dir = strdup(fdir);
+	cfg.state_dir = strdup(sdir);
+	cfg.trusted_keys[cfg.ntrusted++] = strdup(pub);
+	log_init("test_loader", LOG_LVL_ERR);
+}
+
+static int
+rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+	(void)st;
+	(void)flag;
+	(void)f;
+	return remove(p);
+}
+
+static void
+teardown(void)
+{
+	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	EVP_PKEY_free(key);
+	config_free(&cfg);
+}
+
+TestSuite(loader, .init = setup, .fini = teardown);
+
+/* Publishes version v built at issued_at; tamper flips one filter byte. */
+static void
+publish(EVP_PKEY *k, uint64_t v, int64_t issued, int64_t expires,
+    size_t tamper, bool swap_table_of_other)
+{
+	struct fx_pair p, q;
+	char err[256];
+
+	cr_assert_eq(fx_build(k, v, issued, expires, recs, 2, NULL, 0,
+	    1 << 12, 5, &p), 0);
+	if (tamper != 0)
+		p.filter[tamper] ^= 0x01;
+	if (swap_table_of_other) {
+		cr_assert_eq(fx_build(k, v, issued, expires, recs, 1, NULL,
+		    0, 1 << 12, 5, &q), 0);
+		free(p.table);
+		p.table = q.table;
+		p.tlen = q.tlen;
+		q.table = NULL;
+		fx_free(&q);
+	}
+	cr_assert_eq(publish_pair(fdir, v, p.filter, p.flen, p.table, p.tlen,
+	    10, err, sizeof(err)), 0, "%s", err);
+	fx_free(&p);
+}
+
+static uint64_t
+serving(struct snapshot_slot *sl)
+{
+	struct snapshot *s = snapshot_acquire(sl);
+	uint64_t v = s != NULL ? s->version : 0;
+
+	snapshot_release(s);
+	return v;
+}
+
+static size_t
+audit_lines(const char *word)
+{
+	char path[256], line[2048];
+	size_t n = 0;
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "%s/%s", sdir, LOADER_AUDIT_NAME);
+	if ((fp = fopen(path, "r")) == NULL)
+		return 0;
+	while (fgets(line, sizeof(line), fp) != NULL)
+		if (strstr(line, word) != NULL)
+			n++;
+	fclose(fp);
+	return n;
+}
+
+Test(loader, accepts_then_refuses_rollback_and_tampering)
+{
+	struct snapshot_slot sl;
+	struct loader l;
+	struct loader_event ev;
+	uint64_t acc, rej;
+	int64_t now = util_now();
+	char err[512];
+
+	snapshot_slot_init(&sl);
+	cr_assert_eq(loader_init(&l, &cfg, &pol, err, sizeof(err)), 0, "%s",
+	    err);
+	cr_assert_eq(loader_poll(&l, &sl, false), 1, "nothing published yet");
+	publish(key, 5, now, now + 600, 0, false);
+	cr_assert_eq(loader_poll(&l, &sl, false), 0);
+	cr_assert_eq(serving(&sl), 5);
+	cr_assert_eq(loader_poll(&l, &sl, false), 1, "unchanged");
+	cr_assert_eq(loader_poll(&l, &sl, true), 1, "same bytes");
+
+	publish(key, 6, now, now + 600, 20, false);	/* tampered header */
+	cr_assert_eq(loader_poll(&l, &sl, false), -1);
+	cr_assert_eq(serving(&sl), 5);
+	publish(key, 7, now, now + 600, 0, true);	/* other table */
+	cr_assert_eq(loader_poll(&l, &sl, false), -1);
+	loader_stats(&l, &ev, &acc, &rej);
+	cr_assert(strstr(ev.reason, "table") != NULL, "%s", ev.reason);
+	publish(key, 8, now - 700, now - 100, 0, false);	/* expired */
+	cr_assert_eq(loader_poll(&l, &sl, false), -1);
+	loader_stats(&l, &ev, NULL, NULL);
+	cr_assert(strstr(ev.reason, "expired") != NULL, "%s", ev.reason);
+	publish(key, 9, now + 3600, now + 7200, 0, false);	/* future */
+	cr_assert_eq(loader_poll(&l, &sl, false), -1);
+	cr_assert_eq(serving(&sl), 5);
+
+	publish(key, 10, now, now + 600, 0, false);
+	cr_assert_eq(loader_poll(&l, &sl, false), 0);
+	cr_assert_eq(serving(&sl), 10);
+	cr_assert_eq(loader_highest(&l), 10);
+	loader_stats(&l, &ev, &acc, &rej);
+	cr_assert_eq(acc, 2);
+	cr_assert_eq(rej, 4);
+	cr_assert_eq(audit_lines("\"accepted\""), 2);
+	cr_assert_eq(audit_lines("\"refused\""), 4);
+	loader_free(&l);
+	snapshot_slot_free(&sl);
+}
+
+Test(loader, rollback_is_refused_across_restarts)
+{
+	struct snapshot_slot sl;
+	struct loader l;
+	struct loader_event ev;
+	int64_t now = util_now();
+	char err[512], src[256], dst[256];
+
+	snapshot_slot_init(&sl);
+	cr_assert_eq(loader_init(&l, &cfg, &pol, err, sizeof(err)), 0, "%s",
+	    err);
+	publish(key, 3, now, now + 600, 0, false);
+	publish(key, 4, now, now + 600, 0, false);
+	cr_assert_eq(loader_poll(&l, &sl, false), 0);
+	cr_assert_eq(serving(&sl), 4);
+	loader_free(&l);
+	snapshot_slot_free(&sl);
+
+	/* Point current back at version 3 and restart. */
+	snprintf(src, sizeof(src), "v%020llu", 3ULL);
+	snprintf(dst, sizeof(dst), "%s/current.tmp", fdir);
+	cr_assert_eq(symlink(src, dst), 0);
+	snprintf(src, sizeof(src), "%s/current", fdir);
+	cr_assert_eq(rename(dst, src), 0);
+
+	snapshot_slot_init(&sl);
+	cr_assert_eq(loader_init(&l, &cfg, &pol, err, sizeof(err)), 0, "%s",
+	    err);
+	cr_assert_eq(loader_highest(&l), 4);
+	cr_assert_eq(loader_poll(&l, &sl, true), -1);
+	cr_assert_eq(serving(&sl), 0, "no filter rather than an old one");
+	loader_stats(&l, &ev, NULL, NULL);
+	cr_assert(strstr(ev.reason, "rollback") != NULL, "%s", ev.reason);
+	loader_free(&l);
+	snapshot_slot_free(&sl);
+}
+
+Test(loader, same_version_other_bytes_is_refused)
+{
+	struct snapshot_slot sl;
+	struct loader l, l2;
+	struct loader_event ev;
+	int64_t now = util_now();
+	char err[512], vd[300];
+
+	snapshot_slot_init(&sl);
+	cr_assert_eq(loader_init(&l, &cfg, &pol, err, sizeof(err)), 0, "%s",
+	    err);
+	publish(key, 2, now, now + 600, 0, false);
+	cr_assert_eq(loader_poll(&l, &sl, false), 0);
+	loader_free(&l);
+	snapshot_slot_free(&sl);
+
+	/* Rebuild version 2 (new issued_at: other bytes) in a fresh dir. */
+	snprintf(vd, sizeof(vd), "%s/filters", dir);
+	nftw(vd, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	cr_assert_eq(mkdir(vd, 0755), 0);
+	publish(key, 2, now - 1, now + 600, 0, false);
+	snapshot_slot_init(&sl);
+	cr_assert_eq(loader_init(&l2, &cfg, &pol, err, sizeof(err)), 0, "%s",
+	    err);
+	cr_assert_eq(loader_poll(&l2, &sl, false), -1);
+	loader_stats(&l2, &ev, NULL, NULL);
+	cr_assert(strstr(ev.reason, "different bytes") != NULL, "%s",
+	    ev.reason);
+	loader_free(&l2);
+	snapshot_slot_free(&sl);
+}
+
+Test(loader, untrusted_signer_is_refused)
+{
+	struct snapshot_slot sl;
+	struct loader l;
+	struct loader_event ev;
+	EVP_PKEY *other = sign_keygen();
+	int64_t now = util_now();
+	char err[512];
+
+	snapshot_slot_init(&sl);
+	cr_assert_eq(loader_init(&l, &cfg, &pol, err, sizeof(err)), 0, "%s",
+	    err);
+	publish(other, 1, now, now + 600, 0, false);
+	cr_assert_eq(loader_poll(&l, &sl, false), -1);
+	loader_stats(&l, &ev, NULL, NULL);
+	cr_assert(strstr(ev.reason, "signature") != NULL, "%s", ev.reason);
+	cr_assert_eq(serving(&sl), 0);
+	EVP_PKEY_free(other);
+	loader_free(&l);
+	snapshot_slot_free(&sl);
+}
+
+Test(loader, corrupt_state_refuses_to_start)
+{
+	struct loader l;
+	char err[512], path[256];
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "%s/%s", sdir, LOADER_STATE_NAME);
+	cr_assert_not_null(fp = fopen(path, "w"));
+	fputs("{\"signers\": 5}", fp);
+	fclose(fp);
+	cr_assert_eq(loader_init(&l, &cfg, &pol, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "corrupt") != NULL, "%s", err);
+}
+
+Test(loader, missing_key_is_named)
+{
+	struct loader l;
+	char err[512];
+
+	free(cfg.trusted_keys[0]);
+	cfg.trusted_keys[0] = strdup("/nonexistent/key.pub");
+	cr_assert_eq(loader_init(&l, &cfg, &pol, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "trusted_key") != NULL, "%s", err);
+}
