@@ -2,11 +2,11 @@
 #include <criterion/criterion.h>
 #include <pthread.h>
 
-#include "../svc/check.c"
-#include "../svc/metrics.c"
-#include "../svc/sbuf.c"
-#include "../svc/snapshot.c"
-#include "../svc/stale.c"
+#include "../svc/check.h"
+#include "../svc/metrics.h"
+#include "../svc/sbuf.h"
+#include "../svc/snapshot.h"
+#include "../svc/stale.h"
 #include "svc_fixture.h"
 
 #define NOW 1700000000

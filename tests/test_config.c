@@ -1,9 +1,13 @@
 /* test_config.c - revcheckd settings: file, flags, defaults, errors that name the key */
 #include <criterion/criterion.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
-#include "../svc/config.c"
+#include "../svc/config.h"
 
 /* argv arrays of writable strings (string literals are const here). */
 static char **

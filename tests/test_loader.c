@@ -3,11 +3,11 @@
 #include <ftw.h>
 #include <unistd.h>
 
-#include "../svc/loader.c"
-#include "../svc/metrics.c"
-#include "../svc/sbuf.c"
-#include "../svc/snapshot.c"
-#include "../svc/stale.c"
+#include "../svc/loader.h"
+#include "../svc/metrics.h"
+#include "../svc/sbuf.h"
+#include "../svc/snapshot.h"
+#include "../svc/stale.h"
 #include "publish.h"
 #include "svc_fixture.h"
 

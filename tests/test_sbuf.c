@@ -2,7 +2,7 @@
 #include <criterion/criterion.h>
 #include <cjson/cJSON.h>
 
-#include "../svc/sbuf.c"
+#include "../svc/sbuf.h"
 
 static char *
 esc(const void *p, size_t n)
