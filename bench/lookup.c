@@ -1,0 +1,331 @@
+/* lookup.c - in-process filter lookups: revcheck's bloom (classic, blocked) against libbloom */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bloom.h"
+#include "lbshim.h"
+
+/*
+ * Usage: lookup [N [QUERIES [P]]]
+ *
+ * Builds each filter from the same N keys, then times QUERIES lookups of
+ * absent keys and of present keys (keys generated once, before any timing,
+ * the same bytes for every filter). Each key is what a real check hashes:
+ * the encoded revkey "default" || 0x00 || id, with a 20-byte token id.
+ * Prints one line per variant:
+ *
+ *   lookup n=N variant=V bytes=B k=K build_s=S absent_ns=A present_ns=P fp=F
+ *
+ * absent_ns and present_ns are the best of LOOKUP_REPS passes, in ns per
+ * lookup; fp is the measured false-positive rate over the absent keys.
+ * Variants: libbloom (bloom_check), classic and blocked (bloom_query: hash
+ * plus query, one key at a time), classic-batch and blocked-batch (the
+ * batch endpoint's path: hash a batch, prefetch each, then query each).
+ */
+
+#define KEY_LEN		28	/* "default\0" + "tok-" + 16 hex digits */
+#define KEY_SLOT	32
+#define LOOKUP_REPS	3
+#define BATCH		32
+
+static const char bench_scope[] = "default";
+
+static uint64_t
+splitmix64(uint64_t x)
+{
+	x += UINT64_C(0x9e3779b97f4a7c15);
+	x = (x ^ (x >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+	x = (x ^ (x >> 27)) * UINT64_C(0x94d049bb133111eb);
+	return x ^ (x >> 31);
+}
+
+/*
+ * Key i of a domain. splitmix64 is a bijection, so present (domain 0) and
+ * absent (domain 1) keys never coincide.
+ */
+static void
+make_key(unsigned char *out, uint64_t i, int domain)
+{
+	static const char hexd[] = "0123456789abcdef";
+	uint64_t v = splitmix64(i | ((uint64_t)domain << 63));
+	int j;
+
+	memcpy(out, bench_scope, sizeof(bench_scope));	/* with its NUL */
+	memcpy(out + 8, "tok-", 4);
+	for (j = 15; j >= 0; j--) {
+		out[12 + j] = (unsigned char)hexd[v & 15];
+		v >>= 4;
+	}
+}
+
+static unsigned char *
+make_keys(uint64_t n, int domain)
+{
+	unsigned char *buf;
+	uint64_t i;
+
+	if ((buf = calloc(n, KEY_SLOT)) == NULL) {
+		fprintf(stderr, "lookup: out of memory for %" PRIu64 " keys\n",
+		    n);
+		exit(1);
+	}
+	for (i = 0; i < n; i++)
+		make_key(buf + i * KEY_SLOT, i, domain);
+	return buf;
+}
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+enum variant {
+	V_LIBBLOOM,
+	V_SINGLE,
+	V_BATCH,
+};
+
+struct target {
+	enum variant	 v;
+	struct lbshim	*lb;
+	struct bloom	*b;
+};
+
+/* Looks up q keys; returns how many answered "possibly present". */
+static uint64_t
+run_queries(const struct target *t, const unsigned char *keys, uint64_t q)
+{
+	struct bloom_hash h[BATCH];
+	uint64_t i, hits = 0;
+	size_t j, nb;
+
+	switch (t->v) {
+	case V_LIBBLOOM:
+		for (i = 0; i < q; i++)
+			hits += lbshim_check(t->lb, keys + i * KEY_SLOT,
+			    KEY_LEN) == 1;
+		break;
+	case V_SINGLE:
+		for (i = 0; i < q; i++)
+			hits += bloom_query(t->b, keys + i * KEY_SLOT, KEY_LEN);
+		break;
+	case V_BATCH:
+		for (i = 0; i < q; i += nb) {
+			nb = q - i < BATCH ? (size_t)(q - i) : BATCH;
+			for (j = 0; j < nb; j++) {
+				h[j] = bloom_hash(t->b->seed,
+				    keys + (i + j) * KEY_SLOT, KEY_LEN);
+				bloom_prefetch(t->b, &h[j]);
+			}
+			for (j = 0; j < nb; j++)
+				hits += bloom_query_hash(t->b, &h[j]);
+		}
+		break;
+	}
+	return hits;
+}
+
+static int
+parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0' || v == 0)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* The k with the lowest expected FP rate for n keys in m bits. */
+static uint32_t
+best_k(enum bloom_layout layout, uint64_t n, uint64_t m)
+{
+	uint32_t k, best = 1;
+	double fp, lowest = 2.0;
+
+	for (k = 1; k <= 24; k++) {
+		fp = bloom_expected_fp(layout, n, m, k);
+		if (fp < lowest) {
+			lowest = fp;
+			best = k;
+		}
+	}
+	return best;
+}
+
+#define MAX_ROWS 8
+
+struct row {
+	const char	*name;
+	struct target	 t;
+	size_t		 bytes;
+	unsigned	 k;
+	double		 build_s;
+	double		 absent_ns;
+	double		 present_ns;
+	uint64_t	 fp;
+	uint64_t	 tp;
+};
+
+/* Builds one of our filters from the n present keys. fixed_m 0: sized. */
+static int
+build_ours(struct bloom *b, enum bloom_layout layout, uint64_t n, double p,
+    uint64_t fixed_m, const unsigned char *present, double *build_s)
+{
+	uint64_t m, i;
+	uint32_t k;
+	double t0;
+
+	if (fixed_m != 0) {
+		m = fixed_m;
+		k = best_k(layout, n, m);
+	} else if (bloom_size(layout, n, p, &m, &k) != 0) {
+		return -1;
+	}
+	if (bloom_init(b, layout, m, k, UINT64_C(0x5eed)) != 0)
+		return -1;
+	t0 = now_s();
+	for (i = 0; i < n; i++)
+		bloom_add(b, present + i * KEY_SLOT, KEY_LEN);
+	*build_s = now_s() - t0;
+	return 0;
+}
+
+static void
+add_ours(struct row *rows, size_t *nrows, const char *name,
+    const char *bname, struct bloom *b, double build_s)
+{
+	struct row *r;
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		r = &rows[(*nrows)++];
+		memset(r, 0, sizeof(*r));
+		r->name = i == 0 ? name : bname;
+		r->t.v = i == 0 ? V_SINGLE : V_BATCH;
+		r->t.b = b;
+		r->bytes = b->nbytes;
+		r->k = b->k;
+		r->build_s = build_s;
+	}
+}
+
+int
+main(int argc, char **argv)
+{
+	uint64_t n = 10000000, q = 0, qp, i, hits;
+	double p = 0.01, t0, build_s, ns;
+	unsigned char *present, *absent;
+	struct bloom bc, bb, bs;
+	struct row rows[MAX_ROWS];
+	size_t nrows = 0, j;
+	struct lbshim *lb;
+	char err[256];
+	long lb_bits = 0;
+	int rc = 0, rep;
+
+	if ((argc > 1 && parse_u64(argv[1], &n) != 0) ||
+	    (argc > 2 && parse_u64(argv[2], &q) != 0) ||
+	    (argc > 3 && (p = strtod(argv[3], NULL), !(p > 0 && p < 1))) ||
+	    argc > 4 || n > INT32_MAX) {
+		fprintf(stderr, "usage: lookup [N [QUERIES [P]]]\n");
+		return 2;
+	}
+	if (q == 0)
+		q = n < 10000000 ? (n < 2000000 ? 2000000 : n) : 10000000;
+	qp = q < n ? q : n;
+
+	present = make_keys(n, 0);
+	absent = make_keys(q, 1);
+	memset(&bc, 0, sizeof(bc));
+	memset(&bb, 0, sizeof(bb));
+	memset(&bs, 0, sizeof(bs));
+
+	if ((lb = lbshim_new((int)n, p, err, sizeof(err))) == NULL) {
+		fprintf(stderr, "lookup: %s (libbloom skipped)\n", err);
+		rc = 1;
+	} else {
+		t0 = now_s();
+		for (i = 0; i < n; i++)
+			lbshim_add(lb, present + i * KEY_SLOT, KEY_LEN);
+		memset(&rows[nrows], 0, sizeof(rows[0]));
+		rows[nrows].name = "libbloom";
+		rows[nrows].t.v = V_LIBBLOOM;
+		rows[nrows].t.lb = lb;
+		rows[nrows].bytes = lbshim_bytes(lb);
+		rows[nrows].k = (unsigned)lbshim_hashes(lb);
+		rows[nrows].build_s = now_s() - t0;
+		nrows++;
+		lb_bits = lbshim_bits(lb);
+	}
+	if (build_ours(&bc, BLOOM_CLASSIC, n, p, 0, present, &build_s) == 0)
+		add_ours(rows, &nrows, "classic", "classic-batch", &bc,
+		    build_s);
+	else
+		rc = 1;
+	if (build_ours(&bb, BLOOM_BLOCKED, n, p, 0, present, &build_s) == 0)
+		add_ours(rows, &nrows, "blocked", "blocked-batch", &bb,
+		    build_s);
+	else
+		rc = 1;
+	/*
+	 * The blocked layout again, squeezed into libbloom's memory (whole
+	 * blocks, rounded down): its FP rate at equal memory.
+	 */
+	if (lb_bits >= (long)BLOOM_BLOCK_BITS && build_ours(&bs,
+	    BLOOM_BLOCKED, n, p, (uint64_t)lb_bits / BLOOM_BLOCK_BITS *
+	    BLOOM_BLOCK_BITS, present, &build_s) == 0)
+		add_ours(rows, &nrows, "blocked-samemem",
+		    "blocked-samemem-batch", &bs, build_s);
+
+	/*
+	 * Passes interleave the variants, so that a burst of noise from
+	 * the rest of the machine hits them alike; each keeps its best.
+	 */
+	for (rep = 0; rep < LOOKUP_REPS; rep++) {
+		for (j = 0; j < nrows; j++) {
+			t0 = now_s();
+			hits = run_queries(&rows[j].t, absent, q);
+			ns = (now_s() - t0) * 1e9 / (double)q;
+			if (rep == 0 || ns < rows[j].absent_ns)
+				rows[j].absent_ns = ns;
+			rows[j].fp = hits;
+			t0 = now_s();
+			hits = run_queries(&rows[j].t, present, qp);
+			ns = (now_s() - t0) * 1e9 / (double)qp;
+			if (rep == 0 || ns < rows[j].present_ns)
+				rows[j].present_ns = ns;
+			rows[j].tp = hits;
+		}
+	}
+	for (j = 0; j < nrows; j++) {
+		if (rows[j].tp != qp) {
+			fprintf(stderr, "lookup: %s: %" PRIu64
+			    " false negatives\n", rows[j].name, qp - rows[j].tp);
+			rc = 1;
+		}
+		printf("lookup n=%" PRIu64 " variant=%s bytes=%zu k=%u "
+		    "build_s=%.3f absent_ns=%.2f present_ns=%.2f fp=%.6f\n",
+		    n, rows[j].name, rows[j].bytes, rows[j].k,
+		    rows[j].build_s, rows[j].absent_ns, rows[j].present_ns,
+		    (double)rows[j].fp / (double)q);
+	}
+	lbshim_free(lb);
+	bloom_free(&bc);
+	bloom_free(&bb);
+	bloom_free(&bs);
+	free(present);
+	free(absent);
+	return rc;
+}

@@ -1,0 +1,629 @@
+#!/usr/bin/env bash
+# run.sh - revcheck benchmarks side by side with libbloom, Redis and nginx; prints ratios, never fails
+#
+# Usage: BUILD=build/bench [BENCH_LARGE=1] bench/run.sh   (normally `make bench`)
+#
+# Prints one line per comparison:
+#   NAME: ours=X peer=Y ratio=Z UNIT (...)
+# where ratio > 1 always means revcheck is ahead (peer/ours for times and
+# memory, ours/peer for throughput), and writes the same to
+# bench/results.json. Every peer is started here on 127.0.0.1, on a free
+# port, and stopped on exit. Anything missing is skipped with a message;
+# the script exits 0 whatever happens. Knobs (environment):
+#   BENCH_LARGE=1      add the 10^8-key scaling points (lookups and build)
+#   BENCH_DURATION=10  seconds per wrk run
+#   BENCH_N=10000000   keys for lookups, build, memory and reload
+#   BENCH_HTTP_N=1000000  keys in the filter and the Redis set for HTTP
+#   BENCH_OUT=bench/results.json
+#   BENCH_FB_OPTS="--layout blocked --valid-for 1d"  extra filterbuild build options
+
+set -u
+export LC_ALL=C
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT" || exit 0
+BUILD=${BUILD:-build/bench}
+case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
+LARGE=${BENCH_LARGE:-0}
+DUR=${BENCH_DURATION:-10}
+N=${BENCH_N:-10000000}
+HTTP_N=${BENCH_HTTP_N:-1000000}
+OUT=${BENCH_OUT:-$ROOT/bench/results.json}
+REVCHECKD=${REVCHECKD:-$BUILD/revcheckd}
+FILTERBUILD=${FILTERBUILD:-$BUILD/filterbuild}
+BB=$BUILD/bench			# our own bench programs
+# Builds use the default FP rate (0.001) with the blocked layout.
+FB_OPTS=${BENCH_FB_OPTS:---layout blocked --valid-for 1d}
+T=$(mktemp -d /tmp/revcheck-bench.XXXXXX) || exit 0
+START=$(date +%s)
+
+PIDS=()
+cleanup() {
+	local p
+	for p in "${PIDS[@]}"; do
+		kill "$p" 2>/dev/null
+	done
+	for p in "${PIDS[@]}"; do
+		wait "$p" 2>/dev/null
+	done
+	rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'echo "bench: interrupted"; exit 0' INT TERM
+
+log() { printf '# %s\n' "$*" >&2; }
+
+# ---------------------------------------------------------------- results
+
+JSON_ROWS=()
+RESULTS_TXT=()
+
+# num VALUE: VALUE if it is a plain number, else null (for the JSON).
+num() {
+	if [[ $1 =~ ^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$ ]]; then
+		printf '%s' "$1"
+	else
+		printf 'null'
+	fi
+}
+
+jstr() {
+	local s=${1//\\/\\\\}
+	s=${s//\"/\\\"}
+	printf '"%s"' "$s"
+}
+
+write_json() {
+	local i sep=""
+	{
+		printf '{\n  "date": %s,\n' "$(jstr "$(date -u +%Y-%m-%dT%H:%M:%SZ)")"
+		printf '  "command": %s,\n' "$(jstr "BUILD=${BUILD#"$ROOT"/} BENCH_LARGE=$LARGE bench/run.sh")"
+		printf '  "commit": %s,\n' "$(jstr "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)")"
+		printf '  "cpus": %s,\n' "$(nproc)"
+		printf '  "cpu": %s,\n' "$(jstr "$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)")"
+		printf '  "results": ['
+		for i in "${JSON_ROWS[@]}"; do
+			printf '%s\n    %s' "$sep" "$i"
+			sep=","
+		done
+		printf '\n  ]\n}\n'
+	} > "$OUT.tmp" && mv "$OUT.tmp" "$OUT"
+}
+
+# emit NAME OURS PEER UNIT lower|higher TARGET NOTE [EXTRA_JSON]
+# TARGET is the minimum ratio the issue asks for, or "-" for none.
+emit() {
+	local name=$1 ours=$2 peer=$3 unit=$4 better=$5 target=$6 note=$7
+	local extra=${8:-} ratio verdict="" line
+	ratio=$(awk -v o="$ours" -v p="$peer" -v b="$better" 'BEGIN {
+		if (o == "" || p == "" || o + 0 <= 0 || p + 0 <= 0) { print "-"; exit }
+		r = (b == "lower") ? p / o : o / p
+		printf "%.3f", r }')
+	if [ "$target" != "-" ] && [ "$ratio" != "-" ]; then
+		if awk -v r="$ratio" -v t="$target" 'BEGIN { exit !(r >= t) }'; then
+			verdict="target >=${target}x: MET"
+		else
+			verdict="target >=${target}x: NOT MET"
+		fi
+	fi
+	line="$name: ours=$ours peer=$peer ratio=$ratio $unit ($better is better${note:+; $note})${verdict:+ $verdict}"
+	echo "$line"
+	RESULTS_TXT+=("$line")
+	JSON_ROWS+=("{\"name\": $(jstr "$name"), \"ours\": $(num "$ours"), \"peer\": $(num "$peer"), \"ratio\": $(num "$ratio"), \"unit\": $(jstr "$unit"), \"better\": $(jstr "$better"), \"target\": $(num "$target"), \"verdict\": $(jstr "${verdict:-none}"), \"note\": $(jstr "$note")${extra:+, $extra}}")
+	write_json
+}
+
+skip() {
+	local name=$1 why=$2
+	echo "$name: skipped ($why)"
+	RESULTS_TXT+=("$name: skipped ($why)")
+	JSON_ROWS+=("{\"name\": $(jstr "$name"), \"skipped\": $(jstr "$why")}")
+	write_json
+}
+
+# ---------------------------------------------------------------- helpers
+
+have() { command -v "$1" >/dev/null 2>&1; }
+
+port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+free_port() {
+	local p i
+	for i in $(seq 1 50); do
+		p=$((20000 + RANDOM % 40000))
+		port_busy "$p" || { echo "$p"; return 0; }
+	done
+	return 1
+}
+
+# wait_http URL SECONDS: until URL answers 2xx.
+wait_http() {
+	local i
+	for i in $(seq 1 $(($2 * 10))); do
+		curl -fsS -o /dev/null --max-time 2 "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+stop_pid() {
+	local p=$1 i
+	kill "$p" 2>/dev/null || return 0
+	for i in $(seq 1 50); do
+		kill -0 "$p" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -9 "$p" 2>/dev/null
+	wait "$p" 2>/dev/null
+}
+
+# Fields of a "k=v k=v" line.
+field() { tr ' ' '\n' <<<"$1" | awk -F= -v k="$2" '$1 == k { print $2; exit }'; }
+
+# wrk output -> "rps p99_ms non2xx errors"
+wrk_parse() {
+	awk '
+	function ms(v) {
+		if (v ~ /us$/) return substr(v, 1, length(v) - 2) / 1000
+		if (v ~ /ms$/) return substr(v, 1, length(v) - 2) + 0
+		if (v ~ /s$/) return substr(v, 1, length(v) - 1) * 1000
+		return v + 0
+	}
+	/^Requests\/sec:/ { rps = $2 }
+	$1 == "99%" { p99 = ms($2) }
+	/Non-2xx or 3xx responses:/ { non2xx = $NF }
+	/Socket errors:/ { gsub(/,/, ""); err = $4 + $6 + $8 + $10 }
+	END { printf "%s %.3f %d %d\n", rps, p99, non2xx, err }' "$1"
+}
+
+rss_kb() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status" 2>/dev/null; }
+
+deadline_ok() { [ $(( $(date +%s) - START )) -lt "${1:-1500}" ]; }
+
+# ---------------------------------------------------------------- build our bench programs
+
+WARN="-Wall -Wextra -Wstrict-prototypes -Wmissing-prototypes -Wshadow -Wpointer-arith -Wformat=2 -Wwrite-strings -Wvla"
+CC=${CC:-cc}
+mkdir -p "$BB"
+echo "== revcheck benchmarks ($(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%M:%SZ), results in ${OUT#"$ROOT"/})"
+HAVE_LOOKUP=0
+if [ ! -f "$BUILD/librevcheck.a" ]; then
+	log "building $BUILD/librevcheck.a"
+	make --no-print-directory BUILD="$BUILD" SANITIZE= "$BUILD/librevcheck.a" >"$T/make.log" 2>&1 ||
+	    log "could not build librevcheck.a (see below)"
+fi
+$CC -std=c11 -D_GNU_SOURCE -O2 $WARN -o "$BB/genids" bench/genids.c 2>"$T/cc.log" &&
+$CC -std=c11 -D_GNU_SOURCE -O2 $WARN -o "$BB/peakrss" bench/peakrss.c 2>>"$T/cc.log" || {
+	cat "$T/cc.log" >&2
+	echo "bench: cannot compile bench/genids.c or bench/peakrss.c; nothing measured"
+	exit 0
+}
+# lbshim.c is compiled without -Ilib: its <bloom.h> is libbloom's.
+if [ -f /usr/include/bloom.h ] && [ -f "$BUILD/librevcheck.a" ] &&
+    $CC -std=c11 -D_GNU_SOURCE -O2 -g $WARN -c -o "$BB/lbshim.o" bench/lbshim.c 2>>"$T/cc.log" &&
+    $CC -std=c11 -D_GNU_SOURCE -O2 -g $WARN -Ilib $(pkg-config --cflags libxxhash 2>/dev/null) \
+	-c -o "$BB/lookup.o" bench/lookup.c 2>>"$T/cc.log" &&
+    $CC -o "$BB/lookup" "$BB/lookup.o" "$BB/lbshim.o" "$BUILD/librevcheck.a" \
+	$(pkg-config --libs openssl libxxhash libcjson 2>/dev/null) -ldl -lm 2>>"$T/cc.log"; then
+	HAVE_LOOKUP=1
+else
+	cat "$T/cc.log" >&2
+fi
+
+# ---------------------------------------------------------------- 1. lookups in-process
+
+lookup_rows() {		# N -> lines in $T/lookup.N
+	timeout 900 "$BB/lookup" "$1" >"$T/lookup.$1" 2>"$T/lookup.$1.err"
+	[ -s "$T/lookup.$1" ]
+}
+
+lk() {			# N VARIANT FIELD
+	local line
+	line=$(grep " variant=$2 " "$T/lookup.$1" | head -1)
+	field "$line" "$3"
+}
+
+if [ "$HAVE_LOOKUP" = 1 ] && lookup_rows "$N" && grep -q 'variant=libbloom' "$T/lookup.$N"; then
+	cat "$T/lookup.$N" | sed 's/^/# /' >&2
+	lbb=$(lk "$N" libbloom bytes); lbf=$(lk "$N" libbloom fp)
+	for kind in absent present; do
+		emit "lookup_${kind}_batch" "$(lk "$N" blocked-batch ${kind}_ns)" \
+		    "$(lk "$N" libbloom ${kind}_ns)" ns/lookup lower 2 \
+		    "n=$N p=0.01, blocked layout, hash+prefetch+query in batches of 32 (the batch endpoint's path) vs libbloom bloom_check"
+		emit "lookup_${kind}_single" "$(lk "$N" blocked ${kind}_ns)" \
+		    "$(lk "$N" libbloom ${kind}_ns)" ns/lookup lower 2 \
+		    "n=$N p=0.01, blocked layout, one bloom_query (hash+query) at a time vs libbloom"
+		emit "lookup_${kind}_classic" "$(lk "$N" classic ${kind}_ns)" \
+		    "$(lk "$N" libbloom ${kind}_ns)" ns/lookup lower - \
+		    "n=$N p=0.01, classic layout (same bits and k as libbloom), one at a time"
+	done
+	emit lookup_fp_rate "$(lk "$N" blocked fp)" "$lbf" fp-rate lower 1 \
+	    "measured over $( [ "$N" -lt 10000000 ] && echo 2000000 || echo 10000000 ) absent keys; blocked uses $(lk "$N" blocked bytes) B vs libbloom $lbb B" \
+	    "\"ours_bytes\": $(num "$(lk "$N" blocked bytes)"), \"peer_bytes\": $(num "$lbb")"
+	emit lookup_memory "$(lk "$N" blocked bytes)" "$lbb" bytes lower 1 \
+	    "bit array of the blocked filter sized for p=0.01 vs libbloom at p=0.01"
+	emit lookup_fp_rate_same_memory "$(lk "$N" blocked-samemem fp)" "$lbf" fp-rate lower 1 \
+	    "blocked layout squeezed into libbloom's bytes ($(lk "$N" blocked-samemem bytes) B)"
+	emit lookup_fp_rate_classic "$(lk "$N" classic fp)" "$lbf" fp-rate lower - \
+	    "classic layout at libbloom's memory ($(lk "$N" classic bytes) B)"
+elif [ "$HAVE_LOOKUP" = 1 ]; then
+	skip lookup "bench/lookup failed or libbloom missing: $(head -c 300 "$T/lookup.$N.err" 2>/dev/null)"
+else
+	skip lookup "bench/lookup could not be built (needs $BUILD/librevcheck.a and libbloom-dev)"
+fi
+
+# ---------------------------------------------------------------- 7a. scaling of lookups
+
+SCALE_N="100000 1000000 $N"
+[ "$LARGE" = 1 ] && SCALE_N="$SCALE_N 100000000"
+if [ "$HAVE_LOOKUP" = 1 ]; then
+	for n in $SCALE_N; do
+		if [ ! -s "$T/lookup.$n" ] && ! lookup_rows "$n"; then
+			skip "scale_lookup_$n" "bench/lookup $n failed: $(head -c 200 "$T/lookup.$n.err")"
+			continue
+		fi
+		[ "$n" = "$N" ] || sed 's/^/# /' "$T/lookup.$n" >&2
+		emit "scale_lookup_$n" "$(lk "$n" blocked-batch absent_ns)" \
+		    "$(lk "$n" libbloom absent_ns)" ns/lookup lower - \
+		    "absent keys, blocked batch vs libbloom; filter $(lk "$n" blocked bytes) B; single $(lk "$n" blocked absent_ns) ns"
+	done
+fi
+
+# ---------------------------------------------------------------- id lists
+
+log "writing id lists"
+"$BB/genids" "$N" 0 text >"$T/ids.txt"
+"$BB/genids" "$HTTP_N" 0 text >"$T/ids_http.txt"
+# The reload test publishes a second, different list of the same size.
+"$BB/genids" "$N" 1 text >"$T/ids2.txt"
+
+HAVE_FB=0
+if [ -x "$FILTERBUILD" ] &&
+    timeout 30 "$FILTERBUILD" keygen --out "$T/key.pem" --pub "$T/pub.pem" >"$T/keygen.log" 2>&1; then
+	HAVE_FB=1
+else
+	log "filterbuild missing or keygen failed: $(head -c 300 "$T/keygen.log" 2>/dev/null)"
+fi
+
+# fb_build N IDS DIR TAG: timed build; sets FB_WALL FB_RSS_KB FB_OUT_BYTES.
+fb_build() {
+	local n=$1 ids=$2 dir=$3 tag=$4 st
+	FB_WALL=""; FB_RSS_KB=""; FB_OUT_BYTES=""
+	timeout 600 "$BB/peakrss" "$T/rss.$tag" "$FILTERBUILD" build --key "$T/key.pem" \
+	    --out "$dir" $FB_OPTS --quiet "$ids" >"$T/fb.$tag.log" 2>&1
+	st=$?
+	if [ "$st" != 0 ]; then
+		log "filterbuild build ($tag) exit $st: $(tail -c 300 "$T/fb.$tag.log")"
+		return 1
+	fi
+	FB_WALL=$(field "$(cat "$T/rss.$tag")" wall_s)
+	FB_RSS_KB=$(field "$(cat "$T/rss.$tag")" maxrss_kb)
+	# What is written: every regular file of the published directory.
+	FB_OUT_BYTES=$(find "$dir" -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')
+}
+
+# ---------------------------------------------------------------- 4 + 7b. builds
+
+if [ "$HAVE_FB" = 1 ]; then
+	for n in $SCALE_N; do
+		if [ "$n" = "$N" ]; then ids=$T/ids.txt
+		elif [ "$n" = "$HTTP_N" ]; then ids=$T/ids_http.txt
+		else ids=$T/ids.$n.txt; "$BB/genids" "$n" 0 text >"$ids"
+		fi
+		if fb_build "$n" "$ids" "$T/fb.$n" "b$n"; then
+			eval "BUILD_WALL_$n=\$FB_WALL BUILD_RSS_$n=\$FB_RSS_KB BUILD_OUT_$n=\$FB_OUT_BYTES"
+			echo "# build n=$n: ${FB_WALL}s, peak RSS ${FB_RSS_KB} kB, output $FB_OUT_BYTES B" >&2
+		else
+			skip "scale_build_$n" "filterbuild build failed: $(tail -c 200 "$T/fb.b$n.log")"
+		fi
+		[ "$n" = "$N" ] || [ "$n" = "$HTTP_N" ] || rm -f "$ids"
+		[ "$n" = 100000000 ] && rm -rf "$T/fb.$n"
+	done
+	# 10^5 ... 10^8: how the build cost grows (per key).
+	for n in $SCALE_N; do
+		w=$(eval echo "\${BUILD_WALL_$n:-}")
+		[ -n "$w" ] || continue
+		emit "scale_build_$n" "$w" "" s - - \
+		    "filterbuild, $(awk -v w="$w" -v n="$n" 'BEGIN { printf "%.0f ns/key", w * 1e9 / n }'), peak RSS $(eval echo "\${BUILD_RSS_$n}") kB, output $(eval echo "\${BUILD_OUT_$n}") B"
+	done
+	w=${BUILD_WALL_10000000:-}
+	if [ "$N" = 10000000 ] && [ -n "$w" ]; then
+		emit scale_req_build_seconds "$w" 30 s lower 1 \
+		    "issue 3 Scale: 10^7 ids build in at most 30 s (peer = the 30 s limit)"
+		emit scale_req_peak_memory "$(awk -v r="$BUILD_RSS_10000000" 'BEGIN { print r * 1024 }')" \
+		    "$(awk -v o="$BUILD_OUT_10000000" 'BEGIN { print 3 * o }')" bytes lower 1 \
+		    "issue 3 Scale: peak RSS at most 3x the output ($BUILD_OUT_10000000 B) (peer = the limit)"
+	fi
+else
+	skip build "filterbuild not built yet ($FILTERBUILD)"
+fi
+
+# ---------------------------------------------------------------- Redis
+
+REDIS_PORT=""
+REDIS_PID=""
+redis_start() {
+	have redis-server && have redis-cli || return 1
+	REDIS_PORT=$(free_port) || return 1
+	mkdir -p "$T/redis"
+	redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
+	    --dir "$T/redis" --logfile "$T/redis/redis.log" --daemonize no \
+	    --protected-mode yes >/dev/null 2>&1 &
+	REDIS_PID=$!
+	PIDS+=("$REDIS_PID")
+	local i
+	for i in $(seq 1 50); do
+		redis-cli -p "$REDIS_PORT" ping 2>/dev/null | grep -q PONG && return 0
+		sleep 0.1
+	done
+	return 1
+}
+rcli() { redis-cli -h 127.0.0.1 -p "$REDIS_PORT" "$@"; }
+
+# redis_load N: SADD the first N ids of domain 0 through --pipe; sets RL_WALL.
+redis_load() {
+	"$BB/genids" "$1" 0 resp >"$T/ids.resp"
+	timeout 600 "$BB/peakrss" "$T/rss.redis$1" redis-cli -h 127.0.0.1 -p "$REDIS_PORT" \
+	    --pipe <"$T/ids.resp" >"$T/redis-pipe.log" 2>&1
+	rm -f "$T/ids.resp"
+	RL_WALL=$(field "$(cat "$T/rss.redis$1" 2>/dev/null)" wall_s)
+	grep -q 'errors: 0' "$T/redis-pipe.log"
+}
+
+REDIS_RPS=""; REDIS_P99=""; REDIS_MEM=""; REDIS_RSS=""; REDIS_LOAD_WALL=""; REDIS_HWM=""
+if redis_start; then
+	if redis_load "$HTTP_N" && have redis-benchmark; then
+		timeout 300 redis-benchmark -h 127.0.0.1 -p "$REDIS_PORT" -c 64 -n $((HTTP_N * 2 > 2000000 ? 2000000 : HTTP_N * 2)) \
+		    -r 100000000 --csv SISMEMBER revoked __rand_int__ >"$T/redis-bench.csv" 2>&1
+		REDIS_RPS=$(awk -F'","' 'NR == 2 { print $2 }' "$T/redis-bench.csv")
+		REDIS_P99=$(awk -F'","' 'NR == 2 { print $7 }' "$T/redis-bench.csv")
+		log "redis-benchmark SISMEMBER (set of $HTTP_N, -c 64): $REDIS_RPS req/s, p99 $REDIS_P99 ms"
+	else
+		log "redis: loading $HTTP_N ids or redis-benchmark failed: $(tail -c 200 "$T/redis-pipe.log")"
+	fi
+	rcli flushall >/dev/null
+	if redis_load "$N"; then
+		REDIS_LOAD_WALL=$RL_WALL
+		REDIS_MEM=$(rcli info memory | awk -F: '/^used_memory:/ { print $2 + 0 }')
+		REDIS_RSS=$(( $(rss_kb "$REDIS_PID" VmRSS) * 1024 ))
+		REDIS_HWM=$(( $(rss_kb "$REDIS_PID" VmHWM) * 1024 ))
+		log "redis: $N ids SADDed in ${REDIS_LOAD_WALL}s, used_memory $REDIS_MEM B, RSS $REDIS_RSS B, peak $REDIS_HWM B"
+	else
+		log "redis: loading $N ids failed: $(tail -c 200 "$T/redis-pipe.log")"
+	fi
+	stop_pid "$REDIS_PID"
+else
+	log "redis-server or redis-cli missing or did not start"
+fi
+
+if [ -n "${BUILD_WALL_10000000:-}" ] && [ "$N" = 10000000 ] && [ -n "$REDIS_LOAD_WALL" ]; then
+	emit build_seconds "$BUILD_WALL_10000000" "$REDIS_LOAD_WALL" s lower - \
+	    "10^7 ids from a text file: filterbuild build (signed pair) vs redis-cli --pipe SADD (1000 members per SADD)"
+	emit build_peak_memory "$(( BUILD_RSS_10000000 * 1024 ))" "$REDIS_HWM" bytes lower - \
+	    "filterbuild peak RSS vs redis-server peak RSS (VmHWM) after the load"
+elif [ -n "$REDIS_LOAD_WALL" ]; then
+	skip build_seconds "no filterbuild figure for 10^7 ids (redis-cli --pipe took ${REDIS_LOAD_WALL}s)"
+else
+	skip build_seconds "filterbuild or redis missing"
+fi
+
+# ---------------------------------------------------------------- wrk scripts and nginx
+
+cat >"$T/get.lua" <<'EOF'
+-- GET /v1/check for ids that are not in the filter, all different.
+local threads = 0
+local n = 0
+local tag = ""
+function setup(thread)
+	threads = threads + 1
+	thread:set("tid", threads)
+end
+function init(args)
+	tag = string.format("%x-%d", os.time(), tid)
+end
+function request()
+	n = n + 1
+	return wrk.format("GET", "/v1/check?id=abs-" .. tag .. "-" .. n)
+end
+EOF
+cat >"$T/post.lua" <<'EOF'
+-- POST /v1/check with 1000 absent ids per request, 16 different bodies.
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+local bodies = {}
+local threads = 0
+local n = 0
+function setup(thread)
+	threads = threads + 1
+	thread:set("tid", threads)
+end
+function init(args)
+	math.randomseed(os.time() * 16 + tid)
+	for b = 1, 16 do
+		local t = {}
+		for i = 1, 1000 do
+			t[i] = string.format('{"id":"abs-%08x-%04d"}', math.random(0, 0x7fffffff), i)
+		end
+		bodies[b] = '{"items":[' .. table.concat(t, ",") .. ']}'
+	end
+end
+function request()
+	n = n + 1
+	return wrk.format(nil, nil, nil, bodies[n % 16 + 1])
+end
+EOF
+
+NGINX_RPS=""; NGINX_P99=""
+if have nginx && have wrk; then
+	NPORT=$(free_port)
+	mkdir -p "$T/nginx/logs" "$T/nginx/tmp"
+	cat >"$T/nginx/nginx.conf" <<EOF
+worker_processes $(nproc);
+pid $T/nginx/nginx.pid;
+error_log $T/nginx/logs/error.log;
+daemon off;
+events { worker_connections 1024; }
+http {
+	access_log off;
+	client_body_temp_path $T/nginx/tmp/body;
+	proxy_temp_path $T/nginx/tmp/proxy;
+	fastcgi_temp_path $T/nginx/tmp/fastcgi;
+	uwsgi_temp_path $T/nginx/tmp/uwsgi;
+	scgi_temp_path $T/nginx/tmp/scgi;
+	server {
+		listen 127.0.0.1:$NPORT;
+		location / {
+			default_type application/json;
+			return 200 '{"status":"not_revoked","scope":"default","filter_version":1}\n';
+		}
+	}
+}
+EOF
+	nginx -p "$T/nginx" -c "$T/nginx/nginx.conf" >"$T/nginx/logs/stdout.log" 2>&1 &
+	NGINX_PID=$!
+	PIDS+=("$NGINX_PID")
+	if wait_http "http://127.0.0.1:$NPORT/v1/check?id=x" 10; then
+		timeout $((DUR + 30)) wrk -t2 -c64 -d"${DUR}s" --latency -s "$T/get.lua" \
+		    "http://127.0.0.1:$NPORT" >"$T/wrk.nginx" 2>&1
+		read -r NGINX_RPS NGINX_P99 _ _ < <(wrk_parse "$T/wrk.nginx")
+		log "nginx fixed answer: $NGINX_RPS req/s, p99 $NGINX_P99 ms"
+	else
+		log "nginx did not start: $(tail -c 300 "$T/nginx/logs/error.log" "$T/nginx/logs/stdout.log" 2>/dev/null)"
+	fi
+	stop_pid "$NGINX_PID"
+else
+	log "nginx or wrk missing"
+fi
+
+# ---------------------------------------------------------------- revcheckd
+
+RC_PID=""
+RC_PORT=""
+# rc_start FILTER_DIR TAG
+rc_start() {
+	RC_PORT=$(free_port) || return 1
+	mkdir -p "$T/state.$2"
+	"$REVCHECKD" --listen "127.0.0.1:$RC_PORT" --filter-dir "$1" --trusted-key "$T/pub.pem" \
+	    --state-dir "$T/state.$2" --log-level warn >"$T/revcheckd.$2.log" 2>&1 &
+	RC_PID=$!
+	PIDS+=("$RC_PID")
+	wait_http "http://127.0.0.1:$RC_PORT/readyz" 60
+}
+
+HAVE_RC=0
+[ -x "$REVCHECKD" ] && [ "$HAVE_FB" = 1 ] && have wrk && have curl && HAVE_RC=1
+
+if [ "$HAVE_RC" = 1 ] && [ -d "$T/fb.$HTTP_N" ] && rc_start "$T/fb.$HTTP_N" http; then
+	# Sanity: an absent id answers 200 not revoked, a present one does not.
+	curl -sS --max-time 5 "http://127.0.0.1:$RC_PORT/v1/check?id=abs-sanity" >"$T/sample.json" 2>&1
+	log "sample answer: $(head -c 300 "$T/sample.json")"
+	# 2. single checks
+	timeout $((DUR + 30)) wrk -t2 -c64 -d"${DUR}s" --latency -s "$T/get.lua" \
+	    "http://127.0.0.1:$RC_PORT" >"$T/wrk.get" 2>&1
+	read -r RC_RPS RC_P99 RC_NON2XX RC_ERR < <(wrk_parse "$T/wrk.get")
+	log "revcheckd GET: $RC_RPS req/s, p99 $RC_P99 ms, non-2xx $RC_NON2XX, socket errors $RC_ERR"
+	note="GET /v1/check absent ids, $HTTP_N-key filter, wrk -t2 -c64 -d${DUR}s"
+	[ "$RC_NON2XX" != 0 ] && note="$note; WARNING $RC_NON2XX non-2xx answers"
+	if [ -n "$REDIS_RPS" ]; then
+		emit http_single_vs_redis "$RC_RPS" "$REDIS_RPS" req/s higher 1.0 \
+		    "$note vs redis-benchmark -c 64 SISMEMBER on a $HTTP_N-member set" \
+		    "\"ours_p99_ms\": $(num "$RC_P99"), \"peer_p99_ms\": $(num "$REDIS_P99"), \"ours_non2xx\": $(num "$RC_NON2XX")"
+		emit http_single_p99_vs_redis "$RC_P99" "$REDIS_P99" ms lower - "p99 latency, same runs"
+	else
+		skip http_single_vs_redis "redis-benchmark did not run (revcheckd: $RC_RPS req/s, p99 $RC_P99 ms)"
+	fi
+	if [ -n "$NGINX_RPS" ]; then
+		emit http_single_vs_nginx "$RC_RPS" "$NGINX_RPS" req/s higher 0.6 \
+		    "$note vs nginx 'return 200' fixed JSON, same wrk" \
+		    "\"ours_p99_ms\": $(num "$RC_P99"), \"peer_p99_ms\": $(num "$NGINX_P99")"
+		emit http_single_p99_vs_nginx "$RC_P99" "$NGINX_P99" ms lower - "p99 latency, same runs"
+	else
+		skip http_single_vs_nginx "nginx did not run (revcheckd: $RC_RPS req/s, p99 $RC_P99 ms)"
+	fi
+	# 3. batches of 1000
+	curl -sS --max-time 5 -H 'Content-Type: application/json' \
+	    --data '{"items":[{"id":"abs-1"},{"id":"abs-2"}]}' \
+	    "http://127.0.0.1:$RC_PORT/v1/check" >"$T/sample-batch.json" 2>&1
+	log "sample batch answer: $(head -c 300 "$T/sample-batch.json")"
+	timeout $((DUR + 30)) wrk -t2 -c16 -d"${DUR}s" --latency -s "$T/post.lua" \
+	    "http://127.0.0.1:$RC_PORT/v1/check" >"$T/wrk.post" 2>&1
+	read -r B_RPS B_P99 B_NON2XX B_ERR < <(wrk_parse "$T/wrk.post")
+	B_IDS=$(awk -v r="$B_RPS" 'BEGIN { printf "%.0f", r * 1000 }')
+	note="POST /v1/check, 1000 absent ids per request, wrk -t2 -c16 -d${DUR}s; p99 $B_P99 ms per request"
+	[ "$B_NON2XX" != 0 ] && note="$note; WARNING $B_NON2XX non-2xx answers"
+	emit http_batch_ids_per_second "$B_IDS" 2000000 ids/s higher 1 \
+	    "$note (peer = the 2M ids/s target)" "\"p99_ms\": $(num "$B_P99"), \"non2xx\": $(num "$B_NON2XX")"
+	stop_pid "$RC_PID"
+else
+	why="needs revcheckd ($REVCHECKD), filterbuild, wrk and curl"
+	[ "$HAVE_RC" = 1 ] && why="revcheckd did not become ready: $(tail -c 300 "$T/revcheckd.http.log" 2>/dev/null)"
+	skip http_single "$why"
+	skip http_batch "$why"
+fi
+
+# ---------------------------------------------------------------- 5 + 6. memory and reload at 10^7
+
+if [ "$HAVE_RC" = 1 ] && [ -d "$T/fb.$N" ] && rc_start "$T/fb.$N" big; then
+	# Touch the filter with a short load so the RSS counts the pages a
+	# serving daemon really has resident.
+	timeout $((DUR + 30)) wrk -t2 -c64 -d"$(( DUR < 5 ? DUR : 5 ))s" -s "$T/get.lua" \
+	    "http://127.0.0.1:$RC_PORT" >/dev/null 2>&1
+	RSS=$(( $(rss_kb "$RC_PID" VmRSS) * 1024 ))
+	ANON=$(( $(rss_kb "$RC_PID" RssAnon) * 1024 ))
+	RFILE=$(( $(rss_kb "$RC_PID" RssFile) * 1024 ))
+	log "revcheckd with $N keys: RSS $RSS B (anon $ANON, file-backed $RFILE)"
+	if [ -n "$REDIS_MEM" ]; then
+		emit memory_vs_redis "$RSS" "$REDIS_MEM" bytes lower - \
+		    "revcheckd VmRSS with a $N-key filter after load (anon $ANON B, file $RFILE B) vs Redis used_memory for the same ids (Redis RSS $REDIS_RSS B)" \
+		    "\"ours_anon\": $(num "$ANON"), \"ours_file\": $(num "$RFILE"), \"peer_rss\": $(num "$REDIS_RSS")"
+	else
+		skip memory_vs_redis "redis figure missing (revcheckd RSS $RSS B)"
+	fi
+
+	# 6. reload under load: wrk runs while a new N-key filter is built and
+	# published (at low priority) into the directory revcheckd watches.
+	v0=$(curl -sS -D - -o /dev/null "http://127.0.0.1:$RC_PORT/v1/check?id=x" | awk -F': ' 'tolower($1) == "x-revcheck-filter-version" { gsub(/\r/, "", $2); print $2 }')
+	# wrk runs until 3 s after the swap is seen, then is stopped with
+	# SIGINT (it prints its summary then); 600 s at most.
+	t_wrk=$(date +%s.%N)
+	wrk -t2 -c64 -d600s --latency -s "$T/get.lua" \
+	    "http://127.0.0.1:$RC_PORT" >"$T/wrk.reload" 2>&1 &
+	WRK_PID=$!
+	PIDS+=("$WRK_PID")
+	sleep 2
+	nice -n 19 timeout 600 "$FILTERBUILD" build --key "$T/key.pem" --out "$T/fb.$N" \
+	    $FB_OPTS --quiet "$T/ids2.txt" >"$T/fb.reload.log" 2>&1
+	pub_rc=$?
+	t_pub=$(date +%s.%N)
+	v1=$v0
+	for i in $(seq 1 100); do
+		v1=$(curl -sS -D - -o /dev/null "http://127.0.0.1:$RC_PORT/v1/check?id=x" | awk -F': ' 'tolower($1) == "x-revcheck-filter-version" { gsub(/\r/, "", $2); print $2 }')
+		[ -n "$v1" ] && [ "$v1" != "$v0" ] && break
+		sleep 0.1
+	done
+	t_swap=$(awk -v a="$t_pub" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+	sleep 3
+	kill -INT "$WRK_PID" 2>/dev/null
+	wait "$WRK_PID"
+	RDUR=$(awk -v a="$t_wrk" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }')
+	read -r R_RPS R_P99 R_NON2XX R_ERR < <(wrk_parse "$T/wrk.reload")
+	log "reload: build exit $pub_rc, version $v0 -> $v1 (seen ${t_swap}s after publish), $R_RPS req/s, p99 $R_P99 ms, non-2xx $R_NON2XX, socket errors $R_ERR"
+	if [ "$pub_rc" = 0 ] && [ -n "$v1" ] && [ "$v1" != "$v0" ]; then
+		emit reload_non2xx "$R_NON2XX" 0 responses lower - \
+		    "non-2xx during ${RDUR}s of wrk -t2 -c64 while a new $N-key filter was built (nice 19) and published; version $v0 -> $v1; target: 0" \
+		    "\"socket_errors\": $(num "$R_ERR")"
+		emit reload_p99_vs_steady "$R_P99" "${RC_P99:-}" ms lower - \
+		    "p99 over the whole reload run (build competing for the 2 CPUs) vs steady-state p99 of http_single (10^6 filter)"
+	else
+		skip reload "the new filter was not picked up (build exit $pub_rc, version $v0 -> $v1): $(tail -c 200 "$T/fb.reload.log")"
+	fi
+	stop_pid "$RC_PID"
+else
+	why="needs revcheckd, filterbuild, wrk and a $N-key build"
+	[ "$HAVE_RC" = 1 ] && [ -d "$T/fb.$N" ] && why="revcheckd did not become ready with $N keys: $(tail -c 300 "$T/revcheckd.big.log" 2>/dev/null)"
+	skip memory_vs_redis "$why"
+	skip reload "$why"
+fi
+
+echo "== done in $(( $(date +%s) - START ))s; ${#RESULTS_TXT[@]} lines, JSON in ${OUT#"$ROOT"/}"
+exit 0
