@@ -5,6 +5,7 @@
 #include <getopt.h>
 
 #include "fb.h"
+#include "log.h"
 
 struct fb_cmd {
 	const char	*name;
@@ -76,6 +77,7 @@ main(int argc, char **argv)
 {
 	size_t i;
 
+	log_init("filterbuild", LOG_LVL_INFO);
 	if (argc < 2) {
 		fb_usage(stderr);
 		return FB_EXIT_USAGE;

@@ -1,0 +1,239 @@
+#!/usr/bin/env bash
+# it_filterbuild.sh - filterbuild CLI end to end: keygen, build, inspect, verify, publish under SIGKILL
+#
+# Uses the real openssl CLI (through tests/pki.sh) for a CA, certificates
+# and CRLs. Needs FILTERBUILD (the binary) and REVCHECK_SRC (the repo root);
+# both default to this checkout's plain build.
+set -euo pipefail
+
+SRC=${REVCHECK_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
+FB=${FILTERBUILD:-$SRC/build/std/filterbuild}
+KILL_RUNS=${IT_FILTERBUILD_KILL_RUNS:-24}
+
+W=$(mktemp -d /tmp/it_filterbuild.XXXXXX)
+BGPID=
+cleanup() {
+	if [ -n "$BGPID" ]; then kill -9 "$BGPID" 2>/dev/null || true; fi
+	rm -rf "$W"
+}
+trap cleanup EXIT
+
+FAILS=0
+pass() { echo "ok - $*"; }
+fail() { echo "FAIL - $*" >&2; FAILS=$((FAILS + 1)); }
+check() { # check DESCRIPTION COMMAND...: the command must succeed
+	local d=$1; shift
+	if "$@"; then pass "$d"; else fail "$d"; fi
+}
+
+# A listing of a directory tree with link targets and file hashes.
+snap() {
+	(cd "$1" && find . -printf '%p %y %l %m\n' | LC_ALL=C sort &&
+	    find . -type f -exec sha256sum {} + | LC_ALL=C sort)
+}
+
+# Runs filterbuild expecting exit status $1; keeps stdout and stderr.
+expect_rc() {
+	local want=$1; shift
+	local rc=0
+	"$FB" "$@" >"$W/out" 2>"$W/err" || rc=$?
+	if [ "$rc" -ne "$want" ]; then
+		echo "  filterbuild $* -> exit $rc, want $want" >&2
+		sed 's/^/  stderr: /' "$W/err" >&2
+		return 1
+	fi
+}
+
+cd "$W"
+"$SRC/tests/pki.sh" pki >/dev/null 2>&1 || { echo "pki.sh failed" >&2; exit 1; }
+
+# ---------------------------------------------------------------- keygen
+check "keygen prints a 64-hex key id" expect_rc 0 keygen --out k.pem --pub p.pem
+grep -qE '^[0-9a-f]{64}$' out || fail "keygen output is not a key id"
+KEYID=$(cat out)
+check "private key mode 0600" test "$(stat -c %a k.pem)" = 600
+check "public key mode 0644" test "$(stat -c %a p.pem)" = 644
+cp k.pem k.orig
+check "keygen refuses to overwrite" expect_rc 1 keygen --out k.pem
+grep -q "already exists" err || fail "overwrite refusal does not say why"
+check "refused overwrite leaves the key" cmp -s k.pem k.orig
+check "keygen without --out is a usage error" expect_rc 2 keygen
+check "keygen --help" expect_rc 0 keygen --help
+check "keygen --force replaces" expect_rc 0 keygen --out k2.pem --pub p2.pem
+K2ID=$(cat out)
+check "keygen --force" expect_rc 0 keygen --out k2.pem --pub p2.pem --force
+check "forced key is new" test "$(cat out)" != "$K2ID"
+check "forced key mode 0600" test "$(stat -c %a k2.pem)" = 600
+"$FB" keygen --out k2.pem --pub p2.pem --force >/dev/null
+for c in build inspect verify; do
+	check "$c --help" expect_rc 0 "$c" --help
+	grep -q "usage: filterbuild $c" out || fail "$c --help has no usage line"
+done
+check "unknown command is a usage error" expect_rc 2 frobnicate
+
+# ---------------------------------------------------------------- build
+printf '# tokens\ntok-1\n  tok-2  \r\n\ntok-1\n' > ids.txt
+cat > ids.json <<'EOF'
+[ "tok-3", {"id": "tok-4", "scope": "tenant-a", "revoked_at": "2026-01-02T03:04:05Z", "reason": "compromised"} ]
+EOF
+check "build from text, JSON and CRLs" expect_rc 0 build --key k.pem --out d \
+	--issuer pki/ca.pem --issuer pki/other.pem ids.txt ids.json pki/crl.pem pki/other-crl.der
+check "build is silent on stderr when not a terminal" test ! -s err
+grep -q "published version 1" out || fail "build summary missing"
+check "verify a built DIR" expect_rc 0 verify --pub p.pem d
+check "verify the filter file itself" expect_rc 0 verify --pub p.pem d/current/filter.rcf
+check "verify with the wrong key fails" expect_rc 1 verify --pub p2.pem d
+grep -q "^filterbuild: verify: d: signer .* not trusted" err || fail "wrong-key message: $(cat err)"
+check "verify without --pub is a usage error" expect_rc 2 verify d
+
+check "inspect --records" expect_rc 0 inspect --records d
+CA_SCOPE=$(awk -F'\t' '$4 != "-" && $1 ~ /^x509:/ {print $1}' out | sort | uniq -c | sort -rn | awk 'NR==1{print $2}')
+# Every revoked serial of the CA, with its date and reason; nothing else.
+awk -F'\t' -v s="$CA_SCOPE" '$3 == "revoked" {print s "\t" $2 "\t" $5 "\t" $4}' pki/certs.tsv | sort > want.tsv
+grep -F "$CA_SCOPE" out | sort > got.tsv
+check "table holds every revoked serial with date and reason" diff -u want.tsv got.tsv
+check "text ids are trimmed and collapse" test "$(grep -c '^default	tok-[12]	-	-$' out)" = 2
+check "JSON object with scope, date and reason" grep -q '^tenant-a	tok-4	2026-01-02T03:04:05Z	compromised$' out
+
+check "inspect --json" expect_rc 0 inspect --json --pub p.pem d
+for f in version issued_at expires_at keys bits hashes fp_rate_target fill_ratio \
+    estimated_fp_rate signer table_sha256 scopes layout seed filter_sha256 \
+    expires_in_seconds expired stale; do
+	grep -q "\"$f\":" out || fail "inspect --json lacks $f"
+done
+grep -q "\"signer\":[[:space:]]*\"$KEYID\"" out || fail "inspect signer is not the key id"
+grep -q '"signature_ok":[[:space:]]*true' out || fail "inspect --pub does not report a valid signature"
+grep -q '"records_missing_from_filter":[[:space:]]*0' out || fail "false negatives in the filter"
+grep -q '"crl_number":' out || fail "inspect lacks CRL metadata"
+check "inspect text" expect_rc 0 inspect --pub p.pem d
+grep -q "^staleness: *fresh" out || fail "inspect text lacks staleness"
+grep -q "^signature: *valid" out || fail "inspect text lacks signature status"
+REVCHECK_FAKE_NOW=$(( $(date +%s) + 7200 )) "$FB" inspect --json d > stale.json
+grep -q '"stale":[[:space:]]*true' stale.json || fail "an expired filter is not stale"
+check "blocked layout builds and verifies" expect_rc 0 build --key k.pem --out dblk --layout blocked ids.txt
+check "blocked layout verify" expect_rc 0 verify --pub p.pem dblk
+"$FB" inspect --json dblk | grep -q '"layout":[[:space:]]*"blocked"' || fail "layout not recorded"
+check "stdin input" expect_rc 0 build --key k.pem --out dstdin --quiet - < ids.txt
+check "--quiet prints nothing" test ! -s out -a ! -s err
+check "CRL past nextUpdate is accepted with --allow-expired" expect_rc 0 build --key k.pem \
+	--out dexp --allow-expired pki/crl-expired.pem
+grep -q "warning" err || fail "--allow-expired gives no warning"
+
+# ---------------------------------------------------------------- versions
+mkdir -p dv
+check "explicit version" expect_rc 0 build --key k.pem --out dv --version 5 ids.txt
+check "default version is current + 1" expect_rc 0 build --key k.pem --out dv ids.txt
+check "current is version 6" test "$(readlink dv/current)" = v00000000000000000006
+snap dv > before.snap
+for v in 6 3 1; do
+	check "version $v refused" expect_rc 1 build --key k.pem --out dv --version "$v" ids.txt
+	grep -q "not above the current version 6" err || fail "refusal does not say why"
+done
+snap dv > after.snap
+check "refused versions leave DIR untouched" diff -u before.snap after.snap
+for i in 1 2 3 4; do "$FB" build --key k.pem --out dv --quiet --keep 3 ids.txt; done
+check "--keep 3 keeps three versions" test "$(ls -d dv/v* | wc -l)" = 3
+check "newest pair still verifies" expect_rc 0 verify --pub p.pem dv
+
+# ---------------------------------------------------------------- malformed inputs
+snap dv > before.snap
+printf 'abc\n' > good.txt
+printf '[ "a", ]\n' > bad.json
+head -c 100 pki/crl.der > trunc.der
+bad() { # bad DESCRIPTION PATTERN ARGS...
+	local d=$1 pat=$2; shift 2
+	if expect_rc 1 build --key k.pem --out dv "$@"; then
+		if grep -qE "$pat" err && [ "$(wc -l < err)" -ge 1 ]; then
+			pass "$d: $(head -1 err)"
+		else
+			fail "$d: unclear error: $(cat err)"
+		fi
+	else
+		fail "$d"
+	fi
+}
+bad "bad hex serial" "serials-badhex.txt:[0-9]+: " \
+	--scope "$CA_SCOPE" "$SRC/tests/data/serials-badhex.txt"
+bad "invalid JSON" "bad.json:[0-9]+: " good.txt bad.json
+bad "truncated DER" "trunc.der: .*offset [0-9]+" trunc.der
+bad "CRL signed by another CA" "impostor-crl.pem: .*signature" --issuer pki/ca.pem pki/impostor-crl.pem
+bad "expired CRL" "crl-expired.pem: .*expired" pki/crl-expired.pem
+bad "missing input" "nope.txt" nope.txt
+bad "bad signing key" "p.pem" --key p.pem ids.txt
+snap dv > after.snap
+check "malformed inputs leave DIR unchanged" diff -u before.snap after.snap
+check "bad --fp-rate is a usage error" expect_rc 2 build --key k.pem --out dv --fp-rate 2 ids.txt
+check "bad --valid-for is a usage error" expect_rc 2 build --key k.pem --out dv --valid-for 1y ids.txt
+
+# ---------------------------------------------------------------- flipped bytes
+"$FB" build --key k.pem --out dsmall --quiet ids.txt
+F=dsmall/current/filter.rcf
+N=$(stat -c %s "$F")
+mkdir -p flip
+cp dsmall/current/table.rct flip/table.rct
+flipped_ok=0
+for ((i = 0; i < N; i++)); do
+	cp "$F" flip/filter.rcf
+	b=$(od -An -tu1 -j "$i" -N1 "$F" | tr -d ' ')
+	printf "$(printf '\\%03o' $(( (b ^ 0x41) & 255 )))" |
+	    dd of=flip/filter.rcf bs=1 seek="$i" conv=notrunc status=none
+	if "$FB" verify --quiet --pub p.pem flip/filter.rcf >/dev/null 2>"$W/err"; then
+		fail "flipping byte $i of $N went unnoticed"
+		flipped_ok=1
+	elif [ "$(wc -l < "$W/err")" -ne 1 ] || ! grep -q '^filterbuild: verify: flip/filter.rcf: ' "$W/err"; then
+		fail "flipping byte $i: not one clear line: $(cat "$W/err")"
+		flipped_ok=1
+	fi
+done
+[ "$flipped_ok" -eq 0 ] && pass "every one of $N flipped filter bytes fails verify"
+cp "$F" flip/filter.rcf
+check "unflipped copy verifies" expect_rc 0 verify --pub p.pem flip/filter.rcf
+# Same inputs give the same table bytes, so take one of different inputs.
+"$FB" build --key k.pem --out dsmall2 --quiet good.txt
+cp dsmall2/current/table.rct flip/table.rct
+check "a table from another build fails verify" expect_rc 1 verify --pub p.pem flip/filter.rcf
+grep -qE "table (SHA-256|length .*) does not match" err || fail "binding failure not explained: $(cat err)"
+
+# ---------------------------------------------------------------- SIGKILL mid-publish
+seq 1 3000 | sed 's/^/kill-/' > many.txt
+"$FB" build --key k.pem --out dk --quiet many.txt
+killed_mid=0
+kept_old=0
+for ((r = 1; r <= KILL_RUNS; r++)); do
+	old=$(readlink dk/current)
+	REVCHECK_PUBLISH_DELAY_US=15000 "$FB" build --key k.pem --out dk --quiet --keep 2 many.txt &
+	BGPID=$!
+	# Land anywhere from before the first step to after the last.
+	sleep "0.$(printf '%03d' $(( RANDOM % 180 )))"
+	kill -9 "$BGPID" 2>/dev/null || true
+	wait "$BGPID" 2>/dev/null || true
+	BGPID=
+	new=$(readlink dk/current)
+	oldv=$((10#${old#v})); newv=$((10#${new#v}))
+	if [ "$newv" -ne "$oldv" ] && [ "$newv" -ne $((oldv + 1)) ]; then
+		fail "kill run $r: current went from $old to $new"
+	fi
+	if ! "$FB" verify --quiet --pub p.pem dk 2>"$W/err"; then
+		fail "kill run $r: DIR does not verify: $(cat "$W/err")"
+	fi
+	if [ "$newv" -eq "$oldv" ]; then
+		kept_old=$((kept_old + 1))
+		# Killed inside the publish: its temporaries are still there.
+		if ls -A dk | grep -qE '^(\.tmp-|\.current\.tmp|v)'; then
+			[ -n "$(ls -A dk | grep -E '^\.(tmp-|current\.tmp)')" ] ||
+			    [ "$(ls -d dk/v* | tail -1)" != "dk/$old" ] &&
+			    killed_mid=$((killed_mid + 1))
+		fi
+	fi
+done
+pass "$KILL_RUNS SIGKILLed publishes: DIR always verified as the old or the new pair ($kept_old kept the old, $killed_mid of them killed mid-publish)"
+check "some kills landed mid-publish" test "$killed_mid" -gt 0
+check "a build after the kills succeeds" expect_rc 0 build --key k.pem --out dk --quiet --keep 2 many.txt
+check "leftovers of killed runs are cleaned" test -z "$(ls -A dk | grep -E '^\.(tmp-|current\.tmp)')"
+check "and verifies" expect_rc 0 verify --pub p.pem dk
+
+if [ "$FAILS" -ne 0 ]; then
+	echo "it_filterbuild: $FAILS failure(s)" >&2
+	exit 1
+fi
+echo "it_filterbuild: all passed"
