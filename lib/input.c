@@ -60,6 +60,9 @@ struct rd {
  * Formats "<name>: <message>", or "<name>:<line>: <message>" when line is
  * not 0, into the caller's error buffer.
  */
+static void rd_verr(struct rd *r, size_t line, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
+
 static void
 rd_verr(struct rd *r, size_t line, const char *fmt, va_list ap)
 {
