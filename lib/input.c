@@ -136,10 +136,12 @@ set_add(struct input_set *s, const struct revkey *k, int64_t at,
 	struct table_rec *nrecs, *rec;
 	size_t ncap, rlen;
 
+	if (s->builder != NULL)
+		return table_builder_add(s->builder, k, at, reason);
 	if (s->nrecs >= TABLE_MAX_RECORDS)
 		return -1;
 	if (s->nrecs == s->cap) {
-		ncap = s->cap == 0 ? 1024 : s->cap;
+		ncap = s->cap == 0 ? 16 : s->cap;
 		if (ncap > SIZE_MAX / 2 / sizeof(*s->recs))
 			return -1;
 		ncap = s->cap == 0 ? ncap : ncap * 2;
@@ -204,6 +206,23 @@ sidx_build(struct rd *r, size_t want)
 	r->sidx_cap = cap;
 	for (i = 0; i < r->s->nscopes; i++)
 		sidx_insert(r, i);
+}
+
+/* Records in the set, wherever they are stored. */
+static size_t
+set_count(const struct input_set *s)
+{
+	return s->builder != NULL ? table_builder_count(s->builder) : s->nrecs;
+}
+
+/* Drops the records added after there were n. */
+static void
+set_truncate(struct input_set *s, size_t n)
+{
+	if (s->builder != NULL)
+		table_builder_truncate(s->builder, n);
+	else
+		s->nrecs = n;
 }
 
 static size_t
@@ -285,13 +304,14 @@ static int
 rd_add(struct rd *r, const struct revkey *k, int64_t at, const char *reason)
 {
 	if (set_add(r->s, k, at, reason) != 0) {
-		rd_err(r, r->s->nrecs >= TABLE_MAX_RECORDS ?
-		    "too many records" : "out of memory");
+		rd_err(r, set_count(r->s) >= TABLE_MAX_RECORDS ?
+		    "more than %llu records" : "out of memory",
+		    (unsigned long long)TABLE_MAX_RECORDS);
 		return -1;
 	}
 	r->count++;
 	if (r->o->progress != NULL && r->count % INPUT_PROGRESS_EVERY == 0)
-		r->o->progress(r->o->progress_arg, r->s->nrecs);
+		r->o->progress(r->o->progress_arg, set_count(r->s));
 	return 0;
 }
 
@@ -1072,7 +1092,7 @@ read_buf(struct input_set *s, const char *name, const unsigned char *buf,
     size_t len, const struct input_opts *o, char *err, size_t errlen)
 {
 	struct rd r;
-	size_t nrecs0 = s->nrecs, nscopes0 = s->nscopes;
+	size_t nrecs0 = set_count(s), nscopes0 = s->nscopes;
 	enum input_format fmt;
 	int rc = -1;
 
@@ -1109,10 +1129,10 @@ read_buf(struct input_set *s, const char *name, const unsigned char *buf,
 	if (rc == 0)
 		rc = commit_pending(&r);
 	if (rc != 0) {
-		s->nrecs = nrecs0;
+		set_truncate(s, nrecs0);
 		s->nscopes = nscopes0;
 	} else if (o->progress != NULL) {
-		o->progress(o->progress_arg, s->nrecs);
+		o->progress(o->progress_arg, set_count(s));
 	}
 	free(r.sidx);
 	free(r.pend);
@@ -1173,22 +1193,35 @@ scope_idx_cmp(const void *a, const void *b, void *arg)
 	return strcmp(sc[*(const size_t *)a].name, sc[*(const size_t *)b].name);
 }
 
-/* The scope named name, through the sorted index when there is one. */
+/* strcmp of a NUL-terminated name with counted bytes. */
+static int
+name_cmp(const char *name, const char *b, size_t blen)
+{
+	size_t alen = strlen(name);
+	int c = memcmp(name, b, alen < blen ? alen : blen);
+
+	if (c != 0)
+		return c;
+	return (alen > blen) - (alen < blen);
+}
+
+/* The scope named (name, len), through the sorted index when there is one. */
 static size_t
-count_find(const struct input_set *s, const size_t *ord, const char *name)
+count_find(const struct input_set *s, const size_t *ord, const char *name,
+    size_t len)
 {
 	size_t lo = 0, hi = s->nscopes, mid, i;
 	int c;
 
 	if (ord == NULL) {
 		for (i = 0; i < s->nscopes; i++)
-			if (strcmp(s->scopes[i].name, name) == 0)
+			if (name_cmp(s->scopes[i].name, name, len) == 0)
 				return i;
 		return SIZE_MAX;
 	}
 	while (lo < hi) {
 		mid = lo + (hi - lo) / 2;
-		c = strcmp(s->scopes[ord[mid]].name, name);
+		c = name_cmp(s->scopes[ord[mid]].name, name, len);
 		if (c == 0)
 			return ord[mid];
 		if (c < 0)
@@ -1202,7 +1235,8 @@ count_find(const struct input_set *s, const size_t *ord, const char *name)
 void
 input_count_scopes(struct input_set *s)
 {
-	size_t i = 0, j, run, sidx, *ord;
+	size_t i = 0, j, n, run, sidx, len, *ord;
+	const char *name;
 
 	for (j = 0; j < s->nscopes; j++)
 		s->scopes[j].keys = 0;
@@ -1215,12 +1249,20 @@ input_count_scopes(struct input_set *s)
 		    s->scopes);
 	}
 	/* Sorted records keep each scope's records together. */
-	while (i < s->nrecs) {
-		run = i + 1;
-		while (run < s->nrecs && strcmp(s->recs[run].key.scope,
-		    s->recs[i].key.scope) == 0)
-			run++;
-		sidx = count_find(s, ord, s->recs[i].key.scope);
+	n = set_count(s);
+	while (i < n) {
+		if (s->builder != NULL) {
+			run = table_builder_scope_end(s->builder, i);
+			name = table_builder_scope(s->builder, i, &len);
+		} else {
+			run = i + 1;
+			while (run < n && strcmp(s->recs[run].key.scope,
+			    s->recs[i].key.scope) == 0)
+				run++;
+			name = s->recs[i].key.scope;
+			len = s->recs[i].key.scope_len;
+		}
+		sidx = count_find(s, ord, name, len);
 		if (sidx != SIZE_MAX)
 			s->scopes[sidx].keys += run - i;
 		i = run;

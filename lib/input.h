@@ -45,6 +45,15 @@ struct input_set {
 	struct ffile_scope *scopes;
 	size_t		   nscopes;
 	size_t		   scap;
+	/*
+	 * When set (by the caller, after input_set_init), records go into
+	 * this compact builder instead of recs, which then stays empty: about
+	 * 30 bytes plus the id per record instead of a struct table_rec.
+	 * The caller owns the builder; input_set_free does not touch it. A
+	 * failed input_read truncates it back. input_count_scopes then
+	 * counts from it and needs it sorted (table_builder_sort_unique).
+	 */
+	struct table_builder *builder;
 };
 
 void input_set_init(struct input_set *s);
@@ -71,8 +80,9 @@ int input_read_buf(struct input_set *s, const char *name, const void *buf,
     size_t len, const struct input_opts *o, char *err, size_t errlen);
 
 /*
- * After table_sort_unique() on s->recs, sets every scope's key count from
- * the records. This function can't fail.
+ * After table_sort_unique() on s->recs (or table_builder_sort_unique() on
+ * s->builder), sets every scope's key count from the records. This
+ * function can't fail.
  */
 void input_count_scopes(struct input_set *s);
 

@@ -1085,3 +1085,52 @@ Test(input, read_buf)
 	cr_assert_eq(s.nrecs, 2);
 	input_set_free(&s);
 }
+
+Test(input_crl, builder_mode)
+{
+	struct input_set s;
+	struct table_builder tb;
+	struct input_opts o = opts("tokens");
+	char path[512], err[512] = "", ca[REVKEY_SCOPE_MAX + 1];
+	struct table_rec rec;
+	size_t i, n0;
+	bool found = false;
+
+	input_set_init(&s);
+	table_builder_init(&tb);
+	s.builder = &tb;
+	pki_path(path, sizeof(path), "crl.pem");
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
+	data_path(path, sizeof(path), "tokens.txt");
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(s.nrecs, 0, "records went to the builder");
+	cr_assert_eq(table_builder_count(&tb), 14);
+
+	/* A failure truncates the builder back. */
+	n0 = table_builder_count(&tb);
+	pki_path(path, sizeof(path), "crl-expired.pem");
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), -1);
+	data_path(path, sizeof(path), "bad-date.json");
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), -1);
+	cr_assert_eq(table_builder_count(&tb), n0);
+	cr_assert_eq(s.nscopes, 2);
+
+	table_builder_sort_unique(&tb);
+	input_count_scopes(&s);
+	leaf_scope(ca, "certs/leaf01.pem");
+	cr_assert_eq(scope_of(&s, ca)->keys, 7);
+	cr_assert_eq(scope_of(&s, "tokens")->keys, 6);
+	/* Dates and reasons survive: leaf01 is keyCompromise. */
+	for (i = 0; i < table_builder_count(&tb); i++) {
+		cr_assert_eq(table_builder_get(&tb, i, &rec), 0);
+		if (strcmp(rec.key.scope, ca) == 0 && rec.key.id_len == 1 &&
+		    rec.key.id[0] == 1) {
+			cr_assert_str_eq(rec.reason, "keyCompromise");
+			cr_assert(rec.revoked_at > 0);
+			found = true;
+		}
+	}
+	cr_assert(found);
+	table_builder_free(&tb);
+	input_set_free(&s);
+}
