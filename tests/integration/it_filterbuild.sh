@@ -172,7 +172,14 @@ N=$(stat -c %s "$F")
 mkdir -p flip
 cp dsmall/current/table.rct flip/table.rct
 flipped_ok=0
-for ((i = 0; i < N; i++)); do
+# Every byte under a plain build; every third (random phase) under the
+# sanitizers, whose start-up is slow. test_ffile flips every bit position
+# of every byte in-process.
+STEP=1
+if grep -q __asan_init "$FB" 2>/dev/null; then STEP=3; fi
+nflip=0
+for ((i = RANDOM % STEP; i < N; i += STEP)); do
+	nflip=$((nflip + 1))
 	cp "$F" flip/filter.rcf
 	b=$(od -An -tu1 -j "$i" -N1 "$F" | tr -d ' ')
 	printf "$(printf '\\%03o' $(( (b ^ 0x41) & 255 )))" |
@@ -185,7 +192,7 @@ for ((i = 0; i < N; i++)); do
 		flipped_ok=1
 	fi
 done
-[ "$flipped_ok" -eq 0 ] && pass "every one of $N flipped filter bytes fails verify"
+[ "$flipped_ok" -eq 0 ] && pass "each of $nflip flipped bytes (of $N) fails verify"
 cp "$F" flip/filter.rcf
 check "unflipped copy verifies" expect_rc 0 verify --pub p.pem flip/filter.rcf
 # Same inputs give the same table bytes, so take one of different inputs.
