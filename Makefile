@@ -120,10 +120,18 @@ test: deps
 	@$(MAKE) --no-print-directory fuzz-replay
 	@$(MAKE) --no-print-directory integration-test
 
+# Criterion runs each test in a child process and does not count a
+# sanitizer report printed at the child's exit, so the log is searched too.
+SAN_REPORT := ERROR: (Address|Leak)Sanitizer|runtime error:|ThreadSanitizer
+
 unit-test: $(TEST_BIN)
-	@set -e; for t in $(TEST_BIN); do \
-	    echo "== $$t"; \
-	    $(ASAN_ENV) REVCHECK_SRC=$(CURDIR) $$t --jobs 2 --short-filename || exit 1; \
+	@set -e; mkdir -p $(BUILD)/logs; for t in $(TEST_BIN); do \
+	    echo "== $$t"; log=$(BUILD)/logs/$$(basename $$t).log; \
+	    $(ASAN_ENV) REVCHECK_SRC=$(CURDIR) $$t --jobs 2 --short-filename >$$log 2>&1 \
+	        || { cat $$log; exit 1; }; \
+	    if grep -qE '$(SAN_REPORT)' $$log; then cat $$log; \
+	        echo "$$t: sanitizer report"; exit 1; fi; \
+	    tail -n 1 $$log; \
 	done
 
 integration-test: all
