@@ -265,54 +265,6 @@ fail:
 	return -1;
 }
 
-/*
- * Moves the records an input produced into the builder, so that the
- * per-record struct table_rec array never holds more than one input.
- */
-static int
-build_take_records(struct input_set *s, struct table_builder *tb,
-    const char *path)
-{
-	size_t i;
-
-	for (i = 0; i < s->nrecs; i++) {
-		if (table_builder_add_rec(tb, &s->recs[i]) != 0) {
-			fb_err("%s: record %zu: %s", path, i + 1,
-			    errno == ENOMEM ? "out of memory" :
-			    "invalid record");
-			return -1;
-		}
-	}
-	s->nrecs = 0;
-	return 0;
-}
-
-/* Sets every scope's key count from the sorted builder. */
-static int
-build_count_scopes(struct input_set *s, const struct table_builder *tb)
-{
-	size_t i, j, end, sl, n = table_builder_count(tb);
-	const char *sc;
-
-	for (j = 0; j < s->nscopes; j++)
-		s->scopes[j].keys = 0;
-	for (i = 0; i < n; i = end) {
-		end = table_builder_scope_end(tb, i);
-		sc = table_builder_scope(tb, i, &sl);
-		for (j = 0; j < s->nscopes; j++)
-			if (strlen(s->scopes[j].name) == sl &&
-			    memcmp(s->scopes[j].name, sc, sl) == 0)
-				break;
-		if (j == s->nscopes) {
-			fb_err("scope %.*s has records but no input covers it",
-			    (int)sl, sc);
-			return -1;
-		}
-		s->scopes[j].keys += end - i;
-	}
-	return 0;
-}
-
 struct tb_writer {
 	const struct table_builder *tb;
 };
@@ -356,6 +308,8 @@ fb_build(int argc, char **argv)
 	pr.start = pr.last = util_monotime();
 	input_set_init(&set);
 	table_builder_init(&tb);
+	/* Records go straight into the compact builder. */
+	set.builder = &tb;
 	memset(&bloom, 0, sizeof(bloom));
 
 	/* Refuse a version before any work: DIR stays untouched. */
@@ -402,15 +356,12 @@ fb_build(int argc, char **argv)
 			fb_err("%s", err);
 			goto out;
 		}
-		if (build_take_records(&set, &tb, argv[i]) != 0)
-			goto out;
 	}
 
 	progress_phase(&pr, "sorting");
 	table_builder_sort_unique(&tb);
 	n = table_builder_count(&tb);
-	if (build_count_scopes(&set, &tb) != 0)
-		goto out;
+	input_count_scopes(&set);
 	if (set.nscopes == 0) {
 		fb_err("inputs cover no scope");
 		goto out;

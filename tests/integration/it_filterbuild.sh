@@ -7,7 +7,7 @@
 set -euo pipefail
 
 SRC=${REVCHECK_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
-FB=${FILTERBUILD:-$SRC/build/std/filterbuild}
+FB=${FILTERBUILD:-$SRC/bin/filterbuild}
 KILL_RUNS=${IT_FILTERBUILD_KILL_RUNS:-24}
 
 W=$(mktemp -d /tmp/it_filterbuild.XXXXXX)
