@@ -1,11 +1,13 @@
 /* test_ffile.c - the signed filter file: encode, parse, verify, hostile bytes */
 #include <criterion/criterion.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "ffile.h"
+#include "table.h"
 #include "util.h"
 
 #define NIDS 300
@@ -340,4 +342,52 @@ Test(ffile, all_scope_lengths_round_trip)
 	}
 	bloom_free(&b);
 	EVP_PKEY_free(key);
+}
+
+/* tests/vectors: the committed filter, table and key agree with each other. */
+Test(ffile, committed_vector_verifies)
+{
+	const char *src = getenv("REVCHECK_SRC");
+	char path[1024], err[512];
+	struct ffile *f;
+	struct table *t;
+	struct sign_ring ring;
+	struct table_rec r;
+	struct revkey k;
+	uint64_t i;
+
+	if (src == NULL)
+		src = ".";
+	cr_assert(snprintf(path, sizeof(path), "%s/tests/vectors/filter.rcf",
+	    src) > 0);
+	f = ffile_open(path, err, sizeof(err));
+	cr_assert_not_null(f, "%s", err);
+	cr_assert(snprintf(path, sizeof(path), "%s/tests/vectors/pub.pem",
+	    src) > 0);
+	sign_ring_init(&ring);
+	cr_assert_eq(sign_ring_add(&ring, path, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(ffile_verify(f, &ring, err, sizeof(err)), 0, "%s", err);
+	cr_assert(snprintf(path, sizeof(path), "%s/tests/vectors/table.rct",
+	    src) > 0);
+	t = table_open(path, err, sizeof(err));
+	cr_assert_not_null(t, "%s", err);
+	cr_assert_eq(table_check_binding(t, ffile_info(f)->table_sha256,
+	    ffile_info(f)->table_len, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(table_count(t), ffile_info(f)->keys);
+	cr_assert_eq(ffile_info(f)->version, 1);
+	cr_assert_eq(ffile_info(f)->nscopes, 3);
+	for (i = 0; i < table_count(t); i++) {
+		cr_assert_eq(table_get(t, i, &r), 0);
+		cr_assert(ffile_query(f, &r.key), "record %" PRIu64
+		    " missing from the filter", i);
+	}
+	cr_assert_eq(revkey_set(&k, "tenant-a", "tok-4", 5), 0);
+	cr_assert(table_lookup(t, &k, &r));
+	cr_assert_str_eq(r.reason, "keyCompromise");
+	cr_assert_eq(r.revoked_at, 1767323045);	/* 2026-01-02T03:04:05Z */
+	cr_assert_eq(revkey_set(&k, "default", "tok-5", 5), 0);
+	cr_assert_not(table_lookup(t, &k, NULL));
+	table_close(t);
+	sign_ring_free(&ring);
+	ffile_close(f);
 }

@@ -201,6 +201,17 @@ cp dsmall2/current/table.rct flip/table.rct
 check "a table from another build fails verify" expect_rc 1 verify --pub p.pem flip/filter.rcf
 grep -qE "table (SHA-256|length .*) does not match" err || fail "binding failure not explained: $(cat err)"
 
+# ---------------------------------------------------------------- vectors
+# The committed vector: inspect --json and --records match the golden files
+# (at the fixed time in now.txt), and it verifies against its public key.
+V=$SRC/tests/vectors
+(cd "$V" && REVCHECK_FAKE_NOW=$(cat now.txt) "$FB" inspect --json --pub pub.pem .) > vec.json
+check "vector inspect --json matches tests/vectors/inspect.json" diff -u "$V/inspect.json" vec.json
+(cd "$V" && "$FB" inspect --records .) > vec.tsv
+check "vector records match tests/vectors/records.tsv" diff -u "$V/records.tsv" vec.tsv
+check "vector verifies" expect_rc 0 verify --pub "$V/pub.pem" "$V/filter.rcf"
+check "vector does not verify against another key" expect_rc 1 verify --pub p.pem "$V/filter.rcf"
+
 # ---------------------------------------------------------------- SIGKILL mid-publish
 seq 1 3000 | sed 's/^/kill-/' > many.txt
 "$FB" build --key k.pem --out dk --quiet many.txt
