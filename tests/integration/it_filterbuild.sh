@@ -201,6 +201,16 @@ cp dsmall2/current/table.rct flip/table.rct
 check "a table from another build fails verify" expect_rc 1 verify --pub p.pem flip/filter.rcf
 grep -qE "table (SHA-256|length .*) does not match" err || fail "binding failure not explained: $(cat err)"
 
+# ---------------------------------------------------------------- concurrent publishers
+REVCHECK_PUBLISH_DELAY_US=250000 "$FB" build --key k.pem --out dv --quiet ids.txt &
+BGPID=$!
+sleep 0.6
+check "a second publisher to the same DIR is refused" expect_rc 1 build --key k.pem --out dv --quiet ids.txt
+grep -q "another publish to this directory is in progress" err || fail "lock refusal not explained: $(cat err)"
+check "the first publisher completes" wait "$BGPID"
+BGPID=
+check "and its pair verifies" expect_rc 0 verify --pub p.pem dv
+
 # ---------------------------------------------------------------- vectors
 # The committed vector: inspect --json and --records match the golden files
 # (at the fixed time in now.txt), and it verifies against its public key.
