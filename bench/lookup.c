@@ -29,7 +29,7 @@
 
 #define KEY_LEN		28	/* "default\0" + "tok-" + 16 hex digits */
 #define KEY_SLOT	32
-#define LOOKUP_REPS	3
+#define LOOKUP_REPS	5
 #define BATCH		32
 
 static const char bench_scope[] = "default";
