@@ -13,6 +13,7 @@
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <xxhash.h>
 
 #include "table.h"
 #include "util.h"
@@ -425,65 +426,91 @@ tb_scope_cmp(const void *a, const void *b)
 }
 
 /*
+ * Distinct scopes are found through a small open-addressing hash table, so
+ * that many interleaved scopes cost O(1) per record, not a list scan.
+ */
+#define TB_HASH_SLOTS	(2 * TB_MAX_RANKS)	/* a power of two */
+
+struct tb_slot {
+	const char	*s;	/* NULL: empty */
+	size_t		 len;
+	uint32_t	 rank;
+};
+
+static size_t
+tb_slot_find(const struct tb_slot *h, const char *s, size_t len)
+{
+	size_t i = (size_t)XXH3_64bits(s, len) & (TB_HASH_SLOTS - 1);
+
+	while (h[i].s != NULL &&
+	    (h[i].len != len || memcmp(h[i].s, s, len) != 0))
+		i = (i + 1) & (TB_HASH_SLOTS - 1);
+	return i;
+}
+
+/*
  * Ranks every entry's scope. Returns false (ranks unusable) when memory
  * runs out or there are more distinct scopes than ranks.
  */
 static bool
 tb_rank_scopes(struct table_builder *b)
 {
-	struct tb_scope *sc = NULL, *tmp;
-	size_t nsc = 0, cap = 0, i, last = SIZE_MAX;
+	struct tb_slot *h;
+	struct tb_scope *sc = NULL;
+	size_t nsc = 0, i, slot, last = SIZE_MAX;
+	const char *last_s = NULL;
+	size_t last_len = 0;
 	bool ok = false;
 
+	h = calloc(TB_HASH_SLOTS, sizeof(*h));
+	sc = malloc(TB_MAX_RANKS * sizeof(*sc));
+	if (h == NULL || sc == NULL)
+		goto out;
 	for (i = 0; i < b->n; i++) {
 		const unsigned char *r = tb_rec(b, i);
-		struct tb_scope key = { (const char *)rec_key(r),
-		    rec_scope_len(r) };
-		size_t j;
+		const char *s = (const char *)rec_key(r);
+		size_t len = rec_scope_len(r);
 
-		if (last != SIZE_MAX && tb_scope_cmp(&sc[last], &key) == 0)
+		if (last_s != NULL && last_len == len &&
+		    memcmp(last_s, s, len) == 0)
 			continue;
-		for (j = 0; j < nsc; j++)
-			if (tb_scope_cmp(&sc[j], &key) == 0)
-				break;
-		if (j == nsc) {
+		slot = tb_slot_find(h, s, len);
+		if (h[slot].s == NULL) {
 			if (nsc == TB_MAX_RANKS)
 				goto out;
-			if (nsc == cap) {
-				cap = cap ? cap * 2 : 16;
-				tmp = realloc(sc, cap * sizeof(*sc));
-				if (tmp == NULL)
-					goto out;
-				sc = tmp;
-			}
-			sc[nsc++] = key;
+			h[slot].s = s;
+			h[slot].len = len;
+			sc[nsc].s = s;
+			sc[nsc].len = len;
+			nsc++;
 		}
-		last = j;
+		last_s = s;
+		last_len = len;
 	}
 	qsort(sc, nsc, sizeof(*sc), tb_scope_cmp);
-	last = SIZE_MAX;
+	for (i = 0; i < nsc; i++)
+		h[tb_slot_find(h, sc[i].s, sc[i].len)].rank = (uint32_t)i;
+	last_s = NULL;
 	for (i = 0; i < b->n; i++) {
 		const unsigned char *r = tb_rec(b, i);
-		struct tb_scope key = { (const char *)rec_key(r),
-		    rec_scope_len(r) };
-		struct tb_scope *hit;
-		size_t rank;
+		const char *s = (const char *)rec_key(r);
+		size_t len = rec_scope_len(r);
 
-		if (last != SIZE_MAX && tb_scope_cmp(&sc[last], &key) == 0) {
-			rank = last;
-		} else {
-			hit = bsearch(&key, sc, nsc, sizeof(*sc), tb_scope_cmp);
-			assert(hit != NULL);
-			rank = (size_t)(hit - sc);
-			last = rank;
+		if (last_s == NULL || last_len != len ||
+		    memcmp(last_s, s, len) != 0) {
+			slot = tb_slot_find(h, s, len);
+			assert(h[slot].s != NULL);
+			last = h[slot].rank;
+			last_s = s;
+			last_len = len;
 		}
 		b->ents[i].off = (b->ents[i].off & TB_OFF_MASK) |
-		    ((uint64_t)rank << TB_OFF_BITS);
-		b->ents[i].pfx = tb_prefix8(rec_key(r) + rec_scope_len(r) + 1,
-		    rec_id_len(r));
+		    ((uint64_t)last << TB_OFF_BITS);
+		b->ents[i].pfx = tb_prefix8(rec_key(r) + len + 1, rec_id_len(r));
 	}
 	ok = true;
 out:
+	free(h);
 	free(sc);
 	return ok;
 }

@@ -323,3 +323,40 @@ Test(table, open_reports_path)
 	cr_assert_null(table_open("/nonexistent/t.rct", err, sizeof(err)));
 	cr_assert(strstr(err, "/nonexistent/t.rct") != NULL);
 }
+
+/* Many interleaved scopes, and more than the builder can rank: the order
+ * is still exactly that of table_sort_unique. */
+static void
+many_scopes(size_t nscopes, size_t n)
+{
+	struct table_builder b;
+	struct table_rec *recs;
+	unsigned char *b1, *b2;
+	size_t l1, l2, i, m;
+	char err[256], scope[32], id[32];
+
+	recs = calloc(n, sizeof(*recs));
+	cr_assert_not_null(recs);
+	table_builder_init(&b);
+	for (i = 0; i < n; i++) {
+		cr_assert(snprintf(scope, sizeof(scope), "s%zu",
+		    (i * 7919) % nscopes) > 0);
+		cr_assert(snprintf(id, sizeof(id), "%zu", (i * 31) % 1000) > 0);
+		mkkey(&recs[i].key, scope, id);
+		cr_assert_eq(table_builder_add_rec(&b, &recs[i]), 0);
+	}
+	m = table_sort_unique(recs, n);
+	cr_assert_eq(table_encode(recs, m, &b1, &l1, err, sizeof(err)), 0,
+	    "%s", err);
+	table_builder_sort_unique(&b);
+	cr_assert_eq(table_builder_encode(&b, &b2, &l2, err, sizeof(err)), 0);
+	cr_assert_eq(l1, l2);
+	cr_assert_eq(memcmp(b1, b2, l1), 0);
+	free(b1);
+	free(b2);
+	free(recs);
+	table_builder_free(&b);
+}
+
+Test(table, many_interleaved_scopes) { many_scopes(1000, 20000); }
+Test(table, more_scopes_than_ranks) { many_scopes(70000, 80000); }
