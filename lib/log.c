@@ -19,6 +19,9 @@ log_init(const char *progname, enum log_level max)
 	log_journal = getenv("JOURNAL_STREAM") != NULL;
 }
 
+static void log_emit(enum log_level, const char *, const char *, va_list)
+    __attribute__((format(printf, 3, 0)));
+
 static void
 log_emit(enum log_level lvl, const char *tag, const char *fmt, va_list ap)
 {
