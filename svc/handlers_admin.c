@@ -314,6 +314,8 @@ handle_metrics(const struct server_req *r)
 	    "revcheckd_reloads_total{result=\"refused\"} %llu\n",
 	    (unsigned long long)acc, (unsigned long long)rej);
 	metrics_render_requests(&b);
+	if (ctx->metrics_extra != NULL)
+		ctx->metrics_extra(&b, ctx->metrics_extra_arg);
 	return reply_sbuf(r, MHD_HTTP_OK, &b,
 	    "text/plain; version=0.0.4; charset=utf-8");
 }

@@ -17,6 +17,7 @@
 #include "publish.h"
 #include "server.h"
 #include "snapshot.h"
+#include "sync.h"
 #include "util.h"
 
 #define DRAIN_MS	10000	/* SIGTERM: how long requests may finish */
@@ -148,6 +149,7 @@ run(struct config *c)
 	struct loader loader;
 	struct server_ctx ctx;
 	struct server *srv = NULL;
+	struct sync *sync = NULL;
 	struct pollfd pfd[2];
 	struct stale_policy pol;
 	char err[512], drain[64];
@@ -174,6 +176,17 @@ run(struct config *c)
 	if (setup_signals() == -1) {
 		log_err("signals: %s", strerror(errno));
 		goto out;
+	}
+	if (c->upstream_filter != NULL) {
+		if ((sync = sync_start(c, &loader, &slot, err,
+		    sizeof(err))) == NULL) {
+			log_err("%s", err);
+			goto out;
+		}
+		ctx.status_extra = sync_status_json;
+		ctx.status_extra_arg = sync;
+		ctx.metrics_extra = sync_metrics;
+		ctx.metrics_extra_arg = sync;
 	}
 	if ((srv = server_start(&ctx, err, sizeof(err))) == NULL) {
 		log_err("%s", err);
@@ -220,6 +233,7 @@ run(struct config *c)
 			log_info("SIGHUP: reloading");
 			notify_reloading();
 			loader_poll(&loader, &slot, true);
+			sync_kick(sync);
 			notify_send("READY=1");
 			last_poll = last_try = now;
 		}
@@ -247,6 +261,7 @@ run(struct config *c)
 	rc = 0;
 out:
 	server_stop(srv, DRAIN_MS);
+	sync_stop(sync);
 	if (ino != -1)
 		close(ino);
 	snapshot_slot_free(&slot);

@@ -30,6 +30,9 @@ struct server_ctx {
 	 */
 	void			(*status_extra)(struct sbuf *b, void *arg);
 	void			*status_extra_arg;
+	/* Edge hook: appends more series to /metrics. NULL on an origin. */
+	void			(*metrics_extra)(struct sbuf *b, void *arg);
+	void			*metrics_extra_arg;
 };
 
 /* One request as a handler sees it; body is NUL-terminated (may be ""). */

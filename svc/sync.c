@@ -1,0 +1,724 @@
+/* sync.c - edge mode: the filter sync loop and the upstream authority */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "check.h"
+#include "ffile.h"
+#include "log.h"
+#include "sync.h"
+#include "upstream.h"
+#include "util.h"
+
+#define ETAG_MAX	200	/* longer ETags are not kept */
+#define ERR_MAX		512
+
+struct sync {
+	const struct config	*cfg;
+	struct loader		*l;
+	struct snapshot_slot	*sl;
+	struct upstream		*up;		/* NULL without upstream_check */
+	CURL			*curl;		/* the sync thread's only */
+	char			 persist[PATH_MAX];
+	char			 dir[PATH_MAX];
+	pthread_t		 th;
+	pthread_mutex_t		 mu;	/* guards everything below but abort */
+	pthread_cond_t		 cv;
+	bool			 stop;
+	bool			 kick;
+	_Atomic bool		 abort;	/* read by the transfer callback */
+	/* What /v1/status shows. */
+	int64_t			 last_attempt;
+	int64_t			 last_success;
+	const char		*result;
+	char			 error[ERR_MAX];
+	uint64_t		 seen;		/* highest verified version seen */
+	char			 etag[ETAG_MAX + 1];
+	uint64_t		 attempts;
+	uint64_t		 failures;
+	uint64_t		 consecutive;
+	uint64_t		 updates;
+	/* The sync thread's own: the last refused bytes, not audited twice. */
+	unsigned char		 refused_sha[32];
+	bool			 have_refused;
+	char			 refused_err[ERR_MAX];
+};
+
+/* The download buffer, capped while the bytes arrive. */
+struct dl {
+	unsigned char	*p;
+	size_t		 len;
+	size_t		 cap;
+	uint64_t	 max;
+	bool		 too_big;
+};
+
+static size_t
+on_data(char *p, size_t size, size_t n, void *arg)
+{
+	struct dl *d = arg;
+	size_t len = size * n, ncap;
+	unsigned char *np;
+
+	if (len > d->max || d->len > d->max - len) {
+		d->too_big = true;
+		return 0;	/* aborts the transfer */
+	}
+	if (d->len + len > d->cap) {
+		ncap = d->cap < 65536 ? 65536 : d->cap;
+		while (ncap < d->len + len && ncap <= SIZE_MAX / 2)
+			ncap *= 2;
+		if (ncap < d->len + len)
+			ncap = d->len + len;
+		if (ncap > d->max)
+			ncap = (size_t)d->max;
+		if ((np = realloc(d->p, ncap)) == NULL)
+			return 0;
+		d->p = np;
+		d->cap = ncap;
+	}
+	memcpy(d->p + d->len, p, len);
+	d->len += len;
+	return len;
+}
+
+static int
+on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut,
+    curl_off_t un)
+{
+	struct sync *s = arg;
+
+	(void)dt;
+	(void)dn;
+	(void)ut;
+	(void)un;
+	return atomic_load(&s->abort) ? 1 : 0;
+}
+
+static void
+succeed(struct sync *s, const char *result, const char *etag)
+{
+	pthread_mutex_lock(&s->mu);
+	s->result = result;
+	s->error[0] = '\0';
+	s->last_success = util_now();
+	if (s->consecutive > 0)
+		log_info("sync from %s: %s after %llu failed attempts",
+		    s->cfg->upstream_filter, result,
+		    (unsigned long long)s->consecutive);
+	s->consecutive = 0;
+	if (etag != NULL && etag[0] != '\0')
+		snprintf(s->etag, sizeof(s->etag), "%s", etag);
+	pthread_mutex_unlock(&s->mu);
+}
+
+/* A failed sync: counted, shown, logged when the error changes. */
+static void
+fail(struct sync *s, const char *result, const char *msg)
+{
+	bool same;
+
+	pthread_mutex_lock(&s->mu);
+	same = s->consecutive > 0 && strcmp(s->error, msg) == 0;
+	s->result = result;
+	snprintf(s->error, sizeof(s->error), "%s", msg);
+	s->failures++;
+	s->consecutive++;
+	pthread_mutex_unlock(&s->mu);
+	if (same)
+		log_debug("sync from %s failed again: %s",
+		    s->cfg->upstream_filter, msg);
+	else
+		log_warn("sync from %s failed (%s): %s; keeping the current "
+		    "filter", s->cfg->upstream_filter, result, msg);
+}
+
+/* Writes bytes to the persisted path: temporary file, fsync, rename, fsync dir. */
+static int
+persist(struct sync *s, const unsigned char *p, size_t len, char *err,
+    size_t errlen)
+{
+	char tmp[PATH_MAX + 32];
+	int fd, dfd, n;
+
+	n = snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", s->persist,
+	    (long)getpid());
+	if (n < 0 || (size_t)n >= sizeof(tmp)) {
+		snprintf(err, errlen, "%.300s: path too long", s->persist);
+		return -1;
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd == -1) {
+		snprintf(err, errlen, "%.300s: %s", tmp, strerror(errno));
+		return -1;
+	}
+	if (util_write_all(fd, p, len) == -1 || fsync(fd) == -1) {
+		snprintf(err, errlen, "%.300s: %s", tmp, strerror(errno));
+		close(fd);
+		unlink(tmp);
+		return -1;
+	}
+	if (close(fd) == -1) {
+		snprintf(err, errlen, "%.300s: %s", tmp, strerror(errno));
+		unlink(tmp);
+		return -1;
+	}
+	if (rename(tmp, s->persist) == -1) {
+		snprintf(err, errlen, "%.300s: rename: %s", s->persist,
+		    strerror(errno));
+		unlink(tmp);
+		return -1;
+	}
+	if ((dfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1 ||
+	    fsync(dfd) == -1) {
+		snprintf(err, errlen, "%.300s: fsync: %s", s->dir,
+		    strerror(errno));
+		if (dfd != -1)
+			close(dfd);
+		return -1;
+	}
+	close(dfd);
+	return 0;
+}
+
+/*
+ * Would loader_accept() take this verified filter? The same rules, read
+ * without side effects, so that only acceptable bytes ever replace the
+ * persisted file. The loader's rollback state is written only by
+ * loader_accept(), which on an edge runs on this thread alone (and at
+ * start, before the thread), so reading it here is safe.
+ */
+static bool
+acceptable(struct sync *s, const struct ffile *ff, int64_t now)
+{
+	const struct ffile_info *fi = ffile_info(ff);
+	const struct loader_hwm *top = NULL;
+	size_t i;
+
+	if (stale_check(fi, &s->l->policy, now, 0) != STALE_FRESH)
+		return false;
+	for (i = 0; i < s->l->nhwm; i++)
+		if (top == NULL || s->l->hwm[i].version > top->version)
+			top = &s->l->hwm[i];
+	if (top == NULL)
+		return true;
+	if (fi->version < top->version)
+		return false;
+	return fi->version > top->version ||
+	    memcmp(top->sha256, ffile_sha256(ff), 32) == 0;
+}
+
+static void
+remember_refusal(struct sync *s, const unsigned char sha[32],
+    const char *why)
+{
+	memcpy(s->refused_sha, sha, 32);
+	s->have_refused = true;
+	snprintf(s->refused_err, sizeof(s->refused_err), "%s", why);
+}
+
+/* Verifies, persists and installs downloaded bytes (taken over). */
+static void
+install(struct sync *s, unsigned char *buf, size_t len, const char *etag)
+{
+	const char *url = s->cfg->upstream_filter;
+	const struct ffile_info *fi;
+	struct loader_event ev;
+	struct snapshot *cur;
+	struct ffile *ff;
+	unsigned char sha[32];
+	const unsigned char *bytes;
+	uint64_t cur_version = 0;
+	char e[ERR_MAX], reason[ERR_MAX];
+	size_t blen;
+	bool newer, ok, persisted = false;
+	int64_t now = util_now();
+	int rc;
+
+	if (util_sha256(sha, buf, len) == -1) {
+		free(buf);
+		fail(s, "download_failed", "cannot hash the download");
+		return;
+	}
+	if ((cur = snapshot_acquire(s->sl)) != NULL) {
+		cur_version = cur->version;
+		if (memcmp(ffile_sha256(cur->ff), sha, 32) == 0) {
+			snapshot_release(cur);
+			free(buf);
+			succeed(s, "unchanged", etag);
+			return;
+		}
+		snapshot_release(cur);
+	}
+	if (s->have_refused && memcmp(s->refused_sha, sha, 32) == 0) {
+		/* The same bytes as last time: refused without a new audit line. */
+		free(buf);
+		fail(s, "refused", s->refused_err);
+		return;
+	}
+	if ((ff = ffile_parse(buf, len, true, e, sizeof(e))) == NULL) {
+		snprintf(reason, sizeof(reason), "download of %zu bytes: %.400s",
+		    len, e);
+		loader_refuse(s->l, 0, url, reason);
+		remember_refusal(s, sha, reason);
+		fail(s, "refused", reason);
+		return;
+	}
+	fi = ffile_info(ff);
+	ok = ffile_verify(ff, &s->l->ring, e, sizeof(e)) == 0;
+	newer = ok && fi->version > cur_version;
+	if (ok) {
+		pthread_mutex_lock(&s->mu);
+		if (fi->version > s->seen)
+			s->seen = fi->version;
+		pthread_mutex_unlock(&s->mu);
+		ok = acceptable(s, ff, now);
+	}
+	if (ok) {
+		bytes = ffile_bytes(ff, &blen);
+		if (persist(s, bytes, blen, e, sizeof(e)) == -1) {
+			snprintf(reason, sizeof(reason), "cannot keep the "
+			    "filter in the state directory: %.400s", e);
+			loader_refuse(s->l, fi->version, url, reason);
+			ffile_close(ff);
+			fail(s, "refused", reason);
+			goto lag;
+		}
+		persisted = true;
+	}
+	/* The single acceptance path decides (and audits) in every case. */
+	rc = loader_accept(s->l, s->sl, ff, NULL, url);
+	if (rc == 0) {
+		if (!persisted && (cur = snapshot_acquire(s->sl)) != NULL) {
+			bytes = ffile_bytes(cur->ff, &blen);
+			if (persist(s, bytes, blen, e, sizeof(e)) == -1)
+				log_warn("sync: %s", e);
+			snapshot_release(cur);
+		}
+		pthread_mutex_lock(&s->mu);
+		s->updates++;
+		pthread_mutex_unlock(&s->mu);
+		if ((cur = snapshot_acquire(s->sl)) != NULL) {
+			pthread_mutex_lock(&s->mu);
+			if (cur->version >= s->seen)
+				atomic_store(&s->sl->newer_seen_at, 0);
+			pthread_mutex_unlock(&s->mu);
+			log_info("sync: now serving version %llu from %s",
+			    (unsigned long long)cur->version, url);
+			snapshot_release(cur);
+		}
+		s->have_refused = false;
+		succeed(s, "updated", etag);
+		return;
+	}
+	if (rc == 1) {
+		succeed(s, "unchanged", etag);
+		return;
+	}
+	loader_stats(s->l, &ev, NULL, NULL);
+	snprintf(reason, sizeof(reason), "%s", ev.reason[0] != '\0' ?
+	    ev.reason : "refused by the loader");
+	remember_refusal(s, sha, reason);
+	fail(s, "refused", reason);
+lag:
+	/* A newer version exists and could not be loaded: the lag clock runs. */
+	if (newer) {
+		int64_t zero = 0;
+
+		atomic_compare_exchange_strong(&s->sl->newer_seen_at, &zero,
+		    now);
+	}
+}
+
+/* Keeps an ETag only when it is short and plain text (it goes back into a header). */
+static void
+read_etag(CURL *h, char *out, size_t cap)
+{
+	struct curl_header *hd;
+	size_t n, i;
+
+	out[0] = '\0';
+	if (curl_easy_header(h, "ETag", 0, CURLH_HEADER, -1, &hd) !=
+	    CURLHE_OK || hd->value == NULL)
+		return;
+	n = strlen(hd->value);
+	if (n == 0 || n >= cap)
+		return;
+	for (i = 0; i < n; i++)
+		if (hd->value[i] < 0x21 || hd->value[i] > 0x7e)
+			return;
+	memcpy(out, hd->value, n + 1);
+}
+
+static void
+sync_once(struct sync *s)
+{
+	char etag[ETAG_MAX + 1], newtag[ETAG_MAX + 1], hdr[ETAG_MAX + 32];
+	char ebuf[CURL_ERROR_SIZE], msg[ERR_MAX];
+	struct curl_slist *hl = NULL;
+	struct dl d;
+	CURLcode cc;
+	long code = 0;
+
+	memset(&d, 0, sizeof(d));
+	d.max = s->cfg->max_download;
+	pthread_mutex_lock(&s->mu);
+	s->attempts++;
+	s->last_attempt = util_now();
+	memcpy(etag, s->etag, sizeof(etag));
+	pthread_mutex_unlock(&s->mu);
+	if (etag[0] != '\0') {
+		snprintf(hdr, sizeof(hdr), "If-None-Match: %s", etag);
+		if ((hl = curl_slist_append(NULL, hdr)) == NULL) {
+			fail(s, "download_failed", "out of memory");
+			return;
+		}
+	}
+	ebuf[0] = '\0';
+	curl_easy_setopt(s->curl, CURLOPT_HTTPHEADER, hl);
+	curl_easy_setopt(s->curl, CURLOPT_WRITEDATA, &d);
+	curl_easy_setopt(s->curl, CURLOPT_ERRORBUFFER, ebuf);
+	cc = curl_easy_perform(s->curl);
+	curl_easy_setopt(s->curl, CURLOPT_HTTPHEADER, NULL);
+	curl_slist_free_all(hl);
+	if (cc == CURLE_OK)
+		curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &code);
+	if (cc == CURLE_FILESIZE_EXCEEDED || d.too_big) {
+		snprintf(msg, sizeof(msg), "download larger than max_download "
+		    "(%llu bytes); aborted",
+		    (unsigned long long)s->cfg->max_download);
+		fail(s, "too_large", msg);
+		goto out;
+	}
+	if (cc != CURLE_OK) {
+		/* The error buffer is the more precise text when curl fills it. */
+		snprintf(msg, sizeof(msg), "%.300s", ebuf[0] != '\0' ? ebuf :
+		    curl_easy_strerror(cc));
+		fail(s, "download_failed", msg);
+		goto out;
+	}
+	if (code == 304 && etag[0] != '\0') {
+		succeed(s, "not_modified", NULL);
+		goto out;
+	}
+	if (code != 200) {
+		snprintf(msg, sizeof(msg), "HTTP %ld from upstream", code);
+		fail(s, "download_failed", msg);
+		goto out;
+	}
+	read_etag(s->curl, newtag, sizeof(newtag));
+	install(s, d.p, d.len, newtag);	/* takes d.p */
+	d.p = NULL;
+out:
+	free(d.p);
+}
+
+static void *
+sync_main(void *arg)
+{
+	struct sync *s = arg;
+	struct timespec dl;
+
+	pthread_mutex_lock(&s->mu);
+	while (!s->stop) {
+		s->kick = false;
+		pthread_mutex_unlock(&s->mu);
+		sync_once(s);
+		pthread_mutex_lock(&s->mu);
+		clock_gettime(CLOCK_MONOTONIC, &dl);
+		dl.tv_sec += (time_t)s->cfg->sync_interval;
+		while (!s->stop && !s->kick)
+			if (pthread_cond_timedwait(&s->cv, &s->mu, &dl) ==
+			    ETIMEDOUT)
+				break;
+	}
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
+}
+
+static CURL *
+download_handle(struct sync *s)
+{
+	const char *url = s->cfg->upstream_filter;
+	CURL *h;
+
+	if ((h = curl_easy_init()) == NULL)
+		return NULL;
+	if (curl_easy_setopt(h, CURLOPT_URL, url) != CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https") !=
+	    CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https") !=
+	    CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L) != CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_MAXREDIRS, (long)SYNC_MAX_REDIRS) !=
+	    CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT,
+	    (long)SYNC_CONNECT_TIMEOUT) != CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_TIMEOUT, (long)SYNC_TOTAL_TIMEOUT) !=
+	    CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L) != CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME,
+	    (long)SYNC_LOW_SPEED_TIME) != CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE,
+	    (curl_off_t)s->cfg->max_download) != CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data) != CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L) != CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress) !=
+	    CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_XFERINFODATA, s) != CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_USERAGENT,
+	    "revcheckd/" REVCHECK_VERSION " (edge sync)") != CURLE_OK) {
+		curl_easy_cleanup(h);
+		return NULL;
+	}
+	return h;
+}
+
+/* The filter kept by an earlier run, when it is still acceptable. */
+static void
+load_persisted(struct sync *s)
+{
+	struct snapshot *cur;
+
+	if (access(s->persist, F_OK) == -1)
+		return;
+	if (loader_load_files(s->l, s->sl, s->persist, NULL) != 0)
+		return;
+	if ((cur = snapshot_acquire(s->sl)) == NULL)
+		return;
+	log_info("edge: serving the persisted filter version %llu from %s "
+	    "until upstream answers", (unsigned long long)cur->version,
+	    s->persist);
+	snprintf(s->etag, sizeof(s->etag), "%s", cur->etag);
+	snapshot_release(cur);
+}
+
+struct sync *
+sync_start(const struct config *c, struct loader *l,
+    struct snapshot_slot *sl, char *err, size_t errlen)
+{
+	pthread_condattr_t ca;
+	struct sync *s;
+	int n;
+
+	if (c->upstream_filter == NULL) {
+		snprintf(err, errlen, "upstream_filter: not set");
+		return NULL;
+	}
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		snprintf(err, errlen, "libcurl: global init failed");
+		return NULL;
+	}
+	if ((s = calloc(1, sizeof(*s))) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		curl_global_cleanup();
+		return NULL;
+	}
+	s->cfg = c;
+	s->l = l;
+	s->sl = sl;
+	s->result = "pending";
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	n = snprintf(s->dir, sizeof(s->dir), "%s", c->state_dir);
+	if (n < 0 || (size_t)n >= sizeof(s->dir)) {
+		snprintf(err, errlen, "state_dir: path too long");
+		goto fail;
+	}
+	n = snprintf(s->persist, sizeof(s->persist), "%s/%s", c->state_dir,
+	    SYNC_PERSIST_NAME);
+	if (n < 0 || (size_t)n >= sizeof(s->persist)) {
+		snprintf(err, errlen, "state_dir: path too long");
+		goto fail;
+	}
+	if ((s->curl = download_handle(s)) == NULL) {
+		snprintf(err, errlen, "upstream_filter: libcurl refused the "
+		    "settings for %.200s", c->upstream_filter);
+		goto fail;
+	}
+	if (c->upstream_check != NULL &&
+	    (s->up = upstream_new(c->upstream_check, err, errlen)) == NULL)
+		goto fail;
+	load_persisted(s);
+	if (s->up != NULL)
+		check_set_authority(upstream_check, s->up);
+	if ((n = pthread_create(&s->th, NULL, sync_main, s)) != 0) {
+		snprintf(err, errlen, "sync thread: %s", strerror(n));
+		check_set_authority(NULL, NULL);
+		goto fail;
+	}
+	log_info("edge: syncing from %s every %llds (max_download %llu, "
+	    "max_lag %llds); positives to %s", c->upstream_filter,
+	    (long long)c->sync_interval,
+	    (unsigned long long)c->max_download, (long long)c->max_lag,
+	    c->upstream_check != NULL ? c->upstream_check :
+	    "nobody (503 authority_unavailable)");
+	return s;
+fail:
+	upstream_free(s->up);
+	if (s->curl != NULL)
+		curl_easy_cleanup(s->curl);
+	pthread_cond_destroy(&s->cv);
+	pthread_mutex_destroy(&s->mu);
+	free(s);
+	curl_global_cleanup();
+	return NULL;
+}
+
+void
+sync_stop(struct sync *s)
+{
+	if (s == NULL)
+		return;
+	atomic_store(&s->abort, true);
+	pthread_mutex_lock(&s->mu);
+	s->stop = true;
+	pthread_cond_signal(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	pthread_join(s->th, NULL);
+	check_set_authority(NULL, NULL);
+	upstream_free(s->up);
+	curl_easy_cleanup(s->curl);
+	pthread_cond_destroy(&s->cv);
+	pthread_mutex_destroy(&s->mu);
+	free(s);
+	curl_global_cleanup();
+}
+
+void
+sync_kick(struct sync *s)
+{
+	if (s == NULL)
+		return;
+	pthread_mutex_lock(&s->mu);
+	s->kick = true;
+	pthread_cond_signal(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+}
+
+static void
+add_time(struct sbuf *b, int64_t t)
+{
+	char ts[UTIL_RFC3339_LEN];
+
+	if (t == 0) {
+		sbuf_adds(b, "null");
+		return;
+	}
+	util_rfc3339(ts, t);
+	sbuf_adds(b, "\"");
+	sbuf_adds(b, ts);
+	sbuf_adds(b, "\"");
+}
+
+void
+sync_status_json(struct sbuf *b, void *arg)
+{
+	struct sync *s = arg;
+
+	pthread_mutex_lock(&s->mu);
+	sbuf_adds(b, ",\"sync\":{\"upstream_filter\":");
+	sbuf_add_jstrs(b, s->cfg->upstream_filter);
+	sbuf_adds(b, ",\"interval_seconds\":");
+	sbuf_add_i64(b, s->cfg->sync_interval);
+	sbuf_adds(b, ",\"max_download\":");
+	sbuf_add_u64(b, s->cfg->max_download);
+	sbuf_adds(b, ",\"max_lag_seconds\":");
+	sbuf_add_i64(b, s->cfg->max_lag);
+	sbuf_adds(b, ",\"last_attempt\":");
+	add_time(b, s->last_attempt);
+	sbuf_adds(b, ",\"last_success\":");
+	add_time(b, s->last_success);
+	sbuf_adds(b, ",\"result\":");
+	sbuf_add_jstrs(b, s->result);
+	sbuf_adds(b, ",\"error\":");
+	if (s->error[0] != '\0')
+		sbuf_add_jstrs(b, s->error);
+	else
+		sbuf_adds(b, "null");
+	sbuf_adds(b, ",\"upstream_version_seen\":");
+	if (s->seen != 0)
+		sbuf_add_u64(b, s->seen);
+	else
+		sbuf_adds(b, "null");
+	sbuf_adds(b, ",\"newer_version_seen_at\":");
+	add_time(b, atomic_load(&s->sl->newer_seen_at));
+	sbuf_adds(b, ",\"etag\":");
+	if (s->etag[0] != '\0')
+		sbuf_add_jstrs(b, s->etag);
+	else
+		sbuf_adds(b, "null");
+	sbuf_adds(b, ",\"attempts\":");
+	sbuf_add_u64(b, s->attempts);
+	sbuf_adds(b, ",\"failures\":");
+	sbuf_add_u64(b, s->failures);
+	sbuf_adds(b, ",\"consecutive_failures\":");
+	sbuf_add_u64(b, s->consecutive);
+	sbuf_adds(b, ",\"updates\":");
+	sbuf_add_u64(b, s->updates);
+	sbuf_adds(b, ",\"persisted\":");
+	sbuf_add_jstrs(b, s->persist);
+	sbuf_adds(b, "}");
+	pthread_mutex_unlock(&s->mu);
+	if (s->up != NULL)
+		upstream_status(s->up, b);
+}
+
+static void
+series(struct sbuf *b, const char *name, const char *type, const char *help,
+    double v)
+{
+	sbuf_addf(b, "# HELP revcheckd_%s %s\n# TYPE revcheckd_%s %s\n"
+	    "revcheckd_%s %.17g\n", name, help, name, type, name, v);
+}
+
+void
+sync_metrics(struct sbuf *b, void *arg)
+{
+	struct sync *s = arg;
+	uint64_t att, fails, cons, upd, seen;
+	int64_t last_att, last_ok;
+
+	pthread_mutex_lock(&s->mu);
+	att = s->attempts;
+	fails = s->failures;
+	cons = s->consecutive;
+	upd = s->updates;
+	seen = s->seen;
+	last_att = s->last_attempt;
+	last_ok = s->last_success;
+	pthread_mutex_unlock(&s->mu);
+	series(b, "sync_attempts_total", "counter", "Filter syncs attempted.",
+	    (double)att);
+	series(b, "sync_failures_total", "counter", "Filter syncs that "
+	    "failed (download errors and refused files).", (double)fails);
+	series(b, "sync_updates_total", "counter", "Filter syncs that "
+	    "installed a new filter.", (double)upd);
+	series(b, "sync_consecutive_failures", "gauge", "Failed syncs since "
+	    "the last good one.", (double)cons);
+	series(b, "sync_last_attempt_timestamp_seconds", "gauge", "When the "
+	    "last sync started (0: never).", (double)last_att);
+	series(b, "sync_last_success_timestamp_seconds", "gauge", "When the "
+	    "last sync succeeded (0: never).", (double)last_ok);
+	series(b, "sync_upstream_version_seen", "gauge", "Highest verified "
+	    "version seen upstream (0: none).", (double)seen);
+	series(b, "sync_newer_version_pending", "gauge", "1 while a newer "
+	    "verified version is known upstream but not loaded.",
+	    atomic_load(&s->sl->newer_seen_at) != 0 ? 1.0 : 0.0);
+	if (s->up != NULL)
+		upstream_metrics(s->up, b);
+}

@@ -1,0 +1,67 @@
+/* sync.h - edge mode: the filter sync loop and the upstream authority */
+#ifndef REVCHECK_SVC_SYNC_H
+#define REVCHECK_SVC_SYNC_H
+
+#include "config.h"
+#include "loader.h"
+#include "sbuf.h"
+#include "snapshot.h"
+
+/*
+ * An edge node downloads the signed filter from upstream_filter every
+ * sync_interval seconds with a conditional GET (If-None-Match: the last
+ * ETag), verifies it exactly as a local load does (loader_accept: pinned
+ * keys, format, freshness, no rollback, same version with other bytes
+ * refused), writes it atomically to STATE_DIR/SYNC_PERSIST_NAME and swaps
+ * it in. A failed sync keeps the previous filter; it is logged, counted
+ * and shown in the "sync" block of /v1/status.
+ *
+ * A version counts as seen upstream only once its signature verifies.
+ * When a seen version is newer than the one serving and cannot be
+ * loaded, the slot's newer_seen_at is set, and after max_lag seconds the
+ * filter counts as stale (stale_check, STALE_LAG).
+ *
+ * Downloads: http and https only (redirects too), TLS always verified,
+ * the size capped at max_download while the bytes arrive, connect and
+ * total timeouts, aborted at once by sync_stop().
+ */
+#define SYNC_PERSIST_NAME	"edge-filter.rcf"
+#define SYNC_CONNECT_TIMEOUT	10	/* seconds */
+#define SYNC_TOTAL_TIMEOUT	600	/* seconds for one download */
+#define SYNC_LOW_SPEED_TIME	30	/* seconds below 1 byte/s aborts */
+#define SYNC_MAX_REDIRS		3
+
+struct sync;
+
+/*
+ * Starts edge mode for c (c->upstream_filter set): calls
+ * curl_global_init(), registers the upstream authority with
+ * check_set_authority() when c->upstream_check is set, loads the filter
+ * persisted in the state directory when it is still acceptable (before
+ * any network traffic), then starts the sync thread, whose first sync
+ * runs at once. c, l and sl must outlive the sync. Returns the sync, or
+ * NULL with err (nothing left running).
+ */
+struct sync *sync_start(const struct config *c, struct loader *l,
+    struct snapshot_slot *sl, char *err, size_t errlen);
+
+/*
+ * Stops the thread (aborting a download in flight), unregisters the
+ * authority, frees everything and calls curl_global_cleanup(). The HTTP
+ * server must be stopped first. NULL-safe.
+ */
+void sync_stop(struct sync *s);
+
+/* Asks for a sync now instead of at the end of the interval (SIGHUP). */
+void sync_kick(struct sync *s);
+
+/*
+ * For server_ctx.status_extra: appends ,"sync":{...} and, with an
+ * upstream authority, ,"authority":{...}. arg is the struct sync.
+ */
+void sync_status_json(struct sbuf *b, void *arg);
+
+/* For server_ctx.metrics_extra: the revcheckd_sync_* series. */
+void sync_metrics(struct sbuf *b, void *arg);
+
+#endif
