@@ -44,6 +44,9 @@ static const struct route routes[] = {
 };
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
 
+/* Bytes of an over-cap chunked body drained before hanging up. */
+#define DRAIN_MAX	(UINT64_C(1) << 20)
+
 /* Per-request state, only for requests that carry a body. */
 struct reqstate {
 	const struct route *rt;
@@ -52,7 +55,8 @@ struct reqstate {
 	size_t		 cap;
 	uint64_t	 seen;
 	bool		 keep;		/* accumulate (else discard) */
-	bool		 replied;	/* an early reply was queued */
+	bool		 replied;	/* a reply was queued */
+	bool		 too_large;	/* over the cap: 413 at the end */
 };
 
 struct server {
@@ -80,6 +84,16 @@ method_bit(const char *m)
 	if (strcmp(m, "POST") == 0)
 		return M_POST;
 	return 0x80;	/* any other method */
+}
+
+/* True when a con_cls value is a routes[] entry (a body-less request). */
+static bool
+is_route(const void *p)
+{
+	uintptr_t u = (uintptr_t)p, lo = (uintptr_t)routes;
+
+	return u >= lo && u < lo + sizeof(routes) &&
+	    (u - lo) % sizeof(routes[0]) == 0;
 }
 
 static const struct route *
@@ -247,7 +261,13 @@ on_access(void *cls, struct MHD_Connection *conn, const char *url,
 				return server_error(&r,
 				    MHD_HTTP_BAD_REQUEST, "bad_request",
 				    "a JSON body is required", 0);
-			return rt->fn(&r);
+			/*
+			 * Answer on the next call: a reply queued while
+			 * the headers are being processed makes
+			 * libmicrohttpd close the connection.
+			 */
+			*con_cls = (void *)rt;
+			return MHD_YES;
 		}
 		if ((st = calloc(1, sizeof(*st))) == NULL)
 			return MHD_NO;
@@ -265,6 +285,16 @@ on_access(void *cls, struct MHD_Connection *conn, const char *url,
 		*upsize = 0;	/* a reply is queued; drop the rest */
 		return MHD_YES;
 	}
+	if (is_route(st)) {
+		rt = (const struct route *)(void *)st;
+		if (*upsize > 0) {
+			*upsize = 0;	/* no body was announced: drop it */
+			return MHD_YES;
+		}
+		*con_cls = &no_state;
+		r.ep = rt->ep;
+		return rt->fn(&r);
+	}
 	r.ep = st->rt->ep;
 	if (*upsize > 0) {
 		if (st->replied) {
@@ -272,11 +302,21 @@ on_access(void *cls, struct MHD_Connection *conn, const char *url,
 			return MHD_YES;
 		}
 		if (*upsize > max || st->seen > max - *upsize) {
-			st->replied = true;
-			*upsize = 0;
-			return server_error(&r, MHD_HTTP_CONTENT_TOO_LARGE,
-			    "payload_too_large", "request body over the "
-			    "configured limit", 0);
+			/*
+			 * libmicrohttpd takes no reply in the middle of a
+			 * body, and only a chunked body gets this far (a
+			 * Content-Length over the cap is refused before it
+			 * is read). Drop what was kept, drain a bounded
+			 * amount more to answer 413, then hang up.
+			 */
+			st->too_large = true;
+			free(st->body);
+			st->body = NULL;
+			st->keep = false;
+			if (st->seen > max + DRAIN_MAX) {
+				*upsize = 0;
+				return MHD_NO;
+			}
 		}
 		if (st->keep) {
 			if (st->len + *upsize + 1 > st->cap) {
@@ -300,6 +340,10 @@ on_access(void *cls, struct MHD_Connection *conn, const char *url,
 	if (st->replied)
 		return MHD_YES;
 	st->replied = true;
+	if (st->too_large)
+		return server_error(&r, MHD_HTTP_CONTENT_TOO_LARGE,
+		    "payload_too_large", "request body over the configured "
+		    "limit", 0);
 	if (st->keep) {
 		st->body[st->len] = '\0';
 		r.body = st->body;
@@ -322,7 +366,7 @@ on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	(void)toe;
 	if (st == NULL)
 		return;
-	if (st != (void *)&no_state) {
+	if (st != (void *)&no_state && !is_route(st)) {
 		free(st->body);
 		free(st);
 	}
@@ -375,6 +419,7 @@ server_start(struct server_ctx *ctx, char *err, size_t errlen)
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	s->d = MHD_start_daemon(flags, 0, NULL, NULL, on_access, ctx,
+	    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
 	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 	    MHD_OPTION_THREAD_POOL_SIZE, threads,
 	    MHD_OPTION_CONNECTION_TIMEOUT, c->conn_timeout,
@@ -383,7 +428,6 @@ server_start(struct server_ctx *ctx, char *err, size_t errlen)
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024,
 	    MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024,
 	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, ctx,
-	    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
 	    MHD_OPTION_END);
 	if (s->d == NULL) {
 		snprintf(err, errlen, "cannot listen on %s: %s", c->listen,

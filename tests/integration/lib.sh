@@ -1,0 +1,246 @@
+# lib.sh - shared helpers for integration tests: temp dirs, free ports, daemons, curl, asserts
+#
+# Source it from a tests/integration/it_*.sh script (bash):
+#     . "$(dirname "$0")/lib.sh"
+# It sets `set -euo pipefail`, finds the binaries (REVCHECKD, FILTERBUILD,
+# REVCHECK_SRC from the environment, as the Makefile sets them, else
+# bin/ in the source tree), makes $T (a temp dir removed on exit) and stops
+# every daemon started with rc_start when the script exits, whatever way
+# (RC_KEEP=1 keeps $T for a post-mortem; RC_VERBOSE=1 prints every pass).
+#
+# Daemons:   rc_start NAME [revcheckd args...]   sets NAME_URL, NAME_PORT, NAME_PID
+#            rc_stop NAME                         SIGTERM, wait, fails unless exit 0
+#            rc_wait_ready URL [SECONDS]          until /readyz answers 200
+#            rc_wait_version URL VERSION [SECS]   until /v1/status serves VERSION
+# HTTP:      rc_curl [curl args...] URL           sets RC_STATUS, RC_BODY, RC_HEADERS
+#            rc_header NAME                       a header of the last reply
+#            rc_json PATH                         a field of RC_BODY: "status",
+#                                                 "results.0.id", "filter.version"
+# Asserts:   rc_expect_status CODE [what]; rc_expect_json PATH VALUE [what];
+#            rc_expect_eq GOT WANT what; rc_expect_match TEXT REGEX what;
+#            rc_ok what; rc_fail what; rc_done (prints the tally, sets the exit code)
+# Data:      rc_b64url STRING; rc_jwt ISS JTI (unsigned JWT; ISS "" for none);
+#            rc_json_body KEY FILE  (a {"KEY": "<file contents>"} body file path)
+#            rc_publish_link DIR VNAME   switch DIR/current to DIR/VNAME atomically
+set -euo pipefail
+
+RC_SRC=${REVCHECK_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+REVCHECKD=${REVCHECKD:-$RC_SRC/bin/revcheckd}
+FILTERBUILD=${FILTERBUILD:-$RC_SRC/bin/filterbuild}
+RC_PASS=0
+RC_FAILED=0
+RC_DAEMONS=()
+RC_NAME=$(basename "$0" .sh)
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/revcheck-$RC_NAME.XXXXXX")
+
+rc_cleanup() {
+	local n pid
+	for n in "${RC_DAEMONS[@]+"${RC_DAEMONS[@]}"}"; do
+		pid=$(eval "echo \${${n}_PID:-}")
+		if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+			kill -TERM "$pid" 2>/dev/null || true
+			for _ in $(seq 1 50); do
+				kill -0 "$pid" 2>/dev/null || break
+				sleep 0.1
+			done
+			kill -KILL "$pid" 2>/dev/null || true
+		fi
+	done
+	if [ "${RC_KEEP:-0}" = 1 ]; then
+		echo "# kept $T (RC_KEEP=1)" >&2
+	else
+		rm -rf "$T"
+	fi
+}
+trap rc_cleanup EXIT
+
+rc_ok() {
+	RC_PASS=$((RC_PASS + 1))
+	[ "${RC_VERBOSE:-0}" = 1 ] && echo "ok - $*" || true
+}
+
+rc_fail() {
+	RC_FAILED=$((RC_FAILED + 1))
+	echo "FAIL - $*" >&2
+	if [ -n "${RC_BODY_FILE:-}" ] && [ -s "$RC_BODY_FILE" ]; then
+		echo "#   last reply: $RC_STATUS $(head -c 400 "$RC_BODY_FILE")" >&2
+	fi
+}
+
+rc_done() {
+	echo "$RC_NAME: $RC_PASS passed, $RC_FAILED failed"
+	[ "$RC_FAILED" -eq 0 ]
+}
+
+# A TCP port in 20000-60000 nobody listens on (checked, not reserved).
+rc_free_port() {
+	local p
+	for _ in $(seq 1 100); do
+		p=$((20000 + RANDOM % 40000))
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			echo "$p"
+			return 0
+		fi
+	done
+	echo "rc_free_port: no free port found" >&2
+	return 1
+}
+
+# rc_start NAME [args]: starts revcheckd on a free loopback port; retries
+# another port when the bind fails; waits until /healthz answers.
+rc_start() {
+	local name=$1 port pid url log try
+	shift
+	log="$T/$name.log"
+	for try in 1 2 3 4 5; do
+		port=$(rc_free_port)
+		url="http://127.0.0.1:$port"
+		"$REVCHECKD" --listen "127.0.0.1:$port" "$@" >>"$log" 2>&1 &
+		pid=$!
+		for _ in $(seq 1 100); do
+			if ! kill -0 "$pid" 2>/dev/null; then
+				break
+			fi
+			if curl -s -o /dev/null --max-time 1 "$url/healthz"; then
+				printf -v "${name}_PORT" '%s' "$port"
+				printf -v "${name}_PID" '%s' "$pid"
+				printf -v "${name}_URL" '%s' "$url"
+				RC_DAEMONS+=("$name")
+				return 0
+			fi
+			sleep 0.1
+		done
+		kill -KILL "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+		grep -q "cannot listen" "$log" || break
+	done
+	echo "rc_start $name: revcheckd did not come up; log:" >&2
+	tail -n 20 "$log" >&2
+	return 1
+}
+
+# rc_stop NAME: SIGTERM and wait; returns the daemon's exit status.
+rc_stop() {
+	local name=$1 pid rc=0
+	pid=$(eval "echo \${${name}_PID:-}")
+	[ -n "$pid" ] || return 0
+	kill -TERM "$pid" 2>/dev/null || true
+	wait "$pid" || rc=$?
+	printf -v "${name}_PID" '%s' ""
+	return $rc
+}
+
+RC_STATUS=
+RC_BODY=
+RC_BODY_FILE=
+RC_HEADERS=
+
+# rc_curl [curl args] URL: one request; never fails the script.
+rc_curl() {
+	RC_BODY_FILE="$T/.body"
+	: >"$RC_BODY_FILE"
+	: >"$T/.headers"
+	RC_STATUS=$(curl -s -o "$RC_BODY_FILE" -D "$T/.headers" \
+	    -w '%{http_code}' --max-time 10 "$@") || true
+	[ -n "$RC_STATUS" ] || RC_STATUS=000
+	RC_BODY=$(tr -d '\0' <"$RC_BODY_FILE")
+	RC_HEADERS=$(tr -d '\r' <"$T/.headers")
+}
+
+rc_header() {
+	printf '%s\n' "$RC_HEADERS" | awk -v h="$1" \
+	    'BEGIN { h = tolower(h) } { n = index($0, ":"); if (n > 0 && tolower(substr($0, 1, n - 1)) == h) { v = substr($0, n + 1); sub(/^[ \t]+/, "", v); print v } }' |
+	    tail -n 1
+}
+
+# rc_json PATH: prints the value at a dotted path of RC_BODY (strings
+# bare, null as "null", true/false lowercase, numbers as JSON).
+rc_json() {
+	python3 - "$1" "$RC_BODY_FILE" <<'PY'
+import json, sys
+path, f = sys.argv[1], sys.argv[2]
+try:
+    v = json.load(open(f))
+    for p in path.split('.') if path else []:
+        v = v[int(p)] if isinstance(v, list) else v.get(p) if isinstance(v, dict) else None
+except Exception:
+    print("<invalid>")
+    sys.exit(0)
+if isinstance(v, str):
+    print(v)
+else:
+    print(json.dumps(v))
+PY
+}
+
+rc_expect_eq() {
+	if [ "$1" = "$2" ]; then rc_ok "$3"; else rc_fail "$3: got '$1', want '$2'"; fi
+}
+
+rc_expect_match() {
+	if printf '%s' "$1" | grep -Eq -- "$2"; then rc_ok "$3"; else
+		rc_fail "$3: '$(printf '%s' "$1" | head -c 300)' does not match /$2/"; fi
+}
+
+rc_expect_status() {
+	rc_expect_eq "$RC_STATUS" "$1" "${2:-status} -> HTTP $1"
+}
+
+rc_expect_json() {
+	rc_expect_eq "$(rc_json "$1")" "$2" "${3:-$1} = $2"
+}
+
+rc_wait_ready() {
+	local url=$1 secs=${2:-10} i
+	for i in $(seq 1 $((secs * 10))); do
+		if [ "$(curl -s -o /dev/null -w '%{http_code}' "$url/readyz")" = 200 ]; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	return 1
+}
+
+rc_wait_version() {
+	local url=$1 want=$2 secs=${3:-10} i
+	for i in $(seq 1 $((secs * 10))); do
+		if curl -s "$url/v1/status" | grep -q "\"filter\":{\"version\":$want,"; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	return 1
+}
+
+rc_b64url() {
+	printf '%s' "$1" | base64 -w0 | tr '+/' '-_' | tr -d '='
+}
+
+# An unsigned JWT (alg none) carrying iss (omitted when empty) and jti.
+rc_jwt() {
+	local iss=$1 jti=$2 payload
+	if [ -n "$iss" ]; then
+		payload="{\"iss\":\"$iss\",\"jti\":\"$jti\",\"sub\":\"test\"}"
+	else
+		payload="{\"jti\":\"$jti\",\"sub\":\"test\"}"
+	fi
+	printf '%s.%s.%s' "$(rc_b64url '{"alg":"none","typ":"JWT"}')" \
+	    "$(rc_b64url "$payload")" "$(rc_b64url sig)"
+}
+
+# rc_json_body KEY FILE: writes {"KEY": <FILE as a JSON string>} to a
+# temp file and prints its path (for curl --data-binary @path).
+rc_json_body() {
+	local out
+	out=$(mktemp "$T/body.XXXXXX")
+	python3 -c 'import json,sys; print(json.dumps({sys.argv[1]: open(sys.argv[2]).read()}))' \
+	    "$1" "$2" >"$out"
+	echo "$out"
+}
+
+# rc_publish_link DIR VNAME: points DIR/current at DIR/VNAME atomically.
+rc_publish_link() {
+	ln -sfn "$2" "$1/current.rc-tmp"
+	mv -T "$1/current.rc-tmp" "$1/current"
+}
