@@ -1,0 +1,345 @@
+#!/usr/bin/env bash
+# it_edge.sh - edge mode end to end: origin, real nginx, edges syncing, refusals, origin down, expiry, restart
+#
+# One origin revcheckd publishing from a filterbuild directory, a real
+# nginx serving that directory as static files (and a second directory of
+# deliberately bad files), and three edges: E1 syncs from the origin's
+# /v1/filter, E2 from nginx, E3 from nginx's bad-file path. Everything on
+# loopback, on free ports; lib.sh stops the daemons, our trap stops nginx.
+. "$(dirname "$0")/lib.sh"
+
+FB() { "$FILTERBUILD" "$@"; }
+SI=1		# the edges' --sync-interval
+GRACE=3		# seconds on top of two sync intervals (origin pickup, a loaded machine)
+
+now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+
+# wait_status URL PATH REGEX SECONDS: polls URL/v1/status until the field
+# at PATH matches REGEX; leaves the last reply in RC_BODY.
+wait_status() {
+	local url=$1 path=$2 re=$3 end v
+	end=$(( $(now_ms) + $4 * 1000 ))
+	while :; do
+		rc_curl "$url/v1/status"
+		v=$(rc_json "$path")
+		if printf '%s' "$v" | grep -Eq -- "$re"; then
+			return 0
+		fi
+		[ "$(now_ms)" -lt "$end" ] || return 1
+		sleep 0.2
+	done
+}
+
+# nginx's ETag is the file's mtime (seconds) and size: the same-size
+# filters this test publishes must not share a second.
+LAST_BUILD=0
+next_second() {
+	while [ "$(date +%s)" -le "$LAST_BUILD" ]; do sleep 0.1; done
+}
+build() {	# build VERSION [args]: publish into $F with the trusted key
+	next_second
+	FB build --key "$T/key.pem" --out "$F" --version "$1" --quiet \
+	    "${@:2}" "$T/tokens.txt"
+	LAST_BUILD=$(date +%s)
+}
+
+# ---------------------------------------------------------------- data
+FB keygen --out "$T/key.pem" --pub "$T/key.pub" >/dev/null
+FB keygen --out "$T/evil.pem" --pub "$T/evil.pub" >/dev/null
+printf 'tok-rev-1\ntok-rev-2\n' >"$T/tokens.txt"
+F=$T/filters
+B=$T/bad		# what nginx serves to E3 at /bad/filter.rcf
+G=$T/g			# E3's own versions, built with the same key
+mkdir -p "$F" "$B" "$G" "$T/so" "$T/s1" "$T/s2" "$T/s3"
+build 1
+
+# ---------------------------------------------------------------- nginx
+NG=$T/nginx
+NG_PID=
+ng_cleanup() {
+	if [ -n "$NG_PID" ]; then
+		kill -TERM "$NG_PID" 2>/dev/null || true
+		wait "$NG_PID" 2>/dev/null || true
+	fi
+	rc_cleanup
+}
+trap ng_cleanup EXIT
+mkdir -p "$NG"
+ng_start() {
+	local try port user=""
+	[ "$(id -u)" -eq 0 ] && user="user root;"
+	for try in 1 2 3 4 5; do
+		port=$(rc_free_port)
+		cat >"$NG/nginx.conf" <<EOF
+$user
+worker_processes 1;
+pid $NG/nginx.pid;
+error_log $NG/error.log warn;
+events { worker_connections 64; }
+http {
+    access_log $NG/access.log;
+    client_body_temp_path $NG/body;
+    proxy_temp_path $NG/proxy;
+    fastcgi_temp_path $NG/fastcgi;
+    uwsgi_temp_path $NG/uwsgi;
+    scgi_temp_path $NG/scgi;
+    default_type application/octet-stream;
+    server {
+        listen 127.0.0.1:$port;
+        location /filters/ { alias $F/; etag on; }
+        location /bad/ { alias $B/; etag on; }
+        location / { return 404; }
+    }
+}
+EOF
+		nginx -e "$NG/error.log" -p "$NG/" -c "$NG/nginx.conf" \
+		    -g 'daemon off;' >>"$NG/stderr.log" 2>&1 &
+		NG_PID=$!
+		for _ in $(seq 1 50); do
+			kill -0 "$NG_PID" 2>/dev/null || break
+			if [ "$(curl -s -o /dev/null -w '%{http_code}' \
+			    "http://127.0.0.1:$port/")" = 404 ]; then
+				NG_URL="http://127.0.0.1:$port"
+				return 0
+			fi
+			sleep 0.1
+		done
+		kill -TERM "$NG_PID" 2>/dev/null || true
+		wait "$NG_PID" 2>/dev/null || true
+		NG_PID=
+	done
+	echo "nginx did not start:" >&2
+	cat "$NG/stderr.log" "$NG/error.log" >&2 || true
+	return 1
+}
+ng_start
+
+# ---------------------------------------------------------------- daemons
+rc_start O --filter-dir "$F" --trusted-key "$T/key.pub" --state-dir "$T/so" \
+    --poll-interval 1
+rc_wait_version "$O_URL" 1 || rc_fail "origin did not load version 1"
+EDGE=(--trusted-key "$T/key.pub" --sync-interval "$SI" --poll-interval 1
+    --upstream-check "$O_URL/v1/check")
+rc_start E1 "${EDGE[@]}" --state-dir "$T/s1" \
+    --upstream-filter "$O_URL/v1/filter"
+rc_start E2 "${EDGE[@]}" --state-dir "$T/s2" \
+    --upstream-filter "$NG_URL/filters/current/filter.rcf"
+
+# ---------------------------------------------------------------- GET /v1/filter on the origin
+rc_curl "$O_URL/v1/status"
+sha=$(rc_json filter.sha256)
+exp_in=$(rc_json filter.expires_in_seconds)
+rc_curl "$O_URL/v1/filter"
+rc_expect_status 200 "GET /v1/filter"
+cmp -s "$RC_BODY_FILE" "$F/current/filter.rcf" &&
+    rc_ok "/v1/filter serves the published bytes" ||
+    rc_fail "/v1/filter bytes differ from $F/current/filter.rcf"
+etag=$(rc_header ETag)
+rc_expect_eq "$etag" "\"$sha\"" "ETag is the filter's SHA-256"
+cc=$(rc_header Cache-Control)
+rc_expect_match "$cc" '^public, max-age=[0-9]+$' "Cache-Control with max-age"
+ma=${cc##*=}
+[ "$ma" -le "$exp_in" ] && rc_ok "max-age within the filter's expiry" ||
+    rc_fail "max-age $ma beyond expires_in $exp_in"
+rc_expect_match "$(rc_header Last-Modified)" 'GMT$' "Last-Modified"
+rc_curl -H "If-None-Match: $etag" "$O_URL/v1/filter"
+rc_expect_status 304 "If-None-Match with the current ETag"
+rc_expect_eq "$(wc -c <"$RC_BODY_FILE" | tr -d ' ')" 0 "304 has no body"
+rc_expect_eq "$(rc_header ETag)" "$etag" "304 repeats the ETag"
+rc_curl -H 'If-None-Match: "0000", W/'"$etag" "$O_URL/v1/filter"
+rc_expect_status 304 "If-None-Match list with a weak match"
+rc_curl -H 'If-None-Match: "other"' "$O_URL/v1/filter"
+rc_expect_status 200 "If-None-Match with another ETag"
+
+# ---------------------------------------------------------------- v1 at both edges
+for e in E1 E2; do
+	url=$(eval echo "\$${e}_URL")
+	rc_wait_version "$url" 1 10 || rc_fail "$e did not sync version 1"
+	rc_curl "$url/v1/check?id=tok-fine"
+	rc_expect_status 200 "$e: a negative"
+	rc_expect_json status not_revoked "$e: negative not_revoked"
+	rc_expect_json source filter "$e: negative from the filter"
+	rc_curl "$url/v1/check?id=tok-rev-1"
+	rc_expect_status 200 "$e: a positive settled upstream"
+	rc_expect_json status revoked "$e: positive revoked"
+	rc_expect_json source authoritative "$e: positive from the authority"
+	rc_curl "$url/v1/status"
+	rc_expect_json service.mode edge "$e: mode edge"
+	rc_expect_json filter.authority upstream "$e: authority upstream"
+	rc_expect_json sync.upstream_version_seen 1 "$e: version seen"
+	rc_expect_match "$(rc_json sync.result)" '^(updated|not_modified|unchanged)$' \
+	    "$e: sync result"
+	[ -s "$T/s${e#E}/edge-filter.rcf" ] && rc_ok "$e: filter persisted" ||
+	    rc_fail "$e: no persisted filter"
+done
+rc_curl "$E1_URL/v1/status"
+rc_expect_json sync.etag "\"$sha\"" "E1 keeps the origin's ETag"
+# The next syncs are conditional: the origin answers 304.
+wait_status "$E1_URL" sync.result '^not_modified$' 5 ||
+    rc_fail "E1 never got a 304 (If-None-Match)"
+wait_status "$E2_URL" sync.result '^not_modified$' 5 ||
+    rc_fail "E2 never got a 304 from nginx"
+rc_curl "$E1_URL/metrics"
+rc_expect_match "$RC_BODY" 'revcheckd_sync_attempts_total [1-9]' "sync metrics"
+rc_expect_match "$RC_BODY" 'revcheckd_upstream_checks_total\{result="answered"\} [1-9]' \
+    "upstream metrics"
+
+# ---------------------------------------------------------------- v2 reaches both edges
+build 2
+rc_wait_version "$O_URL" 2 10 || rc_fail "origin did not load version 2"
+t0=$(now_ms)
+for e in E1 E2; do
+	url=$(eval echo "\$${e}_URL")
+	if rc_wait_version "$url" 2 $((2 * SI + GRACE)); then
+		rc_ok "$e: version 2 within two sync intervals (+${GRACE}s grace), $(( $(now_ms) - t0 )) ms"
+	else
+		rc_fail "$e: version 2 not served within $((2 * SI + GRACE))s"
+	fi
+done
+
+# ---------------------------------------------------------------- v3, short-lived, then the origin goes down
+build 3 --valid-for 25s
+rc_wait_version "$O_URL" 3 10 || rc_fail "origin did not load version 3"
+for e in E1 E2; do
+	url=$(eval echo "\$${e}_URL")
+	rc_wait_version "$url" 3 $((2 * SI + GRACE)) || rc_fail "$e: version 3 not synced"
+done
+rc_curl "$E1_URL/v1/status"
+EXPIRES=$(rc_json filter.expires_at)
+rc_stop O || rc_fail "origin did not stop cleanly"
+for e in E1 E2; do
+	url=$(eval echo "\$${e}_URL")
+	rc_curl "$url/v1/check?id=tok-fine"
+	rc_expect_status 200 "$e, origin down: a negative still answers"
+	rc_expect_json status not_revoked "$e, origin down: not_revoked"
+	rc_curl "$url/v1/check?id=tok-rev-2"
+	rc_expect_status 503 "$e, origin down: a positive"
+	rc_expect_json error authority_unavailable "$e, origin down: authority_unavailable"
+	rc_expect_match "$(rc_header Retry-After)" '^[0-9]+$' "$e: Retry-After"
+	rc_curl -H 'Content-Type: application/json' \
+	    --data-binary '{"items":[{"id":"tok-fine"},{"id":"tok-rev-1"}]}' "$url/v1/check"
+	rc_expect_json results.0.status not_revoked "$e, origin down: batch negative"
+	rc_expect_json results.1.error authority_unavailable "$e, origin down: batch positive"
+done
+wait_status "$E1_URL" sync.result '^download_failed$' 5 ||
+    rc_fail "E1: the failed sync is not shown"
+rc_expect_match "$(rc_json sync.error)" '.' "E1: sync error shown"
+rc_expect_match "$(rc_json sync.failures)" '^[1-9]' "E1: failures counted"
+rc_expect_match "$(rc_json sync.last_success)" '^20' "E1: last success kept"
+rc_expect_json filter.version 3 "E1 keeps version 3"
+rc_expect_match "$(rc_json authority.failed)" '^[1-9]' "E1: authority failures counted"
+
+# ---------------------------------------------------------------- restart with the origin down
+rc_stop E1 || rc_fail "E1 did not stop cleanly"
+rc_start E1 "${EDGE[@]}" --state-dir "$T/s1" \
+    --upstream-filter "$O_URL/v1/filter"
+rc_curl "$E1_URL/v1/status"
+if [ "$(rc_json filter.version)" = 3 ]; then
+	rc_ok "restarted E1 serves its persisted version 3 at once"
+else
+	rc_wait_version "$E1_URL" 3 3 || rc_fail "restarted E1 did not load its persisted filter"
+fi
+rc_expect_match "$(rc_json sync.last_success)" '^null$' "restarted E1: upstream never answered"
+rc_curl "$E1_URL/v1/check?id=tok-fine"
+rc_expect_status 200 "restarted E1 answers negatives"
+rc_curl "$E1_URL/readyz"
+rc_expect_status 200 "restarted E1 is ready"
+grep -q "persisted filter version 3" "$T/E1.log" && rc_ok "restart logged" ||
+    rc_fail "no log line about the persisted filter"
+
+# ---------------------------------------------------------------- E3: bad files offered
+# E3 syncs from nginx's /bad/filter.rcf; each offer replaces that file
+# (with an mtime of its own, so nginx's ETag changes).
+OFFER_N=0
+offer() {
+	OFFER_N=$((OFFER_N + 1))
+	cp "$1" "$B/.tmp"
+	touch -d "@$((1700000000 + OFFER_N))" "$B/.tmp"
+	mv -f "$B/.tmp" "$B/filter.rcf"
+}
+gbuild() {	# gbuild VERSION KEY [args]: $G/vN/filter.rcf
+	FB build --key "$2" --out "$G/$1" --version "$1" --quiet "${@:3}" \
+	    "$T/tokens.txt"
+}
+gbuild 1 "$T/key.pem"
+gbuild 2 "$T/key.pem"
+gbuild 3 "$T/evil.pem"
+gbuild 4 "$T/key.pem"
+gbuild 5 "$T/key.pem" --valid-for 1s
+gbuild 6 "$T/key.pem"
+gf() { echo "$G/$1/current/filter.rcf"; }
+offer "$(gf 2)"
+rc_start E3 --trusted-key "$T/key.pub" --sync-interval "$SI" --state-dir "$T/s3" \
+    --upstream-filter "$NG_URL/bad/filter.rcf" --max-download 2048 --max-lag 2
+rc_wait_version "$E3_URL" 2 10 || rc_fail "E3 did not load version 2"
+
+refused() {	# refused WHAT RESULT ERROR-REGEX
+	local before
+	rc_curl "$E3_URL/v1/status"
+	before=$(rc_json sync.failures)
+	if wait_status "$E3_URL" sync.error "$3" $((2 * SI + GRACE)); then
+		rc_ok "E3 refuses $1"
+	else
+		rc_fail "E3: $1 not refused as expected (error: $(rc_json sync.error))"
+	fi
+	rc_expect_json sync.result "$2" "E3: $1 -> result $2"
+	rc_expect_json filter.version 2 "E3: $1: version 2 kept"
+	rc_expect_json filter.stale false "E3: $1: still fresh"
+	[ "$(rc_json sync.failures)" -gt "$before" ] && rc_ok "E3: $1 counted" ||
+	    rc_fail "E3: $1 not counted"
+	rc_curl "$E3_URL/v1/check?id=tok-fine"
+	rc_expect_status 200 "E3 after $1: still answers"
+	rc_expect_json filter_version 2 "E3 after $1: from version 2"
+}
+offer "$(gf 1)"
+refused "an older version" refused 'rollback'
+rc_curl "$E3_URL/v1/status"
+rc_expect_json sync.upstream_version_seen 2 "E3: an older version is not newer"
+offer "$(gf 3)"
+refused "a filter signed by an untrusted key" refused 'not trusted|signature'
+rc_curl "$E3_URL/v1/status"
+rc_expect_json sync.upstream_version_seen 2 "E3: an unverified version is not seen"
+head -c 200 "$(gf 4)" >"$T/trunc.rcf"
+offer "$T/trunc.rcf"
+refused "a truncated file" refused 'download of 200 bytes'
+head -c 5000 /dev/urandom >"$T/big.rcf"
+offer "$T/big.rcf"
+refused "a file over --max-download" too_large 'max_download'
+grep -c '"result":"refused"' "$T/s3/audit.log" >/dev/null &&
+    rc_ok "refusals in E3's audit log" || rc_fail "no refusal in E3's audit log"
+
+# Version lag: a verified newer version that cannot be loaded (it has
+# expired) makes E3 stale after --max-lag 2; a good newer one heals it.
+while [ "$(date +%s)" -lt $(( $(stat -c %Y "$(gf 5)") + 2 )) ]; do sleep 0.2; done
+offer "$(gf 5)"
+wait_status "$E3_URL" sync.upstream_version_seen '^5$' $((2 * SI + GRACE)) ||
+    rc_fail "E3: verified version 5 not seen"
+rc_expect_match "$(rc_json sync.error)" 'expired' "E3: expired version 5 refused"
+wait_status "$E3_URL" filter.stale_reason '^version_lag$' $((2 + 2 * SI + GRACE)) ||
+    rc_fail "E3: not stale by version lag"
+rc_curl "$E3_URL/v1/check?id=tok-fine"
+rc_expect_status 503 "E3 lagging: checks refused"
+rc_expect_json error filter_stale "E3 lagging: filter_stale"
+offer "$(gf 6)"
+rc_wait_version "$E3_URL" 6 $((2 * SI + GRACE)) || rc_fail "E3 did not load version 6"
+rc_curl "$E3_URL/v1/check?id=tok-fine"
+rc_expect_status 200 "E3 fresh again on version 6"
+
+# ---------------------------------------------------------------- expiry with the origin down
+left=$(( $(date -d "$EXPIRES" +%s) - $(date +%s) ))
+for e in E1 E2; do
+	url=$(eval echo "\$${e}_URL")
+	wait_status "$url" filter.stale '^true$' $((left + 3)) ||
+	    rc_fail "$e: version 3 did not turn stale at $EXPIRES"
+	rc_expect_json filter.stale_reason expired "$e: stale because expired"
+	rc_curl "$url/v1/check?id=tok-fine"
+	rc_expect_status 503 "$e, expired: a negative is refused"
+	rc_expect_json error filter_stale "$e, expired: filter_stale"
+	rc_curl "$url/readyz"
+	rc_expect_status 503 "$e, expired: not ready"
+done
+
+for e in E1 E2 E3; do
+	rc_stop "$e" || rc_fail "$e did not exit 0 on SIGTERM"
+done
+rc_done
