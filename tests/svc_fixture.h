@@ -10,6 +10,7 @@
 #include "revkey.h"
 #include "sign.h"
 #include "table.h"
+#include "util.h"
 
 struct fx_rec {
 	const char	*scope;

@@ -8,7 +8,9 @@
 #include "../svc/sbuf.h"
 #include "../svc/snapshot.h"
 #include "../svc/stale.h"
+#include "log.h"
 #include "publish.h"
+#include "util.h"
 #include "svc_fixture.h"
 
 static const struct fx_rec recs[] = {
