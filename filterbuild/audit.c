@@ -1,0 +1,491 @@
+/* audit.c - filterbuild audit: asks a fleet of revcheckd nodes for their filter state */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+
+#include "fb.h"
+#include "util.h"
+
+#define AUDIT_MAX_NODES		1024
+#define AUDIT_MAX_BODY		(1024 * 1024)	/* a /v1/status reply */
+#define AUDIT_URL_MAX		2048
+#define AUDIT_DEFAULT_TIMEOUT	5		/* seconds per node */
+#define AUDIT_MAX_PROBLEMS	4
+
+/* What one node said, or why it said nothing. */
+struct node {
+	const char	*base;		/* as given on the command line */
+	char		 url[AUDIT_URL_MAX];	/* BASE/v1/status */
+	bool		 reachable;
+	char		 error[256];	/* why unreachable */
+	char		 mode[16];
+	bool		 has_filter;
+	uint64_t	 version;
+	int64_t		 age;
+	int64_t		 expires_in;
+	bool		 stale;
+	char		 stale_reason[32];
+	char		 sync_result[32];	/* "" on an origin */
+	char		 sync_error[256];
+	uint64_t	 seen;		/* upstream_version_seen, 0: none */
+	uint64_t	 highest;	/* reloads.highest_version */
+	double		 fp_rate;
+	uint64_t	 behind;
+	const char	*problems[AUDIT_MAX_PROBLEMS];
+	size_t		 nproblems;
+};
+
+struct body {
+	char	*p;
+	size_t	 len;
+	bool	 too_big;
+};
+
+static void
+audit_usage(FILE *fp)
+{
+	fputs("usage: filterbuild audit [--json] [--max-age DUR] "
+	    "[--max-lag N] [--timeout DUR] URL...\n\n"
+	    "Asks each revcheckd node (URL is its base, http://host:port) for\n"
+	    "GET /v1/status and prints one row per node: version, age, time\n"
+	    "until expiry, stale, last sync result (edges) and observed\n"
+	    "false-positive rate.\n\n"
+	    "  --json           one JSON document instead of the table\n"
+	    "  --max-age DUR    a node whose filter is older than DUR fails\n"
+	    "                   (N with s, m, h or d; default: no limit)\n"
+	    "  --max-lag N      a node more than N versions behind the newest\n"
+	    "                   version seen anywhere fails (default 0)\n"
+	    "  --timeout DUR    per-node request timeout (default 5s)\n"
+	    "  --help           this text\n\n"
+	    "The newest version seen is the highest of every node's filter\n"
+	    "version, highest accepted version and (edges) verified upstream\n"
+	    "version. https is verified against the system's CAs.\n"
+	    "Exit status: 0 every node fresh and up to date; 1 a node is\n"
+	    "unreachable, has no filter, is stale, too old or behind; 2 usage\n"
+	    "error.\n", fp);
+}
+
+static size_t
+on_body(char *p, size_t size, size_t n, void *arg)
+{
+	struct body *b = arg;
+	size_t len = size * n;
+	char *np;
+
+	if (len > AUDIT_MAX_BODY - b->len) {
+		b->too_big = true;
+		return 0;
+	}
+	if ((np = realloc(b->p, b->len + len + 1)) == NULL)
+		return 0;
+	b->p = np;
+	memcpy(b->p + b->len, p, len);
+	b->len += len;
+	b->p[b->len] = '\0';
+	return len;
+}
+
+static void
+problem(struct node *n, const char *what)
+{
+	if (n->nproblems < AUDIT_MAX_PROBLEMS)
+		n->problems[n->nproblems++] = what;
+}
+
+static const cJSON *
+field(const cJSON *o, const char *name)
+{
+	return cJSON_GetObjectItemCaseSensitive(o, name);
+}
+
+/* A JSON number as an integer; def when absent or not a number. */
+static int64_t
+num(const cJSON *o, const char *name, int64_t def)
+{
+	const cJSON *v = field(o, name);
+
+	if (!cJSON_IsNumber(v) || v->valuedouble != v->valuedouble ||
+	    v->valuedouble > 9e18 || v->valuedouble < -9e18)
+		return def;
+	return (int64_t)v->valuedouble;
+}
+
+static uint64_t
+unum(const cJSON *o, const char *name)
+{
+	int64_t v = num(o, name, 0);
+
+	return v > 0 ? (uint64_t)v : 0;
+}
+
+static void
+str(char *out, size_t cap, const cJSON *o, const char *name)
+{
+	const cJSON *v = field(o, name);
+
+	out[0] = '\0';
+	if (cJSON_IsString(v))
+		snprintf(out, cap, "%s", v->valuestring);
+}
+
+/* Reads a /v1/status document into n. -1 when it is not one. */
+static int
+parse_status(struct node *n, const char *buf, size_t len)
+{
+	cJSON *root;
+	const cJSON *svc, *f, *c, *sy, *rl, *st;
+
+	if ((root = cJSON_ParseWithLength(buf, len)) == NULL ||
+	    !cJSON_IsObject(root) ||
+	    !cJSON_IsObject(svc = field(root, "service"))) {
+		cJSON_Delete(root);
+		return -1;
+	}
+	str(n->mode, sizeof(n->mode), svc, "mode");
+	f = field(root, "filter");
+	if (cJSON_IsObject(f)) {
+		n->has_filter = true;
+		n->version = unum(f, "version");
+		n->age = num(f, "age_seconds", 0);
+		n->expires_in = num(f, "expires_in_seconds", 0);
+		st = field(f, "stale");
+		n->stale = !cJSON_IsFalse(st);
+		str(n->stale_reason, sizeof(n->stale_reason), f,
+		    "stale_reason");
+	}
+	c = field(root, "counters");
+	if (cJSON_IsObject(c) && cJSON_IsNumber(field(c, "observed_fp_rate")))
+		n->fp_rate = field(c, "observed_fp_rate")->valuedouble;
+	rl = field(root, "reloads");
+	if (cJSON_IsObject(rl))
+		n->highest = unum(rl, "highest_version");
+	sy = field(root, "sync");
+	if (cJSON_IsObject(sy)) {
+		str(n->sync_result, sizeof(n->sync_result), sy, "result");
+		str(n->sync_error, sizeof(n->sync_error), sy, "error");
+		n->seen = unum(sy, "upstream_version_seen");
+	}
+	cJSON_Delete(root);
+	return 0;
+}
+
+static void
+fetch(CURL *h, struct node *n, long timeout)
+{
+	struct body b = { NULL, 0, false };
+	char ebuf[CURL_ERROR_SIZE];
+	CURLcode cc;
+	long code = 0;
+
+	ebuf[0] = '\0';
+	curl_easy_setopt(h, CURLOPT_URL, n->url);
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT, timeout);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, timeout);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, ebuf);
+	curl_easy_setopt(h, CURLOPT_USERAGENT,
+	    "filterbuild-audit/" REVCHECK_VERSION);
+	cc = curl_easy_perform(h);
+	if (cc == CURLE_OK)
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+	if (b.too_big)
+		snprintf(n->error, sizeof(n->error), "reply over %d bytes",
+		    AUDIT_MAX_BODY);
+	else if (cc != CURLE_OK)
+		snprintf(n->error, sizeof(n->error), "%s", ebuf[0] != '\0' ?
+		    ebuf : curl_easy_strerror(cc));
+	else if (code != 200)
+		snprintf(n->error, sizeof(n->error), "HTTP %ld from "
+		    "/v1/status", code);
+	else if (b.p == NULL || parse_status(n, b.p, b.len) == -1)
+		snprintf(n->error, sizeof(n->error), "the reply is not a "
+		    "revcheckd status document");
+	else
+		n->reachable = true;
+	free(b.p);
+}
+
+/* Seconds as text, or "-" when unknown. */
+static const char *
+secs(char *out, size_t cap, bool known, int64_t v)
+{
+	if (!known)
+		snprintf(out, cap, "-");
+	else
+		snprintf(out, cap, "%" PRId64 "s", v);
+	return out;
+}
+
+static void
+print_table(const struct node *nodes, size_t nn, uint64_t newest,
+    size_t bad)
+{
+	char ver[24], age[24], exp[24], fp[24], stale[48];
+	const struct node *n;
+	int w = 4;
+	size_t i, j;
+
+	for (i = 0; i < nn; i++)
+		if ((int)strlen(nodes[i].base) > w)
+			w = (int)strlen(nodes[i].base);
+	printf("%-*s  %-6s  %8s  %8s  %10s  %-18s  %-15s  %-9s  %s\n", w, "URL",
+	    "MODE", "VERSION", "AGE", "EXPIRES_IN", "STALE", "SYNC",
+	    "FP_RATE", "STATUS");
+	for (i = 0; i < nn; i++) {
+		n = &nodes[i];
+		if (!n->reachable) {
+			printf("%-*s  %-6s  %8s  %8s  %10s  %-18s  %-15s  %-9s  "
+			    "unreachable\n", w, n->base, "-", "-", "-",
+			    "-", "-", "-", "-");
+			continue;
+		}
+		if (n->has_filter)
+			snprintf(ver, sizeof(ver), "%" PRIu64, n->version);
+		else
+			snprintf(ver, sizeof(ver), "-");
+		snprintf(fp, sizeof(fp), "%.3g", n->fp_rate);
+		if (!n->has_filter)
+			snprintf(stale, sizeof(stale), "-");
+		else if (n->stale)
+			snprintf(stale, sizeof(stale), "yes (%s)",
+			    n->stale_reason[0] ? n->stale_reason : "?");
+		else
+			snprintf(stale, sizeof(stale), "no");
+		printf("%-*s  %-6s  %8s  %8s  %10s  %-18s  %-15s  %-9s  ", w,
+		    n->base, n->mode[0] ? n->mode : "?", ver,
+		    secs(age, sizeof(age), n->has_filter, n->age),
+		    secs(exp, sizeof(exp), n->has_filter, n->expires_in),
+		    stale, n->sync_result[0] ? n->sync_result : "-", fp);
+		if (n->nproblems == 0)
+			printf("OK\n");
+		for (j = 0; j < n->nproblems; j++)
+			printf("%s%s", j ? "; " : "", n->problems[j]);
+		if (n->nproblems > 0)
+			printf("\n");
+	}
+	printf("newest version seen: %" PRIu64 "; %zu of %zu node%s with "
+	    "problems\n", newest, bad, nn, nn == 1 ? "" : "s");
+}
+
+static int
+print_json(const struct node *nodes, size_t nn, uint64_t newest, size_t bad)
+{
+	cJSON *root, *arr, *o, *p;
+	const struct node *n;
+	char *txt;
+	size_t i, j;
+	int rc = -1;
+
+	if ((root = cJSON_CreateObject()) == NULL)
+		return -1;
+	cJSON_AddNumberToObject(root, "newest_version", (double)newest);
+	cJSON_AddBoolToObject(root, "ok", bad == 0);
+	cJSON_AddNumberToObject(root, "nodes_with_problems", (double)bad);
+	if ((arr = cJSON_AddArrayToObject(root, "nodes")) == NULL)
+		goto out;
+	for (i = 0; i < nn; i++) {
+		n = &nodes[i];
+		if ((o = cJSON_CreateObject()) == NULL)
+			goto out;
+		cJSON_AddItemToArray(arr, o);
+		cJSON_AddStringToObject(o, "url", n->base);
+		cJSON_AddBoolToObject(o, "reachable", n->reachable);
+		if (!n->reachable)
+			cJSON_AddStringToObject(o, "error", n->error);
+		else {
+			cJSON_AddStringToObject(o, "mode", n->mode);
+			if (n->has_filter) {
+				cJSON_AddNumberToObject(o, "version",
+				    (double)n->version);
+				cJSON_AddNumberToObject(o, "age_seconds",
+				    (double)n->age);
+				cJSON_AddNumberToObject(o,
+				    "expires_in_seconds",
+				    (double)n->expires_in);
+				cJSON_AddBoolToObject(o, "stale", n->stale);
+				if (n->stale_reason[0] != '\0')
+					cJSON_AddStringToObject(o,
+					    "stale_reason", n->stale_reason);
+				else
+					cJSON_AddNullToObject(o,
+					    "stale_reason");
+				cJSON_AddNumberToObject(o, "behind",
+				    (double)n->behind);
+			} else
+				cJSON_AddNullToObject(o, "version");
+			if (n->sync_result[0] != '\0') {
+				cJSON_AddStringToObject(o, "sync_result",
+				    n->sync_result);
+				if (n->sync_error[0] != '\0')
+					cJSON_AddStringToObject(o,
+					    "sync_error", n->sync_error);
+				if (n->seen != 0)
+					cJSON_AddNumberToObject(o,
+					    "upstream_version_seen",
+					    (double)n->seen);
+			}
+			cJSON_AddNumberToObject(o, "observed_fp_rate",
+			    n->fp_rate);
+		}
+		cJSON_AddBoolToObject(o, "ok", n->nproblems == 0);
+		if ((p = cJSON_AddArrayToObject(o, "problems")) == NULL)
+			goto out;
+		for (j = 0; j < n->nproblems; j++)
+			cJSON_AddItemToArray(p, cJSON_CreateString(
+			    n->problems[j]));
+	}
+	if ((txt = cJSON_Print(root)) == NULL)
+		goto out;
+	printf("%s\n", txt);
+	free(txt);
+	rc = 0;
+out:
+	cJSON_Delete(root);
+	return rc;
+}
+
+int
+fb_audit(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json",    no_argument,	NULL, 'j' },
+		{ "max-age", required_argument, NULL, 'a' },
+		{ "max-lag", required_argument, NULL, 'l' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "help",    no_argument,	NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct node *nodes = NULL;
+	bool json = false;
+	int64_t max_age = 0, timeout = AUDIT_DEFAULT_TIMEOUT;
+	uint64_t max_lag = 0, newest = 0;
+	size_t nn, i, bad = 0, blen;
+	CURL *h = NULL;
+	int ch, k, ret = FB_EXIT_FAIL;
+
+	fb_getopt_reset();
+	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'j': json = true; break;
+		case 'a':
+			if (util_parse_duration(optarg, &max_age) == -1)
+				return fb_usage_err("audit", "--max-age: bad "
+				    "duration \"%.64s\" (N with s, m, h or d)",
+				    optarg);
+			break;
+		case 'l':
+			if (util_parse_u64(optarg, UINT32_MAX, &max_lag) == -1)
+				return fb_usage_err("audit", "--max-lag: \"%.64s"
+				    "\" is not a number of versions", optarg);
+			break;
+		case 't':
+			if (util_parse_duration(optarg, &timeout) == -1 ||
+			    timeout > 3600)
+				return fb_usage_err("audit", "--timeout: bad "
+				    "duration \"%.64s\" (1s to 1h)", optarg);
+			break;
+		case 'h': audit_usage(stdout); return FB_EXIT_OK;
+		default: return fb_usage_err("audit", "bad option");
+		}
+	}
+	nn = (size_t)(argc - optind);
+	if (nn == 0)
+		return fb_usage_err("audit", "want at least one node URL "
+		    "(http://host:port)");
+	if (nn > AUDIT_MAX_NODES)
+		return fb_usage_err("audit", "more than %d nodes",
+		    AUDIT_MAX_NODES);
+	for (i = 0; i < nn; i++) {
+		const char *u = argv[optind + (int)i];
+
+		if (strncmp(u, "http://", 7) != 0 &&
+		    strncmp(u, "https://", 8) != 0)
+			return fb_usage_err("audit", "\"%.200s\" is not an "
+			    "http:// or https:// URL", u);
+	}
+	if ((nodes = calloc(nn, sizeof(*nodes))) == NULL) {
+		fb_err("audit: out of memory");
+		return FB_EXIT_FAIL;
+	}
+	for (i = 0; i < nn; i++) {
+		nodes[i].base = argv[optind + (int)i];
+		blen = strlen(nodes[i].base);
+		while (blen > 0 && nodes[i].base[blen - 1] == '/')
+			blen--;
+		k = snprintf(nodes[i].url, sizeof(nodes[i].url),
+		    "%.*s/v1/status", (int)blen, nodes[i].base);
+		if (k < 0 || (size_t)k >= sizeof(nodes[i].url)) {
+			k = fb_usage_err("audit", "URL too long: %.80s...",
+			    nodes[i].base);
+			free(nodes);
+			return k;
+		}
+	}
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		fb_err("audit: libcurl initialisation failed");
+		free(nodes);
+		return FB_EXIT_FAIL;
+	}
+	if ((h = curl_easy_init()) == NULL) {
+		fb_err("audit: libcurl initialisation failed");
+		goto out;
+	}
+	for (i = 0; i < nn; i++) {
+		fetch(h, &nodes[i], (long)timeout);
+		if (!nodes[i].reachable)
+			continue;
+		if (nodes[i].version > newest)
+			newest = nodes[i].version;
+		if (nodes[i].seen > newest)
+			newest = nodes[i].seen;
+		if (nodes[i].highest > newest)
+			newest = nodes[i].highest;
+	}
+	for (i = 0; i < nn; i++) {
+		struct node *n = &nodes[i];
+
+		if (!n->reachable)
+			problem(n, "unreachable");
+		else if (!n->has_filter)
+			problem(n, "no filter loaded");
+		else {
+			if (n->stale)
+				problem(n, "stale");
+			if (max_age > 0 && n->age > max_age)
+				problem(n, "older than --max-age");
+			n->behind = newest - n->version;
+			if (n->behind > max_lag)
+				problem(n, "behind the newest version");
+		}
+		if (n->nproblems > 0)
+			bad++;
+	}
+	if (json) {
+		if (print_json(nodes, nn, newest, bad) == -1) {
+			fb_err("audit: out of memory");
+			goto out;
+		}
+	} else
+		print_table(nodes, nn, newest, bad);
+	for (i = 0; i < nn && !json; i++)
+		if (!nodes[i].reachable)
+			fb_err("audit: %s: %s", nodes[i].url, nodes[i].error);
+	ret = bad == 0 ? FB_EXIT_OK : FB_EXIT_FAIL;
+out:
+	if (h != NULL)
+		curl_easy_cleanup(h);
+	curl_global_cleanup();
+	free(nodes);
+	return ret;
+}

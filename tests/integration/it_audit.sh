@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# it_audit.sh - filterbuild audit over a live fleet: origin and two edges, then stale, behind, unreachable nodes
+. "$(dirname "$0")/lib.sh"
+
+FB() { "$FILTERBUILD" "$@"; }
+now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+
+# audit [args]: runs filterbuild audit, sets AUD_RC and AUD_OUT (stdout),
+# AUD_ERR (stderr).
+audit() {
+	AUD_RC=0
+	"$FILTERBUILD" audit --timeout 5s "$@" >"$T/audit.out" 2>"$T/audit.err" ||
+	    AUD_RC=$?
+	AUD_OUT=$(cat "$T/audit.out")
+	AUD_ERR=$(cat "$T/audit.err")
+}
+
+# jq_py EXPR: evaluates a Python expression over the last --json output (j).
+jq_py() {
+	python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' \
+	    "$T/audit.out" "$1"
+}
+
+FB keygen --out "$T/key.pem" --pub "$T/key.pub" >/dev/null
+printf 'tok-rev-1\n' >"$T/tokens.txt"
+F=$T/filters
+G=$T/g
+mkdir -p "$F" "$G" "$T/so" "$T/s1" "$T/s2" "$T/sd"
+FB build --key "$T/key.pem" --out "$F" --version 1 --quiet "$T/tokens.txt"
+
+rc_start O --filter-dir "$F" --trusted-key "$T/key.pub" --state-dir "$T/so" \
+    --poll-interval 1
+rc_wait_version "$O_URL" 1 || rc_fail "origin did not load version 1"
+rc_start E1 --trusted-key "$T/key.pub" --state-dir "$T/s1" --sync-interval 1 \
+    --upstream-filter "$O_URL/v1/filter" --upstream-check "$O_URL/v1/check"
+# E2 syncs once at start, then only after an hour: it falls behind.
+rc_start E2 --trusted-key "$T/key.pub" --state-dir "$T/s2" --sync-interval 1h \
+    --upstream-filter "$O_URL/v1/filter" --upstream-check "$O_URL/v1/check"
+rc_wait_version "$E1_URL" 1 10 || rc_fail "E1 did not sync version 1"
+rc_wait_version "$E2_URL" 1 10 || rc_fail "E2 did not sync version 1"
+
+# ---------------------------------------------------------------- usage
+out=$("$FILTERBUILD" audit --help) && rc_expect_match "$out" '--max-lag' "audit --help"
+"$FILTERBUILD" --help | grep -q audit && rc_ok "audit listed in filterbuild --help" ||
+    rc_fail "audit missing from filterbuild --help"
+audit
+rc_expect_eq "$AUD_RC" 2 "audit without a URL is a usage error"
+rc_expect_match "$AUD_ERR" 'at least one node URL' "audit without a URL says why"
+audit ftp://example
+rc_expect_eq "$AUD_RC" 2 "audit of a non-http URL is a usage error"
+audit --max-lag many "$O_URL"
+rc_expect_eq "$AUD_RC" 2 "bad --max-lag"
+rc_expect_match "$AUD_ERR" 'max-lag' "bad --max-lag named"
+
+# ---------------------------------------------------------------- a healthy fleet
+audit "$O_URL" "$E1_URL" "$E2_URL/"
+rc_expect_eq "$AUD_RC" 0 "a fresh, up-to-date fleet passes"
+rc_expect_eq "$(printf '%s\n' "$AUD_OUT" | grep -c ' OK$')" 3 "three OK rows"
+rc_expect_match "$AUD_OUT" "$O_URL +origin +1 " "origin row: mode and version"
+rc_expect_match "$AUD_OUT" "$E1_URL +edge +1 .*(updated|not_modified|unchanged)" \
+    "edge row: mode, version, sync result"
+rc_expect_match "$AUD_OUT" 'newest version seen: 1; 0 of 3 nodes' "summary line"
+audit --json "$O_URL" "$E1_URL" "$E2_URL"
+rc_expect_eq "$AUD_RC" 0 "--json: exit 0"
+rc_expect_eq "$(jq_py 'len(j["nodes"])')" 3 "--json: three nodes"
+rc_expect_eq "$(jq_py 'j["ok"]')" True "--json: ok"
+rc_expect_eq "$(jq_py '[n["mode"] for n in j["nodes"]]')" "['origin', 'edge', 'edge']" \
+    "--json: modes"
+rc_expect_eq "$(jq_py '[n["version"] for n in j["nodes"]]')" "[1, 1, 1]" "--json: versions"
+rc_expect_eq "$(jq_py 'j["nodes"][1]["sync_result"] in ("updated","not_modified","unchanged")')" \
+    True "--json: edge sync result"
+rc_expect_eq "$(jq_py 'all(n["stale"] is False and n["expires_in_seconds"] > 0 for n in j["nodes"])')" \
+    True "--json: fresh, expiry ahead"
+
+# ---------------------------------------------------------------- one edge behind
+FB build --key "$T/key.pem" --out "$F" --version 2 --quiet "$T/tokens.txt"
+rc_wait_version "$O_URL" 2 10 || rc_fail "origin did not load version 2"
+rc_wait_version "$E1_URL" 2 10 || rc_fail "E1 did not sync version 2"
+audit "$O_URL" "$E1_URL" "$E2_URL"
+rc_expect_eq "$AUD_RC" 1 "an edge one version behind fails"
+rc_expect_match "$(printf '%s\n' "$AUD_OUT" | grep "^$E2_URL ")" 'behind' "E2 reported behind"
+audit --max-lag 1 "$O_URL" "$E1_URL" "$E2_URL"
+rc_expect_eq "$AUD_RC" 0 "--max-lag 1 tolerates it"
+
+# ---------------------------------------------------------------- a stale node, an unreachable one
+FB build --key "$T/key.pem" --out "$G" --version 2 --valid-for 2s --quiet "$T/tokens.txt"
+rc_start D --filter-dir "$G" --trusted-key "$T/key.pub" --state-dir "$T/sd" \
+    --poll-interval 1
+rc_wait_version "$D_URL" 2 10 || rc_fail "D did not load version 2"
+end=$(( $(now_ms) + 10000 ))
+until curl -s "$D_URL/v1/status" | grep -q '"stale":true'; do
+	[ "$(now_ms)" -lt "$end" ] || { rc_fail "D never turned stale"; break; }
+	sleep 0.2
+done
+audit --json "$O_URL" "$E1_URL" "$D_URL"
+rc_expect_eq "$AUD_RC" 1 "a stale node fails the audit"
+rc_expect_eq "$(jq_py 'j["nodes"][2]["stale"]')" True "--json: D stale"
+rc_expect_eq "$(jq_py 'j["nodes"][2]["stale_reason"]')" expired "--json: D expired"
+rc_expect_eq "$(jq_py '"stale" in j["nodes"][2]["problems"]')" True "--json: D's problem"
+rc_expect_eq "$(jq_py '[n["ok"] for n in j["nodes"]]')" "[True, True, False]" \
+    "--json: only D fails"
+audit "$O_URL" "$E1_URL" "$D_URL"
+rc_expect_match "$(printf '%s\n' "$AUD_OUT" | grep "^$D_URL ")" 'yes \(expired\).*stale' \
+    "table: D stale"
+
+dead="http://127.0.0.1:$(rc_free_port)"
+audit "$O_URL" "$dead" "$E1_URL"
+rc_expect_eq "$AUD_RC" 1 "an unreachable node fails the audit"
+rc_expect_match "$(printf '%s\n' "$AUD_OUT" | grep "^$dead ")" 'unreachable' "table: unreachable"
+rc_expect_match "$AUD_ERR" "$dead/v1/status" "stderr names the unreachable node"
+audit --json "$O_URL" "$dead"
+rc_expect_eq "$(jq_py 'j["nodes"][1]["reachable"]')" False "--json: unreachable"
+rc_expect_match "$(jq_py 'j["nodes"][1]["error"]')" '.' "--json: the error"
+
+# The origin stops: E1 fails to sync but stays fresh; the audit shows it.
+rc_stop O || rc_fail "origin did not stop cleanly"
+end=$(( $(now_ms) + 8000 ))
+until curl -s "$E1_URL/v1/status" | grep -q '"result":"download_failed"'; do
+	[ "$(now_ms)" -lt "$end" ] || { rc_fail "E1 never reported the failed sync"; break; }
+	sleep 0.2
+done
+audit "$E1_URL"
+rc_expect_eq "$AUD_RC" 0 "a fresh edge whose last sync failed still passes"
+rc_expect_match "$AUD_OUT" 'download_failed' "table: last sync result shown"
+sleep 1.1
+audit --max-age 1s "$E1_URL"
+rc_expect_eq "$AUD_RC" 1 "--max-age fails a filter older than it"
+rc_expect_match "$AUD_OUT" 'older than --max-age' "--max-age reason shown"
+
+for n in E1 E2 D; do
+	rc_stop "$n" || rc_fail "$n did not exit 0"
+done
+rc_done
