@@ -1,0 +1,207 @@
+#!/usr/bin/env bash
+# it_authz_nginx.sh - real nginx auth_request in front of a protected location, revcheckd's /v1/authz deciding
+#
+# Two revcheckd daemons: A with a long-lived filter, B with one that
+# expires after four seconds. nginx protects /app/ with A and /app-b/ with
+# B (auth_request to /v1/authz, the bearer token passed on); behind both
+# is a static file. Tokens are unsigned JWTs built here in bash.
+. "$(dirname "$0")/lib.sh"
+
+FB() { "$FILTERBUILD" "$@"; }
+now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+SECRET="protected content $RANDOM$RANDOM"
+
+b64url() { printf '%s' "$1" | base64 -w0 | tr '+/' '-_' | tr -d '='; }
+jwt() {		# jwt PAYLOAD-JSON
+	printf '%s.%s.%s' "$(b64url '{"alg":"RS256","typ":"JWT"}')" \
+	    "$(b64url "$1")" "$(b64url not-checked)"
+}
+JWT_REV=$(jwt '{"jti":"tok-rev-1","sub":"alice"}')
+JWT_OK=$(jwt '{"jti":"tok-good","sub":"bob"}')
+JWT_ISS_REV=$(jwt '{"iss":"https://issuer.example","jti":"jti-rev","sub":"carol"}')
+JWT_ISS_OK=$(jwt '{"iss":"https://issuer.example","jti":"jti-ok","sub":"dave"}')
+JWT_UNCOV=$(jwt '{"iss":"https://nobody.example","jti":"x","sub":"eve"}')
+
+# ---------------------------------------------------------------- filters and daemons
+FB keygen --out "$T/key.pem" --pub "$T/key.pub" >/dev/null
+printf 'tok-rev-1\ntok-rev-2\n' >"$T/tokens.txt"
+printf '[{"id": "jti-rev", "scope": "https://issuer.example", "reason": "superseded"}]\n' \
+    >"$T/iss.json"
+mkdir -p "$T/fa" "$T/fb" "$T/sa" "$T/sb" "$T/www"
+printf '%s\n' "$SECRET" >"$T/www/index.html"
+FB build --key "$T/key.pem" --out "$T/fa" --version 1 --quiet "$T/tokens.txt" "$T/iss.json"
+rc_start A --filter-dir "$T/fa" --trusted-key "$T/key.pub" --state-dir "$T/sa"
+rc_wait_ready "$A_URL" 10 || rc_fail "A not ready"
+
+# ---------------------------------------------------------------- nginx
+NG=$T/nginx
+NG_PID=
+ng_cleanup() {
+	if [ -n "$NG_PID" ]; then
+		kill -TERM "$NG_PID" 2>/dev/null || true
+		wait "$NG_PID" 2>/dev/null || true
+	fi
+	rc_cleanup
+}
+trap ng_cleanup EXIT
+mkdir -p "$NG"
+
+# auth LOCATION-NAME BACKEND: the internal subrequest location. The
+# request body is not passed; only the Authorization header is.
+auth_loc() {
+	cat <<EOF
+        location = /_auth_$1 {
+            internal;
+            proxy_pass $2/v1/authz;
+            proxy_pass_request_body off;
+            proxy_set_header Content-Length "";
+            proxy_pass_request_headers off;
+            proxy_set_header Authorization \$http_authorization;
+            proxy_connect_timeout 2s;
+            proxy_read_timeout 5s;
+        }
+EOF
+}
+
+# Start nginx once B's URL is known (B starts later, its filter is short-lived).
+ng_start() {
+	local try port user=""
+	[ "$(id -u)" -eq 0 ] && user="user root;"
+	for try in 1 2 3 4 5; do
+		port=$(rc_free_port)
+		cat >"$NG/nginx.conf" <<EOF
+$user
+worker_processes 1;
+pid $NG/nginx.pid;
+error_log $NG/error.log warn;
+events { worker_connections 64; }
+http {
+    access_log $NG/access.log;
+    client_body_temp_path $NG/body;
+    proxy_temp_path $NG/proxy;
+    fastcgi_temp_path $NG/fastcgi;
+    uwsgi_temp_path $NG/uwsgi;
+    scgi_temp_path $NG/scgi;
+    default_type text/plain;
+    server {
+        listen 127.0.0.1:$port;
+$(auth_loc a "$A_URL")
+$(auth_loc b "$B_URL")
+        # A: the verdict is passed on; a refused check (nginx turns an
+        # auth_request 503 into 500) becomes 503 with Retry-After, as in
+        # config/nginx-revcheck.conf.
+        location /app/ {
+            auth_request /_auth_a;
+            auth_request_set \$rc_status \$upstream_http_x_revcheck_status;
+            add_header X-Revcheck-Status \$rc_status always;
+            error_page 500 = @unavailable;
+            alias $T/www/;
+        }
+        # B: plain auth_request, no error_page.
+        location /app-b/ {
+            auth_request /_auth_b;
+            alias $T/www/;
+        }
+        location @unavailable {
+            add_header Retry-After 5 always;
+            return 503 "revocation status unavailable\n";
+        }
+        location / { return 404; }
+    }
+}
+EOF
+		nginx -e "$NG/error.log" -p "$NG/" -c "$NG/nginx.conf" \
+		    -g 'daemon off;' >>"$NG/stderr.log" 2>&1 &
+		NG_PID=$!
+		for _ in $(seq 1 50); do
+			kill -0 "$NG_PID" 2>/dev/null || break
+			if [ "$(curl -s -o /dev/null -w '%{http_code}' \
+			    "http://127.0.0.1:$port/")" = 404 ]; then
+				NG_URL="http://127.0.0.1:$port"
+				return 0
+			fi
+			sleep 0.1
+		done
+		kill -TERM "$NG_PID" 2>/dev/null || true
+		wait "$NG_PID" 2>/dev/null || true
+		NG_PID=
+	done
+	echo "nginx did not start:" >&2
+	cat "$NG/stderr.log" "$NG/error.log" >&2 || true
+	return 1
+}
+
+# The short-lived filter for B: four seconds of validity from now.
+FB build --key "$T/key.pem" --out "$T/fb" --version 1 --valid-for 4s --quiet \
+    "$T/tokens.txt"
+rc_start B --filter-dir "$T/fb" --trusted-key "$T/key.pub" --state-dir "$T/sb"
+ng_start
+
+# get PATH [JWT]: through nginx; sets RC_STATUS, RC_BODY.
+get() {
+	if [ -n "${2:-}" ]; then
+		rc_curl -H "Authorization: Bearer $2" "$NG_URL$1"
+	else
+		rc_curl "$NG_URL$1"
+	fi
+}
+served() { printf '%s' "$RC_BODY" | grep -qF "$SECRET"; }
+expect_denied() {	# expect_denied WHAT: non-2xx and no protected content
+	case "$RC_STATUS" in
+	2??) rc_fail "$1: HTTP $RC_STATUS passed" ;;
+	*) rc_ok "$1: HTTP $RC_STATUS" ;;
+	esac
+	if served; then rc_fail "$1: protected content served"; else
+		rc_ok "$1: protected content withheld"; fi
+}
+
+# ---------------------------------------------------------------- verdicts through nginx
+get /app/ "$JWT_OK"
+rc_expect_status 200 "a token whose jti is not revoked passes"
+served && rc_ok "the protected content is served" || rc_fail "no protected content"
+rc_expect_eq "$(rc_header X-Revcheck-Status)" not_revoked "verdict header passed on"
+get /app/ "$JWT_REV"
+rc_expect_status 403 "a token whose jti is revoked"
+expect_denied "revoked jti"
+rc_expect_eq "$(rc_header X-Revcheck-Status)" revoked "verdict header on a refusal"
+get /app/ "$JWT_ISS_REV"
+rc_expect_status 403 "a revoked jti in its issuer's scope"
+expect_denied "revoked jti (iss scope)"
+get /app/ "$JWT_ISS_OK"
+rc_expect_status 200 "a good jti in its issuer's scope"
+get /app/ "$JWT_UNCOV"
+rc_expect_status 403 "an issuer the filter does not cover"
+expect_denied "not covered"
+get /app/
+rc_expect_status 401 "no credential"
+expect_denied "no credential"
+rc_curl -H "Authorization: Bearer not-a-jwt" "$NG_URL/app/"
+rc_expect_status 401 "an unreadable token"
+expect_denied "unreadable token"
+rc_curl -H "Authorization: Basic dXNlcjpwYXNz" "$NG_URL/app/"
+expect_denied "a non-bearer credential"
+
+# ---------------------------------------------------------------- a stale filter is refused
+end=$(( $(now_ms) + 10000 ))
+until [ "$(curl -s -o /dev/null -w '%{http_code}' "$B_URL/readyz")" = 503 ]; do
+	[ "$(now_ms)" -lt "$end" ] || { rc_fail "B's filter never turned stale"; break; }
+	sleep 0.2
+done
+rc_curl -H "Authorization: Bearer $JWT_OK" "$B_URL/v1/authz"
+rc_expect_status 503 "B answers 503 itself once stale"
+rc_expect_json verdict filter_stale "B: verdict filter_stale"
+get /app-b/ "$JWT_OK"
+expect_denied "stale filter, a good token (plain auth_request)"
+rc_expect_status 500 "nginx turns the auth_request 503 into 500"
+get /app-b/ "$JWT_REV"
+expect_denied "stale filter, a revoked token"
+
+# ---------------------------------------------------------------- revcheckd gone
+rc_stop A || rc_fail "A did not exit 0"
+get /app/ "$JWT_OK"
+rc_expect_status 503 "revcheckd down: 503 through error_page"
+expect_denied "revcheckd down"
+rc_expect_eq "$(rc_header Retry-After)" 5 "Retry-After from nginx"
+
+rc_stop B || rc_fail "B did not exit 0"
+rc_done
