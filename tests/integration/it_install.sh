@@ -6,9 +6,11 @@
 # auth_request site (bearer and mTLS) in front of a stub authz service.
 set -euo pipefail
 
-SRC=${REVCHECK_SRC:?REVCHECK_SRC not set}
-REVCHECKD=${REVCHECKD:?REVCHECKD not set}
-FILTERBUILD=${FILTERBUILD:?FILTERBUILD not set}
+# The Makefile sets these; run by hand, the last build (bin/) is used.
+SRC=$(readlink -f "${REVCHECK_SRC:-$(dirname "$0")/../..}")
+REVCHECKD=$(readlink -f "${REVCHECKD:-$SRC/bin/revcheckd}")
+FILTERBUILD=$(readlink -f "${FILTERBUILD:-$SRC/bin/filterbuild}")
+[ -x "$REVCHECKD" ] && [ -x "$FILTERBUILD" ] || { echo "FAIL: build first (make all)" >&2; exit 1; }
 PREFIX=/usr/local
 
 tmp=$(mktemp -d)

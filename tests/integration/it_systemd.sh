@@ -11,9 +11,11 @@
 # comes with Debian's "systemd" package.
 set -euo pipefail
 
-SRC=${REVCHECK_SRC:?REVCHECK_SRC not set}
-REVCHECKD=${REVCHECKD:?REVCHECKD not set}
-FILTERBUILD=${FILTERBUILD:?FILTERBUILD not set}
+# The Makefile sets these; run by hand, the last build (bin/) is used.
+SRC=$(readlink -f "${REVCHECK_SRC:-$(dirname "$0")/../..}")
+REVCHECKD=$(readlink -f "${REVCHECKD:-$SRC/bin/revcheckd}")
+FILTERBUILD=$(readlink -f "${FILTERBUILD:-$SRC/bin/filterbuild}")
+[ -x "$REVCHECKD" ] && [ -x "$FILTERBUILD" ] || { echo "FAIL: build first (make all)" >&2; exit 1; }
 MAX_EXPOSURE=2.0
 
 if ! command -v systemd-analyze >/dev/null 2>&1; then
@@ -25,8 +27,12 @@ tmp=$(mktemp -d)
 pid=""
 lpid=""
 cleanup() {
-	[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-	[ -n "$lpid" ] && kill "$lpid" 2>/dev/null && wait "$lpid" 2>/dev/null
+	local p
+	for p in "$pid" "$lpid"; do
+		[ -n "$p" ] || continue
+		kill "$p" 2>/dev/null || true
+		wait "$p" 2>/dev/null || true
+	done
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
