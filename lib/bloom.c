@@ -307,6 +307,74 @@ bloom_prefetch(const struct bloom *b, const struct bloom_hash *h)
 		__builtin_prefetch(b->bits + ((h->h1 % b->m) >> 3));
 }
 
+/*
+ * Exact x mod d by multiplication (Lemire, Kaser and Kurz, "Faster
+ * remainder by direct computation", 2019): with M = floor((2^128 - 1) / d)
+ * + 1, x mod d is the high 64 bits of (M * x mod 2^128) * d, for every
+ * 64-bit x and d. One 128-bit division per batch replaces two 64-bit
+ * divisions per key.
+ */
+static inline uint64_t
+bloom_fastmod(uint64_t x, unsigned __int128 mm, uint64_t d)
+{
+	unsigned __int128 low = mm * x;
+	unsigned __int128 bot = ((low & UINT64_MAX) * d) >> 64;
+	unsigned __int128 top = (low >> 64) * d;
+
+	return (uint64_t)((bot + top) >> 64);
+}
+
+#define BLOOM_MANY_CHUNK 32
+
+void
+bloom_query_many(const struct bloom *b, const struct bloom_hash *h, size_t n,
+    bool *out)
+{
+	uint64_t pos[BLOOM_MANY_CHUNK], step[BLOOM_MANY_CHUNK], p, st, acc;
+	unsigned __int128 mm;
+	size_t i, j, c;
+	uint32_t t;
+
+	if (b->layout == BLOOM_BLOCKED) {
+		for (i = 0; i < n; i += c) {
+			c = n - i < BLOOM_MANY_CHUNK ? n - i : BLOOM_MANY_CHUNK;
+			for (j = 0; j < c; j++)
+				bloom_prefetch(b, &h[i + j]);
+			for (j = 0; j < c; j++)
+				out[i + j] = bloom_query_blocked(b, &h[i + j]);
+		}
+		return;
+	}
+	mm = (~(unsigned __int128)0) / b->m + 1;
+	for (i = 0; i < n; i += c) {
+		c = n - i < BLOOM_MANY_CHUNK ? n - i : BLOOM_MANY_CHUNK;
+		/* First pass: every probe of every key of the chunk is hinted. */
+		for (j = 0; j < c; j++) {
+			p = bloom_fastmod(h[i + j].h1, mm, b->m);
+			st = bloom_fastmod(h[i + j].h2, mm, b->m);
+			if (st == 0)
+				st = 1;
+			pos[j] = p;
+			step[j] = st;
+			for (t = 0; t < b->k; t++) {
+				__builtin_prefetch(b->bits + (p >> 3));
+				p = p >= b->m - st ? p - (b->m - st) : p + st;
+			}
+		}
+		/* Second pass: the lines are in cache; no early exit needed. */
+		for (j = 0; j < c; j++) {
+			p = pos[j];
+			st = step[j];
+			acc = 1;
+			for (t = 0; t < b->k; t++) {
+				acc &= (uint64_t)(b->bits[p >> 3] >> (p & 7));
+				p = p >= b->m - st ? p - (b->m - st) : p + st;
+			}
+			out[i + j] = (acc & 1) != 0;
+		}
+	}
+}
+
 void
 bloom_add(struct bloom *b, const void *key, size_t len)
 {

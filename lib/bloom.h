@@ -105,6 +105,15 @@ bool bloom_query_hash(const struct bloom *b, const struct bloom_hash *h);
 /* Hints the cache line a key's (first) probe will touch. */
 void bloom_prefetch(const struct bloom *b, const struct bloom_hash *h);
 
+/*
+ * Queries n hashed keys at once, as a batch request does: the cache lines
+ * of a group of keys are hinted before any is read, so their misses
+ * overlap. out[i] is set to bloom_query_hash(b, &h[i]) for every i < n.
+ * This function can't fail.
+ */
+void bloom_query_many(const struct bloom *b, const struct bloom_hash *h,
+    size_t n, bool *out);
+
 /* Set bits, set bits / m, and the FP rate that fill implies (fill^k). */
 uint64_t bloom_popcount(const struct bloom *b);
 double bloom_fill_ratio(const struct bloom *b);

@@ -273,3 +273,50 @@ Test(bloom, rejects_bad_parameters)
 	    sizeof(bits)), 0);
 	cr_assert(!bloom_query(&b, "a", 1));
 }
+
+/* bloom_query_many() answers exactly as bloom_query_hash(), any n. */
+Test(bloom, query_many_matches_query_hash)
+{
+	static const uint64_t ms[] = { 1009, 999983, 9585059, 4096, 1048576 };
+	static const size_t ns[] = { 0, 1, 31, 32, 33, 1000 };
+	struct bloom_hash h[1000];
+	bool out[1000];
+	struct bloom b;
+	char key[64];
+	size_t li, mi, ni, i, klen, pos = 0;
+	uint64_t m;
+
+	for (li = 0; li < 2; li++) {
+		for (mi = 0; mi < sizeof(ms) / sizeof(ms[0]); mi++) {
+			m = ms[mi];
+			if (layouts[li] == BLOOM_BLOCKED)
+				m = (m + BLOOM_BLOCK_BITS - 1) /
+				    BLOOM_BLOCK_BITS * BLOOM_BLOCK_BITS;
+			cr_assert_eq(bloom_init(&b, layouts[li], m, 7, 77), 0);
+			for (i = 0; i < 500; i++) {
+				klen = mkkey(key, sizeof(key), "many", i);
+				bloom_add(&b, key, klen);
+			}
+			/* Keys 0..999: half present, half absent. */
+			for (i = 0; i < 1000; i++) {
+				klen = mkkey(key, sizeof(key), "many", i);
+				h[i] = bloom_hash(77, key, klen);
+			}
+			for (ni = 0; ni < sizeof(ns) / sizeof(ns[0]); ni++) {
+				memset(out, 0xff, sizeof(out));
+				bloom_query_many(&b, h, ns[ni], out);
+				for (i = 0; i < ns[ni]; i++)
+					cr_assert_eq(out[i],
+					    bloom_query_hash(&b, &h[i]),
+					    "layout %d m %llu key %zu",
+					    layouts[li],
+					    (unsigned long long)m, i);
+				pos += ns[ni];
+			}
+			for (i = 0; i < 500; i++)
+				cr_assert(out[i], "false negative %zu", i);
+			bloom_free(&b);
+		}
+	}
+	cr_assert_gt(pos, 0);
+}
