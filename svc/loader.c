@@ -324,9 +324,13 @@ loader_highest(struct loader *l)
 	uint64_t v = 0;
 	size_t i;
 
+	/* Writers change hwm under ev_mu too, so readers on other threads
+	 * never block behind a long load. */
+	pthread_mutex_lock(&l->ev_mu);
 	for (i = 0; i < l->nhwm; i++)
 		if (l->hwm[i].version > v)
 			v = l->hwm[i].version;
+	pthread_mutex_unlock(&l->ev_mu);
 	return v;
 }
 
@@ -439,8 +443,10 @@ loader_accept(struct loader *l, struct snapshot_slot *sl, struct ffile *ff,
 			    "persist rollback state: %.200s", e);
 			goto refuse;
 		}
+		pthread_mutex_lock(&l->ev_mu);
 		memcpy(l->hwm, next, n * sizeof(next[0]));
 		l->nhwm = n;
+		pthread_mutex_unlock(&l->ev_mu);
 	}
 	if ((s = snapshot_new(ff, tab, now)) == NULL) {
 		ff = NULL;

@@ -44,6 +44,9 @@ static const struct route routes[] = {
 };
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
 
+/* First allocation for a body; it doubles as data arrives. */
+#define BODY_START	((size_t)64 * 1024)
+
 /* Bytes of an over-cap chunked body drained before hanging up. */
 #define DRAIN_MAX	(UINT64_C(1) << 20)
 
@@ -275,7 +278,9 @@ on_access(void *cls, struct MHD_Connection *conn, const char *url,
 		st->rt = rt;
 		st->keep = (rt->body_methods & mb) != 0;
 		if (st->keep) {
-			st->cap = clen > 0 ? (size_t)clen + 1 : 4096;
+			/* Grow with the data, not with what is announced. */
+			st->cap = clen > 0 && clen < BODY_START ?
+			    (size_t)clen + 1 : BODY_START;
 			if ((st->body = malloc(st->cap)) == NULL)
 				return MHD_NO;
 		}
