@@ -202,7 +202,7 @@ EOF
 nginx_t() {
 	local out
 	out=$(nginx -e "$ng/error.log" -t -c "$ng/main.conf" 2>&1) || fail "nginx -t $1: $out"
-	printf '%s\n' "$out" | grep -q 'test is successful' || fail "nginx -t $1: $out"
+	grep -q 'test is successful' <<<"$out" || fail "nginx -t $1: $out"
 	if printf '%s\n' "$out" | grep -E '\[(warn|emerg|alert|crit)\]'; then
 		fail "nginx -t $1 warns: $out"
 	fi
@@ -216,24 +216,20 @@ for c in "$SRC"/config/nginx-*.conf; do
 	ok "nginx -t $(basename "$c")"
 done
 
-free_port() {
-	local p
-	for _ in $(seq 100); do
+# free_ports N: N distinct ports in 20000-60000 that nothing listens on.
+free_ports() {
+	local p got=" " n=0
+	for _ in $(seq 500); do
 		p=$((20000 + RANDOM % 40000))
-		case " ${used_ports:-} " in *" $p "*) continue ;; esac
+		case "$got" in *" $p "*) continue ;; esac
 		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-			used_ports="${used_ports:-} $p"
-			echo "$p"
-			return 0
+			got="$got$p "
+			n=$((n + 1))
+			[ "$n" -eq "$1" ] && { echo $got; return 0; }
 		fi
 	done
 	return 1
 }
-used_ports=""
-p_bearer=$(free_port); p_mtls=$(free_port); p_origin=$(free_port)
-p_authz=$(free_port); p_app=$(free_port)
-[ -n "$p_bearer" ] && [ -n "$p_mtls" ] && [ -n "$p_origin" ] && [ -n "$p_authz" ] &&
-	[ -n "$p_app" ] || fail "no free ports"
 
 # The shipped sites on loopback test ports.
 localize() {
@@ -246,7 +242,8 @@ localize() {
 	    -e "s|127.0.0.1:8080|127.0.0.1:$p_authz|" \
 	    -e "s|127.0.0.1:9000|127.0.0.1:$p_app|" "$1"
 }
-{
+live_conf() {
+	{
 	localize "$SRC/config/nginx-revcheck.conf"
 	localize "$SRC/config/nginx-filter-origin.conf"
 	# A stand-in for revcheckd's /v1/authz: the verdict follows the bearer
@@ -273,9 +270,8 @@ server {
     location / { return 200 "app ok\n"; }
 }
 EOF
-} > "$ng/live.conf"
-main_conf "$ng/live.conf" ""
-nginx_t "live"
+	} > "$ng/live.conf"
+}
 
 # The filter directory as filterbuild publishes it (any bytes will do for
 # nginx): two versions, "current" on the first.
@@ -292,13 +288,34 @@ touch -d '-60 seconds' "$ng/filters/$v1/filter.rcf"
 ln -s "$v1" "$ng/filters/current"
 chmod -R a+rX "$ng/filters"
 
-nginx -e "$ng/error.log" -c "$ng/main.conf" -g 'daemon off;' &
-ngpid=$!
-for _ in $(seq 50); do
-	curl -s -o /dev/null "http://127.0.0.1:$p_app/" && break
-	kill -0 "$ngpid" 2>/dev/null || fail "nginx exited: $(cat "$ng/error.log")"
-	sleep 0.1
+# Other tests run servers too: when a port is taken between the probe and
+# nginx's bind, start again on new ports.
+for attempt in 1 2 3; do
+	ports=$(free_ports 5) || fail "no free ports"
+	read -r p_bearer p_mtls p_origin p_authz p_app <<<"$ports"
+	live_conf
+	main_conf "$ng/live.conf" ""
+	nginx_t "live"
+	: > "$ng/error.log"
+	nginx -e "$ng/error.log" -c "$ng/main.conf" -g 'daemon off;' &
+	ngpid=$!
+	up=0
+	for _ in $(seq 50); do
+		if curl -s -o /dev/null "http://127.0.0.1:$p_app/"; then
+			up=1
+			break
+		fi
+		kill -0 "$ngpid" 2>/dev/null || break
+		sleep 0.1
+	done
+	[ "$up" -eq 1 ] && break
+	kill "$ngpid" 2>/dev/null || true
+	wait "$ngpid" 2>/dev/null || true
+	ngpid=""
+	grep -q 'bind()' "$ng/error.log" || fail "nginx did not start: $(cat "$ng/error.log")"
+	echo "note: a port was taken (attempt $attempt), retrying"
 done
+[ "$up" -eq 1 ] || fail "nginx did not start: $(cat "$ng/error.log")"
 
 # status URL [CURL-ARGS...]: prints the HTTP status; headers in $ng/h,
 # body in $ng/b.
@@ -307,7 +324,11 @@ status() {
 	shift
 	curl -s -o "$ng/b" -D "$ng/h" -w '%{http_code}' "$@" "$url" || true
 }
-hdr() { grep -i "^$1:" "$ng/h" | head -1 | sed 's/^[^:]*: *//' | tr -d '\r'; }
+hdr() {
+	awk -v n="$1" 'BEGIN { n = tolower(n) ":" }
+	    tolower(substr($0, 1, length(n))) == n {
+		sub(/^[^:]*: */, ""); sub(/\r$/, ""); print; exit }' "$ng/h"
+}
 
 # Static filter origin.
 o="http://127.0.0.1:$p_origin/filters"
@@ -324,7 +345,7 @@ ln -s "$v2" "$ng/filters/current.tmp" && mv -T "$ng/filters/current.tmp" "$ng/fi
 cmp -s "$ng/b" "$ng/filters/$v2/filter.rcf" || fail "origin: wrong bytes after the switch"
 [ "$(hdr ETag)" != "$etag" ] || fail "origin: ETag did not change with the version"
 [ "$(status "$o/$v1/filter.rcf")" = 200 ] || fail "origin: versioned filter not served"
-hdr Cache-Control | grep -q immutable || fail "origin: a version is not cacheable for good"
+grep -q immutable <<<"$(hdr Cache-Control)" || fail "origin: a version is not cacheable for good"
 for path in current/table.rct "$v1/table.rct" "" ../ current/; do
 	s=$(status "$o/$path")
 	[ "$s" = 404 ] || fail "origin: /filters/$path answered $s, want 404"

@@ -177,4 +177,86 @@ pid=""
 grep -q 'STOPPING=1' "$tmp/notify.log" || fail "no STOPPING=1 on SIGTERM"
 echo "ok SIGTERM: STOPPING=1, exit 0"
 
+# --- the sandbox fits the programs --------------------------------------
+# Under strace, every system call revcheckd (start, checks, reload, stop)
+# and `filterbuild build` make must pass the units' SystemCallFilter=
+# (@system-service minus @privileged and @resources), no mapping may be
+# writable and executable (MemoryDenyWriteExecute=), and sockets stay
+# within RestrictAddressFamilies=. Sanitizer builds are skipped: their
+# runtime makes calls the production binaries do not.
+if ! command -v strace >/dev/null 2>&1; then
+	echo "note: strace not installed; syscall filter fit not checked"
+elif grep -qE 'lib(a|ub|l)san' <<<"$(ldd "$REVCHECKD" "$FILTERBUILD" 2>/dev/null || true)"; then
+	echo "note: sanitizer build; syscall filter fit not checked"
+elif ! strace -f -qq -o /dev/null true 2>/dev/null; then
+	echo "note: ptrace not permitted here; syscall filter fit not checked"
+else
+	# expand @GROUP: every system call in a group, nested groups expanded.
+	expand() {
+		local e
+		systemd-analyze syscall-filter "$1" | sed -n '2,$p' |
+		    sed -e 's/^[[:space:]]*//' -e '/^#/d' -e '/^$/d' |
+		    while read -r e; do
+			case "$e" in @*) expand "$e" ;; *) echo "$e" ;; esac
+		    done
+	}
+	expand @system-service | sort -u > "$tmp/allowed"
+	{ expand @privileged; expand @resources; } | sort -u > "$tmp/denied"
+	[ "$(wc -l < "$tmp/allowed")" -gt 100 ] || fail "could not list @system-service"
+
+	rm -rf "$tmp/filters2"
+	strace -f -qq -o "$tmp/fb.trace" "$FILTERBUILD" build --key "$tmp/key.pem" \
+		--out "$tmp/filters2" --valid-for 1h --quiet "$tmp/revoked.txt" ||
+		fail "filterbuild build under strace"
+
+	port=$(free_port) || fail "no free port"
+	rm -rf "$tmp/state2" && mkdir -p "$tmp/state2"
+	strace -f -qq -o "$tmp/rc.trace" "$REVCHECKD" --listen "127.0.0.1:$port" \
+		--filter-dir "$tmp/filters2" --trusted-key "$tmp/pub.pem" \
+		--state-dir "$tmp/state2" 2> "$tmp/revcheckd2.log" &
+	spid=$!
+	pid=""
+	for _ in $(seq 100); do
+		curl -fsS -o /dev/null "http://127.0.0.1:$port/readyz" 2>/dev/null && break
+		kill -0 "$spid" 2>/dev/null || fail "revcheckd under strace exited: $(cat "$tmp/revcheckd2.log")"
+		sleep 0.1
+	done
+	pid=$(sed -n '1s/^\([0-9]*\) .*/\1/p' "$tmp/rc.trace")
+	[ -n "$pid" ] || fail "no pid in the trace"
+	u="http://127.0.0.1:$port"
+	curl -fsS -o /dev/null "$u/v1/check?id=tok-revoked-1" || fail "check under strace"
+	curl -fsS -o /dev/null "$u/v1/check?id=someone-else" || fail "check under strace"
+	curl -fsS -o /dev/null -H 'Content-Type: application/json' \
+		-d '{"items":[{"id":"a"},{"id":"tok-revoked-2"}]}' "$u/v1/check" || fail "batch under strace"
+	curl -fsS -o /dev/null "$u/v1/status" || fail "status under strace"
+	curl -fsS -o /dev/null "$u/metrics" || fail "metrics under strace"
+	curl -sS -o /dev/null "$u/v1/authz" -H 'Authorization: Bearer x.y.z' || true
+	curl -sS -o /dev/null "$u/v1/filter" || true
+	"$FILTERBUILD" build --key "$tmp/key.pem" --out "$tmp/filters2" --valid-for 1h \
+		--quiet "$tmp/revoked.txt" || fail "second build"
+	kill -HUP "$pid"
+	sleep 1.5
+	curl -fsS -o /dev/null "$u/v1/check?id=someone-else" || fail "check after reload under strace"
+	kill -TERM "$pid"
+	st=0
+	wait "$spid" || st=$?
+	pid=""
+	[ "$st" -eq 0 ] || fail "revcheckd under strace exited $st: $(cat "$tmp/revcheckd2.log")"
+
+	for t in fb rc; do
+		sed -nE 's/^[0-9]+ +([a-z0-9_]+)\(.*/\1/p' "$tmp/$t.trace" | sort -u > "$tmp/$t.used"
+		[ -s "$tmp/$t.used" ] || fail "empty trace $t"
+		bad=$(comm -23 "$tmp/$t.used" "$tmp/allowed" | tr '\n' ' ')
+		[ -z "$bad" ] || fail "$t makes calls outside @system-service: $bad"
+		bad=$(comm -12 "$tmp/$t.used" "$tmp/denied" | tr '\n' ' ')
+		[ -z "$bad" ] || fail "$t makes calls the units deny (@privileged @resources): $bad"
+		wx=$(grep -E 'PROT_WRITE\|PROT_EXEC|PROT_EXEC\|PROT_WRITE' "$tmp/$t.trace" || true)
+		[ -z "$wx" ] || fail "$t maps memory writable and executable (MemoryDenyWriteExecute=): ${wx:0:300}"
+		bad=$(grep -oE 'socket(pair)?\(AF_[A-Z0-9]+' "$tmp/$t.trace" | sed 's/.*(//' |
+		    grep -vxE 'AF_INET|AF_INET6|AF_UNIX' | sort -u | tr '\n' ' ' || true)
+		[ -z "$bad" ] || fail "$t opens sockets outside RestrictAddressFamilies=: $bad"
+	done
+	echo "ok sandbox fit: $(wc -l < "$tmp/rc.used") calls of revcheckd, $(wc -l < "$tmp/fb.used") of filterbuild build, all allowed"
+fi
+
 echo "PASS it_systemd"
