@@ -107,6 +107,11 @@ route_find(const char *url)
 	for (i = 0; i < NROUTES; i++)
 		if (strcmp(routes[i].path, url) == 0)
 			return &routes[i];
+	/* Envoy's ext_authz appends the original path to its prefix. */
+	if (strncmp(url, "/v1/authz/", 10) == 0)
+		for (i = 0; i < NROUTES; i++)
+			if (routes[i].ep == EP_AUTHZ)
+				return &routes[i];
 	return NULL;
 }
 

@@ -219,6 +219,8 @@ rc_expect_status 403 "authz: certificate of another CA"
 rc_curl -H "X-SSL-Client-Cert: $(enc "$T/pki/certs/leaf02.pem")" \
     -H "Authorization: Bearer $JWT_REV" "$U/v1/authz"
 rc_expect_status 403 "authz: a clean cert never hides a revoked token"
+rc_curl -H "Authorization: Bearer $JWT_REV" "$U/v1/authz/app/page?x=1"
+rc_expect_status 403 "authz: Envoy-style prefix path"
 rc_curl -X POST -H "Authorization: Bearer $JWT_OK" -d 'ignored' "$U/v1/authz"
 rc_expect_status 200 "authz: any method (auth_request forwards it)"
 
