@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -447,6 +448,17 @@ server_start(struct server_ctx *ctx, char *err, size_t errlen)
 		return NULL;
 	}
 	return s;
+}
+
+int
+server_add_connection(struct server *s, int fd)
+{
+	struct sockaddr_un peer;
+
+	memset(&peer, 0, sizeof(peer));
+	peer.sun_family = AF_UNIX;
+	return MHD_add_connection(s->d, fd, (const struct sockaddr *)&peer,
+	    sizeof(peer.sun_family)) == MHD_YES ? 0 : -1;
 }
 
 void

@@ -66,6 +66,15 @@ struct server *server_start(struct server_ctx *ctx, char *err, size_t errlen);
  */
 void server_stop(struct server *s, unsigned drain_ms);
 
+/*
+ * Hands a connected stream socket to the server as if it had been
+ * accepted on the listening socket, so it takes the same libmicrohttpd
+ * connection path (fuzzing and tests: one end of a socketpair). The peer
+ * counts as a unix-socket peer (no per-IP limit). fd is taken over and
+ * closed by the server, on failure too. Returns 0, or -1.
+ */
+int server_add_connection(struct server *s, int fd);
+
 /* Requests being handled right now (drain, tests). */
 unsigned long server_inflight(void);
 
