@@ -104,6 +104,38 @@ check_key(const struct snapshot *s, const struct revkey *k,
 	return 0;
 }
 
+cJSON *
+check_parse_body(const char *body, size_t len, const char **why)
+{
+	const char *end = NULL;
+	cJSON *root;
+	size_t i;
+
+	if (!sbuf_utf8_valid(body, len)) {
+		*why = "the body is not valid UTF-8";
+		return NULL;
+	}
+	root = cJSON_ParseWithLengthOpts(body, len, &end, false);
+	if (root == NULL) {
+		*why = "the body is not valid JSON";
+		return NULL;
+	}
+	for (i = (size_t)(end - body); i < len; i++) {
+		if (body[i] != ' ' && body[i] != '\t' &&
+		    body[i] != '\r' && body[i] != '\n') {
+			cJSON_Delete(root);
+			*why = "trailing data after the JSON value";
+			return NULL;
+		}
+	}
+	if (!cJSON_IsObject(root)) {
+		cJSON_Delete(root);
+		*why = "the body must be a JSON object";
+		return NULL;
+	}
+	return root;
+}
+
 int
 check_key_from_json(const cJSON *obj, struct revkey *k, char *err,
     size_t errlen)

@@ -74,6 +74,14 @@ int check_key(const struct snapshot *s, const struct revkey *k,
     struct check_result *r);
 
 /*
+ * Parses a POST /v1/check body: valid UTF-8, exactly one JSON value with
+ * nothing but whitespace after it, and that value an object. Returns the
+ * root, which the caller deletes, or NULL with *why set to a static
+ * message (safe to show: it never contains the input).
+ */
+cJSON *check_parse_body(const char *body, size_t len, const char **why);
+
+/*
  * Derives the key of one check object: {"id", "scope"?}, {"cert"} or
  * {"token"}; exactly one of id, cert and token. Returns 0, or -1 with err
  * (safe to show: it never contains the input).

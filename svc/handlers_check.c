@@ -108,39 +108,6 @@ check_get(const struct server_req *r)
 	return answer_one(r, &k);
 }
 
-/* Parses the body as exactly one JSON value, nothing after it. */
-static cJSON *
-parse_body(const struct server_req *r, const char **why)
-{
-	const char *end = NULL;
-	cJSON *root;
-	size_t i;
-
-	if (!sbuf_utf8_valid(r->body, r->body_len)) {
-		*why = "the body is not valid UTF-8";
-		return NULL;
-	}
-	root = cJSON_ParseWithLengthOpts(r->body, r->body_len, &end, false);
-	if (root == NULL) {
-		*why = "the body is not valid JSON";
-		return NULL;
-	}
-	for (i = (size_t)(end - r->body); i < r->body_len; i++) {
-		if (r->body[i] != ' ' && r->body[i] != '\t' &&
-		    r->body[i] != '\r' && r->body[i] != '\n') {
-			cJSON_Delete(root);
-			*why = "trailing data after the JSON value";
-			return NULL;
-		}
-	}
-	if (!cJSON_IsObject(root)) {
-		cJSON_Delete(root);
-		*why = "the body must be a JSON object";
-		return NULL;
-	}
-	return root;
-}
-
 static enum MHD_Result
 check_batch(const struct server_req *r, const cJSON *items)
 {
@@ -205,7 +172,7 @@ check_post(const struct server_req *r)
 	cJSON *root;
 	enum MHD_Result ret;
 
-	if ((root = parse_body(r, &why)) == NULL)
+	if ((root = check_parse_body(r->body, r->body_len, &why)) == NULL)
 		return server_error(r, MHD_HTTP_BAD_REQUEST, "bad_request",
 		    why, 0);
 	items = cJSON_GetObjectItemCaseSensitive(root, "items");
