@@ -251,8 +251,22 @@ run(struct config *c)
 			loader_poll(&loader, &slot, true);
 			last_try = now;
 		}
+		/*
+		 * The watchdog is fed only when the HTTP workers answer a
+		 * request, so a wedged server gets restarted even though
+		 * this loop still runs.
+		 */
 		if (wd_usec != 0 && (now - last_wd) * 2e6 >= (double)wd_usec) {
-			notify_send("WATCHDOG=1");
+			unsigned pt = wd_usec / 4000 > 2000 ? 2000 :
+			    wd_usec / 4000 < 100 ? 100 :
+			    (unsigned)(wd_usec / 4000);
+
+			if (server_probe(srv, pt) == 0)
+				notify_send("WATCHDOG=1");
+			else
+				log_warn("watchdog: the HTTP server did not "
+				    "answer /healthz; not feeding the "
+				    "watchdog");
 			last_wd = now;
 		}
 	}

@@ -1,5 +1,7 @@
 /* server.c - the HTTP front: libmicrohttpd setup, routing, bodies, replies */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -483,4 +485,47 @@ server_stop(struct server *s, unsigned drain_ms)
 		    server_inflight());
 	MHD_stop_daemon(s->d);
 	free(s);
+}
+
+int
+server_probe(const struct server *s, unsigned timeout_ms)
+{
+	static const char req[] = "GET /healthz HTTP/1.0\r\n"
+	    "User-Agent: revcheckd-watchdog\r\n\r\n";
+	struct sockaddr_storage ss;
+	struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+	struct timeval tv;
+	unsigned socklen;
+	char buf[16];
+	size_t got = 0;
+	ssize_t n;
+	int fd, rc = -1;
+
+	if (s == NULL ||
+	    config_parse_listen(s->ctx->cfg->listen, &ss, &socklen) == -1)
+		return -1;
+	if (ss.ss_family == AF_INET && sin->sin_addr.s_addr == INADDR_ANY)
+		sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (ss.ss_family == AF_INET6 &&
+	    IN6_IS_ADDR_UNSPECIFIED(&sin6->sin6_addr))
+		sin6->sin6_addr = in6addr_loopback;
+	if ((fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+		return -1;
+	tv.tv_sec = timeout_ms / 1000;
+	tv.tv_usec = (suseconds_t)(timeout_ms % 1000) * 1000;
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) == -1 ||
+	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) == -1 ||
+	    connect(fd, (struct sockaddr *)&ss, socklen) == -1 ||
+	    send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL) !=
+	    (ssize_t)(sizeof(req) - 1))
+		goto out;
+	while (got < 12 && (n = recv(fd, buf + got, 12 - got, 0)) > 0)
+		got += (size_t)n;
+	if (got == 12 && memcmp(buf, "HTTP/1.", 7) == 0 &&
+	    memcmp(buf + 8, " 200", 4) == 0)
+		rc = 0;
+out:
+	close(fd);
+	return rc;
 }

@@ -75,6 +75,15 @@ void server_stop(struct server *s, unsigned drain_ms);
  */
 int server_add_connection(struct server *s, int fd);
 
+/*
+ * Asks the server's own /healthz over loopback (the listen address, or
+ * the loopback of its family for a wildcard address) and waits at most
+ * timeout_ms. Returns 0 when it answered 200, -1 otherwise. For the
+ * systemd watchdog: proof that the workers serve, not only that the
+ * main loop runs.
+ */
+int server_probe(const struct server *s, unsigned timeout_ms);
+
 /* Requests being handled right now (drain, tests). */
 unsigned long server_inflight(void);
 
