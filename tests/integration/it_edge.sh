@@ -50,17 +50,20 @@ printf 'tok-rev-1\ntok-rev-2\n' >"$T/tokens.txt"
 F=$T/filters
 B=$T/bad		# what nginx serves to E3 at /bad/filter.rcf
 G=$T/g			# E3's own versions, built with the same key
-mkdir -p "$F" "$B" "$G" "$T/so" "$T/s1" "$T/s2" "$T/s3"
+mkdir -p "$F" "$B" "$G" "$T/so" "$T/s1" "$T/s2" "$T/s3" "$T/s4"
 build 1
 
 # ---------------------------------------------------------------- nginx
 NG=$T/nginx
 NG_PID=
+CUT_PID=
 ng_cleanup() {
-	if [ -n "$NG_PID" ]; then
-		kill -TERM "$NG_PID" 2>/dev/null || true
-		wait "$NG_PID" 2>/dev/null || true
-	fi
+	local p
+	for p in "$NG_PID" "$CUT_PID"; do
+		[ -n "$p" ] || continue
+		kill -TERM "$p" 2>/dev/null || true
+		wait "$p" 2>/dev/null || true
+	done
 	rc_cleanup
 }
 trap ng_cleanup EXIT
@@ -305,6 +308,49 @@ refused "a truncated file" refused 'download of 200 bytes'
 head -c 5000 /dev/urandom >"$T/big.rcf"
 offer "$T/big.rcf"
 refused "a file over --max-download" too_large 'max_download'
+# A transfer cut short: the server announces the whole file and closes
+# the connection halfway. E4 starts from a persisted filter (version 2).
+CUT_PORT=$(rc_free_port)
+python3 - "$CUT_PORT" "$(gf 4)" >"$T/cut.log" 2>&1 <<'PY' &
+import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen(16)
+data = open(sys.argv[2], "rb").read()
+while True:
+    c, _ = s.accept()
+    try:
+        c.recv(65536)
+        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n"
+                  % len(data) + data[: len(data) // 2])
+    finally:
+        c.close()
+PY
+CUT_PID=$!
+end=$(( $(now_ms) + 5000 ))
+until (exec 3<>"/dev/tcp/127.0.0.1/$CUT_PORT") 2>/dev/null; do
+	[ "$(now_ms)" -lt "$end" ] || { rc_fail "the cutting server did not start"; break; }
+	sleep 0.1
+done
+cp "$(gf 2)" "$T/s4/edge-filter.rcf"
+rc_start E4 --trusted-key "$T/key.pub" --sync-interval "$SI" --state-dir "$T/s4" \
+    --upstream-filter "http://127.0.0.1:$CUT_PORT/filter.rcf"
+if wait_status "$E4_URL" sync.error '[Pp]artial|bytes remaining' $((2 * SI + GRACE)); then
+	rc_ok "E4 refuses a transfer cut short"
+else
+	rc_fail "E4: a transfer cut short not reported (error $(rc_json sync.error))"
+fi
+rc_expect_json sync.result download_failed "E4: download_failed"
+rc_expect_json filter.version 2 "E4 keeps its persisted version 2"
+rc_expect_json sync.upstream_version_seen null "E4: nothing verified was seen"
+rc_curl "$E4_URL/v1/check?id=tok-fine"
+rc_expect_status 200 "E4 still answers"
+rc_stop E4 || rc_fail "E4 did not exit 0"
+kill -TERM "$CUT_PID" 2>/dev/null || true
+wait "$CUT_PID" 2>/dev/null || true
+CUT_PID=
+
 grep -c '"result":"refused"' "$T/s3/audit.log" >/dev/null &&
     rc_ok "refusals in E3's audit log" || rc_fail "no refusal in E3's audit log"
 
