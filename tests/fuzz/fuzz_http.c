@@ -1,0 +1,247 @@
+/* fuzz_http.c - raw HTTP requests through the real libmicrohttpd connection path into revcheckd's handlers */
+/*
+ * LLVMFuzzerInitialize starts the daemon's own server (server_start, on
+ * 127.0.0.1:0 with two workers) with the committed vector filter loaded
+ * by the daemon's own loader, at the time in tests/vectors/now.txt so it
+ * is fresh. Each input is written as-is (request line, headers, body;
+ * pipelined requests too) into one end of a socketpair whose other end
+ * the server took over with server_add_connection(); then the write side
+ * is shut down and the reply read until the server hangs up. The request
+ * limits are set low (max_body 1024, max_batch 16) so the caps are in
+ * reach of small inputs.
+ */
+#include <errno.h>
+#include <ftw.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "loader.h"
+#include "log.h"
+#include "server.h"
+#include "snapshot.h"
+#include "util.h"
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* How long to wait for the server to answer and hang up, per input. */
+#define REPLY_MS	3000
+
+static struct config cfg;
+static struct snapshot_slot slot;
+static struct loader loader;
+static struct server_ctx ctx;
+static struct server *srv;
+static char tmpdir[64];
+static char replies[16 * 1024 * 1024];
+static bool verbose;		/* FUZZ_HTTP_VERBOSE=1 prints each reply */
+
+static int
+rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+	(void)st;
+	(void)flag;
+	(void)f;
+	return remove(p);
+}
+
+static void
+teardown(void)
+{
+	server_stop(srv, 1000);
+	srv = NULL;
+	snapshot_slot_free(&slot);
+	loader_free(&loader);
+	config_free(&cfg);
+	if (tmpdir[0] != '\0')
+		nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static char *
+vec_path(const char *src, const char *name)
+{
+	char path[4096];
+	int n;
+
+	n = snprintf(path, sizeof(path), "%s/tests/vectors/%s", src, name);
+	if (n < 0 || (size_t)n >= sizeof(path))
+		abort();
+	return strdup(path);
+}
+
+static void
+die(const char *what, const char *err)
+{
+	fprintf(stderr, "fuzz_http: %s: %s\n", what, err);
+	abort();
+}
+
+int
+LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	const char *src = getenv("REVCHECK_SRC");
+	struct stale_policy pol;
+	char err[512], *p, *fp, *tp;
+	unsigned char *now;
+	size_t len;
+
+	(void)argc;
+	(void)argv;
+	if (src == NULL)
+		src = ".";	/* make runs the fuzzers from the top */
+	signal(SIGPIPE, SIG_IGN);
+	verbose = getenv("FUZZ_HTTP_VERBOSE") != NULL;
+	log_init("fuzz_http", LOG_LVL_ERR);
+	/* The vector filter is fresh at now.txt; util_now() reads this. */
+	p = vec_path(src, "now.txt");
+	if (util_read_file(p, 64, &now, &len, err, sizeof(err)) != 0)
+		die("tests/vectors (set REVCHECK_SRC)", err);
+	free(p);
+	while (len > 0 && (now[len - 1] == '\n' || now[len - 1] == '\r'))
+		len--;
+	now[len] = '\0';
+	if (setenv("REVCHECK_FAKE_NOW", (char *)now, 1) != 0)
+		die("setenv", strerror(errno));
+	free(now);
+
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/revcheck-fuzz-http-XXXXXX");
+	if (mkdtemp(tmpdir) == NULL) {
+		tmpdir[0] = '\0';
+		die("mkdtemp", strerror(errno));
+	}
+	config_init(&cfg);
+	cfg.listen = strdup("127.0.0.1:0");
+	cfg.filter_dir = strdup(tmpdir);
+	cfg.state_dir = strdup(tmpdir);
+	cfg.trusted_keys[cfg.ntrusted++] = vec_path(src, "pub.pem");
+	cfg.threads = 2;
+	cfg.conn_timeout = 5;
+	cfg.max_body = 1024;
+	cfg.max_batch = 16;
+	cfg.poll_interval = 1;
+	cfg.authz_cert_header = strdup("X-SSL-Client-Cert");
+	if (config_validate(&cfg, err, sizeof(err)) != 0)
+		die("config", err);
+	pol.max_age = cfg.max_age;
+	pol.clock_skew = cfg.clock_skew;
+	pol.max_lag = 0;
+	snapshot_slot_init(&slot);
+	if (loader_init(&loader, &cfg, &pol, err, sizeof(err)) != 0)
+		die("loader", err);
+	atexit(teardown);
+	fp = vec_path(src, "filter.rcf");
+	tp = vec_path(src, "table.rct");
+	if (loader_load_files(&loader, &slot, fp, tp) != 0)
+		die("load", "tests/vectors/filter.rcf was refused");
+	free(fp);
+	free(tp);
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.cfg = &cfg;
+	ctx.slot = &slot;
+	ctx.loader = &loader;
+	ctx.policy = pol;
+	ctx.started_at = util_now();
+	if ((srv = server_start(&ctx, err, sizeof(err))) == NULL)
+		die("server_start", err);
+	return 0;
+}
+
+static double
+ms_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Every reply starts with a status line the client can parse. */
+static void
+check_replies(const char *r, size_t len)
+{
+	size_t off = 0;
+
+	if (len == 0)
+		return;
+	if (len < 12 || (memcmp(r, "HTTP/1.1 ", 9) != 0 &&
+	    memcmp(r, "HTTP/1.0 ", 9) != 0))
+		abort();
+	/* A 500 means a handler failed on input it should have refused. */
+	for (off = 0; off + 12 <= len; off++)
+		if (memcmp(r + off, "HTTP/1.1 500", 12) == 0 ||
+		    memcmp(r + off, "HTTP/1.0 500", 12) == 0)
+			abort();
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct pollfd pfd;
+	size_t off = 0, got = 0;
+	double deadline;
+	ssize_t n;
+	int sv[2], left;
+	bool wdone = false;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
+	    sv) == -1)
+		die("socketpair", strerror(errno));
+	if (server_add_connection(srv, sv[0]) == -1) {
+		close(sv[1]);
+		die("server_add_connection", strerror(errno));
+	}
+	deadline = ms_now() + REPLY_MS;
+	if (size == 0) {
+		shutdown(sv[1], SHUT_WR);
+		wdone = true;
+	}
+	/* Write and read at once: the server may answer (or hang up) early. */
+	for (;;) {
+		left = (int)(deadline - ms_now());
+		if (left <= 0)
+			break;
+		pfd.fd = sv[1];
+		pfd.events = POLLIN | (wdone ? 0 : POLLOUT);
+		pfd.revents = 0;
+		if (poll(&pfd, 1, left) == -1) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (!wdone && (pfd.revents & (POLLOUT | POLLERR | POLLHUP))) {
+			n = send(sv[1], data + off, size - off, MSG_NOSIGNAL);
+			if (n > 0)
+				off += (size_t)n;
+			if ((n == -1 && errno != EAGAIN && errno != EINTR) ||
+			    off == size) {
+				shutdown(sv[1], SHUT_WR);
+				wdone = true;
+			}
+		}
+		if (pfd.revents & (POLLIN | POLLHUP | POLLERR)) {
+			n = recv(sv[1], replies + got, sizeof(replies) - got,
+			    0);
+			if (n == 0)
+				break;		/* the server hung up */
+			if (n > 0) {
+				got += (size_t)n;
+				if (got == sizeof(replies))
+					break;
+			} else if (errno != EAGAIN && errno != EINTR)
+				break;
+		}
+	}
+	close(sv[1]);
+	if (verbose)
+		fprintf(stderr, "--- %zu bytes in, %zu out\n%.*s\n", size, got,
+		    (int)got, replies);
+	check_replies(replies, got);
+	return 0;
+}
