@@ -315,7 +315,9 @@ loader_refuse(struct loader *l, uint64_t version, const char *source,
 	ev.version = version;
 	copy_str(ev.source, sizeof(ev.source), source);
 	copy_str(ev.reason, sizeof(ev.reason), reason);
+	pthread_mutex_lock(&l->load_mu);	/* audit_fd may be reopened */
 	audit(l, &ev);
+	pthread_mutex_unlock(&l->load_mu);
 }
 
 uint64_t
@@ -534,6 +536,26 @@ loader_poll(struct loader *l, struct snapshot_slot *sl, bool force)
 	copy_str(l->last_target, sizeof(l->last_target), vdir);
 	l->last_st = st;
 	return loader_load_files(l, sl, fpath, tpath);
+}
+
+int
+loader_reopen_audit(struct loader *l)
+{
+	int fd, old;
+
+	fd = open(l->audit_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
+	    0640);
+	if (fd == -1) {
+		log_err("audit log %s: %s", l->audit_path, strerror(errno));
+		return -1;
+	}
+	pthread_mutex_lock(&l->load_mu);
+	old = l->audit_fd;
+	l->audit_fd = fd;
+	pthread_mutex_unlock(&l->load_mu);
+	if (old != -1)
+		close(old);
+	return 0;
 }
 
 void

@@ -103,6 +103,12 @@ int loader_accept(struct loader *l, struct snapshot_slot *sl,
 void loader_refuse(struct loader *l, uint64_t version, const char *source,
     const char *reason);
 
+/*
+ * Reopens the audit log (after logrotate moved it; called on SIGHUP).
+ * Returns 0, or -1 and keeps writing to the old file.
+ */
+int loader_reopen_audit(struct loader *l);
+
 /* A consistent copy of the last event and the counters. */
 void loader_stats(struct loader *l, struct loader_event *last,
     uint64_t *accepted, uint64_t *rejected);

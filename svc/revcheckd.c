@@ -232,6 +232,7 @@ run(struct config *c)
 			got_hup = 0;
 			log_info("SIGHUP: reloading");
 			notify_reloading();
+			loader_reopen_audit(&loader);
 			loader_poll(&loader, &slot, true);
 			sync_kick(sync);
 			notify_send("READY=1");

@@ -313,11 +313,15 @@ rc_curl "$U/metrics"
 rc_expect_match "$RC_BODY" 'revcheckd_reloads_total\{result="refused"\} 7' "metrics: refusals"
 
 # ---------------------------------------------------------------- SIGHUP
-build 8
+mv "$S/audit.log" "$S/audit.log.1"	# as logrotate would
 kill -HUP "$A_PID"
+sleep 0.3
+build 8
 rc_wait_version "$U" 8 || rc_fail "version 8 was not loaded"
 sleep 0.2
 grep -q 'SIGHUP' "$T/A.log" && rc_ok "SIGHUP logged" || rc_fail "SIGHUP not logged"
+grep -q '"version":8' "$S/audit.log" 2>/dev/null && rc_ok "audit log reopened on SIGHUP" ||
+    rc_fail "audit log not reopened on SIGHUP"
 
 # ---------------------------------------------------------------- reload under load
 touch "$T/run"
