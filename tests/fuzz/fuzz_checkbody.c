@@ -73,7 +73,8 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	if ((f = load_filter(src)) == NULL || n < 0 ||
 	    (size_t)n >= sizeof(path) ||
 	    (t = table_open(path, err, sizeof(err))) == NULL) {
-		fprintf(stderr, "fuzz_checkbody: cannot load tests/vectors (set REVCHECK_SRC)\n");
+		fprintf(stderr, "fuzz_checkbody: cannot load tests/vectors "
+		    "(set REVCHECK_SRC)\n");
 		abort();
 	}
 	if ((snap = snapshot_new(f, t, util_now())) == NULL)
