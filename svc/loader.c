@@ -481,14 +481,26 @@ loader_load_files(struct loader *l, struct snapshot_slot *sl,
 	struct table *tab = NULL;
 	char e[512], reason[600];
 
-	if ((ff = ffile_open(filter_path, e, sizeof(e))) == NULL) {
-		snprintf(reason, sizeof(reason), "filter: %s", e);
+	unsigned char *buf;
+	size_t len;
+
+	/*
+	 * Both files are read into memory rather than mapped: bytes that
+	 * were verified can then never change under the daemon, and a file
+	 * truncated in place cannot kill it with SIGBUS.
+	 */
+	if (util_read_file(filter_path, (size_t)FFILE_MAX_SIZE, &buf, &len, e,
+	    sizeof(e)) == -1 ||
+	    (ff = ffile_parse(buf, len, true, e, sizeof(e))) == NULL) {
+		snprintf(reason, sizeof(reason), "filter: %.500s", e);
 		loader_refuse(l, 0, filter_path, reason);
 		return -1;
 	}
 	if (table_path != NULL &&
-	    (tab = table_open(table_path, e, sizeof(e))) == NULL) {
-		snprintf(reason, sizeof(reason), "table: %s", e);
+	    (util_read_file(table_path, (size_t)FFILE_MAX_SIZE, &buf, &len, e,
+	    sizeof(e)) == -1 ||
+	    (tab = table_parse(buf, len, true, e, sizeof(e))) == NULL)) {
+		snprintf(reason, sizeof(reason), "table: %.500s", e);
 		loader_refuse(l, ffile_info(ff)->version, filter_path, reason);
 		ffile_close(ff);
 		return -1;
