@@ -695,6 +695,8 @@ if [ "$HAVE_RC" = 1 ] && [ -d "$T/fb.$N" ] && rc_start "$T/fb.$N" big; then
 		wait "$WRK_PID"
 		RDUR=$(awk -v a="$t_wrk" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }')
 		read -r R_RPS R_P99 R_NON2XX R_ERR < <(wrk_parse "$T/wrk.reload")
+		HWM=$(( $(rss_kb "$RC_PID" VmHWM) * 1024 ))
+		RSS2=$(( $(rss_kb "$RC_PID" VmRSS) * 1024 ))
 		log "reload: version $v0 -> $v1, seen ${t_swap}s after publish; $R_RPS req/s, p99 $R_P99 ms, non-2xx $R_NON2XX, socket errors $R_ERR"
 		if [ -n "$v1" ] && [ "$v1" != "$v0" ]; then
 			emit reload_non2xx "$R_NON2XX" 0 responses lower zero \
@@ -702,6 +704,10 @@ if [ "$HAVE_RC" = 1 ] && [ -d "$T/fb.$N" ] && rc_start "$T/fb.$N" big; then
 			    "\"socket_errors\": $(num "$R_ERR"), \"swap_seen_s\": $(num "$t_swap")"
 			emit reload_p99_vs_steady "$R_P99" "$S_P99" ms lower - \
 			    "p99 over the run with the swap vs ${DUR}s of steady state on the same $N-key daemon"
+			if [ -n "$REDIS_MEM" ]; then
+				emit memory_peak_across_reload "$HWM" "$REDIS_MEM" bytes lower - \
+				    "revcheckd peak RSS (VmHWM) from start through the swap, old and new $N-key pairs held at once (RSS after: $RSS2 B) vs Redis used_memory"
+			fi
 		else
 			skip reload "the new filter was not picked up within 30 s (version $v0 -> $v1): $(tail -c 300 "$T/revcheckd.big.log")"
 		fi
