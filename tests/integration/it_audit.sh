@@ -83,7 +83,7 @@ audit --max-lag 1 "$O_URL" "$E1_URL" "$E2_URL"
 rc_expect_eq "$AUD_RC" 0 "--max-lag 1 tolerates it"
 
 # ---------------------------------------------------------------- a stale node, an unreachable one
-FB build --key "$T/key.pem" --out "$G" --version 2 --valid-for 2s --quiet "$T/tokens.txt"
+FB build --key "$T/key.pem" --out "$G" --version 2 --valid-for 4s --quiet "$T/tokens.txt"
 rc_start D --filter-dir "$G" --trusted-key "$T/key.pub" --state-dir "$T/sd" \
     --poll-interval 1
 rc_wait_version "$D_URL" 2 10 || rc_fail "D did not load version 2"

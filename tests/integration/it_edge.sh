@@ -14,6 +14,47 @@ GRACE=3		# seconds on top of two sync intervals (origin pickup, a loaded machine
 
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 
+# rc_json, same output as lib.sh's, but one python3 per reply rather than
+# per field: the reply is flattened once into JSON_CACHE (path -> value).
+declare -A JSON_CACHE=()
+JSON_CACHED_BODY=
+JSON_CACHED_OK=0
+rc_json() {
+	local k v
+	if [ "$JSON_CACHED_OK" != 1 ] || [ "$RC_BODY" != "$JSON_CACHED_BODY" ]; then
+		JSON_CACHE=()
+		JSON_CACHED_BODY=$RC_BODY
+		JSON_CACHED_OK=1
+		while IFS= read -r -d '' k && IFS= read -r -d '' v; do
+			JSON_CACHE["k:$k"]=$v
+		done < <(python3 - "$RC_BODY_FILE" <<'PY'
+import json, sys
+out = sys.stdout.buffer
+def emit(path, v):
+    s = v if isinstance(v, str) else json.dumps(v)
+    out.write(path.encode() + b"\0" + s.encode("utf-8", "surrogateescape") + b"\0")
+    if isinstance(v, dict):
+        for k, x in v.items():
+            emit(path + "." + k if path else k, x)
+    elif isinstance(v, list):
+        for i, x in enumerate(v):
+            emit(path + "." + str(i) if path else str(i), x)
+try:
+    emit("", json.load(open(sys.argv[1])))
+except Exception:
+    out.write(b"\0<invalid>\0")
+PY
+		)
+	fi
+	if [ "${JSON_CACHE["k:"]-}" = "<invalid>" ]; then
+		echo "<invalid>"
+	elif [ "${JSON_CACHE["k:$1"]+set}" = set ]; then
+		printf '%s\n' "${JSON_CACHE["k:$1"]}"
+	else
+		echo null
+	fi
+}
+
 # wait_status URL PATH REGEX SECONDS: polls URL/v1/status until the field
 # at PATH matches REGEX; leaves the last reply in RC_BODY.
 wait_status() {
@@ -38,7 +79,7 @@ next_second() {
 }
 build() {	# build VERSION [args]: publish into $F with the trusted key
 	next_second
-	FB build --key "$T/key.pem" --out "$F" --version "$1" --quiet \
+	FB build --key "$T/key.pem" --out "$F" --version "$1" --quiet --fp-rate 1e-7 \
 	    "${@:2}" "$T/tokens.txt"
 	LAST_BUILD=$(date +%s)
 }
@@ -46,7 +87,10 @@ build() {	# build VERSION [args]: publish into $F with the trusted key
 # ---------------------------------------------------------------- data
 FB keygen --out "$T/key.pem" --pub "$T/key.pub" >/dev/null
 FB keygen --out "$T/evil.pem" --pub "$T/evil.pub" >/dev/null
-printf 'tok-rev-1\ntok-rev-2\n' >"$T/tokens.txt"
+# Enough keys and a low target rate that the negatives asked below
+# (tok-fine) are never filter false positives: an edge would send them to
+# the (stopped) origin and answer 503, as it must.
+{ printf 'tok-rev-1\ntok-rev-2\n'; seq -f 'pad-%g' 1 300; } >"$T/tokens.txt"
 F=$T/filters
 B=$T/bad		# what nginx serves to E3 at /bad/filter.rcf
 G=$T/g			# E3's own versions, built with the same key
@@ -261,7 +305,7 @@ offer() {
 	mv -f "$B/.tmp" "$B/filter.rcf"
 }
 gbuild() {	# gbuild VERSION KEY [args]: $G/vN/filter.rcf
-	FB build --key "$2" --out "$G/$1" --version "$1" --quiet "${@:3}" \
+	FB build --key "$2" --out "$G/$1" --version "$1" --quiet --fp-rate 1e-7 "${@:3}" \
 	    "$T/tokens.txt"
 }
 gbuild 1 "$T/key.pem"
@@ -273,7 +317,7 @@ gbuild 6 "$T/key.pem"
 gf() { echo "$G/$1/current/filter.rcf"; }
 offer "$(gf 2)"
 rc_start E3 --trusted-key "$T/key.pub" --sync-interval "$SI" --state-dir "$T/s3" \
-    --upstream-filter "$NG_URL/bad/filter.rcf" --max-download 2048 --max-lag 2
+    --upstream-filter "$NG_URL/bad/filter.rcf" --max-download 4096 --max-lag 2
 rc_wait_version "$E3_URL" 2 10 || rc_fail "E3 did not load version 2"
 
 refused() {	# refused WHAT RESULT ERROR-REGEX
@@ -305,7 +349,7 @@ rc_expect_json sync.upstream_version_seen 2 "E3: an unverified version is not se
 head -c 200 "$(gf 4)" >"$T/trunc.rcf"
 offer "$T/trunc.rcf"
 refused "a truncated file" refused 'download of 200 bytes'
-head -c 5000 /dev/urandom >"$T/big.rcf"
+head -c 10000 /dev/urandom >"$T/big.rcf"
 offer "$T/big.rcf"
 refused "a file over --max-download" too_large 'max_download'
 # A transfer cut short: the server announces the whole file and closes
