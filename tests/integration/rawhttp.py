@@ -9,15 +9,19 @@
 #   table PORT FILE [VAR=VALUE|VAR=@path]...
 #                                  runs a request table (hostile.tsv), one
 #                                  line per case; fails naming each mismatch
-#   idle PORT SECONDS PARTIAL      sends PARTIAL (escapes) and then nothing;
+#   idle PORT SECONDS PARTIAL [BIND]
+#                                  sends PARTIAL (escapes) and then nothing;
 #                                  prints seconds until the server dropped it
-#   trickle PORT INTERVAL SECONDS  sends a request one byte per INTERVAL;
+#   trickle PORT INTERVAL SECONDS [BIND]
+#                                  sends a request one byte per INTERVAL;
 #                                  prints seconds until dropped, or "alive"
 #   perip PORT LIMIT OTHER_ADDR    holds LIMIT connections from 127.0.0.1,
 #                                  tries one more, and one from OTHER_ADDR;
 #                                  prints a JSON verdict
 #   bigbody PORT CLEN SEND PATH    announces CLEN bytes, sends SEND of them,
 #                                  reads the answer without sending the rest
+#   bigchunk PORT TOTAL PATH       streams up to TOTAL chunked bytes, stops
+#                                  at the first answer; prints status, sent
 #   load PORT SECONDS CLIENTS      keep-alive clients hammering the check
 #                                  endpoints; prints a JSON summary (statuses,
 #                                  filter versions going down per client)
@@ -228,18 +232,18 @@ def wait_dropped(s, limit):
     return None
 
 
-def cmd_idle(port, seconds, partial):
-    s = connect(port)
+def cmd_idle(port, seconds, partial, bind=None):
+    s = connect(port, bind)
     s.sendall(unescape(partial))
     t = wait_dropped(s, seconds)
     s.close()
     print("alive" if t is None else "%.2f" % t)
 
 
-def cmd_trickle(port, interval, seconds):
+def cmd_trickle(port, interval, seconds, bind=None):
     req = b"GET /healthz HTTP/1.1\r\nHost: x\r\n" + \
         b"".join(b"X-Slow-%d: %s\r\n" % (i, b"y" * 20) for i in range(200))
-    s = connect(port)
+    s = connect(port, bind)
     start = time.monotonic()
     i = 0
     dropped = None
@@ -296,6 +300,28 @@ def cmd_bigbody(port, clen, send, path):
         except Exception:
             err = None
         print(json.dumps({"status": st, "error": err}))
+
+
+def cmd_bigchunk(port, total, path):
+    """Streams a chunked body of up to TOTAL bytes in 4 KiB chunks and
+    stops as soon as the server answers; reports how much was sent."""
+    s = connect(port)
+    s.sendall(("POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
+               "\r\nTransfer-Encoding: chunked\r\n\r\n" % path).encode())
+    sent = 0
+    chunk = b"1000\r\n" + b" " * 4096 + b"\r\n"
+    while sent < total:
+        r, _, _ = select.select([s], [], [], 0)
+        if r:
+            break
+        try:
+            s.sendall(chunk)
+        except (ConnectionResetError, BrokenPipeError):
+            break
+        sent += 4096
+    st, hdrs, body = read_response(s, 5)
+    s.close()
+    print(json.dumps({"status": st if st is not None else hdrs, "sent": sent}))
 
 
 # ---------------------------------------------------------------- load
@@ -456,10 +482,13 @@ def main(argv):
     if cmd == "table":
         return run_table(port, a[0], parse_vars(a[1:]))
     if cmd == "idle":
-        cmd_idle(port, float(a[0]), a[1])
+        cmd_idle(port, float(a[0]), a[1], a[2] if len(a) > 2 else None)
         return 0
     if cmd == "trickle":
-        cmd_trickle(port, float(a[0]), float(a[1]))
+        cmd_trickle(port, float(a[0]), float(a[1]), a[2] if len(a) > 2 else None)
+        return 0
+    if cmd == "bigchunk":
+        cmd_bigchunk(port, int(a[0]), a[1])
         return 0
     if cmd == "perip":
         cmd_perip(port, int(a[0]), a[1])
