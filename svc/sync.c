@@ -340,6 +340,26 @@ lag:
 	}
 }
 
+/*
+ * A 304 says upstream still holds the file our ETag names, and that tag
+ * always belongs to the filter serving now (it is kept only from a
+ * download that was installed or matched it, or from the persisted file
+ * at start): upstream's version is ours, seen through a verified file.
+ */
+static void
+note_not_modified(struct sync *s)
+{
+	struct snapshot *cur;
+
+	if ((cur = snapshot_acquire(s->sl)) == NULL)
+		return;
+	pthread_mutex_lock(&s->mu);
+	if (cur->version > s->seen)
+		s->seen = cur->version;
+	pthread_mutex_unlock(&s->mu);
+	snapshot_release(cur);
+}
+
 /* Keeps an ETag only when it is short and plain text (it goes back into a header). */
 static void
 read_etag(CURL *h, char *out, size_t cap)
@@ -408,6 +428,7 @@ sync_once(struct sync *s)
 		goto out;
 	}
 	if (code == 304 && etag[0] != '\0') {
+		note_not_modified(s);
 		succeed(s, "not_modified", NULL);
 		goto out;
 	}

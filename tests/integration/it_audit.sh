@@ -83,9 +83,11 @@ audit --max-lag 1 "$O_URL" "$E1_URL" "$E2_URL"
 rc_expect_eq "$AUD_RC" 0 "--max-lag 1 tolerates it"
 
 # ---------------------------------------------------------------- a stale node, an unreachable one
-FB build --key "$T/key.pem" --out "$G" --version 2 --valid-for 4s --quiet "$T/tokens.txt"
+# D runs before its short-lived filter is published, so that a slow start
+# cannot eat the filter's validity.
 rc_start D --filter-dir "$G" --trusted-key "$T/key.pub" --state-dir "$T/sd" \
     --poll-interval 1
+FB build --key "$T/key.pem" --out "$G" --version 2 --valid-for 4s --quiet "$T/tokens.txt"
 rc_wait_version "$D_URL" 2 10 || rc_fail "D did not load version 2"
 end=$(( $(now_ms) + 10000 ))
 until curl -s "$D_URL/v1/status" | grep -q '"stale":true'; do

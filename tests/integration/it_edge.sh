@@ -14,45 +14,30 @@ GRACE=3		# seconds on top of two sync intervals (origin pickup, a loaded machine
 
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 
-# rc_json, same output as lib.sh's, but one python3 per reply rather than
-# per field: the reply is flattened once into JSON_CACHE (path -> value).
-declare -A JSON_CACHE=()
-JSON_CACHED_BODY=
-JSON_CACHED_OK=0
-rc_json() {
-	local k v
-	if [ "$JSON_CACHED_OK" != 1 ] || [ "$RC_BODY" != "$JSON_CACHED_BODY" ]; then
-		JSON_CACHE=()
-		JSON_CACHED_BODY=$RC_BODY
-		JSON_CACHED_OK=1
-		while IFS= read -r -d '' k && IFS= read -r -d '' v; do
-			JSON_CACHE["k:$k"]=$v
-		done < <(python3 - "$RC_BODY_FILE" <<'PY'
+# rc_json, same output as lib.sh's, from one long-lived python3 (a
+# python3 start costs a third of a second on a loaded machine, and this
+# test reads a few hundred fields): it reads "FILE<TAB>PATH" lines and
+# answers each with the value and a NUL.
+coproc JSONPY { exec python3 -u -c '
 import json, sys
 out = sys.stdout.buffer
-def emit(path, v):
-    s = v if isinstance(v, str) else json.dumps(v)
-    out.write(path.encode() + b"\0" + s.encode("utf-8", "surrogateescape") + b"\0")
-    if isinstance(v, dict):
-        for k, x in v.items():
-            emit(path + "." + k if path else k, x)
-    elif isinstance(v, list):
-        for i, x in enumerate(v):
-            emit(path + "." + str(i) if path else str(i), x)
-try:
-    emit("", json.load(open(sys.argv[1])))
-except Exception:
-    out.write(b"\0<invalid>\0")
-PY
-		)
-	fi
-	if [ "${JSON_CACHE["k:"]-}" = "<invalid>" ]; then
-		echo "<invalid>"
-	elif [ "${JSON_CACHE["k:$1"]+set}" = set ]; then
-		printf '%s\n' "${JSON_CACHE["k:$1"]}"
-	else
-		echo null
-	fi
+for line in sys.stdin:
+    f, path = line.rstrip("\n").split("\t", 1)
+    try:
+        v = json.load(open(f))
+        for p in path.split(".") if path else []:
+            v = v[int(p)] if isinstance(v, list) else v.get(p) if isinstance(v, dict) else None
+        s = v if isinstance(v, str) else json.dumps(v)
+    except Exception:
+        s = "<invalid>"
+    out.write(s.encode("utf-8", "surrogateescape") + b"\0")
+    out.flush()
+'; }
+rc_json() {
+	local v
+	printf '%s\t%s\n' "$RC_BODY_FILE" "$1" >&"${JSONPY[1]}"
+	IFS= read -r -d '' v <&"${JSONPY[0]}"
+	printf '%s\n' "$v"
 }
 
 # wait_status URL PATH REGEX SECONDS: polls URL/v1/status until the field
@@ -103,7 +88,7 @@ NG_PID=
 CUT_PID=
 ng_cleanup() {
 	local p
-	for p in "$NG_PID" "$CUT_PID"; do
+	for p in "$NG_PID" "$CUT_PID" "${JSONPY_PID:-}"; do
 		[ -n "$p" ] || continue
 		kill -TERM "$p" 2>/dev/null || true
 		wait "$p" 2>/dev/null || true
@@ -320,10 +305,12 @@ rc_start E3 --trusted-key "$T/key.pub" --sync-interval "$SI" --state-dir "$T/s3"
     --upstream-filter "$NG_URL/bad/filter.rcf" --max-download 4096 --max-lag 2
 rc_wait_version "$E3_URL" 2 10 || rc_fail "E3 did not load version 2"
 
-refused() {	# refused WHAT RESULT ERROR-REGEX
+refused() {	# refused FILE WHAT RESULT ERROR-REGEX: offers FILE to E3
 	local before
 	rc_curl "$E3_URL/v1/status"
 	before=$(rc_json sync.failures)
+	offer "$1"
+	shift
 	if wait_status "$E3_URL" sync.error "$3" $((2 * SI + GRACE)); then
 		rc_ok "E3 refuses $1"
 	else
@@ -338,20 +325,16 @@ refused() {	# refused WHAT RESULT ERROR-REGEX
 	rc_expect_status 200 "E3 after $1: still answers"
 	rc_expect_json filter_version 2 "E3 after $1: from version 2"
 }
-offer "$(gf 1)"
-refused "an older version" refused 'rollback'
+refused "$(gf 1)" "an older version" refused 'rollback'
 rc_curl "$E3_URL/v1/status"
 rc_expect_json sync.upstream_version_seen 2 "E3: an older version is not newer"
-offer "$(gf 3)"
-refused "a filter signed by an untrusted key" refused 'not trusted|signature'
+refused "$(gf 3)" "a filter signed by an untrusted key" refused 'not trusted|signature'
 rc_curl "$E3_URL/v1/status"
 rc_expect_json sync.upstream_version_seen 2 "E3: an unverified version is not seen"
 head -c 200 "$(gf 4)" >"$T/trunc.rcf"
-offer "$T/trunc.rcf"
-refused "a truncated file" refused 'download of 200 bytes'
+refused "$T/trunc.rcf" "a truncated file" refused 'download of 200 bytes'
 head -c 10000 /dev/urandom >"$T/big.rcf"
-offer "$T/big.rcf"
-refused "a file over --max-download" too_large 'max_download'
+refused "$T/big.rcf" "a file over --max-download" too_large 'max_download'
 # A transfer cut short: the server announces the whole file and closes
 # the connection halfway. E4 starts from a persisted filter (version 2).
 CUT_PORT=$(rc_free_port)
