@@ -79,7 +79,7 @@ FB keygen --out "$T/evil.pem" --pub "$T/evil.pub" >/dev/null
 F=$T/filters
 B=$T/bad		# what nginx serves to E3 at /bad/filter.rcf
 G=$T/g			# E3's own versions, built with the same key
-mkdir -p "$F" "$B" "$G" "$T/so" "$T/s1" "$T/s2" "$T/s3" "$T/s4"
+mkdir -p "$F" "$B" "$G" "$T/so" "$T/s1" "$T/s2" "$T/s3" "$T/s4" "$T/s5"
 build 1
 
 # ---------------------------------------------------------------- nginx
@@ -97,11 +97,16 @@ ng_cleanup() {
 }
 trap ng_cleanup EXIT
 mkdir -p "$NG"
+# A self-signed certificate: an edge must refuse it (TLS is verified).
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+    -keyout "$NG/tls.key" -out "$NG/tls.crt" -subj /CN=127.0.0.1 -days 1 \
+    -addext subjectAltName=IP:127.0.0.1 >"$NG/openssl.log" 2>&1
 ng_start() {
-	local try port user=""
+	local try port tport user=""
 	[ "$(id -u)" -eq 0 ] && user="user root;"
 	for try in 1 2 3 4 5; do
 		port=$(rc_free_port)
+		tport=$(rc_free_port)
 		cat >"$NG/nginx.conf" <<EOF
 $user
 worker_processes 1;
@@ -122,6 +127,12 @@ http {
         location /bad/ { alias $B/; etag on; }
         location / { return 404; }
     }
+    server {
+        listen 127.0.0.1:$tport ssl;
+        ssl_certificate $NG/tls.crt;
+        ssl_certificate_key $NG/tls.key;
+        location /filters/ { alias $F/; }
+    }
 }
 EOF
 		nginx -e "$NG/error.log" -p "$NG/" -c "$NG/nginx.conf" \
@@ -132,6 +143,7 @@ EOF
 			if [ "$(curl -s -o /dev/null -w '%{http_code}' \
 			    "http://127.0.0.1:$port/")" = 404 ]; then
 				NG_URL="http://127.0.0.1:$port"
+				NG_TLS_URL="https://127.0.0.1:$tport"
 				return 0
 			fi
 			sleep 0.1
@@ -215,6 +227,21 @@ rc_curl "$E1_URL/metrics"
 rc_expect_match "$RC_BODY" 'revcheckd_sync_attempts_total [1-9]' "sync metrics"
 rc_expect_match "$RC_BODY" 'revcheckd_upstream_checks_total\{result="answered"\} [1-9]' \
     "upstream metrics"
+
+# An https upstream whose certificate no CA vouches for: refused, never
+# downloaded (curl itself agrees it is untrusted, and fetches it with -k).
+curl -sk -o /dev/null "$NG_TLS_URL/filters/current/filter.rcf" &&
+    rc_ok "nginx serves the filter over https" || rc_fail "nginx https is not up"
+rc_start E5 --trusted-key "$T/key.pub" --sync-interval "$SI" --state-dir "$T/s5" \
+    --upstream-filter "$NG_TLS_URL/filters/current/filter.rcf"
+if wait_status "$E5_URL" sync.result '^download_failed$' $((2 * SI + GRACE)); then
+	rc_ok "E5 refuses an unverifiable TLS certificate"
+else
+	rc_fail "E5: self-signed upstream not refused (result $(rc_json sync.result))"
+fi
+rc_expect_match "$(rc_json sync.error)" '[Cc]ertificate|SSL' "E5: the TLS error is shown"
+rc_expect_json filter null "E5 loaded nothing"
+rc_stop E5 || rc_fail "E5 did not exit 0"
 
 # ---------------------------------------------------------------- v2 reaches both edges
 build 2
