@@ -22,6 +22,9 @@
 #                                  reads the answer without sending the rest
 #   bigchunk PORT TOTAL PATH       streams up to TOTAL chunked bytes, stops
 #                                  at the first answer; prints status, sent
+#   serve PORT MODE                a fake upstream authority that never
+#                                  answers usefully (500, garbage, wrongid);
+#                                  PORT 0 picks a free one; prints the port
 #   load PORT SECONDS CLIENTS      keep-alive clients hammering the check
 #                                  endpoints; prints a JSON summary (statuses,
 #                                  filter versions going down per client)
@@ -459,6 +462,43 @@ def cmd_load(port, seconds, clients, variables):
     print(json.dumps(out, sort_keys=True))
 
 
+def cmd_serve(port, mode):
+    """A fake upstream authority on 127.0.0.1:PORT that never gives a
+    usable answer: "500" (server error), "garbage" (200, not JSON),
+    "wrongid" (200, a not_revoked answer for another id), "hang" (reads
+    the request, never answers)."""
+    import http.server
+
+    class H(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *a):
+            pass
+
+        def do_POST(self):
+            n = int(self.headers.get("Content-Length") or 0)
+            self.rfile.read(n)
+            if mode == "hang":
+                time.sleep(3600)
+            if mode == "500":
+                code, body = 500, b'{"error":"internal"}'
+            elif mode == "garbage":
+                code, body = 200, b"<html>not json</html>"
+            else:
+                code, body = 200, json.dumps({
+                    "status": "not_revoked", "source": "authoritative",
+                    "scope": "default", "id": "someone-else",
+                    "filter_version": 1}).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        do_GET = do_POST
+
+    srv = http.server.ThreadingHTTPServer((HOST, port), H)
+    print(srv.server_address[1], flush=True)   # PORT 0: the one chosen
+    srv.serve_forever()
+
+
 def parse_vars(args):
     v = {}
     for a in args:
@@ -486,6 +526,9 @@ def main(argv):
         return 0
     if cmd == "trickle":
         cmd_trickle(port, float(a[0]), float(a[1]), a[2] if len(a) > 2 else None)
+        return 0
+    if cmd == "serve":
+        cmd_serve(port, a[0])
         return 0
     if cmd == "bigchunk":
         cmd_bigchunk(port, int(a[0]), a[1])
