@@ -121,7 +121,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	cfg.filter_dir = strdup(tmpdir);
 	cfg.state_dir = strdup(tmpdir);
 	cfg.trusted_keys[cfg.ntrusted++] = vec_path(src, "pub.pem");
-	cfg.threads = 2;
+	cfg.threads = 1;
 	cfg.conn_timeout = 5;
 	cfg.max_body = 1024;
 	cfg.max_batch = 16;
@@ -162,21 +162,26 @@ ms_now(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* Every reply starts with a status line the client can parse. */
+/*
+ * Every reply starts with a status line the client can parse, and none is
+ * a 500: that would be a handler failing on input it should refuse. A
+ * status line can only start a line: bodies escape newlines in whatever
+ * they echo (JSON), so input reflected in a body cannot fake one.
+ */
 static void
 check_replies(const char *r, size_t len)
 {
-	size_t off = 0;
+	size_t off;
 
 	if (len == 0)
 		return;
 	if (len < 12 || (memcmp(r, "HTTP/1.1 ", 9) != 0 &&
 	    memcmp(r, "HTTP/1.0 ", 9) != 0))
 		abort();
-	/* A 500 means a handler failed on input it should have refused. */
 	for (off = 0; off + 12 <= len; off++)
-		if (memcmp(r + off, "HTTP/1.1 500", 12) == 0 ||
-		    memcmp(r + off, "HTTP/1.0 500", 12) == 0)
+		if ((off == 0 || r[off - 1] == '\n') &&
+		    (memcmp(r + off, "HTTP/1.1 500", 12) == 0 ||
+		    memcmp(r + off, "HTTP/1.0 500", 12) == 0))
 			abort();
 }
 
