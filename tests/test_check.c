@@ -255,6 +255,34 @@ Test(check, json_items)
 #undef J
 }
 
+Test(check, body_with_control_byte_or_escaped_nul_is_refused)
+{
+#define C(lit, ok) { lit, sizeof(lit) - 1, ok }
+	static const struct { const char *b; size_t n; bool ok; } cases[] = {
+		C("{\"id\":\"tok-1\"}", true),
+		C("{\"id\":\"a\\\\u0000\"}", true),	/* escaped backslash */
+		C("{\"id\":\"a\\u0041\"}", true),
+		C(" {\"id\":\"a\"}\r\n\t", true),
+		C("{\"id\":\"a\0b\"}", false),	/* raw NUL */
+		C("{\"id\":\"a\x01\"}", false),
+		C("{\x01\"id\":\"a\"}", false),	/* outside a string */
+		C("{\"id\":\"tok-1\\u0000x\"}", false),
+		C("{\"i\\u0000d\":\"a\"}", false),
+	};
+	const char *why;
+	cJSON *j;
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		why = NULL;
+		j = check_parse_body(cases[i].b, cases[i].n, &why);
+		cr_assert_eq(j != NULL, cases[i].ok, "case %zu: %s", i,
+		    why != NULL ? why : "accepted");
+		cJSON_Delete(j);
+	}
+#undef C
+}
+
 Test(check, render_is_json_and_escaped)
 {
 	struct snapshot *s = make_snapshot(42, 1 << 16, 7, true);
