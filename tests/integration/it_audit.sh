@@ -15,10 +15,28 @@ audit() {
 	AUD_ERR=$(cat "$T/audit.err")
 }
 
-# jq_py EXPR: evaluates a Python expression over the last --json output (j).
+# jq_py EXPR: evaluates a Python expression over the last --json output
+# (j), in one long-lived python3: a python3 start can cost seconds on a
+# loaded machine. It reads "FILE<TAB>EXPR" lines and answers each with
+# the result and a NUL.
+coproc JQPY { exec python3 -u -c '
+import json, sys
+for line in sys.stdin:
+    f, expr = line.rstrip("\n").split("\t", 1)
+    try:
+        j = json.load(open(f))
+        r = str(eval(expr))
+    except Exception as e:
+        r = "<error: %s>" % e
+    sys.stdout.buffer.write(r.encode() + b"\0")
+    sys.stdout.buffer.flush()
+'; }
+trap 'kill "${JQPY_PID:-}" 2>/dev/null || true; rc_cleanup' EXIT
 jq_py() {
-	python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' \
-	    "$T/audit.out" "$1"
+	local v
+	printf '%s\t%s\n' "$T/audit.out" "$1" >&"${JQPY[1]}"
+	IFS= read -r -d '' v <&"${JQPY[0]}"
+	printf '%s\n' "$v"
 }
 
 FB keygen --out "$T/key.pem" --pub "$T/key.pub" >/dev/null
