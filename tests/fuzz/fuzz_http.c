@@ -33,6 +33,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* How long to wait for the server to answer and hang up, per input. */
 #define REPLY_MS	3000
+/* How long requests may stay in flight after the client hung up. */
+#define DRAIN_WAIT_MS	5000
 
 static struct config cfg;
 static struct snapshot_slot slot;
@@ -188,6 +190,7 @@ check_replies(const char *r, size_t len)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	struct timespec tick = { 0, 1000 * 1000 };
 	struct pollfd pfd;
 	size_t off = 0, got = 0;
 	double deadline;
@@ -244,6 +247,20 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 	}
 	close(sv[1]);
+	/*
+	 * Once the connection is gone, every request on it has completed:
+	 * per-request state freed, nothing left for a drain to wait on.
+	 */
+	deadline = ms_now() + DRAIN_WAIT_MS;
+	while (server_inflight() != 0) {
+		if (ms_now() > deadline) {
+			fprintf(stderr, "fuzz_http: %lu requests still in "
+			    "flight %d ms after the client left\n",
+			    server_inflight(), DRAIN_WAIT_MS);
+			abort();
+		}
+		nanosleep(&tick, NULL);
+	}
 	if (verbose)
 		fprintf(stderr, "--- %zu bytes in, %zu out\n%.*s\n", size, got,
 		    (int)got, replies);
