@@ -344,14 +344,15 @@ refused() {	# refused FILE WHAT RESULT ERROR-REGEX: offers FILE to E3
 		rc_fail "E3: $1 not refused as expected (error: $(rc_json sync.error))"
 	fi
 	rc_expect_json sync.result "$2" "E3: $1 -> result $2"
-	rc_expect_json filter.version 2 "E3: $1: version 2 kept"
+	rc_expect_json filter.version "$E3_VER" "E3: $1: version $E3_VER kept"
 	rc_expect_json filter.stale false "E3: $1: still fresh"
 	[ "$(rc_json sync.failures)" -gt "$before" ] && rc_ok "E3: $1 counted" ||
 	    rc_fail "E3: $1 not counted"
 	rc_curl "$E3_URL/v1/check?id=tok-fine"
 	rc_expect_status 200 "E3 after $1: still answers"
-	rc_expect_json filter_version 2 "E3 after $1: from version 2"
+	rc_expect_json filter_version "$E3_VER" "E3 after $1: from version $E3_VER"
 }
+E3_VER=2
 refused "$(gf 1)" "an older version" refused 'rollback'
 rc_curl "$E3_URL/v1/status"
 rc_expect_json sync.upstream_version_seen 2 "E3: an older version is not newer"
@@ -424,6 +425,13 @@ offer "$(gf 6)"
 rc_wait_version "$E3_URL" 6 $((2 * SI + GRACE)) || rc_fail "E3 did not load version 6"
 rc_curl "$E3_URL/v1/check?id=tok-fine"
 rc_expect_status 200 "E3 fresh again on version 6"
+# Version 6 again, signed by the right key, with other bytes.
+printf 'tok-rev-6b\n' >"$T/extra.txt"
+FB build --key "$T/key.pem" --out "$G/6b" --version 6 --quiet --fp-rate 1e-7 \
+    "$T/tokens.txt" "$T/extra.txt"
+E3_VER=6
+refused "$G/6b/current/filter.rcf" "the same version with other bytes" refused \
+    'already accepted with different bytes'
 
 # ---------------------------------------------------------------- expiry with the origin down
 left=$(( $(date -d "$EXPIRES" +%s) - $(date +%s) ))
