@@ -228,6 +228,7 @@ run(struct config *c)
 		if (got_term)
 			break;
 		now = util_monotime();
+		server_sweep(srv);
 		if (got_hup) {
 			got_hup = 0;
 			log_info("SIGHUP: reloading");

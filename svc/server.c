@@ -1,6 +1,7 @@
 /* server.c - the HTTP front: libmicrohttpd setup, routing, bodies, replies */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <pthread.h>
 #include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -70,6 +71,28 @@ struct server {
 	struct server_ctx	*ctx;
 };
 
+/*
+ * libmicrohttpd's connection timeout is an idle timeout: a client that
+ * trickles one header byte a second is never idle and never dropped.
+ * Every connection is therefore tracked with a deadline for its next
+ * request's headers (conn_timeout after it opened or after its last
+ * request ended); server_sweep() shuts down those past it. The list
+ * lock also orders the sweep against the close notification, which
+ * libmicrohttpd sends before it closes the socket, so a swept fd is
+ * never one already reused by another connection.
+ */
+struct conn_track {
+	struct conn_track *prev;
+	struct conn_track *next;
+	MHD_socket	 fd;
+	double		 deadline;	/* monotonic; 0 while in a request */
+};
+
+static pthread_mutex_t track_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct conn_track track_head = { &track_head, &track_head,
+    MHD_INVALID_SOCKET, 0 };
+static _Atomic unsigned long swept;
+
 /* Marks requests that have been routed but need no per-request state. */
 static int no_state;
 static _Atomic unsigned long inflight;
@@ -78,6 +101,81 @@ unsigned long
 server_inflight(void)
 {
 	return atomic_load(&inflight);
+}
+
+static void
+track_deadline(struct MHD_Connection *conn, double deadline)
+{
+	const union MHD_ConnectionInfo *ci;
+	struct conn_track *ct;
+
+	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	if (ci == NULL || (ct = ci->socket_context) == NULL)
+		return;
+	pthread_mutex_lock(&track_mu);
+	ct->deadline = deadline;
+	pthread_mutex_unlock(&track_mu);
+}
+
+static void
+on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+    enum MHD_ConnectionNotificationCode code)
+{
+	const struct server_ctx *ctx = cls;
+	const union MHD_ConnectionInfo *ci;
+	struct conn_track *ct;
+
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		ci = MHD_get_connection_info(conn,
+		    MHD_CONNECTION_INFO_CONNECTION_FD);
+		if (ci == NULL || (ct = calloc(1, sizeof(*ct))) == NULL)
+			return;	/* untracked: the idle timeout still holds */
+		ct->fd = ci->connect_fd;
+		ct->deadline = util_monotime() + ctx->cfg->conn_timeout;
+		pthread_mutex_lock(&track_mu);
+		ct->next = track_head.next;
+		ct->prev = &track_head;
+		track_head.next->prev = ct;
+		track_head.next = ct;
+		pthread_mutex_unlock(&track_mu);
+		*socket_context = ct;
+		return;
+	}
+	if ((ct = *socket_context) == NULL)
+		return;
+	pthread_mutex_lock(&track_mu);
+	ct->prev->next = ct->next;
+	ct->next->prev = ct->prev;
+	pthread_mutex_unlock(&track_mu);
+	free(ct);
+	*socket_context = NULL;
+}
+
+unsigned
+server_sweep(struct server *s)
+{
+	struct conn_track *ct;
+	double now = util_monotime();
+	unsigned n = 0;
+
+	if (s == NULL)
+		return 0;
+	pthread_mutex_lock(&track_mu);
+	for (ct = track_head.next; ct != &track_head; ct = ct->next) {
+		if (ct->deadline != 0 && now > ct->deadline) {
+			shutdown(ct->fd, SHUT_RDWR);
+			ct->deadline = 0;
+			n++;
+		}
+	}
+	pthread_mutex_unlock(&track_mu);
+	if (n > 0) {
+		atomic_fetch_add(&swept, n);
+		log_info("dropped %u connection%s that did not complete a "
+		    "request within %u s", n, n == 1 ? "" : "s",
+		    s->ctx->cfg->conn_timeout);
+	}
+	return n;
 }
 
 static unsigned
@@ -241,6 +339,7 @@ on_access(void *cls, struct MHD_Connection *conn, const char *url,
 	if (st == NULL) {
 		/* First call: the headers are in, the body (if any) is not. */
 		atomic_fetch_add(&inflight, 1);
+		track_deadline(conn, 0);
 		*con_cls = &no_state;
 		if ((rt = route_find(url)) == NULL)
 			return server_error(&r, MHD_HTTP_NOT_FOUND,
@@ -374,11 +473,12 @@ on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 {
 	struct reqstate *st = *con_cls;
 
-	(void)cls;
-	(void)conn;
+	const struct server_ctx *ctx = cls;
+
 	(void)toe;
 	if (st == NULL)
 		return;
+	track_deadline(conn, util_monotime() + ctx->cfg->conn_timeout);
 	if (st != (void *)&no_state && !is_route(st)) {
 		free(st->body);
 		free(st);
@@ -441,6 +541,7 @@ server_start(struct server_ctx *ctx, char *err, size_t errlen)
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024,
 	    MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024,
 	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, ctx,
+	    MHD_OPTION_NOTIFY_CONNECTION, on_connection, ctx,
 	    MHD_OPTION_END);
 	if (s->d == NULL) {
 		snprintf(err, errlen, "cannot listen on %s: %s", c->listen,

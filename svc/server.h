@@ -84,6 +84,14 @@ int server_add_connection(struct server *s, int fd);
  */
 int server_probe(const struct server *s, unsigned timeout_ms);
 
+/*
+ * Shuts down connections that have not completed a request's headers
+ * within conn_timeout of opening or of their previous request (slow
+ * header trickling defeats libmicrohttpd's idle timeout). Called from
+ * the main loop about once a second. Returns how many were dropped.
+ */
+unsigned server_sweep(struct server *s);
+
 /* Requests being handled right now (drain, tests). */
 unsigned long server_inflight(void);
 

@@ -379,6 +379,37 @@ rc_expect_match "$RC_BODY" $'revcheckd_filter_stale 1\n' "metrics: stale"
 build 15
 rc_wait_ready "$U" 10 && rc_ok "fresh again after a new build" || rc_fail "not ready after v15"
 
+# ---------------------------------------------------------------- header trickle
+# One header byte every 0.3 s is never idle, so libmicrohttpd's idle
+# timeout alone would keep it forever; revcheckd drops it once the
+# headers are not complete within --conn-timeout.
+rc_start B --filter-dir "$F" --trusted-key "$T/key.pub" --state-dir "$S" \
+    --conn-timeout 2
+secs=$(python3 - "$B_PORT" <<'PY'
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+start = time.monotonic()
+msg = b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 1000
+for b in msg:
+    if time.monotonic() - start > 15:
+        break
+    try:
+        s.send(bytes([b]))
+        s.settimeout(0.3)
+        if s.recv(1) == b"":
+            break
+    except socket.timeout:
+        continue
+    except OSError:
+        break
+print(int(time.monotonic() - start))
+PY
+)
+[ "$secs" -le 4 ] && rc_ok "a header trickle is dropped after ${secs}s" ||
+    rc_fail "a header trickle lasted ${secs}s (conn-timeout 2)"
+rc_curl "$B_URL/healthz"; rc_expect_status 200 "others are still served"
+rc_stop B && rc_ok "B: exit 0" || rc_fail "B: non-zero exit"
+
 # ---------------------------------------------------------------- restart
 rc_stop A && rc_ok "SIGTERM: exit 0" || rc_fail "SIGTERM: non-zero exit"
 rc_publish_link "$F" "$(vname 13)"
