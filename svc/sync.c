@@ -51,6 +51,7 @@ struct sync {
 	/* The sync thread's own: the last refused bytes, not audited twice. */
 	unsigned char		 refused_sha[32];
 	bool			 have_refused;
+	double			 refused_at;	/* monotonic */
 	char			 refused_err[ERR_MAX];
 };
 
@@ -224,6 +225,7 @@ remember_refusal(struct sync *s, const unsigned char sha[32],
 {
 	memcpy(s->refused_sha, sha, 32);
 	s->have_refused = true;
+	s->refused_at = util_monotime();
 	snprintf(s->refused_err, sizeof(s->refused_err), "%s", why);
 }
 
@@ -260,8 +262,13 @@ install(struct sync *s, unsigned char *buf, size_t len, const char *etag)
 		}
 		snapshot_release(cur);
 	}
-	if (s->have_refused && memcmp(s->refused_sha, sha, 32) == 0) {
-		/* The same bytes as last time: refused without a new audit line. */
+	if (s->have_refused && memcmp(s->refused_sha, sha, 32) == 0 &&
+	    util_monotime() - s->refused_at < SYNC_RECHECK_REFUSED) {
+		/*
+		 * The same bytes as last time: refused without a new audit
+		 * line. They are judged again now and then, since a refusal
+		 * may pass (a filter issued ahead of this clock).
+		 */
 		free(buf);
 		fail(s, "refused", s->refused_err);
 		return;

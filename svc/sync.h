@@ -30,6 +30,7 @@
 #define SYNC_TOTAL_TIMEOUT	600	/* seconds for one download */
 #define SYNC_LOW_SPEED_TIME	30	/* seconds below 1 byte/s aborts */
 #define SYNC_MAX_REDIRS		3
+#define SYNC_RECHECK_REFUSED	300	/* seconds before refused bytes are judged again */
 
 struct sync;
 
