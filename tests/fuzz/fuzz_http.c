@@ -144,6 +144,13 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 		die("load", "tests/vectors/filter.rcf was refused");
 	free(fp);
 	free(tp);
+	/*
+	 * Nothing writes the state directory after this first load (no
+	 * reload loop runs here), so it goes now: a crashing input, which
+	 * skips atexit, leaves nothing behind in /tmp.
+	 */
+	nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	tmpdir[0] = '\0';
 	memset(&ctx, 0, sizeof(ctx));
 	ctx.cfg = &cfg;
 	ctx.slot = &slot;
