@@ -331,7 +331,7 @@ worker() {	# repeated keep-alive bursts; one "code version" line per request
 		urls+=(-o /dev/null "$U/v1/check?id=tok-rev-$((i % 4))")
 	done
 	while [ -e "$T/run" ]; do
-		curl -s -w '%{http_code} %header{x-revcheck-filter-version}\n' "${urls[@]}" || echo "curl-failed -"
+		curl -s --max-time 30 -w '%{http_code} %header{x-revcheck-filter-version}\n' "${urls[@]}" || echo "curl-failed -"
 	done >"$T/worker.$1"
 }
 wpids=()
