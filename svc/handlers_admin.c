@@ -306,6 +306,11 @@ handle_metrics(const struct server_req *r)
 	    metrics_get(MET_REFUSED_NO_FILTER));
 	counter(&b, "authority_unavailable", "Positives left unsettled.",
 	    metrics_get(MET_AUTHORITY_UNAVAILABLE));
+	counter(&b, "bad_items", "Batch items answered with an error.",
+	    metrics_get(MET_BAD_ITEMS));
+	counter(&b, "slow_dropped", "Connections dropped for not completing "
+	    "request headers within conn_timeout.",
+	    metrics_get(MET_SLOW_DROPPED));
 	if (ctx->loader != NULL)
 		loader_stats(ctx->loader, NULL, &acc, &rej);
 	sbuf_adds(&b, "# HELP revcheckd_reloads_total Filter loads by "

@@ -47,7 +47,8 @@ metrics_name(enum metric m)
 		"checks", "filter_negative", "fallthrough",
 		"confirmed_revoked", "false_positive", "not_covered",
 		"refused_stale", "refused_no_filter",
-		"authority_unavailable", "bad_items", "reloads_accepted",
+		"authority_unavailable", "bad_items", "slow_dropped",
+		"reloads_accepted",
 		"reloads_rejected",
 	};
 	return (unsigned)m < MET_COUNT_ ? names[m] : "unknown";

@@ -17,6 +17,7 @@ enum metric {
 	MET_REFUSED_NO_FILTER,	/* requests refused: no_filter */
 	MET_AUTHORITY_UNAVAILABLE, /* positives with no authority answer */
 	MET_BAD_ITEMS,		/* batch items answered with an error */
+	MET_SLOW_DROPPED,	/* connections dropped for trickling headers */
 	MET_RELOAD_ACCEPTED,
 	MET_RELOAD_REJECTED,
 	MET_COUNT_

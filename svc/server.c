@@ -91,7 +91,6 @@ struct conn_track {
 static pthread_mutex_t track_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct conn_track track_head = { &track_head, &track_head,
     MHD_INVALID_SOCKET, 0 };
-static _Atomic unsigned long swept;
 
 /* Marks requests that have been routed but need no per-request state. */
 static int no_state;
@@ -170,7 +169,7 @@ server_sweep(struct server *s)
 	}
 	pthread_mutex_unlock(&track_mu);
 	if (n > 0) {
-		atomic_fetch_add(&swept, n);
+		metrics_add(MET_SLOW_DROPPED, n);
 		log_info("dropped %u connection%s that did not complete a "
 		    "request within %u s", n, n == 1 ? "" : "s",
 		    s->ctx->cfg->conn_timeout);

@@ -408,6 +408,8 @@ PY
 [ "$secs" -le 4 ] && rc_ok "a header trickle is dropped after ${secs}s" ||
     rc_fail "a header trickle lasted ${secs}s (conn-timeout 2)"
 rc_curl "$B_URL/healthz"; rc_expect_status 200 "others are still served"
+rc_curl "$B_URL/metrics"
+rc_expect_match "$RC_BODY" 'revcheckd_slow_dropped_total [1-9]' "slow drop counted"
 rc_stop B && rc_ok "B: exit 0" || rc_fail "B: non-zero exit"
 
 # ---------------------------------------------------------------- restart
