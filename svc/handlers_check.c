@@ -133,7 +133,7 @@ check_batch(const struct server_req *r, const cJSON *items)
 	    &why);
 	if (g != CHECK_GATE_OK)
 		return gate_error(r, g, why);
-	sbuf_init(&b, 64 + n * 160, 0);
+	sbuf_init(&b, n < 4096 ? 64 + n * 160 : (size_t)1 << 20, 0);
 	sbuf_adds(&b, "{\"filter_version\":");
 	sbuf_add_u64(&b, s->version);
 	sbuf_adds(&b, ",\"results\":[");
