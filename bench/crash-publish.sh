@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build/bench}
-make --no-print-directory BUILD="$BUILD" SANITIZE= all >/dev/null
+make --no-print-directory BUILD="$BUILD" SANITIZE= "$BUILD/revcheckd" "$BUILD/filterbuild" >/dev/null
 start=$(date +%s)
 CRASH_KILLS=${1:-200} DAEMON_KILLS=${2:-20} REVCHECK_SRC=$PWD \
     REVCHECKD=$PWD/$BUILD/revcheckd FILTERBUILD=$PWD/$BUILD/filterbuild \

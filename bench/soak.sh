@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build/bench}
-make --no-print-directory BUILD="$BUILD" SANITIZE= all >/dev/null
+make --no-print-directory BUILD="$BUILD" SANITIZE= "$BUILD/revcheckd" "$BUILD/filterbuild" >/dev/null
 SOAK_SECONDS=${SOAK_SECONDS:-600} SOAK_CLIENTS=${SOAK_CLIENTS:-8} \
     SOAK_LOAD=${SOAK_LOAD:-wrk} REVCHECK_SRC=$PWD \
     REVCHECKD=$PWD/$BUILD/revcheckd FILTERBUILD=$PWD/$BUILD/filterbuild \
