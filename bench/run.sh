@@ -36,6 +36,7 @@ BB=$BUILD/bench			# our own bench programs
 FB_OPTS=${BENCH_FB_OPTS:---layout blocked --valid-for 1d}
 T=$(mktemp -d /tmp/revcheck-bench.XXXXXX) || exit 0
 START=$(date +%s)
+COMMIT=$(git describe --always --dirty 2>/dev/null || echo unknown)
 
 PIDS=()
 cleanup() {
@@ -78,7 +79,7 @@ write_json() {
 	{
 		printf '{\n  "date": %s,\n' "$(jstr "$(date -u +%Y-%m-%dT%H:%M:%SZ)")"
 		printf '  "command": %s,\n' "$(jstr "BUILD=${BUILD#"$ROOT"/} BENCH_LARGE=$LARGE bench/run.sh")"
-		printf '  "commit": %s,\n' "$(jstr "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)")"
+		printf '  "commit": %s,\n' "$(jstr "$COMMIT")"
 		printf '  "cpus": %s,\n' "$(nproc)"
 		printf '  "cpu": %s,\n' "$(jstr "$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)")"
 		printf '  "results": ['
