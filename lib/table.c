@@ -1091,6 +1091,13 @@ table_open(const char *path, char *err, size_t errlen)
 		table_close(t);
 		return NULL;
 	}
+	/*
+	 * Validation read every page. Lookups touch a few pages each, at
+	 * random: drop the validated pages from the resident set (they stay
+	 * in the page cache) and tell the kernel not to read ahead.
+	 */
+	(void)madvise(map, t->len, MADV_RANDOM);
+	(void)madvise(map, t->len, MADV_DONTNEED);
 	return t;
 }
 

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -482,12 +483,17 @@ loader_load_files(struct loader *l, struct snapshot_slot *sl,
 	char e[512], reason[600];
 
 	unsigned char *buf;
+	struct stat st;
 	size_t len;
 
 	/*
-	 * Both files are read into memory rather than mapped: bytes that
-	 * were verified can then never change under the daemon, and a file
-	 * truncated in place cannot kill it with SIGBUS.
+	 * The filter is read into memory: it is small, hot, and the bytes
+	 * that were verified can never change under the daemon. The table
+	 * is mapped, not copied (it can be hundreds of megabytes and is only
+	 * read for filter positives). Its SHA-256 is checked against the
+	 * signed header at load; filterbuild never rewrites a published file,
+	 * and a table that others than its owner could write is refused,
+	 * because a change after the check would go unnoticed.
 	 */
 	if (util_read_file(filter_path, (size_t)FFILE_MAX_SIZE, &buf, &len, e,
 	    sizeof(e)) == -1 ||
@@ -496,10 +502,17 @@ loader_load_files(struct loader *l, struct snapshot_slot *sl,
 		loader_refuse(l, 0, filter_path, reason);
 		return -1;
 	}
+	if (table_path != NULL && stat(table_path, &st) == 0 &&
+	    (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+		snprintf(reason, sizeof(reason), "table: %.400s: writable by "
+		    "group or others (mode %03o)", table_path,
+		    (unsigned)(st.st_mode & 0777));
+		loader_refuse(l, ffile_info(ff)->version, filter_path, reason);
+		ffile_close(ff);
+		return -1;
+	}
 	if (table_path != NULL &&
-	    (util_read_file(table_path, (size_t)FFILE_MAX_SIZE, &buf, &len, e,
-	    sizeof(e)) == -1 ||
-	    (tab = table_parse(buf, len, true, e, sizeof(e))) == NULL)) {
+	    (tab = table_open(table_path, e, sizeof(e))) == NULL) {
 		snprintf(reason, sizeof(reason), "table: %.500s", e);
 		loader_refuse(l, ffile_info(ff)->version, filter_path, reason);
 		ffile_close(ff);
