@@ -94,6 +94,48 @@ static struct conn_track track_head = { &track_head, &track_head,
 
 /* Marks requests that have been routed but need no per-request state. */
 static int no_state;
+
+/* Marks requests whose raw URI was refused before routing (see on_uri). */
+static int bad_uri;
+
+static int
+hexdigit(int c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
+	    (c >= 'A' && c <= 'F');
+}
+
+/*
+ * Sees the raw request URI before libmicrohttpd unescapes it, which takes
+ * a malformed escape ("%zz", a lone "%") literally. Refuses malformed
+ * escapes and control bytes anywhere, and an escaped NUL in the path,
+ * which would cut the path short where it is compared. The return value
+ * becomes the request's first con_cls: &bad_uri makes on_access answer
+ * 400 before routing.
+ */
+static void *
+on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+	const unsigned char *p;
+	bool in_path = true;
+
+	(void)cls;
+	(void)conn;
+	for (p = (const unsigned char *)uri; *p != '\0'; p++) {
+		if (*p < 0x20 || *p == 0x7f)
+			return &bad_uri;
+		if (*p == '?')
+			in_path = false;
+		if (*p != '%')
+			continue;
+		if (!hexdigit(p[1]) || !hexdigit(p[2]))
+			return &bad_uri;
+		if (in_path && p[1] == '0' && p[2] == '0')
+			return &bad_uri;
+		p += 2;
+	}
+	return NULL;
+}
 static _Atomic unsigned long inflight;
 
 unsigned long
@@ -335,11 +377,15 @@ on_access(void *cls, struct MHD_Connection *conn, const char *url,
 	r.body = "";
 	r.ep = EP_OTHER;
 
-	if (st == NULL) {
+	if (st == NULL || st == (void *)&bad_uri) {
 		/* First call: the headers are in, the body (if any) is not. */
 		atomic_fetch_add(&inflight, 1);
 		track_deadline(conn, 0);
 		*con_cls = &no_state;
+		if (st == (void *)&bad_uri)
+			return server_error(&r, MHD_HTTP_BAD_REQUEST,
+			    "bad_request", "malformed percent-encoding or "
+			    "control bytes in the URL", 0);
 		if ((rt = route_find(url)) == NULL)
 			return server_error(&r, MHD_HTTP_NOT_FOUND,
 			    "not_found", "no such endpoint", 0);
@@ -365,6 +411,10 @@ on_access(void *cls, struct MHD_Connection *conn, const char *url,
 			return server_error(&r, MHD_HTTP_CONTENT_TOO_LARGE,
 			    "payload_too_large", "request body over the "
 			    "configured limit", 0);
+		if (te != NULL && strcasecmp(te, "chunked") != 0)
+			return server_error(&r, MHD_HTTP_NOT_IMPLEMENTED,
+			    "not_implemented", "only the chunked transfer "
+			    "coding is supported", 0);
 		if ((cl == NULL || clen == 0) && te == NULL) {
 			if ((rt->body_methods & mb) != 0)
 				return server_error(&r,
@@ -475,8 +525,10 @@ on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	const struct server_ctx *ctx = cls;
 
 	(void)toe;
-	if (st == NULL)
+	if (st == NULL || st == (void *)&bad_uri) {
+		*con_cls = NULL;	/* refused before on_access counted it */
 		return;
+	}
 	track_deadline(conn, util_monotime() + ctx->cfg->conn_timeout);
 	if (st != (void *)&no_state && !is_route(st)) {
 		free(st->body);
@@ -541,6 +593,7 @@ server_start(struct server_ctx *ctx, char *err, size_t errlen)
 	    MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024,
 	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, ctx,
 	    MHD_OPTION_NOTIFY_CONNECTION, on_connection, ctx,
+	    MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL,
 	    MHD_OPTION_END);
 	if (s->d == NULL) {
 		snprintf(err, errlen, "cannot listen on %s: %s", c->listen,
