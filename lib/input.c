@@ -489,7 +489,7 @@ json_element(struct rd *r, const cJSON *el, size_t idx)
 static int
 read_json(struct rd *r, const char *buf, size_t len)
 {
-	const char *end = NULL, *nul;
+	const char *end = NULL, *nul, *why;
 	const cJSON *el;
 	cJSON *root;
 	size_t idx = 0, line, col, off;
@@ -500,6 +500,10 @@ read_json(struct rd *r, const char *buf, size_t len)
 		offset_line(buf, (size_t)(nul - buf), &line, &col);
 		rd_err_line(r, line, "NUL byte at offset %zu (column %zu): not "
 		    "JSON text", (size_t)(nul - buf), col);
+		return -1;
+	}
+	if ((why = util_json_refused(buf, len)) != NULL) {
+		rd_err_line(r, 0, "%s: not accepted in a revocation list", why);
 		return -1;
 	}
 	/* The buffer is NUL-terminated (util_read_file), so len + 1 is valid. */

@@ -1,5 +1,6 @@
 /* jwt.c - extracts the revocation key (iss, jti) from a JWT without verifying it */
 #include "jwt.h"
+#include "util.h"
 
 #include <assert.h>
 #include <stdbool.h>
@@ -69,7 +70,7 @@ int
 jwt_revkey(struct revkey *k, const char *token, size_t len, char *err,
     size_t errlen)
 {
-	const char *d1, *d2, *pay, *scope = REVKEY_DEFAULT_SCOPE;
+	const char *d1, *d2, *pay, *scope = REVKEY_DEFAULT_SCOPE, *why;
 	const cJSON *it, *jti = NULL, *iss = NULL;
 	unsigned char *buf = NULL, hdr[JWT_MAX_LEN];
 	cJSON *root = NULL;
@@ -130,6 +131,10 @@ jwt_revkey(struct revkey *k, const char *token, size_t len, char *err,
 	buf[n] = '\0';
 	if (memchr(buf, '\0', (size_t)n) != NULL) {
 		snprintf(err, errlen, "payload is not JSON (NUL byte)");
+		goto out;
+	}
+	if ((why = util_json_refused((const char *)buf, (size_t)n)) != NULL) {
+		snprintf(err, errlen, "payload refused: %s", why);
 		goto out;
 	}
 	root = cJSON_ParseWithLengthOpts((const char *)buf, (size_t)n + 1, NULL,

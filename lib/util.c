@@ -355,6 +355,33 @@ util_write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
+const char *
+util_json_refused(const char *p, size_t len)
+{
+	size_t i;
+	bool instr = false;
+	unsigned char c;
+
+	for (i = 0; i < len; i++) {
+		c = (unsigned char)p[i];
+		if (c < 0x20 && c != '\t' && c != '\n' && c != '\r')
+			return "a raw control byte in the body";
+		if (!instr) {
+			instr = c == '"';
+			continue;
+		}
+		if (c == '"')
+			instr = false;
+		else if (c == '\\' && i + 1 < len) {
+			if (p[i + 1] == 'u' && len - i >= 6 &&
+			    memcmp(p + i + 2, "0000", 4) == 0)
+				return "\\u0000 in a string";
+			i++;	/* the escaped byte */
+		}
+	}
+	return NULL;
+}
+
 void
 util_put_le16(unsigned char *p, uint16_t v)
 {

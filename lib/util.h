@@ -77,6 +77,15 @@ int util_read_file(const char *path, size_t max, unsigned char **out,
  */
 int util_write_all(int fd, const void *buf, size_t len);
 
+/*
+ * JSON allows no raw control byte but tab, LF and CR (RFC 8259), and an
+ * escaped NUL (\u0000) cannot survive cJSON's C strings: a string would
+ * be cut at it and another id used. cJSON accepts both, so every reader of
+ * outside JSON calls this first. Returns why the text is refused, or NULL
+ * when its bytes are acceptable. This function can't fail.
+ */
+const char *util_json_refused(const char *p, size_t len);
+
 /* Little-endian stores and loads, independent of the host's byte order. */
 void util_put_le16(unsigned char *p, uint16_t v);
 void util_put_le32(unsigned char *p, uint32_t v);

@@ -104,39 +104,6 @@ check_key(const struct snapshot *s, const struct revkey *k,
 	return 0;
 }
 
-/*
- * JSON allows no raw control byte but tab, LF and CR (RFC 8259), and an
- * escaped NUL (\u0000) cannot survive cJSON's C strings: the id would be
- * cut at it and another key checked. cJSON accepts both, so they are
- * refused here. Returns why, or NULL when the bytes are acceptable.
- */
-static const char *
-json_bytes_refused(const char *p, size_t len)
-{
-	size_t i;
-	bool instr = false;
-	unsigned char c;
-
-	for (i = 0; i < len; i++) {
-		c = (unsigned char)p[i];
-		if (c < 0x20 && c != '\t' && c != '\n' && c != '\r')
-			return "a raw control byte in the body";
-		if (!instr) {
-			instr = c == '"';
-			continue;
-		}
-		if (c == '"')
-			instr = false;
-		else if (c == '\\' && i + 1 < len) {
-			if (p[i + 1] == 'u' && len - i >= 6 &&
-			    memcmp(p + i + 2, "0000", 4) == 0)
-				return "\\u0000 in a string";
-			i++;	/* the escaped byte */
-		}
-	}
-	return NULL;
-}
-
 cJSON *
 check_parse_body(const char *body, size_t len, const char **why)
 {
@@ -148,7 +115,7 @@ check_parse_body(const char *body, size_t len, const char **why)
 		*why = "the body is not valid UTF-8";
 		return NULL;
 	}
-	if ((*why = json_bytes_refused(body, len)) != NULL)
+	if ((*why = util_json_refused(body, len)) != NULL)
 		return NULL;
 	root = cJSON_ParseWithLengthOpts(body, len, &end, false);
 	if (root == NULL) {

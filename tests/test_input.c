@@ -1134,3 +1134,24 @@ Test(input_crl, builder_mode)
 	table_builder_free(&tb);
 	input_set_free(&s);
 }
+
+/* Regression: cJSON cut ids at \u0000, so "abc\u0000def" was listed as "abc". */
+Test(input, json_escaped_nul_refused)
+{
+	struct input_set s;
+	struct input_opts o = opts("default");
+	char err[512] = "";
+	static const char nul[] = "[{\"id\": \"abc\\u0000def\"}]";
+	static const char ctl[] = "[\"a\x01" "b\"]";
+
+	input_set_init(&s);
+	cr_assert_eq(input_read_buf(&s, "nul.json", nul, sizeof(nul) - 1, &o,
+	    err, sizeof(err)), -1);
+	cr_assert(strstr(err, "nul.json") != NULL && strstr(err, "u0000") !=
+	    NULL, "%s", err);
+	cr_assert_eq(input_read_buf(&s, "ctl.json", ctl, sizeof(ctl) - 1, &o,
+	    err, sizeof(err)), -1);
+	cr_assert(strstr(err, "control byte") != NULL, "%s", err);
+	cr_assert_eq(s.nrecs, 0);
+	input_set_free(&s);
+}

@@ -279,3 +279,17 @@ Test(jwt, length_is_respected)
 	free(copy);
 	free(tok);
 }
+
+/* Regression: cJSON cut a jti at \u0000, so "abc\u0000def" was checked as "abc". */
+Test(jwt, escaped_nul_in_claims_refused)
+{
+	struct revkey k;
+	char err[256] = "";
+
+	cr_assert_eq(run(&k, "{\"jti\":\"abc\\u0000def\"}", err, sizeof(err)),
+	    -1);
+	cr_assert(strstr(err, "u0000") != NULL, "%s", err);
+	cr_assert_eq(run(&k, "{\"jti\":\"abc\\\\u0000def\"}", err, sizeof(err)),
+	    0, "an escaped backslash is not a NUL: %s", err);
+	cr_assert_eq(k.id_len, 12);
+}
