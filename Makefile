@@ -68,7 +68,8 @@ DEB_BENCH_PKGS := redis-server redis-tools wrk libbloom-dev
 DEB_FUZZ_PKGS  := clang libclang-rt-14-dev
 
 .PHONY: all test unit-test integration-test deps deps-bench deps-fuzz demo \
-        install uninstall clean lint bench bench-large fuzz fuzz-replay
+        install uninstall clean lint bench bench-large fuzz fuzz-replay soak \
+        crash-bench
 
 all: $(REVCHECKD) $(FILTERBUILD) bin-links
 
@@ -212,6 +213,15 @@ fuzz: deps-fuzz
 	        build/fuzz/corpus/$$n tests/fuzz/corpus/$$n 2>&1 | \
 	        grep -E 'stat::number_of_executed_units|stat::new_units_added|ERROR|SUMMARY' || true; \
 	done
+
+# Reliability runs that are not CI tests (docs/SECURITY.md): a 10-minute
+# soak under wrk with a publish every second, and 200 SIGKILLs of
+# filterbuild mid-publish plus 20 of revcheckd mid-reload.
+soak: deps-bench
+	@bench/soak.sh
+
+crash-bench: deps
+	@bench/crash-publish.sh
 
 lint:
 	@! git grep -nE '\b(gets|sprintf|strcpy|strcat|strncpy|strtok|atoi)[[:space:]]*\(' \
