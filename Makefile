@@ -136,8 +136,7 @@ unit-test: $(TEST_BIN)
 	done
 
 integration-test: all
-	@test -x tests/integration/run-all.sh || { echo "no integration tests yet"; exit 0; }; \
-	$(ASAN_ENV) REVCHECK_SRC=$(CURDIR) REVCHECKD=$(CURDIR)/$(REVCHECKD) \
+	@$(ASAN_ENV) REVCHECK_SRC=$(CURDIR) REVCHECKD=$(CURDIR)/$(REVCHECKD) \
 	    FILTERBUILD=$(CURDIR)/$(FILTERBUILD) tests/integration/run-all.sh
 
 # Installs only what is missing; does nothing when all is present.
