@@ -324,54 +324,87 @@ bloom_fastmod(uint64_t x, unsigned __int128 mm, uint64_t d)
 	return (uint64_t)((bot + top) >> 64);
 }
 
-#define BLOOM_MANY_CHUNK 32
+/*
+ * Prefetch distances of bloom_query_many(): how many keys ahead the lines
+ * are hinted. Hinting a whole batch first overruns the CPU's outstanding
+ * misses; a pipeline keeps the right number in flight. Measured with a
+ * 125 MB filter, where every key misses every cache: blocked 52-60 ns
+ * one by one, 23 ns at 16 ahead (26 at 8, 36 at 32); classic 55 ns one
+ * by one, 28 ns at 12 ahead (63 at 2, 46 at 4).
+ *
+ * The hints are written out with __builtin_prefetch here rather than
+ * through bloom_prefetch(): GCC infers that bloom_prefetch() has no side
+ * effect and deletes calls to it within this file.
+ */
+#define BLOOM_AHEAD_BLOCKED	16
+#define BLOOM_AHEAD_CLASSIC	12	/* k lines each */
+#define BLOOM_RING		16	/* > BLOOM_AHEAD_CLASSIC, power of 2 */
+
+/* A classic key's first probe and step, and hints for its k lines. */
+static inline void
+bloom_classic_start(const struct bloom *b, const struct bloom_hash *h,
+    unsigned __int128 mm, uint64_t *pos, uint64_t *step)
+{
+	uint64_t p, st;
+	uint32_t t;
+
+	p = bloom_fastmod(h->h1, mm, b->m);
+	st = bloom_fastmod(h->h2, mm, b->m);
+	if (st == 0)
+		st = 1;
+	*pos = p;
+	*step = st;
+	for (t = 0; t < b->k; t++) {
+		__builtin_prefetch(b->bits + (p >> 3));
+		p = p >= b->m - st ? p - (b->m - st) : p + st;
+	}
+}
 
 void
 bloom_query_many(const struct bloom *b, const struct bloom_hash *h, size_t n,
     bool *out)
 {
-	uint64_t pos[BLOOM_MANY_CHUNK], step[BLOOM_MANY_CHUNK], p, st, acc;
+	uint64_t pos[BLOOM_RING], step[BLOOM_RING], p, st, acc;
 	unsigned __int128 mm;
-	size_t i, j, c;
+	size_t i, r;
 	uint32_t t;
 
 	if (b->layout == BLOOM_BLOCKED) {
-		for (i = 0; i < n; i += c) {
-			c = n - i < BLOOM_MANY_CHUNK ? n - i : BLOOM_MANY_CHUNK;
-			for (j = 0; j < c; j++)
-				bloom_prefetch(b, &h[i + j]);
-			for (j = 0; j < c; j++)
-				out[i + j] = bloom_query_blocked(b, &h[i + j]);
+		for (i = 0; i < n && i < BLOOM_AHEAD_BLOCKED; i++)
+			__builtin_prefetch(b->bits + bloom_block(b, &h[i]) *
+			    (BLOOM_BLOCK_BITS / 8));
+		for (i = 0; i < n; i++) {
+			if (i + BLOOM_AHEAD_BLOCKED < n)
+				__builtin_prefetch(b->bits + bloom_block(b,
+				    &h[i + BLOOM_AHEAD_BLOCKED]) *
+				    (BLOOM_BLOCK_BITS / 8));
+			out[i] = bloom_query_blocked(b, &h[i]);
 		}
 		return;
 	}
+	/*
+	 * Classic: h1 mod m and h2 mod m by multiplication, each key's k
+	 * lines hinted BLOOM_AHEAD_CLASSIC keys ahead, its first probe and
+	 * step kept in a ring until it is read, without early exit.
+	 */
 	mm = (~(unsigned __int128)0) / b->m + 1;
-	for (i = 0; i < n; i += c) {
-		c = n - i < BLOOM_MANY_CHUNK ? n - i : BLOOM_MANY_CHUNK;
-		/* First pass: every probe of every key of the chunk is hinted. */
-		for (j = 0; j < c; j++) {
-			p = bloom_fastmod(h[i + j].h1, mm, b->m);
-			st = bloom_fastmod(h[i + j].h2, mm, b->m);
-			if (st == 0)
-				st = 1;
-			pos[j] = p;
-			step[j] = st;
-			for (t = 0; t < b->k; t++) {
-				__builtin_prefetch(b->bits + (p >> 3));
-				p = p >= b->m - st ? p - (b->m - st) : p + st;
-			}
+	for (i = 0; i < n && i < BLOOM_AHEAD_CLASSIC; i++)
+		bloom_classic_start(b, &h[i], mm, &pos[i], &step[i]);
+	for (i = 0; i < n; i++) {
+		if (i + BLOOM_AHEAD_CLASSIC < n) {
+			r = (i + BLOOM_AHEAD_CLASSIC) & (BLOOM_RING - 1);
+			bloom_classic_start(b, &h[i + BLOOM_AHEAD_CLASSIC], mm,
+			    &pos[r], &step[r]);
 		}
-		/* Second pass: the lines are in cache; no early exit needed. */
-		for (j = 0; j < c; j++) {
-			p = pos[j];
-			st = step[j];
-			acc = 1;
-			for (t = 0; t < b->k; t++) {
-				acc &= (uint64_t)(b->bits[p >> 3] >> (p & 7));
-				p = p >= b->m - st ? p - (b->m - st) : p + st;
-			}
-			out[i + j] = (acc & 1) != 0;
+		r = i & (BLOOM_RING - 1);
+		p = pos[r];
+		st = step[r];
+		acc = 1;
+		for (t = 0; t < b->k; t++) {
+			acc &= (uint64_t)(b->bits[p >> 3] >> (p & 7));
+			p = p >= b->m - st ? p - (b->m - st) : p + st;
 		}
+		out[i] = (acc & 1) != 0;
 	}
 }
 

@@ -106,10 +106,10 @@ bool bloom_query_hash(const struct bloom *b, const struct bloom_hash *h);
 void bloom_prefetch(const struct bloom *b, const struct bloom_hash *h);
 
 /*
- * Queries n hashed keys at once, as a batch request does: the cache lines
- * of a group of keys are hinted before any is read, so their misses
- * overlap. out[i] is set to bloom_query_hash(b, &h[i]) for every i < n.
- * This function can't fail.
+ * Queries n hashed keys at once, as a batch request does: each key's
+ * cache lines are hinted a few keys before they are read, so the misses
+ * of successive keys overlap. out[i] is set to bloom_query_hash(b, &h[i])
+ * for every i < n. This function can't fail.
  */
 void bloom_query_many(const struct bloom *b, const struct bloom_hash *h,
     size_t n, bool *out);
