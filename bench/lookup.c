@@ -26,13 +26,13 @@
  * Variants: libbloom (bloom_check), classic and blocked (bloom_query: hash
  * plus query, one key at a time), classic-batch and blocked-batch (the
  * batch endpoint's path: hash BATCH keys, then bloom_query_many, which
- * hints every line they touch before reading any).
+ * hints each key's cache lines a few keys before reading them).
  */
 
 #define KEY_LEN		28	/* "default\0" + "tok-" + 16 hex digits */
 #define KEY_SLOT	32
 #define LOOKUP_REPS	5
-#define BATCH		32
+#define BATCH		1000
 
 static const char bench_scope[] = "default";
 

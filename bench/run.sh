@@ -239,13 +239,13 @@ if [ "$HAVE_LOOKUP" = 1 ] && lookup_rows "$N" && grep -q 'variant=libbloom' "$T/
 	for kind in absent present; do
 		emit "lookup_${kind}_batch" "$(lk "$N" blocked-batch ${kind}_ns)" \
 		    "$(lk "$N" libbloom ${kind}_ns)" ns/lookup lower 2 \
-		    "n=$N p=0.01, blocked layout, batches of 32: hash, then bloom_query_many (the batch endpoint's path) vs libbloom bloom_check"
+		    "n=$N p=0.01, blocked layout, batches of 1000: hash, then bloom_query_many (the batch endpoint's path) vs libbloom bloom_check"
 		emit "lookup_${kind}_single" "$(lk "$N" blocked ${kind}_ns)" \
 		    "$(lk "$N" libbloom ${kind}_ns)" ns/lookup lower 2 \
 		    "n=$N p=0.01, blocked layout, one bloom_query (hash+query) at a time vs libbloom"
 		emit "lookup_${kind}_classic_batch" "$(lk "$N" classic-batch ${kind}_ns)" \
 		    "$(lk "$N" libbloom ${kind}_ns)" ns/lookup lower 2 \
-		    "n=$N p=0.01, classic layout (libbloom's m and k: same memory), batches of 32 through bloom_query_many"
+		    "n=$N p=0.01, classic layout (libbloom's m and k: same memory), batches of 1000 through bloom_query_many"
 		emit "lookup_${kind}_classic" "$(lk "$N" classic ${kind}_ns)" \
 		    "$(lk "$N" libbloom ${kind}_ns)" ns/lookup lower - \
 		    "n=$N p=0.01, classic layout, one bloom_query at a time"
