@@ -72,7 +72,7 @@ build_usage(FILE *fp)
 	    "  --issuer CA.pem      verify CRLs against this issuer (repeatable)\n"
 	    "  --allow-expired      a CRL past nextUpdate only warns\n"
 	    "  --keep N             versions kept in DIR (default 3)\n"
-	    "  --layout L           classic or blocked (default classic)\n"
+	    "  --layout L           blocked (default: one cache line per key) or classic\n"
 	    "  --quiet              no progress or summary\n"
 	    "  --help               this text\n"
 	    "\n"
@@ -138,7 +138,7 @@ build_parse(struct build_opts *o, int argc, char **argv, int *first_input)
 	o->valid_for = 3600;
 	o->scope = REVKEY_DEFAULT_SCOPE;
 	o->format = INPUT_AUTO;
-	o->layout = BLOOM_CLASSIC;
+	o->layout = BLOOM_BLOCKED;
 	o->keep = 3;
 
 	fb_getopt_reset();

@@ -113,6 +113,11 @@ grep -q '"stale":[[:space:]]*true' stale.json || fail "an expired filter is not 
 check "blocked layout builds and verifies" expect_rc 0 build --key k.pem --out dblk --layout blocked ids.txt
 check "blocked layout verify" expect_rc 0 verify --pub p.pem dblk
 "$FB" inspect --json dblk | grep -q '"layout":[[:space:]]*"blocked"' || fail "layout not recorded"
+check "classic layout builds and verifies" expect_rc 0 build --key k.pem --out dcls --layout classic ids.txt
+check "classic layout verify" expect_rc 0 verify --pub p.pem dcls
+"$FB" inspect --json dcls | grep -q '"layout":[[:space:]]*"classic"' || fail "classic layout not recorded"
+check "blocked is the default layout" expect_rc 0 build --key k.pem --out ddef ids.txt
+"$FB" inspect --json ddef | grep -q '"layout":[[:space:]]*"blocked"' || fail "default layout is not blocked"
 check "stdin input" expect_rc 0 build --key k.pem --out dstdin --quiet - < ids.txt
 check "--quiet prints nothing" test ! -s out -a ! -s err
 check "CRL past nextUpdate is accepted with --allow-expired" expect_rc 0 build --key k.pem \
