@@ -411,49 +411,22 @@ struct ffile *
 ffile_open(const char *path, char *err, size_t errlen)
 {
 	struct ffile *f;
-	struct stat st;
 	void *map;
+	size_t len;
 	char why[256];
-	int fd;
 
 	assert(path != NULL);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		ff_err(err, errlen, "%s: %s", path, strerror(errno));
+	if (util_map_file(path, FFILE_HDR_LEN + SIGN_SIG_LEN, FFILE_MAX_SIZE,
+	    &map, &len, err, errlen) != 0)
 		return NULL;
-	}
-	if (fstat(fd, &st) != 0) {
-		ff_err(err, errlen, "%s: %s", path, strerror(errno));
-		(void)close(fd);
-		return NULL;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		ff_err(err, errlen, "%s: not a regular file", path);
-		(void)close(fd);
-		return NULL;
-	}
-	if (st.st_size < FFILE_HDR_LEN + SIGN_SIG_LEN ||
-	    (uint64_t)st.st_size > FFILE_MAX_SIZE ||
-	    (uint64_t)st.st_size > SIZE_MAX) {
-		ff_err(err, errlen, "%s: offset 0: file size %lld is not that of "
-		    "a filter", path, (long long)st.st_size);
-		(void)close(fd);
-		return NULL;
-	}
-	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	(void)close(fd);
-	if (map == MAP_FAILED) {
-		ff_err(err, errlen, "%s: mmap: %s", path, strerror(errno));
-		return NULL;
-	}
 	f = calloc(1, sizeof(*f));
 	if (f == NULL) {
 		ff_err(err, errlen, "%s: out of memory", path);
-		(void)munmap(map, (size_t)st.st_size);
+		(void)munmap(map, len);
 		return NULL;
 	}
 	f->buf = map;
-	f->len = (size_t)st.st_size;
+	f->len = len;
 	f->mapped = true;
 	if (ff_validate(f, why, sizeof(why)) != 0) {
 		ff_err(err, errlen, "%s: %s", path, why);

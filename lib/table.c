@@ -1039,52 +1039,22 @@ struct table *
 table_open(const char *path, char *err, size_t errlen)
 {
 	struct table *t;
-	struct stat st;
 	void *map;
+	size_t len;
 	char why[256];
-	int fd;
 
 	assert(path != NULL);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		tb_err(err, errlen, "%s: %s", path, strerror(errno));
+	if (util_map_file(path, TABLE_HDR_LEN, UINT64_MAX, &map, &len, err,
+	    errlen) != 0)
 		return NULL;
-	}
-	if (fstat(fd, &st) != 0) {
-		tb_err(err, errlen, "%s: %s", path, strerror(errno));
-		(void)close(fd);
-		return NULL;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		tb_err(err, errlen, "%s: not a regular file", path);
-		(void)close(fd);
-		return NULL;
-	}
-	if (st.st_size < TABLE_HDR_LEN) {
-		tb_err(err, errlen, "%s: offset 0: truncated header (%lld bytes)",
-		    path, (long long)st.st_size);
-		(void)close(fd);
-		return NULL;
-	}
-	if ((uint64_t)st.st_size > SIZE_MAX) {
-		tb_err(err, errlen, "%s: too large", path);
-		(void)close(fd);
-		return NULL;
-	}
-	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	(void)close(fd);
-	if (map == MAP_FAILED) {
-		tb_err(err, errlen, "%s: mmap: %s", path, strerror(errno));
-		return NULL;
-	}
 	t = calloc(1, sizeof(*t));
 	if (t == NULL) {
 		tb_err(err, errlen, "%s: out of memory", path);
-		(void)munmap(map, (size_t)st.st_size);
+		(void)munmap(map, len);
 		return NULL;
 	}
 	t->buf = map;
-	t->len = (size_t)st.st_size;
+	t->len = len;
 	t->mapped = true;
 	if (tb_validate(t, why, sizeof(why)) != 0) {
 		tb_err(err, errlen, "%s: %s", path, why);

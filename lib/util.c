@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -333,6 +334,48 @@ fail:
 	free(buf);
 	if (!is_stdin)
 		close(fd);
+	return -1;
+}
+
+int
+util_map_file(const char *path, uint64_t min, uint64_t max, void **map,
+    size_t *len, char *err, size_t errlen)
+{
+	struct stat st;
+	void *m;
+	int fd;
+
+	*map = NULL;
+	*len = 0;
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) != 0) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		goto fail;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s: not a regular file", path);
+		goto fail;
+	}
+	if ((uint64_t)st.st_size < min || (uint64_t)st.st_size > max ||
+	    (uint64_t)st.st_size > SIZE_MAX || st.st_size == 0) {
+		snprintf(err, errlen, "%s: offset 0: file size %lld is out of "
+		    "range", path, (long long)st.st_size);
+		goto fail;
+	}
+	m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (m == MAP_FAILED) {
+		snprintf(err, errlen, "%s: mmap: %s", path, strerror(errno));
+		goto fail;
+	}
+	close(fd);
+	*map = m;
+	*len = (size_t)st.st_size;
+	return 0;
+fail:
+	close(fd);
 	return -1;
 }
 

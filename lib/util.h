@@ -72,6 +72,16 @@ int util_read_file(const char *path, size_t max, unsigned char **out,
     size_t *outlen, char *err, size_t errlen);
 
 /*
+ * Maps a regular file read-only (MAP_PRIVATE). The file must hold between
+ * min and max bytes. On success returns 0 with *map and *len set; the
+ * caller unmaps with munmap(*map, *len). On failure returns -1 with err
+ * naming the file and the reason ("offset 0: file size N is out of range"
+ * for a size outside the bounds).
+ */
+int util_map_file(const char *path, uint64_t min, uint64_t max, void **map,
+    size_t *len, char *err, size_t errlen);
+
+/*
  * Writes len bytes fully to fd, retrying on EINTR and short writes.
  * Returns 0, or -1 with errno set.
  */
