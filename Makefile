@@ -227,6 +227,11 @@ lint:
 	    -- '*.c' '*.h' | grep -vE 'v?snprintf' || { echo "lint: banned call"; exit 1; }
 	@echo "lint: OK"
 
+# Units and example configs name the default /usr/local paths; install
+# rewrites them to the PREFIX (or SBINDIR, BINDIR, SYSCONFDIR) in use.
+SED_PATHS = sed -e 's|/usr/local/sbin/|$(SBINDIR)/|g' -e 's|/usr/local/bin/|$(BINDIR)/|g' \
+                -e 's|/usr/local/etc/|$(SYSCONFDIR)/|g'
+
 install: all
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR)
 	install -m 0755 $(REVCHECKD) $(DESTDIR)$(SBINDIR)/revcheckd
@@ -237,12 +242,22 @@ install: all
 	    install -m 0644 man/revcheckd.8 $(DESTDIR)$(MANDIR)/man8/; \
 	fi
 	install -d $(DESTDIR)$(SYSCONFDIR)/revcheck
+	@# An operator's edited config is never replaced: the example goes
+	@# beside it as NAME.example instead.
 	for f in config/*.json config/*.conf; do \
-	    [ -e "$$f" ] && install -m 0644 "$$f" $(DESTDIR)$(SYSCONFDIR)/revcheck/ || true; \
+	    [ -e "$$f" ] || continue; \
+	    d=$(DESTDIR)$(SYSCONFDIR)/revcheck/$$(basename $$f); \
+	    if [ -e "$$d" ] && ! $(SED_PATHS) "$$f" | cmp -s - "$$d"; then \
+	        echo "install: keeping $$d, example installed as $$d.example"; \
+	        d="$$d.example"; fi; \
+	    $(SED_PATHS) "$$f" > "$$d.tmp" && chmod 0644 "$$d.tmp" && mv "$$d.tmp" "$$d"; \
 	done
 	install -d $(DESTDIR)$(UNITDIR)
 	for f in systemd/*.service systemd/*.timer; do \
-	    [ -e "$$f" ] && install -m 0644 "$$f" $(DESTDIR)$(UNITDIR)/ || true; \
+	    [ -e "$$f" ] || continue; \
+	    $(SED_PATHS) "$$f" > $(DESTDIR)$(UNITDIR)/$$(basename $$f).tmp && \
+	    chmod 0644 $(DESTDIR)$(UNITDIR)/$$(basename $$f).tmp && \
+	    mv $(DESTDIR)$(UNITDIR)/$$(basename $$f).tmp $(DESTDIR)$(UNITDIR)/$$(basename $$f); \
 	done
 	install -d $(DESTDIR)$(DOCDIR)
 	install -m 0644 README.md docs/*.md $(DESTDIR)$(DOCDIR)/
@@ -250,7 +265,12 @@ install: all
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/revcheckd $(DESTDIR)$(BINDIR)/filterbuild
 	rm -f $(DESTDIR)$(MANDIR)/man1/filterbuild.1 $(DESTDIR)$(MANDIR)/man8/revcheckd.8
-	for f in config/*.json config/*.conf; do rm -f $(DESTDIR)$(SYSCONFDIR)/revcheck/$$(basename $$f); done
+	@# Configs that differ from the examples are the operator's: kept.
+	for f in config/*.json config/*.conf; do \
+	    d=$(DESTDIR)$(SYSCONFDIR)/revcheck/$$(basename $$f); rm -f "$$d.example"; \
+	    if [ -e "$$d" ] && $(SED_PATHS) "$$f" | cmp -s - "$$d"; then rm -f "$$d"; \
+	    elif [ -e "$$d" ]; then echo "uninstall: keeping edited $$d"; fi; \
+	done
 	-rmdir $(DESTDIR)$(SYSCONFDIR)/revcheck 2>/dev/null
 	for f in systemd/*.service systemd/*.timer; do rm -f $(DESTDIR)$(UNITDIR)/$$(basename $$f); done
 	rm -rf $(DESTDIR)$(DOCDIR)

@@ -148,6 +148,31 @@ left=$(cd "$D" && find . \( -type f -o -type l \) | sort)
 [ -z "$left" ] || fail "make uninstall left files behind: $left"
 ok "make uninstall removes every installed file"
 
+# --- another PREFIX, and an operator's edited config ---------------------
+D2="$tmp/root2"
+mkdir -p "$D2"
+args2=(-C "$SRC" --no-print-directory DESTDIR="$D2" PREFIX=/opt/rc
+    BUILD="$build" REVCHECKD="$(rel "$REVCHECKD")" FILTERBUILD="$(rel "$FILTERBUILD")")
+make "${args2[@]}" install > "$tmp/install2.log" 2>&1 || fail "make install PREFIX=/opt/rc"
+unit2="$D2/opt/rc/lib/systemd/system/revcheckd.service"
+grep -q '^ExecStart=/opt/rc/sbin/revcheckd -c /opt/rc/etc/revcheck/revcheckd.json' "$unit2" ||
+	fail "units do not name the PREFIX in use: $(grep ^ExecStart "$unit2")"
+if grep -q '/usr/local/' "$D2"/opt/rc/lib/systemd/system/* "$D2"/opt/rc/etc/revcheck/*; then
+	fail "installed files still name /usr/local"
+fi
+ok "make install PREFIX=/opt/rc rewrites the paths in units and configs"
+conf2="$D2/opt/rc/etc/revcheck/revcheckd.json"
+printf '// edited by the operator\n' >> "$conf2"
+cp "$conf2" "$tmp/edited.json"
+make "${args2[@]}" install > "$tmp/install3.log" 2>&1 || fail "second make install"
+cmp -s "$conf2" "$tmp/edited.json" || fail "make install replaced an edited config"
+[ -f "$conf2.example" ] || fail "the new example was not put beside the edited config"
+make "${args2[@]}" uninstall > "$tmp/uninstall2.log" 2>&1 || fail "make uninstall PREFIX=/opt/rc"
+cmp -s "$conf2" "$tmp/edited.json" || fail "make uninstall removed an edited config"
+left=$(cd "$D2" && find . \( -type f -o -type l \) | sort)
+[ "$left" = "./opt/rc/etc/revcheck/revcheckd.json" ] || fail "uninstall left: $left"
+ok "an edited config survives install (example beside it) and uninstall"
+
 # --- nginx ------------------------------------------------------------
 if ! command -v nginx >/dev/null 2>&1; then
 	echo "note: nginx not installed; nginx examples not checked"
