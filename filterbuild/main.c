@@ -19,7 +19,7 @@ static const struct fb_cmd fb_cmds[] = {
 	{ "build",   fb_build,   "build, sign and publish a filter and its table" },
 	{ "inspect", fb_inspect, "show a filter's header, scopes and staleness" },
 	{ "verify",  fb_verify,  "check signature, format and table binding" },
-	{ "audit",   fb_audit,   "audit published filters" },
+	{ "audit",   fb_audit,   "report the filter version and staleness of revcheckd nodes" },
 };
 
 void
