@@ -137,7 +137,7 @@ port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 free_port() {
 	local p i
 	for i in $(seq 1 50); do
-		p=$((20000 + RANDOM % 40000))
+		p=$((20000 + RANDOM % 12000))
 		port_busy "$p" || { echo "$p"; return 0; }
 	done
 	return 1

@@ -241,11 +241,12 @@ for c in "$SRC"/config/nginx-*.conf; do
 	ok "nginx -t $(basename "$c")"
 done
 
-# free_ports N: N distinct ports in 20000-60000 that nothing listens on.
+# free_ports N: N distinct ports in 20000-31999 (below the ephemeral range)
+# that nothing listens on.
 free_ports() {
 	local p got=" " n=0
 	for _ in $(seq 500); do
-		p=$((20000 + RANDOM % 40000))
+		p=$((20000 + RANDOM % 12000))
 		case "$got" in *" $p "*) continue ;; esac
 		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
 			got="$got$p "

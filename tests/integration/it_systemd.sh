@@ -126,7 +126,7 @@ printf 'tok-revoked-1\ntok-revoked-2\n' > "$tmp/revoked.txt"
 free_port() {
 	local p
 	for _ in $(seq 100); do
-		p=$((20000 + RANDOM % 40000))
+		p=$((20000 + RANDOM % 12000))
 		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return 0; }
 	done
 	return 1

@@ -73,11 +73,13 @@ rc_done() {
 	[ "$RC_FAILED" -eq 0 ]
 }
 
-# A TCP port in 20000-60000 nobody listens on (checked, not reserved).
+# A TCP port in 20000-31999 nobody listens on (checked, not reserved): below
+# the kernel's ephemeral range (32768-60999), so no client connection of
+# another test can be holding it as its local port.
 rc_free_port() {
 	local p
 	for _ in $(seq 1 100); do
-		p=$((20000 + RANDOM % 40000))
+		p=$((20000 + RANDOM % 12000))
 		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
 			echo "$p"
 			return 0
