@@ -135,22 +135,11 @@ http {
     }
 }
 EOF
-		nginx -e "$NG/error.log" -p "$NG/" -c "$NG/nginx.conf" \
-		    -g 'daemon off;' >>"$NG/stderr.log" 2>&1 &
-		NG_PID=$!
-		for _ in $(seq 1 50); do
-			kill -0 "$NG_PID" 2>/dev/null || break
-			if [ "$(curl -s -o /dev/null -w '%{http_code}' \
-			    "http://127.0.0.1:$port/")" = 404 ]; then
-				NG_URL="http://127.0.0.1:$port"
-				NG_TLS_URL="https://127.0.0.1:$tport"
-				return 0
-			fi
-			sleep 0.1
-		done
-		kill -TERM "$NG_PID" 2>/dev/null || true
-		wait "$NG_PID" 2>/dev/null || true
-		NG_PID=
+		if rc_nginx_run "$NG" "$port"; then
+			NG_URL="http://127.0.0.1:$port"
+			NG_TLS_URL="https://127.0.0.1:$tport"
+			return 0
+		fi
 	done
 	echo "nginx did not start:" >&2
 	cat "$NG/stderr.log" "$NG/error.log" >&2 || true

@@ -246,3 +246,27 @@ rc_publish_link() {
 	ln -sfn "$2" "$1/current.rc-tmp"
 	mv -T "$1/current.rc-tmp" "$1/current"
 }
+
+# rc_nginx_run DIR PORT: runs nginx with DIR/nginx.conf (logs in DIR), in
+# the background, and waits until http://127.0.0.1:PORT/ answers 404 (the
+# config's catch-all location). Sets NG_PID and returns 0; when nginx does
+# not come up (a port taken meanwhile), stops it, clears NG_PID and returns
+# 1 so the caller can write a config with other ports and try again.
+rc_nginx_run() {
+	local dir=$1 port=$2
+	nginx -e "$dir/error.log" -p "$dir/" -c "$dir/nginx.conf" \
+	    -g 'daemon off;' >>"$dir/stderr.log" 2>&1 &
+	NG_PID=$!
+	for _ in $(seq 1 50); do
+		kill -0 "$NG_PID" 2>/dev/null || break
+		if [ "$(curl -s -o /dev/null -w '%{http_code}' \
+		    "http://127.0.0.1:$port/")" = 404 ]; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	kill -TERM "$NG_PID" 2>/dev/null || true
+	wait "$NG_PID" 2>/dev/null || true
+	NG_PID=
+	return 1
+}
