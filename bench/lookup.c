@@ -23,10 +23,12 @@
  *
  * absent_ns and present_ns are the best of LOOKUP_REPS passes, in ns per
  * lookup; fp is the measured false-positive rate over the absent keys.
- * Variants: libbloom (bloom_check), classic and blocked (bloom_query: hash
- * plus query, one key at a time), classic-batch and blocked-batch (the
- * batch endpoint's path: hash BATCH keys, then bloom_query_many, which
- * hints each key's cache lines a few keys before reading them).
+ * Variants: libbloom (bloom_check), classic, blocked and fuse (bloom_query:
+ * hash plus query, one key at a time), classic-batch, blocked-batch and
+ * fuse-batch (the batch endpoint's path: hash BATCH keys, then
+ * bloom_query_many, which hints each key's cache lines a few keys before
+ * reading them). build_s of fuse is the whole construction (hashing and
+ * peeling); of the others the adds.
  */
 
 #define KEY_LEN		28	/* "default\0" + "tok-" + 16 hex digits */
@@ -166,7 +168,7 @@ best_k(enum bloom_layout layout, uint64_t n, uint64_t m)
 	return best;
 }
 
-#define MAX_ROWS 8
+#define MAX_ROWS 10
 
 struct row {
 	const char	*name;
@@ -180,6 +182,16 @@ struct row {
 	uint64_t	 tp;
 };
 
+static const unsigned char *fuse_keys;
+
+static const void *
+fuse_key(void *arg, size_t i, size_t *len)
+{
+	(void)arg;
+	*len = KEY_LEN;
+	return fuse_keys + i * KEY_SLOT;
+}
+
 /* Builds one of our filters from the n present keys. fixed_m 0: sized. */
 static int
 build_ours(struct bloom *b, enum bloom_layout layout, uint64_t n, double p,
@@ -189,6 +201,15 @@ build_ours(struct bloom *b, enum bloom_layout layout, uint64_t n, double p,
 	uint32_t k;
 	double t0;
 
+	if (layout == BLOOM_FUSE) {
+		fuse_keys = present;
+		t0 = now_s();
+		if (bloom_build_fuse(b, (size_t)n, UINT64_C(0x5eed), fuse_key,
+		    NULL) != 0)
+			return -1;
+		*build_s = now_s() - t0;
+		return 0;
+	}
 	if (fixed_m != 0) {
 		m = fixed_m;
 		k = best_k(layout, n, m);
@@ -229,7 +250,7 @@ main(int argc, char **argv)
 	uint64_t n = 10000000, q = 0, qp, i, hits;
 	double p = 0.01, t0, build_s, ns;
 	unsigned char *present, *absent;
-	struct bloom bc, bb, bs;
+	struct bloom bc, bb, bs, bf;
 	struct row rows[MAX_ROWS];
 	size_t nrows = 0, j;
 	struct lbshim *lb;
@@ -253,6 +274,7 @@ main(int argc, char **argv)
 	memset(&bc, 0, sizeof(bc));
 	memset(&bb, 0, sizeof(bb));
 	memset(&bs, 0, sizeof(bs));
+	memset(&bf, 0, sizeof(bf));
 
 	if ((lb = lbshim_new((int)n, p, err, sizeof(err))) == NULL) {
 		fprintf(stderr, "lookup: %s (libbloom skipped)\n", err);
@@ -279,6 +301,10 @@ main(int argc, char **argv)
 	if (build_ours(&bb, BLOOM_BLOCKED, n, p, 0, present, &build_s) == 0)
 		add_ours(rows, &nrows, "blocked", "blocked-batch", &bb,
 		    build_s);
+	else
+		rc = 1;
+	if (build_ours(&bf, BLOOM_FUSE, n, p, 0, present, &build_s) == 0)
+		add_ours(rows, &nrows, "fuse", "fuse-batch", &bf, build_s);
 	else
 		rc = 1;
 	/*
@@ -327,6 +353,7 @@ main(int argc, char **argv)
 	bloom_free(&bc);
 	bloom_free(&bb);
 	bloom_free(&bs);
+	bloom_free(&bf);
 	free(present);
 	free(absent);
 	return rc;

@@ -72,7 +72,9 @@ build_usage(FILE *fp)
 	    "  --issuer CA.pem      verify CRLs against this issuer (repeatable)\n"
 	    "  --allow-expired      a CRL past nextUpdate only warns\n"
 	    "  --keep N             versions kept in DIR (default 3)\n"
-	    "  --layout L           blocked (default: one cache line per key) or classic\n"
+	    "  --layout L           blocked (default: one cache line per key), classic,\n"
+	    "                       or fuse (8-bit binary fuse filter: FP rate 1/256\n"
+	    "                       in about 9 bits per key; needs --fp-rate >= 0.0039)\n"
 	    "  --quiet              no progress or summary\n"
 	    "  --help               this text\n"
 	    "\n"
@@ -202,9 +204,11 @@ build_parse(struct build_opts *o, int argc, char **argv, int *first_input)
 				o->layout = BLOOM_CLASSIC;
 			else if (strcmp(optarg, "blocked") == 0)
 				o->layout = BLOOM_BLOCKED;
+			else if (strcmp(optarg, "fuse") == 0)
+				o->layout = BLOOM_FUSE;
 			else
 				return fb_usage_err("build", "--layout '%s': want "
-				    "classic or blocked", optarg);
+				    "blocked, classic or fuse", optarg);
 			break;
 		case 'q': o->quiet = true; break;
 		case 'h': build_usage(stdout); return -1;
@@ -275,6 +279,13 @@ build_write_table(void *arg, int fd, char *err, size_t errlen)
 	const struct tb_writer *w = arg;
 
 	return table_builder_write(w->tb, fd, err, errlen);
+}
+
+/* bloom_build_fuse()'s key source: the sorted, unique table keys. */
+static const void *
+build_fuse_key(void *arg, size_t i, size_t *len)
+{
+	return table_builder_key(arg, i, len);
 }
 
 int
@@ -378,6 +389,12 @@ fb_build(int argc, char **argv)
 	}
 
 	progress_phase(&pr, "hashing");
+	if (o.layout == BLOOM_FUSE && o.fp_rate < BLOOM_FUSE_FP) {
+		fb_err("--layout fuse has the fixed FP rate 1/256 (0.0039), "
+		    "above --fp-rate %g: use --layout blocked or classic, or "
+		    "--fp-rate 0.0039 or more", o.fp_rate);
+		goto out;
+	}
 	if (bloom_size(o.layout, n > 0 ? n : 1, o.fp_rate, &m, &k) != 0) {
 		fb_err("cannot size a filter for %zu keys at fp rate %g", n,
 		    o.fp_rate);
@@ -388,13 +405,26 @@ fb_build(int argc, char **argv)
 		goto out;
 	}
 	seed = util_get_le64(seedb);
-	if (bloom_init(&bloom, o.layout, m, k, seed) != 0) {
-		fb_err("out of memory for a %" PRIu64 "-bit filter", m);
-		goto out;
-	}
-	for (i = 0; i < n; i++) {
-		kb = table_builder_key(&tb, i, &klen);
-		bloom_add(&bloom, kb, klen);
+	if (o.layout == BLOOM_FUSE) {
+		/* Keys are distinct: table_builder_sort_unique() above. */
+		if (bloom_build_fuse(&bloom, n, seed, build_fuse_key, &tb) !=
+		    0) {
+			fb_err("cannot build a fuse filter of %zu keys (out of "
+			    "memory, or over %" PRIu32 " keys)", n,
+			    (uint32_t)BLOOM_FUSE_MAX_KEYS);
+			goto out;
+		}
+		m = bloom.m;
+		k = bloom.k;
+	} else {
+		if (bloom_init(&bloom, o.layout, m, k, seed) != 0) {
+			fb_err("out of memory for a %" PRIu64 "-bit filter", m);
+			goto out;
+		}
+		for (i = 0; i < n; i++) {
+			kb = table_builder_key(&tb, i, &klen);
+			bloom_add(&bloom, kb, klen);
+		}
 	}
 
 	memset(&info, 0, sizeof(info));

@@ -191,12 +191,6 @@ print_records(const struct table *tab)
 }
 
 static const char *
-layout_name(enum bloom_layout l)
-{
-	return l == BLOOM_BLOCKED ? "blocked" : "classic";
-}
-
-static const char *
 source_name(enum ffile_source s)
 {
 	return s == FFILE_SRC_CRL ? "crl" : "list";
@@ -282,13 +276,16 @@ print_json(const char *path, const struct target *t, const struct ffile *f,
 	ok = ok && jnum(root, "filter_bytes", (double)len);
 	ok = ok && jhex(root, "filter_sha256", ffile_sha256(f), 32);
 	ok = ok && jnum(root, "format", in->format);
-	ok = ok && jstr(root, "layout", layout_name(in->layout));
+	ok = ok && jstr(root, "layout", bloom_layout_name(in->layout));
 	ok = ok && jnum(root, "version", (double)in->version);
 	ok = ok && jtime(root, "issued_at", in->issued_at);
 	ok = ok && jtime(root, "expires_at", in->expires_at);
 	ok = ok && jnum(root, "keys", (double)in->keys);
 	ok = ok && jnum(root, "bits", (double)in->m);
 	ok = ok && jnum(root, "hashes", in->k);
+	if (in->layout == BLOOM_FUSE)
+		ok = ok && jnum(root, "segment_length",
+		    (double)(UINT64_C(1) << in->seglog));
 	ok = ok && jstr(root, "seed", seed);
 	ok = ok && jnum(root, "fp_rate_target", in->fp_rate_target);
 	ok = ok && jnum(root, "set_bits", (double)bloom_popcount(b));
@@ -396,7 +393,7 @@ print_text(const struct target *t, const struct ffile *f,
 	util_hex(hex, ffile_sha256(f), 32);
 	printf("filter sha256:     %s\n", hex);
 	printf("format:            %u\n", (unsigned)in->format);
-	printf("layout:            %s\n", layout_name(in->layout));
+	printf("layout:            %s\n", bloom_layout_name(in->layout));
 	printf("version:           %" PRIu64 "\n", in->version);
 	util_rfc3339(ts, in->issued_at);
 	printf("issued at:         %s\n", ts);
@@ -415,6 +412,9 @@ print_text(const struct target *t, const struct ffile *f,
 	printf("bits (m):          %" PRIu64 " (%zu bytes)\n", in->m,
 	    bloom_nbytes(in->m));
 	printf("hashes (k):        %" PRIu32 "\n", in->k);
+	if (in->layout == BLOOM_FUSE)
+		printf("segment length:    %" PRIu64 " cells of 8 bits\n",
+		    UINT64_C(1) << in->seglog);
 	printf("seed:              %016" PRIx64 "\n", in->seed);
 	printf("fp rate target:    %g\n", in->fp_rate_target);
 	printf("fill ratio:        %.6f\n", bloom_fill_ratio(b));

@@ -12,6 +12,20 @@
 /* Golden-ratio multiplier that remixes h2 between blocked probes. */
 #define BLOOM_MIX UINT64_C(0x9e3779b97f4a7c15)
 
+const char *
+bloom_layout_name(enum bloom_layout layout)
+{
+	switch (layout) {
+	case BLOOM_CLASSIC:
+		return "classic";
+	case BLOOM_BLOCKED:
+		return "blocked";
+	case BLOOM_FUSE:
+		return "fuse";
+	}
+	return "unknown";
+}
+
 size_t
 bloom_nbytes(uint64_t m)
 {
@@ -69,9 +83,49 @@ bloom_expected_fp(enum bloom_layout layout, uint64_t n, uint64_t m,
 {
 	if (m == 0 || k == 0)
 		return 1.0;
+	if (layout == BLOOM_FUSE)
+		return BLOOM_FUSE_FP;
 	if (layout == BLOOM_BLOCKED && m >= BLOOM_BLOCK_BITS)
 		return blocked_fp(n, m, k);
 	return pow(1.0 - exp(-(double)k * (double)n / (double)m), (double)k);
+}
+
+/*
+ * The shape of a fuse filter for n keys: segments of 2^seglog cells, and
+ * enough whole segments (at least three) for n times a size factor. The
+ * rules are the ones Graf and Lemire measured for three-wise binary fuse
+ * filters: segment length 2^floor(ln n / ln 3.33 + 2.25) capped at 2^18,
+ * factor max(1.125, 0.875 + 0.25 ln 10^6 / ln n). Each eight failed seeds
+ * (attempt) add 5% to the factor. Only the builder calls this: readers
+ * take the shape from the file.
+ */
+static void
+fuse_shape(uint64_t n, unsigned attempt, uint32_t *seglog, uint64_t *cells)
+{
+	double factor, lg, cap;
+	uint64_t seglen, segs;
+
+	if (n < 2) {
+		lg = 1.0;
+		factor = 1.0;
+	} else {
+		lg = floor(log((double)n) / log(3.33) + 2.25);
+		factor = 0.875 + 0.25 * log(1e6) / log((double)n);
+		if (factor < 1.125)
+			factor = 1.125;
+	}
+	if (lg < 1.0)
+		lg = 1.0;
+	if (lg > BLOOM_FUSE_MAX_SEGLOG)
+		lg = BLOOM_FUSE_MAX_SEGLOG;
+	factor *= 1.0 + 0.05 * (double)(attempt / 8);
+	cap = ceil((double)n * factor);
+	seglen = UINT64_C(1) << (unsigned)lg;
+	segs = (uint64_t)ceil(cap / (double)seglen);
+	if (segs < 3)
+		segs = 3;
+	*seglog = (uint32_t)lg;
+	*cells = segs * seglen;
 }
 
 int
@@ -87,6 +141,17 @@ bloom_size(enum bloom_layout layout, uint64_t n, double p, uint64_t *m,
 		return -1;
 	if (layout == BLOOM_CLASSIC)
 		return 0;
+	if (layout == BLOOM_FUSE) {
+		uint32_t lg;
+		uint64_t cells;
+
+		if (p < BLOOM_FUSE_FP || n > BLOOM_FUSE_MAX_KEYS)
+			return -1;
+		fuse_shape(n, 0, &lg, &cells);
+		*m = cells * 8;
+		*k = BLOOM_FUSE_ARITY;
+		return 0;
+	}
 	if (layout != BLOOM_BLOCKED)
 		return -1;
 
@@ -122,9 +187,25 @@ bloom_size(enum bloom_layout layout, uint64_t n, double p, uint64_t *m,
 }
 
 static int
-bloom_check_params(enum bloom_layout layout, uint64_t m, uint32_t k)
+bloom_check_params(enum bloom_layout layout, uint64_t m, uint32_t k,
+    uint32_t seglog)
 {
+	uint64_t cells;
+
 	if (m == 0 || m > BLOOM_MAX_BITS || k == 0 || k > BLOOM_MAX_K)
+		return -1;
+	if (layout == BLOOM_FUSE) {
+		/* Three whole segments at least; cell indexes fit 32 bits. */
+		if (k != BLOOM_FUSE_ARITY || m % 8 != 0 || seglog < 1 ||
+		    seglog > BLOOM_FUSE_MAX_SEGLOG)
+			return -1;
+		cells = m / 8;
+		if (cells % (UINT64_C(1) << seglog) != 0 ||
+		    cells / (UINT64_C(1) << seglog) < 3 || cells > UINT32_MAX)
+			return -1;
+		return 0;
+	}
+	if (seglog != 0)
 		return -1;
 	if (layout == BLOOM_BLOCKED)
 		return m % BLOOM_BLOCK_BITS == 0 ? 0 : -1;
@@ -133,7 +214,7 @@ bloom_check_params(enum bloom_layout layout, uint64_t m, uint32_t k)
 
 static void
 bloom_set_params(struct bloom *b, enum bloom_layout layout, uint64_t m,
-    uint32_t k, uint64_t seed)
+    uint32_t k, uint32_t seglog, uint64_t seed)
 {
 	b->layout = layout;
 	b->m = m;
@@ -141,6 +222,11 @@ bloom_set_params(struct bloom *b, enum bloom_layout layout, uint64_t m,
 	b->seed = seed;
 	b->nblocks = layout == BLOOM_BLOCKED ? m / BLOOM_BLOCK_BITS : 0;
 	b->nbytes = bloom_nbytes(m);
+	if (layout == BLOOM_FUSE) {
+		b->seglog = seglog;
+		b->seglen = UINT64_C(1) << seglog;
+		b->span = m / 8 - 2 * b->seglen;
+	}
 }
 
 int
@@ -148,26 +234,28 @@ bloom_init(struct bloom *b, enum bloom_layout layout, uint64_t m, uint32_t k,
     uint64_t seed)
 {
 	memset(b, 0, sizeof(*b));
-	if (bloom_check_params(layout, m, k) != 0)
+	/* A fuse filter comes only whole, from bloom_build_fuse(). */
+	if (layout == BLOOM_FUSE || bloom_check_params(layout, m, k, 0) != 0)
 		return -1;
 	if (bloom_nbytes(m) > SIZE_MAX)
 		return -1;
 	if ((b->bits = calloc(1, bloom_nbytes(m))) == NULL)
 		return -1;
-	bloom_set_params(b, layout, m, k, seed);
+	bloom_set_params(b, layout, m, k, 0, seed);
 	b->owned = true;
 	return 0;
 }
 
 int
 bloom_attach(struct bloom *b, enum bloom_layout layout, uint64_t m,
-    uint32_t k, uint64_t seed, const unsigned char *bits, size_t nbytes)
+    uint32_t k, uint32_t seglog, uint64_t seed, const unsigned char *bits,
+    size_t nbytes)
 {
 	memset(b, 0, sizeof(*b));
-	if (bloom_check_params(layout, m, k) != 0 || bits == NULL ||
+	if (bloom_check_params(layout, m, k, seglog) != 0 || bits == NULL ||
 	    nbytes != bloom_nbytes(m))
 		return -1;
-	bloom_set_params(b, layout, m, k, seed);
+	bloom_set_params(b, layout, m, k, seglog, seed);
 	/* A view never writes: bloom_add() asserts ownership. */
 	b->bits = (unsigned char *)(uintptr_t)bits;
 	b->owned = false;
@@ -210,6 +298,38 @@ bloom_block(const struct bloom *b, const struct bloom_hash *h)
 	return (uint64_t)(((unsigned __int128)h->h1 * b->nblocks) >> 64);
 }
 
+/*
+ * A fuse key's three cells: the first anywhere in the first span cells
+ * (a multiply-shift of h1), the second and third at the same offset one
+ * and two segments on, each XORed with its own 18 bits of h2. XOR with a
+ * value below the segment length keeps a cell inside its aligned segment.
+ */
+static inline void
+fuse_cells(const struct bloom *b, const struct bloom_hash *h, uint64_t c[3])
+{
+	uint64_t mask = b->seglen - 1;
+
+	c[0] = (uint64_t)(((unsigned __int128)h->h1 * b->span) >> 64);
+	c[1] = (c[0] + b->seglen) ^ ((h->h2 >> 1) & mask);
+	c[2] = (c[0] + 2 * b->seglen) ^ ((h->h2 >> 21) & mask);
+}
+
+static inline unsigned char
+fuse_fingerprint(const struct bloom_hash *h)
+{
+	return (unsigned char)(h->h2 >> 56);
+}
+
+static inline bool
+bloom_query_fuse(const struct bloom *b, const struct bloom_hash *h)
+{
+	uint64_t c[3];
+
+	fuse_cells(b, h, c);
+	return (b->bits[c[0]] ^ b->bits[c[1]] ^ b->bits[c[2]]) ==
+	    fuse_fingerprint(h);
+}
+
 void
 bloom_add_hash(struct bloom *b, const struct bloom_hash *h)
 {
@@ -218,6 +338,9 @@ bloom_add_hash(struct bloom *b, const struct bloom_hash *h)
 	uint32_t i;
 
 	assert(b->owned);
+	/* Setting bits in a fuse filter would lose keys: never. */
+	if (b->layout == BLOOM_FUSE)
+		abort();
 	if (b->layout == BLOOM_BLOCKED) {
 		blk = b->bits + bloom_block(b, h) * (BLOOM_BLOCK_BITS / 8);
 		x = h->h2;
@@ -285,6 +408,8 @@ bloom_query_hash(const struct bloom *b, const struct bloom_hash *h)
 
 	if (b->layout == BLOOM_BLOCKED)
 		return bloom_query_blocked(b, h);
+	if (b->layout == BLOOM_FUSE)
+		return bloom_query_fuse(b, h);
 	pos = h->h1 % b->m;
 	step = h->h2 % b->m;
 	if (step == 0)
@@ -300,11 +425,17 @@ bloom_query_hash(const struct bloom *b, const struct bloom_hash *h)
 void
 bloom_prefetch(const struct bloom *b, const struct bloom_hash *h)
 {
-	if (b->layout == BLOOM_BLOCKED)
+	uint64_t c[3];
+
+	if (b->layout == BLOOM_BLOCKED) {
 		__builtin_prefetch(b->bits + bloom_block(b, h) *
 		    (BLOOM_BLOCK_BITS / 8));
-	else
+	} else if (b->layout == BLOOM_FUSE) {
+		fuse_cells(b, h, c);
+		__builtin_prefetch(b->bits + c[0]);
+	} else {
 		__builtin_prefetch(b->bits + ((h->h1 % b->m) >> 3));
+	}
 }
 
 /*
@@ -337,6 +468,7 @@ bloom_fastmod(uint64_t x, unsigned __int128 mm, uint64_t d)
  * effect and deletes calls to it within this file.
  */
 #define BLOOM_AHEAD_BLOCKED	16
+#define BLOOM_AHEAD_FUSE	8	/* three lines each */
 #define BLOOM_AHEAD_CLASSIC	12	/* k lines each */
 #define BLOOM_RING		16	/* > BLOOM_AHEAD_CLASSIC, power of 2 */
 
@@ -379,6 +511,22 @@ bloom_query_many(const struct bloom *b, const struct bloom_hash *h, size_t n,
 				    &h[i + BLOOM_AHEAD_BLOCKED]) *
 				    (BLOOM_BLOCK_BITS / 8));
 			out[i] = bloom_query_blocked(b, &h[i]);
+		}
+		return;
+	}
+	if (b->layout == BLOOM_FUSE) {
+		uint64_t c[3];
+
+		for (i = 0; i < n + BLOOM_AHEAD_FUSE; i++) {
+			if (i < n) {
+				fuse_cells(b, &h[i], c);
+				__builtin_prefetch(b->bits + c[0]);
+				__builtin_prefetch(b->bits + c[1]);
+				__builtin_prefetch(b->bits + c[2]);
+			}
+			if (i >= BLOOM_AHEAD_FUSE)
+				out[i - BLOOM_AHEAD_FUSE] = bloom_query_fuse(b,
+				    &h[i - BLOOM_AHEAD_FUSE]);
 		}
 		return;
 	}
@@ -454,5 +602,149 @@ bloom_fill_ratio(const struct bloom *b)
 double
 bloom_estimated_fp(const struct bloom *b)
 {
+	/* An absent key matches a random 8-bit fingerprint: 2^-8. */
+	if (b->layout == BLOOM_FUSE)
+		return BLOOM_FUSE_FP;
 	return pow(bloom_fill_ratio(b), (double)b->k);
+}
+
+/*
+ * Fuse construction by peeling. Every cell counts the keys that use it and
+ * XORs their indexes; a cell used by one key names that key, which is
+ * taken out of its three cells ("peeled"), possibly leaving more cells
+ * with one key. When every key is peeled, the keys are assigned in the
+ * reverse order: each key's peeled cell is still zero then, and is set so
+ * that its three cells XOR to its fingerprint. A later key never touches
+ * an earlier key's cells again, so every key's equation holds at the end.
+ */
+struct fuse_work {
+	struct bloom_hash *h;		/* n hashes */
+	uint32_t	*count;		/* per cell: keys using it */
+	uint32_t	*xkey;		/* per cell: XOR of their indexes */
+	uint32_t	*queue;		/* cells seen with one key */
+	uint32_t	*pkey;		/* peel order: key ... */
+	uint32_t	*pcell;		/* ... and the cell it was peeled from */
+};
+
+static void
+fuse_work_free(struct fuse_work *w)
+{
+	free(w->h);
+	free(w->count);
+	free(w->xkey);
+	free(w->queue);
+	free(w->pkey);
+	free(w->pcell);
+	memset(w, 0, sizeof(*w));
+}
+
+/* One attempt with b's seed and shape. 0 when every key peeled. */
+static int
+fuse_peel(const struct bloom *b, struct fuse_work *w, size_t n)
+{
+	uint64_t cells = b->m / 8, c[3];
+	size_t i, qhead = 0, qtail = 0, npeeled = 0;
+	uint32_t cell, key;
+	int j;
+
+	memset(w->count, 0, (size_t)cells * sizeof(uint32_t));
+	memset(w->xkey, 0, (size_t)cells * sizeof(uint32_t));
+	for (i = 0; i < n; i++) {
+		fuse_cells(b, &w->h[i], c);
+		for (j = 0; j < 3; j++) {
+			w->count[c[j]]++;
+			w->xkey[c[j]] ^= (uint32_t)i;
+		}
+	}
+	for (i = 0; i < (size_t)cells; i++)
+		if (w->count[i] == 1)
+			w->queue[qtail++] = (uint32_t)i;
+	while (qhead < qtail) {
+		cell = w->queue[qhead++];
+		if (w->count[cell] != 1)
+			continue;	/* emptied since it was queued */
+		key = w->xkey[cell];
+		w->pkey[npeeled] = key;
+		w->pcell[npeeled] = cell;
+		npeeled++;
+		fuse_cells(b, &w->h[key], c);
+		for (j = 0; j < 3; j++) {
+			w->count[c[j]]--;
+			w->xkey[c[j]] ^= key;
+			if (w->count[c[j]] == 1)
+				w->queue[qtail++] = (uint32_t)c[j];
+		}
+	}
+	return npeeled == n ? 0 : -1;
+}
+
+static uint64_t
+fuse_next_seed(uint64_t x)
+{
+	/* splitmix64: a bijection, so successive seeds never repeat early. */
+	x += UINT64_C(0x9e3779b97f4a7c15);
+	x = (x ^ (x >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+	x = (x ^ (x >> 27)) * UINT64_C(0x94d049bb133111eb);
+	return x ^ (x >> 31);
+}
+
+#define FUSE_ATTEMPTS 40
+
+int
+bloom_build_fuse(struct bloom *b, size_t n, uint64_t seed, bloom_key_fn key,
+    void *arg)
+{
+	struct fuse_work w;
+	uint64_t cells, maxcells, c[3];
+	uint32_t seglog;
+	unsigned attempt;
+	const void *kb;
+	size_t i, klen, j;
+
+	memset(b, 0, sizeof(*b));
+	memset(&w, 0, sizeof(w));
+	if (n > BLOOM_FUSE_MAX_KEYS)
+		return -1;
+	/* The largest shape any attempt asks for: the work arrays' size. */
+	fuse_shape(n, FUSE_ATTEMPTS - 1, &seglog, &maxcells);
+	if (maxcells > UINT32_MAX || maxcells * 8 > BLOOM_MAX_BITS)
+		return -1;
+	if ((n > 0 && (w.h = calloc(n, sizeof(*w.h))) == NULL) ||
+	    (w.count = calloc((size_t)maxcells, sizeof(uint32_t))) == NULL ||
+	    (w.xkey = calloc((size_t)maxcells, sizeof(uint32_t))) == NULL ||
+	    (w.queue = calloc((size_t)maxcells, sizeof(uint32_t))) == NULL ||
+	    (n > 0 && (w.pkey = calloc(n, sizeof(uint32_t))) == NULL) ||
+	    (n > 0 && (w.pcell = calloc(n, sizeof(uint32_t))) == NULL))
+		goto fail;
+
+	for (attempt = 0; attempt < FUSE_ATTEMPTS; attempt++) {
+		fuse_shape(n, attempt, &seglog, &cells);
+		bloom_set_params(b, BLOOM_FUSE, cells * 8, BLOOM_FUSE_ARITY,
+		    seglog, seed);
+		for (i = 0; i < n; i++) {
+			kb = key(arg, i, &klen);
+			w.h[i] = bloom_hash(seed, kb, klen);
+		}
+		if (fuse_peel(b, &w, n) == 0)
+			break;
+		seed = fuse_next_seed(seed);
+	}
+	if (attempt == FUSE_ATTEMPTS)
+		goto fail;
+
+	if ((b->bits = calloc(1, (size_t)cells)) == NULL)
+		goto fail;
+	b->owned = true;
+	for (j = n; j-- > 0;) {
+		fuse_cells(b, &w.h[w.pkey[j]], c);
+		b->bits[w.pcell[j]] = (unsigned char)(fuse_fingerprint(
+		    &w.h[w.pkey[j]]) ^ b->bits[c[0]] ^ b->bits[c[1]] ^
+		    b->bits[c[2]]);
+	}
+	fuse_work_free(&w);
+	return 0;
+fail:
+	fuse_work_free(&w);
+	memset(b, 0, sizeof(*b));
+	return -1;
 }

@@ -29,7 +29,7 @@ struct ffile {
 
 /* Header offsets; docs/FORMAT.md has the same table. */
 enum {
-	OFF_MAGIC = 0, OFF_FORMAT = 8, OFF_LAYOUT = 10, OFF_RSV1 = 11,
+	OFF_MAGIC = 0, OFF_FORMAT = 8, OFF_LAYOUT = 10, OFF_SEGLOG = 11,
 	OFF_NSCOPES = 12, OFF_VERSION = 16, OFF_ISSUED = 24, OFF_EXPIRES = 32,
 	OFF_KEYS = 40, OFF_M = 48, OFF_K = 56, OFF_RSV2 = 60, OFF_SEED = 64,
 	OFF_FPRATE = 72, OFF_SIGNER = 80, OFF_TSHA = 112, OFF_TLEN = 144,
@@ -239,15 +239,24 @@ ff_validate(struct ffile *f, char *err, size_t errlen)
 		return -1;
 	}
 	layout = h[OFF_LAYOUT];
-	if (layout != BLOOM_CLASSIC && layout != BLOOM_BLOCKED) {
+	if (layout != BLOOM_CLASSIC && layout != BLOOM_BLOCKED &&
+	    layout != BLOOM_FUSE) {
 		ff_err(err, errlen, "offset %d: unknown layout %u", OFF_LAYOUT,
 		    layout);
 		return -1;
 	}
 	in->layout = (enum bloom_layout)layout;
-	if (h[OFF_RSV1] != 0 || util_get_le32(h + OFF_RSV2) != 0) {
+	in->seglog = h[OFF_SEGLOG];
+	if (layout == BLOOM_FUSE ? in->seglog < 1 ||
+	    in->seglog > BLOOM_FUSE_MAX_SEGLOG : in->seglog != 0) {
+		ff_err(err, errlen, "offset %d: segment length log %u is not %s",
+		    OFF_SEGLOG, in->seglog, layout == BLOOM_FUSE ?
+		    "in 1..18 (fuse layout)" : "0 (no segments in this layout)");
+		return -1;
+	}
+	if (util_get_le32(h + OFF_RSV2) != 0) {
 		ff_err(err, errlen, "offset %d: reserved bytes not zero",
-		    h[OFF_RSV1] != 0 ? OFF_RSV1 : OFF_RSV2);
+		    OFF_RSV2);
 		return -1;
 	}
 	nscopes = util_get_le32(h + OFF_NSCOPES);
@@ -358,11 +367,12 @@ ff_validate(struct ffile *f, char *err, size_t errlen)
 			return -1;
 		}
 	}
-	if (bloom_attach(&f->bloom, in->layout, in->m, in->k, in->seed,
-	    h + bits_off, (size_t)bits_len) != 0) {
+	if (bloom_attach(&f->bloom, in->layout, in->m, in->k, in->seglog,
+	    in->seed, h + bits_off, (size_t)bits_len) != 0) {
 		ff_err(err, errlen, "offset %d: invalid filter parameters for "
-		    "layout %u (m %" PRIu64 ", k %" PRIu32 ")", OFF_LAYOUT,
-		    (unsigned)in->layout, in->m, in->k);
+		    "layout %u (m %" PRIu64 ", k %" PRIu32 ", segment length "
+		    "log %" PRIu32 ")", OFF_LAYOUT, (unsigned)in->layout, in->m,
+		    in->k, in->seglog);
 		return -1;
 	}
 	{
@@ -528,6 +538,7 @@ ffile_encode(const struct ffile_info *info, const struct bloom *b,
 	memcpy(buf + OFF_MAGIC, FFILE_MAGIC, 8);
 	util_put_le16(buf + OFF_FORMAT, FFILE_FORMAT);
 	buf[OFF_LAYOUT] = (unsigned char)b->layout;
+	buf[OFF_SEGLOG] = (unsigned char)b->seglog;
 	util_put_le32(buf + OFF_NSCOPES, info->nscopes);
 	util_put_le64(buf + OFF_VERSION, info->version);
 	util_put_le64(buf + OFF_ISSUED, (uint64_t)info->issued_at);

@@ -57,6 +57,7 @@ struct ffile_info {
 	uint64_t	 keys;
 	uint64_t	 m;
 	uint32_t	 k;
+	uint32_t	 seglog;	/* fuse layout: log2 segment length */
 	uint64_t	 seed;
 	double		 fp_rate_target;
 	unsigned char	 signer[SIGN_KEYID_LEN];

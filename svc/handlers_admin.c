@@ -105,7 +105,7 @@ add_filter(struct sbuf *b, const struct server_ctx *ctx,
 	sbuf_adds(b, ",\"hashes\":");
 	sbuf_add_u64(b, fi->k);
 	sbuf_adds(b, ",\"layout\":\"");
-	sbuf_adds(b, fi->layout == BLOOM_BLOCKED ? "blocked" : "classic");
+	sbuf_adds(b, bloom_layout_name(fi->layout));
 	sbuf_adds(b, "\",\"fp_rate_target\":");
 	add_double(b, fi->fp_rate_target);
 	sbuf_adds(b, ",\"fill_ratio\":");
