@@ -282,9 +282,10 @@ handle_metrics(const struct server_req *r)
 	    s != NULL ? (double)s->info->keys : 0);
 	gauge(&b, "filter_bits", "Bits in the loaded filter.",
 	    s != NULL ? (double)s->info->m : 0);
-	gauge(&b, "filter_fill_ratio", "Set bits / bits.",
+	gauge(&b, "filter_fill_ratio", "Set bits / bits of the filter array.",
 	    s != NULL ? s->fill_ratio : 0);
-	gauge(&b, "filter_estimated_fp_rate", "FP rate implied by the fill.",
+	gauge(&b, "filter_estimated_fp_rate", "FP rate implied by the fill "
+	    "(classic, blocked) or fixed at 2^-8 by the fingerprints (fuse).",
 	    s != NULL ? s->estimated_fp : 0);
 	gauge(&b, "observed_fp_rate", "False positives / (false positives + "
 	    "filter negatives).", observed_fp());
