@@ -11,13 +11,30 @@
 #include "util.h"
 
 #define NIDS 300
+#define NABSENT 4000
 
 struct fx {
 	EVP_PKEY	*key;
 	unsigned char	*buf;
 	size_t		 len;
 	struct ffile_scope scopes[2];
+	struct bloom	 b;	/* the filter that was encoded, kept to compare */
 };
+
+/* bloom_build_fuse()'s key source: NIDS encoded keys. */
+struct fuse_src {
+	unsigned char	 enc[NIDS][REVKEY_ENC_MAX];
+	size_t		 len[NIDS];
+};
+
+static const void *
+fuse_src_key(void *arg, size_t i, size_t *len)
+{
+	struct fuse_src *fs = arg;
+
+	*len = fs->len[i];
+	return fs->enc[i];
+}
 
 static void
 mkkey(struct revkey *k, const char *scope, int i)
@@ -32,7 +49,7 @@ static void
 make_filter(struct fx *fx, enum bloom_layout layout)
 {
 	struct ffile_info info;
-	struct bloom b;
+	struct bloom *b = &fx->b;
 	struct revkey k;
 	unsigned char enc[REVKEY_ENC_MAX];
 	uint64_t m;
@@ -44,10 +61,26 @@ make_filter(struct fx *fx, enum bloom_layout layout)
 	fx->key = sign_keygen();
 	cr_assert_not_null(fx->key);
 	cr_assert_eq(bloom_size(layout, NIDS, 0.01, &m, &kk), 0);
-	cr_assert_eq(bloom_init(&b, layout, m, kk, 0x1234567890abcdefULL), 0);
-	for (i = 0; i < NIDS; i++) {
-		mkkey(&k, i % 2 ? "default" : "tenant-a", i);
-		bloom_add(&b, enc, revkey_encode(&k, enc));
+	if (layout == BLOOM_FUSE) {
+		struct fuse_src *fs = calloc(1, sizeof(*fs));
+
+		cr_assert_not_null(fs);
+		for (i = 0; i < NIDS; i++) {
+			mkkey(&k, i % 2 ? "default" : "tenant-a", i);
+			fs->len[i] = revkey_encode(&k, fs->enc[i]);
+		}
+		cr_assert_eq(bloom_build_fuse(b, NIDS, 0x1234567890abcdefULL,
+		    fuse_src_key, fs), 0);
+		free(fs);
+		cr_assert_eq(b->k, 3);
+		cr_assert_eq(b->m % (8 * b->seglen), 0);
+	} else {
+		cr_assert_eq(bloom_init(b, layout, m, kk,
+		    0x1234567890abcdefULL), 0);
+		for (i = 0; i < NIDS; i++) {
+			mkkey(&k, i % 2 ? "default" : "tenant-a", i);
+			bloom_add(b, enc, revkey_encode(&k, enc));
+		}
 	}
 	memset(&info, 0, sizeof(info));
 	info.version = 42;
@@ -74,9 +107,8 @@ make_filter(struct fx *fx, enum bloom_layout layout)
 	fx->scopes[1].keys = NIDS / 2;
 	info.scopes = fx->scopes;
 	info.nscopes = 2;
-	cr_assert_eq(ffile_encode(&info, &b, fx->key, &fx->buf, &fx->len, err,
+	cr_assert_eq(ffile_encode(&info, b, fx->key, &fx->buf, &fx->len, err,
 	    sizeof(err)), 0, "%s", err);
-	bloom_free(&b);
 }
 
 static void
@@ -84,6 +116,7 @@ fx_free(struct fx *fx)
 {
 	EVP_PKEY_free(fx->key);
 	free(fx->buf);
+	bloom_free(&fx->b);
 }
 
 static void
@@ -95,9 +128,10 @@ round_trip(enum bloom_layout layout)
 	const struct ffile_scope *s;
 	struct revkey k;
 	char err[256];
-	unsigned char sha[32], id[32];
+	unsigned char sha[32], id[32], enc[REVKEY_ENC_MAX];
 	size_t len;
-	int i;
+	int i, nfp = 0;
+	bool want;
 
 	make_filter(&fx, layout);
 	f = ffile_parse(fx.buf, fx.len, false, err, sizeof(err));
@@ -109,7 +143,17 @@ round_trip(enum bloom_layout layout)
 	cr_assert_eq(in->issued_at, 1700000000);
 	cr_assert_eq(in->expires_at, 1700003600);
 	cr_assert_eq(in->keys, NIDS);
-	cr_assert_eq(in->seed, 0x1234567890abcdefULL);
+	/* A fuse build may have moved on to a derived seed: the one used. */
+	cr_assert_eq(in->seed, fx.b.seed);
+	if (layout != BLOOM_FUSE)
+		cr_assert_eq(in->seed, 0x1234567890abcdefULL);
+	cr_assert_eq(in->m, fx.b.m);
+	cr_assert_eq(in->k, fx.b.k);
+	cr_assert_eq(in->seglog, fx.b.seglog);
+	cr_assert_eq(in->seglog, layout == BLOOM_FUSE ? fx.b.seglog : 0);
+	cr_assert_eq(ffile_bloom(f)->layout, layout);
+	cr_assert_eq(ffile_bloom(f)->seglen, fx.b.seglen);
+	cr_assert_eq(fx.buf[11], in->seglog, "header byte 11");
 	cr_assert_eq(in->fp_rate_target, 0.01);
 	cr_assert_eq(in->table_len, 1234);
 	cr_assert_eq(in->nscopes, 2);
@@ -137,6 +181,19 @@ round_trip(enum bloom_layout layout)
 		mkkey(&k, i % 2 ? "default" : "tenant-a", i);
 		cr_assert(ffile_query(f, &k), "false negative %d", i);
 	}
+	/*
+	 * Absent keys: the parsed file answers exactly as the filter that
+	 * was encoded, false positives included, and those stay near the
+	 * target (1% here, 1/256 for fuse; 40 of 4000 expected at most).
+	 */
+	for (i = NIDS; i < NIDS + NABSENT; i++) {
+		mkkey(&k, i % 2 ? "default" : "tenant-a", i);
+		want = bloom_query(&fx.b, enc, revkey_encode(&k, enc));
+		cr_assert_eq(ffile_query(f, &k), want, "absent key %d", i);
+		nfp += want;
+	}
+	cr_assert(nfp > 0 && nfp < NABSENT / 40, "%s: %d false positives in "
+	    "%d absent keys", bloom_layout_name(layout), nfp, NABSENT);
 	cr_assert_not(ffile_expired(f, 1700003599));
 	cr_assert(ffile_expired(f, 1700003600));
 	ffile_close(f);
@@ -145,8 +202,10 @@ round_trip(enum bloom_layout layout)
 
 Test(ffile, round_trip_classic) { round_trip(BLOOM_CLASSIC); }
 Test(ffile, round_trip_blocked) { round_trip(BLOOM_BLOCKED); }
+Test(ffile, round_trip_fuse) { round_trip(BLOOM_FUSE); }
 
-Test(ffile, flip_any_byte_fails_parse_or_verify)
+static void
+flip_any_byte(enum bloom_layout layout)
 {
 	struct fx fx;
 	unsigned char *copy;
@@ -154,7 +213,7 @@ Test(ffile, flip_any_byte_fails_parse_or_verify)
 	char err[256];
 	size_t i;
 
-	make_filter(&fx, BLOOM_CLASSIC);
+	make_filter(&fx, layout);
 	copy = malloc(fx.len);
 	cr_assert_not_null(copy);
 	for (i = 0; i < fx.len; i++) {
@@ -171,14 +230,25 @@ Test(ffile, flip_any_byte_fails_parse_or_verify)
 	fx_free(&fx);
 }
 
-Test(ffile, truncations_and_trailing_bytes_rejected)
+Test(ffile, flip_any_byte_fails_parse_or_verify)
+{
+	flip_any_byte(BLOOM_CLASSIC);
+}
+
+Test(ffile, flip_any_byte_fails_parse_or_verify_fuse)
+{
+	flip_any_byte(BLOOM_FUSE);
+}
+
+static void
+truncations_and_trailing_bytes(enum bloom_layout layout)
 {
 	struct fx fx;
 	unsigned char *copy;
 	char err[256];
 	size_t i;
 
-	make_filter(&fx, BLOOM_CLASSIC);
+	make_filter(&fx, layout);
 	for (i = 0; i < fx.len; i++)
 		cr_assert_null(ffile_parse(fx.buf, i, false, err, sizeof(err)),
 		    "truncated to %zu accepted", i);
@@ -191,7 +261,18 @@ Test(ffile, truncations_and_trailing_bytes_rejected)
 	fx_free(&fx);
 }
 
-Test(ffile, hostile_header_fields_rejected)
+Test(ffile, truncations_and_trailing_bytes_rejected)
+{
+	truncations_and_trailing_bytes(BLOOM_CLASSIC);
+}
+
+Test(ffile, truncations_and_trailing_bytes_rejected_fuse)
+{
+	truncations_and_trailing_bytes(BLOOM_FUSE);
+}
+
+static void
+hostile_header_fields(enum bloom_layout layout)
 {
 	struct fx fx;
 	unsigned char *copy;
@@ -203,7 +284,7 @@ Test(ffile, hostile_header_fields_rejected)
 	};
 	size_t i, j;
 
-	make_filter(&fx, BLOOM_CLASSIC);
+	make_filter(&fx, layout);
 	copy = malloc(fx.len);
 	cr_assert_not_null(copy);
 	for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
@@ -215,6 +296,257 @@ Test(ffile, hostile_header_fields_rejected)
 		cr_assert(strstr(err, "offset") != NULL, "%s", err);
 	}
 	free(copy);
+	fx_free(&fx);
+}
+
+Test(ffile, hostile_header_fields_rejected)
+{
+	hostile_header_fields(BLOOM_CLASSIC);
+}
+
+Test(ffile, hostile_header_fields_rejected_fuse)
+{
+	hostile_header_fields(BLOOM_FUSE);
+}
+
+/*
+ * Header byte 11: log2 of the fuse segment length, 1..18 for the fuse
+ * layout and 0 for the others. Each tampered copy is signed again with
+ * the filter's own key, so nothing but the field itself is wrong: the
+ * parse has to refuse it, and say it is offset 11.
+ */
+static void
+resign(const struct fx *fx, unsigned char *buf, size_t len)
+{
+	cr_assert_eq(sign_sign(fx->key, buf, len - SIGN_SIG_LEN,
+	    buf + len - SIGN_SIG_LEN), 0);
+}
+
+/* The parse refuses buf; err names what (needle). */
+static void
+expect_refused(const unsigned char *buf, size_t len, const char *needle,
+    const char *what)
+{
+	struct ffile *f;
+	char err[256];
+
+	err[0] = '\0';
+	f = ffile_parse(buf, len, false, err, sizeof(err));
+	if (f != NULL)
+		ffile_close(f);
+	cr_assert_null(f, "%s accepted", what);
+	cr_assert(strstr(err, needle) != NULL, "%s: error '%s' lacks '%s'",
+	    what, err, needle);
+}
+
+/* The parse and the signature check both accept buf. */
+static void
+expect_accepted(const struct fx *fx, const unsigned char *buf, size_t len,
+    const char *what)
+{
+	struct ffile *f;
+	char err[256];
+
+	f = ffile_parse(buf, len, false, err, sizeof(err));
+	cr_assert_not_null(f, "%s: %s", what, err);
+	cr_assert_eq(ffile_verify_key(f, fx->key, err, sizeof(err)), 0,
+	    "%s: %s", what, err);
+	ffile_close(f);
+}
+
+static void
+seglog_byte_nonzero_refused(enum bloom_layout layout)
+{
+	static const unsigned char vals[] = { 1, 2, 6, 18, 19, 128, 255 };
+	struct fx fx;
+	unsigned char *copy;
+	char what[64];
+	size_t i;
+
+	make_filter(&fx, layout);
+	cr_assert_eq(fx.buf[11], 0);
+	copy = malloc(fx.len);
+	cr_assert_not_null(copy);
+	memcpy(copy, fx.buf, fx.len);
+	resign(&fx, copy, fx.len);
+	expect_accepted(&fx, copy, fx.len, "byte 11 = 0, signed again");
+	for (i = 0; i < sizeof(vals); i++) {
+		memcpy(copy, fx.buf, fx.len);
+		copy[11] = vals[i];
+		resign(&fx, copy, fx.len);
+		cr_assert(snprintf(what, sizeof(what), "%s file with byte 11 = "
+		    "%u", bloom_layout_name(layout), vals[i]) > 0);
+		expect_refused(copy, fx.len, "offset 11", what);
+	}
+	free(copy);
+	fx_free(&fx);
+}
+
+Test(ffile, seglog_byte_must_be_zero_classic)
+{
+	seglog_byte_nonzero_refused(BLOOM_CLASSIC);
+}
+
+Test(ffile, seglog_byte_must_be_zero_blocked)
+{
+	seglog_byte_nonzero_refused(BLOOM_BLOCKED);
+}
+
+Test(ffile, fuse_seglog_byte_outside_1_to_18_refused)
+{
+	static const unsigned char vals[] = { 0, 19, 20, 64, 255 };
+	struct fx fx;
+	unsigned char *copy;
+	char what[64];
+	size_t i;
+
+	make_filter(&fx, BLOOM_FUSE);
+	cr_assert(fx.buf[11] >= 1 && fx.buf[11] <= 18, "byte 11 = %u",
+	    fx.buf[11]);
+	cr_assert_eq(fx.buf[11], fx.b.seglog);
+	copy = malloc(fx.len);
+	cr_assert_not_null(copy);
+	for (i = 0; i < sizeof(vals); i++) {
+		memcpy(copy, fx.buf, fx.len);
+		copy[11] = vals[i];
+		resign(&fx, copy, fx.len);
+		cr_assert(snprintf(what, sizeof(what), "fuse file with byte 11 "
+		    "= %u", vals[i]) > 0);
+		expect_refused(copy, fx.len, "offset 11", what);
+	}
+	free(copy);
+	fx_free(&fx);
+}
+
+/*
+ * A fuse file re-encoded with another m: the bit array cut or grown to
+ * ceil(m/8) bytes, m and the bit array length rewritten, signed again.
+ * The sizes then agree, so only the fuse shape rule can refuse it.
+ */
+static unsigned char *
+fuse_with_m(const struct fx *fx, uint64_t m, size_t *len)
+{
+	uint64_t bits_off = util_get_le64(fx->buf + 152);
+	uint64_t old_nbytes = util_get_le64(fx->buf + 160);
+	size_t nbytes = bloom_nbytes(m);
+	unsigned char *buf;
+
+	*len = (size_t)bits_off + nbytes + SIGN_SIG_LEN;
+	buf = calloc(1, *len);
+	cr_assert_not_null(buf);
+	memcpy(buf, fx->buf, (size_t)bits_off + (nbytes < old_nbytes ?
+	    nbytes : (size_t)old_nbytes));
+	util_put_le64(buf + 48, m);
+	util_put_le64(buf + 160, nbytes);
+	/* No bits past m: that is another check's refusal. */
+	if (m % 8 != 0)
+		buf[bits_off + nbytes - 1] = 0;
+	resign(fx, buf, *len);
+	return buf;
+}
+
+Test(ffile, fuse_m_not_whole_segments_refused)
+{
+	struct fx fx;
+	unsigned char *buf;
+	uint64_t cells, seglen;
+	size_t len;
+
+	make_filter(&fx, BLOOM_FUSE);
+	cells = fx.b.m / 8;
+	seglen = fx.b.seglen;
+	cr_assert(cells / seglen > 3, "%" PRIu64 " segments", cells / seglen);
+
+	/* The unchanged shape, through the same path: accepted. */
+	buf = fuse_with_m(&fx, fx.b.m, &len);
+	cr_assert_eq(len, fx.len);
+	expect_accepted(&fx, buf, len, "fuse file re-encoded unchanged");
+	free(buf);
+
+	buf = fuse_with_m(&fx, (cells - 1) * 8, &len);
+	expect_refused(buf, len, "invalid filter parameters",
+	    "fuse file one cell short of whole segments");
+	free(buf);
+	buf = fuse_with_m(&fx, (cells + seglen / 2) * 8, &len);
+	expect_refused(buf, len, "invalid filter parameters",
+	    "fuse file half a segment over");
+	free(buf);
+	buf = fuse_with_m(&fx, cells * 8 - 4, &len);
+	expect_refused(buf, len, "invalid filter parameters",
+	    "fuse file with m not whole cells");
+	free(buf);
+	buf = fuse_with_m(&fx, 2 * seglen * 8, &len);
+	expect_refused(buf, len, "invalid filter parameters",
+	    "fuse file of two whole segments (three needed)");
+	free(buf);
+	fx_free(&fx);
+}
+
+Test(ffile, fuse_k_not_3_refused)
+{
+	static const uint32_t ks[] = { 1, 2, 4, 8, BLOOM_MAX_K };
+	struct fx fx;
+	unsigned char *copy;
+	char what[64];
+	size_t i;
+
+	make_filter(&fx, BLOOM_FUSE);
+	cr_assert_eq(util_get_le32(fx.buf + 56), 3);
+	copy = malloc(fx.len);
+	cr_assert_not_null(copy);
+	for (i = 0; i < sizeof(ks) / sizeof(ks[0]); i++) {
+		memcpy(copy, fx.buf, fx.len);
+		util_put_le32(copy + 56, ks[i]);
+		resign(&fx, copy, fx.len);
+		cr_assert(snprintf(what, sizeof(what), "fuse file with k = %"
+		    PRIu32, ks[i]) > 0);
+		expect_refused(copy, fx.len, "invalid filter parameters", what);
+	}
+	free(copy);
+	fx_free(&fx);
+}
+
+/* The encoder reads back what it wrote: it never signs a bad shape. */
+Test(ffile, encode_refuses_inconsistent_segment_length)
+{
+	struct fx fx;
+	struct ffile_info info;
+	struct ffile_scope sc;
+	struct bloom bad;
+	unsigned char *out = NULL;
+	size_t len = 0;
+	char err[256];
+
+	make_filter(&fx, BLOOM_FUSE);
+	memset(&info, 0, sizeof(info));
+	memset(&sc, 0, sizeof(sc));
+	memcpy(sc.name, "default", 8);
+	sc.keys = NIDS;
+	info.issued_at = 1;
+	info.expires_at = 2;
+	info.keys = NIDS;
+	info.fp_rate_target = 0.01;
+	info.scopes = &sc;
+	info.nscopes = 1;
+	bad = fx.b;
+	bad.seglog = 0;
+	cr_assert_eq(ffile_encode(&info, &bad, fx.key, &out, &len, err,
+	    sizeof(err)), -1, "fuse with segment length log 0 encoded");
+	cr_assert_null(out);
+	cr_assert(strstr(err, "offset 11") != NULL, "%s", err);
+	bad.seglog = BLOOM_FUSE_MAX_SEGLOG + 1;
+	cr_assert_eq(ffile_encode(&info, &bad, fx.key, &out, &len, err,
+	    sizeof(err)), -1, "fuse with segment length log 19 encoded");
+	cr_assert_null(out);
+	/* Segments longer than the array holds: not whole segments. */
+	bad.seglog = fx.b.seglog + 4;
+	cr_assert_eq(ffile_encode(&info, &bad, fx.key, &out, &len, err,
+	    sizeof(err)), -1, "fuse with too long segments encoded");
+	cr_assert_null(out);
+	bad = fx.b;
+	cr_assert_eq(ffile_encode(&info, &bad, fx.key, &out, &len, err,
+	    sizeof(err)), 0, "%s", err);
+	free(out);
 	fx_free(&fx);
 }
 

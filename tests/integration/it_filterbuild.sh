@@ -118,6 +118,62 @@ check "classic layout verify" expect_rc 0 verify --pub p.pem dcls
 "$FB" inspect --json dcls | grep -q '"layout":[[:space:]]*"classic"' || fail "classic layout not recorded"
 check "blocked is the default layout" expect_rc 0 build --key k.pem --out ddef ids.txt
 "$FB" inspect --json ddef | grep -q '"layout":[[:space:]]*"blocked"' || fail "default layout is not blocked"
+# The fuse layout: a binary fuse filter of 8-bit fingerprints (FP 1/256).
+check "fuse layout builds" expect_rc 0 build --key k.pem --out dfuse --layout fuse \
+	--fp-rate 0.01 --issuer pki/ca.pem ids.txt ids.json pki/crl.pem
+check "fuse layout verify" expect_rc 0 verify --pub p.pem dfuse
+check "fuse layout verify of the filter file" expect_rc 0 verify --pub p.pem dfuse/current/filter.rcf
+check "fuse verify with the wrong key fails" expect_rc 1 verify --pub p2.pem dfuse
+check "fuse inspect --json" expect_rc 0 inspect --json --pub p.pem dfuse
+grep -q '"layout":[[:space:]]*"fuse"' out || fail "fuse layout not recorded: $(grep layout out)"
+grep -q '"hashes":[[:space:]]*3,' out || fail "a fuse filter does not report 3 cells per key"
+SEGLEN=$(sed -n 's/.*"segment_length":[[:space:]]*\([0-9]*\).*/\1/p' out)
+BITS=$(sed -n 's/.*"bits":[[:space:]]*\([0-9]*\).*/\1/p' out)
+if [ -z "$SEGLEN" ] || [ -z "$BITS" ]; then
+	fail "fuse inspect --json lacks segment_length or bits"
+elif [ $((SEGLEN & (SEGLEN - 1))) -ne 0 ] || [ "$SEGLEN" -lt 2 ] ||
+    [ "$SEGLEN" -gt 262144 ] || [ $((BITS % (8 * SEGLEN))) -ne 0 ] ||
+    [ $((BITS / (8 * SEGLEN))) -lt 3 ]; then
+	fail "fuse shape: segment_length $SEGLEN, bits $BITS (want a power of 2 in 2..2^18, three or more whole segments)"
+else
+	pass "fuse shape: segment_length $SEGLEN, $((BITS / 8 / SEGLEN)) segments"
+fi
+grep -q '"estimated_fp_rate":[[:space:]]*0.00390625,' out || fail "fuse estimated FP rate is not 1/256"
+grep -q '"signature_ok":[[:space:]]*true' out || fail "fuse inspect --pub: signature not valid"
+grep -q '"records_missing_from_filter":[[:space:]]*0' out || fail "false negatives in the fuse filter"
+check "fuse inspect text" expect_rc 0 inspect --pub p.pem dfuse
+grep -qE '^layout: +fuse$' out || fail "inspect text layout is not fuse"
+grep -qE '^segment length: +[0-9]+ cells' out || fail "inspect text lacks the segment length"
+# Records and table are the layout-independent half: same as the classic pair's.
+"$FB" build --key k.pem --out dfusecls --layout classic --quiet --issuer pki/ca.pem \
+	ids.txt ids.json pki/crl.pem
+"$FB" inspect --records dfuse > fuse.tsv
+"$FB" inspect --records dfusecls > fusecls.tsv
+check "fuse and classic builds hold the same records" diff -u fusecls.tsv fuse.tsv
+check "fuse table is the classic build's table" cmp -s dfuse/current/table.rct dfusecls/current/table.rct
+check "fuse from an empty list builds" expect_rc 0 build --key k.pem --out dfuse0 --layout fuse \
+	--fp-rate 0.01 /dev/null
+check "and verifies" expect_rc 0 verify --pub p.pem dfuse0
+# Its rate is fixed at 1/256: a lower target (the default 0.001) is refused,
+# saying why, and DIR keeps exactly what it had.
+snap dfuse > before.snap
+check "fuse with the default --fp-rate is refused" expect_rc 1 build --key k.pem --out dfuse --layout fuse ids.txt
+grep -q "1/256" err || fail "fuse refusal does not mention 1/256: $(cat err)"
+check "fuse refusal is one line" test "$(wc -l < err)" = 1
+check "fuse with --fp-rate 0.002 is refused" expect_rc 1 build --key k.pem --out dfuse --layout fuse --fp-rate 0.002 ids.txt
+snap dfuse > after.snap
+check "refused fuse builds leave DIR untouched" diff -u before.snap after.snap
+check "fuse refusal left version 1 current" test "$(readlink dfuse/current)" = v00000000000000000001
+check "fuse at exactly 1/256 builds" expect_rc 0 build --key k.pem --out dfuse --layout fuse --fp-rate 0.00390625 --quiet ids.txt
+check "a fuse refusal into a new DIR creates nothing" expect_rc 1 build --key k.pem --out dnofuse --layout fuse ids.txt
+check "no DIR left behind" test ! -e dnofuse
+check "unknown layout is a usage error" expect_rc 2 build --key k.pem --out dfuse --layout bogus ids.txt
+grep -q "bogus" err || fail "unknown layout error does not name it: $(cat err)"
+for l in blocked classic fuse; do
+	grep -q "$l" err || fail "unknown layout error does not list $l: $(cat err)"
+done
+check "build --help lists the fuse layout" expect_rc 0 build --help
+grep -q "fuse" out || fail "build --help does not mention fuse"
 check "stdin input" expect_rc 0 build --key k.pem --out dstdin --quiet - < ids.txt
 check "--quiet prints nothing" test ! -s out -a ! -s err
 check "CRL past nextUpdate is accepted with --allow-expired" expect_rc 0 build --key k.pem \
