@@ -1,0 +1,200 @@
+#!/usr/bin/env bash
+# it_layouts.sh - the same end-to-end checks for each filter layout (classic, blocked, fuse) behind the real revcheckd
+#
+# For each layout: filterbuild compiles one token list and one CRL (made by
+# tests/pki.sh with the real openssl CLI) at --fp-rate 0.01; revcheckd
+# serves the pair; curl asks for every revoked id and certificate (all must
+# answer revoked) and for thousands of never-revoked ids (all must answer
+# not_revoked: the table settles the filter's false positives, and there
+# must be some, few enough for the target). /v1/status and /metrics must
+# report the layout and a sane fill ratio and estimated FP rate, and the
+# counters must add up.
+. "$(dirname "$0")/lib.sh"
+
+FB() { "$FILTERBUILD" "$@"; }
+
+NREV=1500	# revoked tokens
+NABS=3000	# never-revoked tokens asked about
+NSER=300	# never-revoked serials of the CA asked about
+
+# ---------------------------------------------------------------- data
+bash "$RC_SRC/tests/pki.sh" "$T/pki" >/dev/null 2>&1
+FB keygen --out "$T/key.pem" --pub "$T/key.pub" >/dev/null
+seq 1 "$NREV" | sed 's/^/tok-rev-/' >"$T/tokens.txt"
+NREVCERTS=$(awk -F'\t' '$3 == "revoked"' "$T/pki/certs.tsv" | wc -l)
+
+# One batch of everything revoked, one of everything that is not. The
+# CA's scope comes from the first build (it is the same for every layout).
+mkbatches() {	# mkbatches CA_SCOPE
+	python3 - "$1" "$T/pki" "$NREV" "$NABS" "$NSER" "$T" <<'PY'
+import json, os, random, sys
+scope, pki, nrev, nabs, nser, t = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
+rev, clean = [], []
+for i in range(1, nrev + 1):
+    rev.append({"id": "tok-rev-%d" % i})
+revoked_serials = set()
+for line in open(os.path.join(pki, "certs.tsv")):
+    f, serial, status = line.rstrip("\n").split("\t")[:3]
+    item = {"cert": open(os.path.join(pki, f)).read()}
+    if status == "revoked":
+        revoked_serials.add(serial)
+        rev.append(item)
+        rev.append({"id": serial, "scope": scope})
+    else:
+        clean.append(item)
+        clean.append({"id": serial, "scope": scope})
+for i in range(1, nabs + 1):
+    clean.append({"id": "tok-ok-%d" % i})
+# Serials no certificate has, in the CA's scope: 8 random bytes, no
+# leading zero byte (the canonical form the service expects).
+rnd = random.Random(4242)
+n = 0
+while n < nser:
+    s = "%016x" % rnd.getrandbits(64)
+    if s.startswith("00") or s in revoked_serials:
+        continue
+    clean.append({"id": s, "scope": scope})
+    n += 1
+json.dump({"items": rev}, open(os.path.join(t, "rev.json"), "w"))
+json.dump({"items": clean}, open(os.path.join(t, "clean.json"), "w"))
+print(len(rev), len(clean))
+PY
+}
+
+# answers WANT: checks RC_BODY's results all have status WANT; prints
+# "N_ITEMS N_AUTHORITATIVE" (answers the table settled).
+answers() {
+	python3 - "$1" "$RC_BODY_FILE" <<'PY'
+import json, sys
+want, f = sys.argv[1], sys.argv[2]
+try:
+    res = json.load(open(f))["results"]
+except Exception as e:
+    print("unparsable reply: %s" % e, file=sys.stderr)
+    sys.exit(1)
+bad = [r for r in res if r.get("status") != want]
+for r in bad[:5]:
+    print("  want %s: %s" % (want, json.dumps(r)[:200]), file=sys.stderr)
+print(len(res), sum(1 for r in res if r.get("source") == "authoritative"))
+sys.exit(1 if bad else 0)
+PY
+}
+
+metric() {	# metric NAME: its value in $T/metrics
+	awk -v n="revcheckd_$1" '$1 == n { print $2 }' "$T/metrics"
+}
+
+# in_range VALUE LO HI: LO < VALUE < HI (floating point).
+in_range() {
+	python3 -c 'import sys; v, lo, hi = map(float, sys.argv[1:]); sys.exit(0 if lo < v < hi else 1)' \
+	    "$1" "$2" "$3" 2>/dev/null
+}
+
+NREVITEMS=
+NCLEAN=
+for layout in classic blocked fuse; do
+	F=$T/filters-$layout
+	FB build --key "$T/key.pem" --out "$F" --layout "$layout" --fp-rate 0.01 \
+	    --issuer "$T/pki/ca.pem" --quiet "$T/tokens.txt" "$T/pki/crl.pem"
+	FB inspect --json "$F" >"$T/inspect-$layout.json"
+	if [ -z "$NREVITEMS" ]; then
+		CA_SCOPE=$(python3 -c 'import json, sys
+for s in json.load(open(sys.argv[1]))["scopes"]:
+    if s["source"] == "crl":
+        print(s["scope"])' "$T/inspect-$layout.json")
+		rc_expect_match "$CA_SCOPE" '^x509:[0-9a-f]{64}$' "the CRL's scope"
+		read -r NREVITEMS NCLEAN < <(mkbatches "$CA_SCOPE")
+	fi
+
+	mkdir -p "$T/state-$layout"
+	rc_start D --filter-dir "$F" --trusted-key "$T/key.pub" \
+	    --state-dir "$T/state-$layout" --poll-interval 1
+	rc_wait_ready "$D_URL" 10 || rc_fail "$layout: revcheckd not ready"
+
+	# What the daemon says it serves.
+	rc_curl "$D_URL/v1/status"
+	rc_expect_status 200 "$layout: /v1/status"
+	rc_expect_json filter.layout "$layout" "$layout: status layout"
+	rc_expect_json filter.version 1 "$layout: status version"
+	keys=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["keys"])' \
+	    "$T/inspect-$layout.json")
+	rc_expect_eq "$keys" $((NREV + NREVCERTS)) "$layout: keys in the filter"
+	rc_expect_json filter.keys "$keys" "$layout: status keys match inspect"
+	if [ "$layout" = fuse ]; then
+		rc_expect_json filter.hashes 3 "fuse: three cells per key"
+		rc_expect_json filter.estimated_fp_rate 0.00390625 "fuse: estimated FP 1/256"
+		fill_lo=0.05; fill_hi=0.6
+	else
+		fill_lo=0.3; fill_hi=0.7
+		fp=$(rc_json filter.estimated_fp_rate)
+		in_range "$fp" 0.001 0.03 && rc_ok "$layout: estimated FP $fp" ||
+		    rc_fail "$layout: estimated FP $fp not near the 0.01 target"
+	fi
+	fill=$(rc_json filter.fill_ratio)
+	in_range "$fill" "$fill_lo" "$fill_hi" && rc_ok "$layout: fill $fill" ||
+	    rc_fail "$layout: fill ratio $fill not in ($fill_lo, $fill_hi)"
+
+	# Everything revoked answers revoked, from the table.
+	rc_curl -H 'Content-Type: application/json' --data-binary "@$T/rev.json" \
+	    "$D_URL/v1/check"
+	rc_expect_status 200 "$layout: batch of revoked items"
+	if out=$(answers revoked); then
+		read -r n auth <<<"$out"
+		rc_expect_eq "$n:$auth" "$NREVITEMS:$NREVITEMS" \
+		    "$layout: all $NREVITEMS revoked items revoked, by the table"
+	else
+		rc_fail "$layout: a revoked item did not answer revoked"
+	fi
+
+	# Nothing else does; the filter's positives among them are settled
+	# by the table.
+	rc_curl -H 'Content-Type: application/json' --data-binary "@$T/clean.json" \
+	    "$D_URL/v1/check"
+	rc_expect_status 200 "$layout: batch of never-revoked items"
+	nfp=
+	if out=$(answers not_revoked); then
+		read -r n nfp <<<"$out"
+		rc_expect_eq "$n" "$NCLEAN" "$layout: all $NCLEAN never-revoked items not_revoked"
+	else
+		rc_fail "$layout: a never-revoked item did not answer not_revoked"
+	fi
+	# 1% (or 1/256) of about 3300: some, and never several times the target.
+	if [ -n "$nfp" ] && [ "$nfp" -gt 0 ] && [ "$nfp" -lt $((NCLEAN * 3 / 100)) ]; then
+		rc_ok "$layout: $nfp false positives of $NCLEAN settled by the table"
+	else
+		rc_fail "$layout: ${nfp:-?} false positives of $NCLEAN (want 1..$((NCLEAN * 3 / 100)))"
+	fi
+
+	# The counters agree with the answers.
+	curl -s --max-time 10 "$D_URL/metrics" >"$T/metrics"
+	rc_expect_eq "$(metric filter_loaded)" 1 "$layout: metrics filter_loaded"
+	rc_expect_eq "$(metric filter_keys)" "$keys" "$layout: metrics filter_keys"
+	rc_expect_eq "$(metric filter_version)" 1 "$layout: metrics filter_version"
+	checks=$(metric checks_total)
+	neg=$(metric filter_negative_total)
+	fall=$(metric fallthrough_total)
+	conf=$(metric confirmed_revoked_total)
+	fpos=$(metric false_positive_total)
+	rc_expect_eq "$checks" $((NREVITEMS + NCLEAN)) "$layout: checks counted"
+	rc_expect_eq "$conf" "$NREVITEMS" "$layout: confirmed revoked counted"
+	rc_expect_eq "$fpos" "${nfp:-?}" "$layout: false positives counted"
+	rc_expect_eq "$((neg + fall))" "$checks" "$layout: negatives + fallthrough = checks"
+	rc_expect_eq "$fall" "$((conf + fpos))" "$layout: fallthrough = confirmed + false positives"
+	mfill=$(metric filter_fill_ratio)
+	in_range "$mfill" "$fill_lo" "$fill_hi" && rc_ok "$layout: metrics fill $mfill" ||
+	    rc_fail "$layout: metrics fill ratio $mfill not in ($fill_lo, $fill_hi)"
+	mfp=$(metric filter_estimated_fp_rate)
+	if [ "$layout" = fuse ]; then
+		rc_expect_eq "$mfp" 0.00390625 "fuse: metrics estimated FP 1/256"
+	else
+		in_range "$mfp" 0.001 0.03 && rc_ok "$layout: metrics estimated FP $mfp" ||
+		    rc_fail "$layout: metrics estimated FP $mfp not near 0.01"
+	fi
+	ofp=$(metric observed_fp_rate)
+	in_range "$ofp" 0 0.03 && rc_ok "$layout: observed FP $ofp" ||
+	    rc_fail "$layout: observed FP rate $ofp"
+
+	rc_stop D || rc_fail "$layout: revcheckd did not exit 0 on SIGTERM"
+done
+
+rc_done
