@@ -74,7 +74,8 @@ build_usage(FILE *fp)
 	    "  --keep N             versions kept in DIR (default 3)\n"
 	    "  --layout L           blocked (default: one cache line per key), classic,\n"
 	    "                       or fuse (8-bit binary fuse filter: FP rate 1/256\n"
-	    "                       in about 9 bits per key; needs --fp-rate >= 0.0039)\n"
+	    "                       in about 9 bits per key; needs --fp-rate >= 1/256,\n"
+	    "                       e.g. 0.004)\n"
 	    "  --quiet              no progress or summary\n"
 	    "  --help               this text\n"
 	    "\n"
@@ -390,9 +391,10 @@ fb_build(int argc, char **argv)
 
 	progress_phase(&pr, "hashing");
 	if (o.layout == BLOOM_FUSE && o.fp_rate < BLOOM_FUSE_FP) {
-		fb_err("--layout fuse has the fixed FP rate 1/256 (0.0039), "
-		    "above --fp-rate %g: use --layout blocked or classic, or "
-		    "--fp-rate 0.0039 or more", o.fp_rate);
+		fb_err("--layout fuse has the fixed FP rate 1/256 "
+		    "(0.00390625), above --fp-rate %g: use --layout blocked or "
+		    "classic, or an --fp-rate of 1/256 or more (0.004 will do)",
+		    o.fp_rate);
 		goto out;
 	}
 	if (bloom_size(o.layout, n > 0 ? n : 1, o.fp_rate, &m, &k) != 0) {
@@ -409,8 +411,9 @@ fb_build(int argc, char **argv)
 		/* Keys are distinct: table_builder_sort_unique() above. */
 		if (bloom_build_fuse(&bloom, n, seed, build_fuse_key, &tb) !=
 		    0) {
-			fb_err("cannot build a fuse filter of %zu keys (out of "
-			    "memory, or over %" PRIu32 " keys)", n,
+			fb_err("cannot build a fuse filter of %zu keys: out of "
+			    "memory, over %" PRIu32 " keys, or no seed gave a "
+			    "complete construction", n,
 			    (uint32_t)BLOOM_FUSE_MAX_KEYS);
 			goto out;
 		}
