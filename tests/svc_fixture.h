@@ -26,15 +26,48 @@ struct fx_pair {
 	size_t		 tlen;
 };
 
+/* bloom_build_fuse()'s key source: the sorted, unique records, encoded. */
+struct fx_fuse_key {
+	size_t		 len;
+	unsigned char	 enc[REVKEY_ENC_MAX];
+};
+
+static inline const void *
+fx_fuse_key(void *arg, size_t i, size_t *len)
+{
+	const struct fx_fuse_key *fk = arg;
+
+	*len = fk[i].len;
+	return fk[i].enc;
+}
+
 /*
  * Builds a signed pair from records; extra_scopes names scopes covered
- * with no key. m and k size the bloom (small m forces false positives).
- * Returns 0, or -1.
+ * with no key. layout picks the filter layout; for classic and blocked, m
+ * and k size the bloom (small m forces false positives), a fuse filter
+ * sizes itself and ignores them. Returns 0, or -1.
  */
+static inline int
+fx_build_layout(enum bloom_layout layout, EVP_PKEY *key, uint64_t version,
+    int64_t issued, int64_t expires, const struct fx_rec *recs, size_t n,
+    const char **extra_scopes, size_t nextra, uint64_t m, uint32_t k,
+    struct fx_pair *out);
+
+/* fx_build_layout() with the classic layout. */
 static inline int
 fx_build(EVP_PKEY *key, uint64_t version, int64_t issued, int64_t expires,
     const struct fx_rec *recs, size_t n, const char **extra_scopes,
     size_t nextra, uint64_t m, uint32_t k, struct fx_pair *out)
+{
+	return fx_build_layout(BLOOM_CLASSIC, key, version, issued, expires,
+	    recs, n, extra_scopes, nextra, m, k, out);
+}
+
+static inline int
+fx_build_layout(enum bloom_layout layout, EVP_PKEY *key, uint64_t version,
+    int64_t issued, int64_t expires, const struct fx_rec *recs, size_t n,
+    const char **extra_scopes, size_t nextra, uint64_t m, uint32_t k,
+    struct fx_pair *out)
 {
 	struct table_rec *tr = calloc(n + 1, sizeof(*tr));
 	struct ffile_scope sc[32];
@@ -68,11 +101,25 @@ fx_build(EVP_PKEY *key, uint64_t version, int64_t issued, int64_t expires,
 		snprintf(sc[ns++].name, sizeof(sc[0].name), "%s",
 		    extra_scopes[i]);
 	n = table_sort_unique(tr, n);
-	if (bloom_init(&b, BLOOM_CLASSIC, m, k, 0x1234) != 0)
-		goto fail;
-	for (i = 0; i < n; i++) {
-		el = revkey_encode(&tr[i].key, enc);
-		bloom_add(&b, enc, el);
+	if (layout == BLOOM_FUSE) {
+		struct fx_fuse_key *fk = calloc(n + 1, sizeof(*fk));
+		int rc;
+
+		if (fk == NULL)
+			goto fail;
+		for (i = 0; i < n; i++)
+			fk[i].len = revkey_encode(&tr[i].key, fk[i].enc);
+		rc = bloom_build_fuse(&b, n, 0x1234, fx_fuse_key, fk);
+		free(fk);
+		if (rc != 0)
+			goto fail;
+	} else {
+		if (bloom_init(&b, layout, m, k, 0x1234) != 0)
+			goto fail;
+		for (i = 0; i < n; i++) {
+			el = revkey_encode(&tr[i].key, enc);
+			bloom_add(&b, enc, el);
+		}
 	}
 	if (table_encode(tr, n, &out->table, &out->tlen, err,
 	    sizeof(err)) != 0)

@@ -279,3 +279,111 @@ Test(loader, missing_key_is_named)
 	cr_assert_eq(loader_init(&l, &cfg, &pol, err, sizeof(err)), -1);
 	cr_assert(strstr(err, "trusted_key") != NULL, "%s", err);
 }
+
+/* Publishes version v of the records in a layout; tamper sets byte at. */
+static void
+publish_layout(enum bloom_layout layout, uint64_t v, int64_t now,
+    size_t at, unsigned char val)
+{
+	struct fx_pair p;
+	char err[256];
+
+	cr_assert_eq(fx_build_layout(layout, key, v, now, now + 600, recs, 2,
+	    NULL, 0, 1 << 12, 5, &p), 0, "%s", bloom_layout_name(layout));
+	if (at != 0) {
+		p.filter[at] = val;
+		/* Signed again: only the field itself is wrong. */
+		cr_assert_eq(sign_sign(key, p.filter, p.flen - SIGN_SIG_LEN,
+		    p.filter + p.flen - SIGN_SIG_LEN), 0);
+	}
+	cr_assert_eq(publish_pair(fdir, v, p.filter, p.flen, p.table, p.tlen,
+	    10, err, sizeof(err)), 0, "%s", err);
+	fx_free(&p);
+}
+
+/* The layout of the served filter, its fill and FP estimate as status shows. */
+static void
+expect_serving(struct snapshot_slot *sl, uint64_t v, enum bloom_layout layout)
+{
+	struct snapshot *s = snapshot_acquire(sl);
+	struct revkey k;
+	char err[256];
+
+	cr_assert_not_null(s);
+	cr_assert_eq(s->version, v);
+	cr_assert_eq(s->info->layout, layout, "version %llu is %s, want %s",
+	    (unsigned long long)v, bloom_layout_name(s->info->layout),
+	    bloom_layout_name(layout));
+	cr_assert_eq(ffile_bloom(s->ff)->layout, layout);
+	if (layout == BLOOM_FUSE) {
+		cr_assert(s->info->seglog >= 1 && s->info->seglog <= 18);
+		cr_assert_eq(s->info->k, 3);
+		cr_assert_eq(s->estimated_fp, 1.0 / 256.0);
+	} else {
+		cr_assert_eq(s->info->seglog, 0);
+	}
+	cr_assert(s->fill_ratio > 0.0 && s->fill_ratio < 1.0, "fill %g",
+	    s->fill_ratio);
+	cr_assert_eq(revkey_from_text(&k, "default", "t1", 2, err,
+	    sizeof(err)), 0, "%s", err);
+	cr_assert(ffile_query(s->ff, &k), "t1 missing from the %s filter",
+	    bloom_layout_name(layout));
+	cr_assert_eq(revkey_from_text(&k, "default", "t2", 2, err,
+	    sizeof(err)), 0, "%s", err);
+	cr_assert(ffile_query(s->ff, &k), "t2 missing from the %s filter",
+	    bloom_layout_name(layout));
+	snapshot_release(s);
+}
+
+/*
+ * An operator switching layouts between versions: each new version is
+ * loaded whatever its layout; a fuse file with a bad segment length byte
+ * (signed by a trusted key all the same) is refused and the previous
+ * filter stays in service.
+ */
+Test(loader, switches_layouts_and_refuses_a_bad_fuse_segment_length)
+{
+	struct snapshot_slot sl;
+	struct loader l;
+	struct loader_event ev;
+	uint64_t acc, rej;
+	int64_t now = util_now();
+	char err[512];
+
+	snapshot_slot_init(&sl);
+	cr_assert_eq(loader_init(&l, &cfg, &pol, err, sizeof(err)), 0, "%s",
+	    err);
+	publish_layout(BLOOM_CLASSIC, 1, now, 0, 0);
+	cr_assert_eq(loader_poll(&l, &sl, false), 0);
+	expect_serving(&sl, 1, BLOOM_CLASSIC);
+	publish_layout(BLOOM_FUSE, 2, now, 0, 0);
+	cr_assert_eq(loader_poll(&l, &sl, false), 0);
+	expect_serving(&sl, 2, BLOOM_FUSE);
+
+	publish_layout(BLOOM_FUSE, 3, now, 11, 0);	/* segment log 0 */
+	cr_assert_eq(loader_poll(&l, &sl, false), -1);
+	loader_stats(&l, &ev, NULL, NULL);
+	cr_assert(strstr(ev.reason, "offset 11") != NULL, "%s", ev.reason);
+	expect_serving(&sl, 2, BLOOM_FUSE);
+	publish_layout(BLOOM_FUSE, 4, now, 11, 19);
+	cr_assert_eq(loader_poll(&l, &sl, false), -1);
+	loader_stats(&l, &ev, NULL, NULL);
+	cr_assert(strstr(ev.reason, "offset 11") != NULL, "%s", ev.reason);
+	publish_layout(BLOOM_BLOCKED, 5, now, 11, 1);	/* not fuse: must be 0 */
+	cr_assert_eq(loader_poll(&l, &sl, false), -1);
+	loader_stats(&l, &ev, NULL, NULL);
+	cr_assert(strstr(ev.reason, "offset 11") != NULL, "%s", ev.reason);
+	expect_serving(&sl, 2, BLOOM_FUSE);
+
+	publish_layout(BLOOM_BLOCKED, 6, now, 0, 0);
+	cr_assert_eq(loader_poll(&l, &sl, false), 0);
+	expect_serving(&sl, 6, BLOOM_BLOCKED);
+	publish_layout(BLOOM_FUSE, 7, now, 0, 0);
+	cr_assert_eq(loader_poll(&l, &sl, false), 0);
+	expect_serving(&sl, 7, BLOOM_FUSE);
+	loader_stats(&l, &ev, &acc, &rej);
+	cr_assert_eq(acc, 4);
+	cr_assert_eq(rej, 3);
+	loader_free(&l);
+	snapshot_slot_free(&sl);
+}
