@@ -161,10 +161,14 @@ check "fuse with the default --fp-rate is refused" expect_rc 1 build --key k.pem
 grep -q "1/256" err || fail "fuse refusal does not mention 1/256: $(cat err)"
 check "fuse refusal is one line" test "$(wc -l < err)" = 1
 check "fuse with --fp-rate 0.002 is refused" expect_rc 1 build --key k.pem --out dfuse --layout fuse --fp-rate 0.002 ids.txt
+check "fuse with --fp-rate 0.0039 (just below 1/256) is refused" expect_rc 1 build --key k.pem \
+	--out dfuse --layout fuse --fp-rate 0.0039 ids.txt
 snap dfuse > after.snap
 check "refused fuse builds leave DIR untouched" diff -u before.snap after.snap
 check "fuse refusal left version 1 current" test "$(readlink dfuse/current)" = v00000000000000000001
 check "fuse at exactly 1/256 builds" expect_rc 0 build --key k.pem --out dfuse --layout fuse --fp-rate 0.00390625 --quiet ids.txt
+check "fuse at 0.004 builds" expect_rc 0 build --key k.pem --out dfuse --layout fuse --fp-rate 0.004 --quiet ids.txt
+check "the fuse rebuilds published versions 2 and 3" test "$(readlink dfuse/current)" = v00000000000000000003
 check "a fuse refusal into a new DIR creates nothing" expect_rc 1 build --key k.pem --out dnofuse --layout fuse ids.txt
 check "no DIR left behind" test ! -e dnofuse
 check "unknown layout is a usage error" expect_rc 2 build --key k.pem --out dfuse --layout bogus ids.txt
