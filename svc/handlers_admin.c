@@ -291,7 +291,8 @@ handle_metrics(const struct server_req *r)
 	    "filter negatives).", observed_fp());
 	snapshot_release(s);
 	counter(&b, "checks", "Keys checked.", metrics_get(MET_CHECKS));
-	counter(&b, "filter_negative", "Answered not_revoked by a zero bit.",
+	counter(&b, "filter_negative", "Answered not_revoked by the filter "
+	    "(a zero bit, or a fingerprint mismatch in a fuse filter).",
 	    metrics_get(MET_FILTER_NEGATIVE));
 	counter(&b, "fallthrough", "Filter positives sent to the authority.",
 	    metrics_get(MET_FALLTHROUGH));
