@@ -25,9 +25,10 @@
  * lookup; fp is the measured false-positive rate over the absent keys.
  * Variants: libbloom (bloom_check), classic, blocked and fuse (bloom_query:
  * hash plus query, one key at a time), classic-batch, blocked-batch and
- * fuse-batch (the batch endpoint's path: hash BATCH keys, then
+ * fuse-batch (the library's batch call: hash BATCH keys, then
  * bloom_query_many, which hints each key's cache lines a few keys before
- * reading them). build_s of fuse is the whole construction (hashing and
+ * reading them; revcheckd's POST /v1/check still checks its items one by
+ * one, its cost being JSON, see docs/BENCHMARKS.md). build_s of fuse is the whole construction (hashing and
  * peeling); of the others the adds.
  */
 

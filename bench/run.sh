@@ -239,7 +239,7 @@ if [ "$HAVE_LOOKUP" = 1 ] && lookup_rows "$N" && grep -q 'variant=libbloom' "$T/
 	for kind in absent present; do
 		emit "lookup_${kind}_batch" "$(lk "$N" blocked-batch ${kind}_ns)" \
 		    "$(lk "$N" libbloom ${kind}_ns)" ns/lookup lower 2 \
-		    "n=$N p=0.01, blocked layout (the default), batches of 1000: hash, then bloom_query_many (the batch endpoint's path) vs libbloom bloom_check"
+		    "n=$N p=0.01, blocked layout (the default), batches of 1000: hash, then bloom_query_many (the library's batch call with its prefetch pipeline) vs libbloom bloom_check"
 		emit "lookup_${kind}_single" "$(lk "$N" blocked ${kind}_ns)" \
 		    "$(lk "$N" libbloom ${kind}_ns)" ns/lookup lower 2 \
 		    "n=$N p=0.01, blocked layout, one bloom_query (hash+query) at a time vs libbloom"
