@@ -33,7 +33,7 @@ struct build_opts {
 	uint64_t	 version;	/* 0: current + 1 */
 	const char	*scope;
 	enum input_format format;
-	enum bloom_layout layout;
+	enum bloom_layout layout;	/* 0: auto, chosen once n is known */
 	const char	*issuers[BUILD_MAX_ISSUERS];
 	size_t		 nissuers;
 	bool		 allow_expired;
@@ -72,10 +72,11 @@ build_usage(FILE *fp)
 	    "  --issuer CA.pem      verify CRLs against this issuer (repeatable)\n"
 	    "  --allow-expired      a CRL past nextUpdate only warns\n"
 	    "  --keep N             versions kept in DIR (default 3)\n"
-	    "  --layout L           blocked (default: one cache line per key), classic,\n"
-	    "                       or fuse (8-bit binary fuse filter: FP rate 1/256\n"
-	    "                       in about 9 bits per key; needs --fp-rate >= 1/256,\n"
-	    "                       e.g. 0.004)\n"
+	    "  --layout L           auto (default), blocked (one cache line per key),\n"
+	    "                       classic, or fuse (8-bit binary fuse filter: FP rate\n"
+	    "                       1/256 in about 9 bits per key; needs --fp-rate >=\n"
+	    "                       1/256, e.g. 0.004). auto picks fuse when it can meet\n"
+	    "                       --fp-rate in no more memory than blocked, else blocked\n"
 	    "  --quiet              no progress or summary\n"
 	    "  --help               this text\n"
 	    "\n"
@@ -141,7 +142,7 @@ build_parse(struct build_opts *o, int argc, char **argv, int *first_input)
 	o->valid_for = 3600;
 	o->scope = REVKEY_DEFAULT_SCOPE;
 	o->format = INPUT_AUTO;
-	o->layout = BLOOM_BLOCKED;
+	o->layout = 0;
 	o->keep = 3;
 
 	fb_getopt_reset();
@@ -201,7 +202,9 @@ build_parse(struct build_opts *o, int argc, char **argv, int *first_input)
 			o->keep = (unsigned)u;
 			break;
 		case 'L':
-			if (strcmp(optarg, "classic") == 0)
+			if (strcmp(optarg, "auto") == 0)
+				o->layout = 0;
+			else if (strcmp(optarg, "classic") == 0)
 				o->layout = BLOOM_CLASSIC;
 			else if (strcmp(optarg, "blocked") == 0)
 				o->layout = BLOOM_BLOCKED;
@@ -209,7 +212,7 @@ build_parse(struct build_opts *o, int argc, char **argv, int *first_input)
 				o->layout = BLOOM_FUSE;
 			else
 				return fb_usage_err("build", "--layout '%s': want "
-				    "blocked, classic or fuse", optarg);
+				    "auto, blocked, classic or fuse", optarg);
 			break;
 		case 'q': o->quiet = true; break;
 		case 'h': build_usage(stdout); return -1;
@@ -390,6 +393,8 @@ fb_build(int argc, char **argv)
 	}
 
 	progress_phase(&pr, "hashing");
+	if (o.layout == 0)
+		o.layout = bloom_pick_layout(n, o.fp_rate);
 	if (o.layout == BLOOM_FUSE && o.fp_rate < BLOOM_FUSE_FP) {
 		fb_err("--layout fuse has the fixed FP rate 1/256 "
 		    "(0.00390625), above --fp-rate %g: use --layout blocked or "
@@ -466,8 +471,9 @@ fb_build(int argc, char **argv)
 		publish_version_name(vname, version);
 		util_rfc3339(until, expires);
 		printf("published version %" PRIu64 " in %s/%s: %zu keys, %zu "
-		    "scopes, %" PRIu64 " bits, k=%" PRIu32 ", fill %.4f, valid "
-		    "until %s\n", version, o.out, vname, n, set.nscopes, m, k,
+		    "scopes, %s layout, %" PRIu64 " bits, k=%" PRIu32 ", fill "
+		    "%.4f, valid until %s\n", version, o.out, vname, n,
+		    set.nscopes, bloom_layout_name(o.layout), m, k,
 		    bloom_fill_ratio(&bloom), until);
 	}
 	ret = FB_EXIT_OK;

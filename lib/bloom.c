@@ -186,6 +186,21 @@ bloom_size(enum bloom_layout layout, uint64_t n, double p, uint64_t *m,
 	return -1;
 }
 
+enum bloom_layout
+bloom_pick_layout(uint64_t n, double p)
+{
+	uint64_t mf, mb;
+	uint32_t kf, kb;
+
+	if (n == 0)
+		n = 1;
+	if (bloom_size(BLOOM_FUSE, n, p, &mf, &kf) != 0)
+		return BLOOM_BLOCKED;
+	if (bloom_size(BLOOM_BLOCKED, n, p, &mb, &kb) != 0)
+		return BLOOM_FUSE;
+	return mf <= mb ? BLOOM_FUSE : BLOOM_BLOCKED;
+}
+
 static int
 bloom_check_params(enum bloom_layout layout, uint64_t m, uint32_t k,
     uint32_t seglog)

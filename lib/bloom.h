@@ -79,6 +79,15 @@ int bloom_size_classic(uint64_t n, double p, uint64_t *m, uint32_t *k);
 int bloom_size(enum bloom_layout layout, uint64_t n, double p, uint64_t *m,
     uint32_t *k);
 
+/*
+ * The layout a builder should use for n keys at FP rate p when the
+ * operator leaves it open: the fuse layout when it can meet p (p >= 2^-8)
+ * and its array is no larger than the blocked layout's, else blocked.
+ * At 1 % and 10^5 keys or more that is fuse (smaller, a lower FP rate,
+ * faster); at the default 0.1 %, or at 5 %, blocked.
+ */
+enum bloom_layout bloom_pick_layout(uint64_t n, double p);
+
 /* Expected FP rate of a layout holding n keys in m bits with k probes. */
 double bloom_expected_fp(enum bloom_layout layout, uint64_t n, uint64_t m,
     uint32_t k);

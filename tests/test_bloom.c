@@ -519,3 +519,43 @@ Test(bloom, fuse_attach_and_query_many_answer_like_the_original)
 	bloom_free(&v);
 	bloom_free(&b);
 }
+
+/* The builder's default: the smaller of fuse and blocked that meets p. */
+Test(bloom, pick_layout_takes_the_smaller_that_meets_p)
+{
+	static const uint64_t ns[] = { 0, 1, 10, 1000, 100000, 1000000,
+	    10000000 };
+	static const double ps[] = { 0.5, 0.05, 0.02, 0.01, 0.005,
+	    1.0 / 256, 0.0039, 0.001, 1e-6 };
+	enum bloom_layout l;
+	uint64_t mf, mb;
+	uint32_t kf, kb;
+	size_t ni, pi;
+
+	for (ni = 0; ni < sizeof(ns) / sizeof(ns[0]); ni++) {
+		for (pi = 0; pi < sizeof(ps) / sizeof(ps[0]); pi++) {
+			l = bloom_pick_layout(ns[ni], ps[pi]);
+			cr_assert_eq(bloom_size(BLOOM_BLOCKED, ns[ni] ? ns[ni] :
+			    1, ps[pi], &mb, &kb), 0);
+			if (ps[pi] < BLOOM_FUSE_FP) {
+				cr_assert_eq(l, BLOOM_BLOCKED, "n %llu p %g: "
+				    "fuse cannot meet p",
+				    (unsigned long long)ns[ni], ps[pi]);
+				continue;
+			}
+			cr_assert_eq(bloom_size(BLOOM_FUSE, ns[ni] ? ns[ni] :
+			    1, ps[pi], &mf, &kf), 0);
+			cr_assert_eq(l, mf <= mb ? BLOOM_FUSE : BLOOM_BLOCKED,
+			    "n %llu p %g: fuse %llu bits, blocked %llu",
+			    (unsigned long long)ns[ni], ps[pi],
+			    (unsigned long long)mf, (unsigned long long)mb);
+		}
+	}
+	/* The cases the docs name. */
+	cr_assert_eq(bloom_pick_layout(1000000, 0.01), BLOOM_FUSE);
+	cr_assert_eq(bloom_pick_layout(10000000, 0.01), BLOOM_FUSE);
+	cr_assert_eq(bloom_pick_layout(100000, 0.01), BLOOM_FUSE);
+	cr_assert_eq(bloom_pick_layout(10000000, 0.001), BLOOM_BLOCKED);
+	cr_assert_eq(bloom_pick_layout(10000000, 0.05), BLOOM_BLOCKED);
+	cr_assert_eq(bloom_pick_layout(10000000, 0.0039), BLOOM_BLOCKED);
+}

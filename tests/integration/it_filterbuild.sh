@@ -116,8 +116,19 @@ check "blocked layout verify" expect_rc 0 verify --pub p.pem dblk
 check "classic layout builds and verifies" expect_rc 0 build --key k.pem --out dcls --layout classic ids.txt
 check "classic layout verify" expect_rc 0 verify --pub p.pem dcls
 "$FB" inspect --json dcls | grep -q '"layout":[[:space:]]*"classic"' || fail "classic layout not recorded"
-check "blocked is the default layout" expect_rc 0 build --key k.pem --out ddef ids.txt
+check "blocked is the default layout at the default --fp-rate" expect_rc 0 build --key k.pem --out ddef ids.txt
 "$FB" inspect --json ddef | grep -q '"layout":[[:space:]]*"blocked"' || fail "default layout is not blocked"
+# The default is auto: at 1 % and 10^5 ids the fuse layout is smaller than
+# blocked and meets the target, so it is picked; at 5 % blocked is smaller.
+seq 1 100000 | sed 's/^/auto-/' > auto.txt
+check "auto (the default) at --fp-rate 0.01 builds" expect_rc 0 build --key k.pem --out dauto \
+	--fp-rate 0.01 auto.txt
+grep -q "fuse layout" out || fail "the build summary does not name the layout auto picked: $(cat out)"
+"$FB" inspect --json dauto | grep -q '"layout":[[:space:]]*"fuse"' || fail "auto at 1 % did not pick fuse"
+check "auto at 1 % verifies" expect_rc 0 verify --pub p.pem dauto
+check "explicit --layout auto at --fp-rate 0.05" expect_rc 0 build --key k.pem --out dauto5 \
+	--layout auto --fp-rate 0.05 auto.txt
+"$FB" inspect --json dauto5 | grep -q '"layout":[[:space:]]*"blocked"' || fail "auto at 5 % did not pick blocked"
 # The fuse layout: a binary fuse filter of 8-bit fingerprints (FP 1/256).
 check "fuse layout builds" expect_rc 0 build --key k.pem --out dfuse --layout fuse \
 	--fp-rate 0.01 --issuer pki/ca.pem ids.txt ids.json pki/crl.pem
@@ -173,7 +184,7 @@ check "a fuse refusal into a new DIR creates nothing" expect_rc 1 build --key k.
 check "no DIR left behind" test ! -e dnofuse
 check "unknown layout is a usage error" expect_rc 2 build --key k.pem --out dfuse --layout bogus ids.txt
 grep -q "bogus" err || fail "unknown layout error does not name it: $(cat err)"
-for l in blocked classic fuse; do
+for l in auto blocked classic fuse; do
 	grep -q "$l" err || fail "unknown layout error does not list $l: $(cat err)"
 done
 check "build --help lists the fuse layout" expect_rc 0 build --help
