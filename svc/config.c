@@ -1,5 +1,6 @@
 /* config.c - revcheckd settings: defaults, the JSON config file, command-line flags */
 #include <arpa/inet.h>
+#include <assert.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -13,6 +14,8 @@
 #include "config.h"
 #include "ffile.h"
 #include "log.h"
+#include "sync.h"
+#include "upstream.h"
 #include "util.h"
 
 enum opt_type {
@@ -25,13 +28,24 @@ enum opt_type {
 	OPT_LEVEL,	/* "err", "warn", "info", "debug" */
 };
 
+/* Which mode a key makes sense in (config_validate() refuses the rest). */
+enum opt_need {
+	NEED_ANY = 0,
+	NEED_EDGE,	/* needs upstream_filter */
+	NEED_AUTHORITY,	/* bounds upstream_check, so needs it */
+};
+
+/*
+ * min and max bound OPT_U64 and OPT_UINT; for OPT_DUR, min 0 allows "0"
+ * and a max other than 0 bounds the duration to min..max seconds.
+ */
 struct opt {
 	const char	*key;		/* config key; the flag is the same with '-' */
 	enum opt_type	 type;
 	size_t		 off;
 	uint64_t	 min;
 	uint64_t	 max;
-	int		 flag;		/* getopt value */
+	enum opt_need	 need;
 };
 
 enum {
@@ -42,30 +56,48 @@ enum {
 #define OFF(f) offsetof(struct config, f)
 
 static const struct opt opts[] = {
-	{ "listen",		OPT_STR,  OFF(listen), 0, 0, 0 },
-	{ "filter_dir",		OPT_STR,  OFF(filter_dir), 0, 0, 0 },
-	{ "trusted_key",	OPT_KEYS, 0, 0, 0, 0 },
-	{ "state_dir",		OPT_STR,  OFF(state_dir), 0, 0, 0 },
-	{ "audit_log",		OPT_STR,  OFF(audit_log), 0, 0, 0 },
-	{ "max_age",		OPT_DUR,  OFF(max_age), 0, 0, 0 },
-	{ "clock_skew",		OPT_DUR,  OFF(clock_skew), 0, 0, 0 },
-	{ "max_batch",		OPT_U64,  OFF(max_batch), 1, 1000000, 0 },
-	{ "max_body",		OPT_U64,  OFF(max_body), 64, UINT64_C(1) << 30, 0 },
-	{ "conn_timeout",	OPT_UINT, OFF(conn_timeout), 1, 3600, 0 },
-	{ "max_conns",		OPT_UINT, OFF(max_conns), 1, 1000000, 0 },
-	{ "max_conns_per_ip",	OPT_UINT, OFF(max_conns_per_ip), 1, 1000000, 0 },
-	{ "threads",		OPT_UINT, OFF(threads), 0, 1024, 0 },
-	{ "poll_interval",	OPT_UINT, OFF(poll_interval), 1, 3600, 0 },
-	{ "authz_cert_header",	OPT_STR,  OFF(authz_cert_header), 0, 0, 0 },
-	{ "authz_not_covered",	OPT_NOTCOV, 0, 0, 0, 0 },
-	{ "log_level",		OPT_LEVEL, 0, 0, 0, 0 },
-	{ "upstream_filter",	OPT_STR,  OFF(upstream_filter), 0, 0, 0 },
-	{ "upstream_check",	OPT_STR,  OFF(upstream_check), 0, 0, 0 },
-	{ "sync_interval",	OPT_DUR,  OFF(sync_interval), 1, 0, 0 },
-	{ "max_download",	OPT_U64,  OFF(max_download), 1024, FFILE_MAX_SIZE, 0 },
-	{ "max_lag",		OPT_DUR,  OFF(max_lag), 0, 0, 0 },
+	{ "listen",		OPT_STR,  OFF(listen), 0, 0, NEED_ANY },
+	{ "filter_dir",		OPT_STR,  OFF(filter_dir), 0, 0, NEED_ANY },
+	{ "trusted_key",	OPT_KEYS, 0, 0, 0, NEED_ANY },
+	{ "state_dir",		OPT_STR,  OFF(state_dir), 0, 0, NEED_ANY },
+	{ "audit_log",		OPT_STR,  OFF(audit_log), 0, 0, NEED_ANY },
+	{ "max_age",		OPT_DUR,  OFF(max_age), 0, 0, NEED_ANY },
+	{ "clock_skew",		OPT_DUR,  OFF(clock_skew), 0, 0, NEED_ANY },
+	{ "max_batch",		OPT_U64,  OFF(max_batch), 1, 1000000, NEED_ANY },
+	{ "max_body",		OPT_U64,  OFF(max_body), 64, UINT64_C(1) << 30,
+	    NEED_ANY },
+	{ "conn_timeout",	OPT_UINT, OFF(conn_timeout), 1, 3600, NEED_ANY },
+	{ "max_conns",		OPT_UINT, OFF(max_conns), 1, 1000000, NEED_ANY },
+	{ "max_conns_per_ip",	OPT_UINT, OFF(max_conns_per_ip), 1, 1000000,
+	    NEED_ANY },
+	{ "threads",		OPT_UINT, OFF(threads), 0, 1024, NEED_ANY },
+	{ "poll_interval",	OPT_UINT, OFF(poll_interval), 1, 3600,
+	    NEED_ANY },
+	{ "authz_cert_header",	OPT_STR,  OFF(authz_cert_header), 0, 0,
+	    NEED_ANY },
+	{ "authz_not_covered",	OPT_NOTCOV, 0, 0, 0, NEED_ANY },
+	{ "log_level",		OPT_LEVEL, 0, 0, 0, NEED_ANY },
+	{ "upstream_filter",	OPT_STR,  OFF(upstream_filter), 0, 0, NEED_ANY },
+	{ "upstream_check",	OPT_STR,  OFF(upstream_check), 0, 0, NEED_ANY },
+	{ "sync_interval",	OPT_DUR,  OFF(sync_interval), 1, 0, NEED_ANY },
+	{ "max_download",	OPT_U64,  OFF(max_download), 1024, FFILE_MAX_SIZE,
+	    NEED_ANY },
+	{ "max_lag",		OPT_DUR,  OFF(max_lag), 0, 0, NEED_ANY },
+	{ "sync_timeout",	OPT_DUR,  OFF(sync_timeout), 1, 3600,
+	    NEED_EDGE },
+	{ "sync_connect_timeout", OPT_DUR, OFF(sync_connect_timeout), 1, 3600,
+	    NEED_EDGE },
+	{ "upstream_timeout",	OPT_DUR,  OFF(upstream_timeout), 1, 60,
+	    NEED_AUTHORITY },
+	{ "upstream_connect_timeout", OPT_DUR, OFF(upstream_connect_timeout),
+	    1, 60, NEED_AUTHORITY },
+	{ "upstream_retries",	OPT_UINT, OFF(upstream_retries), 0, 10,
+	    NEED_AUTHORITY },
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
+_Static_assert(NOPTS <= 64, "config keys_set has one bit per key");
+
+#define KEY_BIT(o)	(UINT64_C(1) << ((o) - opts))
 
 void
 config_init(struct config *c)
@@ -85,6 +117,11 @@ config_init(struct config *c)
 	c->sync_interval = 30;
 	c->max_download = UINT64_C(256) * 1024 * 1024;
 	c->max_lag = 0;
+	c->sync_timeout = SYNC_TOTAL_TIMEOUT;
+	c->sync_connect_timeout = SYNC_CONNECT_TIMEOUT;
+	c->upstream_timeout = UPSTREAM_TIMEOUT;
+	c->upstream_connect_timeout = UPSTREAM_CONNECT_TIMEOUT;
+	c->upstream_retries = UPSTREAM_RETRIES;
 }
 
 void
@@ -147,6 +184,7 @@ set_opt(struct config *c, const struct opt *o, const char *v, char *err,
 	int64_t d;
 	uint64_t u;
 
+	c->keys_set |= KEY_BIT(o);
 	switch (o->type) {
 	case OPT_STR:
 		if (*v == '\0') {
@@ -167,6 +205,14 @@ set_opt(struct config *c, const struct opt *o, const char *v, char *err,
 			snprintf(err, errlen, "%s: bad duration \"%.64s\" "
 			    "(seconds or N[smhd]%s)", o->key, v,
 			    o->min == 0 ? ", 0 for none" : "");
+			return -1;
+		}
+		if (o->max != 0 && ((uint64_t)d < o->min ||
+		    (uint64_t)d > o->max)) {
+			snprintf(err, errlen, "%s: \"%.64s\" is out of range "
+			    "(%llus..%llus)", o->key, v,
+			    (unsigned long long)o->min,
+			    (unsigned long long)o->max);
 			return -1;
 		}
 		*(int64_t *)((char *)c + o->off) = d;
@@ -485,9 +531,28 @@ fill_default(char **sp, const char *def, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * A connect timeout nobody set fits inside its total: upstream_timeout
+ * 1s alone means a 1s connect timeout, not a refusal. One set
+ * explicitly is left for config_validate() to judge.
+ */
+static void
+fit_connect(struct config *c, const char *key, int64_t *conn, int64_t total)
+{
+	const struct opt *o = find_opt(key);
+
+	assert(o != NULL);
+	if ((c->keys_set & KEY_BIT(o)) == 0 && *conn > total)
+		*conn = total;
+}
+
 static int
 fill_defaults(struct config *c, char *err, size_t errlen)
 {
+	fit_connect(c, "upstream_connect_timeout",
+	    &c->upstream_connect_timeout, c->upstream_timeout);
+	fit_connect(c, "sync_connect_timeout", &c->sync_connect_timeout,
+	    c->sync_timeout);
 	if (fill_default(&c->listen, CONFIG_DEFAULT_LISTEN, err, errlen) == -1 ||
 	    fill_default(&c->state_dir, CONFIG_DEFAULT_STATE, err,
 	    errlen) == -1 ||
@@ -640,6 +705,7 @@ config_validate(const struct config *c, char *err, size_t errlen)
 	unsigned sl;
 	const char *l = c->listen != NULL ? c->listen : CONFIG_DEFAULT_LISTEN;
 	const char *h;
+	size_t i;
 
 	if (config_parse_listen(l, &ss, &sl) == -1) {
 		snprintf(err, errlen, "listen: \"%.64s\" is not ADDR:PORT or "
@@ -678,6 +744,37 @@ config_validate(const struct config *c, char *err, size_t errlen)
 	    strncmp(c->upstream_check, "https://", 8) != 0) {
 		snprintf(err, errlen, "upstream_check: must be an http:// or "
 		    "https:// URL");
+		return -1;
+	}
+	for (i = 0; i < NOPTS; i++) {
+		if ((c->keys_set & KEY_BIT(&opts[i])) == 0)
+			continue;
+		if (opts[i].need == NEED_EDGE && c->upstream_filter == NULL) {
+			snprintf(err, errlen, "%s: only for edge nodes (needs "
+			    "upstream_filter)", opts[i].key);
+			return -1;
+		}
+		if (opts[i].need == NEED_AUTHORITY &&
+		    c->upstream_check == NULL) {
+			snprintf(err, errlen, "%s: only for edge nodes (needs "
+			    "%s)", opts[i].key, c->upstream_filter == NULL ?
+			    "upstream_filter and upstream_check" :
+			    "upstream_check, whose requests it bounds");
+			return -1;
+		}
+	}
+	if (c->upstream_connect_timeout > c->upstream_timeout) {
+		snprintf(err, errlen, "upstream_connect_timeout: %llds is "
+		    "longer than upstream_timeout (%llds), which includes it",
+		    (long long)c->upstream_connect_timeout,
+		    (long long)c->upstream_timeout);
+		return -1;
+	}
+	if (c->sync_connect_timeout > c->sync_timeout) {
+		snprintf(err, errlen, "sync_connect_timeout: %llds is longer "
+		    "than sync_timeout (%llds), which includes it",
+		    (long long)c->sync_connect_timeout,
+		    (long long)c->sync_timeout);
 		return -1;
 	}
 	if (c->max_conns_per_ip > c->max_conns) {
@@ -732,10 +829,18 @@ config_usage(FILE *fp)
 "  --max-download BYTES     edge mode: filter download cap\n"
 "  --max-lag D              edge mode: stale when a newer version is not\n"
 "                           loaded within D (0: off)\n"
+"  --sync-timeout D         edge mode: one filter download, all included (%d)\n"
+"  --sync-connect-timeout D edge mode: connecting for a download (%d)\n"
+"  --upstream-timeout D     edge mode: one attempt at upstream-check (%d)\n"
+"  --upstream-connect-timeout D\n"
+"                           edge mode: connecting for an attempt (%d)\n"
+"  --upstream-retries N     edge mode: attempts after a failed one (%d)\n"
 "  --check-config           validate the configuration and exit\n"
 "  --version                print the version and exit\n"
 "  --help                   print this help and exit\n"
 "\n"
 "Durations are seconds or N followed by s, m, h or d.\n",
-	    CONFIG_DEFAULT_LISTEN, CONFIG_DEFAULT_STATE);
+	    CONFIG_DEFAULT_LISTEN, CONFIG_DEFAULT_STATE, SYNC_TOTAL_TIMEOUT,
+	    SYNC_CONNECT_TIMEOUT, UPSTREAM_TIMEOUT, UPSTREAM_CONNECT_TIMEOUT,
+	    UPSTREAM_RETRIES);
 }

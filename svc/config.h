@@ -59,6 +59,18 @@ struct config {
 	int64_t		 sync_interval;
 	uint64_t	 max_download;
 	int64_t		 max_lag;
+	int64_t		 sync_timeout;		/* seconds for one download */
+	int64_t		 sync_connect_timeout;	/* seconds, <= sync_timeout */
+	int64_t		 upstream_timeout;	/* seconds per attempt */
+	int64_t		 upstream_connect_timeout; /* <= upstream_timeout */
+	unsigned	 upstream_retries;	/* extra attempts */
+	/*
+	 * Which keys the file or a flag set (bit i: the i-th key of
+	 * config.c's table), so that config_validate() can refuse edge-only
+	 * keys on an origin and config_from_args() can fit a connect timeout
+	 * left at its default inside a shorter total.
+	 */
+	uint64_t	 keys_set;
 	enum config_action action;
 };
 
@@ -85,7 +97,9 @@ int config_load_buf(struct config *c, const char *buf, size_t len,
 
 /*
  * The whole startup path: scans argv for -c and the action flags, loads
- * the file when one is given, then applies every other flag on top.
+ * the file when one is given, then applies every other flag on top. A
+ * sync_connect_timeout or upstream_connect_timeout left at its default
+ * is lowered to its total timeout when that is shorter.
  * Returns 0, or -1 with err naming the flag or key. argv is not modified
  * beyond getopt's permutation.
  */
@@ -95,7 +109,8 @@ int config_from_args(struct config *c, int argc, char **argv, char *err,
 /*
  * Checks that the settings hang together: listen parses, a filter
  * directory or an upstream is set, at least one trusted key, the numbers
- * are in range. Does not touch the filesystem. Returns 0, or -1 with err
+ * are in range, no connect timeout exceeds its total, no edge-only key
+ * on an origin. Does not touch the filesystem. Returns 0, or -1 with err
  * naming the key.
  */
 int config_validate(const struct config *c, char *err, size_t errlen);

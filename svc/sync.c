@@ -492,8 +492,8 @@ download_handle(struct sync *s)
 	    CURLE_OK ||
 	    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
 	    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT,
-	    (long)SYNC_CONNECT_TIMEOUT) != CURLE_OK ||
-	    curl_easy_setopt(h, CURLOPT_TIMEOUT, (long)SYNC_TOTAL_TIMEOUT) !=
+	    (long)s->cfg->sync_connect_timeout) != CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_TIMEOUT, (long)s->cfg->sync_timeout) !=
 	    CURLE_OK ||
 	    curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L) != CURLE_OK ||
 	    curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME,
@@ -537,6 +537,7 @@ sync_start(const struct config *c, struct loader *l,
     struct snapshot_slot *sl, char *err, size_t errlen)
 {
 	pthread_condattr_t ca;
+	struct upstream_limits lim;
 	struct sync *s;
 	int n;
 
@@ -578,8 +579,11 @@ sync_start(const struct config *c, struct loader *l,
 		    "settings for %.200s", c->upstream_filter);
 		goto fail;
 	}
+	lim.timeout = c->upstream_timeout;
+	lim.connect_timeout = c->upstream_connect_timeout;
+	lim.retries = c->upstream_retries;
 	if (c->upstream_check != NULL &&
-	    (s->up = upstream_new(c->upstream_check, err, errlen)) == NULL)
+	    (s->up = upstream_new(c->upstream_check, &lim, err, errlen)) == NULL)
 		goto fail;
 	load_persisted(s);
 	if (s->up != NULL)
@@ -590,11 +594,16 @@ sync_start(const struct config *c, struct loader *l,
 		goto fail;
 	}
 	log_info("edge: syncing from %s every %llds (max_download %llu, "
-	    "max_lag %llds); positives to %s", c->upstream_filter,
-	    (long long)c->sync_interval,
+	    "max_lag %llds, sync_timeout %llds); positives to %s",
+	    c->upstream_filter, (long long)c->sync_interval,
 	    (unsigned long long)c->max_download, (long long)c->max_lag,
-	    c->upstream_check != NULL ? c->upstream_check :
-	    "nobody (503 authority_unavailable)");
+	    (long long)c->sync_timeout, c->upstream_check != NULL ?
+	    c->upstream_check : "nobody (503 authority_unavailable)");
+	if (c->upstream_check != NULL)
+		log_info("edge: upstream_timeout %llds, "
+		    "upstream_connect_timeout %llds, upstream_retries %u",
+		    (long long)c->upstream_timeout,
+		    (long long)c->upstream_connect_timeout, c->upstream_retries);
 	return s;
 fail:
 	upstream_free(s->up);

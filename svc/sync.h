@@ -22,10 +22,11 @@
  * filter counts as stale (stale_check, STALE_LAG).
  *
  * Downloads: http and https only (redirects too), TLS always verified,
- * the size capped at max_download while the bytes arrive, connect and
- * total timeouts, aborted at once by sync_stop().
+ * the size capped at max_download while the bytes arrive, bounded by
+ * sync_connect_timeout and sync_timeout, aborted at once by sync_stop().
  */
 #define SYNC_PERSIST_NAME	"edge-filter.rcf"
+/* The defaults of the config keys sync_connect_timeout and sync_timeout. */
 #define SYNC_CONNECT_TIMEOUT	10	/* seconds */
 #define SYNC_TOTAL_TIMEOUT	600	/* seconds for one download */
 #define SYNC_LOW_SPEED_TIME	30	/* seconds below 1 byte/s aborts */

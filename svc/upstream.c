@@ -1,4 +1,5 @@
 /* upstream.c - the edge's authority: filter positives settled by the origin's /v1/check */
+#include <assert.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -18,6 +19,7 @@
 
 struct upstream {
 	char		*url;
+	struct upstream_limits lim;
 	struct curl_slist *hdrs;	/* shared, read-only once built */
 	pthread_mutex_t	 mu;		/* guards idle, nidle, last_error */
 	CURL		*idle[UPSTREAM_POOL_MAX];
@@ -64,10 +66,10 @@ handle_new(struct upstream *u)
 	    CURLE_OK ||
 	    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L) != CURLE_OK ||
 	    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
-	    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
-	    (long)UPSTREAM_CONNECT_TIMEOUT_MS) != CURLE_OK ||
-	    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS,
-	    (long)UPSTREAM_TIMEOUT_MS) != CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT,
+	    (long)u->lim.connect_timeout) != CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_TIMEOUT, (long)u->lim.timeout) !=
+	    CURLE_OK ||
 	    curl_easy_setopt(h, CURLOPT_HTTPHEADER, u->hdrs) != CURLE_OK ||
 	    curl_easy_setopt(h, CURLOPT_USERAGENT,
 	    "revcheckd/" REVCHECK_VERSION " (edge)") != CURLE_OK ||
@@ -108,11 +110,13 @@ handle_give(struct upstream *u, CURL *h, bool healthy)
 }
 
 struct upstream *
-upstream_new(const char *url, char *err, size_t errlen)
+upstream_new(const char *url, const struct upstream_limits *lim, char *err,
+    size_t errlen)
 {
 	struct upstream *u;
 	struct curl_slist *l;
 
+	assert(lim != NULL && lim->timeout > 0 && lim->connect_timeout > 0);
 	if (strncmp(url, "http://", 7) != 0 &&
 	    strncmp(url, "https://", 8) != 0) {
 		snprintf(err, errlen, "upstream_check: \"%.100s\" is not an "
@@ -125,6 +129,7 @@ upstream_new(const char *url, char *err, size_t errlen)
 		snprintf(err, errlen, "upstream_check: out of memory");
 		return NULL;
 	}
+	u->lim = *lim;
 	pthread_mutex_init(&u->mu, NULL);
 	l = curl_slist_append(NULL, "Content-Type: application/json");
 	if (l != NULL)
@@ -262,7 +267,8 @@ upstream_check(void *arg, const struct snapshot *s, const struct revkey *k,
 	CURL *h = NULL;
 	CURLcode cc;
 	long code = 0;
-	int attempt, rc = -1;
+	unsigned attempt;
+	int rc = -1;
 	bool retry;
 
 	(void)s;
@@ -275,7 +281,7 @@ upstream_check(void *arg, const struct snapshot *s, const struct revkey *k,
 		set_error(u, "out of memory");
 		goto out;
 	}
-	for (attempt = 0; attempt <= UPSTREAM_RETRIES; attempt++) {
+	for (attempt = 0; attempt <= u->lim.retries; attempt++) {
 		if (attempt > 0) {
 			struct timespec ts = { 0, 20L * 1000 * 1000 * attempt };
 

@@ -23,28 +23,42 @@
  * server threads. curl_global_init() must have been called before
  * upstream_new() and curl_global_cleanup() only after upstream_free().
  */
+/*
+ * The defaults of the config keys upstream_retries, upstream_connect_timeout
+ * and upstream_timeout (config_init() takes them from here).
+ */
 #define UPSTREAM_RETRIES		2	/* extra attempts after a failure */
-#define UPSTREAM_CONNECT_TIMEOUT_MS	2000
-#define UPSTREAM_TIMEOUT_MS		4000	/* per attempt, all included */
+#define UPSTREAM_CONNECT_TIMEOUT	2	/* seconds */
+#define UPSTREAM_TIMEOUT		4	/* seconds per attempt, all in */
 #define UPSTREAM_MAX_ANSWER		(64 * 1024)
 #define UPSTREAM_POOL_MAX		64	/* idle handles kept */
 
 struct upstream;
 
+/* How hard a check tries; the config keys of the same names. */
+struct upstream_limits {
+	int64_t		timeout;	/* seconds per attempt, all included */
+	int64_t		connect_timeout; /* seconds, at most timeout */
+	unsigned	retries;	/* extra attempts after a failure */
+};
+
 /*
  * A client for url (http:// or https://; TLS peers and host names are
- * always verified). Returns it, or NULL with err.
+ * always verified) that keeps to lim (copied; both timeouts > 0). Returns
+ * it, or NULL with err.
  */
-struct upstream *upstream_new(const char *url, char *err, size_t errlen);
+struct upstream *upstream_new(const char *url,
+    const struct upstream_limits *lim, char *err, size_t errlen);
 
 /* Frees the client and its pooled handles. No request may be running. NULL-safe. */
 void upstream_free(struct upstream *u);
 
 /*
  * The check_authority_fn for check_set_authority(), arg being a struct
- * upstream: asks the origin about k, with up to UPSTREAM_RETRIES retries
- * on transport errors and 5xx replies. Fills r and returns 0 when the
- * origin answered for exactly this scope and id; returns -1 otherwise.
+ * upstream: asks the origin about k, with up to lim.retries retries on
+ * transport errors and 5xx replies, each attempt bounded by lim.timeout.
+ * Fills r and returns 0 when the origin answered for exactly this scope
+ * and id; returns -1 otherwise.
  * Safe from many threads at once.
  */
 int upstream_check(void *arg, const struct snapshot *s,

@@ -281,3 +281,265 @@ Test(config, shipped_example_parses)
 	cr_assert_eq(c.ntrusted, 1);
 	config_free(&c);
 }
+
+/* An edge with an authority, from flags: the base of the tests below. */
+#define EDGE_ARGS "revcheckd", "--upstream-filter", "http://o/v1/filter", \
+	"--upstream-check", "http://o/v1/check", "--trusted-key", "/k.pub"
+
+Test(config, edge_timeouts_default)
+{
+	struct config c;
+	char err[256];
+	const char *const argv_src[] = { EDGE_ARGS };
+	char **argv = mkargv(7, argv_src);
+
+	config_init(&c);
+	cr_assert_eq(config_from_args(&c, 7, argv, err, sizeof(err)), 0, "%s",
+	    err);
+	cr_assert_eq(c.upstream_timeout, 4);
+	cr_assert_eq(c.upstream_connect_timeout, 2);
+	cr_assert_eq(c.upstream_retries, 2);
+	cr_assert_eq(c.sync_timeout, 600);
+	cr_assert_eq(c.sync_connect_timeout, 10);
+	cr_assert_eq(config_validate(&c, err, sizeof(err)), 0, "%s", err);
+	freeargv(argv);
+	config_free(&c);
+}
+
+Test(config, edge_timeouts_parse)
+{
+	struct config c;
+	char err[256];
+	const char *j =
+	    "{ \"upstream_filter\": \"http://o/v1/filter\",\n"
+	    "  \"upstream_check\": \"http://o/v1/check\",\n"
+	    "  \"trusted_key\": \"/k.pub\",\n"
+	    "  \"upstream_timeout\": \"1m\", \"upstream_connect_timeout\": 3,\n"
+	    "  \"upstream_retries\": 0, \"sync_timeout\": \"1h\",\n"
+	    "  \"sync_connect_timeout\": \"30s\" }\n";
+
+	config_init(&c);
+	cr_assert_eq(load(&c, j, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(c.upstream_timeout, 60);
+	cr_assert_eq(c.upstream_connect_timeout, 3);
+	cr_assert_eq(c.upstream_retries, 0);
+	cr_assert_eq(c.sync_timeout, 3600);
+	cr_assert_eq(c.sync_connect_timeout, 30);
+	cr_assert_eq(config_validate(&c, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(load(&c, "{\"upstream_retries\": \"10\", "
+	    "\"upstream_timeout\": 1, \"upstream_connect_timeout\": \"1s\", "
+	    "\"sync_timeout\": 1, \"sync_connect_timeout\": 1}", err,
+	    sizeof(err)), 0, "%s", err);
+	cr_assert_eq(c.upstream_retries, 10);
+	cr_assert_eq(c.upstream_timeout, 1);
+	cr_assert_eq(c.sync_timeout, 1);
+	cr_assert_eq(config_validate(&c, err, sizeof(err)), 0, "%s", err);
+	config_free(&c);
+}
+
+Test(config, edge_timeouts_out_of_range_name_the_key)
+{
+	static const struct {
+		const char *json;
+		const char *key;
+	} bad[] = {
+		{ "{\"upstream_timeout\": \"61s\"}", "upstream_timeout" },
+		{ "{\"upstream_timeout\": \"2m\"}", "upstream_timeout" },
+		{ "{\"upstream_timeout\": 0}", "upstream_timeout" },
+		{ "{\"upstream_timeout\": \"500ms\"}", "upstream_timeout" },
+		{ "{\"upstream_connect_timeout\": 61}",
+		    "upstream_connect_timeout" },
+		{ "{\"upstream_connect_timeout\": \"0\"}",
+		    "upstream_connect_timeout" },
+		{ "{\"upstream_retries\": 11}", "upstream_retries" },
+		{ "{\"upstream_retries\": -1}", "upstream_retries" },
+		{ "{\"upstream_retries\": \"two\"}", "upstream_retries" },
+		{ "{\"sync_timeout\": 3601}", "sync_timeout" },
+		{ "{\"sync_timeout\": \"2h\"}", "sync_timeout" },
+		{ "{\"sync_timeout\": 0}", "sync_timeout" },
+		{ "{\"sync_connect_timeout\": \"1d\"}", "sync_connect_timeout" },
+		{ "{\"sync_connect_timeout\": true}", "sync_connect_timeout" },
+	};
+	struct config c;
+	char err[256];
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		config_init(&c);
+		cr_assert_eq(load(&c, bad[i].json, err, sizeof(err)), -1,
+		    "%s accepted", bad[i].json);
+		cr_assert(strstr(err, bad[i].key) != NULL, "%s: %s",
+		    bad[i].json, err);
+		config_free(&c);
+	}
+	/* The range is stated, so the operator knows what would do. */
+	config_init(&c);
+	cr_assert_eq(load(&c, "{\"upstream_timeout\": 90}", err, sizeof(err)),
+	    -1);
+	cr_assert(strstr(err, "1s..60s") != NULL, "%s", err);
+	cr_assert_eq(c.upstream_timeout, 4, "a refused value is not kept");
+	config_free(&c);
+}
+
+Test(config, edge_timeout_flags_name_the_flag)
+{
+	struct config c;
+	char err[256];
+	const char *const argv_src[] = { EDGE_ARGS, "--sync-timeout", "7200" };
+	char **argv = mkargv(9, argv_src);
+
+	config_init(&c);
+	cr_assert_eq(config_from_args(&c, 9, argv, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "--sync-timeout") != NULL, "%s", err);
+	cr_assert(strstr(err, "1s..3600s") != NULL, "%s", err);
+	freeargv(argv);
+	config_free(&c);
+}
+
+Test(config, connect_timeout_longer_than_total_is_refused)
+{
+	struct config c;
+	char err[256];
+	const char *edge = "{\"upstream_filter\": \"http://o/v1/filter\", "
+	    "\"upstream_check\": \"http://o/v1/check\", \"trusted_key\": "
+	    "\"/k.pub\"}";
+
+	config_init(&c);
+	cr_assert_eq(load(&c, edge, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(load(&c, "{\"upstream_timeout\": 3, "
+	    "\"upstream_connect_timeout\": 5}", err, sizeof(err)), 0, "%s",
+	    err);
+	cr_assert_eq(config_validate(&c, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "upstream_connect_timeout") != NULL, "%s", err);
+	cr_assert(strstr(err, "upstream_timeout") != NULL, "%s", err);
+	/* Equal is fine: the connect phase may take the whole attempt. */
+	c.upstream_connect_timeout = 3;
+	cr_assert_eq(config_validate(&c, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(load(&c, "{\"sync_timeout\": 5, "
+	    "\"sync_connect_timeout\": 6}", err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(config_validate(&c, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "sync_connect_timeout") != NULL, "%s", err);
+	config_free(&c);
+}
+
+Test(config, unset_connect_timeout_fits_a_shorter_total)
+{
+	struct config c;
+	char err[256];
+	const char *const a1_src[] = { EDGE_ARGS, "--upstream-timeout", "1",
+	    "--sync-timeout", "5s" };
+	char **a1 = mkargv(11, a1_src);
+	const char *const a2_src[] = { EDGE_ARGS, "--upstream-timeout", "1",
+	    "--upstream-connect-timeout", "2" };
+	char **a2 = mkargv(11, a2_src);
+
+	config_init(&c);
+	cr_assert_eq(config_from_args(&c, 11, a1, err, sizeof(err)), 0, "%s",
+	    err);
+	cr_assert_eq(c.upstream_connect_timeout, 1);
+	cr_assert_eq(c.sync_connect_timeout, 5);
+	cr_assert_eq(config_validate(&c, err, sizeof(err)), 0, "%s", err);
+	config_free(&c);
+	/* Set explicitly, it is the operator's mistake to hear about. */
+	config_init(&c);
+	cr_assert_eq(config_from_args(&c, 11, a2, err, sizeof(err)), 0, "%s",
+	    err);
+	cr_assert_eq(c.upstream_connect_timeout, 2);
+	cr_assert_eq(config_validate(&c, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "upstream_connect_timeout") != NULL, "%s", err);
+	freeargv(a1);
+	freeargv(a2);
+	config_free(&c);
+}
+
+Test(config, edge_keys_refused_on_an_origin)
+{
+	static const char *const keys[] = { "upstream_timeout",
+	    "upstream_connect_timeout", "upstream_retries", "sync_timeout",
+	    "sync_connect_timeout" };
+	struct config c;
+	char err[256], j[256];
+	size_t i;
+
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		config_init(&c);
+		snprintf(j, sizeof(j), "{\"filter_dir\": \"/f\", "
+		    "\"trusted_key\": \"/k.pub\", \"%s\": 2}", keys[i]);
+		cr_assert_eq(load(&c, j, err, sizeof(err)), 0, "%s", err);
+		cr_assert_eq(config_validate(&c, err, sizeof(err)), -1,
+		    "%s accepted on an origin", keys[i]);
+		cr_assert(strstr(err, keys[i]) != NULL, "%s", err);
+		cr_assert(strstr(err, "upstream_filter") != NULL, "%s", err);
+		config_free(&c);
+	}
+	/* The same values left at their defaults are no objection. */
+	config_init(&c);
+	cr_assert_eq(load(&c, "{\"filter_dir\": \"/f\", \"trusted_key\": "
+	    "\"/k.pub\"}", err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(config_validate(&c, err, sizeof(err)), 0, "%s", err);
+	config_free(&c);
+	/* An edge without an authority: the sync keys apply, the upstream
+	 * ones bound nothing. */
+	config_init(&c);
+	cr_assert_eq(load(&c, "{\"upstream_filter\": \"http://o/f\", "
+	    "\"trusted_key\": \"/k.pub\", \"sync_timeout\": 60}", err,
+	    sizeof(err)), 0, "%s", err);
+	cr_assert_eq(config_validate(&c, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(load(&c, "{\"upstream_retries\": 0}", err, sizeof(err)),
+	    0, "%s", err);
+	cr_assert_eq(config_validate(&c, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "upstream_retries") != NULL, "%s", err);
+	cr_assert(strstr(err, "upstream_check") != NULL, "%s", err);
+	config_free(&c);
+}
+
+Test(config, edge_timeout_flags_override_the_file)
+{
+	struct config c;
+	char err[256], path[] = "/tmp/revcheck-test-config-XXXXXX";
+	int fd = mkstemp(path);
+	const char *j = "{\"upstream_timeout\": \"20s\", "
+	    "\"upstream_connect_timeout\": 5, \"upstream_retries\": 4, "
+	    "\"sync_timeout\": \"15m\", \"sync_connect_timeout\": 20}";
+	const char *const argv_src[] = { EDGE_ARGS, "-c", path,
+	    "--upstream-timeout", "9s", "--upstream-retries", "0",
+	    "--sync-connect-timeout", "1m" };
+	char **argv = mkargv(15, argv_src);
+
+	cr_assert(fd >= 0);
+	cr_assert_eq(write(fd, j, strlen(j)), (ssize_t)strlen(j));
+	close(fd);
+	config_init(&c);
+	cr_assert_eq(config_from_args(&c, 15, argv, err, sizeof(err)), 0,
+	    "%s", err);
+	unlink(path);
+	cr_assert_eq(c.upstream_timeout, 9);
+	cr_assert_eq(c.upstream_connect_timeout, 5);
+	cr_assert_eq(c.upstream_retries, 0);
+	cr_assert_eq(c.sync_timeout, 900);
+	cr_assert_eq(c.sync_connect_timeout, 60);
+	cr_assert_eq(config_validate(&c, err, sizeof(err)), 0, "%s", err);
+	freeargv(argv);
+	config_free(&c);
+}
+
+Test(config, shipped_edge_example_parses)
+{
+	const char *src = getenv("REVCHECK_SRC");
+	char path[1024], err[512];
+	struct config c;
+
+	snprintf(path, sizeof(path), "%s/config/revcheckd-edge.json",
+	    src != NULL ? src : ".");
+	config_init(&c);
+	cr_assert_eq(config_load_file(&c, path, err, sizeof(err)), 0, "%s",
+	    err);
+	cr_assert_not_null(c.upstream_filter);
+	cr_assert_eq(c.upstream_timeout, 4);
+	cr_assert_eq(c.upstream_connect_timeout, 2);
+	cr_assert_eq(c.upstream_retries, 2);
+	cr_assert_eq(c.sync_timeout, 600);
+	cr_assert_eq(c.sync_connect_timeout, 10);
+	cr_assert_eq(config_validate(&c, err, sizeof(err)), 0, "%s", err);
+	config_free(&c);
+}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# it_edge.sh - edge mode end to end: origin, real nginx, edges syncing, refusals, origin down, expiry, restart
+# it_edge.sh - edge mode end to end: origin, real nginx, edges syncing, refusals, origin down, expiry, restart, upstream timeouts
 #
 # One origin revcheckd publishing from a filterbuild directory, a real
 # nginx serving that directory as static files (and a second directory of
@@ -79,16 +79,18 @@ FB keygen --out "$T/evil.pem" --pub "$T/evil.pub" >/dev/null
 F=$T/filters
 B=$T/bad		# what nginx serves to E3 at /bad/filter.rcf
 G=$T/g			# E3's own versions, built with the same key
-mkdir -p "$F" "$B" "$G" "$T/so" "$T/s1" "$T/s2" "$T/s3" "$T/s4" "$T/s5"
+mkdir -p "$F" "$B" "$G" "$T/so" "$T/s1" "$T/s2" "$T/s3" "$T/s4" "$T/s5" \
+    "$T/sh0" "$T/sh2" "$T/shs"
 build 1
 
 # ---------------------------------------------------------------- nginx
 NG=$T/nginx
 NG_PID=
 CUT_PID=
+HOLE_PID=
 ng_cleanup() {
 	local p
-	for p in "$NG_PID" "$CUT_PID" "${JSONPY_PID:-}"; do
+	for p in "$NG_PID" "$CUT_PID" "$HOLE_PID" "${JSONPY_PID:-}"; do
 		[ -n "$p" ] || continue
 		kill -TERM "$p" 2>/dev/null || true
 		wait "$p" 2>/dev/null || true
@@ -216,6 +218,136 @@ rc_curl "$E1_URL/metrics"
 rc_expect_match "$RC_BODY" 'revcheckd_sync_attempts_total [1-9]' "sync metrics"
 rc_expect_match "$RC_BODY" 'revcheckd_upstream_checks_total\{result="answered"\} [1-9]' \
     "upstream metrics"
+
+# ---------------------------------------------------------------- upstream timeouts and retries
+# The edge-only keys are refused on an origin and checked against each
+# other, by name, before anything runs.
+cc_run() {	# cc_run [revcheckd args]: --check-config; CC_RC, CC_OUT
+	CC_RC=0
+	CC_OUT=$("$REVCHECKD" --check-config "$@" 2>&1) || CC_RC=$?
+}
+cc_run --filter-dir "$F" --trusted-key "$T/key.pub" --upstream-retries 0
+rc_expect_eq "$CC_RC" 1 "--check-config: upstream_retries on an origin refused"
+rc_expect_match "$CC_OUT" 'upstream_retries: only for edge nodes' \
+    "--check-config names upstream_retries"
+cc_run --filter-dir "$F" --trusted-key "$T/key.pub" --sync-timeout 60
+rc_expect_match "$CC_OUT" 'sync_timeout: only for edge nodes' \
+    "--check-config: sync_timeout on an origin refused"
+cc_run --upstream-filter "$O_URL/v1/filter" --upstream-check "$O_URL/v1/check" \
+    --trusted-key "$T/key.pub" --upstream-timeout 2s --upstream-connect-timeout 3s
+rc_expect_eq "$CC_RC" 1 "--check-config: connect timeout over the total refused"
+rc_expect_match "$CC_OUT" 'upstream_connect_timeout: 3s is longer than upstream_timeout' \
+    "--check-config names upstream_connect_timeout"
+printf '{ "upstream_filter": "%s", "trusted_key": "%s",\n  "sync_timeout": "2h" }\n' \
+    "$O_URL/v1/filter" "$T/key.pub" >"$T/edge-bad.json"
+cc_run -c "$T/edge-bad.json"
+rc_expect_eq "$CC_RC" 1 "--check-config: sync_timeout 2h refused"
+rc_expect_match "$CC_OUT" 'edge-bad.json: key sync_timeout: "2h" is out of range \(1s\.\.3600s\)' \
+    "the file's error names the file, the key and the range"
+cc_run --upstream-filter "$O_URL/v1/filter" --upstream-check "$O_URL/v1/check" \
+    --trusted-key "$T/key.pub" --upstream-timeout 1s --upstream-connect-timeout 1s \
+    --upstream-retries 0 --sync-timeout 5m --sync-connect-timeout 5s
+rc_expect_eq "$CC_RC/$CC_OUT" "0/configuration OK" "--check-config: the five keys on an edge"
+
+# A check authority that accepts connections and never answers: one line
+# in $HOLE_LOG per connection accepted, so attempts can be counted.
+HOLE_LOG=$T/hole.log
+for try in 1 2 3 4 5; do
+	HOLE_PORT=$(rc_free_port)
+	: >"$HOLE_LOG"
+	rm -f "$T/hole.ready"
+	python3 - "$HOLE_PORT" "$HOLE_LOG" "$T/hole.ready" 2>"$T/hole.err" <<'PY' &
+import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen(64)
+open(sys.argv[3], "w").close()
+held = []
+log = open(sys.argv[2], "a")
+while True:
+    c, _ = s.accept()
+    held.append(c)		# never read, never answered, never closed
+    log.write("accepted\n")
+    log.flush()
+PY
+	HOLE_PID=$!
+	end=$(( $(now_ms) + 5000 ))
+	while [ ! -e "$T/hole.ready" ] && kill -0 "$HOLE_PID" 2>/dev/null &&
+	    [ "$(now_ms)" -lt "$end" ]; do
+		sleep 0.05
+	done
+	[ -e "$T/hole.ready" ] && break
+	kill -TERM "$HOLE_PID" 2>/dev/null || true
+	wait "$HOLE_PID" 2>/dev/null || true
+	HOLE_PID=
+done
+[ -n "$HOLE_PID" ] || { cat "$T/hole.err" >&2; rc_fail "the silent authority did not start"; }
+HOLE_URL="http://127.0.0.1:$HOLE_PORT"
+hole_count() { wc -l <"$HOLE_LOG" | tr -d ' '; }
+# hole_settle WANT: the count once WANT connections arrived (or 3 s
+# passed) and a moment more, so that an extra attempt would show.
+hole_settle() {
+	local end=$(( $(now_ms) + 3000 ))
+	while [ "$(hole_count)" -lt "$1" ] && [ "$(now_ms)" -lt "$end" ]; do
+		sleep 0.05
+	done
+	sleep 0.5
+	hole_count
+}
+
+# ask_hole NAME RETRIES: a filter positive at edge NAME (upstream_timeout
+# 1s, upstream_retries RETRIES) answers 503 authority_unavailable after
+# RETRIES + 1 connections to the silent authority, well inside a bound
+# the defaults (4s per attempt, 2 retries: over 12 s) would break.
+ask_hole() {
+	local name=$1 retries=$2 url before t0 ms
+	url=$(eval echo "\$${name}_URL")
+	rc_wait_version "$url" 1 10 || rc_fail "$name did not sync version 1"
+	before=$(hole_count)
+	rc_curl "$url/v1/check?id=tok-fine"
+	rc_expect_status 200 "$name: a negative"
+	rc_expect_json status not_revoked "$name: negative not_revoked"
+	rc_expect_eq "$(hole_count)" "$before" "$name: a negative never asks the authority"
+	t0=$(now_ms)
+	rc_curl --max-time 30 "$url/v1/check?id=tok-rev-1"
+	ms=$(( $(now_ms) - t0 ))
+	rc_expect_status 503 "$name: a positive with a silent authority"
+	rc_expect_json error authority_unavailable "$name: authority_unavailable"
+	[ "$ms" -lt 10000 ] && rc_ok "$name: answered in $ms ms (< 10 s: upstream_timeout 1s used)" ||
+	    rc_fail "$name: answered in $ms ms, not under 10 s with upstream_timeout 1s"
+	rc_expect_eq "$(( $(hole_settle $((before + retries + 1))) - before ))" \
+	    $((retries + 1)) "$name: upstream_retries $retries -> $((retries + 1)) connection(s)"
+	rc_curl "$url/v1/status"
+	rc_expect_json authority.retries "$retries" "$name: $retries retries counted"
+	rc_expect_match "$(rc_json authority.last_error)" '[Tt]ime(out|d out)' \
+	    "$name: the timeout is the error shown"
+	rc_curl "$url/v1/check?id=tok-fine"
+	rc_expect_json status not_revoked "$name: negatives still answer after the timeout"
+}
+HOLE_EDGE=(--trusted-key "$T/key.pub" --sync-interval "$SI" --poll-interval 1
+    --upstream-filter "$O_URL/v1/filter" --upstream-check "$HOLE_URL/v1/check"
+    --upstream-timeout 1s)
+rc_start H0 "${HOLE_EDGE[@]}" --state-dir "$T/sh0" --upstream-retries 0
+ask_hole H0 0
+rc_stop H0 || rc_fail "H0 did not exit 0"
+rc_start H2 "${HOLE_EDGE[@]}" --state-dir "$T/sh2" --upstream-retries 2
+ask_hole H2 2
+rc_stop H2 || rc_fail "H2 did not exit 0"
+# sync_timeout: a filter download from the silent host gives up after 2 s
+# (the default, 600 s, would not within this wait) and says why.
+rc_start HS --trusted-key "$T/key.pub" --sync-interval "$SI" --state-dir "$T/shs" \
+    --upstream-filter "$HOLE_URL/filter.rcf" --sync-timeout 2s
+if wait_status "$HS_URL" sync.result '^download_failed$' 10; then
+	rc_ok "HS: a silent filter host fails the sync within sync_timeout"
+else
+	rc_fail "HS: no failed sync within 10 s with sync_timeout 2s (result $(rc_json sync.result))"
+fi
+rc_expect_match "$(rc_json sync.error)" '[Tt]ime(out|d out)' "HS: the timeout is the sync error"
+rc_stop HS || rc_fail "HS did not exit 0"
+kill -TERM "$HOLE_PID" 2>/dev/null || true
+wait "$HOLE_PID" 2>/dev/null || true
+HOLE_PID=
 
 # An https upstream whose certificate no CA vouches for: refused, never
 # downloaded (curl itself agrees it is untrusted, and fetches it with -k).
