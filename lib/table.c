@@ -366,9 +366,12 @@ table_builder_truncate(struct table_builder *b, size_t n)
 
 /*
  * Sort context: scopes get ranks (their order) kept in the entry's top 16
- * bits and pfx holds the first 8 id bytes, big-endian and zero-padded, so
- * most comparisons never touch the arena. With more distinct scopes than
- * ranks, pfx holds the first 8 key bytes instead and every rank is 0.
+ * bits and pfx holds 8 id bytes, big-endian and zero-padded, so most
+ * comparisons never touch the arena. The 8 bytes start after the prefix
+ * every id of the scope shares ("tok-" in "tok-1f2e..."): bytes all ids
+ * share cannot order them, and skipping them leaves 8 bytes that mostly
+ * do. With more distinct scopes than ranks, pfx holds the first 8 key
+ * bytes instead and every rank is 0.
  */
 struct tb_sort_ctx {
 	const unsigned char *arena;
@@ -457,7 +460,8 @@ tb_rank_scopes(struct table_builder *b)
 {
 	struct tb_slot *h;
 	struct tb_scope *sc = NULL;
-	size_t nsc = 0, i, slot, last = SIZE_MAX;
+	size_t nsc = 0, i, slot, last = SIZE_MAX, *lcp = NULL;
+	const unsigned char **ref = NULL;
 	const char *last_s = NULL;
 	size_t last_len = 0;
 	bool ok = false;
@@ -490,11 +494,14 @@ tb_rank_scopes(struct table_builder *b)
 	qsort(sc, nsc, sizeof(*sc), tb_scope_cmp);
 	for (i = 0; i < nsc; i++)
 		h[tb_slot_find(h, sc[i].s, sc[i].len)].rank = (uint32_t)i;
+	if ((lcp = calloc(nsc > 0 ? nsc : 1, sizeof(*lcp))) == NULL ||
+	    (ref = calloc(nsc > 0 ? nsc : 1, sizeof(*ref))) == NULL)
+		goto out;
 	last_s = NULL;
 	for (i = 0; i < b->n; i++) {
-		const unsigned char *r = tb_rec(b, i);
+		const unsigned char *r = tb_rec(b, i), *id;
 		const char *s = (const char *)rec_key(r);
-		size_t len = rec_scope_len(r);
+		size_t len = rec_scope_len(r), idlen, l;
 
 		if (last_s == NULL || last_len != len ||
 		    memcmp(last_s, s, len) != 0) {
@@ -506,12 +513,33 @@ tb_rank_scopes(struct table_builder *b)
 		}
 		b->ents[i].off = (b->ents[i].off & TB_OFF_MASK) |
 		    ((uint64_t)last << TB_OFF_BITS);
-		b->ents[i].pfx = tb_prefix8(rec_key(r) + len + 1, rec_id_len(r));
+		/* The prefix all ids of this scope share so far. */
+		id = rec_key(r) + len + 1;
+		idlen = rec_id_len(r);
+		if (ref[last] == NULL) {
+			ref[last] = id;
+			lcp[last] = idlen;
+			continue;
+		}
+		l = lcp[last] < idlen ? lcp[last] : idlen;
+		lcp[last] = 0;
+		while (lcp[last] < l && id[lcp[last]] == ref[last][lcp[last]])
+			lcp[last]++;
+	}
+	for (i = 0; i < b->n; i++) {
+		const unsigned char *r = tb_rec(b, i);
+		size_t rk = (size_t)(b->ents[i].off >> TB_OFF_BITS);
+		size_t skip = lcp[rk];
+
+		b->ents[i].pfx = tb_prefix8(rec_key(r) + rec_scope_len(r) + 1 +
+		    skip, rec_id_len(r) - skip);
 	}
 	ok = true;
 out:
 	free(h);
 	free(sc);
+	free(lcp);
+	free(ref);
 	return ok;
 }
 
@@ -567,6 +595,13 @@ table_builder_sort_unique(struct table_builder *b)
 	}
 	b->n = w;
 	b->sorted = true;
+}
+
+void
+table_builder_prefetch(const struct table_builder *b, size_t i)
+{
+	if (i < b->n)
+		__builtin_prefetch(b->arena + (b->ents[i].off & TB_OFF_MASK));
 }
 
 const unsigned char *

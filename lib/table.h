@@ -104,6 +104,13 @@ void table_builder_sort_unique(struct table_builder *b);
 const unsigned char *table_builder_key(const struct table_builder *b,
     size_t i, size_t *len);
 
+/*
+ * Hints the cache line of the i-th record: a loop over the sorted records
+ * reads them in key order, which is scattered through the builder's
+ * memory, and can hide the misses by hinting a few records ahead.
+ */
+void table_builder_prefetch(const struct table_builder *b, size_t i);
+
 /* The i-th record's scope (not NUL-terminated) and its length. */
 const char *table_builder_scope(const struct table_builder *b, size_t i,
     size_t *len);
