@@ -22,6 +22,11 @@
 #define TB_OFF_BITS	48
 #define TB_OFF_MASK	((UINT64_C(1) << TB_OFF_BITS) - 1)
 #define TB_MAX_RANKS	65536u
+/*
+ * Sorted records lie scattered through the arena: loops over them hint
+ * the record this many places ahead (see table_builder_prefetch).
+ */
+#define TB_AHEAD	16
 
 struct table {
 	const unsigned char *buf;
@@ -578,6 +583,7 @@ table_builder_sort_unique(struct table_builder *b)
 			const unsigned char *rj = tb_rec(b, j);
 			int64_t t;
 
+			table_builder_prefetch(b, j + TB_AHEAD);
 			if (tb_keycmp(rec_key(ri), rec_key_len(ri), rec_key(rj),
 			    rec_key_len(rj)) != 0)
 				break;
@@ -704,8 +710,10 @@ tb_records_len(const struct table_builder *b)
 	uint64_t total = 0;
 	size_t i;
 
-	for (i = 0; i < b->n; i++)
+	for (i = 0; i < b->n; i++) {
+		table_builder_prefetch(b, i + TB_AHEAD);
 		total += rec_size(tb_rec(b, i));
+	}
 	return total;
 }
 
@@ -741,11 +749,13 @@ tb_emit(const struct table_builder *b, tb_sink_fn sink, void *arg,
 		util_put_le64(le, off);
 		if (tb_out_put(&o, le, 8) != 0)
 			goto out_free;
+		table_builder_prefetch(b, i + TB_AHEAD);
 		off += rec_size(tb_rec(b, i));
 	}
 	for (i = 0; i < b->n; i++) {
 		const unsigned char *r = tb_rec(b, i);
 
+		table_builder_prefetch(b, i + TB_AHEAD);
 		if (tb_out_put(&o, r, rec_size(r)) != 0)
 			goto out_free;
 	}
