@@ -66,23 +66,30 @@ int
 check_key(const struct snapshot *s, const struct revkey *k,
     struct check_result *r)
 {
+	return check_key_tally(s, k, r, NULL);
+}
+
+int
+check_key_tally(const struct snapshot *s, const struct revkey *k,
+    struct check_result *r, struct metrics_tally *t)
+{
 	struct table_rec rec;
 
 	memset(r, 0, sizeof(*r));
-	metrics_inc(MET_CHECKS);
+	metrics_tally_inc(t, MET_CHECKS);
 	if (ffile_scope(s->ff, k->scope) == NULL) {
-		metrics_inc(MET_NOT_COVERED);
+		metrics_tally_inc(t, MET_NOT_COVERED);
 		r->status = CHECK_NOT_COVERED;
 		r->source = CHECK_SRC_FILTER;
 		return 0;
 	}
 	if (!ffile_query(s->ff, k)) {
-		metrics_inc(MET_FILTER_NEGATIVE);
+		metrics_tally_inc(t, MET_FILTER_NEGATIVE);
 		r->status = CHECK_NOT_REVOKED;
 		r->source = CHECK_SRC_FILTER;
 		return 0;
 	}
-	metrics_inc(MET_FALLTHROUGH);
+	metrics_tally_inc(t, MET_FALLTHROUGH);
 	r->source = CHECK_SRC_AUTHORITATIVE;
 	if (s->tab != NULL) {
 		if (table_lookup(s->tab, k, &rec)) {
@@ -94,13 +101,13 @@ check_key(const struct snapshot *s, const struct revkey *k,
 			r->status = CHECK_NOT_REVOKED;
 	} else if (authority_fn == NULL ||
 	    authority_fn(authority_arg, s, k, r) == -1) {
-		metrics_inc(MET_AUTHORITY_UNAVAILABLE);
+		metrics_tally_inc(t, MET_AUTHORITY_UNAVAILABLE);
 		return -1;
 	}
 	if (r->status == CHECK_REVOKED)
-		metrics_inc(MET_CONFIRMED_REVOKED);
+		metrics_tally_inc(t, MET_CONFIRMED_REVOKED);
 	else
-		metrics_inc(MET_FALSE_POSITIVE);
+		metrics_tally_inc(t, MET_FALSE_POSITIVE);
 	return 0;
 }
 
@@ -142,7 +149,7 @@ int
 check_key_from_json(const cJSON *obj, struct revkey *k, char *err,
     size_t errlen)
 {
-	const cJSON *id, *scope, *cert, *token;
+	const cJSON *id, *scope, *cert, *token, *m;
 	const char *sc = REVKEY_DEFAULT_SCOPE;
 	char e[256];
 	size_t len;
@@ -152,10 +159,24 @@ check_key_from_json(const cJSON *obj, struct revkey *k, char *err,
 		snprintf(err, errlen, "a check must be a JSON object");
 		return -1;
 	}
-	id = cJSON_GetObjectItemCaseSensitive(obj, "id");
-	scope = cJSON_GetObjectItemCaseSensitive(obj, "scope");
-	cert = cJSON_GetObjectItemCaseSensitive(obj, "cert");
-	token = cJSON_GetObjectItemCaseSensitive(obj, "token");
+	/*
+	 * One pass over the members rather than four lookups (a batch does
+	 * this per item); the first of a repeated name wins, as with
+	 * cJSON_GetObjectItemCaseSensitive().
+	 */
+	id = scope = cert = token = NULL;
+	for (m = obj->child; m != NULL; m = m->next) {
+		if (m->string == NULL)
+			continue;
+		if (id == NULL && strcmp(m->string, "id") == 0)
+			id = m;
+		else if (scope == NULL && strcmp(m->string, "scope") == 0)
+			scope = m;
+		else if (cert == NULL && strcmp(m->string, "cert") == 0)
+			cert = m;
+		else if (token == NULL && strcmp(m->string, "token") == 0)
+			token = m;
+	}
 	n = (id != NULL) + (cert != NULL) + (token != NULL);
 	if (n != 1) {
 		snprintf(err, errlen, n == 0 ? "one of \"id\", \"cert\" or "

@@ -8,6 +8,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "metrics.h"
 #include "revkey.h"
 #include "sbuf.h"
 #include "snapshot.h"
@@ -72,6 +73,10 @@ enum check_gate check_begin(struct snapshot_slot *sl,
  */
 int check_key(const struct snapshot *s, const struct revkey *k,
     struct check_result *r);
+
+/* The same, counting in t (flushed by the caller), NULL as check_key(). */
+int check_key_tally(const struct snapshot *s, const struct revkey *k,
+    struct check_result *r, struct metrics_tally *t);
 
 /*
  * Parses a POST /v1/check body: valid UTF-8, exactly one JSON value with

@@ -113,6 +113,7 @@ check_batch(const struct server_req *r, const cJSON *items)
 {
 	struct server_hdr h[1];
 	struct check_result res;
+	struct metrics_tally tally;
 	struct snapshot *s;
 	struct revkey k;
 	enum stale_reason why;
@@ -137,14 +138,15 @@ check_batch(const struct server_req *r, const cJSON *items)
 	sbuf_adds(&b, "{\"filter_version\":");
 	sbuf_add_u64(&b, s->version);
 	sbuf_adds(&b, ",\"results\":[");
+	memset(&tally, 0, sizeof(tally));
 	cJSON_ArrayForEach(it, items) {
 		if (i++ > 0)
 			sbuf_adds(&b, ",");
 		if (check_key_from_json(it, &k, e, sizeof(e)) == -1) {
-			metrics_inc(MET_BAD_ITEMS);
+			metrics_tally_inc(&tally, MET_BAD_ITEMS);
 			check_render_error(&b, "bad_request", e);
-		} else if (check_key(s, &k, &res) == -1) {
-			metrics_inc(MET_BAD_ITEMS);
+		} else if (check_key_tally(s, &k, &res, &tally) == -1) {
+			metrics_tally_inc(&tally, MET_BAD_ITEMS);
 			check_render_error(&b, "authority_unavailable",
 			    "possibly revoked; the authority cannot be "
 			    "reached");
@@ -152,6 +154,7 @@ check_batch(const struct server_req *r, const cJSON *items)
 			check_render(&b, s, &k, &res);
 	}
 	sbuf_adds(&b, "]}\n");
+	metrics_tally_flush(&tally);
 	snprintf(ver, sizeof(ver), "%llu", (unsigned long long)s->version);
 	snapshot_release(s);
 	if ((body = sbuf_take(&b, &len)) == NULL)

@@ -23,6 +23,27 @@ metrics_add(enum metric m, uint64_t n)
 	atomic_fetch_add_explicit(&counters[m], n, memory_order_relaxed);
 }
 
+void
+metrics_tally_inc(struct metrics_tally *t, enum metric m)
+{
+	if (t == NULL)
+		metrics_inc(m);
+	else
+		t->n[m]++;
+}
+
+void
+metrics_tally_flush(struct metrics_tally *t)
+{
+	int m;
+
+	for (m = 0; m < MET_COUNT_; m++) {
+		if (t->n[m] != 0)
+			metrics_add((enum metric)m, t->n[m]);
+		t->n[m] = 0;
+	}
+}
+
 uint64_t
 metrics_get(enum metric m)
 {

@@ -252,7 +252,36 @@ Test(check, json_items)
 	cr_assert_str_eq(k.scope, "default");
 	cr_assert_eq(k.id_len, strlen("tok-revoked"));
 	cr_assert(memcmp(k.id, "tok-revoked", k.id_len) == 0);
+	/* A repeated name: the first wins; other members are ignored. */
+	J("{\"id\":\"first\",\"id\":\"second\",\"x\":1}", 0);
+	cr_assert_eq(k.id_len, 5);
+	cr_assert(memcmp(k.id, "first", 5) == 0);
+	J("{\"scope\":\"s-1\",\"id\":\"a\",\"scope\":\"s-2\"}", 0);
+	cr_assert_str_eq(k.scope, "s-1");
+	J("{\"Id\":\"a\"}", -1);
 #undef J
+}
+
+/* A batch counts in a tally and adds it once; NULL counts at once. */
+Test(check, tally_adds_exactly_what_it_counted)
+{
+	struct metrics_tally t;
+	uint64_t c0 = metrics_get(MET_CHECKS), n0 = metrics_get(MET_NOT_COVERED);
+	int i;
+
+	memset(&t, 0, sizeof(t));
+	for (i = 0; i < 1000; i++)
+		metrics_tally_inc(&t, MET_CHECKS);
+	metrics_tally_inc(&t, MET_NOT_COVERED);
+	cr_assert_eq(metrics_get(MET_CHECKS), c0, "nothing before the flush");
+	metrics_tally_flush(&t);
+	cr_assert_eq(metrics_get(MET_CHECKS), c0 + 1000);
+	cr_assert_eq(metrics_get(MET_NOT_COVERED), n0 + 1);
+	cr_assert_eq(t.n[MET_CHECKS], 0, "the flush zeroes the tally");
+	metrics_tally_flush(&t);
+	cr_assert_eq(metrics_get(MET_CHECKS), c0 + 1000, "a second flush adds 0");
+	metrics_tally_inc(NULL, MET_CHECKS);
+	cr_assert_eq(metrics_get(MET_CHECKS), c0 + 1001);
 }
 
 Test(check, body_with_control_byte_or_escaped_nul_is_refused)
