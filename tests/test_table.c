@@ -88,13 +88,35 @@ Test(table, builder_sorts_merges_and_looks_up)
 	table_builder_free(&b);
 }
 
+/*
+ * Sorts b and the same records through the reference table_sort_unique()
+ * and requires identical encoded bytes.
+ */
+static void
+same_as_reference(struct table_builder *b, struct table_rec *recs, size_t n)
+{
+	unsigned char *b1, *b2;
+	size_t l1, l2, m;
+	char err[256];
+
+	m = table_sort_unique(recs, n);
+	cr_assert_eq(table_encode(recs, m, &b1, &l1, err, sizeof(err)), 0,
+	    "%s", err);
+	table_builder_sort_unique(b);
+	cr_assert_eq(table_builder_count(b), m);
+	cr_assert_eq(table_builder_encode(b, &b2, &l2, err, sizeof(err)), 0);
+	cr_assert_eq(l1, l2);
+	cr_assert_eq(memcmp(b1, b2, l1), 0, "both paths give identical bytes");
+	free(b1);
+	free(b2);
+}
+
 Test(table, builder_matches_table_sort_unique)
 {
 	struct table_builder b;
 	struct table_rec *recs;
-	unsigned char *b1, *b2;
-	size_t l1, l2, n = 2000, i, m;
-	char err[256], id[32];
+	size_t n = 2000, i;
+	char id[32];
 
 	recs = calloc(n, sizeof(*recs));
 	cr_assert_not_null(recs);
@@ -111,16 +133,7 @@ Test(table, builder_matches_table_sort_unique)
 			    "r%d", rand() % 9) > 0);
 		cr_assert_eq(table_builder_add_rec(&b, &recs[i]), 0);
 	}
-	m = table_sort_unique(recs, n);
-	cr_assert_eq(table_encode(recs, m, &b1, &l1, err, sizeof(err)), 0,
-	    "%s", err);
-	table_builder_sort_unique(&b);
-	cr_assert_eq(table_builder_count(&b), m);
-	cr_assert_eq(table_builder_encode(&b, &b2, &l2, err, sizeof(err)), 0);
-	cr_assert_eq(l1, l2);
-	cr_assert_eq(memcmp(b1, b2, l1), 0, "both paths give identical bytes");
-	free(b1);
-	free(b2);
+	same_as_reference(&b, recs, n);
 	free(recs);
 	table_builder_free(&b);
 }
@@ -137,9 +150,8 @@ Test(table, builder_sort_with_shared_id_prefixes)
 	static const char *pfx[] = { "revoked-token-id-", "x", "" };
 	struct table_builder b;
 	struct table_rec *recs;
-	unsigned char *b1, *b2;
-	size_t l1, l2, n = 3000, i, m;
-	char err[256], id[96];
+	size_t n = 3000, i;
+	char id[96];
 
 	recs = calloc(n, sizeof(*recs));
 	cr_assert_not_null(recs);
@@ -162,16 +174,7 @@ Test(table, builder_sort_with_shared_id_prefixes)
 		recs[i].revoked_at = rand() % 5;
 		cr_assert_eq(table_builder_add_rec(&b, &recs[i]), 0);
 	}
-	m = table_sort_unique(recs, n);
-	cr_assert_eq(table_encode(recs, m, &b1, &l1, err, sizeof(err)), 0,
-	    "%s", err);
-	table_builder_sort_unique(&b);
-	cr_assert_eq(table_builder_count(&b), m);
-	cr_assert_eq(table_builder_encode(&b, &b2, &l2, err, sizeof(err)), 0);
-	cr_assert_eq(l1, l2);
-	cr_assert_eq(memcmp(b1, b2, l1), 0, "both paths give identical bytes");
-	free(b1);
-	free(b2);
+	same_as_reference(&b, recs, n);
 	free(recs);
 	table_builder_free(&b);
 }
