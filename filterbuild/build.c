@@ -449,9 +449,8 @@ fb_build(int argc, char **argv)
 		if (bloom_build_fuse(&bloom, n, seed, build_fuse_key, &tb) !=
 		    0) {
 			fb_err("cannot build a fuse filter of %zu keys: out of "
-			    "memory, over %" PRIu32 " keys, or no seed gave a "
-			    "complete construction", n,
-			    (uint32_t)BLOOM_FUSE_MAX_KEYS);
+			    "memory, over %" PRIu64 " keys, or no seed gave a "
+			    "complete construction", n, BLOOM_FUSE_MAX_KEYS);
 			goto out;
 		}
 		m = bloom.m;

@@ -39,7 +39,12 @@ const char *bloom_layout_name(enum bloom_layout layout);
 #define BLOOM_FUSE_ARITY 3u		/* cells per key: the k of a fuse filter */
 #define BLOOM_FUSE_FP	 (1.0 / 256.0)	/* 8-bit fingerprints */
 #define BLOOM_FUSE_MAX_SEGLOG 18u	/* segments of at most 2^18 cells */
-#define BLOOM_FUSE_MAX_KEYS  UINT32_MAX	/* keys are indexed by 32 bits */
+/*
+ * Keys and cells are indexed by 32 bits: with the largest size factor a
+ * retry can reach (1.125 x 1.2) and whole segments, 3e9 keys stay under
+ * 2^32 cells.
+ */
+#define BLOOM_FUSE_MAX_KEYS  UINT64_C(3000000000)
 
 struct bloom {
 	enum bloom_layout layout;

@@ -446,6 +446,16 @@ Test(bloom, fuse_sizing_and_parameters)
 	cr_assert_eq(bloom_size(BLOOM_FUSE, 1000000, 0.001, &m, &k), -1);
 	cr_assert_eq(bloom_size(BLOOM_FUSE, 1000, 1.0 / 256, &m, &k), 0);
 	cr_assert_eq(bloom_expected_fp(BLOOM_FUSE, 1000, m, k), BLOOM_FUSE_FP);
+	/* The largest set fits 32-bit cell indexes; one more key is refused. */
+	cr_assert_eq(bloom_size(BLOOM_FUSE, BLOOM_FUSE_MAX_KEYS, 0.01, &m, &k),
+	    0);
+	cr_assert_lt(m / 8 * 6 / 5, (uint64_t)UINT32_MAX,
+	    "%llu cells, grown 20 %% by retries, must stay below 2^32",
+	    (unsigned long long)(m / 8));
+	cr_assert_eq(bloom_size(BLOOM_FUSE, BLOOM_FUSE_MAX_KEYS + 1, 0.01, &m,
+	    &k), -1);
+	cr_assert_eq(bloom_pick_layout(BLOOM_FUSE_MAX_KEYS + 1, 0.01),
+	    BLOOM_BLOCKED);
 	/* Only built whole; never bloom_init()ed and filled bit by bit. */
 	cr_assert_eq(bloom_init(&b, BLOOM_FUSE, 384, 3, 0), -1);
 
