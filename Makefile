@@ -13,7 +13,7 @@ DOCDIR  ?= $(PREFIX)/share/doc/revcheck
 
 VERSION := 0.1.0
 
-PKGS      := openssl libmicrohttpd libxxhash libcjson libcurl
+PKGS      := openssl libmicrohttpd libxxhash libcjson libcurl libpq
 TEST_PKGS := criterion
 
 WARN := -Wall -Wextra -Wstrict-prototypes -Wmissing-prototypes -Wshadow \
@@ -63,7 +63,7 @@ FILTERBUILD := $(BUILD)/filterbuild
 # benchmarks and fuzzers add on top.
 DEB_PKGS       := pkg-config libssl-dev openssl libmicrohttpd-dev libxxhash-dev \
                   libcjson-dev libcriterion-dev libcurl4-openssl-dev curl \
-                  nginx-light python3 systemd man-db strace
+                  nginx-light python3 systemd man-db strace libpq-dev postgresql
 DEB_BENCH_PKGS := redis-server redis-tools wrk libbloom-dev
 DEB_FUZZ_PKGS  := clang libclang-rt-14-dev
 

@@ -17,6 +17,7 @@
 #include "fb.h"
 #include "ffile.h"
 #include "input.h"
+#include "pgsrc.h"
 #include "publish.h"
 #include "sign.h"
 #include "table.h"
@@ -39,6 +40,8 @@ struct build_opts {
 	bool		 allow_expired;
 	unsigned	 keep;
 	bool		 quiet;
+	const char	*source;	/* postgresql:// connection, or NULL */
+	const char	*query;		/* NULL: PGSRC_DEFAULT_QUERY */
 };
 
 /* Progress on stderr, only for a terminal and without --quiet. */
@@ -52,6 +55,7 @@ static void
 build_usage(FILE *fp)
 {
 	fputs("usage: filterbuild build --key KEY.pem --out DIR [options] INPUT...\n"
+	    "       filterbuild build --key KEY.pem --out DIR --source URL [options] [INPUT...]\n"
 	    "\n"
 	    "Reads revocation lists, builds a Bloom filter and its authoritative\n"
 	    "table, signs the filter and publishes the pair in DIR as a new\n"
@@ -77,6 +81,12 @@ build_usage(FILE *fp)
 	    "                       1/256 in about 9 bits per key; needs --fp-rate >=\n"
 	    "                       1/256, e.g. 0.004). auto picks fuse when it can meet\n"
 	    "                       --fp-rate in no more memory than blocked, else blocked\n"
+	    "  --source URL         also read a PostgreSQL source ('postgresql://...'\n"
+	    "                       or a libpq connection string) in one REPEATABLE\n"
+	    "                       READ transaction (config/postgresql-schema.sql)\n"
+	    "  --query SQL          the source's query (default: " PGSRC_DEFAULT_QUERY ");\n"
+	    "                       columns by name: id, and optionally scope,\n"
+	    "                       revoked_at, reason, expires_at\n"
 	    "  --quiet              no progress or summary\n"
 	    "  --help               this text\n"
 	    "\n"
@@ -131,6 +141,8 @@ build_parse(struct build_opts *o, int argc, char **argv, int *first_input)
 		{ "keep",	   required_argument, NULL, 'K' },
 		{ "layout",	   required_argument, NULL, 'L' },
 		{ "quiet",	   no_argument,	      NULL, 'q' },
+		{ "source",	   required_argument, NULL, 'S' },
+		{ "query",	   required_argument, NULL, 'Q' },
 		{ "help",	   no_argument,	      NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -215,6 +227,8 @@ build_parse(struct build_opts *o, int argc, char **argv, int *first_input)
 				    "auto, blocked, classic or fuse", optarg);
 			break;
 		case 'q': o->quiet = true; break;
+		case 'S': o->source = optarg; break;
+		case 'Q': o->query = optarg; break;
 		case 'h': build_usage(stdout); return -1;
 		default: return fb_usage_err("build", "bad option");
 		}
@@ -223,8 +237,10 @@ build_parse(struct build_opts *o, int argc, char **argv, int *first_input)
 		return fb_usage_err("build", "--key KEY.pem is required");
 	if (o->out == NULL)
 		return fb_usage_err("build", "--out DIR is required");
-	if (optind >= argc)
-		return fb_usage_err("build", "no INPUT given");
+	if (optind >= argc && o->source == NULL)
+		return fb_usage_err("build", "no INPUT (or --source) given");
+	if (o->query != NULL && o->source == NULL)
+		return fb_usage_err("build", "--query needs --source");
 	*first_input = optind;
 	return 0;
 }
@@ -325,6 +341,26 @@ build_fuse_key(void *arg, size_t i, size_t *len)
 	return table_builder_key(arg, i, len);
 }
 
+/* Reads the --source database into set. 0, or -1 after a message. */
+static int
+build_read_source(const struct build_opts *o, struct input_set *set,
+    const struct input_opts *io)
+{
+	struct pgsrc *p;
+	char err[1024];
+	int rc;
+
+	if ((p = pgsrc_connect(o->source, err, sizeof(err))) == NULL) {
+		fb_err("%s", err);
+		return -1;
+	}
+	rc = pgsrc_read_full(p, o->query, set, io, NULL, err, sizeof(err));
+	if (rc != 0)
+		fb_err("%s", err);
+	pgsrc_close(p);
+	return rc;
+}
+
 int
 fb_build(int argc, char **argv)
 {
@@ -403,6 +439,10 @@ fb_build(int argc, char **argv)
 			fb_err("%s", err);
 			goto out;
 		}
+	}
+	if (o.source != NULL && build_read_source(&o, &set, &io) != 0) {
+		progress_done(&pr);
+		goto out;
 	}
 
 	progress_phase(&pr, "sorting");

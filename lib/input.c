@@ -13,6 +13,7 @@
 #include "input.h"
 
 #include <assert.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -1185,6 +1186,86 @@ input_read_buf(struct input_set *s, const char *name, const void *buf,
 	copy[len] = '\0';
 	rc = read_buf(s, name, copy, len, o, err, errlen);
 	free(copy);
+	return rc;
+}
+
+/* One row of a source: the checks of json_element() on counted values. */
+static int
+row_add(struct rd *r, const struct input_row *row, uint64_t idx)
+{
+	const char *scope = row->scope != NULL ? row->scope :
+	    opts_scope(r->o);
+	char kerr[256];
+	struct revkey k;
+
+	if (!revkey_scope_valid(scope, strnlen(scope, REVKEY_SCOPE_MAX + 1))) {
+		rd_err(r, "row %" PRIu64 ": invalid scope (1-%d printable "
+		    "characters without spaces, or x509: and 64 lowercase hex "
+		    "digits)", idx, REVKEY_SCOPE_MAX);
+		return -1;
+	}
+	if (row->reason != NULL && !reason_valid(row->reason)) {
+		rd_err(r, "row %" PRIu64 ": reason is not at most %d printable "
+		    "ASCII characters", idx, TABLE_REASON_MAX - 1);
+		return -1;
+	}
+	if (row->revoked_at < 0) {
+		rd_err(r, "row %" PRIu64 ": revoked_at is before 1970", idx);
+		return -1;
+	}
+	if (set_scope(r, scope) != 0)
+		return -1;
+	if (revkey_from_text(&k, scope, row->id, row->id_len, kerr,
+	    sizeof(kerr)) != 0) {
+		rd_err(r, "row %" PRIu64 ": %s", idx, kerr);
+		return -1;
+	}
+	return rd_add(r, &k, row->revoked_at, row->reason);
+}
+
+int
+input_read_rows(struct input_set *s, const char *name, input_next_fn next,
+    void *arg, const struct input_opts *o, char *err, size_t errlen)
+{
+	struct input_row row;
+	struct rd r;
+	size_t nrecs0, nscopes0;
+	uint64_t idx = 0;
+	int rc = -1, got;
+
+	assert(s != NULL && name != NULL && next != NULL && o != NULL);
+	nrecs0 = set_count(s);
+	nscopes0 = s->nscopes;
+	memset(&r, 0, sizeof(r));
+	r.s = s;
+	r.o = o;
+	r.name = name;
+	r.err = err;
+	r.errlen = errlen;
+	r.last_scope = SIZE_MAX;
+	sidx_build(&r, s->nscopes);
+	for (;;) {
+		memset(&row, 0, sizeof(row));
+		got = next(arg, &row, err, errlen);
+		if (got < 0)
+			goto out;
+		if (got == 0)
+			break;
+		idx++;
+		if (row_add(&r, &row, idx) != 0)
+			goto out;
+	}
+	if (idx == 0 && set_scope(&r, opts_scope(o)) != 0)
+		goto out;
+	rc = 0;
+out:
+	if (rc != 0) {
+		set_truncate(s, nrecs0);
+		s->nscopes = nscopes0;
+	} else if (o->progress != NULL) {
+		o->progress(o->progress_arg, set_count(s));
+	}
+	free(r.sidx);
 	return rc;
 }
 

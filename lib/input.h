@@ -80,6 +80,36 @@ int input_read_buf(struct input_set *s, const char *name, const void *buf,
     size_t len, const struct input_opts *o, char *err, size_t errlen);
 
 /*
+ * One row of a record source that is not a file (a database): text values
+ * as the source gave them, checked here exactly as a JSON element is.
+ */
+struct input_row {
+	const char	*scope;		/* NULL: the default scope (o->scope) */
+	const char	*id;		/* id_len bytes, need not end in NUL */
+	size_t		 id_len;
+	int64_t		 revoked_at;	/* 0 when unknown */
+	const char	*reason;	/* NULL or "" when unknown */
+};
+
+/*
+ * A row source: fills *row and returns 1, returns 0 at the end, or -1
+ * with err. The row's strings stay valid until the next call.
+ */
+typedef int (*input_next_fn)(void *arg, struct input_row *row, char *err,
+    size_t errlen);
+
+/*
+ * Reads every row of a source into s, with the checks of a JSON list: a
+ * valid scope, an id revkey_from_text accepts, a reason of printable
+ * ASCII shorter than TABLE_REASON_MAX, a revoked_at after 1970. A source
+ * with no row covers the default scope, as an empty list does. On failure
+ * returns -1, err names the source and the row (counted from 1), and s is
+ * left as it was before the call.
+ */
+int input_read_rows(struct input_set *s, const char *name, input_next_fn next,
+    void *arg, const struct input_opts *o, char *err, size_t errlen);
+
+/*
  * After table_sort_unique() on s->recs (or table_builder_sort_unique() on
  * s->builder), sets every scope's key count from the records. This
  * function can't fail.

@@ -19,6 +19,7 @@
 # Asserts:   rc_expect_status CODE [what]; rc_expect_json PATH VALUE [what];
 #            rc_expect_eq GOT WANT what; rc_expect_match TEXT REGEX what;
 #            rc_ok what; rc_fail what; rc_done (prints the tally, sets the exit code)
+# Servers:   tests/integration/pg.sh (a real PostgreSQL, sourced after this)
 # Data:      rc_b64url STRING; rc_jwt ISS JTI (unsigned JWT; ISS "" for none);
 #            rc_json_body KEY FILE  (a {"KEY": "<file contents>"} body file path)
 #            rc_publish_link DIR VNAME   switch DIR/current to DIR/VNAME atomically
@@ -30,12 +31,18 @@ FILTERBUILD=${FILTERBUILD:-$RC_SRC/bin/filterbuild}
 RC_PASS=0
 RC_FAILED=0
 RC_DAEMONS=()
+# Commands run first at exit, for helpers that own more than revcheckd
+# (pg.sh's server).
+RC_AT_EXIT=()
 RC_NAME=$(basename "$0" .sh)
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/revcheck-$RC_NAME.XXXXXX")
 
 rc_cleanup() {
-	local n pid
+	local n pid h
+	for h in "${RC_AT_EXIT[@]+"${RC_AT_EXIT[@]}"}"; do
+		"$h" || true
+	done
 	for n in "${RC_DAEMONS[@]+"${RC_DAEMONS[@]}"}"; do
 		pid=$(eval "echo \${${n}_PID:-}")
 		if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then

@@ -1,0 +1,70 @@
+-- postgresql-schema.sql - the default source table of filterbuild's PostgreSQL source
+--
+-- Apply with:  psql -v ON_ERROR_STOP=1 -f config/postgresql-schema.sql 'postgresql://...'
+-- Needs PostgreSQL 13 or later (xid8, pg_current_xact_id).
+--
+-- To revoke, an application only inserts a row:
+--     INSERT INTO revcheck_revocations (scope, id) VALUES ('api', 'tok-123');
+-- Deleting the row is an un-revocation (a certificate hold released). A row
+-- whose expires_at has passed is left out of every build: an expired token
+-- needs no revocation any more.
+--
+-- `filterbuild build --source` reads revcheck_revocations (or the --query
+-- given) in one REPEATABLE READ transaction. `filterbuild follow` also reads
+-- revcheck_changes, which the trigger below fills: one row per change, with
+-- the id of the writing transaction (xid). The follower's cursor is a
+-- transaction horizon, not a sequence number: it reads the changes of the
+-- transactions below the oldest one still running, so a transaction that
+-- commits late is never skipped (a sequence number alone would skip it).
+-- The notification on channel revcheck_changes only wakes the follower up.
+
+SET client_min_messages TO warning;
+
+CREATE TABLE IF NOT EXISTS revcheck_revocations (
+    scope       text        NOT NULL DEFAULT 'default',
+    id          text        NOT NULL,
+    revoked_at  timestamptz NOT NULL DEFAULT now(),
+    reason      text,
+    expires_at  timestamptz,
+    PRIMARY KEY (scope, id)
+);
+
+CREATE TABLE IF NOT EXISTS revcheck_changes (
+    seq         bigserial   PRIMARY KEY,
+    xid         xid8        NOT NULL DEFAULT pg_current_xact_id(),
+    op          char(1)     NOT NULL CHECK (op IN ('A', 'R')),  -- added, removed
+    scope       text        NOT NULL,
+    id          text        NOT NULL,
+    revoked_at  timestamptz,
+    reason      text,
+    expires_at  timestamptz,
+    changed_at  timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+CREATE INDEX IF NOT EXISTS revcheck_changes_xid ON revcheck_changes (xid);
+
+CREATE OR REPLACE FUNCTION revcheck_changes_log() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    -- An update is the removal of the old key and the addition of the new.
+    IF TG_OP IN ('UPDATE', 'DELETE') THEN
+        INSERT INTO revcheck_changes (op, scope, id, revoked_at, reason, expires_at)
+        VALUES ('R', OLD.scope, OLD.id, OLD.revoked_at, OLD.reason, OLD.expires_at);
+    END IF;
+    IF TG_OP IN ('INSERT', 'UPDATE') THEN
+        INSERT INTO revcheck_changes (op, scope, id, revoked_at, reason, expires_at)
+        VALUES ('A', NEW.scope, NEW.id, NEW.revoked_at, NEW.reason, NEW.expires_at);
+    END IF;
+    PERFORM pg_notify('revcheck_changes', '');
+    RETURN NULL;
+END
+$$;
+
+DROP TRIGGER IF EXISTS revcheck_changes_trg ON revcheck_revocations;
+CREATE TRIGGER revcheck_changes_trg
+    AFTER INSERT OR UPDATE OR DELETE ON revcheck_revocations
+    FOR EACH ROW EXECUTE FUNCTION revcheck_changes_log();
+
+-- The follower never deletes from revcheck_changes. Rows of transactions
+-- below the horizon every follower has published (the "cursor" field of
+-- `filterbuild follow`'s state file) may be deleted by the operator:
+--     DELETE FROM revcheck_changes WHERE xid < '<cursor>'::xid8;

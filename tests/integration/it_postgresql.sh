@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# it_postgresql.sh - filterbuild build --source against a real PostgreSQL server: schema, snapshot, hostile values
+#
+# Starts PostgreSQL (initdb + pg_ctl, tests/integration/pg.sh), applies
+# config/postgresql-schema.sql with psql -f, builds from the table and
+# checks the answers of a real revcheckd.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/pg.sh"
+
+F=$T/filters
+mkdir -p "$T/state"
+"$FILTERBUILD" keygen --out "$T/key.pem" --pub "$T/key.pub" >/dev/null
+rc_pg_start
+psql -X -q -v ON_ERROR_STOP=1 -f "$RC_SRC/config/postgresql-schema.sql" "$PG_URL" \
+    && rc_ok "schema applies with psql -f" || rc_fail "schema applies with psql -f"
+# Applying it twice (an upgrade run) is harmless.
+psql -X -q -v ON_ERROR_STOP=1 -f "$RC_SRC/config/postgresql-schema.sql" "$PG_URL" \
+    2>/dev/null && rc_ok "schema applies twice" || rc_fail "schema applies twice"
+
+# What an application does to revoke: one INSERT with scope and id.
+rc_psql -c "INSERT INTO revcheck_revocations (scope, id) VALUES ('default', 'tok-1')"
+rc_psql -c "INSERT INTO revcheck_revocations (scope, id, revoked_at, reason)
+    VALUES ('api', 'jti-9', '2026-01-02 03:04:05+00', 'keyCompromise')"
+rc_psql -c "INSERT INTO revcheck_revocations (scope, id, expires_at)
+    VALUES ('default', 'tok-expired', now() - interval '1 hour'),
+           ('default', 'tok-later', now() + interval '1 day')"
+# An un-revocation: the row deleted.
+rc_psql -c "INSERT INTO revcheck_revocations (scope, id) VALUES ('default', 'tok-held')"
+rc_psql -c "DELETE FROM revcheck_revocations WHERE id = 'tok-held'"
+rc_expect_eq "$(rc_psql -c "SELECT count(*) FROM revcheck_changes")" 6 \
+    "the trigger logs every change (5 added, 1 removed)"
+
+build() { "$FILTERBUILD" build --key "$T/key.pem" --out "$F" --quiet "$@"; }
+
+if build --source "$PG_URL" 2>"$T/err"; then
+	rc_ok "build --source"
+else
+	rc_fail "build --source: $(cat "$T/err")"
+fi
+rc_start A --filter-dir "$F" --trusted-key "$T/key.pub" --state-dir "$T/state"
+rc_wait_version "$A_URL" 1 || rc_fail "version 1 not served"
+rc_curl "$A_URL/v1/check?id=tok-1"; rc_expect_json status revoked "inserted id is revoked"
+rc_curl "$A_URL/v1/check?id=jti-9&scope=api"
+rc_expect_json status revoked "second scope revoked"
+rc_expect_json reason keyCompromise "reason from the database"
+rc_expect_json revoked_at 2026-01-02T03:04:05Z "revoked_at from the database"
+rc_curl "$A_URL/v1/check?id=tok-later"; rc_expect_json status revoked "unexpired id revoked"
+rc_curl "$A_URL/v1/check?id=tok-expired"; rc_expect_json status not_revoked \
+    "an expired row is left out"
+rc_curl "$A_URL/v1/check?id=tok-held"; rc_expect_json status not_revoked \
+    "a deleted row is not revoked"
+rc_curl "$A_URL/v1/check?id=tok-2"; rc_expect_json status not_revoked "clean id"
+rc_curl "$A_URL/v1/check?id=x&scope=other"; rc_expect_json status not_covered \
+    "a scope with no row is not covered"
+
+# The whole read is one REPEATABLE READ transaction: the query sees its
+# isolation level (put in the reason column) and can only read.
+build --source "$PG_URL" --query "SELECT 'iso' AS scope, 'probe' AS id,
+    current_setting('transaction_isolation') || '/' ||
+    current_setting('transaction_read_only') AS reason" 2>"$T/err" ||
+    rc_fail "build with --query: $(cat "$T/err")"
+rc_wait_version "$A_URL" 2 || rc_fail "version 2 not served"
+rc_curl "$A_URL/v1/check?id=probe&scope=iso"
+rc_expect_json reason "repeatable read/on" "one REPEATABLE READ, READ ONLY transaction"
+rc_curl "$A_URL/v1/check?id=tok-1"; rc_expect_json status not_covered \
+    "--query replaces the default query"
+if build --source "$PG_URL" --query "SELECT 1 AS id; DELETE FROM revcheck_revocations" 2>"$T/err"; then
+	rc_fail "a query with a second statement was run"
+else
+	rc_expect_match "$(cat "$T/err")" "postgresql" "a second statement is refused"
+fi
+rc_expect_eq "$(rc_psql -c "SELECT count(*) FROM revcheck_revocations")" 4 \
+    "nothing was deleted"
+
+# Files and the database together: one filter covers both.
+printf 'file-tok\n' >"$T/list.txt"
+build --source "$PG_URL" --scope files "$T/list.txt" 2>"$T/err" ||
+    rc_fail "build with a file and --source: $(cat "$T/err")"
+rc_wait_version "$A_URL" 3 || rc_fail "version 3 not served"
+rc_curl "$A_URL/v1/check?id=file-tok&scope=files"; rc_expect_json status revoked "file id"
+rc_curl "$A_URL/v1/check?id=tok-1"; rc_expect_json status revoked "database id beside it"
+
+# Hostile values are refused like any input: the build fails, names the
+# row and the problem, and the output directory does not change.
+snap() { (cd "$F" && find . -printf '%p %l\n' | sort); }
+before=$(snap)
+refuse() { # refuse WHAT REGEX SQL...
+	local what=$1 re=$2; shift 2
+	rc_psql -c "BEGIN; $*; COMMIT" >/dev/null
+	if build --source "$PG_URL" 2>"$T/err"; then
+		rc_fail "$what: build succeeded"
+	else
+		rc_expect_match "$(cat "$T/err")" "$re" "$what refused"
+	fi
+	rc_expect_eq "$(snap)" "$before" "$what: DIR unchanged"
+	rc_psql -c "DELETE FROM revcheck_revocations WHERE id LIKE 'bad%' OR scope LIKE 'bad%'"
+}
+refuse "a reason with a newline" "row [0-9]+: reason" \
+    "INSERT INTO revcheck_revocations (id, reason) VALUES ('bad-1', E'a\\nb')"
+refuse "an id over 1024 bytes" "row [0-9]+: id is 2000 bytes" \
+    "INSERT INTO revcheck_revocations (id) VALUES ('bad' || repeat('x', 1997))"
+refuse "a scope with a space" "row [0-9]+: invalid scope" \
+    "INSERT INTO revcheck_revocations (scope, id) VALUES ('bad scope', 'x')"
+refuse "an empty id" "row [0-9]+: empty id" \
+    "INSERT INTO revcheck_revocations (scope, id) VALUES ('bad', '')"
+refuse "a revoked_at of infinity" "revoked_at \"infinity\" is not a time" \
+    "INSERT INTO revcheck_revocations (id, revoked_at) VALUES ('bad-2', 'infinity')"
+refuse "a revoked_at before 1970" "revoked_at" \
+    "INSERT INTO revcheck_revocations (id, revoked_at) VALUES ('bad-3', '1960-01-01 00:00:00+00')"
+if build --source "$PG_URL" --query "SELECT NULL::text AS id" 2>"$T/err"; then
+	rc_fail "a NULL id was accepted"
+else
+	rc_expect_match "$(cat "$T/err")" "row 1: id is NULL" "a NULL id is refused"
+fi
+if build --source "$PG_URL" --query "SELECT 'x' AS jti" 2>"$T/err"; then
+	rc_fail "a query without an id column was accepted"
+else
+	rc_expect_match "$(cat "$T/err")" 'no column named "id"' "a query without id is refused"
+fi
+rc_expect_eq "$(snap)" "$before" "DIR unchanged after every refusal"
+
+# An unreachable server fails the build without naming the password.
+port=$(rc_free_port)
+if build --source "postgresql://revcheck:s3cret-pw@127.0.0.1:$port/postgres?connect_timeout=3" \
+    2>"$T/err"; then
+	rc_fail "a build from an unreachable server succeeded"
+else
+	rc_expect_match "$(cat "$T/err")" "postgresql: cannot connect" "unreachable server refused"
+	if grep -q s3cret-pw "$T/err"; then rc_fail "the password was printed"; else
+		rc_ok "the password is not printed"; fi
+fi
+if build 2>"$T/err"; then rc_fail "build without inputs or --source"; else
+	rc_expect_match "$(cat "$T/err")" "no INPUT" "build without inputs is a usage error"; fi
+rc_expect_eq "$(snap)" "$before" "DIR unchanged at the end"
+rc_done

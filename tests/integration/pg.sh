@@ -1,0 +1,85 @@
+# pg.sh - a real PostgreSQL server for tests and benchmarks, owned by the script
+#
+# Source it after lib.sh (it uses $T, rc_free_port and lib.sh's exit hook):
+#     . "$(dirname "$0")/lib.sh"; . "$(dirname "$0")/pg.sh"
+#     rc_pg_start            initdb + pg_ctl in $T/pg on a free loopback port;
+#                            sets PG_URL (postgresql://revcheck@127.0.0.1:PORT/postgres)
+#     rc_psql SQL...         runs SQL (stops on the first error), prints rows unaligned
+#     rc_pg_stop / rc_pg_restart [fast|immediate]
+# Debian's postgresql package puts the server in /usr/lib/postgresql/N/bin.
+# The server refuses to run as root: as root the cluster belongs to
+# `nobody` (runuser), otherwise to the user running the test. Trust
+# authentication on 127.0.0.1 only; the socket directory is the cluster's own.
+# The server is stopped when the script exits, however it exits.
+
+PG_BIN=${PG_BIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)}
+PG_DIR=
+PG_PORT=
+PG_URL=
+# A test killed by its timeout still stops the server (the EXIT trap runs).
+trap "exit 143" TERM INT
+
+# Runs a command as the cluster's owner.
+rc_pg_as() {
+	if [ "$(id -u)" -eq 0 ]; then
+		runuser -u nobody -- "$@"
+	else
+		"$@"
+	fi
+}
+
+rc_pg_ctl() {
+	rc_pg_as "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w -t 60 "$@"
+}
+
+rc_pg_start() {
+	if [ ! -x "$PG_BIN/initdb" ]; then
+		echo "rc_pg_start: no initdb under /usr/lib/postgresql (apt-get install postgresql)" >&2
+		return 1
+	fi
+	PG_DIR="$T/pg"
+	mkdir -p "$PG_DIR"
+	if [ "$(id -u)" -eq 0 ]; then
+		chmod 0711 "$T"
+		chown nobody "$PG_DIR"
+	fi
+	rc_pg_as "$PG_BIN/initdb" -D "$PG_DIR/data" -U revcheck --auth=trust \
+	    --no-sync -E UTF8 --locale=C >"$PG_DIR/initdb.log" 2>&1 || {
+		cat "$PG_DIR/initdb.log" >&2; return 1; }
+	mkdir -p "$PG_DIR/sock"
+	[ "$(id -u)" -ne 0 ] || chown nobody "$PG_DIR/sock"
+	local try
+	for try in 1 2 3 4 5; do
+		PG_PORT=$(rc_free_port)
+		cat >>"$PG_DIR/data/postgresql.conf" <<CONF
+port = $PG_PORT
+listen_addresses = '127.0.0.1'
+unix_socket_directories = '$PG_DIR/sock'
+fsync = off
+max_connections = 50
+CONF
+		if rc_pg_ctl start >/dev/null 2>&1; then
+			PG_URL="postgresql://revcheck@127.0.0.1:$PG_PORT/postgres"
+			RC_AT_EXIT+=(rc_pg_stop)
+			return 0
+		fi
+		grep -q "could not bind\|Address already in use" "$PG_DIR/server.log" || break
+	done
+	echo "rc_pg_start: the server did not start; log:" >&2
+	tail -n 20 "$PG_DIR/server.log" >&2
+	return 1
+}
+
+rc_pg_stop() {
+	[ -n "$PG_DIR" ] && [ -e "$PG_DIR/data/postmaster.pid" ] || return 0
+	rc_pg_ctl stop -m "${1:-fast}" >/dev/null 2>&1 || true
+}
+
+rc_pg_restart() {
+	rc_pg_ctl stop -m "${1:-fast}" >/dev/null 2>&1
+	rc_pg_ctl start >/dev/null 2>&1
+}
+
+rc_psql() {
+	psql -X -q -v ON_ERROR_STOP=1 -At "$PG_URL" "$@"
+}

@@ -1,0 +1,180 @@
+/* test_pgsrc.c - tests of the PostgreSQL source's value parsing and of input_read_rows */
+/*
+ * The server side (snapshots, changes, notifications) is tested against a
+ * real PostgreSQL in tests/integration/it_postgresql.sh and it_follow.sh;
+ * these tests cover what needs no server.
+ */
+#include <criterion/criterion.h>
+
+#include <string.h>
+
+#include "input.h"
+#include "pgsrc.h"
+
+Test(pgsrc, parses_postgresql_iso_times)
+{
+	int64_t t = -1;
+
+	cr_assert_eq(pgsrc_parse_time("2026-01-02 03:04:05+00", &t), 0);
+	cr_assert_eq(t, 1767323045);
+	cr_assert_eq(pgsrc_parse_time("2026-01-02 03:04:05.123456+00", &t), 0);
+	cr_assert_eq(t, 1767323045);
+	cr_assert_eq(pgsrc_parse_time("2026-01-02 04:04:05+01", &t), 0);
+	cr_assert_eq(t, 1767323045);
+	cr_assert_eq(pgsrc_parse_time("2026-01-02 03:34:05+00:30", &t), 0);
+	cr_assert_eq(t, 1767323045);
+	cr_assert_eq(pgsrc_parse_time("2026-01-02T03:04:05Z", &t), 0);
+	cr_assert_eq(t, 1767323045);
+	cr_assert_eq(pgsrc_parse_time("1767323045", &t), 0);
+	cr_assert_eq(t, 1767323045);
+}
+
+Test(pgsrc, refuses_what_is_not_a_time)
+{
+	int64_t t = 42;
+
+	cr_assert_eq(pgsrc_parse_time("infinity", &t), -1);
+	cr_assert_eq(pgsrc_parse_time("-infinity", &t), -1);
+	cr_assert_eq(pgsrc_parse_time("2026-01-02 03:04:05 BC", &t), -1);
+	cr_assert_eq(pgsrc_parse_time("2026-01-02 03:04:05", &t), -1);
+	cr_assert_eq(pgsrc_parse_time("", &t), -1);
+	cr_assert_eq(pgsrc_parse_time("99999999999999999999", &t), -1);
+	cr_assert_eq(pgsrc_parse_time("12345-01-02 03:04:05+00", &t), -1);
+	cr_assert_eq(t, 42, "a refused time leaves the output alone");
+}
+
+/* A row source over a fixed array. */
+struct rows {
+	const struct input_row *v;
+	size_t n, i;
+	int fail_at;	/* 1-based row at which the source fails, 0 never */
+};
+
+static int
+rows_next(void *arg, struct input_row *row, char *err, size_t errlen)
+{
+	struct rows *r = arg;
+
+	if (r->fail_at != 0 && r->i + 1 == (size_t)r->fail_at) {
+		snprintf(err, errlen, "source broke");
+		return -1;
+	}
+	if (r->i == r->n)
+		return 0;
+	*row = r->v[r->i++];
+	return 1;
+}
+
+static struct input_opts
+rows_opts(void)
+{
+	struct input_opts o;
+
+	memset(&o, 0, sizeof(o));
+	o.scope = "default";
+	o.now = 1767323045;
+	return o;
+}
+
+Test(input_rows, rows_enter_the_set_with_their_scopes)
+{
+	const struct input_row v[] = {
+		{ NULL, "tok-1", 5, 0, NULL },
+		{ "api", "jti-9", 5, 1767323045, "keyCompromise" },
+	};
+	struct rows r = { v, 2, 0, 0 };
+	struct input_opts o = rows_opts();
+	struct input_set s;
+	char err[256];
+
+	input_set_init(&s);
+	cr_assert_eq(input_read_rows(&s, "db", rows_next, &r, &o, err,
+	    sizeof(err)), 0, "%s", err);
+	cr_assert_eq(s.nrecs, 2);
+	cr_assert_eq(s.nscopes, 2);
+	cr_assert_str_eq(s.scopes[0].name, "default");
+	cr_assert_str_eq(s.scopes[1].name, "api");
+	cr_assert_str_eq(s.recs[1].reason, "keyCompromise");
+	cr_assert_eq(s.recs[1].revoked_at, 1767323045);
+	input_set_free(&s);
+}
+
+Test(input_rows, no_row_covers_the_default_scope)
+{
+	struct rows r = { NULL, 0, 0, 0 };
+	struct input_opts o = rows_opts();
+	struct input_set s;
+	char err[256];
+
+	input_set_init(&s);
+	cr_assert_eq(input_read_rows(&s, "db", rows_next, &r, &o, err,
+	    sizeof(err)), 0);
+	cr_assert_eq(s.nscopes, 1);
+	cr_assert_str_eq(s.scopes[0].name, "default");
+	input_set_free(&s);
+}
+
+/* Each hostile row fails the read, names the row, and leaves s alone. */
+static void
+expect_refused(const struct input_row *bad, const char *want)
+{
+	const struct input_row v[] = {
+		{ "ok", "fine", 4, 0, NULL },
+		*bad,
+	};
+	struct rows r = { v, 2, 0, 0 };
+	struct input_opts o = rows_opts();
+	struct input_set s;
+	char err[256];
+
+	input_set_init(&s);
+	cr_assert_eq(input_read_rows(&s, "db", rows_next, &r, &o, err,
+	    sizeof(err)), -1, "accepted a row that should fail with %s", want);
+	cr_assert(strstr(err, want) != NULL, "error \"%s\" lacks \"%s\"", err,
+	    want);
+	cr_assert(strstr(err, "db: row 2") != NULL, "error \"%s\" names no row",
+	    err);
+	cr_assert_eq(s.nrecs, 0, "a failed read left records behind");
+	cr_assert_eq(s.nscopes, 0, "a failed read left scopes behind");
+	input_set_free(&s);
+}
+
+Test(input_rows, hostile_rows_are_refused)
+{
+	static char big[2000];
+	struct input_row row;
+
+	memset(big, 'x', sizeof(big));
+	row = (struct input_row){ "bad scope", "x", 1, 0, NULL };
+	expect_refused(&row, "invalid scope");
+	row = (struct input_row){ NULL, "x", 0, 0, NULL };
+	expect_refused(&row, "empty id");
+	row = (struct input_row){ NULL, big, sizeof(big), 0, NULL };
+	expect_refused(&row, "over the limit");
+	row = (struct input_row){ NULL, "x", 1, 0, "line\nbreak" };
+	expect_refused(&row, "reason");
+	row = (struct input_row){ NULL, "x", 1, -5, NULL };
+	expect_refused(&row, "before 1970");
+	row = (struct input_row){ "x509:00", "x", 1, 0, NULL };
+	expect_refused(&row, "invalid scope");
+}
+
+Test(input_rows, a_failing_source_leaves_the_set_as_it_was)
+{
+	const struct input_row v[] = {
+		{ NULL, "a", 1, 0, NULL },
+		{ NULL, "b", 1, 0, NULL },
+	};
+	struct rows r = { v, 2, 0, 2 };
+	struct input_opts o = rows_opts();
+	struct input_set s;
+	char err[256];
+
+	input_set_init(&s);
+	cr_assert_eq(input_read_rows(&s, "db", rows_next, &r, &o, err,
+	    sizeof(err)), -1);
+	cr_assert_str_eq(err, "source broke");
+	cr_assert_eq(s.nrecs, 0);
+	cr_assert_eq(s.nscopes, 0);
+	input_set_free(&s);
+}
