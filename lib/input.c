@@ -1091,6 +1091,39 @@ commit_pending(struct rd *r)
 	return 0;
 }
 
+/* Starts one read of s. This function can't fail. */
+static void
+rd_begin(struct rd *r, struct input_set *s, const char *name,
+    const struct input_opts *o, char *err, size_t errlen)
+{
+	memset(r, 0, sizeof(*r));
+	r->s = s;
+	r->o = o;
+	r->name = name;
+	r->err = err;
+	r->errlen = errlen;
+	r->last_scope = SIZE_MAX;
+	sidx_build(r, s->nscopes);
+}
+
+/*
+ * Ends a read: on failure (rc != 0) s goes back to nrecs0 records and
+ * nscopes0 scopes. Frees r's own memory and returns rc.
+ */
+static int
+rd_end(struct rd *r, int rc, size_t nrecs0, size_t nscopes0)
+{
+	if (rc != 0) {
+		set_truncate(r->s, nrecs0);
+		r->s->nscopes = nscopes0;
+	} else if (r->o->progress != NULL) {
+		r->o->progress(r->o->progress_arg, set_count(r->s));
+	}
+	free(r->sidx);
+	free(r->pend);
+	return rc;
+}
+
 /* Parses buf[0..len), which must be followed by a NUL byte. */
 static int
 read_buf(struct input_set *s, const char *name, const unsigned char *buf,
@@ -1101,14 +1134,7 @@ read_buf(struct input_set *s, const char *name, const unsigned char *buf,
 	enum input_format fmt;
 	int rc = -1;
 
-	memset(&r, 0, sizeof(r));
-	r.s = s;
-	r.o = o;
-	r.name = name;
-	r.err = err;
-	r.errlen = errlen;
-	r.last_scope = SIZE_MAX;
-	sidx_build(&r, s->nscopes);
+	rd_begin(&r, s, name, o, err, errlen);
 	fmt = o->format == INPUT_AUTO ? sniff(buf, len) : o->format;
 	switch (fmt) {
 	case INPUT_TEXT:
@@ -1133,15 +1159,7 @@ read_buf(struct input_set *s, const char *name, const unsigned char *buf,
 	}
 	if (rc == 0)
 		rc = commit_pending(&r);
-	if (rc != 0) {
-		set_truncate(s, nrecs0);
-		s->nscopes = nscopes0;
-	} else if (o->progress != NULL) {
-		o->progress(o->progress_arg, set_count(s));
-	}
-	free(r.sidx);
-	free(r.pend);
-	return rc;
+	return rd_end(&r, rc, nrecs0, nscopes0);
 }
 
 int
@@ -1236,14 +1254,7 @@ input_read_rows(struct input_set *s, const char *name, input_next_fn next,
 	assert(s != NULL && name != NULL && next != NULL && o != NULL);
 	nrecs0 = set_count(s);
 	nscopes0 = s->nscopes;
-	memset(&r, 0, sizeof(r));
-	r.s = s;
-	r.o = o;
-	r.name = name;
-	r.err = err;
-	r.errlen = errlen;
-	r.last_scope = SIZE_MAX;
-	sidx_build(&r, s->nscopes);
+	rd_begin(&r, s, name, o, err, errlen);
 	for (;;) {
 		memset(&row, 0, sizeof(row));
 		got = next(arg, &row, err, errlen);
@@ -1259,14 +1270,7 @@ input_read_rows(struct input_set *s, const char *name, input_next_fn next,
 		goto out;
 	rc = 0;
 out:
-	if (rc != 0) {
-		set_truncate(s, nrecs0);
-		s->nscopes = nscopes0;
-	} else if (o->progress != NULL) {
-		o->progress(o->progress_arg, set_count(s));
-	}
-	free(r.sidx);
-	return rc;
+	return rd_end(&r, rc, nrecs0, nscopes0);
 }
 
 /* qsort_r comparator: scope indices by name. */

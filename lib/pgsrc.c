@@ -68,11 +68,26 @@ pg_cmd(struct pgsrc *p, const char *sql, const char *what, char *err,
 	return rc;
 }
 
-/* Ends a transaction that failed; the error already set is kept. */
-static void
-pg_rollback(struct pgsrc *p)
+/* Starts the one kind of transaction a reader uses. 0, or -1 with err. */
+static int
+pg_begin(struct pgsrc *p, char *err, size_t errlen)
 {
-	PQclear(PQexec(p->conn, "ROLLBACK"));
+	return pg_cmd(p, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+	    "starting a transaction", err, errlen);
+}
+
+/*
+ * Ends the transaction: commits when rc is 0, else rolls back and keeps
+ * the error already set. Returns rc, or -1 when the commit fails.
+ */
+static int
+pg_end(struct pgsrc *p, int rc, char *err, size_t errlen)
+{
+	if (rc != 0) {
+		PQclear(PQexec(p->conn, "ROLLBACK"));
+		return rc;
+	}
+	return pg_cmd(p, "COMMIT", "ending the transaction", err, errlen);
 }
 
 struct pgsrc *
@@ -267,6 +282,7 @@ pgsrc_read_full(struct pgsrc *p, const char *query, struct input_set *s,
     const struct input_opts *o, uint64_t *cursor, char *err, size_t errlen)
 {
 	struct full_rd f;
+	PGresult *res = NULL;
 	char *sql = NULL;
 	size_t qlen;
 	int rc = -1;
@@ -284,24 +300,25 @@ pgsrc_read_full(struct pgsrc *p, const char *query, struct input_set *s,
 	memset(&f, 0, sizeof(f));
 	f.p = p;
 	f.o = o;
-	if (pg_cmd(p, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
-	    "starting a transaction", err, errlen) != 0)
+	if (pg_begin(p, err, errlen) != 0)
 		goto out;
 	/* The first statement takes the snapshot both reads share. */
 	if (cursor != NULL && pg_horizon(p, cursor, err, errlen) != 0)
-		goto out_rollback;
-	if (pg_cmd(p, sql, "declaring the query's cursor", err, errlen) != 0)
-		goto out_rollback;
+		goto out_end;
+	/* The extended protocol runs exactly one statement: no "; COMMIT; ...". */
+	res = PQexecParams(p->conn, sql, 0, NULL, NULL, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+		pg_err(p, res, "declaring the query's cursor", err, errlen);
+		goto out_end;
+	}
 	if (input_read_rows(s, "postgresql", full_next, &f, o, err,
 	    errlen) != 0)
-		goto out_rollback;
-	if (pg_cmd(p, "COMMIT", "ending the transaction", err, errlen) != 0)
-		goto out;
+		goto out_end;
 	rc = 0;
-	goto out;
-out_rollback:
-	pg_rollback(p);
+out_end:
+	rc = pg_end(p, rc, err, errlen);
 out:
+	PQclear(res);
 	PQclear(f.res);
 	free(sql);
 	return rc;
@@ -321,17 +338,16 @@ pgsrc_read_changes(struct pgsrc *p, uint64_t from, uint64_t *to,
 	int i, n, rc = -1;
 
 	assert(p != NULL && to != NULL && fn != NULL);
-	if (pg_cmd(p, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
-	    "starting a transaction", err, errlen) != 0)
+	if (pg_begin(p, err, errlen) != 0)
 		return -1;
 	if (pg_horizon(p, &horizon, err, errlen) != 0)
-		goto out_rollback;
+		goto out_end;
 	if (horizon < from) {
 		snprintf(err, errlen, "postgresql: the server's transaction "
 		    "horizon %" PRIu64 " is below the cursor %" PRIu64 " (a "
 		    "different server, or one restored from a backup?)",
 		    horizon, from);
-		goto out_rollback;
+		goto out_end;
 	}
 	if (horizon > from) {
 		snprintf(a, sizeof(a), "%" PRIu64, from);
@@ -343,12 +359,12 @@ pgsrc_read_changes(struct pgsrc *p, uint64_t from, uint64_t *to,
 		    NULL, NULL, 0);
 		if (PQresultStatus(res) != PGRES_TUPLES_OK) {
 			pg_err(p, res, "reading revcheck_changes", err, errlen);
-			goto out_rollback;
+			goto out_end;
 		}
 		if (PQnfields(res) != 8) {
 			snprintf(err, errlen, "postgresql: revcheck_changes "
 			    "returned %d columns, not 8", PQnfields(res));
-			goto out_rollback;
+			goto out_end;
 		}
 		n = PQntuples(res);
 		for (i = 0; i < n; i++) {
@@ -359,13 +375,13 @@ pgsrc_read_changes(struct pgsrc *p, uint64_t from, uint64_t *to,
 			if (strcmp(op, "A") != 0 && strcmp(op, "R") != 0) {
 				snprintf(err, errlen, "postgresql: change %.20s: "
 				    "op \"%.8s\" is neither A nor R", seq, op);
-				goto out_rollback;
+				goto out_end;
 			}
 			c.removed = op[0] == 'R';
 			if (PQgetisnull(res, i, 2) || PQgetisnull(res, i, 3)) {
 				snprintf(err, errlen, "postgresql: change %.20s: "
 				    "scope or id is NULL", seq);
-				goto out_rollback;
+				goto out_end;
 			}
 			c.row.scope = PQgetvalue(res, i, 2);
 			c.row.id = PQgetvalue(res, i, 3);
@@ -380,20 +396,16 @@ pgsrc_read_changes(struct pgsrc *p, uint64_t from, uint64_t *to,
 			    v = PQgetvalue(res, i, 7), &c.changed_at) != 0)) {
 				snprintf(err, errlen, "postgresql: change %.20s: "
 				    "\"%.40s\" is not a time", seq, v);
-				goto out_rollback;
+				goto out_end;
 			}
 			if (fn(arg, &c, err, errlen) != 0)
-				goto out_rollback;
+				goto out_end;
 		}
 	}
-	if (pg_cmd(p, "COMMIT", "ending the transaction", err, errlen) != 0)
-		goto out;
-	*to = horizon;
 	rc = 0;
-	goto out;
-out_rollback:
-	pg_rollback(p);
-out:
+out_end:
+	if ((rc = pg_end(p, rc, err, errlen)) == 0)
+		*to = horizon;
 	PQclear(res);
 	return rc;
 }

@@ -42,7 +42,9 @@ bool pgsrc_ok(const struct pgsrc *p);
  * or before o->now is left out. When cursor is not NULL, *cursor is the
  * change horizon of that same snapshot (the xmin of the transaction's
  * snapshot): the changes of every transaction below it are in the rows
- * read. Returns 0, or -1 with err (s as it was before the call).
+ * read. query is one statement (a second one is refused by the server).
+ * Returns 0, or -1 with err; s is as it was before the call unless only
+ * the final COMMIT failed.
  */
 int pgsrc_read_full(struct pgsrc *p, const char *query, struct input_set *s,
     const struct input_opts *o, uint64_t *cursor, char *err, size_t errlen);

@@ -69,6 +69,12 @@ if build --source "$PG_URL" --query "SELECT 1 AS id; DELETE FROM revcheck_revoca
 else
 	rc_expect_match "$(cat "$T/err")" "postgresql" "a second statement is refused"
 fi
+if build --source "$PG_URL" --query "SELECT 1 AS id; COMMIT; DELETE FROM revcheck_revocations" 2>"$T/err"; then
+	rc_fail "a query that ends the transaction was run"
+else
+	rc_expect_match "$(cat "$T/err")" "cannot insert multiple commands" \
+	    "a query is one statement"
+fi
 rc_expect_eq "$(rc_psql -c "SELECT count(*) FROM revcheck_revocations")" 4 \
     "nothing was deleted"
 
