@@ -32,6 +32,13 @@ check_status_str(enum check_status st)
 }
 
 const char *
+check_fail_str(enum check_fail f)
+{
+	return f == CHECK_FAIL_BEHIND ? "authority_behind" :
+	    "authority_unavailable";
+}
+
+const char *
 check_source_str(enum check_source src)
 {
 	return src == CHECK_SRC_FILTER ? "filter" : "authoritative";
@@ -101,7 +108,8 @@ check_key_tally(const struct snapshot *s, const struct revkey *k,
 			r->status = CHECK_NOT_REVOKED;
 	} else if (authority_fn == NULL ||
 	    authority_fn(authority_arg, s, k, r) == -1) {
-		metrics_tally_inc(t, MET_AUTHORITY_UNAVAILABLE);
+		metrics_tally_inc(t, r->fail == CHECK_FAIL_BEHIND ?
+		    MET_AUTHORITY_BEHIND : MET_AUTHORITY_UNAVAILABLE);
 		return -1;
 	}
 	if (r->status == CHECK_REVOKED)

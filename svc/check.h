@@ -26,8 +26,15 @@ enum check_source {
 	CHECK_SRC_AUTHORITATIVE,
 };
 
+/* Why a positive was left unsettled (check_key returned -1). */
+enum check_fail {
+	CHECK_FAIL_UNAVAILABLE = 0,	/* 503 authority_unavailable */
+	CHECK_FAIL_BEHIND,		/* 503 authority_behind */
+};
+
 struct check_result {
 	enum check_status status;
+	enum check_fail	 fail;		/* set when check_key returns -1 */
 	enum check_source source;
 	int64_t		 revoked_at;	/* 0 when unknown */
 	char		 reason[TABLE_REASON_MAX];
@@ -43,7 +50,8 @@ enum check_gate {
 /*
  * The authority settles filter positives when the snapshot has no table
  * (an edge node). It fills r (status and source; revoked_at and reason
- * when known) and returns 0, or returns -1 when it cannot answer. The
+ * when known) and returns 0, or returns -1 with r->fail set when it
+ * cannot answer. The
  * default is none, so positives without a table are unavailable: the
  * edge engineer plugs the upstream call in here (svc/upstream.c).
  * Called from many threads at once.
@@ -67,8 +75,9 @@ enum check_gate check_begin(struct snapshot_slot *sl,
  * Answers one key from a fresh snapshot: not_covered when the scope is
  * not in the filter; not_revoked from the filter on a zero bit; otherwise
  * the table's answer, or the authority's. Returns 0 with r filled, or -1
- * when the positive could not be settled (authority unavailable): the
- * caller must answer 503 authority_unavailable, never not_revoked.
+ * when the positive could not be settled, r->fail saying why: the caller
+ * must answer 503 (authority_unavailable or authority_behind), never
+ * not_revoked.
  * Updates the counters.
  */
 int check_key(const struct snapshot *s, const struct revkey *k,
@@ -102,6 +111,8 @@ void check_render(struct sbuf *b, const struct snapshot *s,
 void check_render_error(struct sbuf *b, const char *code, const char *msg);
 
 const char *check_status_str(enum check_status st);
+/* "authority_unavailable" or "authority_behind". */
+const char *check_fail_str(enum check_fail f);
 const char *check_source_str(enum check_source src);
 
 #endif

@@ -26,6 +26,7 @@ enum opt_type {
 	OPT_KEYS,	/* one path or (in the file) an array of paths */
 	OPT_NOTCOV,	/* "deny" or "allow" */
 	OPT_LEVEL,	/* "err", "warn", "info", "debug" */
+	OPT_BOOL,	/* true/false (a bare flag is true) */
 };
 
 /* Which mode a key makes sense in (config_validate() refuses the rest). */
@@ -93,6 +94,10 @@ static const struct opt opts[] = {
 	    1, 60, NEED_AUTHORITY },
 	{ "upstream_retries",	OPT_UINT, OFF(upstream_retries), 0, 10,
 	    NEED_AUTHORITY },
+	{ "upstream_ca_file",	OPT_STR,  OFF(upstream_ca_file), 0, 0,
+	    NEED_EDGE },
+	{ "upstream_insecure_http", OPT_BOOL, OFF(upstream_insecure_http), 0,
+	    0, NEED_EDGE },
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 _Static_assert(NOPTS <= 64, "config keys_set has one bit per key");
@@ -139,6 +144,7 @@ config_free(struct config *c)
 	free(c->authz_cert_header);
 	free(c->upstream_filter);
 	free(c->upstream_check);
+	free(c->upstream_ca_file);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -185,6 +191,10 @@ set_opt(struct config *c, const struct opt *o, const char *v, char *err,
 	uint64_t u;
 
 	c->keys_set |= KEY_BIT(o);
+	if (v == NULL && o->type != OPT_BOOL) {
+		snprintf(err, errlen, "%s: a value is required", o->key);
+		return -1;
+	}
 	switch (o->type) {
 	case OPT_STR:
 		if (*v == '\0') {
@@ -256,6 +266,17 @@ set_opt(struct config *c, const struct opt *o, const char *v, char *err,
 		else {
 			snprintf(err, errlen, "%s: must be err, warn, info or "
 			    "debug", o->key);
+			return -1;
+		}
+		return 0;
+	case OPT_BOOL:
+		if (v == NULL || strcmp(v, "true") == 0)
+			*(bool *)((char *)c + o->off) = true;
+		else if (strcmp(v, "false") == 0)
+			*(bool *)((char *)c + o->off) = false;
+		else {
+			snprintf(err, errlen, "%s: must be true or false",
+			    o->key);
 			return -1;
 		}
 		return 0;
@@ -388,11 +409,15 @@ apply_json(struct config *c, const struct opt *o, const cJSON *v,
 		c->authz_not_covered_allow = cJSON_IsTrue(v);
 		return 0;
 	}
+	if (cJSON_IsBool(v) && o->type == OPT_BOOL)
+		return set_opt(c, o, cJSON_IsTrue(v) ? "true" : "false", err,
+		    errlen);
 	snprintf(err, errlen, "%s: key \"%s\": wrong type (expected %s)",
 	    origin, o->key,
 	    o->type == OPT_STR ? "a string" :
 	    o->type == OPT_KEYS ? "a string or an array of strings" :
 	    o->type == OPT_NOTCOV || o->type == OPT_LEVEL ? "a string" :
+	    o->type == OPT_BOOL ? "true or false" :
 	    "a number or a string");
 	return -1;
 fail:
@@ -507,7 +532,8 @@ build_longopts(struct option *lo, char names[][32])
 			    opts[i].key[j];
 		names[i][j] = '\0';
 		lo[n].name = names[i];
-		lo[n].has_arg = required_argument;
+		lo[n].has_arg = opts[i].type == OPT_BOOL ? optional_argument :
+		    required_argument;
 		lo[n].flag = NULL;
 		lo[n].val = F_BASE + (int)i;
 		n++;
@@ -698,6 +724,30 @@ config_parse_listen(const char *s, struct sockaddr_storage *ss,
 	return 0;
 }
 
+/*
+ * An upstream URL is https:// (TLS verified) unless plain http:// was
+ * allowed by name: over http anyone on the path can answer not_revoked
+ * for the authority, or hold an edge on an old filter with 304s.
+ */
+static int
+upstream_url_check(const char *key, const char *url, bool allow_http,
+    char *err, size_t errlen)
+{
+	if (url == NULL || strncmp(url, "https://", 8) == 0)
+		return 0;
+	if (strncmp(url, "http://", 7) != 0) {
+		snprintf(err, errlen, "%s: must be an https:// URL", key);
+		return -1;
+	}
+	if (!allow_http) {
+		snprintf(err, errlen, "%s: \"%.100s\" is plain http, which "
+		    "anyone on the path can answer for; use https:// or set "
+		    "upstream_insecure_http", key, url);
+		return -1;
+	}
+	return 0;
+}
+
 int
 config_validate(const struct config *c, char *err, size_t errlen)
 {
@@ -732,20 +782,11 @@ config_validate(const struct config *c, char *err, size_t errlen)
 		    "(needs upstream_filter)");
 		return -1;
 	}
-	if (c->upstream_filter != NULL &&
-	    strncmp(c->upstream_filter, "http://", 7) != 0 &&
-	    strncmp(c->upstream_filter, "https://", 8) != 0) {
-		snprintf(err, errlen, "upstream_filter: must be an http:// or "
-		    "https:// URL");
+	if (upstream_url_check("upstream_filter", c->upstream_filter,
+	    c->upstream_insecure_http, err, errlen) == -1 ||
+	    upstream_url_check("upstream_check", c->upstream_check,
+	    c->upstream_insecure_http, err, errlen) == -1)
 		return -1;
-	}
-	if (c->upstream_check != NULL &&
-	    strncmp(c->upstream_check, "http://", 7) != 0 &&
-	    strncmp(c->upstream_check, "https://", 8) != 0) {
-		snprintf(err, errlen, "upstream_check: must be an http:// or "
-		    "https:// URL");
-		return -1;
-	}
 	for (i = 0; i < NOPTS; i++) {
 		if ((c->keys_set & KEY_BIT(&opts[i])) == 0)
 			continue;
@@ -835,6 +876,9 @@ config_usage(FILE *fp)
 "  --upstream-connect-timeout D\n"
 "                           edge mode: connecting for an attempt (%d)\n"
 "  --upstream-retries N     edge mode: attempts after a failed one (%d)\n"
+"  --upstream-ca-file PEM   edge mode: CAs for the upstreams' TLS (system)\n"
+"  --upstream-insecure-http edge mode: allow plain http:// upstreams\n"
+"                           (anyone on the path can forge answers)\n"
 "  --check-config           validate the configuration and exit\n"
 "  --version                print the version and exit\n"
 "  --help                   print this help and exit\n"

@@ -64,6 +64,8 @@ struct config {
 	int64_t		 upstream_timeout;	/* seconds per attempt */
 	int64_t		 upstream_connect_timeout; /* <= upstream_timeout */
 	unsigned	 upstream_retries;	/* extra attempts */
+	char		*upstream_ca_file;	/* NULL: the system's CAs */
+	bool		 upstream_insecure_http; /* allow http:// upstreams */
 	/*
 	 * Which keys the file or a flag set (bit i: the i-th key of
 	 * config.c's table), so that config_validate() can refuse edge-only

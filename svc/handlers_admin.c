@@ -308,6 +308,9 @@ handle_metrics(const struct server_req *r)
 	    metrics_get(MET_REFUSED_NO_FILTER));
 	counter(&b, "authority_unavailable", "Positives left unsettled.",
 	    metrics_get(MET_AUTHORITY_UNAVAILABLE));
+	counter(&b, "authority_behind", "Positives refused because the "
+	    "authority answered from an older filter version.",
+	    metrics_get(MET_AUTHORITY_BEHIND));
 	counter(&b, "bad_items", "Batch items answered with an error.",
 	    metrics_get(MET_BAD_ITEMS));
 	counter(&b, "slow_dropped", "Connections dropped for not completing "

@@ -38,8 +38,13 @@ gate_error(const struct server_req *r, enum check_gate g,
 }
 
 static enum MHD_Result
-authority_error(const struct server_req *r)
+authority_error(const struct server_req *r, enum check_fail f)
 {
+	if (f == CHECK_FAIL_BEHIND)
+		return server_error(r, MHD_HTTP_SERVICE_UNAVAILABLE,
+		    "authority_behind", "the filter says possibly revoked and "
+		    "the authority answered from an older filter version",
+		    retry_after(r));
 	return server_error(r, MHD_HTTP_SERVICE_UNAVAILABLE,
 	    "authority_unavailable", "the filter says possibly revoked and "
 	    "the authority that settles it cannot be reached",
@@ -65,7 +70,7 @@ answer_one(const struct server_req *r, const struct revkey *k)
 		return gate_error(r, g, why);
 	if (check_key(s, k, &res) == -1) {
 		snapshot_release(s);
-		return authority_error(r);
+		return authority_error(r, res.fail);
 	}
 	sbuf_init(&b, 256, 0);
 	check_render(&b, s, k, &res);
@@ -147,9 +152,11 @@ check_batch(const struct server_req *r, const cJSON *items)
 			check_render_error(&b, "bad_request", e);
 		} else if (check_key_tally(s, &k, &res, &tally) == -1) {
 			metrics_tally_inc(&tally, MET_BAD_ITEMS);
-			check_render_error(&b, "authority_unavailable",
-			    "possibly revoked; the authority cannot be "
-			    "reached");
+			check_render_error(&b, check_fail_str(res.fail),
+			    res.fail == CHECK_FAIL_BEHIND ? "possibly "
+			    "revoked; the authority answered from an older "
+			    "filter version" : "possibly revoked; the "
+			    "authority cannot be reached");
 		} else
 			check_render(&b, s, &k, &res);
 	}
@@ -380,7 +387,7 @@ handle_authz(const struct server_req *r)
 		if (check_key(s, &keys[i], &res) == -1) {
 			snapshot_release(s);
 			return authz_reply(r, MHD_HTTP_SERVICE_UNAVAILABLE,
-			    "authority_unavailable", ver);
+			    check_fail_str(res.fail), ver);
 		}
 		if (res.status == CHECK_REVOKED)
 			revoked = true;

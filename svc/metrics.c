@@ -68,7 +68,7 @@ metrics_name(enum metric m)
 		"checks", "filter_negative", "fallthrough",
 		"confirmed_revoked", "false_positive", "not_covered",
 		"refused_stale", "refused_no_filter",
-		"authority_unavailable", "bad_items", "slow_dropped",
+		"authority_unavailable", "authority_behind", "bad_items", "slow_dropped",
 		"reloads_accepted",
 		"reloads_rejected",
 	};

@@ -16,6 +16,7 @@ enum metric {
 	MET_REFUSED_STALE,	/* requests refused: filter_stale */
 	MET_REFUSED_NO_FILTER,	/* requests refused: no_filter */
 	MET_AUTHORITY_UNAVAILABLE, /* positives with no authority answer */
+	MET_AUTHORITY_BEHIND,	/* answered from an older filter: refused */
 	MET_BAD_ITEMS,		/* batch items answered with an error */
 	MET_SLOW_DROPPED,	/* connections dropped for trickling headers */
 	MET_RELOAD_ACCEPTED,

@@ -478,15 +478,19 @@ static CURL *
 download_handle(struct sync *s)
 {
 	const char *url = s->cfg->upstream_filter;
+	const char *proto = s->cfg->upstream_insecure_http ? "http,https" :
+	    "https";
 	CURL *h;
 
 	if ((h = curl_easy_init()) == NULL)
 		return NULL;
 	if (curl_easy_setopt(h, CURLOPT_URL, url) != CURLE_OK ||
-	    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https") !=
+	    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, proto) != CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, proto) !=
 	    CURLE_OK ||
-	    curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https") !=
-	    CURLE_OK ||
+	    (s->cfg->upstream_ca_file != NULL &&
+	    curl_easy_setopt(h, CURLOPT_CAINFO, s->cfg->upstream_ca_file) !=
+	    CURLE_OK) ||
 	    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L) != CURLE_OK ||
 	    curl_easy_setopt(h, CURLOPT_MAXREDIRS, (long)SYNC_MAX_REDIRS) !=
 	    CURLE_OK ||
@@ -582,6 +586,8 @@ sync_start(const struct config *c, struct loader *l,
 	lim.timeout = c->upstream_timeout;
 	lim.connect_timeout = c->upstream_connect_timeout;
 	lim.retries = c->upstream_retries;
+	lim.ca_file = c->upstream_ca_file;
+	lim.allow_http = c->upstream_insecure_http;
 	if (c->upstream_check != NULL &&
 	    (s->up = upstream_new(c->upstream_check, &lim, err, errlen)) == NULL)
 		goto fail;
@@ -599,6 +605,10 @@ sync_start(const struct config *c, struct loader *l,
 	    (unsigned long long)c->max_download, (long long)c->max_lag,
 	    (long long)c->sync_timeout, c->upstream_check != NULL ?
 	    c->upstream_check : "nobody (503 authority_unavailable)");
+	if (c->upstream_insecure_http)
+		log_warn("edge: upstream_insecure_http is set: plain http:// "
+		    "upstreams are allowed, and anyone on their path can forge "
+		    "the filter's freshness and the authority's answers");
 	if (c->upstream_check != NULL)
 		log_info("edge: upstream_timeout %llds, "
 		    "upstream_connect_timeout %llds, upstream_retries %u",
@@ -709,6 +719,8 @@ sync_status_json(struct sbuf *b, void *arg)
 	sbuf_add_u64(b, s->updates);
 	sbuf_adds(b, ",\"persisted\":");
 	sbuf_add_jstrs(b, s->persist);
+	sbuf_adds(b, ",\"insecure_http\":");
+	sbuf_adds(b, s->cfg->upstream_insecure_http ? "true" : "false");
 	sbuf_adds(b, "}");
 	pthread_mutex_unlock(&s->mu);
 	if (s->up != NULL)

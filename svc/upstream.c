@@ -19,6 +19,7 @@
 
 struct upstream {
 	char		*url;
+	char		*ca_file;	/* lim.ca_file points here */
 	struct upstream_limits lim;
 	struct curl_slist *hdrs;	/* shared, read-only once built */
 	pthread_mutex_t	 mu;		/* guards idle, nidle, last_error */
@@ -27,6 +28,7 @@ struct upstream {
 	char		 last_error[256];
 	_Atomic uint64_t answered;
 	_Atomic uint64_t failed;
+	_Atomic uint64_t behind;
 	_Atomic uint64_t retries;
 	_Atomic int64_t	 last_log;
 };
@@ -62,8 +64,11 @@ handle_new(struct upstream *u)
 	if ((h = curl_easy_init()) == NULL)
 		return NULL;
 	if (curl_easy_setopt(h, CURLOPT_URL, u->url) != CURLE_OK ||
-	    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https") !=
-	    CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, u->lim.allow_http ?
+	    "http,https" : "https") != CURLE_OK ||
+	    (u->lim.ca_file != NULL &&
+	    curl_easy_setopt(h, CURLOPT_CAINFO, u->lim.ca_file) !=
+	    CURLE_OK) ||
 	    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L) != CURLE_OK ||
 	    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
 	    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT,
@@ -117,19 +122,25 @@ upstream_new(const char *url, const struct upstream_limits *lim, char *err,
 	struct curl_slist *l;
 
 	assert(lim != NULL && lim->timeout > 0 && lim->connect_timeout > 0);
-	if (strncmp(url, "http://", 7) != 0 &&
-	    strncmp(url, "https://", 8) != 0) {
+	if (strncmp(url, "https://", 8) != 0 &&
+	    (!lim->allow_http || strncmp(url, "http://", 7) != 0)) {
 		snprintf(err, errlen, "upstream_check: \"%.100s\" is not an "
-		    "http:// or https:// URL", url);
+		    "https:// URL%s", url, lim->allow_http ? " or an http:// "
+		    "one" : " (plain http needs upstream_insecure_http)");
 		return NULL;
 	}
 	if ((u = calloc(1, sizeof(*u))) == NULL ||
-	    (u->url = strdup(url)) == NULL) {
+	    (u->url = strdup(url)) == NULL ||
+	    (lim->ca_file != NULL &&
+	    (u->ca_file = strdup(lim->ca_file)) == NULL)) {
+		if (u != NULL)
+			free(u->url);
 		free(u);
 		snprintf(err, errlen, "upstream_check: out of memory");
 		return NULL;
 	}
 	u->lim = *lim;
+	u->lim.ca_file = u->ca_file;
 	pthread_mutex_init(&u->mu, NULL);
 	l = curl_slist_append(NULL, "Content-Type: application/json");
 	if (l != NULL)
@@ -155,6 +166,7 @@ upstream_free(struct upstream *u)
 	curl_slist_free_all(u->hdrs);
 	pthread_mutex_destroy(&u->mu);
 	free(u->url);
+	free(u->ca_file);
 	free(u);
 }
 
@@ -195,15 +207,19 @@ question(const struct revkey *k, struct sbuf *q, char *idt, size_t *idlen)
 }
 
 /*
- * Reads the origin's answer. It must be about the scope and id asked
- * and carry a known status. Returns 0, or -1 with err.
+ * Reads the origin's answer. It must be about the scope and id asked,
+ * carry a known status and the version of the filter it was answered
+ * from, and that version must be at least ours (mine): an origin still
+ * on an older filter may not know a revocation our filter holds.
+ * Returns 0, or -1 with err (r->fail CHECK_FAIL_BEHIND for an older
+ * version).
  */
 static int
 parse_answer(const struct answer *a, const struct revkey *k,
-    const char *idt, size_t idlen, struct check_result *r, char *err,
-    size_t errlen)
+    const char *idt, size_t idlen, uint64_t mine, struct check_result *r,
+    char *err, size_t errlen)
 {
-	const cJSON *st, *sc, *id, *at, *why;
+	const cJSON *st, *sc, *id, *at, *why, *fv;
 	cJSON *root;
 	int rc = -1;
 
@@ -227,6 +243,21 @@ parse_answer(const struct answer *a, const struct revkey *k,
 	}
 	if (!cJSON_IsString(st)) {
 		snprintf(err, errlen, "the answer has no \"status\"");
+		goto out;
+	}
+	fv = cJSON_GetObjectItemCaseSensitive(root, "filter_version");
+	if (!cJSON_IsNumber(fv) || fv->valuedouble < 0 ||
+	    fv->valuedouble > 9.0e15 ||
+	    fv->valuedouble != (double)(uint64_t)fv->valuedouble) {
+		snprintf(err, errlen, "the answer has no \"filter_version\"");
+		goto out;
+	}
+	if ((uint64_t)fv->valuedouble < mine) {
+		snprintf(err, errlen, "the authority answered from filter "
+		    "version %llu, behind ours (%llu)",
+		    (unsigned long long)fv->valuedouble,
+		    (unsigned long long)mine);
+		r->fail = CHECK_FAIL_BEHIND;
 		goto out;
 	}
 	memset(r, 0, sizeof(*r));
@@ -271,7 +302,7 @@ upstream_check(void *arg, const struct snapshot *s, const struct revkey *k,
 	int rc = -1;
 	bool retry;
 
-	(void)s;
+	r->fail = CHECK_FAIL_UNAVAILABLE;
 	sbuf_init(&q, 256, 0);
 	if (question(k, &q, idt, &idlen) == -1) {
 		set_error(u, "an id that cannot be sent as JSON text");
@@ -316,7 +347,7 @@ upstream_check(void *arg, const struct snapshot *s, const struct revkey *k,
 			retry = code >= 500;
 		} else {
 			a->buf[a->len] = '\0';
-			if (parse_answer(a, k, idt, idlen, r, e,
+			if (parse_answer(a, k, idt, idlen, s->version, r, e,
 			    sizeof(e)) == 0) {
 				handle_give(u, h, true);
 				h = NULL;
@@ -336,7 +367,8 @@ upstream_check(void *arg, const struct snapshot *s, const struct revkey *k,
 		set_error(u, msg);
 out:
 	if (rc == -1)
-		atomic_fetch_add(&u->failed, 1);
+		atomic_fetch_add(r->fail == CHECK_FAIL_BEHIND ? &u->behind :
+		    &u->failed, 1);
 	free(a);
 	sbuf_free(&q);
 	return rc;
@@ -356,6 +388,8 @@ upstream_status(struct upstream *u, struct sbuf *b)
 	sbuf_add_u64(b, atomic_load(&u->answered));
 	sbuf_adds(b, ",\"failed\":");
 	sbuf_add_u64(b, atomic_load(&u->failed));
+	sbuf_adds(b, ",\"behind\":");
+	sbuf_add_u64(b, atomic_load(&u->behind));
 	sbuf_adds(b, ",\"retries\":");
 	sbuf_add_u64(b, atomic_load(&u->retries));
 	sbuf_adds(b, ",\"last_error\":");
@@ -373,9 +407,11 @@ upstream_metrics(struct upstream *u, struct sbuf *b)
 	    "sent to the upstream authority, by result.\n"
 	    "# TYPE revcheckd_upstream_checks_total counter\n");
 	sbuf_addf(b, "revcheckd_upstream_checks_total{result=\"answered\"} "
-	    "%llu\nrevcheckd_upstream_checks_total{result=\"failed\"} %llu\n",
+	    "%llu\nrevcheckd_upstream_checks_total{result=\"failed\"} %llu\n"
+	    "revcheckd_upstream_checks_total{result=\"behind\"} %llu\n",
 	    (unsigned long long)atomic_load(&u->answered),
-	    (unsigned long long)atomic_load(&u->failed));
+	    (unsigned long long)atomic_load(&u->failed),
+	    (unsigned long long)atomic_load(&u->behind));
 	sbuf_adds(b, "# HELP revcheckd_upstream_retries_total Retried "
 	    "upstream requests.\n"
 	    "# TYPE revcheckd_upstream_retries_total counter\n"

@@ -2,6 +2,7 @@
 #ifndef REVCHECK_SVC_UPSTREAM_H
 #define REVCHECK_SVC_UPSTREAM_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "check.h"
@@ -40,12 +41,15 @@ struct upstream_limits {
 	int64_t		timeout;	/* seconds per attempt, all included */
 	int64_t		connect_timeout; /* seconds, at most timeout */
 	unsigned	retries;	/* extra attempts after a failure */
+	const char	*ca_file;	/* CA bundle for TLS; NULL: the system's */
+	bool		allow_http;	/* upstream_insecure_http */
 };
 
 /*
- * A client for url (http:// or https://; TLS peers and host names are
- * always verified) that keeps to lim (copied; both timeouts > 0). Returns
- * it, or NULL with err.
+ * A client for url that keeps to lim (copied, ca_file too; both timeouts
+ * > 0). url is https:// (peers and host names always verified against
+ * lim.ca_file or the system's CAs), or http:// only with lim.allow_http.
+ * Returns it, or NULL with err.
  */
 struct upstream *upstream_new(const char *url,
     const struct upstream_limits *lim, char *err, size_t errlen);
@@ -58,15 +62,18 @@ void upstream_free(struct upstream *u);
  * upstream: asks the origin about k, with up to lim.retries retries on
  * transport errors and 5xx replies, each attempt bounded by lim.timeout.
  * Fills r and returns 0 when the origin answered for exactly this scope
- * and id; returns -1 otherwise.
+ * and id from a filter version at least s->version (the edge's own);
+ * returns -1 otherwise, with r->fail CHECK_FAIL_BEHIND when the origin
+ * answered from an older version (it may not know a revocation the edge's
+ * filter holds) and CHECK_FAIL_UNAVAILABLE for every other failure.
  * Safe from many threads at once.
  */
 int upstream_check(void *arg, const struct snapshot *s,
     const struct revkey *k, struct check_result *r);
 
 /*
- * Appends ,"authority":{"url", "answered", "failed", "retries",
- * "last_error"} for /v1/status.
+ * Appends ,"authority":{"url", "answered", "failed", "behind",
+ * "retries", "last_error"} for /v1/status.
  */
 void upstream_status(struct upstream *u, struct sbuf *b);
 

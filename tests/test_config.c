@@ -230,7 +230,7 @@ Test(config, validate_names_the_key)
 	cr_assert(strstr(err, "listen") != NULL, "%s", err);
 	free(c.listen);
 	c.listen = strdup("127.0.0.1:80");
-	c.upstream_filter = strdup("http://o/v1/filter");
+	c.upstream_filter = strdup("https://o/v1/filter");
 	cr_assert_eq(config_validate(&c, err, sizeof(err)), -1);
 	cr_assert(strstr(err, "upstream_filter") != NULL, "%s", err);
 	free(c.filter_dir);
@@ -283,8 +283,8 @@ Test(config, shipped_example_parses)
 }
 
 /* An edge with an authority, from flags: the base of the tests below. */
-#define EDGE_ARGS "revcheckd", "--upstream-filter", "http://o/v1/filter", \
-	"--upstream-check", "http://o/v1/check", "--trusted-key", "/k.pub"
+#define EDGE_ARGS "revcheckd", "--upstream-filter", "https://o/v1/filter", \
+	"--upstream-check", "https://o/v1/check", "--trusted-key", "/k.pub"
 
 Test(config, edge_timeouts_default)
 {
@@ -311,8 +311,8 @@ Test(config, edge_timeouts_parse)
 	struct config c;
 	char err[256];
 	const char *j =
-	    "{ \"upstream_filter\": \"http://o/v1/filter\",\n"
-	    "  \"upstream_check\": \"http://o/v1/check\",\n"
+	    "{ \"upstream_filter\": \"https://o/v1/filter\",\n"
+	    "  \"upstream_check\": \"https://o/v1/check\",\n"
 	    "  \"trusted_key\": \"/k.pub\",\n"
 	    "  \"upstream_timeout\": \"1m\", \"upstream_connect_timeout\": 3,\n"
 	    "  \"upstream_retries\": 0, \"sync_timeout\": \"1h\",\n"
@@ -400,8 +400,8 @@ Test(config, connect_timeout_longer_than_total_is_refused)
 {
 	struct config c;
 	char err[256];
-	const char *edge = "{\"upstream_filter\": \"http://o/v1/filter\", "
-	    "\"upstream_check\": \"http://o/v1/check\", \"trusted_key\": "
+	const char *edge = "{\"upstream_filter\": \"https://o/v1/filter\", "
+	    "\"upstream_check\": \"https://o/v1/check\", \"trusted_key\": "
 	    "\"/k.pub\"}";
 
 	config_init(&c);
@@ -452,6 +452,60 @@ Test(config, unset_connect_timeout_fits_a_shorter_total)
 	config_free(&c);
 }
 
+/*
+ * Over plain http anyone on the path answers for the authority: an
+ * http:// upstream is refused unless upstream_insecure_http names the risk.
+ */
+Test(config, plain_http_upstream_needs_the_insecure_option)
+{
+	struct config c;
+	char err[256];
+	const char *const a_src[] = { "revcheckd", "--upstream-filter",
+	    "https://o/v1/filter", "--upstream-check", "http://o/v1/check",
+	    "--trusted-key", "/k.pub", "--upstream-insecure-http" };
+	char **a = mkargv(8, a_src);
+
+	config_init(&c);
+	cr_assert_eq(load(&c, "{\"upstream_filter\": \"https://o/f\", "
+	    "\"upstream_check\": \"http://o/c\", \"trusted_key\": "
+	    "\"/k.pub\"}", err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(config_validate(&c, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "upstream_check") != NULL, "%s", err);
+	cr_assert(strstr(err, "upstream_insecure_http") != NULL, "%s", err);
+	cr_assert_eq(load(&c, "{\"upstream_check\": \"https://o/c\", "
+	    "\"upstream_filter\": \"http://o/f\"}", err, sizeof(err)), 0,
+	    "%s", err);
+	cr_assert_eq(config_validate(&c, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "upstream_filter") != NULL, "%s", err);
+	cr_assert_eq(load(&c, "{\"upstream_insecure_http\": true}", err,
+	    sizeof(err)), 0, "%s", err);
+	cr_assert(c.upstream_insecure_http);
+	cr_assert_eq(config_validate(&c, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(load(&c, "{\"upstream_insecure_http\": \"yes\"}", err,
+	    sizeof(err)), -1);
+	cr_assert_eq(load(&c, "{\"upstream_check\": \"ftp://o/c\"}", err,
+	    sizeof(err)), 0, "%s", err);
+	cr_assert_eq(config_validate(&c, err, sizeof(err)), -1,
+	    "ftp accepted even with the insecure option");
+	config_free(&c);
+	/* The bare flag turns it on. */
+	config_init(&c);
+	cr_assert_eq(config_from_args(&c, 8, a, err, sizeof(err)), 0, "%s",
+	    err);
+	cr_assert(c.upstream_insecure_http);
+	cr_assert_eq(config_validate(&c, err, sizeof(err)), 0, "%s", err);
+	config_free(&c);
+	/* On an origin it means nothing and is refused. */
+	config_init(&c);
+	cr_assert_eq(load(&c, "{\"filter_dir\": \"/f\", \"trusted_key\": "
+	    "\"/k.pub\", \"upstream_insecure_http\": false}", err,
+	    sizeof(err)), 0, "%s", err);
+	cr_assert_eq(config_validate(&c, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "upstream_insecure_http") != NULL, "%s", err);
+	freeargv(a);
+	config_free(&c);
+}
+
 Test(config, edge_keys_refused_on_an_origin)
 {
 	static const char *const keys[] = { "upstream_timeout",
@@ -481,7 +535,7 @@ Test(config, edge_keys_refused_on_an_origin)
 	/* An edge without an authority: the sync keys apply, the upstream
 	 * ones bound nothing. */
 	config_init(&c);
-	cr_assert_eq(load(&c, "{\"upstream_filter\": \"http://o/f\", "
+	cr_assert_eq(load(&c, "{\"upstream_filter\": \"https://o/f\", "
 	    "\"trusted_key\": \"/k.pub\", \"sync_timeout\": 60}", err,
 	    sizeof(err)), 0, "%s", err);
 	cr_assert_eq(config_validate(&c, err, sizeof(err)), 0, "%s", err);

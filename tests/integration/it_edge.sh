@@ -154,7 +154,7 @@ rc_start O --filter-dir "$F" --trusted-key "$T/key.pub" --state-dir "$T/so" \
     --poll-interval 1
 rc_wait_version "$O_URL" 1 || rc_fail "origin did not load version 1"
 EDGE=(--trusted-key "$T/key.pub" --sync-interval "$SI" --poll-interval 1
-    --upstream-check "$O_URL/v1/check")
+    --upstream-insecure-http --upstream-check "$O_URL/v1/check")
 rc_start E1 "${EDGE[@]}" --state-dir "$T/s1" \
     --upstream-filter "$O_URL/v1/filter"
 rc_start E2 "${EDGE[@]}" --state-dir "$T/s2" \
@@ -233,18 +233,18 @@ rc_expect_match "$CC_OUT" 'upstream_retries: only for edge nodes' \
 cc_run --filter-dir "$F" --trusted-key "$T/key.pub" --sync-timeout 60
 rc_expect_match "$CC_OUT" 'sync_timeout: only for edge nodes' \
     "--check-config: sync_timeout on an origin refused"
-cc_run --upstream-filter "$O_URL/v1/filter" --upstream-check "$O_URL/v1/check" \
+cc_run --upstream-insecure-http --upstream-filter "$O_URL/v1/filter" --upstream-check "$O_URL/v1/check" \
     --trusted-key "$T/key.pub" --upstream-timeout 2s --upstream-connect-timeout 3s
 rc_expect_eq "$CC_RC" 1 "--check-config: connect timeout over the total refused"
 rc_expect_match "$CC_OUT" 'upstream_connect_timeout: 3s is longer than upstream_timeout' \
     "--check-config names upstream_connect_timeout"
-printf '{ "upstream_filter": "%s", "trusted_key": "%s",\n  "sync_timeout": "2h" }\n' \
+printf '{ "upstream_filter": "%s", "trusted_key": "%s", "upstream_insecure_http": true,\n  "sync_timeout": "2h" }\n' \
     "$O_URL/v1/filter" "$T/key.pub" >"$T/edge-bad.json"
 cc_run -c "$T/edge-bad.json"
 rc_expect_eq "$CC_RC" 1 "--check-config: sync_timeout 2h refused"
 rc_expect_match "$CC_OUT" 'edge-bad.json: key sync_timeout: "2h" is out of range \(1s\.\.3600s\)' \
     "the file's error names the file, the key and the range"
-cc_run --upstream-filter "$O_URL/v1/filter" --upstream-check "$O_URL/v1/check" \
+cc_run --upstream-insecure-http --upstream-filter "$O_URL/v1/filter" --upstream-check "$O_URL/v1/check" \
     --trusted-key "$T/key.pub" --upstream-timeout 1s --upstream-connect-timeout 1s \
     --upstream-retries 0 --sync-timeout 5m --sync-connect-timeout 5s
 rc_expect_eq "$CC_RC/$CC_OUT" "0/configuration OK" "--check-config: the five keys on an edge"
@@ -326,7 +326,7 @@ ask_hole() {
 	rc_expect_json status not_revoked "$name: negatives still answer after the timeout"
 }
 HOLE_EDGE=(--trusted-key "$T/key.pub" --sync-interval "$SI" --poll-interval 1
-    --upstream-filter "$O_URL/v1/filter" --upstream-check "$HOLE_URL/v1/check"
+    --upstream-insecure-http --upstream-filter "$O_URL/v1/filter" --upstream-check "$HOLE_URL/v1/check"
     --upstream-timeout 1s)
 rc_start H0 "${HOLE_EDGE[@]}" --state-dir "$T/sh0" --upstream-retries 0
 ask_hole H0 0
@@ -336,7 +336,7 @@ ask_hole H2 2
 rc_stop H2 || rc_fail "H2 did not exit 0"
 # sync_timeout: a filter download from the silent host gives up after 2 s
 # (the default, 600 s, would not within this wait) and says why.
-rc_start HS --trusted-key "$T/key.pub" --sync-interval "$SI" --state-dir "$T/shs" \
+rc_start HS --trusted-key "$T/key.pub" --sync-interval "$SI" --state-dir "$T/shs" --upstream-insecure-http \
     --upstream-filter "$HOLE_URL/filter.rcf" --sync-timeout 2s
 if wait_status "$HS_URL" sync.result '^download_failed$' 10; then
 	rc_ok "HS: a silent filter host fails the sync within sync_timeout"
@@ -449,7 +449,7 @@ gbuild 5 "$T/key.pem" --valid-for 1s
 gbuild 6 "$T/key.pem"
 gf() { echo "$G/$1/current/filter.rcf"; }
 offer "$(gf 2)"
-rc_start E3 --trusted-key "$T/key.pub" --sync-interval "$SI" --state-dir "$T/s3" \
+rc_start E3 --trusted-key "$T/key.pub" --sync-interval "$SI" --state-dir "$T/s3" --upstream-insecure-http \
     --upstream-filter "$NG_URL/bad/filter.rcf" --max-download 4096 --max-lag 2
 rc_wait_version "$E3_URL" 2 10 || rc_fail "E3 did not load version 2"
 
@@ -510,7 +510,7 @@ until (exec 3<>"/dev/tcp/127.0.0.1/$CUT_PORT") 2>/dev/null; do
 	sleep 0.1
 done
 cp "$(gf 2)" "$T/s4/edge-filter.rcf"
-rc_start E4 --trusted-key "$T/key.pub" --sync-interval "$SI" --state-dir "$T/s4" \
+rc_start E4 --trusted-key "$T/key.pub" --sync-interval "$SI" --state-dir "$T/s4" --upstream-insecure-http \
     --upstream-filter "http://127.0.0.1:$CUT_PORT/filter.rcf"
 if wait_status "$E4_URL" sync.error '[Pp]artial|bytes remaining' $((2 * SI + GRACE)); then
 	rc_ok "E4 refuses a transfer cut short"

@@ -81,7 +81,7 @@ fake() {	# fake MODE: starts a fake upstream on a port it picks; sets UP
 fake 500; UP_500=$UP
 fake garbage; UP_GARB=$UP
 fake wrongid; UP_WRONG=$UP
-EDGE=(--trusted-key "$T/key.pub" --sync-interval 1 --upstream-filter "$O_URL/v1/filter")
+EDGE=(--trusted-key "$T/key.pub" --sync-interval 1 --upstream-insecure-http --upstream-filter "$O_URL/v1/filter")
 mkdir -p "$T/e1" "$T/e2" "$T/e3" "$T/e4" "$T/e5" "$T/e6"
 rc_start E1 "${EDGE[@]}" --state-dir "$T/e1" --upstream-check http://127.0.0.1:1/v1/check
 rc_start E2 "${EDGE[@]}" --state-dir "$T/e2"

@@ -204,7 +204,7 @@ for s in json.load(open(sys.argv[1]))["scopes"]:
 	mkdir -p "$T/edge-$layout"
 	rc_start E --trusted-key "$T/key.pub" --state-dir "$T/edge-$layout" \
 	    --sync-interval 1 --poll-interval 1 \
-	    --upstream-filter "$D_URL/v1/filter" --upstream-check "$D_URL/v1/check"
+	    --upstream-insecure-http --upstream-filter "$D_URL/v1/filter" --upstream-check "$D_URL/v1/check"
 	rc_wait_version "$E_URL" 1 10 || rc_fail "$layout: edge did not sync version 1"
 	rc_curl "$E_URL/v1/status"
 	rc_expect_json service.mode edge "$layout: edge mode"

@@ -42,7 +42,7 @@ EDGE=0
 if [ -e "$RC_SRC/svc/sync.c" ]; then
 	EDGE=1
 	rc_start E --trusted-key "$T/key.pub" --state-dir "$T/se" --sync-interval 1 \
-	    --upstream-filter "$O_URL/v1/filter" --upstream-check "$O_URL/v1/check"
+	    --upstream-insecure-http --upstream-filter "$O_URL/v1/filter" --upstream-check "$O_URL/v1/check"
 	rc_wait_ready "$E_URL" 15 || rc_fail "edge not ready"
 fi
 

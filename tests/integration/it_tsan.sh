@@ -43,7 +43,7 @@ publish
 rc_start O --filter-dir "$F" --trusted-key "$T/key.pub" --state-dir "$T/so" --poll-interval 1 --threads 4
 rc_wait_ready "$O_URL" 20 || rc_fail "origin not ready"
 rc_start E --trusted-key "$T/key.pub" --state-dir "$T/se" --sync-interval 1 --threads 4 \
-    --upstream-filter "$O_URL/v1/filter" --upstream-check "$O_URL/v1/check"
+    --upstream-insecure-http --upstream-filter "$O_URL/v1/filter" --upstream-check "$O_URL/v1/check"
 rc_wait_ready "$E_URL" 20 || rc_fail "edge not ready"
 
 touch "$T/run"
