@@ -65,23 +65,10 @@ EOF
 
 # Start nginx once B's URL is known (B starts later, its filter is short-lived).
 ng_start() {
-	local try port user=""
-	[ "$(id -u)" -eq 0 ] && user="user root;"
+	local try port
 	for try in 1 2 3 4 5; do
 		port=$(rc_free_port)
-		cat >"$NG/nginx.conf" <<EOF
-$user
-worker_processes 1;
-pid $NG/nginx.pid;
-error_log $NG/error.log warn;
-events { worker_connections 64; }
-http {
-    access_log $NG/access.log;
-    client_body_temp_path $NG/body;
-    proxy_temp_path $NG/proxy;
-    fastcgi_temp_path $NG/fastcgi;
-    uwsgi_temp_path $NG/uwsgi;
-    scgi_temp_path $NG/scgi;
+		{ rc_nginx_conf "$NG"; cat <<EOF; } >"$NG/nginx.conf"
     default_type text/plain;
     server {
         listen 127.0.0.1:$port;

@@ -104,24 +104,11 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
     -keyout "$NG/tls.key" -out "$NG/tls.crt" -subj /CN=127.0.0.1 -days 1 \
     -addext subjectAltName=IP:127.0.0.1 >"$NG/openssl.log" 2>&1
 ng_start() {
-	local try port tport user=""
-	[ "$(id -u)" -eq 0 ] && user="user root;"
+	local try port tport
 	for try in 1 2 3 4 5; do
 		port=$(rc_free_port)
 		tport=$(rc_free_port)
-		cat >"$NG/nginx.conf" <<EOF
-$user
-worker_processes 1;
-pid $NG/nginx.pid;
-error_log $NG/error.log warn;
-events { worker_connections 64; }
-http {
-    access_log $NG/access.log;
-    client_body_temp_path $NG/body;
-    proxy_temp_path $NG/proxy;
-    fastcgi_temp_path $NG/fastcgi;
-    uwsgi_temp_path $NG/uwsgi;
-    scgi_temp_path $NG/scgi;
+		{ rc_nginx_conf "$NG"; cat <<EOF; } >"$NG/nginx.conf"
     default_type application/octet-stream;
     server {
         listen 127.0.0.1:$port;

@@ -29,17 +29,9 @@ rc_wait_version "$O1_URL" 1 || rc_fail "O1 did not load version 1"
 rc_wait_version "$O2_URL" 2 || rc_fail "O2 did not load version 2"
 
 # ---------------------------------------------------------------- a test CA and nginx with TLS
-NG=$T/nginx
+NG=$T/nginx		# rc_cleanup stops it (NG_PID)
 NG_PID=
 mkdir -p "$NG"
-ng_cleanup() {
-	if [ -n "$NG_PID" ]; then
-		kill -TERM "$NG_PID" 2>/dev/null || true
-		wait "$NG_PID" 2>/dev/null || true
-	fi
-	rc_cleanup
-}
-trap ng_cleanup EXIT
 {
 	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
 	    -keyout "$NG/ca.key" -out "$NG/ca.pem" -subj "/CN=revcheck test CA" \
@@ -52,24 +44,11 @@ trap ng_cleanup EXIT
 	    -CAcreateserial -days 1 -extfile "$NG/ext.cnf" -out "$NG/tls.crt"
 } >"$NG/openssl.log" 2>&1 || { cat "$NG/openssl.log" >&2; rc_fail "test CA"; }
 ng_start() {
-	local try port tport user=""
-	[ "$(id -u)" -eq 0 ] && user="user root;"
+	local try port tport
 	for try in 1 2 3 4 5; do
 		port=$(rc_free_port)
 		tport=$(rc_free_port)
-		cat >"$NG/nginx.conf" <<EOF
-$user
-worker_processes 1;
-pid $NG/nginx.pid;
-error_log $NG/error.log warn;
-events { worker_connections 64; }
-http {
-    access_log $NG/access.log;
-    client_body_temp_path $NG/body;
-    proxy_temp_path $NG/proxy;
-    fastcgi_temp_path $NG/fastcgi;
-    uwsgi_temp_path $NG/uwsgi;
-    scgi_temp_path $NG/scgi;
+		{ rc_nginx_conf "$NG"; cat <<EOF; } >"$NG/nginx.conf"
     server {
         listen 127.0.0.1:$port;
         location / { return 404; }

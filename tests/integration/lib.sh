@@ -23,6 +23,7 @@
 # Data:      rc_b64url STRING; rc_jwt ISS JTI (unsigned JWT; ISS "" for none);
 #            rc_json_body KEY FILE  (a {"KEY": "<file contents>"} body file path)
 #            rc_publish_link DIR VNAME   switch DIR/current to DIR/VNAME atomically
+# nginx:     rc_nginx_conf DIR (the start of a config); rc_nginx_run DIR PORT
 set -euo pipefail
 
 RC_SRC=${REVCHECK_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
@@ -43,6 +44,10 @@ rc_cleanup() {
 	for h in "${RC_AT_EXIT[@]+"${RC_AT_EXIT[@]}"}"; do
 		"$h" || true
 	done
+	if [ -n "${NG_PID:-}" ]; then	# an nginx from rc_nginx_run
+		kill -TERM "$NG_PID" 2>/dev/null || true
+		wait "$NG_PID" 2>/dev/null || true
+	fi
 	for n in "${RC_DAEMONS[@]+"${RC_DAEMONS[@]}"}"; do
 		pid=$(eval "echo \${${n}_PID:-}")
 		if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
@@ -254,11 +259,33 @@ rc_publish_link() {
 	mv -T "$1/current.rc-tmp" "$1/current"
 }
 
+# rc_nginx_conf DIR: prints the start of an nginx.conf that keeps every
+# file below DIR (pid, logs, temp paths; "user root;" when run as root)
+# and opens the http block; the caller adds its servers and the closing "}".
+rc_nginx_conf() {
+	local dir=$1
+	if [ "$(id -u)" -eq 0 ]; then echo "user root;"; fi
+	cat <<EOF
+worker_processes 1;
+pid $dir/nginx.pid;
+error_log $dir/error.log warn;
+events { worker_connections 64; }
+http {
+    access_log $dir/access.log;
+    client_body_temp_path $dir/body;
+    proxy_temp_path $dir/proxy;
+    fastcgi_temp_path $dir/fastcgi;
+    uwsgi_temp_path $dir/uwsgi;
+    scgi_temp_path $dir/scgi;
+EOF
+}
+
 # rc_nginx_run DIR PORT: runs nginx with DIR/nginx.conf (logs in DIR), in
 # the background, and waits until http://127.0.0.1:PORT/ answers 404 (the
 # config's catch-all location). Sets NG_PID and returns 0; when nginx does
 # not come up (a port taken meanwhile), stops it, clears NG_PID and returns
 # 1 so the caller can write a config with other ports and try again.
+# rc_cleanup stops the nginx NG_PID names when the test exits.
 rc_nginx_run() {
 	local dir=$1 port=$2
 	nginx -e "$dir/error.log" -p "$dir/" -c "$dir/nginx.conf" \
