@@ -38,6 +38,8 @@ struct build_opts {
 	const char	*issuers[BUILD_MAX_ISSUERS];
 	size_t		 nissuers;
 	bool		 allow_expired;
+	bool		 allow_shrink;
+	unsigned	 max_shrink;	/* percent */
 	unsigned	 keep;
 	bool		 quiet;
 	const char	*source;	/* postgresql:// connection, or NULL */
@@ -75,6 +77,11 @@ build_usage(FILE *fp)
 	    "  --format F           auto, text, json or crl (default auto)\n"
 	    "  --issuer CA.pem      verify CRLs against this issuer (repeatable)\n"
 	    "  --allow-expired      a CRL past nextUpdate only warns\n"
+	    "  --allow-shrink       publish an empty list, a version without a scope\n"
+	    "                       of the current one, or a scope that shrank by more\n"
+	    "                       than --max-shrink (each is refused otherwise)\n"
+	    "  --max-shrink PCT     share of a scope's keys a version may drop\n"
+	    "                       against the current one (default 50)\n"
 	    "  --keep N             versions kept in DIR (default 3)\n"
 	    "  --layout L           auto (default), blocked (one cache line per key),\n"
 	    "                       classic, or fuse (8-bit binary fuse filter: FP rate\n"
@@ -138,6 +145,8 @@ build_parse(struct build_opts *o, int argc, char **argv, int *first_input)
 		{ "format",	   required_argument, NULL, 'f' },
 		{ "issuer",	   required_argument, NULL, 'i' },
 		{ "allow-expired", no_argument,	      NULL, 'x' },
+		{ "allow-shrink",  no_argument,	      NULL, 'S' },
+		{ "max-shrink",	   required_argument, NULL, 'M' },
 		{ "keep",	   required_argument, NULL, 'K' },
 		{ "layout",	   required_argument, NULL, 'L' },
 		{ "quiet",	   no_argument,	      NULL, 'q' },
@@ -156,6 +165,7 @@ build_parse(struct build_opts *o, int argc, char **argv, int *first_input)
 	o->format = INPUT_AUTO;
 	o->layout = 0;
 	o->keep = 3;
+	o->max_shrink = 50;
 
 	fb_getopt_reset();
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -206,6 +216,13 @@ build_parse(struct build_opts *o, int argc, char **argv, int *first_input)
 			o->issuers[o->nissuers++] = optarg;
 			break;
 		case 'x': o->allow_expired = true; break;
+		case 'S': o->allow_shrink = true; break;
+		case 'M':
+			if (util_parse_u64(optarg, 100, &u) != 0)
+				return fb_usage_err("build", "--max-shrink '%s': "
+				    "want a percentage in 0..100", optarg);
+			o->max_shrink = (unsigned)u;
+			break;
 		case 'K':
 			if (util_parse_u64(optarg, BUILD_MAX_KEEP, &u) != 0 ||
 			    u == 0)
@@ -287,6 +304,50 @@ fail:
 		X509_free(v[i]);
 	free(v);
 	return -1;
+}
+
+/*
+ * Compares the inputs with the current version in DIR (vdir): a dropped
+ * scope or one that shrank too much is refused unless --allow-shrink. A
+ * current version that cannot be read cannot vouch for anything, so it
+ * is refused the same way. 0, or -1 with a message.
+ */
+static int
+build_check_previous(const struct build_opts *o, const struct input_set *set,
+    const char *vdir)
+{
+	struct input_prev_opts po;
+	struct ffile *prev;
+	char path[4200], err[1024];
+	int n, rc;
+
+	n = snprintf(path, sizeof(path), "%s/filter.rcf", vdir);
+	if (n < 0 || (size_t)n >= sizeof(path)) {
+		fb_err("%s: path too long", vdir);
+		return -1;
+	}
+	if ((prev = ffile_open(path, err, sizeof(err))) == NULL) {
+		if (!o->allow_shrink) {
+			fb_err("cannot compare with the current version: %s; "
+			    "--allow-shrink to publish without the comparison",
+			    err);
+			return -1;
+		}
+		if (!o->quiet)
+			fb_err("warning: not compared with the current "
+			    "version: %s (--allow-shrink)", err);
+		return 0;
+	}
+	memset(&po, 0, sizeof(po));
+	po.allow_shrink = o->allow_shrink;
+	po.max_shrink_pct = o->max_shrink;
+	po.quiet = o->quiet;
+	rc = input_check_previous(set, ffile_info(prev), &po, err,
+	    sizeof(err));
+	if (rc != 0)
+		fb_err("%s", err);
+	ffile_close(prev);
+	return rc;
 }
 
 struct tb_writer {
@@ -429,6 +490,7 @@ fb_build(int argc, char **argv)
 	io.issuers = issuers;
 	io.nissuers = nissuers;
 	io.allow_expired = o.allow_expired;
+	io.allow_empty = o.allow_shrink;
 	io.now = now;
 	io.quiet = o.quiet;
 	io.progress = pr.on ? progress_keys : NULL;
@@ -453,6 +515,8 @@ fb_build(int argc, char **argv)
 		fb_err("inputs cover no scope");
 		goto out;
 	}
+	if (cur != 0 && build_check_previous(&o, &set, vdir) != 0)
+		goto out;
 
 	/* The filter never claims freshness past a CRL's nextUpdate. */
 	expires = now + o.valid_for;

@@ -24,6 +24,14 @@ struct target {
 	char		 table[4096];
 	bool		 have_table;
 	bool		 is_dir;
+	bool		 have_current;	/* is_dir through DIR/current */
+	uint64_t	 version;	/* of DIR/current */
+};
+
+/* The version before the one inspected, to show what changed. */
+struct prev {
+	const struct ffile_info *info;	/* NULL when there is none */
+	char		 err[512];	/* why it could not be read, or "" */
 };
 
 struct check {
@@ -91,6 +99,8 @@ resolve(const char *path, struct target *t, char *err, size_t errlen)
 			return -1;
 		}
 		t->have_table = true;
+		t->have_current = rc == 0;
+		t->version = v;
 		return 0;
 	}
 	if (strlen(path) >= sizeof(t->filter)) {
@@ -251,14 +261,67 @@ jhex(cJSON *o, const char *name, const unsigned char *p, size_t n)
 	return jstr(o, name, s);
 }
 
+/*
+ * Opens the version before DIR/current, if DIR keeps one. Returns the
+ * filter (close it) or NULL, with p->err set when it exists but cannot be
+ * read.
+ */
+static struct ffile *
+open_previous(const char *path, const struct target *t, struct prev *p)
+{
+	char vdir[4096], file[4200];
+	uint64_t v;
+	struct ffile *f;
+
+	memset(p, 0, sizeof(*p));
+	if (!t->have_current || publish_previous(path, t->version, vdir,
+	    sizeof(vdir), &v, p->err, sizeof(p->err)) != 0)
+		return NULL;
+	if (join(file, sizeof(file), vdir, PUBLISH_FILTER_NAME) != 0) {
+		(void)snprintf(p->err, sizeof(p->err), "path too long");
+		return NULL;
+	}
+	if ((f = ffile_open(file, p->err, sizeof(p->err))) != NULL)
+		p->info = ffile_info(f);
+	return f;
+}
+
+/* The key count of scope name in the previous version; false if absent. */
+static bool
+prev_keys(const struct prev *p, const char *name, uint64_t *keys)
+{
+	uint32_t i;
+
+	for (i = 0; p->info != NULL && i < p->info->nscopes; i++)
+		if (strcmp(p->info->scopes[i].name, name) == 0) {
+			*keys = p->info->scopes[i].keys;
+			return true;
+		}
+	return false;
+}
+
+/* True when the inspected version has a scope named name. */
+static bool
+has_scope(const struct ffile_info *in, const char *name)
+{
+	uint32_t i;
+
+	for (i = 0; i < in->nscopes; i++)
+		if (strcmp(in->scopes[i].name, name) == 0)
+			return true;
+	return false;
+}
+
 static int
 print_json(const char *path, const struct target *t, const struct ffile *f,
-    const struct table *tab, const struct check *c, int64_t now)
+    const struct table *tab, const struct check *c, const struct prev *pv,
+    int64_t now)
 {
 	const struct ffile_info *in = ffile_info(f);
 	const struct bloom *b = ffile_bloom(f);
-	cJSON *root, *scopes, *s, *tj;
+	cJSON *root, *scopes, *s, *tj, *dropped;
 	char seed[17], *text;
+	uint64_t pk;
 	unsigned char sb[8];
 	size_t len;
 	uint32_t i;
@@ -312,6 +375,14 @@ print_json(const char *path, const struct target *t, const struct ffile *f,
 		}
 		ok = ok && jstr(s, "scope", sc->name);
 		ok = ok && jnum(s, "keys", (double)sc->keys);
+		if (pv->info != NULL) {
+			bool had = prev_keys(pv, sc->name, &pk);
+
+			ok = ok && (had ? jnum(s, "previous_keys", (double)pk) :
+			    cJSON_AddNullToObject(s, "previous_keys") != NULL);
+			ok = ok && jnum(s, "keys_change", (double)sc->keys -
+			    (had ? (double)pk : 0.0));
+		}
 		ok = ok && jstr(s, "source", source_name(sc->source));
 		if (sc->source == FFILE_SRC_CRL) {
 			ok = ok && jstr(s, "issuer", sc->issuer);
@@ -326,6 +397,26 @@ print_json(const char *path, const struct target *t, const struct ffile *f,
 			ok = ok && jhex(s, "crl_sha256", sc->crl_sha256, 32);
 		}
 	}
+	if (ok && pv->info != NULL) {
+		ok = jnum(root, "previous_version", (double)pv->info->version);
+		dropped = cJSON_AddArrayToObject(root, "dropped_scopes");
+		ok = ok && dropped != NULL;
+		for (i = 0; ok && i < pv->info->nscopes; i++) {
+			const struct ffile_scope *ps = &pv->info->scopes[i];
+
+			if (has_scope(in, ps->name))
+				continue;
+			s = cJSON_CreateObject();
+			if (s == NULL || !cJSON_AddItemToArray(dropped, s)) {
+				cJSON_Delete(s);
+				ok = false;
+				break;
+			}
+			ok = ok && jstr(s, "scope", ps->name);
+			ok = ok && jnum(s, "previous_keys", (double)ps->keys);
+		}
+	} else if (ok && pv->err[0] != '\0')
+		ok = jstr(root, "previous_error", pv->err);
 	if (ok && t->have_table) {
 		tj = cJSON_AddObjectToObject(root, "table");
 		ok = tj != NULL;
@@ -380,11 +471,13 @@ print_duration(FILE *fp, int64_t s)
 
 static void
 print_text(const struct target *t, const struct ffile *f,
-    const struct table *tab, const struct check *c, int64_t now)
+    const struct table *tab, const struct check *c, const struct prev *pv,
+    int64_t now)
 {
 	const struct ffile_info *in = ffile_info(f);
 	const struct bloom *b = ffile_bloom(f);
 	char hex[65], ts[UTIL_RFC3339_LEN];
+	uint64_t pk;
 	size_t len;
 	uint32_t i;
 
@@ -425,11 +518,24 @@ print_text(const struct target *t, const struct ffile *f,
 	printf("table sha256:      %s\n", hex);
 	printf("table bytes:       %" PRIu64 "\n", in->table_len);
 	printf("scopes:            %" PRIu32 "\n", in->nscopes);
+	if (pv->info != NULL)
+		printf("changes since:     version %" PRIu64 "\n",
+		    pv->info->version);
+	else if (pv->err[0] != '\0')
+		printf("changes since:     previous version unreadable: %s\n",
+		    pv->err);
 	for (i = 0; i < in->nscopes; i++) {
 		const struct ffile_scope *sc = &in->scopes[i];
 
-		printf("  %s: %" PRIu64 " keys, source %s\n", sc->name, sc->keys,
+		printf("  %s: %" PRIu64 " keys, source %s", sc->name, sc->keys,
 		    source_name(sc->source));
+		if (pv->info != NULL && prev_keys(pv, sc->name, &pk))
+			printf(", %+" PRId64 " since version %" PRIu64,
+			    (int64_t)(sc->keys - pk), pv->info->version);
+		else if (pv->info != NULL)
+			printf(", new since version %" PRIu64,
+			    pv->info->version);
+		printf("\n");
 		if (sc->source != FFILE_SRC_CRL)
 			continue;
 		printf("    issuer:        %s\n", sc->issuer);
@@ -445,6 +551,11 @@ print_text(const struct target *t, const struct ffile *f,
 		util_hex(hex, sc->crl_sha256, 32);
 		printf("    crl sha256:    %s\n", hex);
 	}
+	for (i = 0; pv->info != NULL && i < pv->info->nscopes; i++)
+		if (!has_scope(in, pv->info->scopes[i].name))
+			printf("  %s: DROPPED since version %" PRIu64 " (had %"
+			    PRIu64 " keys)\n", pv->info->scopes[i].name,
+			    pv->info->version, pv->info->scopes[i].keys);
 	if (t->have_table) {
 		if (tab != NULL) {
 			util_hex(hex, table_sha256(tab), 32);
@@ -521,9 +632,10 @@ fb_inspect(int argc, char **argv)
 	bool json = false, records = false;
 	struct target t;
 	struct sign_ring ring;
-	struct ffile *f = NULL;
+	struct ffile *f = NULL, *pf = NULL;
 	struct table *tab = NULL;
 	struct check c;
+	struct prev pv;
 	char err[1024], terr[1024];
 	int64_t now;
 	int ch, ret = FB_EXIT_FAIL;
@@ -562,13 +674,14 @@ fb_inspect(int argc, char **argv)
 		tab = table_open(t.table, terr, sizeof(terr));
 	run_checks(f, tab, t.have_table ? terr : NULL, &ring, &c);
 	now = util_now();
+	pf = open_previous(path, &t, &pv);
 	if (json) {
-		if (print_json(path, &t, f, tab, &c, now) != 0) {
+		if (print_json(path, &t, f, tab, &c, &pv, now) != 0) {
 			fb_err("inspect: out of memory");
 			goto out;
 		}
 	} else if (!records) {
-		print_text(&t, f, tab, &c, now);
+		print_text(&t, f, tab, &c, &pv, now);
 	} else if (tab != NULL) {
 		print_records(tab);
 	} else {
@@ -580,6 +693,7 @@ fb_inspect(int argc, char **argv)
 	if (c.sig_checked && (!c.sig_ok || !c.bind_ok))
 		ret = FB_EXIT_FAIL;
 out:
+	ffile_close(pf);
 	table_close(tab);
 	ffile_close(f);
 	sign_ring_free(&ring);

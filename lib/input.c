@@ -331,13 +331,62 @@ is_space(unsigned char c)
 	    c == '\f';
 }
 
+/*
+ * Why the bytes of one id are not those of a token id, or NULL when they
+ * are: a control byte (a space or tab too, with words), or bytes that are
+ * not UTF-8. *col is set to the 1-based column of the first bad byte.
+ */
+static const char *
+id_refused(const char *b, size_t n, bool words, size_t *col)
+{
+	const unsigned char *u = (const unsigned char *)b;
+	size_t i, l;
+
+	for (i = 0; i < n; i += l) {
+		*col = i + 1;
+		l = 1;
+		if (u[i] == ' ' || u[i] == '\t') {
+			if (words)
+				return "whitespace inside an id (a token list "
+				    "has one id per line)";
+			continue;
+		}
+		if (u[i] < 0x20 || u[i] == 0x7f)
+			return "control byte in an id";
+		if (u[i] >= 0x80 && (l = util_utf8_len(u + i, n - i)) == 0)
+			return "bytes that are not UTF-8 (binary data)";
+	}
+	return NULL;
+}
+
+/*
+ * An input that publishes no id at all replaces the scope's list with
+ * nothing: every id it revoked would answer not_revoked. Refused unless
+ * the caller allows it.
+ */
+static int
+rd_refuse_empty(struct rd *r, const char *scope)
+{
+	if (r->o->allow_empty)
+		return 0;
+	rd_err(r, "no ids: an empty list would un-revoke every id of scope "
+	    "\"%s\" (--allow-shrink to publish it)", scope);
+	return -1;
+}
+
+/*
+ * A token list is lines of single ids. Anything else (a PEM file, a
+ * document, binary data) would publish its lines as ids, and garbage in
+ * place of the real list un-revokes what that list revoked: it is refused
+ * at its first bad line.
+ */
 static int
 read_text(struct rd *r, const char *buf, size_t len)
 {
-	const char *scope = opts_scope(r->o), *line, *nl, *b, *e;
+	const char *scope = opts_scope(r->o), *line, *nl, *b, *e, *why;
 	char kerr[256];
 	struct revkey k;
-	size_t pos = 0, lineno = 0;
+	size_t pos = 0, lineno = 0, col, nids = 0;
 
 	if (set_scope(r, scope) != 0)
 		return -1;
@@ -358,6 +407,16 @@ read_text(struct rd *r, const char *buf, size_t len)
 			rd_err_line(r, lineno, "NUL byte in id");
 			return -1;
 		}
+		if ((size_t)(e - b) >= 5 && memcmp(b, "-----", 5) == 0) {
+			rd_err_line(r, lineno, "PEM armour: a PEM file is not a "
+			    "token list");
+			return -1;
+		}
+		if ((why = id_refused(b, (size_t)(e - b), true, &col)) != NULL) {
+			rd_err_line(r, lineno, "column %zu: %s: not a token "
+			    "list", col + (size_t)(b - line), why);
+			return -1;
+		}
 		if (revkey_from_text(&k, scope, b, (size_t)(e - b), kerr,
 		    sizeof(kerr)) != 0) {
 			rd_err_line(r, lineno, "%s", kerr);
@@ -365,8 +424,9 @@ read_text(struct rd *r, const char *buf, size_t len)
 		}
 		if (rd_add(r, &k, 0, NULL) != 0)
 			return -1;
+		nids++;
 	}
-	return 0;
+	return nids == 0 ? rd_refuse_empty(r, scope) : 0;
 }
 
 /* ---- JSON ------------------------------------------------------------ */
@@ -400,7 +460,8 @@ reason_valid(const char *s)
 static int
 json_element(struct rd *r, const cJSON *el, size_t idx)
 {
-	const char *scope = opts_scope(r->o), *id = NULL, *reason = NULL;
+	const char *scope = opts_scope(r->o), *id = NULL, *reason = NULL, *why;
+	size_t col;
 	const cJSON *it, *jid = NULL, *jscope = NULL, *jat = NULL, *jreason = NULL;
 	const cJSON **slot;
 	char kerr[256];
@@ -479,6 +540,10 @@ json_element(struct rd *r, const cJSON *el, size_t idx)
 	}
 	if (set_scope(r, scope) != 0)
 		return -1;
+	if ((why = id_refused(id, strlen(id), false, &col)) != NULL) {
+		rd_err(r, "element %zu: \"id\" column %zu: %s", idx, col, why);
+		return -1;
+	}
 	if (revkey_from_text(&k, scope, id, strlen(id), kerr,
 	    sizeof(kerr)) != 0) {
 		rd_err(r, "element %zu: %s", idx, kerr);
@@ -521,7 +586,8 @@ read_json(struct rd *r, const char *buf, size_t len)
 		rd_err(r, "JSON top level is not an array");
 		goto out;
 	}
-	if (root->child == NULL && set_scope(r, opts_scope(r->o)) != 0)
+	if (root->child == NULL && (set_scope(r, opts_scope(r->o)) != 0 ||
+	    rd_refuse_empty(r, opts_scope(r->o)) != 0))
 		goto out;
 	for (el = root->child; el != NULL; el = el->next, idx++)
 		if (json_element(r, el, idx) != 0)
@@ -1357,4 +1423,60 @@ input_count_scopes(struct input_set *s)
 		i = run;
 	}
 	free(ord);
+}
+
+/* The scope named name in s, or NULL. Linear: called once per scope. */
+static const struct ffile_scope *
+set_scope_named(const struct input_set *s, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < s->nscopes; i++)
+		if (strcmp(s->scopes[i].name, name) == 0)
+			return &s->scopes[i];
+	return NULL;
+}
+
+int
+input_check_previous(const struct input_set *s,
+    const struct ffile_info *prev, const struct input_prev_opts *o,
+    char *err, size_t errlen)
+{
+	const struct ffile_scope *old, *now;
+	char msg[1024];
+	uint32_t i;
+	uint64_t lost;
+	int n;
+
+	assert(s != NULL && prev != NULL && o != NULL);
+	for (i = 0; i < prev->nscopes; i++) {
+		old = &prev->scopes[i];
+		now = set_scope_named(s, old->name);
+		if (now == NULL) {
+			n = snprintf(msg, sizeof(msg), "scope \"%s\" (%" PRIu64
+			    " keys in version %" PRIu64 ") is not in the "
+			    "inputs: dropping it would un-revoke its keys",
+			    old->name, old->keys, prev->version);
+		} else if (now->keys < old->keys &&
+		    (lost = old->keys - now->keys) >
+		    old->keys / 100 * o->max_shrink_pct +
+		    old->keys % 100 * o->max_shrink_pct / 100) {
+			n = snprintf(msg, sizeof(msg), "scope \"%s\" shrinks "
+			    "from %" PRIu64 " keys (version %" PRIu64 ") to %"
+			    PRIu64 ", by more than %u %%", old->name,
+			    old->keys, prev->version, now->keys,
+			    o->max_shrink_pct);
+		} else
+			continue;
+		if (n < 0)
+			msg[0] = '\0';
+		if (!o->allow_shrink) {
+			snprintf(err, errlen, "%s; --allow-shrink to publish "
+			    "it anyway", msg);
+			return -1;
+		}
+		if (!o->quiet)
+			log_warn("%s (--allow-shrink)", msg);
+	}
+	return 0;
 }

@@ -25,6 +25,7 @@ struct input_opts {
 	X509		**issuers;	/* --issuer certificates, may be empty */
 	size_t		 nissuers;
 	bool		 allow_expired;	/* a CRL past nextUpdate only warns */
+	bool		 allow_empty;	/* a text or JSON list without ids */
 	int64_t		 now;
 	bool		 quiet;		/* no warnings on stderr */
 	/* Progress callback for long reads, may be NULL. */
@@ -62,7 +63,11 @@ void input_set_free(struct input_set *s);
 /*
  * Reads one input ("-" is standard input) and appends its records and
  * scopes. AUTO picks CRL for DER or "-----BEGIN X509 CRL", JSON for a
- * first non-blank '[' or '{' and text otherwise. CRLs are checked against the
+ * first non-blank '[' or '{' and text otherwise. A text list must look
+ * like one: no PEM armour, control bytes, spaces inside an id or bytes
+ * that are not UTF-8 (the first bad line is named); JSON ids have no
+ * control bytes. A list without any id is refused unless allow_empty.
+ * CRLs are checked against the
  * issuers when any are given (a CRL whose issuer is not among them, or
  * whose signature does not verify, is an error) and against their
  * nextUpdate. On failure returns -1, err names the file, the line or DER
@@ -115,5 +120,26 @@ int input_read_rows(struct input_set *s, const char *name, input_next_fn next,
  * function can't fail.
  */
 void input_count_scopes(struct input_set *s);
+
+/* What input_check_previous() lets through. */
+struct input_prev_opts {
+	bool		 allow_shrink;	/* dropped or shrunk scopes only warn */
+	unsigned	 max_shrink_pct;	/* 0..100; a scope may lose this
+					   share of its keys (default 50) */
+	bool		 quiet;
+};
+
+/*
+ * Compares the counted set (after input_count_scopes) with the previous
+ * published version prev (version prev_version): a scope of prev that the
+ * set no longer covers, or whose key count fell by more than
+ * max_shrink_pct percent, would un-revoke keys without anyone asking for
+ * it. Returns 0 when nothing is wrong or allow_shrink is set (each finding
+ * then warns on stderr unless quiet), or -1 with err naming the first
+ * scope refused. This function changes nothing.
+ */
+int input_check_previous(const struct input_set *s,
+    const struct ffile_info *prev, const struct input_prev_opts *o,
+    char *err, size_t errlen);
 
 #endif

@@ -140,6 +140,35 @@ publish_current(const char *dir, char *vdir, size_t cap, uint64_t *version,
 	return 0;
 }
 
+int
+publish_previous(const char *dir, uint64_t below, char *vdir, size_t cap,
+    uint64_t *version, char *err, size_t errlen)
+{
+	char name[PUBLISH_VNAME_LEN + 1];
+	struct dirent *de;
+	uint64_t v, best = 0;
+	DIR *d;
+
+	assert(dir != NULL && vdir != NULL && version != NULL);
+	if ((d = opendir(dir)) == NULL) {
+		pub_err(err, errlen, "%s: %s", dir, strerror(errno));
+		return -1;
+	}
+	while ((de = readdir(d)) != NULL)
+		if (pub_parse_vname(de->d_name, &v) && v < below && v > best)
+			best = v;
+	(void)closedir(d);
+	if (best == 0)
+		return 1;
+	publish_version_name(name, best);
+	if (pub_join(vdir, cap, dir, name) != 0) {
+		pub_err(err, errlen, "%s: path too long", dir);
+		return -1;
+	}
+	*version = best;
+	return 0;
+}
+
 /*
  * Removes a directory that holds only files (our version and temporary
  * directories). Returns 0, or -1 with errno set.

@@ -473,3 +473,49 @@ util_get_le64(const unsigned char *p)
 		v = (v << 8) | p[i];
 	return v;
 }
+
+size_t
+util_utf8_len(const unsigned char *s, size_t n)
+{
+	uint32_t cp;
+	size_t len, i;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
+		len = 2;
+		cp = s[0] & 0x1f;
+	} else if (s[0] >= 0xe0 && s[0] <= 0xef) {
+		len = 3;
+		cp = s[0] & 0x0f;
+	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+		len = 4;
+		cp = s[0] & 0x07;
+	} else
+		return 0;
+	if (n < len)
+		return 0;
+	for (i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+	    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+bool
+util_utf8_valid(const void *p, size_t n)
+{
+	const unsigned char *s = p;
+	size_t i = 0, l;
+
+	while (i < n) {
+		if ((l = util_utf8_len(s + i, n - i)) == 0)
+			return false;
+		i += l;
+	}
+	return true;
+}

@@ -96,6 +96,16 @@ int util_write_all(int fd, const void *buf, size_t len);
  */
 const char *util_json_refused(const char *p, size_t len);
 
+/*
+ * Length of the valid UTF-8 sequence at s[0..n) (1..4; 1 for ASCII), or 0
+ * when it is invalid (overlong, a surrogate, above U+10FFFF, cut). n must
+ * be at least 1. This function can't fail.
+ */
+size_t util_utf8_len(const unsigned char *s, size_t n);
+
+/* True when p[0..n) is valid UTF-8. This function can't fail. */
+bool util_utf8_valid(const void *p, size_t n);
+
 /* Little-endian stores and loads, independent of the host's byte order. */
 void util_put_le16(unsigned char *p, uint16_t v);
 void util_put_le32(unsigned char *p, uint32_t v);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "sbuf.h"
+#include "util.h"
 
 void
 sbuf_init(struct sbuf *b, size_t hint, size_t max)
@@ -145,39 +146,6 @@ sbuf_add_i64(struct sbuf *b, int64_t v)
 		sbuf_add_u64(b, (uint64_t)v);
 }
 
-/* Length of the valid UTF-8 sequence at s (1..4), or 0 when invalid. */
-static size_t
-utf8_len(const unsigned char *s, size_t n)
-{
-	uint32_t cp;
-	size_t len, i;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
-		len = 2;
-		cp = s[0] & 0x1f;
-	} else if (s[0] >= 0xe0 && s[0] <= 0xef) {
-		len = 3;
-		cp = s[0] & 0x0f;
-	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
-		len = 4;
-		cp = s[0] & 0x07;
-	} else
-		return 0;
-	if (n < len)
-		return 0;
-	for (i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-	    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return len;
-}
-
 void
 sbuf_add_jstr(struct sbuf *b, const void *p, size_t n)
 {
@@ -213,7 +181,7 @@ sbuf_add_jstr(struct sbuf *b, const void *p, size_t n)
 			esc[5] = hex[s[i] & 15];
 			sbuf_add(b, esc, 6);
 			i++;
-		} else if ((l = utf8_len(s + i, n - i)) != 0) {
+		} else if ((l = util_utf8_len(s + i, n - i)) != 0) {
 			sbuf_add(b, s + i, l);
 			i += l;
 		} else {
@@ -233,17 +201,5 @@ sbuf_add_jstrs(struct sbuf *b, const char *s)
 bool
 sbuf_utf8_valid(const void *p, size_t n)
 {
-	const unsigned char *s = p;
-	size_t i = 0, l;
-
-	while (i < n) {
-		if (s[i] < 0x80) {
-			i++;
-			continue;
-		}
-		if ((l = utf8_len(s + i, n - i)) == 0)
-			return false;
-		i += l;
-	}
-	return true;
+	return util_utf8_valid(p, n);
 }

@@ -146,8 +146,7 @@ Test(input, text_comments_crlf_whitespace)
 	struct input_opts o = opts("default");
 	char path[1024], err[512] = "";
 	static const char *const want[] = {
-		"tok-1", "tok-2", "tok-3", "tok-4", "tok 5 with inner space",
-		"tok-6",
+		"tok-1", "tok-2", "tok-3", "tok-4", "tok-5", "tok-6",
 	};
 	size_t i;
 
@@ -179,6 +178,30 @@ Test(input, text_blank_and_empty_files_cover_scope)
 	struct input_opts o = opts("tokens-a");
 	char dir[] = "/tmp/revcheck-input-XXXXXX", path[256], err[512] = "";
 
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/empty.txt", dir);
+	write_file(path, "", 0);
+	input_set_init(&s);
+	/* By default an empty list is refused: it would un-revoke the scope. */
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "empty.txt: no ids") != NULL, "%s", err);
+	cr_assert(strstr(err, "\"tokens-a\"") != NULL, "%s", err);
+	write_file(path, "\n\r\n  \t\n# only comments\n", 23);
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), -1);
+	cr_assert_eq(s.nrecs, 0);
+	cr_assert_eq(s.nscopes, 0);
+	input_set_free(&s);
+	unlink(path);
+	rmdir(dir);
+}
+
+Test(input, text_empty_files_cover_scope_when_allowed)
+{
+	struct input_set s;
+	struct input_opts o = opts("tokens-a");
+	char dir[] = "/tmp/revcheck-input-XXXXXX", path[256], err[512] = "";
+
+	o.allow_empty = true;
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/empty.txt", dir);
 	write_file(path, "", 0);
@@ -392,10 +415,64 @@ Test(input, json_empty_array_covers_scope)
 
 	input_set_init(&s);
 	data_path(path, sizeof(path), "empty.json");
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "no ids") != NULL, "%s", err);
+	cr_assert_eq(s.nscopes, 0);
+	o.allow_empty = true;
 	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(s.nrecs, 0);
 	cr_assert_eq(s.nscopes, 1);
 	cr_assert_str_eq(s.scopes[0].name, "tokens-b");
+	input_set_free(&s);
+}
+
+/*
+ * What is not a token list is refused at its first bad line, and the set
+ * is left as it was: a PEM certificate, a document (words), binary data,
+ * control bytes; JSON ids with control bytes.
+ */
+Test(input, text_not_a_token_list_refused)
+{
+	static const struct {
+		const char *text;
+		size_t len;
+		const char *want;
+	} cases[] = {
+		{ "tok-1\n-----BEGIN CERTIFICATE-----\nMIIB\n", 0,
+		    ":2: PEM armour" },
+		{ "# README\n\nrevcheck answers fast\n", 0,
+		    ":3: column 9: whitespace inside an id" },
+		{ "tok-1\ntok-2\x01x\n", 0, ":2: column 6: control byte" },
+		{ "tok-1\ntok\x1b[0m\n", 0, ":2: column 4: control byte" },
+		{ "ok\n\xff\xfe\x80\n", 0, ":2: column 1: bytes that are not "
+		    "UTF-8" },
+		{ "a\nb\0" "c\n", 6, ":2: NUL byte" },
+	};
+	struct input_set s;
+	struct input_opts o = opts("t");
+	char err[512];
+	size_t i, len;
+
+	input_set_init(&s);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		len = cases[i].len != 0 ? cases[i].len : strlen(cases[i].text);
+		err[0] = '\0';
+		cr_assert_eq(input_read_buf(&s, "list.txt", cases[i].text, len,
+		    &o, err, sizeof(err)), -1, "case %zu accepted", i);
+		cr_assert(strstr(err, cases[i].want) != NULL, "case %zu: %s", i,
+		    err);
+		cr_assert_eq(s.nrecs, 0);
+		cr_assert_eq(s.nscopes, 0);
+	}
+	/* UTF-8 ids are ids. */
+	cr_assert_eq(input_read_buf(&s, "list.txt", "t\xc3\xa9st\n", 6, &o,
+	    err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(s.nrecs, 1);
+	cr_assert_eq(input_read_buf(&s, "l.json", "[\"a\\u0007b\"]", 12, &o,
+	    err, sizeof(err)), -1);
+	cr_assert(strstr(err, "element 0: \"id\" column 2: control byte") !=
+	    NULL, "%s", err);
+	cr_assert_eq(s.nrecs, 1);
 	input_set_free(&s);
 }
 
@@ -495,31 +572,50 @@ Test(input, json_failure_leaves_set_unchanged)
 
 /* ---- CRLs from tests/pki.sh ----------------------------------------------- */
 
+/*
+ * tests/pki.sh takes seconds, so it runs once for the whole binary, in
+ * the runner before any test (Criterion runs each test in a new process:
+ * the directory reaches them through the environment), and is removed
+ * after the last one.
+ */
+#define PKI_ENV "REVCHECK_TEST_INPUT_PKI"
+
 static char pki[128];
+
+ReportHook(PRE_ALL)(struct criterion_test_set *set)
+{
+	char cmd[1024], dir[] = "/tmp/revcheck-pki-XXXXXX";
+	int n;
+
+	(void)set;
+	if (mkdtemp(dir) == NULL)
+		return;
+	n = snprintf(cmd, sizeof(cmd), "'%s/tests/pki.sh' '%s' >/dev/null",
+	    src_root(), dir);
+	if (n > 0 && (size_t)n < sizeof(cmd) && system(cmd) == 0)
+		(void)setenv(PKI_ENV, dir, 1);
+}
+
+ReportHook(POST_ALL)(struct criterion_global_stats *stats)
+{
+	const char *dir = getenv(PKI_ENV);
+	char cmd[256];
+
+	(void)stats;
+	if (dir != NULL && strncmp(dir, "/tmp/revcheck-pki-", 18) == 0 &&
+	    snprintf(cmd, sizeof(cmd), "rm -rf -- '%s'", dir) <
+	    (int)sizeof(cmd))
+		(void)system(cmd);
+}
 
 static void
 pki_setup(void)
 {
-	char cmd[1024];
-	int n;
+	const char *dir = getenv(PKI_ENV);
 
-	n = snprintf(pki, sizeof(pki), "/tmp/revcheck-pki-XXXXXX");
-	cr_assert(n > 0 && (size_t)n < sizeof(pki));
-	cr_assert_not_null(mkdtemp(pki));
-	n = snprintf(cmd, sizeof(cmd), "'%s/tests/pki.sh' '%s' >/dev/null",
-	    src_root(), pki);
-	cr_assert(n > 0 && (size_t)n < sizeof(cmd));
-	cr_assert_eq(system(cmd), 0, "tests/pki.sh failed");
-}
-
-static void
-pki_teardown(void)
-{
-	char cmd[256];
-
-	if (pki[0] != '\0' && snprintf(cmd, sizeof(cmd), "rm -rf -- '%s'", pki)
-	    < (int)sizeof(cmd))
-		(void)system(cmd);
+	cr_assert_not_null(dir, "tests/pki.sh failed before the tests");
+	cr_assert(strlen(dir) < sizeof(pki));
+	memcpy(pki, dir, strlen(dir) + 1);
 }
 
 static void
@@ -624,7 +720,7 @@ leaf_scope(char *out, const char *leaf)
 	memcpy(out, k.scope, k.scope_len + 1);
 }
 
-TestSuite(input_crl, .init = pki_setup, .fini = pki_teardown);
+TestSuite(input_crl, .init = pki_setup);
 
 Test(input_crl, pem_every_revoked_serial)
 {
