@@ -515,8 +515,6 @@ fb_build(int argc, char **argv)
 		fb_err("inputs cover no scope");
 		goto out;
 	}
-	if (cur != 0 && build_check_previous(&o, &set, vdir) != 0)
-		goto out;
 
 	/* The filter never claims freshness past a CRL's nextUpdate. */
 	expires = now + o.valid_for;
@@ -538,6 +536,8 @@ fb_build(int argc, char **argv)
 		    o.fp_rate);
 		goto out;
 	}
+	if (cur != 0 && build_check_previous(&o, &set, vdir) != 0)
+		goto out;
 	if (bloom_size(o.layout, n > 0 ? n : 1, o.fp_rate, &m, &k) != 0) {
 		fb_err("cannot size a filter for %zu keys at fp rate %g", n,
 		    o.fp_rate);

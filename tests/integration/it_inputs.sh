@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# it_inputs.sh - inputs that cannot quietly un-revoke: token-list shape, empty lists, dropped and shrunk scopes, inspect's changes
+#
+# Every refusal is a build that would have published fewer revocations
+# than the operator meant: each case asserts the exit status, the message
+# (file, line or scope named) and that DIR/current did not move.
+. "$(dirname "$0")/lib.sh"
+
+FB() { "$FILTERBUILD" "$@"; }
+"$FILTERBUILD" keygen --out "$T/key.pem" --pub "$T/key.pub" >/dev/null
+
+# build_expect RC WHAT ARGS...: runs filterbuild build, keeps its stderr.
+build_expect() {
+	local want=$1 what=$2 rc=0
+	shift 2
+	FB build --key "$T/key.pem" --out "$T/d" --quiet "$@" 2>"$T/err" || rc=$?
+	rc_expect_eq "$rc" "$want" "$what: exit status ($(head -c 300 "$T/err"))"
+}
+current() { readlink "$T/d/current" 2>/dev/null || echo none; }
+
+printf 'tok-1\ntok-2\ntok-3\ntok-4\n' >"$T/four.txt"
+echo '[{"id":"a1","scope":"tenant-b"},{"id":"a2","scope":"tenant-b"}]' >"$T/a.json"
+build_expect 0 "first version" "$T/four.txt" "$T/a.json"
+v1=$(current)
+
+# 1. Not token lists: each refused, naming the first bad line.
+cp "$RC_SRC/README.md" "$T/README.md"
+build_expect 1 "a README as a token list" "$T/README.md" "$T/a.json"
+rc_expect_match "$(cat "$T/err")" 'README.md:[0-9]+: column [0-9]+: whitespace inside an id' "README refusal names the line"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+    -keyout "$T/c.key" -out "$T/cert.pem" -subj /CN=x -days 1 2>/dev/null
+build_expect 1 "a PEM certificate as a token list" "$T/cert.pem"
+rc_expect_match "$(cat "$T/err")" 'cert.pem:1: PEM armour' "PEM refusal names line 1"
+head -c 100 /dev/urandom >"$T/random.bin"
+printf '\001' >>"$T/random.bin"
+build_expect 1 "100 random bytes as a token list" "$T/random.bin"
+rc_expect_match "$(cat "$T/err")" 'random.bin:[0-9]+: (column [0-9]+: (control byte|bytes that are not UTF-8)|NUL byte)' "binary refusal names a line"
+rc_expect_eq "$(current)" "$v1" "refused lists published nothing"
+
+# 2. An empty list would un-revoke every token of its scope.
+: >"$T/empty.txt"
+build_expect 1 "an empty token list" "$T/empty.txt" "$T/a.json"
+rc_expect_match "$(cat "$T/err")" 'empty.txt: no ids: .*"default"' "empty list refusal names file and scope"
+echo '[]' >"$T/empty.json"
+build_expect 1 "an empty JSON list" "$T/four.txt" "$T/a.json" "$T/empty.json"
+rc_expect_eq "$(current)" "$v1" "empty lists published nothing"
+
+# 3. A dropped scope, a shrink past 50 % (and past --max-shrink).
+build_expect 1 "a version without scope tenant-b" "$T/four.txt"
+rc_expect_match "$(cat "$T/err")" 'scope "tenant-b" \(2 keys in version 1\) is not in the inputs' "dropped scope named"
+printf 'tok-1\n' >"$T/one.txt"
+build_expect 1 "default shrinking from 4 to 1" "$T/one.txt" "$T/a.json"
+rc_expect_match "$(cat "$T/err")" 'scope "default" shrinks from 4 keys \(version 1\) to 1, by more than 50 %' "shrink named"
+printf 'tok-1\ntok-2\n' >"$T/two.txt"
+build_expect 0 "losing exactly 50 % is allowed" "$T/two.txt" "$T/a.json"
+rc_expect_eq "$(current)" v00000000000000000002 "version 2 published"
+build_expect 1 "--max-shrink 10 refuses losing 1 of 2" --max-shrink 10 "$T/one.txt" "$T/a.json"
+build_expect 0 "--allow-shrink publishes the dropped scope" --allow-shrink "$T/one.txt"
+rc_expect_eq "$(current)" v00000000000000000003 "version 3 published"
+
+# 4. inspect shows per-scope counts and the change from version 2.
+FB inspect "$T/d" >"$T/insp"
+rc_expect_match "$(cat "$T/insp")" 'changes since: +version 2' "inspect names the previous version"
+rc_expect_match "$(cat "$T/insp")" 'default: 1 keys, source list, -1 since version 2' "inspect shows the change"
+rc_expect_match "$(cat "$T/insp")" 'tenant-b: DROPPED since version 2 \(had 2 keys\)' "inspect shows the dropped scope"
+FB inspect --json "$T/d" >"$T/insp.json"
+python3 - "$T/insp.json" <<'EOF' && rc_ok "inspect --json changes" || rc_fail "inspect --json changes"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["previous_version"] == 2, d
+s = {x["scope"]: x for x in d["scopes"]}
+assert s["default"]["keys"] == 1 and s["default"]["previous_keys"] == 2, s
+assert s["default"]["keys_change"] == -1, s
+assert d["dropped_scopes"] == [{"scope": "tenant-b", "previous_keys": 2}], d
+EOF
+
+# 5. A current version that cannot be read cannot vouch for a comparison.
+chmod u+w "$T/d/$(current)/filter.rcf"
+printf 'XXXXXXXX' | dd of="$T/d/$(current)/filter.rcf" bs=1 conv=notrunc 2>/dev/null
+build_expect 1 "unreadable current version" "$T/one.txt"
+rc_expect_match "$(cat "$T/err")" 'cannot compare with the current version' "unreadable current named"
+build_expect 0 "--allow-shrink without the comparison" --allow-shrink "$T/one.txt"
+
+rc_done
