@@ -26,6 +26,12 @@
 #define BUILD_MAX_ISSUERS	256
 #define BUILD_MAX_KEEP		10000
 
+/* Long options without a one-letter code (above any char). */
+enum {
+	OPT_ALLOW_SHRINK = 256,
+	OPT_MAX_SHRINK,
+};
+
 struct build_opts {
 	const char	*key;
 	const char	*out;
@@ -145,8 +151,8 @@ build_parse(struct build_opts *o, int argc, char **argv, int *first_input)
 		{ "format",	   required_argument, NULL, 'f' },
 		{ "issuer",	   required_argument, NULL, 'i' },
 		{ "allow-expired", no_argument,	      NULL, 'x' },
-		{ "allow-shrink",  no_argument,	      NULL, 'S' },
-		{ "max-shrink",	   required_argument, NULL, 'M' },
+		{ "allow-shrink",  no_argument,	      NULL, OPT_ALLOW_SHRINK },
+		{ "max-shrink",	   required_argument, NULL, OPT_MAX_SHRINK },
 		{ "keep",	   required_argument, NULL, 'K' },
 		{ "layout",	   required_argument, NULL, 'L' },
 		{ "quiet",	   no_argument,	      NULL, 'q' },
@@ -216,8 +222,8 @@ build_parse(struct build_opts *o, int argc, char **argv, int *first_input)
 			o->issuers[o->nissuers++] = optarg;
 			break;
 		case 'x': o->allow_expired = true; break;
-		case 'S': o->allow_shrink = true; break;
-		case 'M':
+		case OPT_ALLOW_SHRINK: o->allow_shrink = true; break;
+		case OPT_MAX_SHRINK:
 			if (util_parse_u64(optarg, 100, &u) != 0)
 				return fb_usage_err("build", "--max-shrink '%s': "
 				    "want a percentage in 0..100", optarg);

@@ -1278,9 +1278,10 @@ static int
 row_add(struct rd *r, const struct input_row *row, uint64_t idx)
 {
 	const char *scope = row->scope != NULL ? row->scope :
-	    opts_scope(r->o);
+	    opts_scope(r->o), *why;
 	char kerr[256];
 	struct revkey k;
+	size_t col;
 
 	if (!revkey_scope_valid(scope, strnlen(scope, REVKEY_SCOPE_MAX + 1))) {
 		rd_err(r, "row %" PRIu64 ": invalid scope (1-%d printable "
@@ -1299,6 +1300,10 @@ row_add(struct rd *r, const struct input_row *row, uint64_t idx)
 	}
 	if (set_scope(r, scope) != 0)
 		return -1;
+	if ((why = id_refused(row->id, row->id_len, false, &col)) != NULL) {
+		rd_err(r, "row %" PRIu64 ": id column %zu: %s", idx, col, why);
+		return -1;
+	}
 	if (revkey_from_text(&k, scope, row->id, row->id_len, kerr,
 	    sizeof(kerr)) != 0) {
 		rd_err(r, "row %" PRIu64 ": %s", idx, kerr);
@@ -1332,7 +1337,8 @@ input_read_rows(struct input_set *s, const char *name, input_next_fn next,
 		if (row_add(&r, &row, idx) != 0)
 			goto out;
 	}
-	if (idx == 0 && set_scope(&r, opts_scope(o)) != 0)
+	if (idx == 0 && (set_scope(&r, opts_scope(o)) != 0 ||
+	    rd_refuse_empty(&r, opts_scope(o)) != 0))
 		goto out;
 	rc = 0;
 out:
