@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 
 #include "ffile.h"
@@ -425,9 +426,17 @@ ffile_open(const char *path, char *err, size_t errlen)
 	size_t len;
 	char why[256];
 
+	int fd, rc;
+
 	assert(path != NULL);
-	if (util_map_file(path, FFILE_HDR_LEN + SIGN_SIG_LEN, FFILE_MAX_SIZE,
-	    &map, &len, err, errlen) != 0)
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+		ff_err(err, errlen, "%s: %s", path, strerror(errno));
+		return NULL;
+	}
+	rc = util_copy_fd(fd, path, FFILE_HDR_LEN + SIGN_SIG_LEN,
+	    FFILE_MAX_SIZE, &map, &len, err, errlen);
+	close(fd);
+	if (rc != 0)
 		return NULL;
 	f = calloc(1, sizeof(*f));
 	if (f == NULL) {
@@ -657,6 +666,17 @@ ffile_sha256(const struct ffile *f)
 {
 	assert(f != NULL);
 	return f->sha;
+}
+
+bool
+ffile_intact(const struct ffile *f)
+{
+	unsigned char sha[32];
+	unsigned int dlen = 0;
+
+	assert(f != NULL);
+	return EVP_Digest(f->buf, f->len, sha, &dlen, EVP_sha256(), NULL) ==
+	    1 && dlen == 32 && CRYPTO_memcmp(sha, f->sha, 32) == 0;
 }
 
 const struct ffile_scope *

@@ -89,7 +89,10 @@ int ffile_encode(const struct ffile_info *info, const struct bloom *b,
 struct ffile *ffile_parse(const unsigned char *buf, size_t len, bool take,
     char *err, size_t errlen);
 
-/* Maps a file read-only and parses it. NULL with err naming the file. */
+/*
+ * Copies a file into private read-only memory (util_copy_fd) and parses
+ * it. NULL with err naming the file.
+ */
 struct ffile *ffile_open(const char *path, char *err, size_t errlen);
 
 /*
@@ -110,6 +113,9 @@ const struct bloom *ffile_bloom(const struct ffile *f);
 /* The whole file's bytes and their SHA-256 (computed once at parse). */
 const unsigned char *ffile_bytes(const struct ffile *f, size_t *len);
 const unsigned char *ffile_sha256(const struct ffile *f);
+
+/* Hashes the bytes again: true when they still match ffile_sha256(). */
+bool ffile_intact(const struct ffile *f);
 
 /* The scope entry with this name, or NULL when the filter does not cover it. */
 const struct ffile_scope *ffile_scope(const struct ffile *f, const char *name);

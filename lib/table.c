@@ -235,13 +235,27 @@ static size_t rec_size(const unsigned char *r)
 	return tb_rec_size(rec_scope_len(r), rec_id_len(r), rec_reason_len(r));
 }
 
-static void
-rec_to_table_rec(const unsigned char *r, struct table_rec *out)
+/*
+ * Copies a record out. Every length is checked against what out can hold
+ * and against avail, the bytes from r to the end of its area, before any
+ * copy: 0, or -1 (out zeroed) for a record that does not fit.
+ */
+static int
+rec_to_table_rec(const unsigned char *r, size_t avail, struct table_rec *out)
 {
-	size_t sl = rec_scope_len(r), il = rec_id_len(r), rl = rec_reason_len(r);
+	size_t sl, il, rl;
 	const unsigned char *p = r + TABLE_REC_HDR_LEN;
 
 	memset(out, 0, sizeof(*out));
+	if (avail < TABLE_REC_HDR_LEN)
+		return -1;
+	sl = rec_scope_len(r);
+	il = rec_id_len(r);
+	rl = rec_reason_len(r);
+	if (sl == 0 || sl > REVKEY_SCOPE_MAX || il == 0 ||
+	    il > REVKEY_ID_MAX || rl >= TABLE_REASON_MAX ||
+	    tb_rec_size(sl, il, rl) > avail)
+		return -1;
 	memcpy(out->key.scope, p, sl);
 	out->key.scope[sl] = '\0';
 	out->key.scope_len = sl;
@@ -250,6 +264,7 @@ rec_to_table_rec(const unsigned char *r, struct table_rec *out)
 	out->revoked_at = rec_revoked(r);
 	memcpy(out->reason, p + sl + 1 + il, rl);
 	out->reason[rl] = '\0';
+	return 0;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -655,8 +670,8 @@ table_builder_get(const struct table_builder *b, size_t i,
 	assert(b != NULL && out != NULL);
 	if (i >= b->n)
 		return -1;
-	rec_to_table_rec(tb_rec(b, i), out);
-	return 0;
+	return rec_to_table_rec(tb_rec(b, i), b->len - (b->ents[i].off &
+	    TB_OFF_MASK), out);
 }
 
 /*
@@ -1081,20 +1096,25 @@ table_parse(const unsigned char *buf, size_t len, bool take, char *err,
 }
 
 struct table *
-table_open(const char *path, char *err, size_t errlen)
+table_open_fd(int fd, const char *name, char *err, size_t errlen)
 {
 	struct table *t;
 	void *map;
 	size_t len;
 	char why[256];
 
-	assert(path != NULL);
-	if (util_map_file(path, TABLE_HDR_LEN, UINT64_MAX, &map, &len, err,
-	    errlen) != 0)
+	assert(name != NULL);
+	/*
+	 * A private copy, not a shared mapping: a table mapped from its file
+	 * changes with the file, so an edit in place after the SHA-256 check
+	 * would change answers (docs/BENCHMARKS.md has the memory it costs).
+	 */
+	if (util_copy_fd(fd, name, TABLE_HDR_LEN, UINT64_MAX, &map, &len,
+	    err, errlen) != 0)
 		return NULL;
 	t = calloc(1, sizeof(*t));
 	if (t == NULL) {
-		tb_err(err, errlen, "%s: out of memory", path);
+		tb_err(err, errlen, "%s: out of memory", name);
 		(void)munmap(map, len);
 		return NULL;
 	}
@@ -1102,18 +1122,37 @@ table_open(const char *path, char *err, size_t errlen)
 	t->len = len;
 	t->mapped = true;
 	if (tb_validate(t, why, sizeof(why)) != 0) {
-		tb_err(err, errlen, "%s: %s", path, why);
+		tb_err(err, errlen, "%s: %s", name, why);
 		table_close(t);
 		return NULL;
 	}
-	/*
-	 * Validation read every page. Lookups touch a few pages each, at
-	 * random: drop the validated pages from the resident set (they stay
-	 * in the page cache) and tell the kernel not to read ahead.
-	 */
-	(void)madvise(map, t->len, MADV_RANDOM);
-	(void)madvise(map, t->len, MADV_DONTNEED);
 	return t;
+}
+
+struct table *
+table_open(const char *path, char *err, size_t errlen)
+{
+	struct table *t;
+	int fd;
+
+	assert(path != NULL);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+		tb_err(err, errlen, "%s: %s", path, strerror(errno));
+		return NULL;
+	}
+	t = table_open_fd(fd, path, err, errlen);
+	close(fd);
+	return t;
+}
+
+bool
+table_intact(const struct table *t)
+{
+	unsigned char sha[32];
+
+	assert(t != NULL);
+	return tb_sha256(t->buf, t->len, sha) == 0 &&
+	    CRYPTO_memcmp(sha, t->sha, 32) == 0;
 }
 
 int
@@ -1155,52 +1194,72 @@ table_size(const struct table *t)
 	return t->len;
 }
 
+/*
+ * The i-th record (i < count), its index entry and its key checked to lie
+ * inside the record area; *avail gets the bytes from it to the area's end.
+ * NULL when they do not.
+ */
 static const unsigned char *
-tb_record(const struct table *t, uint64_t i)
+tb_record(const struct table *t, uint64_t i, size_t *avail)
 {
-	return t->recs + util_get_le64(t->idx + 8 * i);
+	uint64_t off = util_get_le64(t->idx + 8 * i);
+	const unsigned char *r;
+
+	if (off > t->recs_len || t->recs_len - off < TABLE_REC_HDR_LEN)
+		return NULL;
+	r = t->recs + off;
+	if (rec_key_len(r) > t->recs_len - off - TABLE_REC_HDR_LEN)
+		return NULL;
+	*avail = (size_t)(t->recs_len - off);
+	return r;
 }
 
-bool
+int
 table_lookup(const struct table *t, const struct revkey *k,
     struct table_rec *out)
 {
 	unsigned char key[REVKEY_ENC_MAX];
-	size_t klen;
+	size_t klen, avail;
 	uint64_t lo, hi;
 
 	assert(t != NULL && k != NULL);
 	if (!tb_key_ok(k))
-		return false;
+		return 0;
 	klen = revkey_encode(k, key);
 	lo = 0;
 	hi = t->count;
 	while (lo < hi) {
 		uint64_t mid = lo + (hi - lo) / 2;
-		const unsigned char *r = tb_record(t, mid);
-		int c = tb_keycmp(rec_key(r), rec_key_len(r), key, klen);
+		const unsigned char *r = tb_record(t, mid, &avail);
+		int c;
 
+		if (r == NULL)
+			return -1;
+		c = tb_keycmp(rec_key(r), rec_key_len(r), key, klen);
 		if (c == 0) {
-			if (out != NULL)
-				rec_to_table_rec(r, out);
-			return true;
+			if (out != NULL &&
+			    rec_to_table_rec(r, avail, out) == -1)
+				return -1;
+			return 1;
 		}
 		if (c < 0)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return false;
+	return 0;
 }
 
 int
 table_get(const struct table *t, uint64_t i, struct table_rec *out)
 {
+	const unsigned char *r;
+	size_t avail;
+
 	assert(t != NULL && out != NULL);
-	if (i >= t->count)
+	if (i >= t->count || (r = tb_record(t, i, &avail)) == NULL)
 		return -1;
-	rec_to_table_rec(tb_record(t, i), out);
-	return 0;
+	return rec_to_table_rec(r, avail, out);
 }
 
 void

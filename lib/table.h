@@ -142,10 +142,21 @@ int table_builder_write(const struct table_builder *b, int fd, char *err,
 struct table;	/* opaque: a mapped, validated table */
 
 /*
- * Maps a table file and validates it as untrusted bytes: header, every
- * index offset and record in bounds, strictly sorted. NULL with err.
+ * Copies a table file into private read-only memory (util_copy_fd) and
+ * validates it as untrusted bytes: header, every index offset and record
+ * in bounds, strictly sorted. Nothing done to the file afterwards changes
+ * the table. NULL with err.
  */
 struct table *table_open(const char *path, char *err, size_t errlen);
+/* The same from a descriptor the caller opened (and closes); name for messages. */
+struct table *table_open_fd(int fd, const char *name, char *err,
+    size_t errlen);
+
+/*
+ * Hashes the table's bytes again and compares them with the SHA-256
+ * taken when it was opened (table_sha256). True when they match.
+ */
+bool table_intact(const struct table *t);
 /* Same over a buffer; with take the table owns buf (free()). */
 struct table *table_parse(const unsigned char *buf, size_t len, bool take,
     char *err, size_t errlen);
@@ -159,13 +170,18 @@ const unsigned char *table_sha256(const struct table *t);
 uint64_t table_size(const struct table *t);
 
 /*
- * Binary search for a key. Returns true and fills *out (when non-NULL)
- * when the key is revoked; false when absent.
+ * Binary search for a key. Returns 1 and fills *out (when non-NULL) when
+ * the key is revoked, 0 when it is absent, -1 when a record on the way
+ * cannot be read within bounds (never "absent": the caller fails closed).
+ * Every index entry and record field is bounds-checked where it is read.
  */
-bool table_lookup(const struct table *t, const struct revkey *k,
+int table_lookup(const struct table *t, const struct revkey *k,
     struct table_rec *out);
 
-/* The i-th record in key order (i < table_count); for tests and tools. */
+/*
+ * The i-th record in key order; for tests and tools. 0, or -1 when i is
+ * out of range or the record cannot be read within bounds.
+ */
 int table_get(const struct table *t, uint64_t i, struct table_rec *out);
 
 void table_close(struct table *t);

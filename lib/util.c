@@ -88,6 +88,55 @@ util_sha256(unsigned char out[UTIL_SHA256_LEN], const void *buf, size_t len)
 	return 0;
 }
 
+int
+util_sha256_file(const char *path, unsigned char out[UTIL_SHA256_LEN],
+    char *err, size_t errlen)
+{
+	unsigned char *buf = NULL;
+	unsigned int olen = 0;
+	EVP_MD_CTX *ctx = NULL;
+	ssize_t n;
+	int fd, rc = -1;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	if ((buf = malloc(1 << 20)) == NULL ||
+	    (ctx = EVP_MD_CTX_new()) == NULL ||
+	    EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		goto out;
+	}
+	for (;;) {
+		n = read(fd, buf, 1 << 20);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1) {
+			snprintf(err, errlen, "%s: read: %s", path,
+			    strerror(errno));
+			goto out;
+		}
+		if (n == 0)
+			break;
+		if (EVP_DigestUpdate(ctx, buf, (size_t)n) != 1) {
+			snprintf(err, errlen, "%s: SHA-256 failed", path);
+			goto out;
+		}
+	}
+	if (EVP_DigestFinal_ex(ctx, out, &olen) != 1 ||
+	    olen != UTIL_SHA256_LEN) {
+		snprintf(err, errlen, "%s: SHA-256 failed", path);
+		goto out;
+	}
+	rc = 0;
+out:
+	EVP_MD_CTX_free(ctx);
+	free(buf);
+	close(fd);
+	return rc;
+}
+
 void
 util_rfc3339(char out[UTIL_RFC3339_LEN], int64_t t)
 {
@@ -338,44 +387,68 @@ fail:
 }
 
 int
-util_map_file(const char *path, uint64_t min, uint64_t max, void **map,
-    size_t *len, char *err, size_t errlen)
+util_copy_fd(int fd, const char *name, uint64_t min, uint64_t max,
+    void **map, size_t *len, char *err, size_t errlen)
 {
 	struct stat st;
-	void *m;
-	int fd;
+	unsigned char *m, extra;
+	size_t size, got = 0;
+	ssize_t n;
 
 	*map = NULL;
 	*len = 0;
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+	if (fstat(fd, &st) != 0) {
+		snprintf(err, errlen, "%s: %s", name, strerror(errno));
 		return -1;
 	}
-	if (fstat(fd, &st) != 0) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		goto fail;
-	}
 	if (!S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "%s: not a regular file", path);
-		goto fail;
+		snprintf(err, errlen, "%s: not a regular file", name);
+		return -1;
 	}
 	if ((uint64_t)st.st_size < min || (uint64_t)st.st_size > max ||
 	    (uint64_t)st.st_size > SIZE_MAX || st.st_size == 0) {
 		snprintf(err, errlen, "%s: offset 0: file size %lld is out of "
-		    "range", path, (long long)st.st_size);
-		goto fail;
+		    "range", name, (long long)st.st_size);
+		return -1;
 	}
-	m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	size = (size_t)st.st_size;
+	m = mmap(NULL, size, PROT_READ | PROT_WRITE,
+	    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (m == MAP_FAILED) {
-		snprintf(err, errlen, "%s: mmap: %s", path, strerror(errno));
+		snprintf(err, errlen, "%s: cannot allocate %zu bytes: %s", name,
+		    size, strerror(errno));
+		return -1;
+	}
+	while (got < size) {
+		n = pread(fd, m + got, size - got, (off_t)got);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			snprintf(err, errlen, "%s: offset %zu: %s", name, got,
+			    n == 0 ? "the file shrank while it was read" :
+			    strerror(errno));
+			goto fail;
+		}
+		got += (size_t)n;
+	}
+	while ((n = pread(fd, &extra, 1, (off_t)size)) == -1 && errno == EINTR)
+		;
+	if (n != 0) {
+		snprintf(err, errlen, "%s: offset %zu: %s", name, size,
+		    n > 0 ? "the file grew while it was read" :
+		    strerror(errno));
 		goto fail;
 	}
-	close(fd);
+	if (mprotect(m, size, PROT_READ) != 0) {
+		snprintf(err, errlen, "%s: mprotect: %s", name,
+		    strerror(errno));
+		goto fail;
+	}
 	*map = m;
-	*len = (size_t)st.st_size;
+	*len = size;
 	return 0;
 fail:
-	close(fd);
+	(void)munmap(m, size);
 	return -1;
 }
 

@@ -30,6 +30,13 @@ long util_unhex(unsigned char *out, size_t cap, const char *in, size_t len,
 int util_sha256(unsigned char out[UTIL_SHA256_LEN], const void *buf,
     size_t len);
 
+/*
+ * SHA-256 of a whole file, read in chunks (the file may be larger than
+ * memory allows twice). Returns 0, or -1 with err naming the file.
+ */
+int util_sha256_file(const char *path, unsigned char out[UTIL_SHA256_LEN],
+    char *err, size_t errlen);
+
 /* Formats t as RFC 3339 UTC ("%Y-%m-%dT%H:%M:%SZ") into out[21]. */
 void util_rfc3339(char out[UTIL_RFC3339_LEN], int64_t t);
 
@@ -72,14 +79,16 @@ int util_read_file(const char *path, size_t max, unsigned char **out,
     size_t *outlen, char *err, size_t errlen);
 
 /*
- * Maps a regular file read-only (MAP_PRIVATE). The file must hold between
- * min and max bytes. On success returns 0 with *map and *len set; the
- * caller unmaps with munmap(*map, *len). On failure returns -1 with err
- * naming the file and the reason ("offset 0: file size N is out of range"
- * for a size outside the bounds).
+ * Copies the regular file open on fd (name is for messages) into private,
+ * read-only anonymous memory: nothing done to the file afterwards, in
+ * place or by truncation, can change or fault the copy. The file must hold
+ * between min and max bytes and keep its size while it is read. On success
+ * returns 0 with *map and *len set; the caller unmaps with munmap(*map,
+ * *len). On failure returns -1 with err. fd stays open and its offset is
+ * not used (pread).
  */
-int util_map_file(const char *path, uint64_t min, uint64_t max, void **map,
-    size_t *len, char *err, size_t errlen);
+int util_copy_fd(int fd, const char *name, uint64_t min, uint64_t max,
+    void **map, size_t *len, char *err, size_t errlen);
 
 /*
  * Writes len bytes fully to fd, retrying on EINTR and short writes.

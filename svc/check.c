@@ -99,7 +99,15 @@ check_key_tally(const struct snapshot *s, const struct revkey *k,
 	metrics_tally_inc(t, MET_FALLTHROUGH);
 	r->source = CHECK_SRC_AUTHORITATIVE;
 	if (s->tab != NULL) {
-		if (table_lookup(s->tab, k, &rec)) {
+		int found = table_lookup(s->tab, k, &rec);
+
+		if (found == -1) {
+			/* Cannot happen to a validated private copy; never absent. */
+			r->fail = CHECK_FAIL_UNAVAILABLE;
+			metrics_tally_inc(t, MET_AUTHORITY_UNAVAILABLE);
+			return -1;
+		}
+		if (found == 1) {
 			r->status = CHECK_REVOKED;
 			r->revoked_at = rec.revoked_at;
 			memcpy(r->reason, rec.reason, sizeof(r->reason));

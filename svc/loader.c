@@ -485,15 +485,14 @@ loader_load_files(struct loader *l, struct snapshot_slot *sl,
 	unsigned char *buf;
 	struct stat st;
 	size_t len;
+	int fd, rc;
 
 	/*
-	 * The filter is read into memory: it is small, hot, and the bytes
-	 * that were verified can never change under the daemon. The table
-	 * is mapped, not copied (it can be hundreds of megabytes and is only
-	 * read for filter positives). Its SHA-256 is checked against the
-	 * signed header at load; filterbuild never rewrites a published file,
-	 * and a table that others than its owner could write is refused,
-	 * because a change after the check would go unnoticed.
+	 * Both files are read into private memory, so the bytes that were
+	 * verified can never change under the daemon, whatever happens to
+	 * the files (the table's SHA-256 is checked against the signed
+	 * header in loader_accept). A table that group or others may write
+	 * is refused all the same, checked on the descriptor that is read.
 	 */
 	if (util_read_file(filter_path, (size_t)FFILE_MAX_SIZE, &buf, &len, e,
 	    sizeof(e)) == -1 ||
@@ -502,23 +501,94 @@ loader_load_files(struct loader *l, struct snapshot_slot *sl,
 		loader_refuse(l, 0, filter_path, reason);
 		return -1;
 	}
-	if (table_path != NULL && stat(table_path, &st) == 0 &&
-	    (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-		snprintf(reason, sizeof(reason), "table: %.400s: writable by "
-		    "group or others (mode %03o)", table_path,
-		    (unsigned)(st.st_mode & 0777));
-		loader_refuse(l, ffile_info(ff)->version, filter_path, reason);
-		ffile_close(ff);
+	if (table_path != NULL) {
+		fd = open(table_path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+		if (fd == -1 || fstat(fd, &st) == -1)
+			snprintf(e, sizeof(e), "%.400s: %s", table_path,
+			    strerror(errno));
+		else if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+			snprintf(e, sizeof(e), "%.400s: writable by group or "
+			    "others (mode %03o)", table_path,
+			    (unsigned)(st.st_mode & 0777));
+		else
+			tab = table_open_fd(fd, table_path, e, sizeof(e));
+		if (fd != -1)
+			close(fd);
+		if (tab == NULL) {
+			snprintf(reason, sizeof(reason), "table: %.500s", e);
+			loader_refuse(l, ffile_info(ff)->version, filter_path,
+			    reason);
+			ffile_close(ff);
+			return -1;
+		}
+	}
+	rc = loader_accept(l, sl, ff, tab, filter_path);
+	if (rc == 0) {
+		copy_str(l->serving_filter, sizeof(l->serving_filter),
+		    filter_path);
+		copy_str(l->serving_table, sizeof(l->serving_table),
+		    table_path != NULL ? table_path : "");
+	}
+	return rc;
+}
+
+/* Compares a file's SHA-256 with want; 0, or -1 with why. */
+static int
+disk_matches(const char *path, const unsigned char want[32], char *why,
+    size_t whylen)
+{
+	unsigned char sha[32];
+	char e[512];
+
+	if (util_sha256_file(path, sha, e, sizeof(e)) == -1) {
+		snprintf(why, whylen, "%.300s", e);
 		return -1;
 	}
-	if (table_path != NULL &&
-	    (tab = table_open(table_path, e, sizeof(e))) == NULL) {
-		snprintf(reason, sizeof(reason), "table: %.500s", e);
-		loader_refuse(l, ffile_info(ff)->version, filter_path, reason);
-		ffile_close(ff);
+	if (memcmp(sha, want, 32) != 0) {
+		snprintf(why, whylen, "%.300s changed on disk after it was "
+		    "verified", path);
 		return -1;
 	}
-	return loader_accept(l, sl, ff, tab, filter_path);
+	return 0;
+}
+
+int
+loader_reverify(struct loader *l, struct snapshot_slot *sl)
+{
+	struct snapshot *s;
+	char why[400] = "", reason[512];
+	uint64_t version;
+
+	if ((s = snapshot_acquire(sl)) == NULL)
+		return 0;
+	version = s->version;
+	if (!ffile_intact(s->ff))
+		snprintf(why, sizeof(why), "the filter in memory no longer "
+		    "matches its verified SHA-256");
+	else if (s->tab != NULL && !table_intact(s->tab))
+		snprintf(why, sizeof(why), "the table in memory no longer "
+		    "matches its verified SHA-256");
+	else if (s->tab != NULL && l->serving_table[0] != '\0' &&
+	    disk_matches(l->serving_table, table_sha256(s->tab), why,
+	    sizeof(why)) == 0 && l->serving_filter[0] != '\0')
+		(void)disk_matches(l->serving_filter, ffile_sha256(s->ff), why,
+		    sizeof(why));
+	snapshot_release(s);
+	if (why[0] == '\0') {
+		log_info("SIGHUP: filter version %llu in service re-verified",
+		    (unsigned long long)version);
+		return 0;
+	}
+	snprintf(reason, sizeof(reason), "re-verification on SIGHUP: %s; "
+	    "version %llu taken out of service", why,
+	    (unsigned long long)version);
+	log_err("%s", reason);
+	loader_refuse(l, version, l->serving_filter[0] != '\0' ?
+	    l->serving_filter : "memory", reason);
+	snapshot_swap(sl, NULL);
+	l->serving_filter[0] = '\0';
+	l->serving_table[0] = '\0';
+	return -1;
 }
 
 int

@@ -54,6 +54,9 @@ struct loader {
 	struct loader_event last;
 	uint64_t	 accepted;
 	uint64_t	 rejected;
+	/* The files the snapshot in service was loaded from ("" on an edge). */
+	char		 serving_filter[PATH_MAX];
+	char		 serving_table[PATH_MAX];
 };
 
 /*
@@ -102,6 +105,19 @@ int loader_accept(struct loader *l, struct snapshot_slot *sl,
  */
 void loader_refuse(struct loader *l, uint64_t version, const char *source,
     const char *reason);
+
+/*
+ * Re-verifies what is in service (SIGHUP): hashes the filter and table
+ * bytes in memory again against the SHA-256s they were verified with and,
+ * for a local load, hashes the pair's files on disk too. When anything
+ * differs (a file edited after verification, a bit flipped in memory) it
+ * logs an error, writes an audit line, and empties the slot: checks answer
+ * 503 no_filter until a pair verifies again (fail closed; the files in
+ * place are then refused by their table binding). Returns 0 when all
+ * matched or nothing is loaded, -1 when the snapshot was taken out of
+ * service.
+ */
+int loader_reverify(struct loader *l, struct snapshot_slot *sl);
 
 /*
  * Reopens the audit log (after logrotate moved it; called on SIGHUP).

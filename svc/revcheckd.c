@@ -234,6 +234,7 @@ run(struct config *c)
 			log_info("SIGHUP: reloading");
 			notify_reloading();
 			loader_reopen_audit(&loader);
+			loader_reverify(&loader, &slot);
 			loader_poll(&loader, &slot, true);
 			sync_kick(sync);
 			notify_send("READY=1");

@@ -1,5 +1,6 @@
 /* test_loader.c - verification, rollback state, refusals and the audit log */
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <unistd.h>
 
@@ -384,6 +385,110 @@ Test(loader, switches_layouts_and_refuses_a_bad_fuse_segment_length)
 	loader_stats(&l, &ev, &acc, &rej);
 	cr_assert_eq(acc, 4);
 	cr_assert_eq(rej, 3);
+	loader_free(&l);
+	snapshot_slot_free(&sl);
+}
+
+/*
+ * Flips one byte of FILE (table.rct or filter.rcf) of the current pair in
+ * place; a negative off counts from the end.
+ */
+static void
+edit_current(const char *file, off_t off)
+{
+	char path[512];
+	unsigned char c;
+	struct stat st;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s/%s", fdir, PUBLISH_CURRENT, file);
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_eq(chmod(path, (st.st_mode & 0755) | S_IWUSR), 0);
+	cr_assert((fd = open(path, O_RDWR)) >= 0, "%s", path);
+	if (off < 0)
+		off += st.st_size;
+	cr_assert_eq(pread(fd, &c, 1, off), 1);
+	c ^= 0x01;
+	cr_assert_eq(pwrite(fd, &c, 1, off), 1);
+	close(fd);
+}
+
+/*
+ * The pair in service cannot be changed through its files, and a SIGHUP
+ * (loader_reverify, then the forced poll) notices an edited table, takes
+ * the filter out of service and keeps it out: fail closed.
+ */
+Test(loader, table_edited_after_load_is_caught_on_reverify)
+{
+	struct snapshot_slot sl;
+	struct snapshot *s;
+	struct table_rec r;
+	struct revkey k;
+	struct loader l;
+	struct loader_event ev;
+	int64_t now = util_now();
+	char err[512];
+
+	snapshot_slot_init(&sl);
+	cr_assert_eq(loader_init(&l, &cfg, &pol, err, sizeof(err)), 0, "%s",
+	    err);
+	publish(key, 5, now, now + 600, 0, false);
+	cr_assert_eq(loader_poll(&l, &sl, false), 0);
+	cr_assert_eq(loader_reverify(&l, &sl), 0, "an untouched pair");
+	cr_assert_eq(serving(&sl), 5);
+	/* The last byte of the file: "t2"'s id, which has no reason ("t3"). */
+	edit_current(PUBLISH_TABLE_NAME, -1);
+	cr_assert_not_null(s = snapshot_acquire(&sl));
+	cr_assert_eq(revkey_from_text(&k, "default", "t2", 2, err,
+	    sizeof(err)), 0);
+	cr_assert_eq(table_lookup(s->tab, &k, &r), 1, "the edit reached "
+	    "the table in service");
+	snapshot_release(s);
+	cr_assert_eq(loader_reverify(&l, &sl), -1);
+	cr_assert_eq(serving(&sl), 0, "still serving an edited pair");
+	loader_stats(&l, &ev, NULL, NULL);
+	cr_assert(strstr(ev.reason, "changed on disk") != NULL, "%s",
+	    ev.reason);
+	cr_assert_eq(audit_lines("changed on disk"), 1);
+	/* The forced poll of the SIGHUP: the files in place stay refused. */
+	cr_assert_eq(loader_poll(&l, &sl, true), -1);
+	cr_assert_eq(serving(&sl), 0);
+	/* A good new pair brings the node back. */
+	publish(key, 6, now, now + 600, 0, false);
+	cr_assert_eq(loader_poll(&l, &sl, false), 0);
+	cr_assert_eq(serving(&sl), 6);
+	/* The filter file edited in place is caught the same way. */
+	edit_current(PUBLISH_FILTER_NAME, 200);
+	cr_assert_eq(loader_reverify(&l, &sl), -1);
+	cr_assert_eq(serving(&sl), 0);
+	loader_free(&l);
+	snapshot_slot_free(&sl);
+}
+
+/* The mode is checked on the descriptor that is read, not on a path looked up before. */
+Test(loader, group_writable_table_is_refused)
+{
+	struct snapshot_slot sl;
+	struct loader l;
+	struct loader_event ev;
+	int64_t now = util_now();
+	char err[512], path[512];
+
+	snapshot_slot_init(&sl);
+	cr_assert_eq(loader_init(&l, &cfg, &pol, err, sizeof(err)), 0, "%s",
+	    err);
+	publish(key, 5, now, now + 600, 0, false);
+	snprintf(path, sizeof(path), "%s/%s/%s", fdir, PUBLISH_CURRENT,
+	    PUBLISH_TABLE_NAME);
+	cr_assert_eq(chmod(path, 0664), 0);
+	cr_assert_eq(loader_poll(&l, &sl, false), -1);
+	loader_stats(&l, &ev, NULL, NULL);
+	cr_assert(strstr(ev.reason, "writable by group or others") != NULL,
+	    "%s", ev.reason);
+	cr_assert_eq(serving(&sl), 0);
+	cr_assert_eq(chmod(path, 0644), 0);
+	cr_assert_eq(loader_poll(&l, &sl, true), 0);
+	cr_assert_eq(serving(&sl), 5);
 	loader_free(&l);
 	snapshot_slot_free(&sl);
 }

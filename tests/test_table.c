@@ -75,13 +75,13 @@ Test(table, builder_sorts_merges_and_looks_up)
 	cr_assert_eq(table_get(t, 4, &r), -1);
 
 	mkkey(&k, "default", "zeta");
-	cr_assert(table_lookup(t, &k, &r));
+	cr_assert_eq(table_lookup(t, &k, &r), 1);
 	cr_assert_eq(r.revoked_at, 300);
 	cr_assert_str_eq(r.reason, "");
 	mkkey(&k, "default", "zet");
-	cr_assert_not(table_lookup(t, &k, NULL));
+	cr_assert_eq(table_lookup(t, &k, NULL), 0);
 	mkkey(&k, "issuer-a", "alpha");
-	cr_assert_not(table_lookup(t, &k, NULL));
+	cr_assert_eq(table_lookup(t, &k, NULL), 0);
 
 	table_close(t);
 	free(buf);
@@ -298,7 +298,7 @@ Test(table, empty_table_round_trips)
 	cr_assert_eq(len, TABLE_HDR_LEN);
 	cr_assert_eq(table_count(t), 0);
 	mkkey(&k, "default", "x");
-	cr_assert_not(table_lookup(t, &k, NULL));
+	cr_assert_eq(table_lookup(t, &k, NULL), 0);
 	table_close(t);
 	free(buf);
 	table_builder_free(&b);
@@ -414,3 +414,72 @@ many_scopes(size_t nscopes, size_t n)
 
 Test(table, many_interleaved_scopes) { many_scopes(1000, 20000); }
 Test(table, more_scopes_than_ranks) { many_scopes(70000, 80000); }
+
+/*
+ * The table in service is a private copy: a same-size edit of a revoked
+ * id, a record length set past the record (which overflowed a stack
+ * buffer when the table was mapped), and a truncation of the file after
+ * table_open change no answer and fault nothing.
+ */
+Test(table, file_edits_after_open_change_nothing)
+{
+	struct table_builder b;
+	struct table_rec r;
+	struct revkey k;
+	struct table *t;
+	char path[] = "/tmp/revcheck-test-table-XXXXXX", err[256];
+	unsigned char *buf, ff = 0xff, *hit;
+	size_t len;
+	uint64_t i;
+	int fd;
+
+	table_builder_init(&b);
+	add(&b, "default", "tok-revoked-1", 100, "keyCompromise");
+	add(&b, "default", "tok-revoked-2", 200, NULL);
+	add(&b, "default", "tok-revoked-3", 300, NULL);
+	table_builder_sort_unique(&b);
+	cr_assert_eq(table_builder_encode(&b, &buf, &len, err, sizeof(err)), 0);
+	fd = mkstemp(path);
+	cr_assert(fd >= 0);
+	cr_assert_eq(util_write_all(fd, buf, len), 0);
+	t = table_open(path, err, sizeof(err));
+	cr_assert_not_null(t, "%s", err);
+	cr_assert(table_intact(t));
+
+	/* 1. The same size, another id: "tok-revoked-2" becomes "tok-revoked-X". */
+	hit = memmem(buf, len, "tok-revoked-2", 13);
+	cr_assert_not_null(hit);
+	cr_assert_eq(pwrite(fd, "X", 1, (off_t)(hit - buf) + 12), 1);
+	mkkey(&k, "default", "tok-revoked-2");
+	cr_assert_eq(table_lookup(t, &k, &r), 1, "the edit reached the table");
+	cr_assert_eq(r.revoked_at, 200);
+	/* 2. Every record's id length set to 0xffff. */
+	for (i = 0; i < 3; i++) {
+		uint64_t off = util_get_le64(buf + TABLE_HDR_LEN + 8 * i);
+
+		cr_assert_eq(pwrite(fd, &ff, 1, (off_t)(TABLE_HDR_LEN + 3 * 8 +
+		    off + 2)), 1);
+		cr_assert_eq(pwrite(fd, &ff, 1, (off_t)(TABLE_HDR_LEN + 3 * 8 +
+		    off + 3)), 1);
+	}
+	for (i = 0; i < 3; i++)
+		cr_assert_eq(table_get(t, i, &r), 0);
+	cr_assert_eq(r.key.id_len, 13);
+	mkkey(&k, "default", "tok-revoked-1");
+	cr_assert_eq(table_lookup(t, &k, &r), 1);
+	cr_assert_str_eq(r.reason, "keyCompromise");
+	/* 3. Truncated to nothing: a mapping would fault (SIGBUS). */
+	cr_assert_eq(ftruncate(fd, 0), 0);
+	mkkey(&k, "default", "tok-revoked-3");
+	cr_assert_eq(table_lookup(t, &k, NULL), 1);
+	mkkey(&k, "default", "tok-clean");
+	cr_assert_eq(table_lookup(t, &k, NULL), 0);
+	cr_assert(table_intact(t));
+	/* Opened now, the empty file is refused. */
+	cr_assert_null(table_open(path, err, sizeof(err)));
+	table_close(t);
+	close(fd);
+	unlink(path);
+	free(buf);
+	table_builder_free(&b);
+}

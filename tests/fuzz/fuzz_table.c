@@ -25,7 +25,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			__builtin_trap();
 		if (i > 0 && revkey_cmp(&prev.key, &rec.key) >= 0)
 			__builtin_trap();
-		if (!table_lookup(t, &rec.key, NULL))
+		if (table_lookup(t, &rec.key, NULL) != 1)
 			__builtin_trap();
 		prev = rec;
 	}
