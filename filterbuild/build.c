@@ -408,10 +408,13 @@ build_fuse_key(void *arg, size_t i, size_t *len)
 	return table_builder_key(arg, i, len);
 }
 
-/* Reads the --source database into set. 0, or -1 after a message. */
+/*
+ * Reads the --source database into set; *cursor (when not NULL) gets the
+ * snapshot's change horizon. 0, or -1 after a message.
+ */
 static int
 build_read_source(const struct build_opts *o, struct input_set *set,
-    const struct input_opts *io)
+    const struct input_opts *io, uint64_t *cursor)
 {
 	struct pgsrc *p;
 	char err[1024];
@@ -421,15 +424,16 @@ build_read_source(const struct build_opts *o, struct input_set *set,
 		fb_err("%s", err);
 		return -1;
 	}
-	rc = pgsrc_read_full(p, o->query, set, io, NULL, err, sizeof(err));
+	rc = pgsrc_read_full(p, o->query, set, io, cursor, err, sizeof(err));
 	if (rc != 0)
 		fb_err("%s", err);
 	pgsrc_close(p);
 	return rc;
 }
 
-int
-fb_build(int argc, char **argv)
+/* fb_build(), and for fb_build_source() what was published. */
+static int
+build_main(int argc, char **argv, struct fb_built *res)
 {
 	struct build_opts o;
 	struct progress pr;
@@ -508,7 +512,8 @@ fb_build(int argc, char **argv)
 			goto out;
 		}
 	}
-	if (o.source != NULL && build_read_source(&o, &set, &io) != 0) {
+	if (o.source != NULL && build_read_source(&o, &set, &io,
+	    res != NULL ? &res->cursor : NULL) != 0) {
 		progress_done(&pr);
 		goto out;
 	}
@@ -614,6 +619,10 @@ fb_build(int argc, char **argv)
 		    set.nscopes, bloom_layout_name(o.layout), m, k,
 		    bloom_fill_ratio(&bloom), until);
 	}
+	if (res != NULL) {
+		res->version = version;
+		res->keys = n;
+	}
 	ret = FB_EXIT_OK;
 out:
 	free(filter);
@@ -625,4 +634,17 @@ out:
 	free(issuers);
 	EVP_PKEY_free(key);
 	return ret;
+}
+
+int
+fb_build(int argc, char **argv)
+{
+	return build_main(argc, argv, NULL);
+}
+
+int
+fb_build_source(int argc, char **argv, struct fb_built *res)
+{
+	memset(res, 0, sizeof(*res));
+	return build_main(argc, argv, res);
 }

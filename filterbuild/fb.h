@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* Exit codes of every subcommand. */
 #define FB_EXIT_OK	0
@@ -16,6 +17,20 @@
  */
 int fb_keygen(int argc, char **argv);
 int fb_build(int argc, char **argv);
+int fb_follow(int argc, char **argv);
+
+/* What fb_build_source() published. */
+struct fb_built {
+	uint64_t	 version;
+	uint64_t	 cursor;	/* the --source snapshot's change horizon */
+	size_t		 keys;
+};
+
+/*
+ * fb_build() for filterbuild follow's re-bases: argv as for build, with
+ * --source; on FB_EXIT_OK res says what was published. Same exit codes.
+ */
+int fb_build_source(int argc, char **argv, struct fb_built *res);
 int fb_inspect(int argc, char **argv);
 int fb_verify(int argc, char **argv);
 /*

@@ -10,7 +10,9 @@
 #include <cJSON.h>
 
 #include "fb.h"
+#include "delta.h"
 #include "ffile.h"
+#include "overlay.h"
 #include "publish.h"
 #include "sign.h"
 #include "table.h"
@@ -609,10 +611,13 @@ verify_usage(FILE *fp)
 	    "binding are all valid (and every table record is in the filter);\n"
 	    "otherwise exit 1 with one line saying why.\n"
 	    "PATH is a filter file (its table is table.rct beside it, or --table)\n"
-	    "or an output DIR (its current pair).\n"
+	    "or an output DIR (its current pair). A delta chain beside the filter\n"
+	    "(delta/, from filterbuild follow) must verify and link too.\n"
 	    "\n"
 	    "  --pub PUB.pem   trusted public key (repeatable)\n"
 	    "  --table TABLE   the table, when it is not beside the filter\n"
+	    "  --records       print the effective records (table and chain), one\n"
+	    "                  per line: scope, id, revoked_at, reason\n"
 	    "  --quiet         print nothing on success\n"
 	    "  --help          this text\n", fp);
 }
@@ -700,6 +705,85 @@ out:
 	return ret;
 }
 
+struct chain_sum {
+	struct overlay	*ov;
+	uint64_t	 entries;
+};
+
+/* delta_chain_walk's callback: the overlay takes each delta. */
+static int
+chain_apply(void *arg, const struct delta *d)
+{
+	struct chain_sum *sum = arg;
+
+	sum->entries += delta_info(d)->nentries;
+	return overlay_apply(sum->ov, d);
+}
+
+/*
+ * Verifies the delta chain beside a verified base (the base's delta/
+ * directory, when there is one) and prints where it ends; with list,
+ * prints the effective records: the table's, less the keys the chain
+ * removed, plus those it added. 0, or -1 after a message.
+ */
+static int
+verify_chain(const char *path, const struct target *t, const struct ffile *f,
+    const struct table *tab, const struct sign_ring *ring, bool quiet,
+    bool list)
+{
+	char ddir[4200], err[1024], until[UTIL_RFC3339_LEN];
+	const char *slash = strrchr(t->filter, '/');
+	struct overlay *ov = NULL;
+	struct delta *head = NULL;
+	struct chain_sum sum;
+	struct delta_pos pos;
+	struct table_rec r;
+	uint64_t i, head_seq;
+	size_t it = 0;
+	int op, rc = -1;
+
+	snprintf(ddir, sizeof(ddir), "%.*s/" DELTA_DIR, slash == NULL ? 1 :
+	    (int)(slash - t->filter), slash == NULL ? "." : t->filter);
+	memset(&pos, 0, sizeof(pos));
+	pos.base_version = ffile_info(f)->version;
+	memcpy(pos.base_sha256, ffile_sha256(f), 32);
+	memcpy(pos.last_sha256, pos.base_sha256, 32);
+	if ((ov = overlay_new()) == NULL) {
+		fb_err("verify: out of memory");
+		return -1;
+	}
+	sum.ov = ov;
+	sum.entries = 0;
+	if (delta_chain_walk(ddir, ring, &pos, chain_apply, &sum, &head,
+	    &head_seq, err, sizeof(err)) != 0) {
+		fb_err("verify: %s: delta chain: %s", path, err);
+		goto out;
+	}
+	if (!quiet && (pos.seq > 0 || head_seq != UINT64_MAX)) {
+		if (head != NULL)
+			util_rfc3339(until, delta_info(head)->expires_at);
+		printf("%s: chain OK: deltas 1..%" PRIu64 ", %" PRIu64 " entries, "
+		    "%zu keys changed, %s%s\n", path, pos.seq, sum.entries,
+		    overlay_count(ov), head != NULL ?
+		    "head valid until " : "no head for the last delta",
+		    head != NULL ? until : "");
+	}
+	if (list) {
+		for (i = 0; i < table_count(tab); i++)
+			if (table_get(tab, i, &r) == 0 &&
+			    overlay_find(ov, &r.key, NULL) == 0)
+				print_record(stdout, &r);
+		while ((op = overlay_next(ov, &it, &r)) != 0)
+			if (op == DELTA_ADD)
+				print_record(stdout, &r);
+	}
+	rc = 0;
+out:
+	delta_free(head);
+	overlay_free(ov);
+	return rc;
+}
+
 int
 fb_verify(int argc, char **argv)
 {
@@ -707,12 +791,13 @@ fb_verify(int argc, char **argv)
 		{ "pub",   required_argument, NULL, 'p' },
 		{ "table", required_argument, NULL, 't' },
 		{ "quiet", no_argument,	      NULL, 'q' },
+		{ "records", no_argument,     NULL, 'r' },
 		{ "help",  no_argument,	      NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *pubs[INSPECT_MAX_PUB], *path, *table = NULL;
 	size_t npubs = 0;
-	bool quiet = false;
+	bool quiet = false, list = false;
 	struct target t;
 	struct sign_ring ring;
 	struct ffile *f = NULL;
@@ -731,6 +816,7 @@ fb_verify(int argc, char **argv)
 			break;
 		case 't': table = optarg; break;
 		case 'q': quiet = true; break;
+		case 'r': list = true; break;
 		case 'h': verify_usage(stdout); return FB_EXIT_OK;
 		default: return fb_usage_err("verify", "bad option");
 		}
@@ -784,12 +870,14 @@ fb_verify(int argc, char **argv)
 		    path);
 		goto out;
 	}
-	if (!quiet) {
+	if (!quiet && !list) {
 		util_hex(hex, ffile_info(f)->signer, SIGN_KEYID_LEN);
 		printf("%s: OK: version %" PRIu64 ", %" PRIu64 " keys, %" PRIu64
 		    " records, signer %s\n", path, ffile_info(f)->version,
 		    ffile_info(f)->keys, table_count(tab), hex);
 	}
+	if (verify_chain(path, &t, f, tab, &ring, quiet || list, list) != 0)
+		goto out;
 	ret = FB_EXIT_OK;
 out:
 	table_close(tab);

@@ -17,6 +17,7 @@ struct fb_cmd {
 static const struct fb_cmd fb_cmds[] = {
 	{ "keygen",  fb_keygen,  "create an Ed25519 signing key" },
 	{ "build",   fb_build,   "build, sign and publish a filter and its table" },
+	{ "follow",  fb_follow,  "follow a PostgreSQL source: publish signed deltas" },
 	{ "inspect", fb_inspect, "show a filter's header, scopes and staleness" },
 	{ "verify",  fb_verify,  "check signature, format and table binding" },
 	{ "audit",   fb_audit,   "report the filter version and staleness of revcheckd nodes" },

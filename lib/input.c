@@ -1273,43 +1273,61 @@ input_read_buf(struct input_set *s, const char *name, const void *buf,
 	return rc;
 }
 
-/* One row of a source: the checks of json_element() on counted values. */
-static int
-row_add(struct rd *r, const struct input_row *row, uint64_t idx)
+int
+input_row_rec(const struct input_row *row, const char *default_scope,
+    struct table_rec *out, char *err, size_t errlen)
 {
 	const char *scope = row->scope != NULL ? row->scope :
-	    opts_scope(r->o), *why;
+	    default_scope != NULL ? default_scope : REVKEY_DEFAULT_SCOPE;
+	const char *why;
 	char kerr[256];
-	struct revkey k;
 	size_t col;
 
+	memset(out, 0, sizeof(*out));
 	if (!revkey_scope_valid(scope, strnlen(scope, REVKEY_SCOPE_MAX + 1))) {
-		rd_err(r, "row %" PRIu64 ": invalid scope (1-%d printable "
+		snprintf(err, errlen, "invalid scope (1-%d printable "
 		    "characters without spaces, or x509: and 64 lowercase hex "
-		    "digits)", idx, REVKEY_SCOPE_MAX);
+		    "digits)", REVKEY_SCOPE_MAX);
 		return -1;
 	}
 	if (row->reason != NULL && !reason_valid(row->reason)) {
-		rd_err(r, "row %" PRIu64 ": reason is not at most %d printable "
-		    "ASCII characters", idx, TABLE_REASON_MAX - 1);
+		snprintf(err, errlen, "reason is not at most %d printable "
+		    "ASCII characters", TABLE_REASON_MAX - 1);
 		return -1;
 	}
 	if (row->revoked_at < 0) {
-		rd_err(r, "row %" PRIu64 ": revoked_at is before 1970", idx);
+		snprintf(err, errlen, "revoked_at is before 1970");
 		return -1;
 	}
-	if (set_scope(r, scope) != 0)
-		return -1;
 	if ((why = id_refused(row->id, row->id_len, false, &col)) != NULL) {
-		rd_err(r, "row %" PRIu64 ": id column %zu: %s", idx, col, why);
+		snprintf(err, errlen, "id column %zu: %s", col, why);
 		return -1;
 	}
-	if (revkey_from_text(&k, scope, row->id, row->id_len, kerr,
+	if (revkey_from_text(&out->key, scope, row->id, row->id_len, kerr,
 	    sizeof(kerr)) != 0) {
-		rd_err(r, "row %" PRIu64 ": %s", idx, kerr);
+		snprintf(err, errlen, "%s", kerr);
 		return -1;
 	}
-	return rd_add(r, &k, row->revoked_at, row->reason);
+	out->revoked_at = row->revoked_at;
+	if (row->reason != NULL)
+		memcpy(out->reason, row->reason, strlen(row->reason) + 1);
+	return 0;
+}
+
+/* One row of a source into the set. 0, or -1 with the error set. */
+static int
+row_add(struct rd *r, const struct input_row *row, uint64_t idx)
+{
+	struct table_rec rec;
+	char e[512];
+
+	if (input_row_rec(row, opts_scope(r->o), &rec, e, sizeof(e)) != 0) {
+		rd_err(r, "row %" PRIu64 ": %s", idx, e);
+		return -1;
+	}
+	if (set_scope(r, rec.key.scope) != 0)
+		return -1;
+	return rd_add(r, &rec.key, rec.revoked_at, rec.reason);
 }
 
 int

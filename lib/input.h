@@ -97,6 +97,14 @@ struct input_row {
 };
 
 /*
+ * Checks one row as a JSON element is checked and turns it into a record
+ * (default_scope when the row has none; NULL means "default"). Returns 0,
+ * or -1 with err saying what is wrong (without a row number).
+ */
+int input_row_rec(const struct input_row *row, const char *default_scope,
+    struct table_rec *out, char *err, size_t errlen);
+
+/*
  * A row source: fills *row and returns 1, returns 0 at the end, or -1
  * with err. The row's strings stay valid until the next call.
  */

@@ -170,11 +170,12 @@ publish_previous(const char *dir, uint64_t below, char *vdir, size_t cap,
 }
 
 /*
- * Removes a directory that holds only files (our version and temporary
+ * Removes a directory that holds files and, depth levels down, directories
+ * of files (our version directories with their delta/ and temporary
  * directories). Returns 0, or -1 with errno set.
  */
 static int
-pub_rmtree(int dfd, const char *name)
+pub_rmtree_depth(int dfd, const char *name, int depth)
 {
 	DIR *d;
 	struct dirent *de;
@@ -193,7 +194,10 @@ pub_rmtree(int dfd, const char *name)
 	while ((de = readdir(d)) != NULL) {
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
-		if (unlinkat(fd, de->d_name, 0) != 0 && errno != ENOENT) {
+		/* A version's delta/ directory (lib/delta.h) is one level down. */
+		if (unlinkat(fd, de->d_name, 0) != 0 && errno != ENOENT &&
+		    !(errno == EISDIR && depth > 0 &&
+		    pub_rmtree_depth(fd, de->d_name, depth - 1) == 0)) {
 			saved = errno;
 			(void)closedir(d);
 			errno = saved;
@@ -202,6 +206,12 @@ pub_rmtree(int dfd, const char *name)
 	}
 	(void)closedir(d);
 	return unlinkat(dfd, name, AT_REMOVEDIR);
+}
+
+static int
+pub_rmtree(int dfd, const char *name)
+{
+	return pub_rmtree_depth(dfd, name, 1);
 }
 
 /*
@@ -525,4 +535,68 @@ publish_pair(const char *dir, uint64_t version, const unsigned char *filter,
 	assert(table != NULL);
 	return publish_pair_stream(dir, version, filter, filter_len,
 	    pub_write_buf, &b, keep, err, errlen);
+}
+
+int
+publish_file(const char *dir, const char *name, const unsigned char *buf,
+    size_t len, char *err, size_t errlen)
+{
+	char tmp[NAME_MAX + 1], parent[4096];
+	const char *slash;
+	int dfd = -1, pfd = -1, n, rc = -1;
+
+	n = snprintf(tmp, sizeof(tmp), ".%s.tmp", name);
+	if (n < 0 || (size_t)n >= sizeof(tmp) || strchr(name, '/') != NULL) {
+		pub_err(err, errlen, "%s: bad file name", name);
+		return -1;
+	}
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0 && errno == ENOENT) {
+		/* 1. A new directory, made durable in its parent. */
+		if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+			pub_err(err, errlen, "%s: mkdir: %s", dir,
+			    strerror(errno));
+			return -1;
+		}
+		slash = strrchr(dir, '/');
+		n = snprintf(parent, sizeof(parent), "%.*s",
+		    slash == NULL ? 1 : (int)(slash - dir),
+		    slash == NULL ? "." : dir);
+		if (n < 0 || (size_t)n >= sizeof(parent) ||
+		    (pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+		    pub_fsync_dir(pfd, parent, err, errlen) != 0) {
+			if (pfd < 0)
+				pub_err(err, errlen, "%s: cannot open the parent "
+				    "directory", dir);
+			goto out;
+		}
+		dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	}
+	if (dfd < 0) {
+		pub_err(err, errlen, "%s: %s", dir, strerror(errno));
+		goto out;
+	}
+	/* 2. The bytes into a temporary file, fsynced. */
+	(void)unlinkat(dfd, tmp, 0);
+	if (pub_write_file(dfd, tmp, buf, len, NULL, NULL, err, errlen) != 0)
+		goto out_unlink;
+	/* 3. Renamed over the name, and the directory fsynced. */
+	pub_delay();
+	if (renameat(dfd, tmp, dfd, name) != 0) {
+		pub_err(err, errlen, "%s/%s: rename: %s", dir, name,
+		    strerror(errno));
+		goto out_unlink;
+	}
+	if (pub_fsync_dir(dfd, dir, err, errlen) != 0)
+		goto out;
+	rc = 0;
+	goto out;
+out_unlink:
+	(void)unlinkat(dfd, tmp, 0);
+out:
+	if (pfd >= 0)
+		(void)close(pfd);
+	if (dfd >= 0)
+		(void)close(dfd);
+	return rc;
 }

@@ -79,6 +79,16 @@ int publish_pair_stream(const char *dir, uint64_t version,
  */
 void publish_set_fsync_hook(int (*fn)(int fd));
 
+/*
+ * Writes buf as dir/name atomically: a temporary ".name.tmp" in dir,
+ * fsynced, renamed over name, dir fsynced. dir is created when missing
+ * (one level; its parent is fsynced). On any failure name is as it was
+ * (or absent) and no temporary is left. For delta chain files
+ * (lib/delta.h), which a single follower writes. Returns 0, or -1 with err.
+ */
+int publish_file(const char *dir, const char *name, const unsigned char *buf,
+    size_t len, char *err, size_t errlen);
+
 /* Writes "v" and the version as 20 digits into out[22]. */
 #define PUBLISH_VNAME_LEN 21
 void publish_version_name(char out[PUBLISH_VNAME_LEN + 1], uint64_t version);

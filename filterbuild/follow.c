@@ -1,0 +1,688 @@
+/* follow.c - filterbuild follow: a PostgreSQL source published as a signed delta chain */
+/*
+ * The chain on disk is the follower's only state: every delta and head
+ * carries the source cursor it was made at, and all of them are written
+ * atomically (publish_file), so a restart after a SIGKILL at any instant
+ * finds a verifiable chain and resumes from the cursor of its last file.
+ * A change can be in two files only if the first never became durable.
+ *
+ *   DIR/vN/filter.rcf, table.rct    a base (a full build, "re-base")
+ *   DIR/vN/delta/000..01.rcd ...    deltas 1, 2, ... chained by hash
+ *   DIR/vN/delta/head.rcd           the newest head: chain through delta
+ *                                   seq is complete, fresh until expiry
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "delta.h"
+#include "fb.h"
+#include "ffile.h"
+#include "input.h"
+#include "log.h"
+#include "pgsrc.h"
+#include "publish.h"
+#include "sign.h"
+#include "util.h"
+
+#define FOLLOW_LOCK_NAME	".follow.lock"
+#define FOLLOW_MAX_ARGS		32
+#define FOLLOW_BACKOFF_MAX	10	/* seconds between reconnection attempts */
+
+struct follow_opts {
+	const char	*source;
+	const char	*key;
+	const char	*out;
+	const char	*query;
+	const char	*scope;
+	const char	*fp_rate;
+	const char	*layout;
+	const char	*keep;
+	const char	*valid_for_arg;
+	int64_t		 interval_ms;
+	int64_t		 valid_for;
+	int64_t		 head_every;
+	int64_t		 rebase_every;	/* 0: never on a schedule */
+	uint64_t	 rebase_after;	/* entries in the chain */
+	bool		 once;
+	bool		 quiet;
+};
+
+/* Where the chain stands. */
+struct follow_state {
+	bool		 have;		/* a base with a readable chain */
+	char		 vdir[4096];
+	char		 ddir[4096];
+	struct ffile	*base;
+	struct delta_pos pos;
+	uint64_t	 cursor;
+	uint64_t	 chain_entries;
+	int64_t		 base_at;
+	int64_t		 head_at;
+};
+
+/* One batch of changes being collected. */
+struct follow_batch {
+	const struct follow_state *st;
+	const struct follow_opts *o;
+	struct delta_entry *v;
+	size_t		 n;
+	size_t		 cap;
+	bool		 rebase;	/* an uncovered scope, or too many */
+	int64_t		 changed_at;
+	int64_t		 now;
+};
+
+static volatile sig_atomic_t follow_stop;
+
+static void
+follow_on_signal(int sig)
+{
+	(void)sig;
+	follow_stop = 1;
+}
+
+static void
+follow_usage(FILE *fp)
+{
+	fputs("usage: filterbuild follow --source URL --key KEY.pem --out DIR [options]\n"
+	    "\n"
+	    "Follows a PostgreSQL source (config/postgresql-schema.sql): publishes a\n"
+	    "full base, then a signed delta for every batch of changes, woken by\n"
+	    "LISTEN/NOTIFY or every --interval. The chain in DIR is the cursor: a\n"
+	    "restart resumes from it without losing or repeating a change.\n"
+	    "\n"
+	    "  --source URL         'postgresql://...' or a libpq connection string\n"
+	    "  --key KEY.pem        Ed25519 signing key\n"
+	    "  --out DIR            output directory (as for build)\n"
+	    "  --interval DUR       poll interval when no notification comes (default\n"
+	    "                       1s; 100ms, 2s, 1m...)\n"
+	    "  --valid-for DUR      validity of the base and of each delta and head\n"
+	    "                       (default 1h)\n"
+	    "  --head-every DUR     re-sign the head this often when idle (default 60s)\n"
+	    "  --rebase-after N     re-base when the chain holds N entries (default\n"
+	    "                       100000)\n"
+	    "  --rebase-every DUR   re-base on this schedule (default 1d; expired rows\n"
+	    "                       leave the filter at re-bases)\n"
+	    "  --once               publish what is there, then exit\n"
+	    "  --query, --scope, --fp-rate, --layout, --keep, --quiet: as for build\n"
+	    "  --help               this text\n", fp);
+}
+
+/* Parses "100ms" or a util_parse_duration() duration into milliseconds. */
+static int
+follow_parse_ms(const char *s, int64_t *ms)
+{
+	size_t n = strlen(s);
+	uint64_t u;
+	int64_t sec;
+
+	if (n > 2 && strcmp(s + n - 2, "ms") == 0) {
+		char buf[32];
+
+		if (n - 2 >= sizeof(buf))
+			return -1;
+		memcpy(buf, s, n - 2);
+		buf[n - 2] = '\0';
+		if (util_parse_u64(buf, 86400000, &u) != 0 || u == 0)
+			return -1;
+		*ms = (int64_t)u;
+		return 0;
+	}
+	if (util_parse_duration(s, &sec) != 0 || sec > 86400)
+		return -1;
+	*ms = sec * 1000;
+	return 0;
+}
+
+static int
+follow_parse(struct follow_opts *o, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "source",	  required_argument, NULL, 'S' },
+		{ "key",	  required_argument, NULL, 'k' },
+		{ "out",	  required_argument, NULL, 'o' },
+		{ "interval",	  required_argument, NULL, 'i' },
+		{ "valid-for",	  required_argument, NULL, 'v' },
+		{ "head-every",	  required_argument, NULL, 'H' },
+		{ "rebase-after", required_argument, NULL, 'A' },
+		{ "rebase-every", required_argument, NULL, 'E' },
+		{ "once",	  no_argument,	     NULL, '1' },
+		{ "query",	  required_argument, NULL, 'Q' },
+		{ "scope",	  required_argument, NULL, 's' },
+		{ "fp-rate",	  required_argument, NULL, 'p' },
+		{ "layout",	  required_argument, NULL, 'L' },
+		{ "keep",	  required_argument, NULL, 'K' },
+		{ "quiet",	  no_argument,	     NULL, 'q' },
+		{ "help",	  no_argument,	     NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->interval_ms = 1000;
+	o->valid_for = 3600;
+	o->head_every = 60;
+	o->rebase_every = 86400;
+	o->rebase_after = 100000;
+	fb_getopt_reset();
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'S': o->source = optarg; break;
+		case 'k': o->key = optarg; break;
+		case 'o': o->out = optarg; break;
+		case 'i':
+			if (follow_parse_ms(optarg, &o->interval_ms) != 0)
+				return fb_usage_err("follow", "--interval '%s': "
+				    "want 100ms, 2s, 1m... up to 1d", optarg);
+			break;
+		case 'v':
+			if (util_parse_duration(optarg, &o->valid_for) != 0)
+				return fb_usage_err("follow", "--valid-for '%s': "
+				    "want a duration such as 15m or 1h", optarg);
+			o->valid_for_arg = optarg;
+			break;
+		case 'H':
+			if (util_parse_duration(optarg, &o->head_every) != 0)
+				return fb_usage_err("follow", "--head-every '%s': "
+				    "want a duration such as 30s", optarg);
+			break;
+		case 'A':
+			if (util_parse_u64(optarg, DELTA_MAX_ENTRIES,
+			    &o->rebase_after) != 0 || o->rebase_after == 0)
+				return fb_usage_err("follow", "--rebase-after "
+				    "'%s': want 1..%" PRIu64, optarg,
+				    DELTA_MAX_ENTRIES);
+			break;
+		case 'E':
+			if (strcmp(optarg, "never") == 0)
+				o->rebase_every = 0;
+			else if (util_parse_duration(optarg,
+			    &o->rebase_every) != 0)
+				return fb_usage_err("follow", "--rebase-every "
+				    "'%s': want a duration or never", optarg);
+			break;
+		case '1': o->once = true; break;
+		case 'Q': o->query = optarg; break;
+		case 's': o->scope = optarg; break;
+		case 'p': o->fp_rate = optarg; break;
+		case 'L': o->layout = optarg; break;
+		case 'K': o->keep = optarg; break;
+		case 'q': o->quiet = true; break;
+		case 'h': follow_usage(stdout); return -1;
+		default: return fb_usage_err("follow", "bad option");
+		}
+	}
+	if (o->source == NULL || o->key == NULL || o->out == NULL)
+		return fb_usage_err("follow", "--source, --key and --out are "
+		    "required");
+	if (optind < argc)
+		return fb_usage_err("follow", "unexpected argument '%s'",
+		    argv[optind]);
+	if (o->head_every * 2 > o->valid_for)
+		return fb_usage_err("follow", "--head-every must be at most half "
+		    "of --valid-for, or idle nodes go stale");
+	return 0;
+}
+
+static void
+follow_state_clear(struct follow_state *st)
+{
+	ffile_close(st->base);
+	memset(st, 0, sizeof(*st));
+}
+
+/*
+ * Reads the chain of the current base: the base, deltas 1, 2, ... while
+ * they exist, verify and link, then the head. st->have is false (and the
+ * reason logged) when there is no base, no head, or anything unreadable:
+ * the caller re-bases. Returns 0, or -1 on a local error.
+ */
+struct follow_walk {
+	uint64_t	 entries;
+	uint64_t	 cursor;
+};
+
+/* delta_chain_walk's callback: sums what the chain holds. */
+static int
+follow_walked(void *arg, const struct delta *d)
+{
+	struct follow_walk *w = arg;
+
+	w->entries += delta_info(d)->nentries;
+	w->cursor = delta_info(d)->cursor;
+	return 0;
+}
+
+/*
+ * Opens the current base into st (pos at the base, no delta). Returns 1
+ * when it is usable, 0 when there is none or it is not ours (logged), -1
+ * on a local error.
+ */
+static int
+follow_open_base(struct follow_state *st, const struct follow_opts *o,
+    const struct sign_ring *ring)
+{
+	char path[4200], err[1024];
+	uint64_t version = 0;
+	int rc;
+
+	follow_state_clear(st);
+	rc = publish_current(o->out, st->vdir, sizeof(st->vdir), &version, err,
+	    sizeof(err));
+	if (rc != 0) {
+		if (rc < 0)
+			log_warn("follow: %s", err);
+		return 0;
+	}
+	if ((size_t)snprintf(st->ddir, sizeof(st->ddir), "%s/" DELTA_DIR,
+	    st->vdir) >= sizeof(st->ddir) ||
+	    (size_t)snprintf(path, sizeof(path), "%s/" PUBLISH_FILTER_NAME,
+	    st->vdir) >= sizeof(path)) {
+		log_err("follow: %s: path too long", st->vdir);
+		return -1;
+	}
+	st->base = ffile_open(path, err, sizeof(err));
+	if (st->base == NULL || ffile_verify(st->base, ring, err,
+	    sizeof(err)) != 0) {
+		log_warn("follow: base %" PRIu64 " not usable (%s): re-basing",
+		    version, err);
+		return 0;
+	}
+	st->pos.base_version = ffile_info(st->base)->version;
+	memcpy(st->pos.base_sha256, ffile_sha256(st->base), 32);
+	memcpy(st->pos.last_sha256, st->pos.base_sha256, 32);
+	st->base_at = ffile_info(st->base)->issued_at;
+	return 1;
+}
+
+/*
+ * Reads the current base and its chain into st. st->have is false (the
+ * reason logged) when there is no base, no head, or a broken chain: the
+ * caller re-bases. Returns 0, or -1 on a local error.
+ */
+static int
+follow_load(struct follow_state *st, const struct follow_opts *o,
+    const struct sign_ring *ring)
+{
+	struct follow_walk w = { 0, 0 };
+	struct delta *head = NULL;
+	uint64_t cursor, head_seq;
+	char err[1024];
+	int rc;
+
+	if ((rc = follow_open_base(st, o, ring)) <= 0)
+		return rc;
+	if (delta_chain_walk(st->ddir, ring, &st->pos, follow_walked, &w,
+	    &head, &head_seq, err, sizeof(err)) != 0) {
+		log_warn("follow: %s: re-basing", err);
+		return 0;
+	}
+	st->chain_entries = w.entries;
+	cursor = w.cursor;
+	if (head != NULL) {
+		cursor = delta_info(head)->cursor;
+		st->head_at = delta_info(head)->issued_at;
+		delta_free(head);
+	} else if (st->pos.seq == 0 || head_seq != st->pos.seq - 1) {
+		/* Only a kill between a delta and its head leaves no head. */
+		log_warn("follow: base %" PRIu64 ": no head for delta %" PRIu64
+		    ": re-basing", st->pos.base_version, st->pos.seq);
+		return 0;
+	}
+	st->cursor = cursor;
+	st->have = true;
+	return 0;
+}
+
+/* Signs and writes the head for where the chain stands. 0 or -1. */
+static int
+follow_head(struct follow_state *st, const struct follow_opts *o,
+    EVP_PKEY *key)
+{
+	struct delta_info in;
+	unsigned char *buf = NULL;
+	size_t len;
+	char err[1024];
+
+	memset(&in, 0, sizeof(in));
+	in.kind = DELTA_KIND_HEAD;
+	in.base_version = st->pos.base_version;
+	memcpy(in.base_sha256, st->pos.base_sha256, 32);
+	in.seq = st->pos.seq;
+	memcpy(in.prev_sha256, st->pos.last_sha256, 32);
+	in.issued_at = util_now();
+	in.expires_at = in.issued_at + o->valid_for;
+	in.cursor = st->cursor;
+	if (delta_encode(&in, NULL, 0, key, &buf, &len, err, sizeof(err)) != 0 ||
+	    publish_file(st->ddir, DELTA_HEAD_NAME, buf, len, err,
+	    sizeof(err)) != 0) {
+		log_err("follow: head: %s", err);
+		free(buf);
+		return -1;
+	}
+	free(buf);
+	st->head_at = in.issued_at;
+	return 0;
+}
+
+/* A full build from the source, then the head of its empty chain. */
+static int
+follow_rebase(struct follow_state *st, const struct follow_opts *o,
+    EVP_PKEY *key, const struct sign_ring *ring)
+{
+	char *args[FOLLOW_MAX_ARGS];
+	struct fb_built res;
+	int n = 0;
+
+#define ARG(x)		(args[n++] = (char *)(x))
+#define OPT(f, v)	do { if ((v) != NULL) { ARG(f); ARG(v); } } while (0)
+	ARG("build");
+	OPT("--key", o->key);
+	OPT("--out", o->out);
+	OPT("--source", o->source);
+	OPT("--query", o->query);
+	OPT("--scope", o->scope);
+	OPT("--fp-rate", o->fp_rate);
+	OPT("--layout", o->layout);
+	OPT("--keep", o->keep);
+	OPT("--valid-for", o->valid_for_arg);
+	if (o->quiet)
+		ARG("--quiet");
+	args[n] = NULL;
+#undef OPT
+#undef ARG
+	if (fb_build_source(n, args, &res) != FB_EXIT_OK)
+		return -1;
+	if (follow_open_base(st, o, ring) <= 0 ||
+	    ffile_info(st->base)->version != res.version) {
+		log_err("follow: version %" PRIu64 " was published but is not "
+		    "current", res.version);
+		return -1;
+	}
+	/* Not yet "have": the chain becomes usable once its head is written. */
+	st->cursor = res.cursor;
+	if (follow_head(st, o, key) != 0)
+		return -1;
+	st->have = true;
+	if (!o->quiet)
+		log_info("follow: re-based: version %" PRIu64 ", %zu keys, "
+		    "cursor %" PRIu64, res.version, res.keys, res.cursor);
+	return 0;
+}
+
+/* pgsrc_change_fn: collects a change as a delta entry. */
+static int
+follow_change(void *arg, const struct pgsrc_change *c, char *err,
+    size_t errlen)
+{
+	struct follow_batch *b = arg;
+	struct delta_entry *e, *nv;
+	char e2[512];
+	size_t ncap;
+
+	if (c->changed_at > b->changed_at)
+		b->changed_at = c->changed_at;
+	if (b->rebase)
+		return 0;
+	if (b->n == b->cap) {
+		ncap = b->cap == 0 ? 64 : b->cap * 2;
+		if (ncap > SIZE_MAX / sizeof(*nv) ||
+		    (nv = realloc(b->v, ncap * sizeof(*nv))) == NULL) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		b->v = nv;
+		b->cap = ncap;
+	}
+	e = &b->v[b->n];
+	memset(e, 0, sizeof(*e));
+	if (input_row_rec(&c->row, NULL, &e->rec, e2, sizeof(e2)) != 0) {
+		snprintf(err, errlen, "change of id \"%.*s\": %s",
+		    (int)(c->row.id_len > 64 ? 64 : c->row.id_len), c->row.id,
+		    e2);
+		return -1;
+	}
+	if (ffile_scope(b->st->base, e->rec.key.scope) == NULL) {
+		/* Only a base says which scopes are covered. */
+		b->rebase = true;
+		return 0;
+	}
+	/* An add that has already expired needs no revocation. */
+	if (c->removed || (c->expires_at != 0 && c->expires_at <= b->now)) {
+		e->op = DELTA_REMOVE;
+		e->rec.revoked_at = 0;
+		e->rec.reason[0] = '\0';
+	} else {
+		e->op = DELTA_ADD;
+	}
+	b->n++;
+	if (b->st->chain_entries + b->n > b->o->rebase_after)
+		b->rebase = true;
+	return 0;
+}
+
+/* Signs and writes delta seq + 1, then its head. 0 or -1. */
+static int
+follow_delta(struct follow_state *st, const struct follow_opts *o,
+    EVP_PKEY *key, const struct follow_batch *b, uint64_t horizon)
+{
+	char name[DELTA_NAME_LEN + 1], err[1024];
+	unsigned char *buf = NULL, sha[32];
+	struct delta_info in;
+	size_t len;
+
+	memset(&in, 0, sizeof(in));
+	in.kind = DELTA_KIND_DELTA;
+	in.base_version = st->pos.base_version;
+	memcpy(in.base_sha256, st->pos.base_sha256, 32);
+	in.seq = st->pos.seq + 1;
+	memcpy(in.prev_sha256, st->pos.last_sha256, 32);
+	in.issued_at = util_now();
+	in.expires_at = in.issued_at + o->valid_for;
+	in.cursor = horizon;
+	in.changed_at = b->changed_at;
+	delta_file_name(name, in.seq);
+	if (delta_encode(&in, b->v, b->n, key, &buf, &len, err,
+	    sizeof(err)) != 0 || util_sha256(sha, buf, len) != 0 ||
+	    publish_file(st->ddir, name, buf, len, err, sizeof(err)) != 0) {
+		log_err("follow: delta %" PRIu64 ": %s", in.seq, err);
+		free(buf);
+		return -1;
+	}
+	free(buf);
+	st->pos.seq = in.seq;
+	memcpy(st->pos.last_sha256, sha, 32);
+	st->cursor = horizon;
+	st->chain_entries += b->n;
+	if (!o->quiet)
+		log_info("follow: published delta %" PRIu64 " of base %" PRIu64
+		    ": %zu changes, %zu bytes", in.seq, in.base_version, b->n,
+		    len);
+	/* A missing head only costs freshness: the delta is durable. */
+	(void)follow_head(st, o, key);
+	return 0;
+}
+
+/*
+ * One round: read the changes since the cursor and publish them as a
+ * delta (or re-base). Returns 0, or -1 when the connection must be
+ * dropped.
+ */
+static int
+follow_round(struct follow_state *st, const struct follow_opts *o,
+    EVP_PKEY *key, const struct sign_ring *ring, struct pgsrc *p)
+{
+	struct follow_batch b;
+	uint64_t horizon = st->cursor;
+	char err[1024];
+	int rc = 0;
+
+	memset(&b, 0, sizeof(b));
+	b.st = st;
+	b.o = o;
+	b.now = util_now();
+	if (pgsrc_read_changes(p, st->cursor, &horizon, follow_change, &b, err,
+	    sizeof(err)) != 0) {
+		log_err("follow: %s", err);
+		/*
+		 * A value refused while the connection is fine stays in the
+		 * change log: only a re-base, which succeeds once the row is
+		 * fixed or deleted, moves past it. Until then nothing is
+		 * published and nodes go stale: closed, not open.
+		 */
+		if (pgsrc_ok(p) && follow_rebase(st, o, key, ring) != 0)
+			st->have = false;
+		rc = pgsrc_ok(p) ? 0 : -1;
+		goto out;
+	}
+	if (b.rebase || (o->rebase_every > 0 && b.now - st->base_at >=
+	    o->rebase_every)) {
+		if (follow_rebase(st, o, key, ring) != 0)
+			st->have = false;
+		goto out;
+	}
+	/*
+	 * A delta that cannot be written leaves the cursor where it was: the
+	 * next round reads the same changes again.
+	 */
+	if (b.n > 0)
+		(void)follow_delta(st, o, key, &b, horizon);
+	else
+		st->cursor = horizon;	/* nothing of ours committed */
+	if (b.n == 0 && b.now - st->head_at >= o->head_every)
+		(void)follow_head(st, o, key);
+out:
+	free(b.v);
+	return rc;
+}
+
+/* Sleeps up to secs seconds, or less when told to stop. */
+static void
+follow_sleep(int secs)
+{
+	int i;
+
+	for (i = 0; i < secs * 10 && !follow_stop; i++)
+		(void)usleep(100000);
+}
+
+int
+fb_follow(int argc, char **argv)
+{
+	struct follow_opts o;
+	struct follow_state st;
+	struct sign_ring ring;
+	struct sigaction sa;
+	struct pgsrc *p = NULL;
+	EVP_PKEY *key = NULL;
+	char err[1024], lock[4200];
+	int rc, lfd = -1, backoff = 1, ret = FB_EXIT_FAIL;
+
+	rc = follow_parse(&o, argc, argv);
+	if (rc != 0)
+		return rc < 0 ? FB_EXIT_OK : rc;
+	memset(&st, 0, sizeof(st));
+	sign_ring_init(&ring);
+	key = sign_load_private(o.key, err, sizeof(err));
+	if (key == NULL) {
+		fb_err("%s", err);
+		goto out;
+	}
+	if (EVP_PKEY_up_ref(key) != 1 || sign_key_id(key, ring.ids[0]) != 0) {
+		fb_err("%s: cannot use the key", o.key);
+		goto out;
+	}
+	ring.keys[0] = key;
+	ring.n = 1;
+
+	/* One follower per directory. */
+	if (mkdir(o.out, 0755) != 0 && errno != EEXIST) {
+		fb_err("%s: %s", o.out, strerror(errno));
+		goto out;
+	}
+	snprintf(lock, sizeof(lock), "%s/" FOLLOW_LOCK_NAME, o.out);
+	lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (lfd < 0 || flock(lfd, LOCK_EX | LOCK_NB) != 0) {
+		fb_err("%s: %s", lock, lfd < 0 ? strerror(errno) :
+		    "another follower runs on this directory");
+		goto out;
+	}
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = follow_on_signal;	/* no SA_RESTART: poll returns */
+	sigemptyset(&sa.sa_mask);
+	(void)sigaction(SIGTERM, &sa, NULL);
+	(void)sigaction(SIGINT, &sa, NULL);
+
+	if (follow_load(&st, &o, &ring) != 0)
+		goto out;
+	if (st.have) {
+		if (!o.quiet)
+			log_info("follow: resuming base %" PRIu64 " at delta %"
+			    PRIu64 ", cursor %" PRIu64, st.pos.base_version,
+			    st.pos.seq, st.cursor);
+		/* A head lost to a kill after its delta is written again. */
+		(void)follow_head(&st, &o, key);
+	}
+	while (!follow_stop) {
+		if (p == NULL) {
+			p = pgsrc_connect(o.source, err, sizeof(err));
+			if (p == NULL || pgsrc_listen(p, err, sizeof(err)) != 0) {
+				log_err("follow: %s (retrying in %d s)", err,
+				    backoff);
+				pgsrc_close(p);
+				p = NULL;
+				if (o.once)
+					goto out;
+				follow_sleep(backoff);
+				if (backoff < FOLLOW_BACKOFF_MAX)
+					backoff *= 2;
+				continue;
+			}
+			backoff = 1;
+		}
+		if (!st.have) {
+			if (follow_rebase(&st, &o, key, &ring) != 0) {
+				st.have = false;
+				if (o.once)
+					goto out;
+				follow_sleep(backoff);
+				continue;
+			}
+		} else if (follow_round(&st, &o, key, &ring, p) != 0) {
+			pgsrc_close(p);
+			p = NULL;
+			if (o.once)
+				goto out;
+			continue;
+		}
+		if (o.once) {
+			ret = st.have ? FB_EXIT_OK : FB_EXIT_FAIL;
+			goto out;
+		}
+		/* A notification, the interval, or a signal ends the wait. */
+		if (pgsrc_wait(p, (int)o.interval_ms, err, sizeof(err)) < 0) {
+			log_err("follow: %s", err);
+			pgsrc_close(p);
+			p = NULL;
+		}
+	}
+	ret = FB_EXIT_OK;
+out:
+	pgsrc_close(p);
+	follow_state_clear(&st);
+	sign_ring_free(&ring);
+	EVP_PKEY_free(key);
+	if (lfd >= 0)
+		(void)close(lfd);
+	return ret;
+}

@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# it_follow.sh - filterbuild follow against a real PostgreSQL: deltas, cursor, kills, restarts, lost notifications
+#
+# The database is the truth: after every disturbance the effective set of
+# the published chain (filterbuild verify --records) must equal the rows
+# of revcheck_revocations, and the chain must verify.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/pg.sh"
+
+F=$T/filters
+KILLS=${IT_FOLLOW_KILLS:-12}
+"$FILTERBUILD" keygen --out "$T/key.pem" --pub "$T/key.pub" >/dev/null
+rc_pg_start
+psql -X -q -v ON_ERROR_STOP=1 -f "$RC_SRC/config/postgresql-schema.sql" "$PG_URL"
+
+FPID=
+follow_start() {
+	"$FILTERBUILD" follow --source "$PG_URL" --key "$T/key.pem" --out "$F" \
+	    --interval "${INTERVAL:-300ms}" --valid-for 10m --head-every 2s "$@" \
+	    >>"$T/follow.log" 2>&1 &
+	FPID=$!
+}
+follow_stop() {
+	[ -n "$FPID" ] || return 0
+	kill -TERM "$FPID" 2>/dev/null || true
+	wait "$FPID" 2>/dev/null || true
+	FPID=
+}
+RC_AT_EXIT+=(follow_stop)
+
+# The effective set of the chain, and of the database, as "scope id" lines.
+chain_ids() {
+	"$FILTERBUILD" verify --pub "$T/key.pub" --records "$F" 2>>"$T/verify.err" |
+	    cut -f1,2 | LC_ALL=C sort
+}
+db_ids() {
+	rc_psql -F "$(printf '\t')" -c "SELECT scope, id FROM revcheck_revocations
+	    WHERE expires_at IS NULL OR expires_at > now()" | LC_ALL=C sort
+}
+# Waits until the chain shows exactly what the database holds.
+converged() {
+	local want i
+	want=$(db_ids)
+	for i in $(seq 1 "${1:-100}"); do
+		[ "$(chain_ids)" = "$want" ] && return 0
+		sleep 0.2
+	done
+	echo "# chain: $(chain_ids | tr '\n' ' ')" >&2
+	echo "# db:    $want" | tr '\n' ' ' >&2
+	return 1
+}
+version() { readlink "$F/current" | sed 's/^v0*//'; }
+
+rc_psql -c "INSERT INTO revcheck_revocations (id) VALUES ('a'), ('b')"
+follow_start
+converged && rc_ok "first base has the rows" || rc_fail "first base has the rows"
+v1=$(version)
+
+# Inserts and deletes become deltas of the same base, woken by NOTIFY.
+rc_psql -c "INSERT INTO revcheck_revocations (id, reason) VALUES ('c', 'keyCompromise')"
+rc_psql -c "DELETE FROM revcheck_revocations WHERE id = 'a'"
+converged && rc_ok "insert and delete reach the chain" ||
+    rc_fail "insert and delete reach the chain"
+rc_expect_eq "$(version)" "$v1" "changes are deltas, not a new base"
+ls "$F/current/delta/" | grep -q '^0\{19\}1\.rcd$' && rc_ok "delta 1 written" ||
+    rc_fail "delta 1 written"
+out=$("$FILTERBUILD" verify --pub "$T/key.pub" "$F" 2>&1) &&
+    rc_expect_match "$out" "chain OK" "the chain verifies" || rc_fail "verify: $out"
+"$FILTERBUILD" verify --pub "$T/key.pub" --records "$F" | grep -q "	c	.*	keyCompromise$" &&
+    rc_ok "reason carried by the delta" || rc_fail "reason carried by the delta"
+
+# A lost notification costs at most an interval: the cursor is the truth.
+rc_psql -c "CREATE OR REPLACE FUNCTION revcheck_changes_log() RETURNS trigger
+LANGUAGE plpgsql AS \$\$
+BEGIN
+    IF TG_OP IN ('UPDATE', 'DELETE') THEN
+        INSERT INTO revcheck_changes (op, scope, id, revoked_at, reason, expires_at)
+        VALUES ('R', OLD.scope, OLD.id, OLD.revoked_at, OLD.reason, OLD.expires_at);
+    END IF;
+    IF TG_OP IN ('INSERT', 'UPDATE') THEN
+        INSERT INTO revcheck_changes (op, scope, id, revoked_at, reason, expires_at)
+        VALUES ('A', NEW.scope, NEW.id, NEW.revoked_at, NEW.reason, NEW.expires_at);
+    END IF;
+    RETURN NULL;
+END \$\$"
+rc_psql -c "INSERT INTO revcheck_revocations (id) VALUES ('silent')"
+converged && rc_ok "a change without a notification is published" ||
+    rc_fail "a change without a notification is published"
+psql -X -q -v ON_ERROR_STOP=1 -f "$RC_SRC/config/postgresql-schema.sql" "$PG_URL"
+
+# A transaction that took its id first but commits last is not skipped
+# (a plain sequence cursor would skip it).
+psql -X -q -v ON_ERROR_STOP=1 "$PG_URL" -c "BEGIN;
+    INSERT INTO revcheck_revocations (id) VALUES ('slow');
+    SELECT pg_sleep(2); COMMIT;" >/dev/null &
+slow=$!
+sleep 0.5
+rc_psql -c "INSERT INTO revcheck_revocations (id) VALUES ('fast')"
+sleep 1
+chain_ids | grep -q "	slow$" && rc_fail "uncommitted row published" || rc_ok "uncommitted row not published"
+wait "$slow"
+converged && rc_ok "the late commit is published" || rc_fail "the late commit is published"
+
+# PostgreSQL restarted under the follower: it reconnects and goes on.
+rc_pg_restart fast
+rc_psql -c "INSERT INTO revcheck_revocations (id) VALUES ('after-restart')"
+converged 150 && rc_ok "changes after a server restart are published" ||
+    rc_fail "changes after a server restart are published"
+kill -0 "$FPID" 2>/dev/null && rc_ok "the follower survived the restart" ||
+    rc_fail "the follower survived the restart"
+
+# SIGKILL at any point: the chain on disk always verifies, and a restart
+# resumes from it without losing a change.
+follow_stop
+n=0
+for k in $(seq 1 "$KILLS"); do
+	REVCHECK_PUBLISH_DELAY_US=$((RANDOM % 20000)) follow_start
+	for j in 1 2 3; do
+		n=$((n + 1))
+		rc_psql -c "INSERT INTO revcheck_revocations (id) VALUES ('k$n')"
+		sleep "0.$((RANDOM % 3))"
+	done
+	kill -KILL "$FPID"; wait "$FPID" 2>/dev/null || true; FPID=
+	if ! "$FILTERBUILD" verify --pub "$T/key.pub" --quiet "$F" 2>"$T/err"; then
+		rc_fail "kill $k left a chain that does not verify: $(cat "$T/err")"
+	fi
+done
+rc_ok "$KILLS kills, every chain verified"
+follow_start
+converged 150 && rc_ok "after $KILLS kills the chain holds every row" ||
+    rc_fail "after $KILLS kills the chain holds every row"
+# No change twice: with unique ids, entries in the chain = keys changed.
+out=$("$FILTERBUILD" verify --pub "$T/key.pub" "$F" 2>&1 | grep "chain OK" || true)
+e=$(printf '%s' "$out" | sed -n 's/.* \([0-9]*\) entries.*/\1/p')
+kc=$(printf '%s' "$out" | sed -n 's/.* \([0-9]*\) keys changed.*/\1/p')
+if [ -n "$out" ]; then
+	rc_expect_eq "$e" "$kc" "no change is published twice"
+else
+	rc_ok "the last kill left a fresh base (nothing to repeat)"
+fi
+
+# Re-base past the threshold, and for a scope the base does not cover.
+follow_stop
+follow_start --rebase-after 5
+sleep 1
+v=$(version)
+rc_psql -c "INSERT INTO revcheck_revocations (id) SELECT 'bulk-' || g FROM generate_series(1, 8) g"
+converged && rc_ok "bulk insert published" || rc_fail "bulk insert published"
+[ "$(version)" -gt "$v" ] && rc_ok "a chain over --rebase-after re-bases" ||
+    rc_fail "a chain over --rebase-after re-bases"
+v=$(version)
+rc_psql -c "INSERT INTO revcheck_revocations (scope, id) VALUES ('newscope', 'n1')"
+converged && rc_ok "a new scope is published" || rc_fail "a new scope is published"
+[ "$(version)" -gt "$v" ] && rc_ok "a new scope re-bases" || rc_fail "a new scope re-bases"
+
+# Hostile values stop the follower's progress (never a partial delta).
+rc_psql -c "INSERT INTO revcheck_revocations (id, reason) VALUES ('bad', E'x\\ny')"
+sleep 2
+chain_ids | grep -q "	bad$" && rc_fail "a hostile row was published" ||
+    rc_ok "a hostile row is not published"
+grep -q "reason" "$T/follow.log" && rc_ok "the follower says why" ||
+    rc_fail "the follower says why"
+rc_psql -c "DELETE FROM revcheck_revocations WHERE id = 'bad'"
+converged && rc_ok "once the row is deleted the follower re-bases past it" ||
+    rc_fail "once the row is deleted the follower re-bases past it"
+
+# A second follower on the same directory is refused.
+if "$FILTERBUILD" follow --source "$PG_URL" --key "$T/key.pem" --out "$F" --once 2>"$T/err"; then
+	rc_fail "a second follower ran"
+else
+	rc_expect_match "$(cat "$T/err")" "another follower" "a second follower is refused"
+fi
+follow_stop
+rc_done
