@@ -70,23 +70,16 @@ out=$("$FILTERBUILD" verify --pub "$T/key.pub" "$F" 2>&1) &&
     rc_ok "reason carried by the delta" || rc_fail "reason carried by the delta"
 
 # A lost notification costs at most an interval: the cursor is the truth.
-rc_psql -c "CREATE OR REPLACE FUNCTION revcheck_changes_log() RETURNS trigger
-LANGUAGE plpgsql AS \$\$
-BEGIN
-    IF TG_OP IN ('UPDATE', 'DELETE') THEN
-        INSERT INTO revcheck_changes (op, scope, id, revoked_at, reason, expires_at)
-        VALUES ('R', OLD.scope, OLD.id, OLD.revoked_at, OLD.reason, OLD.expires_at);
-    END IF;
-    IF TG_OP IN ('INSERT', 'UPDATE') THEN
-        INSERT INTO revcheck_changes (op, scope, id, revoked_at, reason, expires_at)
-        VALUES ('A', NEW.scope, NEW.id, NEW.revoked_at, NEW.reason, NEW.expires_at);
-    END IF;
-    RETURN NULL;
-END \$\$"
-rc_psql -c "INSERT INTO revcheck_revocations (id) VALUES ('silent')"
+# The trigger is off for one transaction that logs its change by hand, as
+# the trigger would, but sends no notification.
+rc_psql -c "BEGIN;
+    ALTER TABLE revcheck_revocations DISABLE TRIGGER revcheck_changes_trg;
+    INSERT INTO revcheck_revocations (id) VALUES ('silent');
+    INSERT INTO revcheck_changes (op, scope, id) VALUES ('A', 'default', 'silent');
+    ALTER TABLE revcheck_revocations ENABLE TRIGGER revcheck_changes_trg;
+    COMMIT"
 converged && rc_ok "a change without a notification is published" ||
     rc_fail "a change without a notification is published"
-psql -X -q -v ON_ERROR_STOP=1 -f "$RC_SRC/config/postgresql-schema.sql" "$PG_URL"
 
 # A transaction that took its id first but commits last is not skipped
 # (a plain sequence cursor would skip it).
