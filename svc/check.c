@@ -1,4 +1,5 @@
 /* check.c - the check logic: filter, fall-through to the authority, fail closed */
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -165,10 +166,10 @@ int
 check_key_from_json(const cJSON *obj, struct revkey *k, char *err,
     size_t errlen)
 {
-	const cJSON *id, *scope, *cert, *token, *m;
+	const cJSON *id, *scope, *cert, *token, *chain, *m;
 	const char *sc = REVKEY_DEFAULT_SCOPE;
 	char e[256];
-	size_t len;
+	size_t len, nk = 0;
 	int n;
 
 	if (!cJSON_IsObject(obj)) {
@@ -180,7 +181,7 @@ check_key_from_json(const cJSON *obj, struct revkey *k, char *err,
 	 * this per item); the first of a repeated name wins, as with
 	 * cJSON_GetObjectItemCaseSensitive().
 	 */
-	id = scope = cert = token = NULL;
+	id = scope = cert = token = chain = NULL;
 	for (m = obj->child; m != NULL; m = m->next) {
 		if (m->string == NULL)
 			continue;
@@ -192,6 +193,18 @@ check_key_from_json(const cJSON *obj, struct revkey *k, char *err,
 			cert = m;
 		else if (token == NULL && strcmp(m->string, "token") == 0)
 			token = m;
+		else if (chain == NULL && strcmp(m->string, "chain") == 0)
+			chain = m;
+	}
+	/*
+	 * A chain needs an answer per certificate: only a single check
+	 * (check_chain_from_json) takes one. Ignoring it here would answer
+	 * for the leaf alone.
+	 */
+	if (chain != NULL) {
+		snprintf(err, errlen, "\"chain\" is accepted only with "
+		    "\"cert\" in a single check, not in a batch item");
+		return -1;
 	}
 	n = (id != NULL) + (cert != NULL) + (token != NULL);
 	if (n != 1) {
@@ -231,8 +244,9 @@ check_key_from_json(const cJSON *obj, struct revkey *k, char *err,
 			    "holding a PEM certificate");
 			return -1;
 		}
+		/* Several PEM blocks are a chain: refused, never cut to one. */
 		len = strlen(cert->valuestring);
-		if (revkey_from_cert_bytes(k, cert->valuestring, len, e,
+		if (check_keys_from_pem(cert->valuestring, len, k, 1, &nk, e,
 		    sizeof(e)) == -1) {
 			snprintf(err, errlen, "bad certificate: %s", e);
 			return -1;
@@ -252,15 +266,200 @@ check_key_from_json(const cJSON *obj, struct revkey *k, char *err,
 	return 0;
 }
 
-void
-check_render(struct sbuf *b, const struct snapshot *s,
+#define PEM_CERT_BEGIN	"-----BEGIN CERTIFICATE-----"
+#define PEM_CERT_END	"-----END CERTIFICATE-----"
+
+static bool
+pem_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+int
+check_keys_from_pem(const char *text, size_t len, struct revkey *keys,
+    size_t max, size_t *n, char *err, size_t errlen)
+{
+	const size_t bl = sizeof(PEM_CERT_BEGIN) - 1;
+	const size_t el = sizeof(PEM_CERT_END) - 1;
+	const char *p = text, *end = text + len, *e;
+	size_t pos = 0, start = *n;
+	char why[256];
+
+	if (len == 0) {
+		snprintf(err, errlen, "empty certificate");
+		return -1;
+	}
+	if (memmem(text, len, "-----BEGIN", 10) == NULL) {
+		/* No armour: one DER certificate, nothing after it. */
+		if (*n >= max) {
+			snprintf(err, errlen, "more than %zu certificates",
+			    max);
+			return -1;
+		}
+		if (revkey_from_cert_bytes(&keys[*n], text, len, why,
+		    sizeof(why)) == -1) {
+			snprintf(err, errlen, "certificate 1: %s", why);
+			return -1;
+		}
+		(*n)++;
+		return 0;
+	}
+	for (;;) {
+		while (p < end && pem_space(*p))
+			p++;
+		if (p == end)
+			break;
+		pos++;
+		if ((size_t)(end - p) < bl || memcmp(p, PEM_CERT_BEGIN, bl) !=
+		    0) {
+			snprintf(err, errlen, "certificate %zu: text that is "
+			    "not a PEM CERTIFICATE block", pos);
+			return -1;
+		}
+		e = memmem(p + bl, (size_t)(end - p) - bl, PEM_CERT_END, el);
+		if (e == NULL) {
+			snprintf(err, errlen, "certificate %zu: no \"%s\" line",
+			    pos, PEM_CERT_END);
+			return -1;
+		}
+		/* A BEGIN inside the block would let the parser skip text. */
+		if (memmem(p + bl, (size_t)(e - p) - bl, "-----BEGIN", 10) !=
+		    NULL) {
+			snprintf(err, errlen, "certificate %zu: a BEGIN line "
+			    "before its END line", pos);
+			return -1;
+		}
+		e += el;
+		if (*n >= max) {
+			snprintf(err, errlen, "more than %zu certificates",
+			    max);
+			return -1;
+		}
+		if (revkey_from_cert_bytes(&keys[*n], p, (size_t)(e - p), why,
+		    sizeof(why)) == -1) {
+			snprintf(err, errlen, "certificate %zu: %s", pos, why);
+			return -1;
+		}
+		(*n)++;
+		p = e;
+	}
+	if (*n == start) {
+		snprintf(err, errlen, "no certificate");
+		return -1;
+	}
+	return 0;
+}
+
+int
+check_chain_from_json(const cJSON *obj, struct revkey *keys, size_t *n,
+    char *err, size_t errlen)
+{
+	const cJSON *cert = NULL, *chain = NULL, *el, *m;
+	size_t total, len, i = 0;
+	char e[256];
+
+	*n = 0;
+	if (!cJSON_IsObject(obj)) {
+		snprintf(err, errlen, "a check must be a JSON object");
+		return -1;
+	}
+	for (m = obj->child; m != NULL; m = m->next) {
+		if (m->string == NULL)
+			continue;
+		if (cert == NULL && strcmp(m->string, "cert") == 0)
+			cert = m;
+		else if (chain == NULL && strcmp(m->string, "chain") == 0)
+			chain = m;
+		else if (strcmp(m->string, "id") == 0 ||
+		    strcmp(m->string, "token") == 0 ||
+		    strcmp(m->string, "scope") == 0) {
+			snprintf(err, errlen, "\"%s\" may not be given with "
+			    "\"cert\"", m->string);
+			return -1;
+		}
+	}
+	if (cert == NULL || !cJSON_IsString(cert)) {
+		snprintf(err, errlen, "\"cert\" must be a string holding a "
+		    "PEM certificate");
+		return -1;
+	}
+	if (chain != NULL && !cJSON_IsArray(chain)) {
+		snprintf(err, errlen, "\"chain\" must be an array of PEM "
+		    "certificates");
+		return -1;
+	}
+	total = strlen(cert->valuestring);
+	if (total > CHECK_CHAIN_MAX_BYTES) {
+		snprintf(err, errlen, "certificates over the limit of %d bytes",
+		    CHECK_CHAIN_MAX_BYTES);
+		return -1;
+	}
+	if (check_keys_from_pem(cert->valuestring, total, keys,
+	    CHECK_CHAIN_MAX_CERTS, n, e, sizeof(e)) == -1) {
+		snprintf(err, errlen, "bad certificate in \"cert\": %s", e);
+		return -1;
+	}
+	cJSON_ArrayForEach(el, chain) {
+		if (!cJSON_IsString(el)) {
+			snprintf(err, errlen, "chain[%zu] must be a string "
+			    "holding a PEM certificate", i);
+			return -1;
+		}
+		len = strlen(el->valuestring);
+		if (len > CHECK_CHAIN_MAX_BYTES - total) {
+			snprintf(err, errlen, "certificates over the limit of "
+			    "%d bytes", CHECK_CHAIN_MAX_BYTES);
+			return -1;
+		}
+		total += len;
+		if (check_keys_from_pem(el->valuestring, len, keys,
+		    CHECK_CHAIN_MAX_CERTS, n, e, sizeof(e)) == -1) {
+			snprintf(err, errlen, "bad certificate in chain[%zu]: "
+			    "%s (at most %d certificates in all)", i, e,
+			    CHECK_CHAIN_MAX_CERTS);
+			return -1;
+		}
+		i++;
+	}
+	return 0;
+}
+
+static int
+status_rank(enum check_status st)
+{
+	switch (st) {
+	case CHECK_REVOKED:
+		return 2;
+	case CHECK_NOT_COVERED:
+		return 1;
+	case CHECK_NOT_REVOKED:
+		return 0;
+	}
+	return 1;	/* never reached; not proven clean */
+}
+
+size_t
+check_worst(const struct check_result *r, size_t n)
+{
+	size_t i, w = 0;
+
+	assert(n > 0);
+	for (i = 1; i < n; i++)
+		if (status_rank(r[i].status) > status_rank(r[w].status))
+			w = i;
+	return w;
+}
+
+/* The members of one answer object, without its braces. */
+static void
+render_fields(struct sbuf *b, const struct snapshot *s,
     const struct revkey *k, const struct check_result *r)
 {
 	char idt[REVKEY_ID_TEXT_MAX];
 	char ts[UTIL_RFC3339_LEN];
 	size_t n;
 
-	sbuf_adds(b, "{\"status\":\"");
+	sbuf_adds(b, "\"status\":\"");
 	sbuf_adds(b, check_status_str(r->status));
 	sbuf_adds(b, "\",\"source\":\"");
 	sbuf_adds(b, check_source_str(r->source));
@@ -284,7 +483,41 @@ check_render(struct sbuf *b, const struct snapshot *s,
 			    sizeof(r->reason)));
 		}
 	}
+}
+
+void
+check_render(struct sbuf *b, const struct snapshot *s,
+    const struct revkey *k, const struct check_result *r)
+{
+	sbuf_adds(b, "{");
+	render_fields(b, s, k, r);
 	sbuf_adds(b, "}");
+}
+
+void
+check_render_chain(struct sbuf *b, const struct snapshot *s,
+    const struct revkey *keys, const struct check_result *r, const bool *ok,
+    size_t n, size_t worst)
+{
+	size_t i;
+
+	assert(worst < n && ok[worst]);
+	sbuf_adds(b, "{");
+	render_fields(b, s, &keys[worst], &r[worst]);
+	sbuf_adds(b, ",\"decided_by\":");
+	sbuf_add_u64(b, worst);
+	sbuf_adds(b, ",\"chain\":[");
+	for (i = 0; i < n; i++) {
+		if (i > 0)
+			sbuf_adds(b, ",");
+		if (ok[i])
+			check_render(b, s, &keys[i], &r[i]);
+		else
+			check_render_error(b, "authority_unavailable",
+			    "possibly revoked; the authority cannot be "
+			    "reached");
+	}
+	sbuf_adds(b, "]}");
 }
 
 void

@@ -21,6 +21,14 @@ enum check_status {
 	CHECK_NOT_COVERED,
 };
 
+/*
+ * Caps on a certificate chain (POST /v1/check {"cert", "chain"} and the
+ * authz client-certificate header): certificates in all, the leaf
+ * included, and bytes of their text added up.
+ */
+#define CHECK_CHAIN_MAX_CERTS	8
+#define CHECK_CHAIN_MAX_BYTES	(64 * 1024)
+
 enum check_source {
 	CHECK_SRC_FILTER = 0,
 	CHECK_SRC_AUTHORITATIVE,
@@ -102,6 +110,46 @@ cJSON *check_parse_body(const char *body, size_t len, const char **why);
  */
 int check_key_from_json(const cJSON *obj, struct revkey *k, char *err,
     size_t errlen);
+
+/*
+ * Derives the key of every certificate in text and appends them to
+ * keys[*n..max). text is one or more PEM "CERTIFICATE" blocks with only
+ * whitespace around and between them, or (without PEM armour) exactly one
+ * DER certificate. Every block must be a certificate: a block that does
+ * not parse, any other text, no certificate at all or more than max keys
+ * in all returns -1 with err saying which (1-based position in text) and
+ * why (safe to show: it never contains the input); *n is then undefined.
+ * Returns 0 with *n advanced.
+ */
+int check_keys_from_pem(const char *text, size_t len, struct revkey *keys,
+    size_t max, size_t *n, char *err, size_t errlen);
+
+/*
+ * Derives the keys of {"cert": PEM, "chain": [PEM, ...]} ("chain"
+ * optional): the certificates of "cert" first, then those of each chain
+ * element in order, at most CHECK_CHAIN_MAX_CERTS and CHECK_CHAIN_MAX_BYTES
+ * of text. "id", "token" and "scope" may not be present. Returns 0 with
+ * keys[0..*n) set, or -1 with err (safe to show).
+ */
+int check_chain_from_json(const cJSON *obj, struct revkey *keys, size_t *n,
+    char *err, size_t errlen);
+
+/*
+ * The verdict order over a chain: revoked, then not_covered, then
+ * not_revoked. Returns the index of the first of the n results (n > 0)
+ * with the worst status. This function can't fail.
+ */
+size_t check_worst(const struct check_result *r, size_t n);
+
+/*
+ * Appends the answer of a chain: the fields of the worst result (as
+ * check_render), "decided_by" (its index) and "chain", one answer object
+ * per certificate in order; ok[i] false renders certificate i as an
+ * authority_unavailable error. worst must be an index with ok[worst].
+ */
+void check_render_chain(struct sbuf *b, const struct snapshot *s,
+    const struct revkey *keys, const struct check_result *r, const bool *ok,
+    size_t n, size_t worst);
 
 /* Appends the answer object for one key (see docs/API.md). */
 void check_render(struct sbuf *b, const struct snapshot *s,

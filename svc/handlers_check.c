@@ -87,6 +87,57 @@ answer_one(const struct server_req *r, const struct revkey *k)
 	    2);
 }
 
+/*
+ * A certificate with its chain: every certificate checked, the worst
+ * verdict answers (check_worst). A revoked certificate is proven revoked
+ * whatever else happens; short of that, one the authority cannot settle
+ * makes the whole answer 503, never not_revoked.
+ */
+static enum MHD_Result
+answer_chain(const struct server_req *r, const struct revkey *keys,
+    size_t n)
+{
+	struct check_result res[CHECK_CHAIN_MAX_CERTS];
+	bool ok[CHECK_CHAIN_MAX_CERTS], unsettled = false;
+	struct server_hdr h[2];
+	struct snapshot *s;
+	enum stale_reason why;
+	enum check_gate g;
+	struct sbuf b;
+	char ver[24], *body;
+	size_t len, i, w;
+
+	g = check_begin(r->ctx->slot, &r->ctx->policy, util_now(), &s,
+	    &why);
+	if (g != CHECK_GATE_OK)
+		return gate_error(r, g, why);
+	for (i = 0; i < n; i++) {
+		ok[i] = check_key(s, &keys[i], &res[i]) == 0;
+		if (!ok[i]) {
+			res[i].status = CHECK_NOT_COVERED;
+			unsettled = true;
+		}
+	}
+	w = check_worst(res, n);
+	if (res[w].status != CHECK_REVOKED && unsettled) {
+		snapshot_release(s);
+		return authority_error(r);
+	}
+	sbuf_init(&b, 256 + n * 256, 0);
+	check_render_chain(&b, s, keys, res, ok, n, w);
+	sbuf_adds(&b, "\n");
+	snprintf(ver, sizeof(ver), "%llu", (unsigned long long)s->version);
+	snapshot_release(s);
+	if ((body = sbuf_take(&b, &len)) == NULL)
+		return MHD_NO;
+	h[0].name = "X-Revcheck-Status";
+	h[0].value = check_status_str(res[w].status);
+	h[1].name = "X-Revcheck-Filter-Version";
+	h[1].value = ver;
+	return server_reply(r, MHD_HTTP_OK, body, len, "application/json", h,
+	    2);
+}
+
 static enum MHD_Result
 check_get(const struct server_req *r)
 {
@@ -175,12 +226,14 @@ check_batch(const struct server_req *r, const cJSON *items)
 static enum MHD_Result
 check_post(const struct server_req *r)
 {
+	struct revkey keys[CHECK_CHAIN_MAX_CERTS];
 	const cJSON *items;
 	const char *why = NULL;
 	struct revkey k;
 	char e[300];
 	cJSON *root;
 	enum MHD_Result ret;
+	size_t n = 0;
 
 	if ((root = check_parse_body(r->body, r->body_len, &why)) == NULL)
 		return server_error(r, MHD_HTTP_BAD_REQUEST, "bad_request",
@@ -192,7 +245,21 @@ check_post(const struct server_req *r)
 			    "bad_request", "\"items\" must be an array", 0);
 		else
 			ret = check_batch(r, items);
-	} else if (check_key_from_json(root, &k, e, sizeof(e)) == -1)
+	} else if (cJSON_GetObjectItemCaseSensitive(root, "cert") != NULL) {
+		/* One certificate answers as before; a chain per certificate. */
+		if (check_chain_from_json(root, keys, &n, e, sizeof(e)) == -1)
+			ret = server_error(r, MHD_HTTP_BAD_REQUEST,
+			    "bad_request", e, 0);
+		else if (n == 1 && cJSON_GetObjectItemCaseSensitive(root,
+		    "chain") == NULL)
+			ret = answer_one(r, &keys[0]);
+		else
+			ret = answer_chain(r, keys, n);
+	} else if (cJSON_GetObjectItemCaseSensitive(root, "chain") != NULL)
+		ret = server_error(r, MHD_HTTP_BAD_REQUEST, "bad_request",
+		    "\"chain\" needs \"cert\", the certificate it leads to",
+		    0);
+	else if (check_key_from_json(root, &k, e, sizeof(e)) == -1)
 		ret = server_error(r, MHD_HTTP_BAD_REQUEST, "bad_request", e,
 		    0);
 	else
@@ -241,15 +308,18 @@ pct_decode(char *s, size_t *len)
 }
 
 /*
- * The key of a client certificate passed in a header: URL-encoded PEM
- * (nginx $ssl_client_escaped_cert), or bare base64 DER (Traefik).
+ * The keys of a client certificate and its chain passed in a header:
+ * URL-encoded PEM, one or more blocks (nginx $ssl_client_escaped_cert),
+ * or bare base64 DER, several separated by commas (Traefik). Appends to
+ * keys[*n..max); every certificate must parse, or -1 with err.
  */
 static int
-cert_header_key(struct revkey *k, const char *v, char *err, size_t errlen)
+cert_header_keys(struct revkey *keys, size_t max, size_t *n, const char *v,
+    char *err, size_t errlen)
 {
-	char *buf = NULL, *b64 = NULL;
+	char *buf = NULL, *b64 = NULL, e[200];
 	unsigned char *der = NULL;
-	size_t len = strlen(v), i, n = 0;
+	size_t len = strlen(v), i, nb, pos = 0;
 	int dl, rc = -1;
 
 	if (len == 0 || len > AUTHZ_CERT_MAX) {
@@ -264,32 +334,51 @@ cert_header_key(struct revkey *k, const char *v, char *err, size_t errlen)
 		    "certificate header");
 		goto out;
 	}
-	if (len >= 10 && memcmp(buf, "-----BEGIN", 10) == 0) {
-		rc = revkey_from_cert_bytes(k, buf, len, err, errlen);
+	if (memmem(buf, len, "-----BEGIN", 10) != NULL) {
+		rc = check_keys_from_pem(buf, len, keys, max, n, e, sizeof(e));
+		if (rc == -1)
+			snprintf(err, errlen, "certificate header: %s", e);
 		goto out;
 	}
-	/* Bare base64 of the DER: strip whitespace, decode. */
+	/* Bare base64 of each DER, comma-separated: strip spaces, decode. */
 	if ((b64 = malloc(len + 1)) == NULL || (der = malloc(len)) == NULL)
 		goto out;
-	for (i = 0; i < len; i++)
-		if (buf[i] != ' ' && buf[i] != '\t' && buf[i] != '\r' &&
-		    buf[i] != '\n')
-			b64[n++] = buf[i];
-	if (n == 0 || n % 4 != 0 || n > INT32_MAX) {
-		snprintf(err, errlen, "certificate header is neither PEM nor "
-		    "base64 DER");
-		goto out;
+	for (i = 0; i <= len; i++) {
+		if (i < len && buf[i] != ',') {
+			if (buf[i] != ' ' && buf[i] != '\t' &&
+			    buf[i] != '\r' && buf[i] != '\n')
+				b64[pos++] = buf[i];
+			continue;
+		}
+		nb = pos;
+		pos = 0;
+		if (nb == 0 || nb % 4 != 0 || nb > INT32_MAX) {
+			snprintf(err, errlen, "certificate header is neither "
+			    "PEM nor base64 DER");
+			goto out;
+		}
+		dl = EVP_DecodeBlock(der, (unsigned char *)b64, (int)nb);
+		if (dl < 0) {
+			snprintf(err, errlen, "certificate header: bad base64");
+			goto out;
+		}
+		if (b64[nb - 1] == '=')
+			dl--;
+		if (b64[nb - 2] == '=')
+			dl--;
+		if (*n >= max) {
+			snprintf(err, errlen, "certificate header: more than "
+			    "%zu certificates", max);
+			goto out;
+		}
+		if (revkey_from_cert_bytes(&keys[*n], der, (size_t)dl, e,
+		    sizeof(e)) == -1) {
+			snprintf(err, errlen, "certificate header: %s", e);
+			goto out;
+		}
+		(*n)++;
 	}
-	dl = EVP_DecodeBlock(der, (unsigned char *)b64, (int)n);
-	if (dl < 0) {
-		snprintf(err, errlen, "certificate header: bad base64");
-		goto out;
-	}
-	if (b64[n - 1] == '=')
-		dl--;
-	if (b64[n - 2] == '=')
-		dl--;
-	rc = revkey_from_cert_bytes(k, der, (size_t)dl, err, errlen);
+	rc = 0;
 out:
 	if (rc == -1 && buf == NULL)
 		snprintf(err, errlen, "out of memory");
@@ -341,7 +430,7 @@ enum MHD_Result
 handle_authz(const struct server_req *r)
 {
 	const struct config *c = r->ctx->cfg;
-	struct revkey keys[2];
+	struct revkey keys[1 + CHECK_CHAIN_MAX_CERTS];
 	struct check_result res;
 	struct snapshot *s;
 	enum stale_reason why;
@@ -368,10 +457,11 @@ handle_authz(const struct server_req *r)
 		nk++;
 	}
 	if (cert != NULL && cert[0] != '\0') {
-		if (cert_header_key(&keys[nk], cert, e, sizeof(e)) == -1)
+		/* A chain: every certificate is a credential of its own. */
+		if (cert_header_keys(keys, nk + CHECK_CHAIN_MAX_CERTS, &nk,
+		    cert, e, sizeof(e)) == -1)
 			return authz_reply(r, MHD_HTTP_UNAUTHORIZED,
 			    "bad_credential", NULL);
-		nk++;
 	}
 	if (nk == 0)
 		return authz_reply(r, MHD_HTTP_UNAUTHORIZED, "no_credential",

@@ -1,6 +1,11 @@
 /* test_check.c - the check logic: coverage, negatives, fall-through, fail closed, snapshots */
 #include <criterion/criterion.h>
 #include <pthread.h>
+#include <stdarg.h>
+
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 
 #include "../svc/check.h"
 #include "../svc/metrics.h"
@@ -398,4 +403,173 @@ Test(check, snapshots_swap_under_readers_and_free_exactly_once)
 	cr_assert_eq(snapshot_freed_count() - before, 39);
 	snapshot_slot_free(&sl);
 	cr_assert_eq(snapshot_freed_count() - before, 40);
+}
+
+/* A PEM certificate with this serial, issued (self-signed) by CN=cn. */
+static char *
+chain_cert(long serial, const char *cn)
+{
+	EVP_PKEY *k = EVP_EC_gen("P-256");
+	X509 *x = X509_new();
+	X509_NAME *nm = X509_NAME_new();
+	BIO *bio = BIO_new(BIO_s_mem());
+	char *pem, *data;
+	long n;
+
+	cr_assert(k != NULL && x != NULL && nm != NULL && bio != NULL);
+	cr_assert(X509_NAME_add_entry_by_txt(nm, "CN", MBSTRING_ASC,
+	    (const unsigned char *)cn, -1, -1, 0) == 1);
+	cr_assert(ASN1_INTEGER_set(X509_get_serialNumber(x), serial) == 1);
+	cr_assert(X509_set_issuer_name(x, nm) == 1);
+	cr_assert(X509_set_subject_name(x, nm) == 1);
+	cr_assert(X509_gmtime_adj(X509_getm_notBefore(x), 0) != NULL);
+	cr_assert(X509_gmtime_adj(X509_getm_notAfter(x), 3600) != NULL);
+	cr_assert(X509_set_pubkey(x, k) == 1);
+	cr_assert(X509_sign(x, k, EVP_sha256()) > 0);
+	cr_assert(PEM_write_bio_X509(bio, x) == 1);
+	n = BIO_get_mem_data(bio, &data);
+	cr_assert_not_null(pem = calloc(1, (size_t)n + 1));
+	memcpy(pem, data, (size_t)n);
+	BIO_free(bio);
+	X509_NAME_free(nm);
+	X509_free(x);
+	EVP_PKEY_free(k);
+	return pem;
+}
+
+/* pem_cat(a, b, ...): the texts one after the other, NULL-terminated. */
+static char *
+pem_cat(const char *first, ...)
+{
+	va_list ap;
+	const char *p;
+	size_t len = 0;
+	char *out;
+
+	va_start(ap, first);
+	for (p = first; p != NULL; p = va_arg(ap, const char *))
+		len += strlen(p);
+	va_end(ap);
+	cr_assert_not_null(out = calloc(1, len + 1));
+	va_start(ap, first);
+	for (p = first; p != NULL; p = va_arg(ap, const char *))
+		memcpy(out + strlen(out), p, strlen(p) + 1);
+	va_end(ap);
+	return out;
+}
+
+Test(check, pem_chain_every_block_is_a_certificate_or_all_is_refused)
+{
+	struct revkey keys[CHECK_CHAIN_MAX_CERTS];
+	char *a = chain_cert(0x21, "chain A"), *b = chain_cert(0x11, "chain B");
+	char *t, err[256];
+	size_t n;
+
+#define PEM(text, max, want) do {					\
+	n = 0;								\
+	cr_assert_eq(check_keys_from_pem(text, strlen(text), keys, max,	\
+	    &n, err, sizeof(err)), want, "%s", err);			\
+} while (0)
+	t = pem_cat("\n ", a, "\r\n", b, "\n\n", NULL);
+	PEM(t, 8, 0);
+	cr_assert_eq(n, 2, "both blocks read, surrounding whitespace allowed");
+	cr_assert(keys[0].id_len == 1 && keys[0].id[0] == 0x21);
+	cr_assert(keys[1].id_len == 1 && keys[1].id[0] == 0x11);
+	cr_assert_str_neq(keys[0].scope, keys[1].scope);
+	PEM(t, 1, -1);
+	cr_assert(strstr(err, "more than 1") != NULL, "%s", err);
+	free(t);
+	/* Text between, before or after the blocks is refused, not skipped. */
+	t = pem_cat(a, "junk\n", b, NULL);
+	PEM(t, 8, -1);
+	cr_assert(strstr(err, "certificate 2") != NULL, "%s", err);
+	free(t);
+	t = pem_cat("junk\n", a, NULL);
+	PEM(t, 8, -1);
+	free(t);
+	t = pem_cat(a, "x", NULL);
+	PEM(t, 8, -1);
+	free(t);
+	/* A BEGIN inside a block (the parser would skip to the second). */
+	t = pem_cat("-----BEGIN CERTIFICATE-----\nAAAA\n", a, NULL);
+	PEM(t, 8, -1);
+	cr_assert(strstr(err, "BEGIN line before its END") != NULL, "%s", err);
+	free(t);
+	/* A block cut short, a bad body, another PEM type, nothing. */
+	t = pem_cat(a, "-----BEGIN CERTIFICATE-----\nMIIB\n", NULL);
+	PEM(t, 8, -1);
+	free(t);
+	PEM("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
+	    8, -1);
+	PEM("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
+	    8, -1);
+	PEM(" \n\t", 8, -1);
+	n = 0;
+	cr_assert_eq(check_keys_from_pem("", 0, keys, 8, &n, err,
+	    sizeof(err)), -1);
+#undef PEM
+	free(a);
+	free(b);
+}
+
+Test(check, chain_json_caps_and_members)
+{
+	struct revkey keys[CHECK_CHAIN_MAX_CERTS];
+	char *a = chain_cert(0x22, "chain leaf"), *b = chain_cert(0x11, "chain int");
+	char err[300];
+	cJSON *o, *arr;
+	size_t n, i;
+
+	cr_assert_not_null(o = cJSON_CreateObject());
+	cJSON_AddStringToObject(o, "cert", a);
+	cr_assert_not_null(arr = cJSON_AddArrayToObject(o, "chain"));
+	for (i = 1; i < CHECK_CHAIN_MAX_CERTS; i++)
+		cJSON_AddItemToArray(arr, cJSON_CreateString(b));
+	cr_assert_eq(check_chain_from_json(o, keys, &n, err, sizeof(err)), 0,
+	    "%s", err);
+	cr_assert_eq(n, CHECK_CHAIN_MAX_CERTS);
+	cr_assert(keys[0].id[0] == 0x22 && keys[7].id[0] == 0x11);
+	cJSON_AddItemToArray(arr, cJSON_CreateString(b));
+	cr_assert_eq(check_chain_from_json(o, keys, &n, err, sizeof(err)), -1,
+	    "one certificate over the cap");
+	cr_assert(strstr(err, "more than 8") != NULL, "%s", err);
+	/* The same chain is no batch item: refused, never cut to the leaf. */
+	cr_assert_eq(check_key_from_json(o, &keys[0], err, sizeof(err)), -1);
+	cr_assert(strstr(err, "chain") != NULL, "%s", err);
+	cJSON_Delete(o);
+
+	/* Two blocks in a batch item's "cert" are refused too. */
+	{
+		char *two = pem_cat(a, b, NULL);
+
+		cr_assert_not_null(o = cJSON_CreateObject());
+		cJSON_AddStringToObject(o, "cert", two);
+		cr_assert_eq(check_key_from_json(o, &keys[0], err,
+		    sizeof(err)), -1);
+		cr_assert_eq(check_chain_from_json(o, keys, &n, err,
+		    sizeof(err)), 0, "%s", err);
+		cr_assert_eq(n, 2, "a single check reads both");
+		cJSON_Delete(o);
+		free(two);
+	}
+	free(a);
+	free(b);
+}
+
+Test(check, worst_verdict_over_a_chain)
+{
+	struct check_result r[4];
+
+	memset(r, 0, sizeof(r));
+	r[0].status = CHECK_NOT_REVOKED;
+	r[1].status = CHECK_NOT_REVOKED;
+	cr_assert_eq(check_worst(r, 2), 0, "all clean: the leaf");
+	r[1].status = CHECK_NOT_COVERED;
+	cr_assert_eq(check_worst(r, 2), 1, "not_covered beats not_revoked");
+	r[2].status = CHECK_REVOKED;
+	r[3].status = CHECK_NOT_COVERED;
+	cr_assert_eq(check_worst(r, 4), 2, "revoked beats not_covered");
+	r[0].status = CHECK_REVOKED;
+	cr_assert_eq(check_worst(r, 4), 0, "the first of the worst");
+	cr_assert_eq(check_worst(r, 1), 0);
 }
