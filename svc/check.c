@@ -513,9 +513,9 @@ check_render_chain(struct sbuf *b, const struct snapshot *s,
 		if (ok[i])
 			check_render(b, s, &keys[i], &r[i]);
 		else
-			check_render_error(b, "authority_unavailable",
-			    "possibly revoked; the authority cannot be "
-			    "reached");
+			check_render_error(b, check_fail_str(r[i].fail),
+			    "possibly revoked; the authority cannot settle "
+			    "it");
 	}
 	sbuf_adds(b, "]}");
 }

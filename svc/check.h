@@ -145,7 +145,7 @@ size_t check_worst(const struct check_result *r, size_t n);
  * Appends the answer of a chain: the fields of the worst result (as
  * check_render), "decided_by" (its index) and "chain", one answer object
  * per certificate in order; ok[i] false renders certificate i as an
- * authority_unavailable error. worst must be an index with ok[worst].
+ * error object named by r[i].fail (check_fail_str). worst must be an index with ok[worst].
  */
 void check_render_chain(struct sbuf *b, const struct snapshot *s,
     const struct revkey *keys, const struct check_result *r, const bool *ok,

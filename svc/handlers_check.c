@@ -98,7 +98,8 @@ answer_chain(const struct server_req *r, const struct revkey *keys,
     size_t n)
 {
 	struct check_result res[CHECK_CHAIN_MAX_CERTS];
-	bool ok[CHECK_CHAIN_MAX_CERTS], unsettled = false;
+	bool ok[CHECK_CHAIN_MAX_CERTS];
+	size_t unsettled = SIZE_MAX;	/* the first unsettled certificate */
 	struct server_hdr h[2];
 	struct snapshot *s;
 	enum stale_reason why;
@@ -115,13 +116,14 @@ answer_chain(const struct server_req *r, const struct revkey *keys,
 		ok[i] = check_key(s, &keys[i], &res[i]) == 0;
 		if (!ok[i]) {
 			res[i].status = CHECK_NOT_COVERED;
-			unsettled = true;
+			if (unsettled == SIZE_MAX)
+				unsettled = i;
 		}
 	}
 	w = check_worst(res, n);
-	if (res[w].status != CHECK_REVOKED && unsettled) {
+	if (res[w].status != CHECK_REVOKED && unsettled != SIZE_MAX) {
 		snapshot_release(s);
-		return authority_error(r);
+		return authority_error(r, res[unsettled].fail);
 	}
 	sbuf_init(&b, 256 + n * 256, 0);
 	check_render_chain(&b, s, keys, res, ok, n, w);
