@@ -51,51 +51,16 @@ authority_error(const struct server_req *r, enum check_fail f)
 	    retry_after(r));
 }
 
-/* One key: gate, check, 200 with the answer object. */
-static enum MHD_Result
-answer_one(const struct server_req *r, const struct revkey *k)
-{
-	struct server_hdr h[2];
-	struct check_result res;
-	struct snapshot *s;
-	enum stale_reason why;
-	enum check_gate g;
-	struct sbuf b;
-	char ver[24], *body;
-	size_t len;
-
-	g = check_begin(r->ctx->slot, &r->ctx->policy, util_now(), &s,
-	    &why);
-	if (g != CHECK_GATE_OK)
-		return gate_error(r, g, why);
-	if (check_key(s, k, &res) == -1) {
-		snapshot_release(s);
-		return authority_error(r, res.fail);
-	}
-	sbuf_init(&b, 256, 0);
-	check_render(&b, s, k, &res);
-	sbuf_adds(&b, "\n");
-	snprintf(ver, sizeof(ver), "%llu", (unsigned long long)s->version);
-	snapshot_release(s);
-	if ((body = sbuf_take(&b, &len)) == NULL)
-		return MHD_NO;
-	h[0].name = "X-Revcheck-Status";
-	h[0].value = check_status_str(res.status);
-	h[1].name = "X-Revcheck-Filter-Version";
-	h[1].value = ver;
-	return server_reply(r, MHD_HTTP_OK, body, len, "application/json", h,
-	    2);
-}
-
 /*
- * A certificate with its chain: every certificate checked, the worst
- * verdict answers (check_worst). A revoked certificate is proven revoked
- * whatever else happens; short of that, one the authority cannot settle
- * makes the whole answer 503, never not_revoked.
+ * Keys from one snapshot, 200 with the answer: one key's object, or (with
+ * chain) a certificate chain's, where every certificate is checked and
+ * the worst verdict answers (check_worst). A revoked certificate is
+ * proven revoked whatever else happens; short of that, one the authority
+ * cannot settle makes the whole answer 503, never not_revoked.
  */
 static enum MHD_Result
-answer_chain(const struct server_req *r, const struct revkey *keys,
-    size_t n)
+answer_keys(const struct server_req *r, const struct revkey *keys,
+    size_t n, bool chain)
 {
 	struct check_result res[CHECK_CHAIN_MAX_CERTS];
 	bool ok[CHECK_CHAIN_MAX_CERTS];
@@ -126,7 +91,10 @@ answer_chain(const struct server_req *r, const struct revkey *keys,
 		return authority_error(r, res[unsettled].fail);
 	}
 	sbuf_init(&b, 256 + n * 256, 0);
-	check_render_chain(&b, s, keys, res, ok, n, w);
+	if (chain)
+		check_render_chain(&b, s, keys, res, ok, n, w);
+	else
+		check_render(&b, s, &keys[0], &res[0]);
 	sbuf_adds(&b, "\n");
 	snprintf(ver, sizeof(ver), "%llu", (unsigned long long)s->version);
 	snapshot_release(s);
@@ -138,6 +106,13 @@ answer_chain(const struct server_req *r, const struct revkey *keys,
 	h[1].value = ver;
 	return server_reply(r, MHD_HTTP_OK, body, len, "application/json", h,
 	    2);
+}
+
+/* One key: gate, check, 200 with the answer object. */
+static enum MHD_Result
+answer_one(const struct server_req *r, const struct revkey *k)
+{
+	return answer_keys(r, k, 1, false);
 }
 
 static enum MHD_Result
@@ -256,7 +231,7 @@ check_post(const struct server_req *r)
 		    "chain") == NULL)
 			ret = answer_one(r, &keys[0]);
 		else
-			ret = answer_chain(r, keys, n);
+			ret = answer_keys(r, keys, n, true);
 	} else if (cJSON_GetObjectItemCaseSensitive(root, "chain") != NULL)
 		ret = server_error(r, MHD_HTTP_BAD_REQUEST, "bad_request",
 		    "\"chain\" needs \"cert\", the certificate it leads to",
