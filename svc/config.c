@@ -67,6 +67,8 @@ static const struct opt opts[] = {
 	{ "max_batch",		OPT_U64,  OFF(max_batch), 1, 1000000, NEED_ANY },
 	{ "max_body",		OPT_U64,  OFF(max_body), 64, UINT64_C(1) << 30,
 	    NEED_ANY },
+	{ "max_body_total",	OPT_U64,  OFF(max_body_total), 64,
+	    UINT64_C(1) << 36, NEED_ANY },
 	{ "conn_timeout",	OPT_UINT, OFF(conn_timeout), 1, 3600, NEED_ANY },
 	{ "max_conns",		OPT_UINT, OFF(max_conns), 1, 1000000, NEED_ANY },
 	{ "max_conns_per_ip",	OPT_UINT, OFF(max_conns_per_ip), 1, 1000000,
@@ -112,6 +114,7 @@ config_init(struct config *c)
 	c->clock_skew = 300;
 	c->max_batch = 10000;
 	c->max_body = 4u * 1024 * 1024;
+	c->max_body_total = UINT64_C(64) * 1024 * 1024;
 	c->conn_timeout = 30;
 	c->max_conns = 4096;
 	c->max_conns_per_ip = 256;
@@ -818,6 +821,12 @@ config_validate(const struct config *c, char *err, size_t errlen)
 		    (long long)c->sync_timeout);
 		return -1;
 	}
+	if (c->max_body_total < c->max_body) {
+		snprintf(err, errlen, "max_body_total: smaller than max_body "
+		    "(%llu), so no body of the largest size could be read",
+		    (unsigned long long)c->max_body);
+		return -1;
+	}
 	if (c->max_conns_per_ip > c->max_conns) {
 		snprintf(err, errlen, "max_conns_per_ip: larger than "
 		    "max_conns (%u)", c->max_conns);
@@ -856,7 +865,9 @@ config_usage(FILE *fp)
 "  --clock-skew D           allowed issued_at in the future (300)\n"
 "  --max-batch N            items per batch request (10000)\n"
 "  --max-body BYTES         request body cap (4194304)\n"
-"  --conn-timeout S         idle connection timeout (30)\n"
+"  --max-body-total BYTES   bodies buffered at once, all requests (67108864)\n"
+"  --conn-timeout S         deadline for a request's headers and body, and\n"
+"                           idle keep-alive timeout (30)\n"
 "  --max-conns N            connection limit (4096)\n"
 "  --max-conns-per-ip N     per-IP connection limit (256)\n"
 "  --threads N              HTTP worker threads (0: one per CPU)\n"

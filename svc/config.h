@@ -44,6 +44,7 @@ struct config {
 	int64_t		 clock_skew;	/* seconds allowed for issued_at */
 	uint64_t	 max_batch;	/* items per batch */
 	uint64_t	 max_body;	/* bytes per request body */
+	uint64_t	 max_body_total; /* bytes of bodies buffered at once */
 	unsigned	 conn_timeout;	/* seconds of idle before a drop */
 	unsigned	 max_conns;
 	unsigned	 max_conns_per_ip;

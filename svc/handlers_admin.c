@@ -314,8 +314,11 @@ handle_metrics(const struct server_req *r)
 	counter(&b, "bad_items", "Batch items answered with an error.",
 	    metrics_get(MET_BAD_ITEMS));
 	counter(&b, "slow_dropped", "Connections dropped for not completing "
-	    "request headers within conn_timeout.",
+	    "a request (headers and body) within conn_timeout.",
 	    metrics_get(MET_SLOW_DROPPED));
+	counter(&b, "body_memory_refused", "Requests refused (503) or cut "
+	    "off because the bodies buffered at once reached max_body_total.",
+	    metrics_get(MET_BODY_REFUSED));
 	if (ctx->loader != NULL)
 		loader_stats(ctx->loader, NULL, &acc, &rej);
 	sbuf_adds(&b, "# HELP revcheckd_reloads_total Filter loads by "

@@ -417,6 +417,11 @@ handle_authz(const struct server_req *r)
 	size_t nk = 0, i, tl;
 	bool revoked = false, uncovered = false;
 
+	/* Which copy counts would be ambiguous (server.c refuses a
+	 * repeated Authorization header the same way). */
+	if (server_header_count(r->conn, c->authz_cert_header) > 1)
+		return server_error(r, MHD_HTTP_BAD_REQUEST, "bad_request",
+		    "repeated client certificate header", 0);
 	auth = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
 	    MHD_HTTP_HEADER_AUTHORIZATION);
 	cert = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,

@@ -69,6 +69,7 @@ metrics_name(enum metric m)
 		"confirmed_revoked", "false_positive", "not_covered",
 		"refused_stale", "refused_no_filter",
 		"authority_unavailable", "authority_behind", "bad_items", "slow_dropped",
+		"body_memory_refused",
 		"reloads_accepted",
 		"reloads_rejected",
 	};

@@ -18,7 +18,8 @@ enum metric {
 	MET_AUTHORITY_UNAVAILABLE, /* positives with no authority answer */
 	MET_AUTHORITY_BEHIND,	/* answered from an older filter: refused */
 	MET_BAD_ITEMS,		/* batch items answered with an error */
-	MET_SLOW_DROPPED,	/* connections dropped for trickling headers */
+	MET_SLOW_DROPPED,	/* connections dropped past their request deadline */
+	MET_BODY_REFUSED,	/* requests refused: body memory cap reached */
 	MET_RELOAD_ACCEPTED,
 	MET_RELOAD_REJECTED,
 	MET_COUNT_

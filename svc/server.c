@@ -59,7 +59,7 @@ struct reqstate {
 	const struct route *rt;
 	char		*body;
 	size_t		 len;
-	size_t		 cap;
+	size_t		 cap;		/* reserved from body_bytes too */
 	uint64_t	 seen;
 	bool		 keep;		/* accumulate (else discard) */
 	bool		 replied;	/* a reply was queued */
@@ -73,10 +73,11 @@ struct server {
 
 /*
  * libmicrohttpd's connection timeout is an idle timeout: a client that
- * trickles one header byte a second is never idle and never dropped.
- * Every connection is therefore tracked with a deadline for its next
- * request's headers (conn_timeout after it opened or after its last
- * request ended); server_sweep() shuts down those past it. The list
+ * trickles one byte a second is never idle and never dropped. Every
+ * connection is therefore tracked with one deadline for its next
+ * request, headers and body (conn_timeout after it opened or after its
+ * last request ended; cleared when the handler runs); server_sweep()
+ * shuts down those past it. The list
  * lock also orders the sweep against the close notification, which
  * libmicrohttpd sends before it closes the socket, so a swept fd is
  * never one already reused by another connection.
@@ -137,6 +138,60 @@ on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 	return NULL;
 }
 static _Atomic unsigned long inflight;
+
+/*
+ * Bytes of request bodies buffered right now, across all connections,
+ * and the cap (max_body_total): without it, thousands of connections
+ * that never finish their bodies pin max_body each.
+ */
+static _Atomic uint64_t body_bytes;
+static uint64_t body_cap;
+
+/* Takes n bytes from the body budget. False (nothing taken) past the cap. */
+static bool
+body_reserve(size_t n)
+{
+	uint64_t cur = atomic_load(&body_bytes);
+
+	do {
+		if (n > body_cap || cur > body_cap - n)
+			return false;
+	} while (!atomic_compare_exchange_weak(&body_bytes, &cur, cur + n));
+	return true;
+}
+
+static void
+body_release(size_t n)
+{
+	atomic_fetch_sub(&body_bytes, n);
+}
+
+struct hdr_count {
+	const char	*name;
+	unsigned	 n;
+};
+
+static enum MHD_Result
+count_header(void *cls, enum MHD_ValueKind kind, const char *key,
+    const char *value)
+{
+	struct hdr_count *hc = cls;
+
+	(void)kind;
+	(void)value;
+	if (key != NULL && strcasecmp(key, hc->name) == 0)
+		hc->n++;
+	return MHD_YES;
+}
+
+unsigned
+server_header_count(struct MHD_Connection *conn, const char *name)
+{
+	struct hdr_count hc = { name, 0 };
+
+	MHD_get_connection_values(conn, MHD_HEADER_KIND, count_header, &hc);
+	return hc.n;
+}
 
 unsigned long
 server_inflight(void)
@@ -213,7 +268,8 @@ server_sweep(struct server *s)
 	if (n > 0) {
 		metrics_add(MET_SLOW_DROPPED, n);
 		log_info("dropped %u connection%s that did not complete a "
-		    "request within %u s", n, n == 1 ? "" : "s",
+		    "request (headers and body) within %u s", n,
+		    n == 1 ? "" : "s",
 		    s->ctx->cfg->conn_timeout);
 	}
 	return n;
@@ -297,7 +353,7 @@ server_queue(const struct server_req *r, unsigned status,
 	if (!cache)
 		MHD_add_response_header(resp, "Cache-Control", "no-store");
 	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
-	if (r->ctx != NULL && atomic_load(&r->ctx->draining))
+	if (r->close || (r->ctx != NULL && atomic_load(&r->ctx->draining)))
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION,
 		    "close");
 	ret = MHD_queue_response(r->conn, status, resp);
@@ -378,9 +434,11 @@ on_access(void *cls, struct MHD_Connection *conn, const char *url,
 	r.ep = EP_OTHER;
 
 	if (st == NULL || st == (void *)&bad_uri) {
-		/* First call: the headers are in, the body (if any) is not. */
+		/*
+		 * First call: the headers are in, the body (if any) is not.
+		 * The request's deadline keeps running until its handler does.
+		 */
 		atomic_fetch_add(&inflight, 1);
-		track_deadline(conn, 0);
 		*con_cls = &no_state;
 		if (st == (void *)&bad_uri)
 			return server_error(&r, MHD_HTTP_BAD_REQUEST,
@@ -399,6 +457,29 @@ on_access(void *cls, struct MHD_Connection *conn, const char *url,
 		    MHD_HTTP_HEADER_CONTENT_LENGTH);
 		te = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 		    MHD_HTTP_HEADER_TRANSFER_ENCODING);
+		/*
+		 * Both framings at once is the request-smuggling shape
+		 * (RFC 9112 6.1: a server may reject it; a proxy in front
+		 * may have framed the body the other way): refused, and the
+		 * connection closed, since where this body ends is unknown.
+		 */
+		if (cl != NULL && te != NULL) {
+			r.close = true;
+			return server_error(&r, MHD_HTTP_BAD_REQUEST,
+			    "bad_request", "both Content-Length and "
+			    "Transfer-Encoding", 0);
+		}
+		/*
+		 * A second Authorization header could carry a revoked token
+		 * behind a clean first one: which one counts is ambiguous,
+		 * so neither does.
+		 */
+		if (server_header_count(conn,
+		    MHD_HTTP_HEADER_AUTHORIZATION) > 1) {
+			r.close = true;
+			return server_error(&r, MHD_HTTP_BAD_REQUEST,
+			    "bad_request", "repeated Authorization header", 0);
+		}
 		if ((rt->body_methods & mb) != 0 &&
 		    !is_json_type(MHD_lookup_connection_value(conn,
 		    MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE)))
@@ -435,8 +516,19 @@ on_access(void *cls, struct MHD_Connection *conn, const char *url,
 		st->keep = (rt->body_methods & mb) != 0;
 		if (st->keep) {
 			/* Grow with the data, not with what is announced. */
-			st->cap = clen > 0 && clen < BODY_START ?
+			ncap = clen > 0 && clen < BODY_START ?
 			    (size_t)clen + 1 : BODY_START;
+			if (!body_reserve(ncap)) {
+				metrics_inc(MET_BODY_REFUSED);
+				st->keep = false;
+				st->replied = true;
+				r.close = true;
+				return server_error(&r,
+				    MHD_HTTP_SERVICE_UNAVAILABLE, "overloaded",
+				    "too many request bodies are being read "
+				    "at once", 1);
+			}
+			st->cap = ncap;
 			if ((st->body = malloc(st->cap)) == NULL)
 				return MHD_NO;
 		}
@@ -454,6 +546,7 @@ on_access(void *cls, struct MHD_Connection *conn, const char *url,
 		}
 		*con_cls = &no_state;
 		r.ep = rt->ep;
+		track_deadline(conn, 0);	/* the request is in */
 		return rt->fn(&r);
 	}
 	r.ep = st->rt->ep;
@@ -472,7 +565,9 @@ on_access(void *cls, struct MHD_Connection *conn, const char *url,
 			 */
 			st->too_large = true;
 			free(st->body);
+			body_release(st->cap);
 			st->body = NULL;
+			st->cap = 0;
 			st->keep = false;
 			if (st->seen > max + DRAIN_MAX) {
 				*upsize = 0;
@@ -486,8 +581,22 @@ on_access(void *cls, struct MHD_Connection *conn, const char *url,
 					ncap *= 2;
 				if (ncap > max + 1)
 					ncap = (size_t)max + 1;
-				if ((nb = realloc(st->body, ncap)) == NULL)
+				/*
+				 * No reply can be queued in the middle of a
+				 * body: past the budget, hang up.
+				 */
+				if (!body_reserve(ncap - st->cap)) {
+					metrics_inc(MET_BODY_REFUSED);
+					log_warn("closing a connection: request "
+					    "bodies buffered at once reached "
+					    "max_body_total");
+					*upsize = 0;
 					return MHD_NO;
+				}
+				if ((nb = realloc(st->body, ncap)) == NULL) {
+					body_release(ncap - st->cap);
+					return MHD_NO;
+				}
 				st->body = nb;
 				st->cap = ncap;
 			}
@@ -501,6 +610,7 @@ on_access(void *cls, struct MHD_Connection *conn, const char *url,
 	if (st->replied)
 		return MHD_YES;
 	st->replied = true;
+	track_deadline(conn, 0);	/* the whole body is in */
 	if (st->too_large)
 		return server_error(&r, MHD_HTTP_CONTENT_TOO_LARGE,
 		    "payload_too_large", "request body over the configured "
@@ -532,6 +642,7 @@ on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	track_deadline(conn, util_monotime() + ctx->cfg->conn_timeout);
 	if (st != (void *)&no_state && !is_route(st)) {
 		free(st->body);
+		body_release(st->cap);
 		free(st);
 	}
 	*con_cls = NULL;
@@ -573,6 +684,7 @@ server_start(struct server_ctx *ctx, char *err, size_t errlen)
 		return NULL;
 	}
 	s->ctx = ctx;
+	body_cap = c->max_body_total;
 	threads = c->threads;
 	if (threads == 0) {
 		ncpu = sysconf(_SC_NPROCESSORS_ONLN);

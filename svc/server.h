@@ -44,6 +44,7 @@ struct server_req {
 	const char		*body;
 	size_t			 body_len;
 	enum metric_endpoint	 ep;
+	bool			 close;		/* reply with Connection: close */
 };
 
 struct server_hdr {
@@ -85,15 +86,19 @@ int server_add_connection(struct server *s, int fd);
 int server_probe(const struct server *s, unsigned timeout_ms);
 
 /*
- * Shuts down connections that have not completed a request's headers
- * within conn_timeout of opening or of their previous request (slow
- * header trickling defeats libmicrohttpd's idle timeout). Called from
- * the main loop about once a second. Returns how many were dropped.
+ * Shuts down connections that have not completed a request, headers and
+ * body, within conn_timeout of opening or of their previous request
+ * (trickling defeats libmicrohttpd's idle timeout). The deadline stops
+ * once the whole request is in and its handler runs. Called from the
+ * main loop about once a second. Returns how many were dropped.
  */
 unsigned server_sweep(struct server *s);
 
 /* Requests being handled right now (drain, tests). */
 unsigned long server_inflight(void);
+
+/* How many times the request carries header name (case-insensitive). */
+unsigned server_header_count(struct MHD_Connection *conn, const char *name);
 
 /*
  * Queues a reply and counts it. body is malloc'ed and taken over (freed

@@ -506,6 +506,25 @@ Test(config, plain_http_upstream_needs_the_insecure_option)
 	config_free(&c);
 }
 
+/* The body memory cap must leave room for one body of the largest size. */
+Test(config, max_body_total_holds_one_max_body)
+{
+	struct config c;
+	char err[256];
+
+	config_init(&c);
+	cr_assert_eq(c.max_body_total, UINT64_C(64) * 1024 * 1024);
+	cr_assert_eq(load(&c, "{\"filter_dir\": \"/f\", \"trusted_key\": "
+	    "\"/k.pub\", \"max_body\": 65536, \"max_body_total\": 65535}",
+	    err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(config_validate(&c, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "max_body_total") != NULL, "%s", err);
+	cr_assert_eq(load(&c, "{\"max_body_total\": 65536}", err,
+	    sizeof(err)), 0, "%s", err);
+	cr_assert_eq(config_validate(&c, err, sizeof(err)), 0, "%s", err);
+	config_free(&c);
+}
+
 Test(config, edge_keys_refused_on_an_origin)
 {
 	static const char *const keys[] = { "upstream_timeout",
