@@ -35,30 +35,7 @@ PY() { python3 - "$B_PORT" "$@"; }
 # ---------------------------------------------------------------- a trickled body
 # Headers at once, then the body one byte a second: dropped by the
 # request's deadline (2 s, swept about once a second), well before 8 s.
-out=$(PY <<'EOF'
-import socket, sys, time
-port = int(sys.argv[1])
-s = socket.create_connection(("127.0.0.1", port))
-body = b'{"id": "tok-1", "pad": "' + b"x" * 40 + b'"}'
-s.sendall(b"POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-          b"Content-Length: %d\r\n\r\n" % len(body))
-t0 = time.monotonic()
-for i in range(len(body)):
-    if time.monotonic() - t0 > 8:
-        print("alive")
-        sys.exit(0)
-    try:
-        s.sendall(body[i:i + 1])
-        s.settimeout(1.0)
-        if s.recv(1) == b"":
-            break
-    except socket.timeout:
-        continue
-    except OSError:
-        break
-print("%.1f" % (time.monotonic() - t0))
-EOF
-)
+out=$(python3 "$D/rawhttp.py" trickle-body "$B_PORT" 1 8)
 if [ "$out" != alive ] && awk -v t="$out" 'BEGIN { exit !(t < 6) }'; then
 	rc_ok "a trickled body is cut off after ${out} s (conn_timeout 2)"
 else

@@ -15,6 +15,9 @@
 #   trickle PORT INTERVAL SECONDS [BIND]
 #                                  sends a request one byte per INTERVAL;
 #                                  prints seconds until dropped, or "alive"
+#   trickle-body PORT INTERVAL SECONDS [BIND]
+#                                  the same with a POST whose headers are
+#                                  sent at once and whose body trickles
 #   perip PORT LIMIT OTHER_ADDR    holds LIMIT connections from 127.0.0.1,
 #                                  tries one more, and one from OTHER_ADDR;
 #                                  prints a JSON verdict
@@ -243,10 +246,15 @@ def cmd_idle(port, seconds, partial, bind=None):
     print("alive" if t is None else "%.2f" % t)
 
 
-def cmd_trickle(port, interval, seconds, bind=None):
+def cmd_trickle(port, interval, seconds, bind=None, body=False):
     req = b"GET /healthz HTTP/1.1\r\nHost: x\r\n" + \
         b"".join(b"X-Slow-%d: %s\r\n" % (i, b"y" * 20) for i in range(200))
     s = connect(port, bind)
+    if body:    # the headers at once, then the body byte by byte
+        req = b'{"id": "tok-1", "pad": "' + b"x" * 200 + b'"}'
+        s.sendall(b"POST /v1/check HTTP/1.1\r\nHost: x\r\n"
+                  b"Content-Type: application/json\r\n"
+                  b"Content-Length: %d\r\n\r\n" % len(req))
     start = time.monotonic()
     i = 0
     dropped = None
@@ -524,8 +532,9 @@ def main(argv):
     if cmd == "idle":
         cmd_idle(port, float(a[0]), a[1], a[2] if len(a) > 2 else None)
         return 0
-    if cmd == "trickle":
-        cmd_trickle(port, float(a[0]), float(a[1]), a[2] if len(a) > 2 else None)
+    if cmd in ("trickle", "trickle-body"):
+        cmd_trickle(port, float(a[0]), float(a[1]), a[2] if len(a) > 2 else None,
+                    cmd == "trickle-body")
         return 0
     if cmd == "serve":
         cmd_serve(port, a[0])
