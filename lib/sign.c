@@ -249,9 +249,21 @@ sign_load(const char *path, bool private, char *err, size_t errlen)
 		goto out;
 	key = sign_parse_pem(buf, len, private);
 	if (key == NULL && !private) {
-		/* A private key file also carries the public key. */
+		/*
+		 * A private key where a public one belongs is refused, not
+		 * used for its public half: it means the secret was copied
+		 * to a machine that only verifies.
+		 */
 		ERR_clear_error();
 		key = sign_parse_pem(buf, len, true);
+		if (key != NULL) {
+			EVP_PKEY_free(key);
+			key = NULL;
+			sign_errf(err, errlen, path, "is a private key; give "
+			    "the public key (filterbuild keygen --pub)");
+			goto out;
+		}
+		ERR_clear_error();
 	}
 	if (key == NULL) {
 		sign_errf(err, errlen, path, private ? "not a PEM private key" :

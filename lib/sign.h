@@ -29,7 +29,11 @@ EVP_PKEY *sign_keygen(void);
 int sign_save(EVP_PKEY *key, const char *path, const char *pubpath,
     bool force, char *err, size_t errlen);
 
-/* Loads an Ed25519 private or public key from a PEM file; NULL with err. */
+/*
+ * Loads an Ed25519 private or public key from a PEM file; NULL with err.
+ * sign_load_public() (and so sign_ring_add()) refuses a private key file,
+ * which must never sit where only verification happens.
+ */
 EVP_PKEY *sign_load_private(const char *path, char *err, size_t errlen);
 EVP_PKEY *sign_load_public(const char *path, char *err, size_t errlen);
 

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,10 +83,10 @@ static const struct opt opts[] = {
 	{ "log_level",		OPT_LEVEL, 0, 0, 0, NEED_ANY },
 	{ "upstream_filter",	OPT_STR,  OFF(upstream_filter), 0, 0, NEED_ANY },
 	{ "upstream_check",	OPT_STR,  OFF(upstream_check), 0, 0, NEED_ANY },
-	{ "sync_interval",	OPT_DUR,  OFF(sync_interval), 1, 0, NEED_ANY },
+	{ "sync_interval",	OPT_DUR,  OFF(sync_interval), 1, 0, NEED_EDGE },
 	{ "max_download",	OPT_U64,  OFF(max_download), 1024, FFILE_MAX_SIZE,
-	    NEED_ANY },
-	{ "max_lag",		OPT_DUR,  OFF(max_lag), 0, 0, NEED_ANY },
+	    NEED_EDGE },
+	{ "max_lag",		OPT_DUR,  OFF(max_lag), 0, 0, NEED_EDGE },
 	{ "sync_timeout",	OPT_DUR,  OFF(sync_timeout), 1, 3600,
 	    NEED_EDGE },
 	{ "sync_connect_timeout", OPT_DUR, OFF(sync_connect_timeout), 1, 3600,
@@ -353,6 +354,168 @@ line_col(const char *s, size_t off, unsigned *line, unsigned *col)
 	}
 }
 
+/*
+ * Finds the first JSON syntax error and what should have been there:
+ * cJSON reports only roughly where it gave up, so after it fails this
+ * small recursive scan walks the same text and stops at the first byte
+ * that breaks the grammar. It never builds anything.
+ */
+struct jscan {
+	const char	*s;
+	size_t		 len;
+	size_t		 pos;
+	const char	*want;	/* set at the first error */
+};
+
+#define JSCAN_MAX_DEPTH	64
+
+static void
+jscan_ws(struct jscan *j)
+{
+	while (j->pos < j->len && (j->s[j->pos] == ' ' ||
+	    j->s[j->pos] == '\t' || j->s[j->pos] == '\r' ||
+	    j->s[j->pos] == '\n'))
+		j->pos++;
+}
+
+static bool
+jscan_fail(struct jscan *j, const char *want)
+{
+	j->want = want;
+	return false;
+}
+
+static bool
+jscan_string(struct jscan *j)
+{
+	j->pos++;	/* the opening quote */
+	while (j->pos < j->len && j->s[j->pos] != '"') {
+		if (j->s[j->pos] == '\\')
+			j->pos++;
+		j->pos++;
+	}
+	if (j->pos >= j->len)
+		return jscan_fail(j, "a closing '\"': the file ends inside "
+		    "a string");
+	j->pos++;
+	return true;
+}
+
+static bool jscan_value(struct jscan *j, unsigned depth);
+
+static bool
+jscan_members(struct jscan *j, unsigned depth, char close)
+{
+	bool comma = false;
+
+	j->pos++;	/* the opening bracket */
+	for (;;) {
+		jscan_ws(j);
+		if (j->pos >= j->len)
+			return jscan_fail(j, close == '}' ? "'}': the file "
+			    "ends inside an object" : "']': the file ends "
+			    "inside an array");
+		if (j->s[j->pos] == close) {
+			if (comma)
+				return jscan_fail(j, "another member after "
+				    "',': JSON allows no trailing comma");
+			j->pos++;
+			return true;
+		}
+		if (close == '}') {
+			if (j->s[j->pos] == '\'')
+				return jscan_fail(j, "a key in double quotes, "
+				    "not single quotes");
+			if (j->s[j->pos] != '"')
+				return jscan_fail(j, "a key: a string in "
+				    "double quotes");
+			if (!jscan_string(j))
+				return false;
+			jscan_ws(j);
+			if (j->pos >= j->len || j->s[j->pos] != ':')
+				return jscan_fail(j, "':' between a key and "
+				    "its value");
+			j->pos++;
+		}
+		if (!jscan_value(j, depth + 1))
+			return false;
+		jscan_ws(j);
+		if (j->pos >= j->len)
+			continue;	/* the end-of-file message above */
+		if (j->s[j->pos] == ',') {
+			j->pos++;
+			comma = true;
+			continue;
+		}
+		if (j->s[j->pos] == close) {
+			j->pos++;
+			return true;
+		}
+		if (j->s[j->pos] == '"')
+			return jscan_fail(j, "',' between members");
+		return jscan_fail(j, close == '}' ? "',' or '}' after a "
+		    "member" : "',' or ']' after an element");
+	}
+}
+
+static bool
+jscan_value(struct jscan *j, unsigned depth)
+{
+	static const char *const lits[] = { "true", "false", "null" };
+	size_t i, n;
+	char ch;
+
+	jscan_ws(j);
+	if (depth > JSCAN_MAX_DEPTH)
+		return jscan_fail(j, "less nesting");
+	if (j->pos >= j->len)
+		return jscan_fail(j, "a value: the file ends first");
+	ch = j->s[j->pos];
+	if (ch == '{')
+		return jscan_members(j, depth, '}');
+	if (ch == '[')
+		return jscan_members(j, depth, ']');
+	if (ch == '"')
+		return jscan_string(j);
+	if (ch == '\'')
+		return jscan_fail(j, "a string in double quotes, not single "
+		    "quotes");
+	if (ch == '-' || (ch >= '0' && ch <= '9')) {
+		while (j->pos < j->len && (j->s[j->pos] == '-' ||
+		    j->s[j->pos] == '+' || j->s[j->pos] == '.' ||
+		    j->s[j->pos] == 'e' || j->s[j->pos] == 'E' ||
+		    (j->s[j->pos] >= '0' && j->s[j->pos] <= '9')))
+			j->pos++;
+		return true;
+	}
+	for (i = 0; i < sizeof(lits) / sizeof(lits[0]); i++) {
+		n = strlen(lits[i]);
+		if (j->len - j->pos >= n &&
+		    memcmp(j->s + j->pos, lits[i], n) == 0) {
+			j->pos += n;
+			return true;
+		}
+	}
+	return jscan_fail(j, "a value: a string in double quotes, a number, "
+	    "true, false, null, an array or an object");
+}
+
+/*
+ * Where the first syntax error is and what was expected there; false when
+ * the scan finds none (cJSON's position is used then).
+ */
+static bool
+syntax_error_at(const char *s, size_t len, size_t *off, const char **want)
+{
+	struct jscan j = { s, len, 0, NULL };
+
+	if (jscan_value(&j, 0))
+		return false;
+	*off = j.pos;
+	*want = j.want;
+	return true;
+}
+
 static const struct opt *
 find_opt(const char *key)
 {
@@ -433,7 +596,7 @@ config_load_buf(struct config *c, const char *buf, size_t len,
     const char *origin, char *err, size_t errlen)
 {
 	char *copy;
-	const char *end = NULL;
+	const char *end = NULL, *want;
 	cJSON *root = NULL;
 	const cJSON *it;
 	const struct opt *o;
@@ -462,12 +625,15 @@ config_load_buf(struct config *c, const char *buf, size_t len,
 	}
 	root = cJSON_ParseWithLengthOpts(copy, len, &end, false);
 	if (root == NULL) {
-		end = cJSON_GetErrorPtr();
-		off = (end != NULL && end >= copy && end <= copy + len) ?
-		    (size_t)(end - copy) : 0;
+		if (!syntax_error_at(copy, len, &off, &want)) {
+			end = cJSON_GetErrorPtr();
+			off = (end != NULL && end >= copy &&
+			    end <= copy + len) ? (size_t)(end - copy) : 0;
+			want = "valid JSON";
+		}
 		line_col(copy, off, &line, &col);
 		snprintf(err, errlen, "%s: line %u, column %u: JSON syntax "
-		    "error", origin, line, col);
+		    "error: expected %s", origin, line, col, want);
 		goto out;
 	}
 	for (off = (size_t)(end - copy); off < len; off++) {
@@ -630,6 +796,7 @@ config_from_args(struct config *c, int argc, char **argv, char *err,
 			else
 				snprintf(err, errlen, "unknown or incomplete "
 				    "option \"%.64s\"", argv[optind - 1]);
+			c->usage_error = true;
 			return -1;
 		default:
 			break;
@@ -638,6 +805,7 @@ config_from_args(struct config *c, int argc, char **argv, char *err,
 	if (optind < argc) {
 		snprintf(err, errlen, "unexpected argument \"%.64s\"",
 		    argv[optind]);
+		c->usage_error = true;
 		return -1;
 	}
 	if (c->action == CONFIG_HELP || c->action == CONFIG_VERSION)
@@ -664,10 +832,47 @@ config_from_args(struct config *c, int argc, char **argv, char *err,
 		if (set_opt(c, o, optarg, e, sizeof(e)) == -1) {
 			snprintf(err, errlen, "--%s: %s", names[ch - F_BASE],
 			    e);
+			c->usage_error = true;
 			return -1;
 		}
 	}
 	return fill_defaults(c, err, errlen);
+}
+
+/*
+ * A host name resolves through getaddrinfo(); the first IPv4 address wins
+ * (so "localhost" is 127.0.0.1 whatever the resolver's order), else the
+ * first IPv6 one.
+ */
+static int
+resolve_host(const char *host, struct sockaddr_storage *ss, unsigned *socklen)
+{
+	struct addrinfo hints, *res = NULL, *ai, *pick = NULL;
+
+	/* "300.1.1.1" is a bad address, not a name to look up. */
+	if (strspn(host, "0123456789.") == strlen(host))
+		return -1;
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	if (getaddrinfo(host, NULL, &hints, &res) != 0)
+		return -1;
+	for (ai = res; ai != NULL; ai = ai->ai_next) {
+		if (ai->ai_family == AF_INET) {
+			pick = ai;
+			break;
+		}
+		if (ai->ai_family == AF_INET6 && pick == NULL)
+			pick = ai;
+	}
+	if (pick == NULL || pick->ai_addrlen > sizeof(*ss)) {
+		freeaddrinfo(res);
+		return -1;
+	}
+	memcpy(ss, pick->ai_addr, pick->ai_addrlen);
+	*socklen = (unsigned)pick->ai_addrlen;
+	freeaddrinfo(res);
+	return 0;
 }
 
 int
@@ -676,7 +881,7 @@ config_parse_listen(const char *s, struct sockaddr_storage *ss,
 {
 	struct sockaddr_in *sin = (struct sockaddr_in *)ss;
 	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
-	char host[INET6_ADDRSTRLEN + 1];
+	char host[CONFIG_MAX_HOST + 1];
 	const char *colon, *port;
 	uint64_t p;
 	size_t hl;
@@ -688,7 +893,7 @@ config_parse_listen(const char *s, struct sockaddr_storage *ss,
 		if (rb == NULL || rb[1] != ':')
 			return -1;
 		hl = (size_t)(rb - s - 1);
-		if (hl == 0 || hl >= sizeof(host))
+		if (hl == 0 || hl > INET6_ADDRSTRLEN)
 			return -1;
 		memcpy(host, s + 1, hl);
 		host[hl] = '\0';
@@ -719,11 +924,18 @@ config_parse_listen(const char *s, struct sockaddr_storage *ss,
 	}
 	sin->sin_family = AF_INET;
 	sin->sin_port = htons((uint16_t)p);
+	*socklen = sizeof(*sin);
 	if (host[0] == '\0')
 		sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	else if (inet_pton(AF_INET, host, &sin->sin_addr) != 1)
-		return -1;
-	*socklen = sizeof(*sin);
+	else if (inet_pton(AF_INET, host, &sin->sin_addr) != 1) {
+		if (resolve_host(host, ss, socklen) == -1)
+			return -1;
+		/* Both families keep the port at the same offset. */
+		if (ss->ss_family == AF_INET6)
+			sin6->sin6_port = htons((uint16_t)p);
+		else
+			sin->sin_port = htons((uint16_t)p);
+	}
 	return 0;
 }
 
@@ -761,8 +973,9 @@ config_validate(const struct config *c, char *err, size_t errlen)
 	size_t i;
 
 	if (config_parse_listen(l, &ss, &sl) == -1) {
-		snprintf(err, errlen, "listen: \"%.64s\" is not ADDR:PORT or "
-		    "[V6ADDR]:PORT", l);
+		snprintf(err, errlen, "listen: \"%.64s\" is not HOST:PORT, "
+		    "ADDR:PORT or [V6ADDR]:PORT, or its host name does not "
+		    "resolve", l);
 		return -1;
 	}
 	if (c->filter_dir == NULL && c->upstream_filter == NULL) {
@@ -851,12 +1064,12 @@ void
 config_usage(FILE *fp)
 {
 	fprintf(fp,
-"usage: revcheckd [-c FILE] [--listen ADDR:PORT] [--filter-dir DIR]\n"
+"usage: revcheckd [-c FILE] [--listen HOST:PORT] [--filter-dir DIR]\n"
 "                 [--trusted-key PUB.pem]... [--state-dir DIR] [--max-age D]\n"
 "                 [--check-config] [--version] [--help] [options]\n"
 "\n"
 "  -c, --config FILE        JSON config file (comments allowed)\n"
-"  --listen ADDR:PORT       listen address, [V6]:PORT for IPv6 (%s)\n"
+"  --listen HOST:PORT       address or host name, [V6]:PORT for IPv6 (%s)\n"
 "  --filter-dir DIR         directory published by filterbuild\n"
 "  --trusted-key PUB.pem    trusted signer public key (repeatable)\n"
 "  --state-dir DIR          rollback state and audit log (%s)\n"

@@ -24,6 +24,7 @@
 #define CONFIG_DEFAULT_LISTEN	"127.0.0.1:8080"
 #define CONFIG_DEFAULT_STATE	"/var/lib/revcheckd"
 #define CONFIG_MAX_FILE		(1024 * 1024)
+#define CONFIG_MAX_HOST		253	/* a DNS name's longest text form */
 
 enum config_action {
 	CONFIG_RUN = 0,
@@ -75,6 +76,7 @@ struct config {
 	 */
 	uint64_t	 keys_set;
 	enum config_action action;
+	bool		 usage_error;	/* the last failure was a bad flag */
 };
 
 /* Fills c with the safe defaults. This function can't fail. */
@@ -103,8 +105,10 @@ int config_load_buf(struct config *c, const char *buf, size_t len,
  * the file when one is given, then applies every other flag on top. A
  * sync_connect_timeout or upstream_connect_timeout left at its default
  * is lowered to its total timeout when that is shorter.
- * Returns 0, or -1 with err naming the flag or key. argv is not modified
- * beyond getopt's permutation.
+ * Returns 0, or -1 with err naming the flag or key; a failure caused by
+ * the command line itself (an unknown flag, a stray argument, a bad flag
+ * value) also sets c->usage_error, so that the caller can exit 2. argv is
+ * not modified beyond getopt's permutation.
  */
 int config_from_args(struct config *c, int argc, char **argv, char *err,
     size_t errlen);
@@ -119,8 +123,11 @@ int config_from_args(struct config *c, int argc, char **argv, char *err,
 int config_validate(const struct config *c, char *err, size_t errlen);
 
 /*
- * Parses ADDR:PORT, [V6ADDR]:PORT or :PORT / PORT (loopback IPv4) into
- * a sockaddr. Returns 0, or -1.
+ * Parses ADDR:PORT, [V6ADDR]:PORT, HOST:PORT or :PORT / PORT (loopback
+ * IPv4) into a sockaddr. A host name is resolved with getaddrinfo() and
+ * its first IPv4 address is used (else its first IPv6 one), so
+ * "localhost:8080" listens on 127.0.0.1. Returns 0, or -1 when the text
+ * does not parse or the name does not resolve.
  */
 int config_parse_listen(const char *s, struct sockaddr_storage *ss,
     unsigned *socklen);

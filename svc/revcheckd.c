@@ -1,12 +1,14 @@
 /* revcheckd.c - the revocation check daemon: startup, signals, reload loop */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -59,6 +61,87 @@ setup_signals(void)
 	return sigaction(SIGPIPE, &sa, NULL);
 }
 
+/*
+ * An existing directory the daemon needs: a directory, usable with mode
+ * (R_OK, W_OK), and never writable by others (a world-writable state
+ * directory would let anyone replace the rollback state).
+ */
+static int
+dir_usable(const char *key, const char *dir, int mode, char *err,
+    size_t errlen)
+{
+	struct stat st;
+
+	if (stat(dir, &st) == -1) {
+		snprintf(err, errlen, "%s: %s: %s", key, dir, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "%s: %s: not a directory", key, dir);
+		return -1;
+	}
+	if ((st.st_mode & S_IWOTH) != 0) {
+		snprintf(err, errlen, "%s: %s: writable by every user (mode "
+		    "%04o); chmod o-w it", key, dir, (unsigned)(st.st_mode &
+		    07777));
+		return -1;
+	}
+	if (access(dir, mode | X_OK) == -1) {
+		snprintf(err, errlen, "%s: %s: %s", key, dir, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The state directory, made (one level, mode 0750) when create and it is
+ * missing; with !create, a missing one passes when its parent would let
+ * the daemon make it.
+ */
+static int
+state_dir_prepare(const char *dir, bool create, char *err, size_t errlen)
+{
+	char parent[PATH_MAX];
+	char *slash;
+	int n;
+
+	if (access(dir, F_OK) == 0)
+		return dir_usable("state_dir", dir, W_OK, err, errlen);
+	if (errno != ENOENT) {
+		snprintf(err, errlen, "state_dir: %s: %s", dir,
+		    strerror(errno));
+		return -1;
+	}
+	if (create) {
+		if (mkdir(dir, 0750) == -1) {
+			snprintf(err, errlen, "state_dir: cannot create %s: %s",
+			    dir, strerror(errno));
+			return -1;
+		}
+		log_info("created state directory %s (mode 0750)", dir);
+		return dir_usable("state_dir", dir, W_OK, err, errlen);
+	}
+	n = snprintf(parent, sizeof(parent), "%s", dir);
+	if (n < 0 || (size_t)n >= sizeof(parent)) {
+		snprintf(err, errlen, "state_dir: path too long");
+		return -1;
+	}
+	while (n > 1 && parent[n - 1] == '/')
+		parent[--n] = '\0';
+	if ((slash = strrchr(parent, '/')) == NULL)
+		memcpy(parent, ".", 2);
+	else if (slash == parent)
+		parent[1] = '\0';
+	else
+		*slash = '\0';
+	if (dir_usable("state_dir", parent, W_OK, err, errlen) == -1) {
+		snprintf(err + strlen(err), errlen - strlen(err), " (%s is "
+		    "missing and cannot be created there)", dir);
+		return -1;
+	}
+	return 0;
+}
+
 /* --check-config: the settings hang together and every key loads. */
 static int
 check_config(const struct config *c)
@@ -71,6 +154,12 @@ check_config(const struct config *c)
 	if (config_validate(c, err, sizeof(err)) == -1) {
 		fprintf(stderr, "revcheckd: %s%s%s\n", c->config_file ?
 		    c->config_file : "", c->config_file ? ": " : "", err);
+		return -1;
+	}
+	if ((c->filter_dir != NULL && dir_usable("filter_dir", c->filter_dir,
+	    R_OK, err, sizeof(err)) == -1) ||
+	    state_dir_prepare(c->state_dir, false, err, sizeof(err)) == -1) {
+		fprintf(stderr, "revcheckd: %s\n", err);
 		return -1;
 	}
 	sign_ring_init(&ring);
@@ -161,6 +250,10 @@ run(struct config *c)
 	pol.max_age = c->max_age;
 	pol.clock_skew = c->clock_skew;
 	pol.max_lag = c->max_lag;
+	if (state_dir_prepare(c->state_dir, true, err, sizeof(err)) == -1) {
+		log_err("%s", err);
+		return 1;
+	}
 	snapshot_slot_init(&slot);
 	if (loader_init(&loader, c, &pol, err, sizeof(err)) == -1) {
 		log_err("%s", err);
@@ -299,8 +392,10 @@ main(int argc, char **argv)
 	config_init(&c);
 	if (config_from_args(&c, argc, argv, err, sizeof(err)) == -1) {
 		fprintf(stderr, "revcheckd: %s\n", err);
-		if (c.action != CONFIG_CHECK)
+		if (c.usage_error) {
 			fprintf(stderr, "try 'revcheckd --help'\n");
+			rc = 2;
+		}
 		goto out;
 	}
 	switch (c.action) {

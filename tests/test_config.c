@@ -263,6 +263,83 @@ Test(config, listen_addresses)
 	cr_assert_eq(config_parse_listen("1.2.3.4:", &ss, &sl), -1);
 	cr_assert_eq(config_parse_listen("[::1]", &ss, &sl), -1);
 	cr_assert_eq(config_parse_listen("300.1.1.1:80", &ss, &sl), -1);
+	/* Host names resolve; "localhost" is its IPv4 address. */
+	cr_assert_eq(config_parse_listen("localhost:8081", &ss, &sl), 0);
+	cr_assert_eq(ss.ss_family, AF_INET);
+	cr_assert_eq(sl, sizeof(struct sockaddr_in));
+	cr_assert_eq(ntohs(((struct sockaddr_in *)&ss)->sin_port), 8081);
+	cr_assert_eq(ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr),
+	    INADDR_LOOPBACK);
+	cr_assert_eq(config_parse_listen("no-such-host.invalid:80", &ss, &sl),
+	    -1);
+}
+
+Test(config, usage_errors_are_marked)
+{
+	static const char *const bad[][3] = {
+		{ "revcheckd", "--bogus", NULL },
+		{ "revcheckd", "stray", NULL },
+		{ "revcheckd", "--max-batch", "many" },
+	};
+	const char *const good_src[] = { "revcheckd", "-c", "/nonexistent.json" };
+	struct config c;
+	char err[256];
+	char **a;
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		config_init(&c);
+		a = mkargv(bad[i][2] != NULL ? 3 : 2, bad[i]);
+		cr_assert_eq(config_from_args(&c, bad[i][2] != NULL ? 3 : 2, a,
+		    err, sizeof(err)), -1, "%s accepted", bad[i][1]);
+		cr_assert(c.usage_error, "%s: not a usage error", bad[i][1]);
+		freeargv(a);
+		config_free(&c);
+	}
+	/* A file that cannot be read is a failure, not a usage error. */
+	config_init(&c);
+	a = mkargv(3, good_src);
+	cr_assert_eq(config_from_args(&c, 3, a, err, sizeof(err)), -1);
+	cr_assert(!c.usage_error);
+	freeargv(a);
+	config_free(&c);
+}
+
+Test(config, syntax_errors_say_what_was_expected)
+{
+	static const struct { const char *json, *want; } cases[] = {
+		{ "{\n \"listen\": \"a\",\n}", "line 3, column 1: JSON syntax "
+		    "error: expected another member after ','" },
+		{ "{ 'listen': 1 }", "column 3: JSON syntax error: expected a "
+		    "key in double quotes" },
+		{ "{ listen: 1 }", "column 3: JSON syntax error: expected a "
+		    "key: a string" },
+		{ "{ \"listen\" 1 }", "column 12: JSON syntax error: expected "
+		    "':'" },
+		{ "{ \"listen\": }", "column 13: JSON syntax error: expected a "
+		    "value" },
+		{ "{ \"a\": 1 \"b\": 2 }", "column 10: JSON syntax error: "
+		    "expected ',' between members" },
+		{ "{ \"a\": [1, 2 }", "column 14: JSON syntax error: expected "
+		    "',' or ']'" },
+		{ "{ \"a\": \"x", "expected a closing '\"'" },
+		{ "{ \"a\": 1", "expected '}': the file ends inside an "
+		    "object" },
+		{ "{ \"a\": yes }", "column 8: JSON syntax error: expected a "
+		    "value" },
+	};
+	struct config c;
+	char err[512];
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		config_init(&c);
+		cr_assert_eq(load(&c, cases[i].json, err, sizeof(err)), -1,
+		    "%s accepted", cases[i].json);
+		cr_assert(strstr(err, cases[i].want) != NULL, "%s: got \"%s\"",
+		    cases[i].json, err);
+		config_free(&c);
+	}
 }
 
 Test(config, shipped_example_parses)
@@ -529,7 +606,8 @@ Test(config, edge_keys_refused_on_an_origin)
 {
 	static const char *const keys[] = { "upstream_timeout",
 	    "upstream_connect_timeout", "upstream_retries", "sync_timeout",
-	    "sync_connect_timeout" };
+	    "sync_connect_timeout", "sync_interval", "max_download",
+	    "max_lag" };
 	struct config c;
 	char err[256], j[256];
 	size_t i;
@@ -537,7 +615,8 @@ Test(config, edge_keys_refused_on_an_origin)
 	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		config_init(&c);
 		snprintf(j, sizeof(j), "{\"filter_dir\": \"/f\", "
-		    "\"trusted_key\": \"/k.pub\", \"%s\": 2}", keys[i]);
+		    "\"trusted_key\": \"/k.pub\", \"%s\": %d}", keys[i],
+		    strcmp(keys[i], "max_download") == 0 ? 4096 : 2);
 		cr_assert_eq(load(&c, j, err, sizeof(err)), 0, "%s", err);
 		cr_assert_eq(config_validate(&c, err, sizeof(err)), -1,
 		    "%s accepted on an origin", keys[i]);

@@ -159,3 +159,29 @@ Test(sign, ring_finds_by_id)
 	EVP_PKEY_free(key);
 	rmpaths(&p);
 }
+
+Test(sign, private_key_refused_as_trusted_key)
+{
+	struct paths p;
+	struct sign_ring r;
+	EVP_PKEY *key;
+	char err[256];
+
+	mkpaths(&p);
+	key = sign_keygen();
+	cr_assert_not_null(key);
+	cr_assert_eq(sign_save(key, p.key, p.pub, false, err, sizeof(err)), 0,
+	    "%s", err);
+	EVP_PKEY_free(key);
+	cr_assert_null(sign_load_public(p.key, err, sizeof(err)));
+	cr_assert(strstr(err, "private key") != NULL, "%s", err);
+	cr_assert(strstr(err, p.key) != NULL, "%s", err);
+	sign_ring_init(&r);
+	cr_assert_eq(sign_ring_add(&r, p.key, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "private key") != NULL, "%s", err);
+	cr_assert_eq(r.n, 0);
+	cr_assert_eq(sign_ring_add(&r, p.pub, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(r.n, 1);
+	sign_ring_free(&r);
+	rmpaths(&p);
+}

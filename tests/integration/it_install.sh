@@ -86,8 +86,14 @@ ok "installed units refer only to installed files"
 
 # --- the example configs pass revcheckd --check-config -----------------
 "$FILTERBUILD" keygen --out "$tmp/key.pem" --pub "$tmp/pub.pem" >/dev/null
+# --check-config also checks the directories: the test's own stand in
+# for the /var/lib paths the examples name.
+mkdir -p "$tmp/filters" "$tmp/state"
 for c in "$D$PREFIX"/etc/revcheck/*.json; do
-	out=$("$REVCHECKD" -c "$c" --trusted-key "$tmp/pub.pem" --check-config 2>&1) ||
+	dirs=(--state-dir "$tmp/state")
+	grep -q '"filter_dir"' "$c" && dirs+=(--filter-dir "$tmp/filters")
+	out=$("$REVCHECKD" -c "$c" --trusted-key "$tmp/pub.pem" "${dirs[@]}" \
+	    --check-config 2>&1) ||
 		fail "$(basename "$c"): $out"
 	[ "$out" = "configuration OK" ] || fail "$(basename "$c"): unexpected output: $out"
 	ok "revcheckd --check-config $(basename "$c")"

@@ -20,7 +20,7 @@ cat >"$T/tokens.json" <<'EOF'
 EOF
 F=$T/filters
 S=$T/state
-mkdir -p "$S"
+mkdir -p "$S" "$F"
 build() {	# build VERSION [extra filterbuild args]: publish into $F
 	local v=$1
 	shift
@@ -54,7 +54,7 @@ rc_expect_eq "$rc" 1 "--check-config with a missing key file exits 1"
 rc_expect_match "$out" "trusted_key" "--check-config names trusted_key"
 out=$("$REVCHECKD" --filter-dir "$F" --trusted-key "$T/key.pub" \
     --max-age soon --check-config 2>&1) && rc=0 || rc=$?
-rc_expect_eq "$rc" 1 "a bad flag value exits 1"
+rc_expect_eq "$rc" 2 "a bad flag value is a usage error: exit 2"
 rc_expect_match "$out" "max-age" "the bad flag is named"
 out=$("$REVCHECKD" --version) && rc_expect_match "$out" "^revcheckd [0-9]" "--version"
 out=$("$REVCHECKD" --help) && rc_expect_match "$out" "--trusted-key" "--help"
@@ -62,7 +62,6 @@ out=$("$REVCHECKD" --help) && rc_expect_match "$out" "--trusted-key" "--help"
 # ---------------------------------------------------------------- no filter yet
 DARGS=(--filter-dir "$F" --trusted-key "$T/key.pub" --state-dir "$S"
     --max-batch 5 --max-body 65536 --poll-interval 1)
-mkdir -p "$F"
 rc_start A "${DARGS[@]}"
 U=$A_URL
 rc_curl "$U/healthz"; rc_expect_status 200 "healthz without a filter"
