@@ -557,6 +557,7 @@ Test(ffile, wrong_key_and_ring)
 	struct sign_ring ring;
 	EVP_PKEY *other;
 	char err[256], dir[] = "/tmp/test_ffile_XXXXXX", p1[64], p2[64];
+	char k1[64], k2[64];
 
 	make_filter(&fx, BLOOM_CLASSIC);
 	f = ffile_parse(fx.buf, fx.len, false, err, sizeof(err));
@@ -568,8 +569,11 @@ Test(ffile, wrong_key_and_ring)
 	cr_assert_not_null(mkdtemp(dir));
 	cr_assert(snprintf(p1, sizeof(p1), "%s/a.pem", dir) > 0);
 	cr_assert(snprintf(p2, sizeof(p2), "%s/b.pem", dir) > 0);
-	cr_assert_eq(sign_save(other, p1 + 0, NULL, false, err, sizeof(err)), 0);
-	cr_assert_eq(sign_save(fx.key, p2, NULL, false, err, sizeof(err)), 0);
+	cr_assert(snprintf(k1, sizeof(k1), "%s/a.key", dir) > 0);
+	cr_assert(snprintf(k2, sizeof(k2), "%s/b.key", dir) > 0);
+	/* The ring takes public keys only (a private key is refused). */
+	cr_assert_eq(sign_save(other, k1, p1, false, err, sizeof(err)), 0);
+	cr_assert_eq(sign_save(fx.key, k2, p2, false, err, sizeof(err)), 0);
 	sign_ring_init(&ring);
 	cr_assert_eq(sign_ring_add(&ring, p1, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(ffile_verify(f, &ring, err, sizeof(err)), -1);
@@ -578,6 +582,8 @@ Test(ffile, wrong_key_and_ring)
 	sign_ring_free(&ring);
 	unlink(p1);
 	unlink(p2);
+	unlink(k1);
+	unlink(k2);
 	rmdir(dir);
 	EVP_PKEY_free(other);
 	ffile_close(f);
