@@ -28,6 +28,7 @@ enum opt_type {
 	OPT_NOTCOV,	/* "deny" or "allow" */
 	OPT_LEVEL,	/* "err", "warn", "info", "debug" */
 	OPT_BOOL,	/* true/false (a bare flag is true) */
+	OPT_LOGFMT,	/* "text" or "json" */
 };
 
 /* Which mode a key makes sense in (config_validate() refuses the rest). */
@@ -81,6 +82,7 @@ static const struct opt opts[] = {
 	    NEED_ANY },
 	{ "authz_not_covered",	OPT_NOTCOV, 0, 0, 0, NEED_ANY },
 	{ "log_level",		OPT_LEVEL, 0, 0, 0, NEED_ANY },
+	{ "log_format",		OPT_LOGFMT, 0, 0, 0, NEED_ANY },
 	{ "upstream_filter",	OPT_STR,  OFF(upstream_filter), 0, 0, NEED_ANY },
 	{ "upstream_check",	OPT_STR,  OFF(upstream_check), 0, 0, NEED_ANY },
 	{ "sync_interval",	OPT_DUR,  OFF(sync_interval), 1, 0, NEED_EDGE },
@@ -281,6 +283,17 @@ set_opt(struct config *c, const struct opt *o, const char *v, char *err,
 		else {
 			snprintf(err, errlen, "%s: must be true or false",
 			    o->key);
+			return -1;
+		}
+		return 0;
+	case OPT_LOGFMT:
+		if (strcmp(v, "text") == 0)
+			c->log_json = false;
+		else if (strcmp(v, "json") == 0)
+			c->log_json = true;
+		else {
+			snprintf(err, errlen, "%s: must be \"text\" or "
+			    "\"json\"", o->key);
 			return -1;
 		}
 		return 0;
@@ -582,7 +595,8 @@ apply_json(struct config *c, const struct opt *o, const cJSON *v,
 	    origin, o->key,
 	    o->type == OPT_STR ? "a string" :
 	    o->type == OPT_KEYS ? "a string or an array of strings" :
-	    o->type == OPT_NOTCOV || o->type == OPT_LEVEL ? "a string" :
+	    o->type == OPT_NOTCOV || o->type == OPT_LEVEL ||
+	    o->type == OPT_LOGFMT ? "a string" :
 	    o->type == OPT_BOOL ? "true or false" :
 	    "a number or a string");
 	return -1;
@@ -1060,6 +1074,77 @@ config_validate(const struct config *c, char *err, size_t errlen)
 	return 0;
 }
 
+/* What SIGHUP applies without a restart (revcheckd.c reload_config). */
+static bool
+opt_is_live(const struct opt *o)
+{
+	return o->type == OPT_KEYS || o->type == OPT_LEVEL ||
+	    o->type == OPT_LOGFMT;
+}
+
+static bool
+str_differs(const char *a, const char *b)
+{
+	if (a == NULL || b == NULL)
+		return a != b;
+	return strcmp(a, b) != 0;
+}
+
+size_t
+config_restart_keys(const struct config *a, const struct config *b,
+    char *out, size_t outlen)
+{
+	const struct opt *o;
+	size_t n = 0, len = 0;
+	bool diff;
+	int w;
+
+	assert(outlen > 0);
+	out[0] = '\0';
+	for (o = opts; o < opts + NOPTS; o++) {
+		if (opt_is_live(o))
+			continue;
+		switch (o->type) {
+		case OPT_STR:
+			diff = str_differs(*(char *const *)((const char *)a +
+			    o->off), *(char *const *)((const char *)b +
+			    o->off));
+			break;
+		case OPT_DUR:
+			diff = *(const int64_t *)((const char *)a + o->off) !=
+			    *(const int64_t *)((const char *)b + o->off);
+			break;
+		case OPT_U64:
+			diff = *(const uint64_t *)((const char *)a + o->off) !=
+			    *(const uint64_t *)((const char *)b + o->off);
+			break;
+		case OPT_UINT:
+			diff = *(const unsigned *)((const char *)a + o->off) !=
+			    *(const unsigned *)((const char *)b + o->off);
+			break;
+		case OPT_NOTCOV:
+			diff = a->authz_not_covered_allow !=
+			    b->authz_not_covered_allow;
+			break;
+		case OPT_BOOL:
+			diff = *(const bool *)((const char *)a + o->off) !=
+			    *(const bool *)((const char *)b + o->off);
+			break;
+		default:
+			diff = true;
+			break;
+		}
+		if (!diff)
+			continue;
+		w = snprintf(out + len, outlen - len, "%s%s", n > 0 ? ", " : "",
+		    o->key);
+		if (w > 0 && (size_t)w < outlen - len)
+			len += (size_t)w;
+		n++;
+	}
+	return n;
+}
+
 void
 config_usage(FILE *fp)
 {
@@ -1088,6 +1173,7 @@ config_usage(FILE *fp)
 "  --authz-cert-header H    client certificate header (X-SSL-Client-Cert)\n"
 "  --authz-not-covered deny|allow  /v1/authz verdict for not_covered (deny)\n"
 "  --log-level L            err, warn, info or debug (info)\n"
+"  --log-format F           text or json: one JSON object per line (text)\n"
 "  --upstream-filter URL    edge mode: where to fetch the signed filter\n"
 "  --upstream-check URL     edge mode: authority for filter positives\n"
 "  --sync-interval D        edge mode: sync period (30)\n"

@@ -54,6 +54,7 @@ struct config {
 	char		*authz_cert_header;
 	bool		 authz_not_covered_allow;
 	int		 log_level;	/* enum log_level */
+	bool		 log_json;	/* log_format "json" */
 	/* Edge mode (issue 5). Parsed and validated here; the sync code
 	 * lives in svc/sync.c and svc/upstream.c. */
 	char		*upstream_filter;
@@ -131,6 +132,15 @@ int config_validate(const struct config *c, char *err, size_t errlen);
  */
 int config_parse_listen(const char *s, struct sockaddr_storage *ss,
     unsigned *socklen);
+
+/*
+ * SIGHUP: which settings differ between the running configuration a and a
+ * freshly read b, other than the ones applied live (trusted_key,
+ * log_level and log_format). Writes their keys, comma-separated, to out (truncated to
+ * fit) and returns how many there are. This function can't fail.
+ */
+size_t config_restart_keys(const struct config *a, const struct config *b,
+    char *out, size_t outlen);
 
 /* Prints the usage text (matches revcheckd(8)). */
 void config_usage(FILE *fp);

@@ -235,6 +235,57 @@ fail:
 	return -1;
 }
 
+int
+loader_set_keys(struct loader *l, struct snapshot_slot *sl,
+    const struct config *c, char *err, size_t errlen)
+{
+	struct sign_ring nr, old;
+	struct snapshot *s;
+	char e[512];
+	size_t i;
+
+	sign_ring_init(&nr);
+	for (i = 0; i < c->ntrusted; i++) {
+		if (sign_ring_add(&nr, c->trusted_keys[i], e,
+		    sizeof(e)) == -1) {
+			snprintf(err, errlen, "trusted_key: %s", e);
+			sign_ring_free(&nr);
+			return -1;
+		}
+	}
+	pthread_mutex_lock(&l->load_mu);
+	old = l->ring;
+	l->ring = nr;
+	if ((s = snapshot_acquire(sl)) != NULL) {
+		if (sign_ring_find(&l->ring, s->info->signer) == NULL) {
+			log_warn("filter version %llu is signed by %s, which "
+			    "is no longer a trusted key: taken out of "
+			    "service", (unsigned long long)s->version,
+			    s->signer_hex);
+			snapshot_swap(sl, NULL);
+			/* Whatever is published gets looked at again. */
+			l->last_target[0] = '\0';
+		}
+		snapshot_release(s);
+	}
+	pthread_mutex_unlock(&l->load_mu);
+	sign_ring_free(&old);
+	log_info("trusted keys: %zu loaded", c->ntrusted);
+	return 0;
+}
+
+int
+loader_verify(struct loader *l, const struct ffile *ff, char *err,
+    size_t errlen)
+{
+	int rc;
+
+	pthread_mutex_lock(&l->load_mu);
+	rc = ffile_verify(ff, &l->ring, err, errlen);
+	pthread_mutex_unlock(&l->load_mu);
+	return rc;
+}
+
 void
 loader_free(struct loader *l)
 {

@@ -125,6 +125,23 @@ int loader_reverify(struct loader *l, struct snapshot_slot *sl);
  */
 int loader_reopen_audit(struct loader *l);
 
+/*
+ * Replaces the trusted keys with c's (SIGHUP): every key loads or nothing
+ * changes. A filter in service whose signer is no longer trusted leaves
+ * service at once (logged; the node answers no_filter until a filter by a
+ * trusted key loads): removing a key withdraws trust, it does not wait.
+ * Returns 0, or -1 with err naming the key file; the old keys stay.
+ */
+int loader_set_keys(struct loader *l, struct snapshot_slot *sl,
+    const struct config *c, char *err, size_t errlen);
+
+/*
+ * Checks ff's signature against the trusted keys in force (safe against a
+ * concurrent loader_set_keys). Returns 0, or -1 with err.
+ */
+int loader_verify(struct loader *l, const struct ffile *ff, char *err,
+    size_t errlen);
+
 /* A consistent copy of the last event and the counters. */
 void loader_stats(struct loader *l, struct loader_event *last,
     uint64_t *accepted, uint64_t *rejected);

@@ -25,6 +25,10 @@
 #define DRAIN_MS	10000	/* SIGTERM: how long requests may finish */
 #define RETRY_EMPTY	30	/* seconds between retries with no filter */
 
+/* The command line, read again on SIGHUP. */
+static int saved_argc;
+static char **saved_argv;
+
 static volatile sig_atomic_t got_term;
 static volatile sig_atomic_t got_hup;
 static int sig_pipe[2] = { -1, -1 };
@@ -175,6 +179,89 @@ check_config(const struct config *c)
 	return rc;
 }
 
+/*
+ * SIGHUP: reads the file and flags again. The trusted keys, log_level and
+ * log_format take effect now; any other setting that changed is named in
+ * the log and keeps its running value until a restart. A configuration
+ * that does not validate changes nothing.
+ */
+static void
+reload_config(struct config *c, struct loader *l, struct snapshot_slot *sl)
+{
+	struct config nc;
+	char err[1024], changed[768];
+	char *tmp[CONFIG_MAX_KEYS];
+	size_t n;
+
+	config_init(&nc);
+	if (config_from_args(&nc, saved_argc, saved_argv, err,
+	    sizeof(err)) == -1 || config_validate(&nc, err,
+	    sizeof(err)) == -1) {
+		log_err("SIGHUP: configuration not reloaded, nothing changed: "
+		    "%s", err);
+		goto out;
+	}
+	if (loader_set_keys(l, sl, &nc, err, sizeof(err)) == -1) {
+		log_err("SIGHUP: configuration not reloaded, nothing changed: "
+		    "%s", err);
+		goto out;
+	}
+	/* c keeps the paths in force (only this thread reads them). */
+	memcpy(tmp, c->trusted_keys, sizeof(tmp));
+	memcpy(c->trusted_keys, nc.trusted_keys, sizeof(tmp));
+	memcpy(nc.trusted_keys, tmp, sizeof(tmp));
+	n = c->ntrusted;
+	c->ntrusted = nc.ntrusted;
+	nc.ntrusted = n;
+	if (nc.log_level != c->log_level || nc.log_json != c->log_json) {
+		log_set_level((enum log_level)nc.log_level);
+		log_set_json(nc.log_json);
+		c->log_level = nc.log_level;
+		c->log_json = nc.log_json;
+		log_info("SIGHUP: log_level and log_format applied");
+	}
+	if (config_restart_keys(c, &nc, changed, sizeof(changed)) > 0)
+		log_warn("SIGHUP: %s changed; not applied until a restart "
+		    "(the running values stay)", changed);
+out:
+	config_free(&nc);
+}
+
+/*
+ * Logs each change of the filter's state once: loaded, stale (and why),
+ * fresh again, none. *prev holds the last state logged (-1: none yet).
+ */
+static void
+log_filter_state(struct snapshot_slot *sl, const struct stale_policy *p,
+    int *prev)
+{
+	struct snapshot *s = snapshot_acquire(sl);
+	enum stale_reason sr = STALE_FRESH;
+	uint64_t v = 0;
+	int st;
+
+	if (s != NULL) {
+		sr = stale_check(s->info, p, util_now(),
+		    atomic_load(&sl->newer_seen_at));
+		v = s->version;
+		snapshot_release(s);
+	}
+	st = s == NULL ? 0 : sr == STALE_FRESH ? 1 : 2;
+	if (st == *prev)
+		return;
+	if (st == 2)
+		log_warn("filter state: stale (%s), version %llu; checks "
+		    "answer 503 filter_stale", stale_reason_str(sr),
+		    (unsigned long long)v);
+	else if (st == 1 && *prev == 2)
+		log_info("filter state: fresh again, version %llu",
+		    (unsigned long long)v);
+	else if (st == 0 && *prev != -1)
+		log_warn("filter state: no filter in service; checks answer "
+		    "503 no_filter");
+	*prev = st;
+}
+
 static bool
 fresh_loaded(struct snapshot_slot *sl, const struct stale_policy *p)
 {
@@ -245,7 +332,7 @@ run(struct config *c)
 	double last_poll, last_try, last_wd = 0, now;
 	uint64_t wd_usec;
 	bool ready = false;
-	int ino = -1, timeout, rc = 1, n;
+	int ino = -1, timeout, rc = 1, n, fstate = -1;
 
 	pol.max_age = c->max_age;
 	pol.clock_skew = c->clock_skew;
@@ -326,6 +413,7 @@ run(struct config *c)
 			got_hup = 0;
 			log_info("SIGHUP: reloading");
 			notify_reloading();
+			reload_config(c, &loader, &slot);
 			loader_reopen_audit(&loader);
 			loader_reverify(&loader, &slot);
 			loader_poll(&loader, &slot, true);
@@ -342,6 +430,7 @@ run(struct config *c)
 			loader_poll(&loader, &slot, false);
 			last_poll = now;
 		}
+		log_filter_state(&slot, &pol, &fstate);
 		if (!fresh_loaded(&slot, &pol) &&
 		    now - last_try >= RETRY_EMPTY) {
 			loader_poll(&loader, &slot, true);
@@ -389,6 +478,8 @@ main(int argc, char **argv)
 	int rc = 1;
 
 	log_init("revcheckd", LOG_LVL_INFO);
+	saved_argc = argc;
+	saved_argv = argv;
 	config_init(&c);
 	if (config_from_args(&c, argc, argv, err, sizeof(err)) == -1) {
 		fprintf(stderr, "revcheckd: %s\n", err);
@@ -421,6 +512,7 @@ main(int argc, char **argv)
 		goto out;
 	}
 	log_init("revcheckd", (enum log_level)c.log_level);
+	log_set_json(c.log_json);
 	rc = run(&c);
 out:
 	config_free(&c);

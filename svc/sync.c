@@ -114,8 +114,8 @@ succeed(struct sync *s, const char *result, const char *etag)
 	s->error[0] = '\0';
 	s->last_success = util_now();
 	if (s->consecutive > 0)
-		log_info("sync from %s: %s after %llu failed attempts",
-		    s->cfg->upstream_filter, result,
+		log_info("sync recovered: %s from %s after %llu failed "
+		    "attempts", result, s->cfg->upstream_filter,
 		    (unsigned long long)s->consecutive);
 	s->consecutive = 0;
 	if (etag != NULL && etag[0] != '\0')
@@ -123,25 +123,32 @@ succeed(struct sync *s, const char *result, const char *etag)
 	pthread_mutex_unlock(&s->mu);
 }
 
-/* A failed sync: counted, shown, logged when the error changes. */
+/*
+ * A failed sync: counted and shown. Logged once when syncs start failing,
+ * then with backoff (after 2, 4, 8, ... failures in a row) so that a long
+ * outage does not flood the log, and once more when they recover.
+ */
 static void
 fail(struct sync *s, const char *result, const char *msg)
 {
-	bool same;
+	uint64_t n;
 
 	pthread_mutex_lock(&s->mu);
-	same = s->consecutive > 0 && strcmp(s->error, msg) == 0;
 	s->result = result;
 	snprintf(s->error, sizeof(s->error), "%s", msg);
 	s->failures++;
-	s->consecutive++;
+	n = ++s->consecutive;
 	pthread_mutex_unlock(&s->mu);
-	if (same)
-		log_debug("sync from %s failed again: %s",
+	if (n == 1)
+		log_warn("sync failing: %s from %s: %s; keeping the current "
+		    "filter", result, s->cfg->upstream_filter, msg);
+	else if ((n & (n - 1)) == 0)
+		log_warn("sync still failing after %llu attempts: %s from "
+		    "%s: %s", (unsigned long long)n, result,
 		    s->cfg->upstream_filter, msg);
 	else
-		log_warn("sync from %s failed (%s): %s; keeping the current "
-		    "filter", s->cfg->upstream_filter, result, msg);
+		log_debug("sync from %s failed again: %s",
+		    s->cfg->upstream_filter, msg);
 }
 
 /* Writes bytes to the persisted path: temporary file, fsync, rename, fsync dir. */
@@ -282,7 +289,7 @@ install(struct sync *s, unsigned char *buf, size_t len, const char *etag)
 		return;
 	}
 	fi = ffile_info(ff);
-	ok = ffile_verify(ff, &s->l->ring, e, sizeof(e)) == 0;
+	ok = loader_verify(s->l, ff, e, sizeof(e)) == 0;
 	newer = ok && fi->version > cur_version;
 	if (ok) {
 		pthread_mutex_lock(&s->mu);

@@ -31,6 +31,7 @@ struct upstream {
 	_Atomic uint64_t behind;
 	_Atomic uint64_t retries;
 	_Atomic int64_t	 last_log;
+	_Atomic bool	 lost;		/* the last call got no answer */
 };
 
 /* The reply body, capped at UPSTREAM_MAX_ANSWER. */
@@ -178,6 +179,12 @@ set_error(struct upstream *u, const char *msg)
 	pthread_mutex_lock(&u->mu);
 	snprintf(u->last_error, sizeof(u->last_error), "%s", msg);
 	pthread_mutex_unlock(&u->mu);
+	if (!atomic_exchange(&u->lost, true)) {
+		log_warn("authority lost: upstream check %s: %s (positives "
+		    "answer 503 authority_unavailable)", u->url, msg);
+		atomic_store(&u->last_log, now);
+		return;
+	}
 	last = atomic_load(&u->last_log);
 	if (now - last >= LOG_EVERY &&
 	    atomic_compare_exchange_strong(&u->last_log, &last, now))
@@ -361,9 +368,12 @@ upstream_check(void *arg, const struct snapshot *s, const struct revkey *k,
 		if (!retry)
 			break;
 	}
-	if (rc == 0)
+	if (rc == 0) {
 		atomic_fetch_add(&u->answered, 1);
-	else
+		if (atomic_exchange(&u->lost, false))
+			log_info("authority back: upstream check %s answers "
+			    "again", u->url);
+	} else
 		set_error(u, msg);
 out:
 	if (rc == -1)

@@ -695,3 +695,32 @@ Test(config, shipped_edge_example_parses)
 	cr_assert_eq(config_validate(&c, err, sizeof(err)), 0, "%s", err);
 	config_free(&c);
 }
+
+Test(config, sighup_names_the_settings_that_need_a_restart)
+{
+	struct config a, b;
+	char err[256], out[256];
+
+	config_init(&a);
+	config_init(&b);
+	cr_assert_eq(load(&a, "{\"filter_dir\": \"/f\", \"trusted_key\": "
+	    "\"/a.pub\", \"max_batch\": 10}", err, sizeof(err)), 0, "%s", err);
+	/* Keys and log settings apply live: not named. */
+	cr_assert_eq(load(&b, "{\"filter_dir\": \"/f\", \"trusted_key\": "
+	    "[\"/a.pub\", \"/b.pub\"], \"max_batch\": 10, \"log_level\": "
+	    "\"debug\", \"log_format\": \"json\"}", err, sizeof(err)), 0,
+	    "%s", err);
+	cr_assert(b.log_json);
+	cr_assert_eq(config_restart_keys(&a, &b, out, sizeof(out)), 0, "%s",
+	    out);
+	cr_assert_eq(load(&b, "{\"max_batch\": 7, \"filter_dir\": \"/g\", "
+	    "\"authz_not_covered\": \"allow\"}", err, sizeof(err)), 0, "%s",
+	    err);
+	cr_assert_eq(config_restart_keys(&a, &b, out, sizeof(out)), 3);
+	cr_assert_str_eq(out, "filter_dir, max_batch, authz_not_covered");
+	cr_assert_eq(load(&b, "{\"log_format\": \"xml\"}", err, sizeof(err)),
+	    -1);
+	cr_assert(strstr(err, "log_format") != NULL, "%s", err);
+	config_free(&a);
+	config_free(&b);
+}
