@@ -46,7 +46,7 @@ write_origin() {	# write_origin KEYS_JSON [extra members]
 	    "$F" "$T/so" "$1" "${2:-}" >"$T/origin.json"
 }
 write_edge() {	# write_edge KEYS_JSON
-	printf '{ "upstream_filter": "%s/v1/filter", "upstream_check": "%s/v1/check",\n  "state_dir": "%s", "sync_interval": 1, "log_format": "json",\n  "upstream_timeout": 2, "upstream_retries": 0, "trusted_key": %s }\n' \
+	printf '{ "upstream_filter": "%s/v1/filter", "upstream_check": "%s/v1/check",\n  "state_dir": "%s", "sync_interval": 1, "log_format": "json",\n  "upstream_timeout": 2, "upstream_retries": 0, "upstream_insecure_http": true,\n  "trusted_key": %s }\n' \
 	    "$O_URL" "$O_URL" "$T/se" "$1" >"$T/edge.json"
 }
 
