@@ -15,6 +15,7 @@
 
 #include "bloom.h"
 #include "fb.h"
+#include "fetch.h"
 #include "ffile.h"
 #include "input.h"
 #include "pgsrc.h"
@@ -30,6 +31,10 @@
 enum {
 	OPT_ALLOW_SHRINK = 256,
 	OPT_MAX_SHRINK,
+	OPT_CACHE_DIR,
+	OPT_FETCH_MAX_SIZE,
+	OPT_FETCH_TIMEOUT,
+	OPT_FETCH_CA,
 };
 
 struct build_opts {
@@ -50,6 +55,7 @@ struct build_opts {
 	bool		 quiet;
 	const char	*source;	/* postgresql:// connection, or NULL */
 	const char	*query;		/* NULL: PGSRC_DEFAULT_QUERY */
+	struct fetch_opts fetch;	/* http(s) inputs */
 };
 
 /* Progress on stderr, only for a terminal and without --quiet. */
@@ -70,7 +76,9 @@ build_usage(FILE *fp)
 	    "version (DIR/vNNN/{filter.rcf,table.rct}, DIR/current switched last).\n"
 	    "INPUT is a text list (one id per line, '#' comments), a JSON array\n"
 	    "(strings or {\"id\", \"scope\", \"revoked_at\", \"reason\"} objects), or\n"
-	    "an X.509 CRL in PEM or DER; '-' is standard input. Duplicates collapse.\n"
+	    "an X.509 CRL in PEM or DER; '-' is standard input; an http:// or\n"
+	    "https:// URL is fetched (conditional GET over --cache-dir). Duplicates\n"
+	    "collapse.\n"
 	    "\n"
 	    "  --key KEY.pem        Ed25519 signing key (filterbuild keygen)\n"
 	    "  --out DIR            output directory (created if missing)\n"
@@ -100,6 +108,13 @@ build_usage(FILE *fp)
 	    "  --query SQL          the source's query (default: " PGSRC_DEFAULT_QUERY ");\n"
 	    "                       columns by name: id, and optionally scope,\n"
 	    "                       revoked_at, reason, expires_at\n"
+	    "  --cache-dir DIR      cache of URL inputs (default: $CACHE_DIRECTORY,\n"
+	    "                       else $XDG_CACHE_HOME/revcheck, else\n"
+	    "                       ~/.cache/revcheck); must not be group/other-writable\n"
+	    "  --fetch-max-size N   largest URL input in bytes (default 67108864)\n"
+	    "  --fetch-timeout DUR  time for one URL input (default 60s)\n"
+	    "  --fetch-ca FILE      CA certificates for https inputs (default: the\n"
+	    "                       system's)\n"
 	    "  --quiet              no progress or summary\n"
 	    "  --help               this text\n"
 	    "\n"
@@ -156,6 +171,10 @@ build_parse(struct build_opts *o, int argc, char **argv, int *first_input)
 		{ "keep",	   required_argument, NULL, 'K' },
 		{ "layout",	   required_argument, NULL, 'L' },
 		{ "quiet",	   no_argument,	      NULL, 'q' },
+		{ "cache-dir",	   required_argument, NULL, OPT_CACHE_DIR },
+		{ "fetch-max-size", required_argument, NULL, OPT_FETCH_MAX_SIZE },
+		{ "fetch-timeout", required_argument, NULL, OPT_FETCH_TIMEOUT },
+		{ "fetch-ca",	   required_argument, NULL, OPT_FETCH_CA },
 		{ "source",	   required_argument, NULL, 'S' },
 		{ "query",	   required_argument, NULL, 'Q' },
 		{ "help",	   no_argument,	      NULL, 'h' },
@@ -165,6 +184,7 @@ build_parse(struct build_opts *o, int argc, char **argv, int *first_input)
 	int c;
 
 	memset(o, 0, sizeof(*o));
+	fetch_opts_init(&o->fetch);
 	o->fp_rate = 0.001;
 	o->valid_for = 3600;
 	o->scope = REVKEY_DEFAULT_SCOPE;
@@ -249,7 +269,22 @@ build_parse(struct build_opts *o, int argc, char **argv, int *first_input)
 				return fb_usage_err("build", "--layout '%s': want "
 				    "auto, blocked, classic or fuse", optarg);
 			break;
-		case 'q': o->quiet = true; break;
+		case 'q': o->quiet = o->fetch.quiet = true; break;
+		case OPT_CACHE_DIR: o->fetch.cache_dir = optarg; break;
+		case OPT_FETCH_CA: o->fetch.ca_file = optarg; break;
+		case OPT_FETCH_MAX_SIZE:
+			if (util_parse_u64(optarg, SIZE_MAX - 1,
+			    &o->fetch.max_size) != 0 || o->fetch.max_size == 0)
+				return fb_usage_err("build", "--fetch-max-size "
+				    "'%s': want a number of bytes", optarg);
+			break;
+		case OPT_FETCH_TIMEOUT:
+			if (util_parse_duration(optarg, &o->fetch.timeout) !=
+			    0 || o->fetch.timeout <= 0 ||
+			    o->fetch.timeout > 86400)
+				return fb_usage_err("build", "--fetch-timeout "
+				    "'%s': want a duration up to 1d", optarg);
+			break;
 		case 'S': o->source = optarg; break;
 		case 'Q': o->query = optarg; break;
 		case 'h': build_usage(stdout); return -1;
@@ -506,7 +541,9 @@ build_main(int argc, char **argv, struct fb_built *res)
 	io.progress = pr.on ? progress_keys : NULL;
 	io.progress_arg = &pr;
 	for (i = (size_t)first; i < (size_t)argc; i++) {
-		if (input_read(&set, argv[i], &io, err, sizeof(err)) != 0) {
+		if ((fetch_is_url(argv[i]) ? fetch_input(&set, argv[i],
+		    &o.fetch, &io, err, sizeof(err)) : input_read(&set,
+		    argv[i], &io, err, sizeof(err))) != 0) {
 			progress_done(&pr);
 			fb_err("%s", err);
 			goto out;

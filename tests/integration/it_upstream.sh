@@ -32,17 +32,7 @@ rc_wait_version "$O2_URL" 2 || rc_fail "O2 did not load version 2"
 NG=$T/nginx		# rc_cleanup stops it (NG_PID)
 NG_PID=
 mkdir -p "$NG"
-{
-	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
-	    -keyout "$NG/ca.key" -out "$NG/ca.pem" -subj "/CN=revcheck test CA" \
-	    -days 1 -addext basicConstraints=critical,CA:TRUE \
-	    -addext keyUsage=critical,keyCertSign
-	openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
-	    -keyout "$NG/tls.key" -out "$NG/tls.csr" -subj /CN=127.0.0.1
-	printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >"$NG/ext.cnf"
-	openssl x509 -req -in "$NG/tls.csr" -CA "$NG/ca.pem" -CAkey "$NG/ca.key" \
-	    -CAcreateserial -days 1 -extfile "$NG/ext.cnf" -out "$NG/tls.crt"
-} >"$NG/openssl.log" 2>&1 || { cat "$NG/openssl.log" >&2; rc_fail "test CA"; }
+rc_tls_cert "$NG" || rc_fail "test CA"
 ng_start() {
 	local try port tport
 	for try in 1 2 3 4 5; do

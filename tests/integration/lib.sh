@@ -24,6 +24,8 @@
 #            rc_json_body KEY FILE  (a {"KEY": "<file contents>"} body file path)
 #            rc_publish_link DIR VNAME   switch DIR/current to DIR/VNAME atomically
 # nginx:     rc_nginx_conf DIR (the start of a config); rc_nginx_run DIR PORT
+# TLS:       rc_tls_cert DIR   a test CA (DIR/ca.pem) and a server certificate
+#                              for 127.0.0.1 (DIR/tls.crt, DIR/tls.key)
 set -euo pipefail
 
 RC_SRC=${REVCHECK_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
@@ -278,6 +280,25 @@ http {
     uwsgi_temp_path $dir/uwsgi;
     scgi_temp_path $dir/scgi;
 EOF
+}
+
+# rc_tls_cert DIR: a test CA made with the openssl CLI (DIR/ca.pem,
+# DIR/ca.key) and a server certificate it signed for IP 127.0.0.1
+# (DIR/tls.crt, DIR/tls.key), valid for a day. Fails (with openssl's
+# output) when openssl does.
+rc_tls_cert() {
+	local d=$1
+	{
+		openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+		    -keyout "$d/ca.key" -out "$d/ca.pem" -subj "/CN=revcheck test CA" \
+		    -days 1 -addext basicConstraints=critical,CA:TRUE \
+		    -addext keyUsage=critical,keyCertSign
+		openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+		    -keyout "$d/tls.key" -out "$d/tls.csr" -subj /CN=127.0.0.1
+		printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >"$d/ext.cnf"
+		openssl x509 -req -in "$d/tls.csr" -CA "$d/ca.pem" -CAkey "$d/ca.key" \
+		    -CAcreateserial -days 1 -extfile "$d/ext.cnf" -out "$d/tls.crt"
+	} >"$d/openssl.log" 2>&1 || { cat "$d/openssl.log" >&2; return 1; }
 }
 
 # rc_nginx_run DIR PORT: runs nginx with DIR/nginx.conf (logs in DIR), in
