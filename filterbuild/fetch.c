@@ -332,24 +332,14 @@ static size_t
 on_body(char *data, size_t sz, size_t nm, void *arg)
 {
 	struct xfer *x = arg;
-	size_t n = sz * nm, ncap;
-	unsigned char *nb;
+	size_t n = sz * nm;
 
-	if (n > x->max || x->e.len > x->max - n) {
-		x->too_big = true;
-		return 0;
+	if (util_buf_append(&x->e.body, &x->e.len, &x->cap, data, n,
+	    x->max) != 0) {
+		if (errno == EFBIG)
+			x->too_big = true;
+		return 0;	/* aborts the transfer */
 	}
-	if (x->e.len + n > x->cap) {
-		ncap = x->cap > 0 ? x->cap : 65536;
-		while (ncap < x->e.len + n)
-			ncap = ncap > SIZE_MAX / 2 ? x->e.len + n : ncap * 2;
-		if ((nb = realloc(x->e.body, ncap)) == NULL)
-			return 0;
-		x->e.body = nb;
-		x->cap = ncap;
-	}
-	memcpy(x->e.body + x->e.len, data, n);
-	x->e.len += n;
 	return n;
 }
 

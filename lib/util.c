@@ -453,6 +453,38 @@ fail:
 }
 
 int
+util_buf_append(unsigned char **p, size_t *len, size_t *cap,
+    const void *data, size_t n, uint64_t max)
+{
+	unsigned char *np;
+	size_t ncap;
+
+	if (n > max || *len > max - n) {
+		errno = EFBIG;
+		return -1;
+	}
+	if (*len + n > *cap) {
+		ncap = *cap < 65536 ? 65536 : *cap;
+		while (ncap < *len + n && ncap <= SIZE_MAX / 2)
+			ncap *= 2;
+		if (ncap < *len + n)
+			ncap = *len + n;
+		if (ncap > max)
+			ncap = (size_t)max;
+		if ((np = realloc(*p, ncap)) == NULL) {
+			errno = ENOMEM;
+			return -1;
+		}
+		*p = np;
+		*cap = ncap;
+	}
+	if (n > 0)
+		memcpy(*p + *len, data, n);
+	*len += n;
+	return 0;
+}
+
+int
 util_write_all(int fd, const void *buf, size_t len)
 {
 	const unsigned char *p = buf;

@@ -97,6 +97,15 @@ int util_copy_fd(int fd, const char *name, uint64_t min, uint64_t max,
 int util_write_all(int fd, const void *buf, size_t len);
 
 /*
+ * Appends n bytes of data to the growing buffer *p (*len bytes used, *cap
+ * allocated; all zero/NULL at first; the caller frees *p), never to more
+ * than max bytes in all. Returns 0, or -1 with nothing appended and errno
+ * EFBIG (max would be passed) or ENOMEM.
+ */
+int util_buf_append(unsigned char **p, size_t *len, size_t *cap,
+    const void *data, size_t n, uint64_t max);
+
+/*
  * JSON allows no raw control byte but tab, LF and CR (RFC 8259), and an
  * escaped NUL (\u0000) cannot survive cJSON's C strings: a string would
  * be cut at it and another id used. cJSON accepts both, so every reader of

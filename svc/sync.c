@@ -68,28 +68,13 @@ static size_t
 on_data(char *p, size_t size, size_t n, void *arg)
 {
 	struct dl *d = arg;
-	size_t len = size * n, ncap;
-	unsigned char *np;
+	size_t len = size * n;
 
-	if (len > d->max || d->len > d->max - len) {
-		d->too_big = true;
+	if (util_buf_append(&d->p, &d->len, &d->cap, p, len, d->max) != 0) {
+		if (errno == EFBIG)
+			d->too_big = true;
 		return 0;	/* aborts the transfer */
 	}
-	if (d->len + len > d->cap) {
-		ncap = d->cap < 65536 ? 65536 : d->cap;
-		while (ncap < d->len + len && ncap <= SIZE_MAX / 2)
-			ncap *= 2;
-		if (ncap < d->len + len)
-			ncap = d->len + len;
-		if (ncap > d->max)
-			ncap = (size_t)d->max;
-		if ((np = realloc(d->p, ncap)) == NULL)
-			return 0;
-		d->p = np;
-		d->cap = ncap;
-	}
-	memcpy(d->p + d->len, p, len);
-	d->len += len;
 	return len;
 }
 

@@ -1,5 +1,6 @@
 /* test_util.c - hex, times, durations, numbers and whole-file reads */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,4 +119,28 @@ Test(util, read_file_caps_and_errors)
 	cr_assert(strstr(err, "No such file") != NULL);
 	cr_assert_eq(util_read_file("/tmp", 100, &buf, &len, err, sizeof(err)),
 	    -1);
+}
+
+Test(util, buf_append_grows_and_stops_at_the_cap)
+{
+	unsigned char *p = NULL, chunk[1000];
+	size_t len = 0, cap = 0, i;
+
+	memset(chunk, 'a', sizeof(chunk));
+	for (i = 0; i < 100; i++)
+		cr_assert_eq(util_buf_append(&p, &len, &cap, chunk,
+		    sizeof(chunk), 100000), 0);
+	cr_assert_eq(len, 100000);
+	cr_assert(cap >= len && cap <= 100000, "never allocated past the cap");
+	errno = 0;
+	cr_assert_eq(util_buf_append(&p, &len, &cap, chunk, 1, 100000), -1);
+	cr_assert_eq(errno, EFBIG);
+	cr_assert_eq(len, 100000, "nothing appended on refusal");
+	cr_assert_eq(util_buf_append(&p, &len, &cap, chunk, 0, 100000), 0);
+	errno = 0;
+	cr_assert_eq(util_buf_append(&p, &len, &cap, chunk, SIZE_MAX, 100000),
+	    -1, "a huge chunk does not wrap");
+	cr_assert_eq(errno, EFBIG);
+	cr_assert(p[99999] == 'a');
+	free(p);
 }

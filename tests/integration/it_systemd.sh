@@ -26,9 +26,10 @@ fi
 tmp=$(mktemp -d)
 pid=""
 lpid=""
+hpid=""
 cleanup() {
 	local p
-	for p in "$pid" "$lpid"; do
+	for p in "$pid" "$lpid" "$hpid"; do
 		[ -n "$p" ] || continue
 		kill "$p" 2>/dev/null || true
 		wait "$p" 2>/dev/null || true
@@ -43,8 +44,9 @@ units=()
 for f in "$SRC"/systemd/*.service "$SRC"/systemd/*.timer; do
 	[ -e "$f" ] && units+=("$(basename "$f")")
 done
-[ "${#units[@]}" -ge 4 ] || fail "expected at least 4 units in systemd/, found ${#units[@]}"
-for u in revcheckd.service revcheckd-edge.service filterbuild.service filterbuild.timer; do
+[ "${#units[@]}" -ge 6 ] || fail "expected at least 6 units in systemd/, found ${#units[@]}"
+for u in revcheckd.service revcheckd-edge.service filterbuild.service filterbuild.timer \
+    filterbuild-fetch.service filterbuild-fetch.timer; do
 	[ -e "$SRC/systemd/$u" ] || fail "systemd/$u missing"
 done
 
@@ -66,6 +68,29 @@ grep -qE '^LoadCredential=signing-key:' "$SRC/systemd/filterbuild.service" ||
 	fail "filterbuild.service must load the key with LoadCredential="
 grep -qxF 'Type=oneshot' "$SRC/systemd/filterbuild.service" ||
 	fail "filterbuild.service must be Type=oneshot"
+
+# The fetching build: least privilege that still reaches the CRLs'
+# distribution points - network, but no capabilities, a read-only system
+# and only its filter directory and CRL cache writable.
+fu="$SRC/systemd/filterbuild-fetch.service"
+for d in 'Type=oneshot' 'DynamicUser=yes' 'User=revcheck' 'ProtectSystem=strict' \
+    'NoNewPrivileges=yes' 'CapabilityBoundingSet=' 'AmbientCapabilities=' \
+    'StateDirectory=revcheck revcheck/filters' 'CacheDirectory=revcheck revcheck/crl' \
+    'CacheDirectoryMode=0700' 'RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX' \
+    'MemoryDenyWriteExecute=yes' 'SystemCallFilter=@system-service' \
+    'EnvironmentFile=/usr/local/etc/revcheck/filterbuild-fetch.conf'; do
+	grep -qxF -- "$d" "$fu" || fail "filterbuild-fetch.service lacks the line '$d'"
+done
+grep -qE '^ExecStart=/usr/local/bin/filterbuild build .*--valid-for 1h' "$fu" ||
+	fail "filterbuild-fetch.service ExecStart"
+grep -qE '^(PrivateNetwork=yes|IPAddressDeny=any)' "$fu" &&
+	fail "filterbuild-fetch.service cannot fetch without the network"
+grep -qE '^OnCalendar=' "$SRC/systemd/filterbuild-fetch.timer" ||
+	fail "filterbuild-fetch.timer has no OnCalendar="
+grep -qE '^FILTERBUILD_INPUTS=https?://' "$SRC/config/filterbuild-fetch.conf" ||
+	fail "config/filterbuild-fetch.conf lists no CRL URL"
+grep -qE '^FILTERBUILD_OPTS=.*--issuer ' "$SRC/config/filterbuild-fetch.conf" ||
+	fail "config/filterbuild-fetch.conf does not verify the fetched CRLs (--issuer)"
 
 # --- systemd-analyze verify ---------------------------------------------
 # Copies with ExecStart= on the built binaries; the real units name the
@@ -209,6 +234,31 @@ else
 		--out "$tmp/filters2" --valid-for 1h --quiet "$tmp/revoked.txt" ||
 		fail "filterbuild build under strace"
 
+	# The fetching build: an http input served by python's http.server
+	# (Last-Modified, so the second run is a conditional GET and a 304),
+	# the cache in $CACHE_DIRECTORY as filterbuild-fetch.service sets it.
+	hport=$(free_port) || fail "no free port"
+	python3 -m http.server --bind 127.0.0.1 --directory "$tmp" "$hport" \
+		>"$tmp/http.log" 2>&1 &
+	hpid=$!
+	for _ in $(seq 100); do
+		curl -fsS -o /dev/null "http://127.0.0.1:$hport/revoked.txt" 2>/dev/null && break
+		sleep 0.1
+	done
+	mkdir -m 0700 -p "$tmp/crlcache"
+	for run in 1 2; do
+		CACHE_DIRECTORY="$tmp/crlcache" strace -f -qq -o "$tmp/fbf$run.trace" \
+			"$FILTERBUILD" build --key "$tmp/key.pem" --out "$tmp/filters3" \
+			--valid-for 1h --quiet "http://127.0.0.1:$hport/revoked.txt" ||
+			fail "fetching filterbuild build under strace (run $run)"
+	done
+	cat "$tmp/fbf1.trace" "$tmp/fbf2.trace" > "$tmp/fbf.trace"
+	grep -q '"GET /revoked.txt HTTP/1.1" 304' "$tmp/http.log" ||
+		fail "the second fetching build was not a 304: $(cat "$tmp/http.log")"
+	kill "$hpid" 2>/dev/null || true
+	wait "$hpid" 2>/dev/null || true
+	hpid=""
+
 	port=$(free_port) || fail "no free port"
 	rm -rf "$tmp/state2" && mkdir -p "$tmp/state2"
 	strace -f -qq -o "$tmp/rc.trace" "$REVCHECKD" --listen "127.0.0.1:$port" \
@@ -243,7 +293,7 @@ else
 	pid=""
 	[ "$st" -eq 0 ] || fail "revcheckd under strace exited $st: $(cat "$tmp/revcheckd2.log")"
 
-	for t in fb rc; do
+	for t in fb fbf rc; do
 		sed -nE 's/^[0-9]+ +([a-z0-9_]+)\(.*/\1/p' "$tmp/$t.trace" | sort -u > "$tmp/$t.used"
 		[ -s "$tmp/$t.used" ] || fail "empty trace $t"
 		bad=$(comm -23 "$tmp/$t.used" "$tmp/allowed" | tr '\n' ' ')
@@ -256,7 +306,7 @@ else
 		    grep -vxE 'AF_INET|AF_INET6|AF_UNIX' | sort -u | tr '\n' ' ' || true)
 		[ -z "$bad" ] || fail "$t opens sockets outside RestrictAddressFamilies=: $bad"
 	done
-	echo "ok sandbox fit: $(wc -l < "$tmp/rc.used") calls of revcheckd, $(wc -l < "$tmp/fb.used") of filterbuild build, all allowed"
+	echo "ok sandbox fit: $(wc -l < "$tmp/rc.used") calls of revcheckd, $(wc -l < "$tmp/fb.used") of filterbuild build, $(wc -l < "$tmp/fbf.used") of a fetching build, all allowed"
 fi
 
 echo "PASS it_systemd"
