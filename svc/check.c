@@ -42,7 +42,8 @@ check_fail_str(enum check_fail f)
 const char *
 check_source_str(enum check_source src)
 {
-	return src == CHECK_SRC_FILTER ? "filter" : "authoritative";
+	return src == CHECK_SRC_FILTER ? "filter" : src == CHECK_SRC_DELTA ?
+	    "delta" : "authoritative";
 }
 
 enum check_gate
@@ -90,6 +91,29 @@ check_key_tally(const struct snapshot *s, const struct revkey *k,
 		r->status = CHECK_NOT_COVERED;
 		r->source = CHECK_SRC_FILTER;
 		return 0;
+	}
+	/*
+	 * The overlay is exact and newer than the base: a key it knows is
+	 * decided by its last change, added or removed.
+	 */
+	if (s->ov != NULL) {
+		int op = overlay_find(s->ov, k, &rec);
+
+		if (op == DELTA_ADD) {
+			metrics_tally_inc(t, MET_DELTA_HITS);
+			r->status = CHECK_REVOKED;
+			r->source = CHECK_SRC_DELTA;
+			r->revoked_at = rec.revoked_at;
+			memcpy(r->reason, rec.reason, sizeof(r->reason));
+			r->reason[sizeof(r->reason) - 1] = '\0';
+			return 0;
+		}
+		if (op == DELTA_REMOVE) {
+			metrics_tally_inc(t, MET_DELTA_HITS);
+			r->status = CHECK_NOT_REVOKED;
+			r->source = CHECK_SRC_DELTA;
+			return 0;
+		}
 	}
 	if (!ffile_query(s->ff, k)) {
 		metrics_tally_inc(t, MET_FILTER_NEGATIVE);
@@ -470,6 +494,8 @@ render_fields(struct sbuf *b, const struct snapshot *s,
 	sbuf_add_jstr(b, idt, n);
 	sbuf_adds(b, ",\"filter_version\":");
 	sbuf_add_u64(b, s->version);
+	sbuf_adds(b, ",\"delta_seq\":");
+	sbuf_add_u64(b, s->pos.seq);
 	if (r->status == CHECK_REVOKED) {
 		if (r->revoked_at != 0) {
 			util_rfc3339(ts, r->revoked_at);

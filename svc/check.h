@@ -32,6 +32,7 @@ enum check_status {
 enum check_source {
 	CHECK_SRC_FILTER = 0,
 	CHECK_SRC_AUTHORITATIVE,
+	CHECK_SRC_DELTA,	/* the delta overlay decided (lib/overlay.h) */
 };
 
 /* Why a positive was left unsettled (check_key returned -1). */

@@ -66,6 +66,38 @@ add_scope(struct sbuf *b, const struct ffile_scope *sc)
 		sbuf_adds(b, ",\"source\":\"list\"}");
 }
 
+/*
+ * The chain in service: the delta sequence over the base, the overlay's
+ * size, the last delta's age and the revocation lag (from the newest
+ * change it carried to its application here; null when unknown).
+ */
+static void
+add_delta(struct sbuf *b, const struct snapshot *s, int64_t now)
+{
+	sbuf_adds(b, "{\"seq\":");
+	sbuf_add_u64(b, s->pos.seq);
+	sbuf_adds(b, ",\"overlay_keys\":");
+	sbuf_add_u64(b, s->ov != NULL ? overlay_count(s->ov) : 0);
+	sbuf_adds(b, ",\"overlay_bytes\":");
+	sbuf_add_u64(b, s->ov != NULL ? overlay_bytes(s->ov) : 0);
+	sbuf_adds(b, ",\"last_delta_at\":");
+	if (s->last_delta_at != 0)
+		add_time(b, s->last_delta_at);
+	else
+		sbuf_adds(b, "null");
+	sbuf_adds(b, ",\"last_delta_age_seconds\":");
+	if (s->last_delta_at != 0)
+		sbuf_add_i64(b, now - s->last_delta_at);
+	else
+		sbuf_adds(b, "null");
+	sbuf_adds(b, ",\"revocation_lag_seconds\":");
+	if (s->last_change_at != 0 && s->applied_at != 0)
+		sbuf_add_i64(b, s->applied_at - s->last_change_at);
+	else
+		sbuf_adds(b, "null");
+	sbuf_adds(b, "}");
+}
+
 static void
 add_filter(struct sbuf *b, const struct server_ctx *ctx,
     const struct snapshot *s, int64_t now)
@@ -119,7 +151,9 @@ add_filter(struct sbuf *b, const struct server_ctx *ctx,
 	util_hex(hex, fi->table_sha256, 32);
 	sbuf_adds(b, "\",\"table_sha256\":\"");
 	sbuf_adds(b, hex);
-	sbuf_adds(b, "\",\"authority\":\"");
+	sbuf_adds(b, "\",\"delta\":");
+	add_delta(b, s, now);
+	sbuf_adds(b, ",\"authority\":\"");
 	sbuf_adds(b, s->tab != NULL ? "table" : "upstream");
 	sbuf_adds(b, "\",\"scopes\":[");
 	for (i = 0; i < fi->nscopes; i++) {
@@ -289,6 +323,21 @@ handle_metrics(const struct server_req *r)
 	    s != NULL ? s->estimated_fp : 0);
 	gauge(&b, "observed_fp_rate", "False positives / (false positives + "
 	    "filter negatives).", observed_fp());
+	gauge(&b, "delta_seq", "Deltas applied over the base in service.",
+	    s != NULL ? (double)s->pos.seq : 0);
+	gauge(&b, "delta_overlay_keys", "Keys the delta overlay holds.",
+	    s != NULL && s->ov != NULL ? (double)overlay_count(s->ov) : 0);
+	gauge(&b, "delta_overlay_bytes", "Memory of the delta overlay.",
+	    s != NULL && s->ov != NULL ? (double)overlay_bytes(s->ov) : 0);
+	gauge(&b, "delta_last_age_seconds", "Seconds since the last delta "
+	    "in service was issued (0 when none).",
+	    s != NULL && s->last_delta_at != 0 ?
+	    (double)(now - s->last_delta_at) : 0);
+	gauge(&b, "delta_revocation_lag_seconds", "From the newest change "
+	    "of the last delta (its commit time in the source) to its "
+	    "enforcement here (0 when unknown).",
+	    s != NULL && s->last_change_at != 0 && s->applied_at != 0 ?
+	    (double)(s->applied_at - s->last_change_at) : 0);
 	snapshot_release(s);
 	counter(&b, "checks", "Keys checked.", metrics_get(MET_CHECKS));
 	counter(&b, "filter_negative", "Answered not_revoked by the filter "
@@ -313,6 +362,13 @@ handle_metrics(const struct server_req *r)
 	    metrics_get(MET_AUTHORITY_BEHIND));
 	counter(&b, "bad_items", "Batch items answered with an error.",
 	    metrics_get(MET_BAD_ITEMS));
+	counter(&b, "delta_hits", "Keys decided by the delta overlay.",
+	    metrics_get(MET_DELTA_HITS));
+	counter(&b, "deltas_applied", "Deltas applied.",
+	    metrics_get(MET_DELTA_APPLIED));
+	counter(&b, "deltas_refused", "Delta chain files refused (bad "
+	    "signature, gap, fork, replay, parse error).",
+	    metrics_get(MET_DELTA_REFUSED));
 	counter(&b, "slow_dropped", "Connections dropped for not completing "
 	    "a request (headers and body) within conn_timeout.",
 	    metrics_get(MET_SLOW_DROPPED));

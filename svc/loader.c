@@ -684,6 +684,169 @@ loader_poll(struct loader *l, struct snapshot_slot *sl, bool force)
 	return loader_load_files(l, sl, fpath, tpath);
 }
 
+struct chain_walk {
+	struct overlay	*ov;
+	int64_t		 issued_at;
+	int64_t		 expires_at;
+	int64_t		 last_change_at;
+	int64_t		 last_delta_at;
+	uint64_t	 applied;
+};
+
+/* delta_chain_walk's callback: one verified, linked delta into the clone. */
+static int
+chain_apply(void *arg, const struct delta *d)
+{
+	struct chain_walk *w = arg;
+	const struct delta_info *in = delta_info(d);
+
+	if (overlay_apply(w->ov, d) != 0)
+		return -1;
+	w->issued_at = in->issued_at;
+	w->expires_at = in->expires_at;
+	w->last_delta_at = in->issued_at;
+	if (in->changed_at != 0)
+		w->last_change_at = in->changed_at;
+	w->applied++;
+	return 0;
+}
+
+/* Logs and counts a chain refusal once per distinct message. */
+static void
+chain_refused(struct loader *l, const char *why)
+{
+	if (strcmp(l->chain_err, why) == 0)
+		return;
+	copy_str(l->chain_err, sizeof(l->chain_err), why);
+	metrics_inc(MET_DELTA_REFUSED);
+	log_warn("delta chain refused: %s", why);
+}
+
+static bool
+same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_ino == b->st_ino && a->st_dev == b->st_dev &&
+	    a->st_size == b->st_size &&
+	    a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
+	    a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+/*
+ * True when the chain may have changed since the last poll: a next delta
+ * or head file that was not there, or is another file now. Cheap: two
+ * stat calls, so an origin can look five times a second.
+ */
+static bool
+chain_changed(struct loader *l, const char *ddir, const struct snapshot *s)
+{
+	char p[PATH_MAX + 32], name[DELTA_NAME_LEN + 1];
+	struct stat hst, nst;
+	bool changed;
+
+	delta_file_name(name, s->pos.seq + 1);
+	snprintf(p, sizeof(p), "%s/" DELTA_HEAD_NAME, ddir);
+	if (stat(p, &hst) == -1)
+		memset(&hst, 0, sizeof(hst));
+	snprintf(p, sizeof(p), "%s/%s", ddir, name);
+	if (stat(p, &nst) == -1)
+		memset(&nst, 0, sizeof(nst));
+	changed = l->chain_seq != s->pos.seq ||
+	    l->chain_base != s->pos.base_version ||
+	    !same_file(&hst, &l->chain_head_st) ||
+	    !same_file(&nst, &l->chain_next_st);
+	l->chain_head_st = hst;
+	l->chain_next_st = nst;
+	l->chain_seq = s->pos.seq;
+	l->chain_base = s->pos.base_version;
+	return changed;
+}
+
+int
+loader_poll_chain(struct loader *l, struct snapshot_slot *sl)
+{
+	char ddir[PATH_MAX], e[600];
+	struct snapshot_chain ch;
+	struct chain_walk w;
+	struct snapshot *s, *ns;
+	struct delta *head = NULL;
+	const char *slash;
+	uint64_t head_seq;
+	int rc = 1;
+
+	if (l->filter_dir[0] == '\0')
+		return 1;
+	pthread_mutex_lock(&l->load_mu);
+	s = snapshot_acquire(sl);
+	if (s == NULL || l->serving_filter[0] == '\0' ||
+	    (slash = strrchr(l->serving_filter, '/')) == NULL ||
+	    snprintf(ddir, sizeof(ddir), "%.*s/" DELTA_DIR,
+	    (int)(slash - l->serving_filter), l->serving_filter) >=
+	    (int)sizeof(ddir) || !chain_changed(l, ddir, s))
+		goto out;
+	memset(&w, 0, sizeof(w));
+	memset(&ch, 0, sizeof(ch));
+	ch.pos = s->pos;
+	w.ov = s->ov != NULL ? overlay_clone(s->ov) : overlay_new();
+	if (w.ov == NULL) {
+		chain_refused(l, "out of memory for the delta overlay");
+		rc = -1;
+		goto out;
+	}
+	w.issued_at = s->info->issued_at;
+	w.expires_at = s->info->expires_at;
+	w.last_change_at = s->last_change_at;
+	if (delta_chain_walk(ddir, &l->ring, &ch.pos, chain_apply, &w, &head,
+	    &head_seq, e, sizeof(e)) != 0) {
+		/* What linked before the bad file is still applied. */
+		chain_refused(l, e);
+		rc = -1;
+	} else if (head_seq != UINT64_MAX && head_seq > ch.pos.seq) {
+		snprintf(e, sizeof(e), "%.400s: the head names delta %llu, only "
+		    "%llu are there (a gap is never crossed)", ddir,
+		    (unsigned long long)head_seq,
+		    (unsigned long long)ch.pos.seq);
+		chain_refused(l, e);
+	} else {
+		l->chain_err[0] = '\0';
+	}
+	/* A head extends freshness, never shortens it (no rollback). */
+	if (head != NULL && delta_info(head)->issued_at >= w.issued_at) {
+		w.issued_at = delta_info(head)->issued_at;
+		w.expires_at = delta_info(head)->expires_at;
+	}
+	if (w.applied == 0 && w.issued_at == s->info->issued_at) {
+		overlay_free(w.ov);
+		goto out;
+	}
+	ch.ov = w.ov;
+	ch.issued_at = w.issued_at;
+	ch.expires_at = w.expires_at;
+	ch.last_delta_at = w.applied > 0 ? w.last_delta_at : s->last_delta_at;
+	ch.last_change_at = w.last_change_at;
+	ns = snapshot_with_chain(s, &ch, util_now());
+	if (ns == NULL) {
+		chain_refused(l, "out of memory for a snapshot");
+		rc = -1;
+		goto out;
+	}
+	if (w.applied > 0) {
+		metrics_add(MET_DELTA_APPLIED, w.applied);
+		log_info("applied deltas %llu..%llu of base %llu (%zu keys "
+		    "in the overlay)", (unsigned long long)(s->pos.seq + 1),
+		    (unsigned long long)ch.pos.seq,
+		    (unsigned long long)ch.pos.base_version,
+		    overlay_count(ns->ov));
+	}
+	snapshot_swap(sl, ns);
+	if (rc == 1)
+		rc = 0;
+out:
+	delta_free(head);
+	snapshot_release(s);
+	pthread_mutex_unlock(&l->load_mu);
+	return rc;
+}
+
 int
 loader_reopen_audit(struct loader *l)
 {

@@ -57,6 +57,13 @@ struct loader {
 	/* The files the snapshot in service was loaded from ("" on an edge). */
 	char		 serving_filter[PATH_MAX];
 	char		 serving_table[PATH_MAX];
+	/* The last delta chain refusal, logged once until it changes. */
+	char		 chain_err[512];
+	/* What the last chain poll saw, to skip unchanged chains cheaply. */
+	struct stat	 chain_head_st;
+	struct stat	 chain_next_st;
+	uint64_t	 chain_seq;
+	uint64_t	 chain_base;
 };
 
 /*
@@ -105,6 +112,20 @@ int loader_accept(struct loader *l, struct snapshot_slot *sl,
  */
 void loader_refuse(struct loader *l, uint64_t version, const char *source,
     const char *reason);
+
+/*
+ * Applies the delta chain beside the base in service (its delta/
+ * directory, from filterbuild follow), for a local load. Each new delta
+ * must parse, verify against the trusted keys and link to what is in
+ * service (lib/delta.h: never a gap, fork, replay or other base); the
+ * overlay in service is cloned, the deltas applied to the clone, and a
+ * snapshot sharing the base is swapped in, with the freshness of the
+ * newest delta or head. A file that fails stops the chain where it is
+ * (logged and counted once per distinct error): the snapshot in service
+ * keeps answering until the staleness rules refuse it. Returns 0 when
+ * something new was installed, 1 when nothing was new, -1 on a refusal.
+ */
+int loader_poll_chain(struct loader *l, struct snapshot_slot *sl);
 
 /*
  * Re-verifies what is in service (SIGHUP): hashes the filter and table

@@ -22,6 +22,9 @@ enum metric {
 	MET_BODY_REFUSED,	/* requests refused: body memory cap reached */
 	MET_RELOAD_ACCEPTED,
 	MET_RELOAD_REJECTED,
+	MET_DELTA_HITS,		/* keys the delta overlay decided */
+	MET_DELTA_APPLIED,	/* deltas applied */
+	MET_DELTA_REFUSED,	/* delta chain files refused */
 	MET_COUNT_
 };
 

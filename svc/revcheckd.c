@@ -24,6 +24,7 @@
 
 #define DRAIN_MS	10000	/* SIGTERM: how long requests may finish */
 #define RETRY_EMPTY	30	/* seconds between retries with no filter */
+#define DELTA_POLL_MS	200	/* an origin looks for new deltas this often */
 
 /* The command line, read again on SIGHUP. */
 static int saved_argc;
@@ -393,6 +394,8 @@ run(struct config *c)
 			timeout = (int)(wd_usec / 2000);
 		if (timeout > 1000)
 			timeout = 1000;	/* readiness follows the clock */
+		if (c->filter_dir != NULL && timeout > DELTA_POLL_MS)
+			timeout = DELTA_POLL_MS;
 		pfd[0].fd = sig_pipe[0];
 		pfd[0].events = POLLIN;
 		pfd[1].fd = ino;
@@ -430,6 +433,8 @@ run(struct config *c)
 			loader_poll(&loader, &slot, false);
 			last_poll = now;
 		}
+		/* Deltas arrive within DELTA_POLL_MS (filterbuild follow). */
+		(void)loader_poll_chain(&loader, &slot);
 		log_filter_state(&slot, &pol, &fstate);
 		if (!fresh_loaded(&slot, &pol) &&
 		    now - last_try >= RETRY_EMPTY) {

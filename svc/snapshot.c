@@ -32,7 +32,11 @@ snapshot_new(struct ffile *ff, struct table *tab, int64_t now)
 	}
 	s->ff = ff;
 	s->tab = tab;
-	s->info = ffile_info(ff);
+	s->info_eff = *ffile_info(ff);
+	s->info = &s->info_eff;
+	s->pos.base_version = s->info->version;
+	memcpy(s->pos.base_sha256, ffile_sha256(ff), 32);
+	memcpy(s->pos.last_sha256, s->pos.base_sha256, 32);
 	s->version = s->info->version;
 	s->loaded_at = now;
 	util_hex(s->sha_hex, ffile_sha256(ff), 32);
@@ -45,6 +49,33 @@ snapshot_new(struct ffile *ff, struct table *tab, int64_t now)
 	    s->info->issued_at);
 	s->fill_ratio = bloom_fill_ratio(ffile_bloom(ff));
 	s->estimated_fp = bloom_estimated_fp(ffile_bloom(ff));
+	atomic_init(&s->refs, 1);
+	return s;
+}
+
+struct snapshot *
+snapshot_with_chain(struct snapshot *cur, struct snapshot_chain *ch,
+    int64_t now)
+{
+	struct snapshot *s, *owner = cur->parent != NULL ? cur->parent : cur;
+
+	if ((s = malloc(sizeof(*s))) == NULL) {
+		overlay_free(ch->ov);
+		ch->ov = NULL;
+		return NULL;
+	}
+	memcpy(s, cur, sizeof(*s));
+	s->info = &s->info_eff;
+	s->parent = snapshot_ref(owner);
+	s->ov = ch->ov;
+	ch->ov = NULL;
+	s->pos = ch->pos;
+	s->info_eff.issued_at = ch->issued_at;
+	s->info_eff.expires_at = ch->expires_at;
+	s->last_delta_at = ch->last_delta_at;
+	s->last_change_at = ch->last_change_at;
+	if (ch->pos.seq != cur->pos.seq)
+		s->applied_at = now;
 	atomic_init(&s->refs, 1);
 	return s;
 }
@@ -63,9 +94,14 @@ snapshot_release(struct snapshot *s)
 		return;
 	if (atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) != 1)
 		return;
-	ffile_close(s->ff);
-	if (s->tab != NULL)
-		table_close(s->tab);
+	overlay_free(s->ov);
+	if (s->parent != NULL) {
+		snapshot_release(s->parent);
+	} else {
+		ffile_close(s->ff);
+		if (s->tab != NULL)
+			table_close(s->tab);
+	}
 	free(s);
 	atomic_fetch_add(&freed, 1);
 }

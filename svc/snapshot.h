@@ -6,7 +6,9 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "delta.h"
 #include "ffile.h"
+#include "overlay.h"
 #include "table.h"
 
 /*
@@ -18,7 +20,20 @@
 struct snapshot {
 	struct ffile	*ff;
 	struct table	*tab;		/* NULL on an edge: no local authority */
+	/*
+	 * The base's fields, except that issued_at and expires_at are the
+	 * chain's once a delta or head extends it: staleness follows the
+	 * newest signed file in service.
+	 */
 	const struct ffile_info *info;
+	struct ffile_info info_eff;
+	/* A snapshot made by snapshot_with_chain borrows ff and tab from it. */
+	struct snapshot	*parent;
+	struct overlay	*ov;		/* NULL: no delta applied */
+	struct delta_pos pos;		/* pos.seq is the delta sequence */
+	int64_t		 last_delta_at;	/* issued_at of the last delta, 0 none */
+	int64_t		 last_change_at; /* newest change it covers, 0 unknown */
+	int64_t		 applied_at;	/* when the last delta was applied */
 	uint64_t	 version;
 	int64_t		 loaded_at;
 	char		 sha_hex[65];
@@ -44,6 +59,24 @@ struct snapshot_slot {
  */
 struct snapshot *snapshot_new(struct ffile *ff, struct table *tab,
     int64_t now);
+
+/* What a chain adds to a snapshot (snapshot_with_chain). */
+struct snapshot_chain {
+	struct overlay	*ov;		/* taken over */
+	struct delta_pos pos;
+	int64_t		 issued_at;	/* of the newest delta or head */
+	int64_t		 expires_at;
+	int64_t		 last_delta_at;
+	int64_t		 last_change_at;
+};
+
+/*
+ * A snapshot of cur's base with a chain applied: shares cur's filter and
+ * table (holding a reference to the snapshot that owns them), takes
+ * ownership of ch->ov in every case. Returns NULL when memory runs out.
+ */
+struct snapshot *snapshot_with_chain(struct snapshot *cur,
+    struct snapshot_chain *ch, int64_t now);
 
 /* Adds a reference to s and returns it. */
 struct snapshot *snapshot_ref(struct snapshot *s);

@@ -4,11 +4,13 @@
 #include <ftw.h>
 #include <unistd.h>
 
+#include "../svc/check.h"
 #include "../svc/loader.h"
 #include "../svc/metrics.h"
 #include "../svc/sbuf.h"
 #include "../svc/snapshot.h"
 #include "../svc/stale.h"
+#include "delta.h"
 #include "log.h"
 #include "publish.h"
 #include "util.h"
@@ -491,4 +493,211 @@ Test(loader, group_writable_table_is_refused)
 	cr_assert_eq(serving(&sl), 5);
 	loader_free(&l);
 	snapshot_slot_free(&sl);
+}
+
+/* ---- delta chains (loader_poll_chain) ---------------------------------- */
+
+/* Writes a delta or head into v1's delta/ directory as name. */
+static void
+put_chain_file(EVP_PKEY *k, enum delta_kind kind, uint64_t base_version,
+    const unsigned char base_sha[32], uint64_t seq,
+    const unsigned char prev[32], int64_t issued, int64_t expires,
+    const struct delta_entry *e, size_t n, const char *name, size_t cut,
+    unsigned char sha_out[32])
+{
+	struct delta_info in;
+	unsigned char *buf = NULL;
+	char ddir[256], err[256];
+	size_t len;
+
+	memset(&in, 0, sizeof(in));
+	in.kind = kind;
+	in.base_version = base_version;
+	memcpy(in.base_sha256, base_sha, 32);
+	in.seq = seq;
+	memcpy(in.prev_sha256, prev, 32);
+	in.issued_at = issued;
+	in.expires_at = expires;
+	in.changed_at = issued - 1;
+	cr_assert_eq(delta_encode(&in, e, n, k, &buf, &len, err, sizeof(err)),
+	    0, "%s", err);
+	if (sha_out != NULL)
+		cr_assert_eq(util_sha256(sha_out, buf, len), 0);
+	snprintf(ddir, sizeof(ddir), "%s/v%020d/" DELTA_DIR, fdir, 1);
+	cr_assert_eq(publish_file(ddir, name, buf, len - cut, err,
+	    sizeof(err)), 0, "%s", err);
+	free(buf);
+}
+
+static struct delta_entry
+chain_ent(enum delta_op op, const char *id)
+{
+	struct delta_entry e;
+
+	memset(&e, 0, sizeof(e));
+	e.op = op;
+	cr_assert_eq(revkey_set(&e.rec.key, "default", id, strlen(id)), 0);
+	if (op == DELTA_ADD) {
+		e.rec.revoked_at = 1700000000;
+		memcpy(e.rec.reason, "superseded", 11);
+	}
+	return e;
+}
+
+/* The answer the snapshot in service gives for id; its delta seq too. */
+static enum check_status
+answer(struct snapshot_slot *sl, const char *id, uint64_t *seq,
+    enum check_source *src)
+{
+	struct check_result r;
+	struct snapshot *s = snapshot_acquire(sl);
+	struct revkey k;
+
+	cr_assert_not_null(s);
+	cr_assert_eq(revkey_set(&k, "default", id, strlen(id)), 0);
+	cr_assert_eq(check_key(s, &k, &r), 0);
+	if (seq != NULL)
+		*seq = s->pos.seq;
+	if (src != NULL)
+		*src = r.source;
+	snapshot_release(s);
+	return r.status;
+}
+
+static void
+dname(char out[DELTA_NAME_LEN + 1], uint64_t seq)
+{
+	delta_file_name(out, seq);
+}
+
+Test(loader, delta_chain_applies_and_refuses_every_bad_link)
+{
+	struct snapshot_slot sl;
+	struct loader l;
+	struct snapshot *s;
+	struct delta_entry e[2];
+	unsigned char base[32], d1[32], d2[32], wrong[32];
+	EVP_PKEY *other = sign_keygen();
+	enum check_source src;
+	int64_t now = util_now();
+	uint64_t seq, refused;
+	char err[512], n1[DELTA_NAME_LEN + 1], n2[DELTA_NAME_LEN + 1],
+	    n3[DELTA_NAME_LEN + 1], path[512];
+
+	dname(n1, 1);
+	dname(n2, 2);
+	dname(n3, 3);
+	memset(wrong, 0x42, 32);
+	snapshot_slot_init(&sl);
+	cr_assert_eq(loader_init(&l, &cfg, &pol, err, sizeof(err)), 0, "%s",
+	    err);
+	publish(key, 1, now - 100, now + 60, 0, false);
+	cr_assert_eq(loader_poll(&l, &sl, false), 0);
+	cr_assert_eq(loader_poll_chain(&l, &sl), 1, "no chain yet");
+	s = snapshot_acquire(&sl);
+	memcpy(base, s->pos.base_sha256, 32);
+	snapshot_release(s);
+
+	/* Delta 1: t9 revoked, t1 (revoked in the table) released. */
+	e[0] = chain_ent(DELTA_ADD, "t9");
+	e[1] = chain_ent(DELTA_REMOVE, "t1");
+	put_chain_file(key, DELTA_KIND_DELTA, 1, base, 1, base, now - 5,
+	    now + 600, e, 2, n1, 0, d1);
+	cr_assert_eq(answer(&sl, "t9", NULL, NULL), CHECK_NOT_REVOKED);
+	cr_assert_eq(loader_poll_chain(&l, &sl), 0);
+	cr_assert_eq(answer(&sl, "t9", &seq, &src), CHECK_REVOKED,
+	    "an added key is revoked");
+	cr_assert_eq(seq, 1, "the answer names the delta sequence");
+	cr_assert_eq(src, CHECK_SRC_DELTA);
+	cr_assert_eq(answer(&sl, "t1", NULL, &src), CHECK_NOT_REVOKED,
+	    "a removal takes effect over the table");
+	cr_assert_eq(src, CHECK_SRC_DELTA);
+	cr_assert_eq(answer(&sl, "t2", NULL, NULL), CHECK_REVOKED,
+	    "keys the chain did not touch answer from the base");
+	s = snapshot_acquire(&sl);
+	cr_assert_eq(s->info->expires_at, now + 600,
+	    "the delta's expiry is the chain's");
+	cr_assert_eq(s->version, 1, "the base version is unchanged");
+	snapshot_release(s);
+	cr_assert_eq(loader_poll_chain(&l, &sl), 1, "nothing new");
+
+	e[0] = chain_ent(DELTA_ADD, "t10");
+	refused = metrics_get(MET_DELTA_REFUSED);
+	/* Signed by an untrusted key. */
+	put_chain_file(other, DELTA_KIND_DELTA, 1, base, 2, d1, now, now + 600,
+	    e, 1, n2, 0, NULL);
+	cr_assert_eq(loader_poll_chain(&l, &sl), -1, "untrusted signer");
+	cr_assert_eq(answer(&sl, "t10", &seq, NULL), CHECK_NOT_REVOKED);
+	cr_assert_eq(seq, 1);
+	cr_assert(metrics_get(MET_DELTA_REFUSED) > refused, "counted");
+	/* Truncated. */
+	put_chain_file(key, DELTA_KIND_DELTA, 1, base, 2, d1, now, now + 600,
+	    e, 1, n2, 7, NULL);
+	cr_assert_eq(loader_poll_chain(&l, &sl), -1, "truncated delta");
+	cr_assert_eq(answer(&sl, "t10", &seq, NULL), CHECK_NOT_REVOKED);
+	/* A fork: the right number, another predecessor. */
+	put_chain_file(key, DELTA_KIND_DELTA, 1, base, 2, wrong, now,
+	    now + 600, e, 1, n2, 0, NULL);
+	cr_assert_eq(loader_poll_chain(&l, &sl), -1, "fork");
+	cr_assert_eq(answer(&sl, "t10", &seq, NULL), CHECK_NOT_REVOKED);
+	/* A replay: delta 1 again under the next name. */
+	put_chain_file(key, DELTA_KIND_DELTA, 1, base, 1, base, now - 5,
+	    now + 600, e, 1, n2, 0, NULL);
+	cr_assert_eq(loader_poll_chain(&l, &sl), -1, "replay");
+	/* Made for another base. */
+	put_chain_file(key, DELTA_KIND_DELTA, 2, base, 2, d1, now, now + 600,
+	    e, 1, n2, 0, NULL);
+	cr_assert_eq(loader_poll_chain(&l, &sl), -1, "other base");
+	cr_assert_eq(answer(&sl, "t10", &seq, NULL), CHECK_NOT_REVOKED);
+	cr_assert_eq(seq, 1);
+
+	/* A gap: delta 3 without delta 2 is never applied. */
+	snprintf(path, sizeof(path), "%s/v%020d/" DELTA_DIR "/%s", fdir, 1,
+	    n2);
+	cr_assert_eq(unlink(path), 0);
+	put_chain_file(key, DELTA_KIND_DELTA, 1, base, 3, wrong, now,
+	    now + 600, e, 1, n3, 0, NULL);
+	cr_assert_eq(loader_poll_chain(&l, &sl), 1, "a gap stops the walk");
+	cr_assert_eq(answer(&sl, "t10", &seq, NULL), CHECK_NOT_REVOKED);
+	cr_assert_eq(seq, 1);
+
+	/* The missing delta arrives: 2 applies, then 3 is checked (a fork). */
+	put_chain_file(key, DELTA_KIND_DELTA, 1, base, 2, d1, now, now + 600,
+	    e, 1, n2, 0, d2);
+	cr_assert_eq(loader_poll_chain(&l, &sl), -1, "2 applied, 3 forks");
+	cr_assert_eq(answer(&sl, "t10", &seq, NULL), CHECK_REVOKED);
+	cr_assert_eq(seq, 2, "what linked before the bad file is applied");
+	snprintf(path, sizeof(path), "%s/v%020d/" DELTA_DIR "/%s", fdir, 1,
+	    n3);
+	cr_assert_eq(unlink(path), 0);
+
+	/* A head extends freshness; an older head never shortens it. */
+	put_chain_file(key, DELTA_KIND_HEAD, 1, base, 2, d2, now + 1,
+	    now + 3600, NULL, 0, DELTA_HEAD_NAME, 0, NULL);
+	cr_assert_eq(loader_poll_chain(&l, &sl), 0);
+	s = snapshot_acquire(&sl);
+	cr_assert_eq(s->info->expires_at, now + 3600);
+	snapshot_release(s);
+	put_chain_file(key, DELTA_KIND_HEAD, 1, base, 2, d2, now, now + 900,
+	    NULL, 0, DELTA_HEAD_NAME, 0, NULL);
+	(void)loader_poll_chain(&l, &sl);
+	s = snapshot_acquire(&sl);
+	cr_assert_eq(s->info->expires_at, now + 3600, "no rollback of freshness");
+	snapshot_release(s);
+	/* A head of a fork is refused. */
+	put_chain_file(key, DELTA_KIND_HEAD, 1, base, 2, wrong, now + 2,
+	    now + 7200, NULL, 0, DELTA_HEAD_NAME, 0, NULL);
+	cr_assert_eq(loader_poll_chain(&l, &sl), -1, "a forked head");
+	s = snapshot_acquire(&sl);
+	cr_assert_eq(s->info->expires_at, now + 3600);
+	snapshot_release(s);
+
+	/* A new base starts a new chain: the overlay is gone. */
+	publish(key, 2, now, now + 60, 0, false);
+	cr_assert_eq(loader_poll(&l, &sl, false), 0);
+	cr_assert_eq(answer(&sl, "t10", &seq, NULL), CHECK_NOT_REVOKED);
+	cr_assert_eq(seq, 0);
+	loader_free(&l);
+	snapshot_slot_free(&sl);
+	EVP_PKEY_free(other);
 }

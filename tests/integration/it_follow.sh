@@ -69,6 +69,45 @@ out=$("$FILTERBUILD" verify --pub "$T/key.pub" "$F" 2>&1) &&
 "$FILTERBUILD" verify --pub "$T/key.pub" --records "$F" | grep -q "	c	.*	keyCompromise$" &&
     rc_ok "reason carried by the delta" || rc_fail "reason carried by the delta"
 
+# An origin serving DIR enforces the deltas: an insert is revoked and a
+# delete released within seconds, and the answer names the delta sequence.
+mkdir -p "$T/state"
+rc_start O --filter-dir "$F" --trusted-key "$T/key.pub" --state-dir "$T/state"
+rc_wait_version "$O_URL" "$v1" || rc_fail "origin serves the base"
+# Waits until a check of $1 answers $2.
+answer_is() {
+	local i
+	for i in $(seq 1 50); do
+		rc_curl "$O_URL/v1/check?id=$1"
+		[ "$(rc_json status)" = "$2" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+answer_is c revoked && rc_ok "origin: a delta's add is revoked" ||
+    rc_fail "origin: a delta's add is revoked"
+rc_expect_json source delta "origin: the overlay decided"
+rc_expect_json reason keyCompromise "origin: the delta's reason"
+rc_expect_json filter_version "$v1" "origin: the base version"
+answer_is a not_revoked && rc_ok "origin: a delta's removal takes effect" ||
+    rc_fail "origin: a delta's removal takes effect"
+rc_psql -c "INSERT INTO revcheck_revocations (id) VALUES ('live')"
+answer_is live revoked && rc_ok "origin: a new row is enforced within 5 s" ||
+    rc_fail "origin: a new row is enforced within 5 s"
+seq=$(rc_json delta_seq)
+[ "${seq:-0}" -ge 2 ] && rc_ok "origin: the answer names delta $seq" ||
+    rc_fail "origin: delta_seq is '$seq'"
+rc_curl "$O_URL/v1/status"
+rc_expect_json filter.delta.seq "$seq" "status: delta seq"
+rc_expect_match "$(rc_json filter.delta.overlay_keys)" '^[1-9]' "status: overlay size"
+rc_expect_match "$(rc_json filter.delta.last_delta_age_seconds)" '^[0-9]+$' \
+    "status: age of the last delta"
+rc_expect_match "$(rc_json filter.delta.revocation_lag_seconds)" '^[0-9]+$' \
+    "status: revocation lag"
+rc_curl "$O_URL/metrics"
+rc_expect_match "$RC_BODY" "revcheckd_delta_seq $seq" "metrics: delta seq"
+rc_expect_match "$RC_BODY" "revcheckd_deltas_applied_total [1-9]" "metrics: deltas applied"
+
 # A lost notification costs at most an interval: the cursor is the truth.
 # The trigger is off for one transaction that logs its change by hand, as
 # the trigger would, but sends no notification.
@@ -156,6 +195,18 @@ grep -q "reason" "$T/follow.log" && rc_ok "the follower says why" ||
 rc_psql -c "DELETE FROM revcheck_revocations WHERE id = 'bad'"
 converged && rc_ok "once the row is deleted the follower re-bases past it" ||
     rc_fail "once the row is deleted the follower re-bases past it"
+
+# Through every re-base the origin followed: it answers as the database says.
+bad=0
+while IFS="$(printf '\t')" read -r sc id; do
+	rc_curl "$O_URL/v1/check?id=$id&scope=$sc"
+	[ "$(rc_json status)" = revoked ] || { bad=$((bad + 1)); echo "# $sc $id: $RC_BODY" >&2; }
+done <<<"$(db_ids)"
+rc_expect_eq "$bad" 0 "origin: every row of the database is revoked"
+for id in a bad silent-never; do
+	rc_curl "$O_URL/v1/check?id=$id"
+	rc_expect_json status not_revoked "origin: $id is not revoked"
+done
 
 # A second follower on the same directory is refused.
 if "$FILTERBUILD" follow --source "$PG_URL" --key "$T/key.pem" --out "$F" --once 2>"$T/err"; then
