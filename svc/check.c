@@ -494,8 +494,11 @@ render_fields(struct sbuf *b, const struct snapshot *s,
 	sbuf_add_jstr(b, idt, n);
 	sbuf_adds(b, ",\"filter_version\":");
 	sbuf_add_u64(b, s->version);
-	sbuf_adds(b, ",\"delta_seq\":");
-	sbuf_add_u64(b, s->pos.seq);
+	/* With a chain in service, the answer names the delta too. */
+	if (s->pos.seq != 0) {
+		sbuf_adds(b, ",\"delta_seq\":");
+		sbuf_add_u64(b, s->pos.seq);
+	}
 	if (r->status == CHECK_REVOKED) {
 		if (r->revoked_at != 0) {
 			util_rfc3339(ts, r->revoked_at);
