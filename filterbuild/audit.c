@@ -68,8 +68,8 @@ audit_usage(FILE *fp)
 	    "version, highest accepted version and (edges) verified upstream\n"
 	    "version. https is verified against the system's CAs.\n"
 	    "Exit status: 0 every node fresh and up to date; 1 a node is\n"
-	    "unreachable, has no filter, is stale, too old or behind; 2 usage\n"
-	    "error.\n", fp);
+	    "unreachable, has no filter, is stale, too old or behind, or (an\n"
+	    "edge) its last sync failed; 2 usage error.\n", fp);
 }
 
 static size_t
@@ -462,6 +462,10 @@ fb_audit(int argc, char **argv)
 		else {
 			if (n->stale)
 				problem(n, "stale");
+			/* An edge serving a fresh filter still fails when
+			 * its syncs do: it will not see the next version. */
+			if (n->sync_error[0] != '\0')
+				problem(n, "last sync failed");
 			if (max_age > 0 && n->age > max_age)
 				problem(n, "older than --max-age");
 			n->behind = newest - n->version;

@@ -256,7 +256,7 @@ handle_status(const struct server_req *r)
 		sbuf_adds(&b, "null");
 	sbuf_adds(&b, ",\"accepted\":");
 	sbuf_add_u64(&b, acc);
-	sbuf_adds(&b, ",\"rejected\":");
+	sbuf_adds(&b, ",\"refused\":");
 	sbuf_add_u64(&b, rej);
 	sbuf_adds(&b, ",\"highest_version\":");
 	sbuf_add_u64(&b, ctx->loader != NULL ? loader_highest(ctx->loader) :
@@ -276,6 +276,16 @@ gauge(struct sbuf *b, const char *name, const char *help, double v)
 	sbuf_addf(b, "%.9g\n", v);
 }
 
+/* A gauge that must keep every digit (a Unix time). */
+static void
+gauge_i64(struct sbuf *b, const char *name, const char *help, int64_t v)
+{
+	sbuf_addf(b, "# HELP revcheckd_%s %s\n# TYPE revcheckd_%s gauge\n"
+	    "revcheckd_%s ", name, help, name, name);
+	sbuf_add_i64(b, v);
+	sbuf_adds(b, "\n");
+}
+
 static void
 counter(struct sbuf *b, const char *name, const char *help, uint64_t v)
 {
@@ -284,6 +294,64 @@ counter(struct sbuf *b, const char *name, const char *help, uint64_t v)
 	    name, help, name, name);
 	sbuf_add_u64(b, v);
 	sbuf_adds(b, "\n");
+}
+
+/* A Prometheus label value: backslash, quote and newline escaped. */
+static void
+label_value(struct sbuf *b, const char *s, size_t len)
+{
+	size_t i;
+
+	sbuf_adds(b, "\"");
+	for (i = 0; i < len && s[i] != '\0'; i++) {
+		if (s[i] == '\\')
+			sbuf_adds(b, "\\\\");
+		else if (s[i] == '"')
+			sbuf_adds(b, "\\\"");
+		else if (s[i] == '\n')
+			sbuf_adds(b, "\\n");
+		else
+			sbuf_addf(b, "%c", s[i]);
+	}
+	sbuf_adds(b, "\"");
+}
+
+/*
+ * Per CRL scope: its thisUpdate and nextUpdate (0 when the CRL has none),
+ * so that an alert can fire before a CRL runs out.
+ */
+static void
+crl_times(struct sbuf *b, const struct ffile_info *fi)
+{
+	static const char *const names[2] = {
+		"revcheckd_crl_this_update_timestamp_seconds",
+		"revcheckd_crl_next_update_timestamp_seconds",
+	};
+	static const char *const helps[2] = {
+		"thisUpdate of the CRL behind each scope of the filter.",
+		"nextUpdate of the CRL behind each scope (0: none given).",
+	};
+	const struct ffile_scope *sc;
+	uint32_t i;
+	int w;
+
+	for (w = 0; w < 2; w++) {
+		sbuf_addf(b, "# HELP %s %s\n# TYPE %s gauge\n", names[w],
+		    helps[w], names[w]);
+		for (i = 0; fi != NULL && i < fi->nscopes; i++) {
+			sc = &fi->scopes[i];
+			if (sc->source != FFILE_SRC_CRL)
+				continue;
+			sbuf_addf(b, "%s{scope=", names[w]);
+			label_value(b, sc->name, strlen(sc->name));
+			sbuf_adds(b, ",issuer=");
+			label_value(b, sc->issuer, sizeof(sc->issuer));
+			sbuf_adds(b, "} ");
+			sbuf_add_i64(b, w == 0 ? sc->this_update :
+			    sc->next_update);
+			sbuf_adds(b, "\n");
+		}
+	}
 }
 
 enum MHD_Result
@@ -301,6 +369,9 @@ handle_metrics(const struct server_req *r)
 	if (s != NULL)
 		sr = stale_check(s->info, &ctx->policy, now,
 		    atomic_load(&ctx->slot->newer_seen_at));
+	sbuf_adds(&b, "# HELP revcheckd_build_info The running version.\n"
+	    "# TYPE revcheckd_build_info gauge\n"
+	    "revcheckd_build_info{version=\"" REVCHECK_VERSION "\"} 1\n");
 	gauge(&b, "filter_loaded", "1 when a verified filter is loaded.",
 	    s != NULL);
 	gauge(&b, "filter_version", "Version of the loaded filter.",
@@ -310,17 +381,27 @@ handle_metrics(const struct server_req *r)
 	gauge(&b, "filter_expires_in_seconds", "Seconds until the filter "
 	    "expires (negative once expired).",
 	    s != NULL ? (double)(s->info->expires_at - now) : 0);
+	gauge_i64(&b, "filter_expires_timestamp_seconds", "When the loaded "
+	    "filter expires (signed expires_at, Unix time; 0: none loaded).",
+	    s != NULL ? s->info->expires_at : 0);
+	gauge_i64(&b, "filter_issued_timestamp_seconds", "When the loaded "
+	    "filter was issued (Unix time; 0: none loaded).",
+	    s != NULL ? s->info->issued_at : 0);
 	gauge(&b, "filter_stale", "1 when the loaded filter is stale (or none "
 	    "is loaded).", s == NULL || sr != STALE_FRESH);
 	gauge(&b, "filter_keys", "Keys in the loaded filter.",
 	    s != NULL ? (double)s->info->keys : 0);
-	gauge(&b, "filter_bits", "Bits in the loaded filter.",
-	    s != NULL ? (double)s->info->m : 0);
+	gauge(&b, "filter_size_bytes", "Size of the loaded filter's bit or "
+	    "fingerprint array in bytes (bits / 8, rounded up).",
+	    s != NULL ? (double)((s->info->m + 7) / 8) : 0);
 	gauge(&b, "filter_fill_ratio", "Set bits / bits of the filter array.",
 	    s != NULL ? s->fill_ratio : 0);
 	gauge(&b, "filter_estimated_fp_rate", "FP rate implied by the fill "
 	    "(classic, blocked) or fixed at 2^-8 by the fingerprints (fuse).",
 	    s != NULL ? s->estimated_fp : 0);
+	gauge(&b, "filter_fp_rate_target", "The false-positive rate the "
+	    "filter was built for (filterbuild --fp-rate).",
+	    s != NULL ? s->info->fp_rate_target : 0);
 	gauge(&b, "observed_fp_rate", "False positives / (false positives + "
 	    "filter negatives).", observed_fp());
 	gauge(&b, "delta_seq", "Deltas applied over the base in service.",
@@ -338,6 +419,7 @@ handle_metrics(const struct server_req *r)
 	    "enforcement here (0 when unknown).",
 	    s != NULL && s->last_change_at != 0 && s->applied_at != 0 ?
 	    (double)(s->applied_at - s->last_change_at) : 0);
+	crl_times(&b, s != NULL ? s->info : NULL);
 	snapshot_release(s);
 	counter(&b, "checks", "Keys checked.", metrics_get(MET_CHECKS));
 	counter(&b, "filter_negative", "Answered not_revoked by the filter "
@@ -383,6 +465,7 @@ handle_metrics(const struct server_req *r)
 	    "revcheckd_reloads_total{result=\"refused\"} %llu\n",
 	    (unsigned long long)acc, (unsigned long long)rej);
 	metrics_render_requests(&b);
+	metrics_render_histograms(&b);
 	if (ctx->metrics_extra != NULL)
 		ctx->metrics_extra(&b, ctx->metrics_extra_arg);
 	return reply_sbuf(r, MHD_HTTP_OK, &b,

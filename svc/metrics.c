@@ -1,5 +1,7 @@
 /* metrics.c - process-wide counters, lock-free (relaxed atomics) */
 #include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
 
 #include "metrics.h"
 
@@ -10,6 +12,117 @@ static const unsigned codes[] = {
 
 static _Atomic uint64_t counters[MET_COUNT_];
 static _Atomic uint64_t requests[EP_COUNT_][NCODES];
+
+/* Upper bounds in seconds; the last bucket is +Inf. */
+static const double bounds[] = {
+	0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+	0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+};
+#define NBOUNDS (sizeof(bounds) / sizeof(bounds[0]))
+
+struct hist {
+	_Atomic uint64_t bucket[NBOUNDS + 1];	/* not cumulative */
+	_Atomic uint64_t sum_ns;
+};
+
+static struct hist req_hist[EP_COUNT_];
+static struct hist auth_hist;
+
+static void
+hist_observe(struct hist *h, double s)
+{
+	size_t i;
+
+	if (!(s > 0))
+		s = 0;
+	for (i = 0; i < NBOUNDS && s > bounds[i]; i++)
+		;
+	atomic_fetch_add_explicit(&h->bucket[i], 1, memory_order_relaxed);
+	if (s < 1e9)
+		atomic_fetch_add_explicit(&h->sum_ns, (uint64_t)(s * 1e9),
+		    memory_order_relaxed);
+}
+
+void
+metrics_observe_request(enum metric_endpoint ep, double seconds)
+{
+	if ((unsigned)ep < EP_COUNT_)
+		hist_observe(&req_hist[ep], seconds);
+}
+
+void
+metrics_observe_authority(double seconds)
+{
+	hist_observe(&auth_hist, seconds);
+}
+
+/* One histogram's series; labels is "" or "endpoint=\"check\"". */
+static void
+hist_render(struct sbuf *b, const char *name, const char *labels,
+    struct hist *h)
+{
+	uint64_t cum = 0;
+	size_t i;
+
+	for (i = 0; i <= NBOUNDS; i++) {
+		cum += atomic_load_explicit(&h->bucket[i],
+		    memory_order_relaxed);
+		sbuf_addf(b, "%s_bucket{%s%sle=\"", name, labels,
+		    labels[0] != '\0' ? "," : "");
+		if (i < NBOUNDS)
+			sbuf_addf(b, "%g", bounds[i]);
+		else
+			sbuf_adds(b, "+Inf");
+		sbuf_adds(b, "\"} ");
+		sbuf_add_u64(b, cum);
+		sbuf_adds(b, "\n");
+	}
+	sbuf_addf(b, "%s_sum%s%s%s %.9f\n", name, labels[0] != '\0' ? "{" :
+	    "", labels, labels[0] != '\0' ? "}" : "",
+	    (double)atomic_load_explicit(&h->sum_ns, memory_order_relaxed) /
+	    1e9);
+	sbuf_addf(b, "%s_count%s%s%s ", name, labels[0] != '\0' ? "{" : "",
+	    labels, labels[0] != '\0' ? "}" : "");
+	sbuf_add_u64(b, cum);
+	sbuf_adds(b, "\n");
+}
+
+static bool
+hist_empty(struct hist *h)
+{
+	size_t i;
+
+	for (i = 0; i <= NBOUNDS; i++)
+		if (atomic_load_explicit(&h->bucket[i],
+		    memory_order_relaxed) != 0)
+			return false;
+	return true;
+}
+
+void
+metrics_render_histograms(struct sbuf *b)
+{
+	char labels[64];
+	size_t e;
+
+	sbuf_adds(b, "# HELP revcheckd_http_request_duration_seconds Time "
+	    "from a complete request to its queued response, by endpoint.\n"
+	    "# TYPE revcheckd_http_request_duration_seconds histogram\n");
+	for (e = 0; e < EP_COUNT_; e++) {
+		if (hist_empty(&req_hist[e]))
+			continue;
+		snprintf(labels, sizeof(labels), "endpoint=\"%s\"",
+		    metrics_endpoint_name((enum metric_endpoint)e));
+		hist_render(b, "revcheckd_http_request_duration_seconds",
+		    labels, &req_hist[e]);
+	}
+	sbuf_adds(b, "# HELP revcheckd_authority_request_duration_seconds "
+	    "Time of one call to the upstream authority (edge).\n"
+	    "# TYPE revcheckd_authority_request_duration_seconds "
+	    "histogram\n");
+	hist_render(b, "revcheckd_authority_request_duration_seconds", "",
+	    &auth_hist);
+}
 
 void
 metrics_inc(enum metric m)
@@ -71,7 +184,7 @@ metrics_name(enum metric m)
 		"authority_unavailable", "authority_behind", "bad_items", "slow_dropped",
 		"body_memory_refused",
 		"reloads_accepted",
-		"reloads_rejected",
+		"reloads_refused",
 	};
 	return (unsigned)m < MET_COUNT_ ? names[m] : "unknown";
 }
@@ -125,4 +238,12 @@ metrics_reset(void)
 	for (e = 0; e < EP_COUNT_; e++)
 		for (i = 0; i < NCODES; i++)
 			atomic_store(&requests[e][i], 0);
+	for (e = 0; e < EP_COUNT_; e++) {
+		for (i = 0; i <= NBOUNDS; i++)
+			atomic_store(&req_hist[e].bucket[i], 0);
+		atomic_store(&req_hist[e].sum_ns, 0);
+	}
+	for (i = 0; i <= NBOUNDS; i++)
+		atomic_store(&auth_hist.bucket[i], 0);
+	atomic_store(&auth_hist.sum_ns, 0);
 }

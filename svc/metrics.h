@@ -55,6 +55,23 @@ void metrics_tally_flush(struct metrics_tally *t);
 /* Counts one response by endpoint and HTTP status. Can't fail. */
 void metrics_request(enum metric_endpoint ep, unsigned status);
 
+/*
+ * Latency histograms, Prometheus style: one relaxed atomic add for the
+ * bucket and one for the sum per observation, no lock. Requests by
+ * endpoint (from the complete request to its queued response) and each
+ * call to the upstream authority (one attempt). Negative or NaN seconds
+ * count as 0. Can't fail.
+ */
+void metrics_observe_request(enum metric_endpoint ep, double seconds);
+void metrics_observe_authority(double seconds);
+
+/*
+ * Appends revcheckd_http_request_duration_seconds{endpoint=...} and
+ * revcheckd_authority_request_duration_seconds (buckets, _sum, _count;
+ * endpoints never requested are left out).
+ */
+void metrics_render_histograms(struct sbuf *b);
+
 /* Stable names: "checks", "filter_negative", ...; "check", "authz", ... */
 const char *metrics_name(enum metric m);
 const char *metrics_endpoint_name(enum metric_endpoint ep);

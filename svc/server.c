@@ -359,6 +359,8 @@ server_queue(const struct server_req *r, unsigned status,
 	ret = MHD_queue_response(r->conn, status, resp);
 	MHD_destroy_response(resp);
 	metrics_request(r->ep, status);
+	if (r->started > 0)
+		metrics_observe_request(r->ep, util_monotime() - r->started);
 	return ret;
 }
 
@@ -432,6 +434,7 @@ on_access(void *cls, struct MHD_Connection *conn, const char *url,
 	r.url = url;
 	r.body = "";
 	r.ep = EP_OTHER;
+	r.started = util_monotime();
 
 	if (st == NULL || st == (void *)&bad_uri) {
 		/*

@@ -45,6 +45,7 @@ struct server_req {
 	size_t			 body_len;
 	enum metric_endpoint	 ep;
 	bool			 close;		/* reply with Connection: close */
+	double			 started;	/* monotonic, for the histogram */
 };
 
 struct server_hdr {

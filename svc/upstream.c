@@ -12,6 +12,7 @@
 #include <curl/curl.h>
 
 #include "log.h"
+#include "metrics.h"
 #include "upstream.h"
 #include "util.h"
 
@@ -306,6 +307,7 @@ upstream_check(void *arg, const struct snapshot *s, const struct revkey *k,
 	CURLcode cc;
 	long code = 0;
 	unsigned attempt;
+	double t0;
 	int rc = -1;
 	bool retry;
 
@@ -335,7 +337,9 @@ upstream_check(void *arg, const struct snapshot *s, const struct revkey *k,
 		curl_easy_setopt(h, CURLOPT_WRITEDATA, a);
 		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)q.len);
 		curl_easy_setopt(h, CURLOPT_POSTFIELDS, q.p);
+		t0 = util_monotime();
 		cc = curl_easy_perform(h);
+		metrics_observe_authority(util_monotime() - t0);
 		code = 0;
 		if (cc == CURLE_OK)
 			curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);

@@ -140,8 +140,11 @@ until curl -s "$E1_URL/v1/status" | grep -q '"result":"download_failed"'; do
 	sleep 0.2
 done
 audit "$E1_URL"
-rc_expect_eq "$AUD_RC" 0 "a fresh edge whose last sync failed still passes"
+# Issue 13: a fresh filter does not excuse failing syncs (the edge will
+# not see the next version), so the audit fails the node.
+rc_expect_eq "$AUD_RC" 1 "an edge whose last sync failed fails the audit, fresh or not"
 rc_expect_match "$AUD_OUT" 'download_failed' "table: last sync result shown"
+rc_expect_match "$AUD_OUT" 'last sync failed' "table: the reason is named"
 sleep 1.1
 audit --max-age 1s "$E1_URL"
 rc_expect_eq "$AUD_RC" 1 "--max-age fails a filter older than it"

@@ -306,7 +306,7 @@ mv "$T/other2/$(vname 2)/table.rct" "$F/$(vname 2)/table.rct"
 rc_publish_link "$F" "$(vname 2)"
 expect_refused "same version, other bytes" 'different bytes'
 rc_curl "$U/v1/status"
-rc_expect_json reloads.rejected 7 "7 refusals counted"
+rc_expect_json reloads.refused 7 "7 refusals counted"
 rc_expect_json reloads.last.result refused
 rc_curl "$U/metrics"
 rc_expect_match "$RC_BODY" 'revcheckd_reloads_total\{result="refused"\} 7' "metrics: refusals"

@@ -128,7 +128,7 @@ check_load O
 check_flat O
 published=$(cat "$T/published")
 rc_curl "$O_URL/v1/status"
-rc_expect_json reloads.rejected 0 "origin refused no reload"
+rc_expect_json reloads.refused 0 "origin refused no reload"
 [ "$(rc_json reloads.accepted)" -ge "$published" ] && rc_ok "origin accepted every one of the $published versions published" ||
     rc_fail "origin accepted $(rc_json reloads.accepted) of $published published versions"
 ov=$(rc_json filter.version)

@@ -250,8 +250,8 @@ expect_refused "a filter issued an hour in the future" "$v" 'stale: issued_in_fu
 # ---------------------------------------------------------------- counters
 refused=$(grep -c '"result":"refused"' "$S/audit.log" || true)
 rc_curl "$D_URL/v1/status"
-rc_expect_eq "$(rc_json reloads.rejected)" "$refused" \
-    "/v1/status reloads.rejected equals the audit log's refusals ($refused for $CASES cases)"
+rc_expect_eq "$(rc_json reloads.refused)" "$refused" \
+    "/v1/status reloads.refused equals the audit log's refusals ($refused for $CASES cases)"
 rc_expect_json reloads.accepted 1 "only version 2 was accepted by this daemon"
 rc_expect_json filter.version 2 "status still shows version 2"
 [ "$refused" -ge "$CASES" ] && rc_ok "every case audited ($refused >= $CASES)" ||

@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# it_observability.sh - /metrics that alerts: promtool-clean output, histograms, build info, expiry, CRL times, FP target, alert rules, dashboard
+#
+# A real origin (filter from tests/pki.sh's CA and CRL) and a real edge
+# answer a known number of checks; then:
+# - `promtool check metrics` is clean on both nodes' /metrics;
+# - the request histogram counts exactly the checks made, the authority
+#   histogram counts the edge's calls to the origin;
+# - revcheckd_build_info, the filter's expiry and issue times, each CRL
+#   scope's thisUpdate/nextUpdate and the FP target equal /v1/status;
+# - a refused load is counted under the same word (refused) in both;
+# - config/revcheckd-alerts.yml passes `promtool check rules` and
+#   `promtool test rules tests/promtool/revcheckd-alerts.test.yml`;
+# - config/grafana/revcheckd-dashboard.json parses and every metric it
+#   (or an alert rule) names is one the two nodes export.
+. "$(dirname "$0")/lib.sh"
+
+command -v promtool >/dev/null || { rc_fail "promtool is missing (Debian package prometheus; make deps)"; rc_done; exit 1; }
+
+FB() { "$FILTERBUILD" "$@"; }
+bash "$RC_SRC/tests/pki.sh" "$T/pki" >/dev/null 2>&1
+FB keygen --out "$T/key.pem" --pub "$T/key.pub" >/dev/null
+FB keygen --out "$T/evil.pem" --pub "$T/evil.pub" >/dev/null
+printf 'tok-rev-1\n' >"$T/tokens.txt"
+F=$T/filters
+mkdir -p "$F" "$T/so" "$T/se"
+FB build --key "$T/key.pem" --out "$F" --valid-for 1h --fp-rate 0.01 --issuer "$T/pki/ca.pem" \
+    --quiet "$T/tokens.txt" "$T/pki/crl.pem"
+
+rc_start O --filter-dir "$F" --trusted-key "$T/key.pub" --state-dir "$T/so" --poll-interval 1
+rc_wait_version "$O_URL" 1 || rc_fail "origin did not load version 1"
+rc_start E --trusted-key "$T/key.pub" --state-dir "$T/se" --sync-interval 1 \
+    --upstream-filter "$O_URL/v1/filter" --upstream-check "$O_URL/v1/check" --upstream-insecure-http
+rc_wait_version "$E_URL" 1 || rc_fail "edge did not sync version 1"
+
+# Exactly 5 checks on the origin; 2 positives on the edge, each an
+# authority call to the origin's /v1/check.
+for i in 1 2 3 4; do curl -s -o /dev/null "$O_URL/v1/check?id=tok-clean-$i"; done
+curl -s -o /dev/null "$O_URL/v1/check?id=tok-rev-1"
+curl -s -o /dev/null "$E_URL/v1/check?id=tok-rev-1"
+curl -s -o /dev/null "$E_URL/v1/check?id=tok-rev-1"
+
+# A refused load: a filter signed by an untrusted key.
+FB build --key "$T/evil.pem" --out "$F" --valid-for 1h --issuer "$T/pki/ca.pem" \
+    --quiet "$T/tokens.txt" "$T/pki/crl.pem"
+for _ in $(seq 1 50); do
+	grep -q '"result":"refused"' "$T/so/audit.log" 2>/dev/null && break
+	sleep 0.1
+done
+
+curl -s "$O_URL/metrics" >"$T/o.prom"
+curl -s "$E_URL/metrics" >"$T/e.prom"
+curl -s "$O_URL/v1/status" >"$T/o.json"
+
+# ---------------------------------------------------------------- promtool check metrics
+for n in o e; do
+	out=$(promtool check metrics <"$T/$n.prom" 2>&1) && rc=0 || rc=$?
+	rc_expect_eq "$rc:$out" "0:" "promtool check metrics is clean on the $n node"
+done
+
+# ---------------------------------------------------------------- values against /v1/status
+python3 - "$T/o.prom" "$T/e.prom" "$T/o.json" "$("$REVCHECKD" --version)" >"$T/values.out" 2>&1 <<'PY' &&
+import json, re, sys, calendar, time
+def parse(path):
+    out = {}
+    for line in open(path):
+        if line.startswith("#") or not line.strip():
+            continue
+        m = re.match(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$', line.strip())
+        assert m, f"unparsable line {line!r}"
+        out[m.group(1) + (m.group(2) or "")] = float(m.group(3))
+    return out
+o, e = parse(sys.argv[1]), parse(sys.argv[2])
+st = json.load(open(sys.argv[3]))
+ver = sys.argv[4].split()[1]
+def ts(s):
+    return calendar.timegm(time.strptime(s, "%Y-%m-%dT%H:%M:%SZ"))
+def eq(got, want, what):
+    assert got == want, f"{what}: got {got}, want {want}"
+f = st["filter"]
+# The origin's /v1/check also answers the edge's authority calls.
+auth = e['revcheckd_authority_request_duration_seconds_count']
+assert auth >= 2, f"edge authority histogram: {auth}"
+eq(o['revcheckd_http_request_duration_seconds_count{endpoint="check"}'], 5 + auth, "check histogram count")
+eq(o['revcheckd_http_request_duration_seconds_bucket{endpoint="check",le="+Inf"}'], 5 + auth, "check +Inf bucket")
+b = [v for k, v in o.items() if k.startswith('revcheckd_http_request_duration_seconds_bucket{endpoint="check"')]
+assert b == sorted(b), f"buckets not cumulative: {b}"
+assert o['revcheckd_http_request_duration_seconds_sum{endpoint="check"}'] > 0, "check histogram sum"
+eq(o['revcheckd_authority_request_duration_seconds_count'], 0, "origin makes no authority calls")
+eq(o[f'revcheckd_build_info{{version="{ver}"}}'], 1, "build_info")
+eq(o['revcheckd_filter_expires_timestamp_seconds'], ts(f["expires_at"]), "expires")
+eq(o['revcheckd_filter_issued_timestamp_seconds'], ts(f["issued_at"]), "issued")
+eq(o['revcheckd_filter_fp_rate_target'], f["fp_rate_target"], "fp target")
+eq(f["fp_rate_target"], 0.01, "the --fp-rate given")
+crl = [s for s in f["scopes"] if s["source"] == "crl"]
+assert len(crl) == 1, crl
+sc = crl[0]
+lab = '{scope="%s",issuer="%s"}' % (sc["scope"], sc["issuer"])
+eq(o['revcheckd_crl_this_update_timestamp_seconds' + lab], ts(sc["this_update"]), "CRL thisUpdate")
+eq(o['revcheckd_crl_next_update_timestamp_seconds' + lab], ts(sc["next_update"]), "CRL nextUpdate")
+assert st["reloads"]["refused"] >= 1, "a refused load in /v1/status"
+assert "rejected" not in st["reloads"], "/v1/status still says rejected"
+eq(o['revcheckd_reloads_total{result="refused"}'], st["reloads"]["refused"], "refused: /metrics = /v1/status")
+PY
+	rc_ok "histograms, build info, expiry, CRL times, FP target and refusals match /v1/status" ||
+	rc_fail "metric values: $(cat "$T/values.out")"
+
+# ---------------------------------------------------------------- alert rules
+out=$(promtool check rules "$RC_SRC/config/revcheckd-alerts.yml" 2>&1) &&
+    rc_ok "promtool check rules" || rc_fail "promtool check rules: $out"
+out=$(cd "$RC_SRC/tests/promtool" && promtool test rules revcheckd-alerts.test.yml 2>&1) &&
+    rc_ok "promtool test rules: every alert fires where it should and only there" ||
+    rc_fail "promtool test rules: $out"
+for a in RevcheckFilterStaleSoon RevcheckFilterStale RevcheckVersionLag RevcheckAuthorityFailing \
+    RevcheckSyncFailing RevcheckFalsePositivesAboveTarget; do
+	grep -q "alertname: $a\$" "$RC_SRC/tests/promtool/revcheckd-alerts.test.yml" &&
+	    rc_ok "$a has a promtool test" || rc_fail "$a has no promtool test"
+done
+
+# ---------------------------------------------------------------- dashboard and rules name real metrics
+python3 - "$RC_SRC/config/grafana/revcheckd-dashboard.json" "$RC_SRC/config/revcheckd-alerts.yml" \
+    "$T/o.prom" "$T/e.prom" >"$T/dash.out" 2>&1 <<'PY' &&
+import json, re, sys
+dash = json.load(open(sys.argv[1]))
+exported = set()
+for p in sys.argv[3:]:
+    for line in open(p):
+        m = re.match(r'^# TYPE (\S+) (\S+)', line)
+        if m:
+            exported.add(m.group(1))
+            if m.group(2) == "histogram":
+                for s in ("_bucket", "_sum", "_count"):
+                    exported.add(m.group(1) + s)
+exprs = []
+for panel in dash["panels"]:
+    assert panel.get("targets"), f"panel {panel.get('title')} has no query"
+    exprs += [t["expr"] for t in panel["targets"]]
+rules = open(sys.argv[2]).read()
+exprs += re.findall(r'^\s*expr:\s*(.+)$', rules, re.M)
+names = set()
+for e in exprs:
+    names |= set(re.findall(r'\brevcheckd_[a-z0-9_]+', e))
+assert len(names) >= 15, f"only {len(names)} metrics referenced"
+missing = sorted(names - exported)
+assert not missing, f"not exported by revcheckd: {missing}"
+print(len(names))
+PY
+	rc_ok "the dashboard parses; it and the alert rules name only exported metrics ($(cat "$T/dash.out"))" ||
+	rc_fail "dashboard/rules: $(cat "$T/dash.out")"
+
+rc_done

@@ -1,0 +1,96 @@
+/* test_metrics.c - latency histograms: buckets, sums, rendering */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../svc/metrics.h"
+#include "../svc/sbuf.h"
+
+static char *
+render(void)
+{
+	struct sbuf b;
+	size_t len;
+	char *s;
+
+	sbuf_init(&b, 4096, 0);
+	metrics_render_histograms(&b);
+	s = sbuf_take(&b, &len);
+	cr_assert_not_null(s);
+	return s;
+}
+
+static bool
+has_line(const char *text, const char *line)
+{
+	size_t n = strlen(line);
+	const char *p = text;
+
+	while ((p = strstr(p, line)) != NULL) {
+		if ((p == text || p[-1] == '\n') && p[n] == '\n')
+			return true;
+		p += n;
+	}
+	return false;
+}
+
+Test(metrics, request_histogram_buckets_are_cumulative)
+{
+	char *s;
+
+	metrics_reset();
+	metrics_observe_request(EP_CHECK, 0.00005);	/* <= 100 us */
+	metrics_observe_request(EP_CHECK, 0.0003);	/* <= 500 us */
+	metrics_observe_request(EP_CHECK, 0.003);	/* <= 5 ms */
+	metrics_observe_request(EP_CHECK, 42.0);	/* +Inf only */
+	metrics_observe_request(EP_CHECK, -1.0);	/* counts as 0 */
+	s = render();
+	cr_assert(has_line(s, "revcheckd_http_request_duration_seconds_bucket"
+	    "{endpoint=\"check\",le=\"0.0001\"} 2"), "%s", s);
+	cr_assert(has_line(s, "revcheckd_http_request_duration_seconds_bucket"
+	    "{endpoint=\"check\",le=\"0.00025\"} 2"), "%s", s);
+	cr_assert(has_line(s, "revcheckd_http_request_duration_seconds_bucket"
+	    "{endpoint=\"check\",le=\"0.0005\"} 3"), "%s", s);
+	cr_assert(has_line(s, "revcheckd_http_request_duration_seconds_bucket"
+	    "{endpoint=\"check\",le=\"0.005\"} 4"), "%s", s);
+	cr_assert(has_line(s, "revcheckd_http_request_duration_seconds_bucket"
+	    "{endpoint=\"check\",le=\"10\"} 4"), "%s", s);
+	cr_assert(has_line(s, "revcheckd_http_request_duration_seconds_bucket"
+	    "{endpoint=\"check\",le=\"+Inf\"} 5"), "%s", s);
+	cr_assert(has_line(s, "revcheckd_http_request_duration_seconds_count"
+	    "{endpoint=\"check\"} 5"), "%s", s);
+	cr_assert(has_line(s, "revcheckd_http_request_duration_seconds_sum"
+	    "{endpoint=\"check\"} 42.003350000"), "%s", s);
+	/* Endpoints never requested are left out. */
+	cr_assert_null(strstr(s, "endpoint=\"authz\""), "%s", s);
+	free(s);
+}
+
+Test(metrics, authority_histogram_and_reset)
+{
+	char *s;
+
+	metrics_reset();
+	s = render();
+	cr_assert(has_line(s, "revcheckd_authority_request_duration_seconds_"
+	    "count 0"), "%s", s);
+	free(s);
+	metrics_observe_authority(0.2);
+	metrics_observe_authority(3.0);
+	s = render();
+	cr_assert(has_line(s, "revcheckd_authority_request_duration_seconds_"
+	    "bucket{le=\"0.25\"} 1"), "%s", s);
+	cr_assert(has_line(s, "revcheckd_authority_request_duration_seconds_"
+	    "bucket{le=\"5\"} 2"), "%s", s);
+	cr_assert(has_line(s, "revcheckd_authority_request_duration_seconds_"
+	    "count 2"), "%s", s);
+	cr_assert(has_line(s, "# TYPE revcheckd_authority_request_duration_"
+	    "seconds histogram"), "%s", s);
+	free(s);
+	metrics_reset();
+	s = render();
+	cr_assert(has_line(s, "revcheckd_authority_request_duration_seconds_"
+	    "count 0"), "%s", s);
+	free(s);
+}
