@@ -230,7 +230,8 @@ lint:
 # Units and example configs name the default /usr/local paths; install
 # rewrites them to the PREFIX (or SBINDIR, BINDIR, SYSCONFDIR) in use.
 SED_PATHS = sed -e 's|/usr/local/sbin/|$(SBINDIR)/|g' -e 's|/usr/local/bin/|$(BINDIR)/|g' \
-                -e 's|/usr/local/etc/|$(SYSCONFDIR)/|g'
+                -e 's|/usr/local/etc/|$(SYSCONFDIR)/|g' \
+                -e 's|/usr/local/share/doc/revcheck/|$(DOCDIR)/|g'
 
 install: all
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR)
