@@ -35,6 +35,11 @@ enum {
 	OPT_FETCH_MAX_SIZE,
 	OPT_FETCH_TIMEOUT,
 	OPT_FETCH_CA,
+	OPT_UNVERIFIED_CRL,
+	OPT_ALLOW_WEAK_SIG,
+	OPT_NO_DELTA,
+	OPT_CLOCK_SKEW,
+	OPT_CRL_VALIDITY,
 };
 
 struct build_opts {
@@ -51,6 +56,11 @@ struct build_opts {
 	bool		 allow_expired;
 	bool		 allow_shrink;
 	unsigned	 max_shrink;	/* percent */
+	bool		 unverified_crl;
+	bool		 allow_weak_sig;
+	bool		 no_delta;
+	int64_t		 clock_skew;
+	int64_t		 crl_validity;	/* 0: a CRL without nextUpdate fails */
 	unsigned	 keep;
 	bool		 quiet;
 	const char	*source;	/* postgresql:// connection, or NULL */
@@ -89,7 +99,16 @@ build_usage(FILE *fp)
 	    "                       (default: current + 1)\n"
 	    "  --scope NAME         scope of text and JSON ids (default \"default\")\n"
 	    "  --format F           auto, text, json or crl (default auto)\n"
-	    "  --issuer CA.pem      verify CRLs against this issuer (repeatable)\n"
+	    "  --issuer CA.pem      verify CRLs against this issuer (repeatable); a\n"
+	    "                       CRL signer that is not its CA needs its chain\n"
+	    "                       (to a self-signed --issuer) and its issuer's CRL\n"
+	    "  --unverified-crl     use a CRL that no --issuer certificate verifies\n"
+	    "                       (logged, and marked unverified in the filter)\n"
+	    "  --allow-weak-crl-sig accept CRLs signed with MD2, MD4, MD5 or SHA-1\n"
+	    "  --no-delta           use a base CRL that announces a delta CRL alone\n"
+	    "  --clock-skew DUR     a CRL's thisUpdate may be this far ahead (5m)\n"
+	    "  --crl-validity DUR   use a CRL without nextUpdate until its\n"
+	    "                       thisUpdate + DUR (refused without this)\n"
 	    "  --allow-expired      a CRL past nextUpdate only warns\n"
 	    "  --allow-shrink       publish an empty list, a version without a scope\n"
 	    "                       of the current one, or a scope that shrank by more\n"
@@ -168,6 +187,11 @@ build_parse(struct build_opts *o, int argc, char **argv, int *first_input)
 		{ "allow-expired", no_argument,	      NULL, 'x' },
 		{ "allow-shrink",  no_argument,	      NULL, OPT_ALLOW_SHRINK },
 		{ "max-shrink",	   required_argument, NULL, OPT_MAX_SHRINK },
+		{ "unverified-crl", no_argument,     NULL, OPT_UNVERIFIED_CRL },
+		{ "allow-weak-crl-sig", no_argument, NULL, OPT_ALLOW_WEAK_SIG },
+		{ "no-delta",	   no_argument,	      NULL, OPT_NO_DELTA },
+		{ "clock-skew",	   required_argument, NULL, OPT_CLOCK_SKEW },
+		{ "crl-validity",  required_argument, NULL, OPT_CRL_VALIDITY },
 		{ "keep",	   required_argument, NULL, 'K' },
 		{ "layout",	   required_argument, NULL, 'L' },
 		{ "quiet",	   no_argument,	      NULL, 'q' },
@@ -192,6 +216,7 @@ build_parse(struct build_opts *o, int argc, char **argv, int *first_input)
 	o->layout = 0;
 	o->keep = 3;
 	o->max_shrink = 50;
+	o->clock_skew = 300;
 
 	fb_getopt_reset();
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -243,6 +268,20 @@ build_parse(struct build_opts *o, int argc, char **argv, int *first_input)
 			break;
 		case 'x': o->allow_expired = true; break;
 		case OPT_ALLOW_SHRINK: o->allow_shrink = true; break;
+		case OPT_UNVERIFIED_CRL: o->unverified_crl = true; break;
+		case OPT_ALLOW_WEAK_SIG: o->allow_weak_sig = true; break;
+		case OPT_NO_DELTA: o->no_delta = true; break;
+		case OPT_CLOCK_SKEW:
+			if (util_parse_duration(optarg, &o->clock_skew) != 0)
+				return fb_usage_err("build", "--clock-skew '%s': "
+				    "want a duration such as 90s or 5m", optarg);
+			break;
+		case OPT_CRL_VALIDITY:
+			if (util_parse_duration(optarg, &o->crl_validity) != 0 ||
+			    o->crl_validity <= 0)
+				return fb_usage_err("build", "--crl-validity '%s': "
+				    "want a duration such as 1d", optarg);
+			break;
 		case OPT_MAX_SHRINK:
 			if (util_parse_u64(optarg, 100, &u) != 0)
 				return fb_usage_err("build", "--max-shrink '%s': "
@@ -536,6 +575,11 @@ build_main(int argc, char **argv, struct fb_built *res)
 	io.nissuers = nissuers;
 	io.allow_expired = o.allow_expired;
 	io.allow_empty = o.allow_shrink;
+	io.unverified_ok = o.unverified_crl;
+	io.allow_weak_sig = o.allow_weak_sig;
+	io.no_delta = o.no_delta;
+	io.clock_skew = o.clock_skew;
+	io.crl_validity = o.crl_validity;
 	io.now = now;
 	io.quiet = o.quiet;
 	io.progress = pr.on ? progress_keys : NULL;
@@ -582,6 +626,10 @@ build_main(int argc, char **argv, struct fb_built *res)
 		    "(0.00390625), above --fp-rate %g: use --layout blocked or "
 		    "classic, or an --fp-rate of 1/256 or more (0.004 will do)",
 		    o.fp_rate);
+		goto out;
+	}
+	if (input_check_signers(&set, err, sizeof(err)) != 0) {
+		fb_err("%s", err);
 		goto out;
 	}
 	if (cur != 0 && build_check_previous(&o, &set, vdir) != 0)

@@ -397,6 +397,10 @@ print_json(const char *path, const struct target *t, const struct ffile *f,
 				    now >= sc->next_update);
 			}
 			ok = ok && jhex(s, "crl_sha256", sc->crl_sha256, 32);
+			ok = ok && jbool(s, "crl_verified",
+			    (sc->flags & FFILE_SCOPE_UNVERIFIED) == 0);
+			ok = ok && jbool(s, "next_update_assumed",
+			    (sc->flags & FFILE_SCOPE_ASSUMED_NEXT) != 0);
 		}
 	}
 	if (ok && pv->info != NULL) {
@@ -552,6 +556,13 @@ print_text(const struct target *t, const struct ffile *f,
 		}
 		util_hex(hex, sc->crl_sha256, 32);
 		printf("    crl sha256:    %s\n", hex);
+		printf("    signature:     %s\n",
+		    (sc->flags & FFILE_SCOPE_UNVERIFIED) != 0 ?
+		    "NOT VERIFIED (--unverified-crl)" :
+		    "verified against its issuer");
+		if ((sc->flags & FFILE_SCOPE_ASSUMED_NEXT) != 0)
+			printf("    next update:   assumed: the CRL has none "
+			    "(--crl-validity)\n");
 	}
 	for (i = 0; pv->info != NULL && i < pv->info->nscopes; i++)
 		if (!has_scope(in, pv->info->scopes[i].name))

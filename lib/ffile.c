@@ -148,7 +148,7 @@ ff_parse_scope(const unsigned char *buf, size_t end, size_t *pos,
 	memcpy(s->name, buf + p, nl);
 	s->name[nl] = '\0';
 	p += nl;
-	NEED(8 + 1 + 2, "key count, source or issuer length");
+	NEED(8 + 1 + 1 + 2, "key count, source, flags or issuer length");
 	s->keys = util_get_le64(buf + p);
 	p += 8;
 	if (buf[p] != FFILE_SRC_LIST && buf[p] != FFILE_SRC_CRL) {
@@ -157,6 +157,14 @@ ff_parse_scope(const unsigned char *buf, size_t end, size_t *pos,
 		return -1;
 	}
 	s->source = (enum ffile_source)buf[p];
+	p += 1;
+	s->flags = buf[p];
+	if ((s->flags & ~FFILE_SCOPE_FLAGS_KNOWN) != 0 ||
+	    (s->source == FFILE_SRC_LIST && s->flags != 0)) {
+		ff_err(err, errlen, "offset %zu: scope %u: unknown flags 0x%02x "
+		    "for its source", p, idx, s->flags);
+		return -1;
+	}
 	p += 1;
 	il = util_get_le16(buf + p);
 	p += 2;
@@ -235,8 +243,15 @@ ff_validate(struct ffile *f, char *err, size_t errlen)
 	}
 	in->format = util_get_le16(h + OFF_FORMAT);
 	if (in->format != FFILE_FORMAT) {
-		ff_err(err, errlen, "offset %d: unsupported format %u",
-		    OFF_FORMAT, (unsigned)in->format);
+		if (in->format < FFILE_FORMAT)
+			ff_err(err, errlen, "offset %d: format %u is from an "
+			    "older filterbuild (this one reads format %d: "
+			    "signed CRL verification flags per scope); "
+			    "rebuild the filter with this filterbuild",
+			    OFF_FORMAT, (unsigned)in->format, FFILE_FORMAT);
+		else
+			ff_err(err, errlen, "offset %d: unsupported format %u",
+			    OFF_FORMAT, (unsigned)in->format);
 		return -1;
 	}
 	layout = h[OFF_LAYOUT];
@@ -469,8 +484,9 @@ ff_put_scope(unsigned char *p, const struct ffile_scope *s)
 	p += 2 + nl;
 	util_put_le64(p, s->keys);
 	p[8] = (unsigned char)s->source;
-	util_put_le16(p + 9, (uint16_t)il);
-	p += 11;
+	p[9] = s->flags;
+	util_put_le16(p + 10, (uint16_t)il);
+	p += 12;
 	memcpy(p, s->issuer, il);
 	p += il;
 	*p++ = (unsigned char)cl;

@@ -16,7 +16,7 @@
  * is signed. Hard caps keep a hostile file from asking for absurd work.
  */
 #define FFILE_MAGIC		"RCFILTR1"	/* 8 bytes, no NUL */
-#define FFILE_FORMAT		1
+#define FFILE_FORMAT		2
 #define FFILE_MAX_SCOPES	65536
 #define FFILE_MAX_SIZE		(UINT64_C(1) << 37)	/* 128 GiB */
 
@@ -27,7 +27,7 @@
  * signature. See docs/FORMAT.md for every offset.
  */
 #define FFILE_HDR_LEN		168
-#define FFILE_SCOPE_MIN_LEN	62	/* a scope entry with empty strings */
+#define FFILE_SCOPE_MIN_LEN	63	/* a scope entry with empty strings */
 #define FFILE_ISSUER_MAX	511
 #define FFILE_CRLNUM_MAX	79
 
@@ -36,10 +36,22 @@ enum ffile_source {
 	FFILE_SRC_CRL  = 1,	/* an X.509 CRL */
 };
 
+/*
+ * Scope flags (CRL sources only; a list has none). Signed with the rest,
+ * so a reader can tell how much the builder vouched for.
+ */
+#define FFILE_SCOPE_UNVERIFIED	0x01	/* CRL signature not verified
+					   (--unverified-crl) */
+#define FFILE_SCOPE_ASSUMED_NEXT 0x02	/* the CRL had no nextUpdate:
+					   next_update is thisUpdate plus
+					   the operator's --crl-validity */
+#define FFILE_SCOPE_FLAGS_KNOWN	0x03
+
 struct ffile_scope {
 	char		 name[REVKEY_SCOPE_MAX + 1];
 	uint64_t	 keys;
 	enum ffile_source source;
+	uint8_t		 flags;			/* FFILE_SCOPE_* */
 	/* CRL sources only: */
 	char		 issuer[512];		/* RFC 2253 text of the issuer */
 	char		 crl_number[80];	/* hex, "" if absent */

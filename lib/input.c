@@ -28,6 +28,7 @@
 #include <openssl/pem.h>
 #include <openssl/x509v3.h>
 
+#include "crl.h"
 #include "log.h"
 #include "util.h"
 
@@ -51,6 +52,7 @@ struct rd {
 	uint32_t		*sidx;
 	size_t			 sidx_cap;	/* power of two */
 	uint64_t		 count;		/* records added by this call */
+	size_t			 ndeps0;	/* s->ndeps at the start */
 	/* Source metadata of the CRLs read, applied on success. */
 	struct ffile_scope	*pend;
 	size_t			 npend;
@@ -123,6 +125,7 @@ input_set_free(struct input_set *s)
 		return;
 	free(s->recs);
 	free(s->scopes);
+	free(s->deps);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -740,34 +743,6 @@ ossl_reason(char *buf, size_t len)
 	return buf;
 }
 
-/* The issuer as RFC 2253 text into out (cut with "..." when too long). */
-static int
-name_rfc2253(const X509_NAME *name, char *out, size_t cap)
-{
-	BIO *bio;
-	char *p;
-	long n;
-
-	if ((bio = BIO_new(BIO_s_mem())) == NULL)
-		return -1;
-	if (X509_NAME_print_ex(bio, name, 0, XN_FLAG_RFC2253) < 0) {
-		BIO_free(bio);
-		return -1;
-	}
-	n = BIO_get_mem_data(bio, &p);
-	if (n < 0)
-		n = 0;
-	if ((size_t)n >= cap) {
-		memcpy(out, p, cap - 4);
-		memcpy(out + cap - 4, "...", 4);
-	} else {
-		memcpy(out, p, (size_t)n);
-		out[n] = '\0';
-	}
-	BIO_free(bio);
-	return 0;
-}
-
 /* CRL number as lowercase hex into out; "" when absent. 0 or -1. */
 static int
 crl_number_hex(struct rd *r, const X509_CRL *crl, const char *where,
@@ -811,42 +786,6 @@ out:
 	return rc;
 }
 
-/* Checks the CRL against the --issuer certificates. 0, or -1 with err. */
-static int
-crl_check_issuer(struct rd *r, X509_CRL *crl, const char *where,
-    const char *issuer_text)
-{
-	const X509_NAME *in = X509_CRL_get_issuer(crl);
-	char subj[512];
-	EVP_PKEY *pk;
-	size_t i;
-	bool matched = false;
-
-	for (i = 0; i < r->o->nissuers; i++) {
-		if (r->o->issuers[i] == NULL ||
-		    X509_NAME_cmp(X509_get_subject_name(r->o->issuers[i]),
-		    in) != 0)
-			continue;
-		matched = true;
-		pk = X509_get0_pubkey(r->o->issuers[i]);
-		if (pk != NULL && X509_CRL_verify(crl, pk) == 1) {
-			ERR_clear_error();
-			return 0;
-		}
-		ERR_clear_error();
-		if (name_rfc2253(X509_get_subject_name(r->o->issuers[i]), subj,
-		    sizeof(subj)) != 0)
-			snprintf(subj, sizeof(subj), "?");
-	}
-	if (!matched)
-		rd_err(r, "%sCRL issuer \"%s\" is not among the --issuer "
-		    "certificates", where, issuer_text);
-	else
-		rd_err(r, "%ssignature does not verify against issuer "
-		    "certificate \"%s\"", where, subj);
-	return -1;
-}
-
 static int
 crl_pend(struct rd *r, const struct ffile_scope *sc)
 {
@@ -866,6 +805,142 @@ crl_pend(struct rd *r, const struct ffile_scope *sc)
 	return 0;
 }
 
+/* Remembers a separate CRL signer, checked against the whole set later. */
+static int
+crl_add_dep(struct rd *r, X509 *signer, const char *where)
+{
+	struct input_set *s = r->s;
+	struct input_dep *nd, *d;
+	char kerr[256], subj[128];
+	size_t ncap;
+
+	if (s->ndeps == s->dcap) {
+		ncap = s->dcap == 0 ? 4 : s->dcap * 2;
+		if ((nd = realloc(s->deps, ncap * sizeof(*nd))) == NULL) {
+			rd_err(r, "out of memory");
+			return -1;
+		}
+		s->deps = nd;
+		s->dcap = ncap;
+	}
+	d = &s->deps[s->ndeps];
+	memset(d, 0, sizeof(*d));
+	if (revkey_from_cert(&d->key, signer, kerr, sizeof(kerr)) != 0) {
+		rd_err(r, "%sCRL signer certificate: %s", where, kerr);
+		return -1;
+	}
+	if (crl_name_text(X509_get_subject_name(signer), subj,
+	    sizeof(subj)) != 0)
+		(void)snprintf(subj, sizeof(subj), "?");
+	(void)snprintf(d->what, sizeof(d->what), "%s: %sCRL signer \"%s\"",
+	    r->name, where, subj);
+	s->ndeps++;
+	return 0;
+}
+
+/*
+ * RFC 5280 section 6.3 checks that decide whether the CRL may be used at
+ * all, in the order of the cheapest refusal first; sets sc's flags and,
+ * for a CRL without nextUpdate, its assumed next_update. 0, or -1 with
+ * err naming the file and the reason.
+ */
+static int
+crl_validity(struct rd *r, X509_CRL *crl, const char *where,
+    struct ffile_scope *sc)
+{
+	const struct input_opts *o = r->o;
+	char why[512], when[UTIL_RFC3339_LEN];
+	X509 *signer = NULL;
+	bool separate = false;
+	int64_t now;
+	int rc;
+
+	if (crl_check_critical(crl, why, sizeof(why)) != 0 ||
+	    crl_check_sigalg(crl, o->allow_weak_sig, why, sizeof(why)) != 0) {
+		rd_err(r, "%s%s", where, why);
+		return -1;
+	}
+	/*
+	 * A delta CRL lists changes, not the revoked set, and a CRL with an
+	 * issuingDistributionPoint covers only part of its issuer's
+	 * certificates (or, indirect, other issuers'): taking either as a
+	 * complete CRL would answer not_revoked for what it does not cover.
+	 */
+	if (X509_CRL_get_ext_by_NID(crl, NID_delta_crl, -1) >= 0) {
+		rd_err(r, "%sdelta CRLs are not supported", where);
+		return -1;
+	}
+	if (X509_CRL_get_ext_by_NID(crl, NID_issuing_distribution_point, -1)
+	    >= 0) {
+		rd_err(r, "%sissuingDistributionPoint: a CRL that covers only "
+		    "part of its issuer's certificates is not supported", where);
+		return -1;
+	}
+	if (X509_CRL_get_ext_by_NID(crl, NID_freshest_crl, -1) >= 0) {
+		if (!o->no_delta) {
+			rd_err(r, "%sCRL of \"%s\" announces a delta CRL "
+			    "(freshestCRL) that is not among the inputs: "
+			    "--no-delta to use the base alone", where,
+			    sc->issuer);
+			return -1;
+		}
+		log_warn("%s: %sCRL of \"%s\" announces a delta CRL; used "
+		    "without it (--no-delta)", r->name, where, sc->issuer);
+	}
+	rc = crl_find_signer(crl, o->issuers, o->nissuers, &signer, &separate,
+	    why, sizeof(why));
+	if (rc == -1) {
+		rd_err(r, "%s%s", where, why);
+		return -1;
+	}
+	if (rc == 1 && !o->unverified_ok) {
+		rd_err(r, "%sno --issuer certificate for CRL issuer \"%s\": its "
+		    "signature cannot be verified (--unverified-crl to use it "
+		    "anyway)", where, sc->issuer);
+		return -1;
+	}
+	if (rc == 1) {
+		/* Logged even with quiet: the operator must see it. */
+		log_warn("%s: %sCRL of \"%s\" used UNVERIFIED: no --issuer "
+		    "certificate for it (--unverified-crl)", r->name, where,
+		    sc->issuer);
+		sc->flags |= FFILE_SCOPE_UNVERIFIED;
+	}
+	if (separate && crl_add_dep(r, signer, where) != 0)
+		return -1;
+	now = o->now != 0 ? o->now : util_now();
+	if (sc->this_update > now && sc->this_update - now > o->clock_skew) {
+		util_rfc3339(when, sc->this_update);
+		rd_err(r, "%sthisUpdate %s is in the future (more than %" PRId64
+		    " s of clock skew)", where, when, o->clock_skew);
+		return -1;
+	}
+	if (X509_CRL_get0_nextUpdate(crl) == NULL) {
+		if (o->crl_validity <= 0 ||
+		    sc->this_update > INT64_MAX - o->crl_validity) {
+			rd_err(r, "%sCRL of \"%s\" has no nextUpdate: "
+			    "--crl-validity DUR says how long after its "
+			    "thisUpdate to use it", where, sc->issuer);
+			return -1;
+		}
+		sc->next_update = sc->this_update + o->crl_validity;
+		sc->flags |= FFILE_SCOPE_ASSUMED_NEXT;
+	}
+	if (now > sc->next_update) {
+		util_rfc3339(when, sc->next_update);
+		if (!o->allow_expired) {
+			rd_err(r, "%sCRL of \"%s\" expired at %s (nextUpdate); "
+			    "--allow-expired to use it anyway", where, sc->issuer,
+			    when);
+			return -1;
+		}
+		if (!o->quiet)
+			log_warn("%s: %sCRL of \"%s\" expired at %s (nextUpdate)",
+			    r->name, where, sc->issuer, when);
+	}
+	return 0;
+}
+
 /* Adds one parsed CRL: checks, scope, records, pending metadata. */
 static int
 crl_add(struct rd *r, X509_CRL *crl, const unsigned char *der, size_t derlen,
@@ -876,16 +951,16 @@ crl_add(struct rd *r, X509_CRL *crl, const unsigned char *der, size_t derlen,
 	ASN1_ENUMERATED *re;
 	struct ffile_scope sc;
 	struct revkey k;
-	char kerr[256], rbuf[24], when[UTIL_RFC3339_LEN];
+	char kerr[256], rbuf[24];
 	const char *reason;
-	int64_t at, now;
+	int64_t at;
 	long code;
 	int i, n, crit;
 
 	memset(&sc, 0, sizeof(sc));
 	sc.source = FFILE_SRC_CRL;
 	if (revkey_x509_scope(sc.name, X509_CRL_get_issuer(crl)) != 0 ||
-	    name_rfc2253(X509_CRL_get_issuer(crl), sc.issuer,
+	    crl_name_text(X509_CRL_get_issuer(crl), sc.issuer,
 	    sizeof(sc.issuer)) != 0) {
 		rd_err(r, "%scannot encode the CRL issuer", where);
 		return -1;
@@ -908,31 +983,8 @@ crl_add(struct rd *r, X509_CRL *crl, const unsigned char *der, size_t derlen,
 	if (crl_number_hex(r, crl, where, sc.crl_number,
 	    sizeof(sc.crl_number)) != 0)
 		return -1;
-	/*
-	 * A delta CRL lists changes, not the revoked set, and an indirect
-	 * CRL's entries belong to other issuers: taking either as a plain CRL
-	 * would give wrong answers, so both are refused.
-	 */
-	if (X509_CRL_get_ext_by_NID(crl, NID_delta_crl, -1) >= 0) {
-		rd_err(r, "%sdelta CRLs are not supported", where);
+	if (crl_validity(r, crl, where, &sc) != 0)
 		return -1;
-	}
-	if (r->o->nissuers > 0 && crl_check_issuer(r, crl, where,
-	    sc.issuer) != 0)
-		return -1;
-	now = r->o->now != 0 ? r->o->now : util_now();
-	if (sc.next_update != 0 && now > sc.next_update) {
-		util_rfc3339(when, sc.next_update);
-		if (!r->o->allow_expired) {
-			rd_err(r, "%sCRL of \"%s\" expired at %s (nextUpdate); "
-			    "--allow-expired to use it anyway", where, sc.issuer,
-			    when);
-			return -1;
-		}
-		if (!r->o->quiet)
-			log_warn("%s: %sCRL of \"%s\" expired at %s (nextUpdate)",
-			    r->name, where, sc.issuer, when);
-	}
 	if (set_scope(r, sc.name) != 0)
 		return -1;
 
@@ -1140,19 +1192,26 @@ commit_pending(struct rd *r)
 {
 	struct ffile_scope *sc;
 	uint64_t keys;
+	uint8_t flags;
 	size_t i, j;
 
 	for (i = 0; i < r->npend; i++) {
 		j = set_find_scope(r, r->pend[i].name);
 		assert(j != SIZE_MAX);
 		sc = &r->s->scopes[j];
-		/* Of several CRLs of one issuer, the newest describes it. */
+		/*
+		 * Of several CRLs of one issuer, the newest describes it;
+		 * an unverified one among them marks the scope.
+		 */
 		if (sc->source != FFILE_SRC_CRL ||
 		    r->pend[i].this_update > sc->this_update) {
 			keys = sc->keys;
+			flags = sc->source == FFILE_SRC_CRL ? sc->flags : 0;
 			*sc = r->pend[i];
 			sc->keys = keys;
-		}
+			sc->flags |= flags & FFILE_SCOPE_UNVERIFIED;
+		} else
+			sc->flags |= r->pend[i].flags & FFILE_SCOPE_UNVERIFIED;
 	}
 	return 0;
 }
@@ -1169,6 +1228,7 @@ rd_begin(struct rd *r, struct input_set *s, const char *name,
 	r->err = err;
 	r->errlen = errlen;
 	r->last_scope = SIZE_MAX;
+	r->ndeps0 = s->ndeps;
 	sidx_build(r, s->nscopes);
 }
 
@@ -1182,6 +1242,7 @@ rd_end(struct rd *r, int rc, size_t nrecs0, size_t nscopes0)
 	if (rc != 0) {
 		set_truncate(r->s, nrecs0);
 		r->s->nscopes = nscopes0;
+		r->s->ndeps = r->ndeps0;
 	} else if (r->o->progress != NULL) {
 		r->o->progress(r->o->progress_arg, set_count(r->s));
 	}
@@ -1501,6 +1562,65 @@ input_check_previous(const struct input_set *s,
 		}
 		if (!o->quiet)
 			log_warn("%s (--allow-shrink)", msg);
+	}
+	return 0;
+}
+
+/* True when the set holds the key (after sorting). */
+static bool
+set_has_key(const struct input_set *s, const struct revkey *k)
+{
+	unsigned char enc[REVKEY_ENC_MAX];
+	const unsigned char *kb;
+	size_t lo = 0, hi, mid, elen, klen, i;
+	int c;
+
+	if (s->builder == NULL) {
+		for (i = 0; i < s->nrecs; i++)
+			if (revkey_cmp(&s->recs[i].key, k) == 0)
+				return true;
+		return false;
+	}
+	elen = revkey_encode(k, enc);
+	hi = table_builder_count(s->builder);
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		kb = table_builder_key(s->builder, mid, &klen);
+		c = memcmp(kb, enc, klen < elen ? klen : elen);
+		if (c == 0)
+			c = (klen > elen) - (klen < elen);
+		if (c == 0)
+			return true;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+int
+input_check_signers(const struct input_set *s, char *err, size_t errlen)
+{
+	const struct ffile_scope *sc;
+	const struct input_dep *d;
+	size_t i;
+
+	for (i = 0; i < s->ndeps; i++) {
+		d = &s->deps[i];
+		sc = set_scope_named(s, d->key.scope);
+		if (sc == NULL || sc->source != FFILE_SRC_CRL ||
+		    (sc->flags & FFILE_SCOPE_UNVERIFIED) != 0) {
+			snprintf(err, errlen, "%s: no verified CRL of its "
+			    "issuer among the inputs shows that it is not "
+			    "revoked; give that CRL too", d->what);
+			return -1;
+		}
+		if (set_has_key(s, &d->key)) {
+			snprintf(err, errlen, "%s is itself revoked: its CRL "
+			    "must not be used", d->what);
+			return -1;
+		}
 	}
 	return 0;
 }

@@ -26,6 +26,13 @@ struct input_opts {
 	size_t		 nissuers;
 	bool		 allow_expired;	/* a CRL past nextUpdate only warns */
 	bool		 allow_empty;	/* a text or JSON list without ids */
+	bool		 unverified_ok;	/* a CRL without an --issuer cert is
+					   used, marked unverified */
+	bool		 allow_weak_sig;	/* MD2, MD5, SHA-1 CRL signatures */
+	bool		 no_delta;	/* a base announcing a delta, alone */
+	int64_t		 clock_skew;	/* seconds a thisUpdate may lie ahead */
+	int64_t		 crl_validity;	/* for a CRL without nextUpdate: use it
+					   until thisUpdate + this; 0 refuses */
 	int64_t		 now;
 	bool		 quiet;		/* no warnings on stderr */
 	/* Progress callback for long reads, may be NULL. */
@@ -39,6 +46,12 @@ struct input_opts {
  * covered as soon as an input names it, even with zero ids (an empty CRL
  * still covers its issuer).
  */
+/* A separate CRL signer, which must be shown not to be revoked. */
+struct input_dep {
+	struct revkey	 key;		/* the signer certificate's key */
+	char		 what[384];	/* file, block and subject, for errors */
+};
+
 struct input_set {
 	struct table_rec  *recs;
 	size_t		   nrecs;
@@ -55,6 +68,10 @@ struct input_set {
 	 * counts from it and needs it sorted (table_builder_sort_unique).
 	 */
 	struct table_builder *builder;
+	/* Separate CRL signers of the CRLs read (input_check_signers). */
+	struct input_dep  *deps;
+	size_t		   ndeps;
+	size_t		   dcap;
 };
 
 void input_set_init(struct input_set *s);
@@ -67,10 +84,11 @@ void input_set_free(struct input_set *s);
  * like one: no PEM armour, control bytes, spaces inside an id or bytes
  * that are not UTF-8 (the first bad line is named); JSON ids have no
  * control bytes. A list without any id is refused unless allow_empty.
- * CRLs are checked against the
- * issuers when any are given (a CRL whose issuer is not among them, or
- * whose signature does not verify, is an error) and against their
- * nextUpdate. On failure returns -1, err names the file, the line or DER
+ * CRLs are checked as RFC 5280 section 6.3 says (crl.h): unknown critical
+ * extensions, weak signature algorithms, a future thisUpdate, a missing
+ * nextUpdate, a signer that is not among the issuers (unless
+ * unverified_ok: then the scope is flagged unverified) are refused.
+ * A CRL past its nextUpdate is refused unless allow_expired. On failure returns -1, err names the file, the line or DER
  * offset and the reason, and s is left as it was before the call.
  */
 int input_read(struct input_set *s, const char *path,
@@ -128,6 +146,15 @@ int input_read_rows(struct input_set *s, const char *name, input_next_fn next,
  * function can't fail.
  */
 void input_count_scopes(struct input_set *s);
+
+/*
+ * After sorting (as input_count_scopes), checks every separate CRL signer
+ * the CRLs named: its issuer's scope must be covered by a verified CRL in
+ * the set, and its own key must not be in it. Returns 0, or -1 with err
+ * naming the CRL and the signer. This function changes nothing.
+ */
+int input_check_signers(const struct input_set *s, char *err,
+    size_t errlen);
 
 /* What input_check_previous() lets through. */
 struct input_prev_opts {

@@ -61,7 +61,11 @@ add_scope(struct sbuf *b, const struct ffile_scope *sc)
 		util_hex(hex, sc->crl_sha256, 32);
 		sbuf_adds(b, ",\"crl_sha256\":\"");
 		sbuf_adds(b, hex);
-		sbuf_adds(b, "\"}");
+		sbuf_adds(b, (sc->flags & FFILE_SCOPE_UNVERIFIED) != 0 ?
+		    "\",\"crl_verified\":false" : "\",\"crl_verified\":true");
+		sbuf_adds(b, (sc->flags & FFILE_SCOPE_ASSUMED_NEXT) != 0 ?
+		    ",\"next_update_assumed\":true}" :
+		    ",\"next_update_assumed\":false}");
 	} else
 		sbuf_adds(b, ",\"source\":\"list\"}");
 }

@@ -729,3 +729,40 @@ Test(ffile, committed_vector_verifies)
 	sign_ring_free(&ring);
 	ffile_close(f);
 }
+
+/* Format 1 (before per-scope CRL flags) is refused, saying what to do. */
+Test(ffile, older_format_and_unknown_flags_refused)
+{
+	const char *src = getenv("REVCHECK_SRC");
+	char path[1024], err[512];
+	unsigned char *buf, *copy;
+	size_t len;
+
+	if (src == NULL)
+		src = ".";
+	cr_assert(snprintf(path, sizeof(path), "%s/tests/vectors/filter.rcf",
+	    src) > 0);
+	cr_assert_eq(util_read_file(path, 1 << 20, &buf, &len, err,
+	    sizeof(err)), 0, "%s", err);
+	copy = malloc(len);
+	cr_assert_not_null(copy);
+	memcpy(copy, buf, len);
+	copy[8] = 1;
+	cr_assert_null(ffile_parse(copy, len, false, err, sizeof(err)));
+	cr_assert(strstr(err, "offset 8: format 1 is from an older "
+	    "filterbuild") != NULL, "%s", err);
+	cr_assert(strstr(err, "rebuild") != NULL, "%s", err);
+	/* The first scope ("default", a list) at 168: flags at 168+2+7+8+1. */
+	memcpy(copy, buf, len);
+	copy[168 + 2 + 7 + 8 + 1] = FFILE_SCOPE_UNVERIFIED;
+	cr_assert_null(ffile_parse(copy, len, false, err, sizeof(err)));
+	cr_assert(strstr(err, "unknown flags 0x01") != NULL, "%s", err);
+	/* The CRL scope at 309: bits outside the known ones. */
+	memcpy(copy, buf, len);
+	cr_assert_eq(copy[309 + 2 + 69 + 8], FFILE_SRC_CRL);
+	copy[309 + 2 + 69 + 8 + 1] = 0x80;
+	cr_assert_null(ffile_parse(copy, len, false, err, sizeof(err)));
+	cr_assert(strstr(err, "unknown flags 0x80") != NULL, "%s", err);
+	free(copy);
+	free(buf);
+}

@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include <openssl/pem.h>
+#include <openssl/rsa.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
 
 #include "input.h"
 #include "util.h"
@@ -34,6 +36,9 @@ data_path(char *out, size_t cap, const char *name)
 	cr_assert(n > 0 && (size_t)n < cap);
 }
 
+/* The CAs of tests/pki.sh, loaded by the input_crl suite's init. */
+static X509 *pki_cas[2];
+
 static struct input_opts
 opts(const char *scope)
 {
@@ -44,6 +49,11 @@ opts(const char *scope)
 	o.format = INPUT_AUTO;
 	o.now = (int64_t)time(NULL);
 	o.quiet = true;
+	o.clock_skew = 300;
+	if (pki_cas[0] != NULL) {
+		o.issuers = pki_cas;
+		o.nissuers = 2;
+	}
 	return o;
 }
 
@@ -608,6 +618,8 @@ ReportHook(POST_ALL)(struct criterion_global_stats *stats)
 		(void)system(cmd);
 }
 
+static X509 *load_cert(const char *name);
+
 static void
 pki_setup(void)
 {
@@ -616,6 +628,16 @@ pki_setup(void)
 	cr_assert_not_null(dir, "tests/pki.sh failed before the tests");
 	cr_assert(strlen(dir) < sizeof(pki));
 	memcpy(pki, dir, strlen(dir) + 1);
+	pki_cas[0] = load_cert("ca.pem");
+	pki_cas[1] = load_cert("other.pem");
+}
+
+static void
+pki_teardown(void)
+{
+	X509_free(pki_cas[0]);
+	X509_free(pki_cas[1]);
+	pki_cas[0] = pki_cas[1] = NULL;
 }
 
 static void
@@ -720,7 +742,7 @@ leaf_scope(char *out, const char *leaf)
 	memcpy(out, k.scope, k.scope_len + 1);
 }
 
-TestSuite(input_crl, .init = pki_setup);
+TestSuite(input_crl, .init = pki_setup, .fini = pki_teardown);
 
 Test(input_crl, pem_every_revoked_serial)
 {
@@ -848,7 +870,8 @@ Test(input_crl, issuer_verification)
 	pki_path(path, sizeof(path), "crl.der");
 	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), -1);
 	cr_assert(strstr(err, "crl.der: ") != NULL, "%s", err);
-	cr_assert(strstr(err, "not among the --issuer") != NULL, "%s", err);
+	cr_assert(strstr(err, "no --issuer certificate for CRL issuer") !=
+	    NULL, "%s", err);
 	cr_assert(strstr(err, "CN=revcheck Test CA") != NULL, "%s", err);
 
 	/* A CRL naming ca as issuer, signed by another key. */
@@ -1008,7 +1031,8 @@ Test(input_crl, failure_leaves_set_unchanged)
 	cr_assert_eq(input_read(&s, mixed, &o, err, sizeof(err)), -1);
 	cr_assert(strstr(err, "PEM block 2") != NULL, "%s", err);
 	/* Expired, and truncated. */
-	o.nissuers = 0;
+	o.issuers = pki_cas;
+	o.nissuers = 2;
 	pki_path(path, sizeof(path), "crl-expired.pem");
 	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), -1);
 	write_file(mixed, both, alen - 60);
@@ -1250,4 +1274,321 @@ Test(input, json_escaped_nul_refused)
 	cr_assert(strstr(err, "control byte") != NULL, "%s", err);
 	cr_assert_eq(s.nrecs, 0);
 	input_set_free(&s);
+}
+
+/* ---- RFC 5280 section 6.3: CRLs that must not be used (crl.c) ------------- */
+
+/* What a crafted CRL looks like; zero is a plain, good CRL of ca. */
+struct crlspec {
+	const char	*md;		/* digest name, default sha256 */
+	int64_t		 this_off;	/* thisUpdate = now + this_off - 60 */
+	bool		 no_next;	/* no nextUpdate */
+	bool		 crit_ext;	/* unknown critical CRL extension */
+	bool		 crit_entry_ext; /* unknown critical entry extension */
+	bool		 noncrit_ext;	/* unknown non-critical CRL extension */
+};
+
+static X509_EXTENSION *
+ext_null(const char *oid, int crit)
+{
+	ASN1_OCTET_STRING *os = ASN1_OCTET_STRING_new();
+	ASN1_OBJECT *obj = OBJ_txt2obj(oid, 1);
+	X509_EXTENSION *e;
+
+	cr_assert(os != NULL && obj != NULL);
+	cr_assert(ASN1_OCTET_STRING_set(os, (const unsigned char *)"\x05\x00",
+	    2));
+	e = X509_EXTENSION_create_by_OBJ(NULL, obj, crit, os);
+	cr_assert_not_null(e);
+	ASN1_OBJECT_free(obj);
+	ASN1_OCTET_STRING_free(os);
+	return e;
+}
+
+/* A CRL of the issuer cert, signed with key, one entry (serial 0x42). */
+static X509_CRL *
+crl_make(X509 *issuer, EVP_PKEY *key, const struct crlspec *c)
+{
+	X509_CRL *crl = X509_CRL_new();
+	X509_REVOKED *r = X509_REVOKED_new();
+	ASN1_INTEGER *sn = ASN1_INTEGER_new();
+	ASN1_TIME *t;
+	time_t now = time(NULL);
+	X509_EXTENSION *e;
+
+	cr_assert(crl != NULL && r != NULL && sn != NULL);
+	cr_assert(X509_CRL_set_version(crl, 1));
+	cr_assert(X509_CRL_set_issuer_name(crl,
+	    X509_get_subject_name(issuer)));
+	t = ASN1_TIME_set(NULL, now + (time_t)c->this_off - 60);
+	cr_assert(X509_CRL_set1_lastUpdate(crl, t));
+	ASN1_TIME_free(t);
+	if (!c->no_next) {
+		t = ASN1_TIME_set(NULL, now + (time_t)c->this_off + 86400);
+		cr_assert(X509_CRL_set1_nextUpdate(crl, t));
+		ASN1_TIME_free(t);
+	}
+	cr_assert(ASN1_INTEGER_set(sn, 0x42));
+	cr_assert(X509_REVOKED_set_serialNumber(r, sn));
+	ASN1_INTEGER_free(sn);
+	t = ASN1_TIME_set(NULL, now - 120);
+	cr_assert(X509_REVOKED_set_revocationDate(r, t));
+	ASN1_TIME_free(t);
+	if (c->crit_entry_ext) {
+		e = ext_null("1.3.6.1.4.1.99999.2", 1);
+		cr_assert(X509_REVOKED_add_ext(r, e, -1));
+		X509_EXTENSION_free(e);
+	}
+	cr_assert(X509_CRL_add0_revoked(crl, r));
+	if (c->crit_ext || c->noncrit_ext) {
+		e = ext_null("1.3.6.1.4.1.99999.1", c->crit_ext ? 1 : 0);
+		cr_assert(X509_CRL_add_ext(crl, e, -1));
+		X509_EXTENSION_free(e);
+	}
+	cr_assert(X509_CRL_sort(crl));
+	cr_assert(X509_CRL_sign(crl, key, EVP_get_digestbyname(c->md != NULL ?
+	    c->md : "sha256")) > 0, "signing with %s", c->md);
+	return crl;
+}
+
+/* Reads the crafted CRL through input_read_buf as "crafted.der". */
+static int
+crl_read(struct input_set *s, X509_CRL *crl, const struct input_opts *o,
+    char *err, size_t errlen)
+{
+	unsigned char *der = NULL;
+	int len = i2d_X509_CRL(crl, &der), rc;
+
+	cr_assert(len > 0);
+	rc = input_read_buf(s, "crafted.der", der, (size_t)len, o, err,
+	    errlen);
+	OPENSSL_free(der);
+	return rc;
+}
+
+static EVP_PKEY *
+load_key(const char *name)
+{
+	char path[512];
+	EVP_PKEY *k;
+	FILE *f;
+
+	pki_path(path, sizeof(path), name);
+	f = fopen(path, "r");
+	cr_assert_not_null(f, "%s", path);
+	k = PEM_read_PrivateKey(f, NULL, NULL, NULL);
+	fclose(f);
+	cr_assert_not_null(k, "%s", path);
+	return k;
+}
+
+/* A self-signed certificate for key, CN=cn, keyUsage ku (NULL: none). */
+static X509 *
+cert_make(EVP_PKEY *key, const char *cn, const char *ku)
+{
+	X509 *x = X509_new();
+	X509_NAME *n = X509_NAME_new();
+	X509_EXTENSION *e;
+
+	cr_assert(x != NULL && n != NULL);
+	cr_assert(X509_set_version(x, 2));
+	cr_assert(ASN1_INTEGER_set(X509_get_serialNumber(x), 7));
+	cr_assert(X509_NAME_add_entry_by_txt(n, "CN", MBSTRING_ASC,
+	    (const unsigned char *)cn, -1, -1, 0));
+	cr_assert(X509_set_subject_name(x, n) && X509_set_issuer_name(x, n));
+	X509_NAME_free(n);
+	cr_assert(X509_gmtime_adj(X509_getm_notBefore(x), -3600) != NULL);
+	cr_assert(X509_gmtime_adj(X509_getm_notAfter(x), 86400) != NULL);
+	cr_assert(X509_set_pubkey(x, key));
+	if (ku != NULL) {
+		e = X509V3_EXT_conf_nid(NULL, NULL, NID_key_usage, ku);
+		cr_assert_not_null(e);
+		cr_assert(X509_add_ext(x, e, -1));
+		X509_EXTENSION_free(e);
+	}
+	cr_assert(X509_sign(x, key, EVP_sha256()) > 0);
+	return x;
+}
+
+/*
+ * One crafted CRL of ca: refused with want in the message (and the set
+ * left alone), or accepted when want is NULL. Returns the scope's flags
+ * when accepted.
+ */
+static uint8_t
+crl_expect(const struct crlspec *c, const struct input_opts *o,
+    const char *want)
+{
+	EVP_PKEY *key = load_key("ca.key");
+	struct input_set s;
+	char err[512] = "";
+	X509_CRL *crl = crl_make(pki_cas[0], key, c);
+	uint8_t flags = 0;
+	int rc;
+
+	input_set_init(&s);
+	rc = crl_read(&s, crl, o, err, sizeof(err));
+	if (want != NULL) {
+		cr_assert_eq(rc, -1, "accepted, wanted \"%s\"", want);
+		cr_assert(strstr(err, "crafted.der: ") == err, "%s", err);
+		cr_assert(strstr(err, want) != NULL, "want \"%s\": %s", want,
+		    err);
+		cr_assert_eq(s.nrecs, 0);
+		cr_assert_eq(s.nscopes, 0);
+	} else {
+		cr_assert_eq(rc, 0, "%s", err);
+		cr_assert_eq(s.nrecs, 1);
+		cr_assert_eq(s.nscopes, 1);
+		flags = s.scopes[0].flags;
+	}
+	input_set_free(&s);
+	X509_CRL_free(crl);
+	EVP_PKEY_free(key);
+	return flags;
+}
+
+Test(input_crl, unknown_critical_extensions_refused)
+{
+	struct input_opts o = opts("x");
+	struct crlspec c;
+
+	memset(&c, 0, sizeof(c));
+	cr_assert_eq(crl_expect(&c, &o, NULL), 0);
+	c.noncrit_ext = true;
+	(void)crl_expect(&c, &o, NULL);
+	memset(&c, 0, sizeof(c));
+	c.crit_ext = true;
+	(void)crl_expect(&c, &o, "unknown critical CRL extension "
+	    "1.3.6.1.4.1.99999.1");
+	memset(&c, 0, sizeof(c));
+	c.crit_entry_ext = true;
+	(void)crl_expect(&c, &o, "entry 0: unknown critical CRL entry "
+	    "extension 1.3.6.1.4.1.99999.2");
+}
+
+Test(input_crl, weak_signature_algorithms_refused)
+{
+	struct input_opts o = opts("x");
+	struct input_set s;
+	struct crlspec c;
+	EVP_PKEY *rsa;
+	X509 *rca;
+	X509_CRL *crl;
+	char err[512];
+
+	memset(&c, 0, sizeof(c));
+	c.md = "sha1";
+	(void)crl_expect(&c, &o, "ecdsa-with-SHA1, a weak digest (SHA1)");
+	o.allow_weak_sig = true;
+	(void)crl_expect(&c, &o, NULL);
+
+	/* MD5 needs RSA: a throwaway RSA CA. */
+	rsa = EVP_RSA_gen(2048);
+	cr_assert_not_null(rsa);
+	rca = cert_make(rsa, "revcheck MD5 CA", NULL);
+	c.md = "md5";
+	crl = crl_make(rca, rsa, &c);
+	o = opts("x");
+	o.issuers = &rca;
+	o.nissuers = 1;
+	input_set_init(&s);
+	cr_assert_eq(crl_read(&s, crl, &o, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "RSA-MD5, a weak digest (MD5)") != NULL, "%s",
+	    err);
+	o.allow_weak_sig = true;
+	cr_assert_eq(crl_read(&s, crl, &o, err, sizeof(err)), 0, "%s", err);
+	input_set_free(&s);
+	X509_CRL_free(crl);
+	X509_free(rca);
+	EVP_PKEY_free(rsa);
+}
+
+Test(input_crl, future_this_update_refused)
+{
+	struct input_opts o = opts("x");
+	struct crlspec c;
+
+	memset(&c, 0, sizeof(c));
+	c.this_off = 3600;	/* an hour ahead: refused */
+	(void)crl_expect(&c, &o, "is in the future (more than 300 s of clock "
+	    "skew)");
+	c.this_off = 240;	/* inside the allowance (thisUpdate = +180 s) */
+	(void)crl_expect(&c, &o, NULL);
+	o.clock_skew = 0;
+	(void)crl_expect(&c, &o, "is in the future");
+}
+
+Test(input_crl, no_next_update_needs_an_explicit_validity)
+{
+	struct input_opts o = opts("x");
+	struct input_set s;
+	struct crlspec c;
+	EVP_PKEY *key = load_key("ca.key");
+	X509_CRL *crl;
+	char err[512];
+
+	memset(&c, 0, sizeof(c));
+	c.no_next = true;
+	(void)crl_expect(&c, &o, "has no nextUpdate: --crl-validity");
+	o.crl_validity = 86400;
+	cr_assert_eq(crl_expect(&c, &o, NULL), FFILE_SCOPE_ASSUMED_NEXT);
+	/* The assumed nextUpdate is thisUpdate + the validity. */
+	crl = crl_make(pki_cas[0], key, &c);
+	input_set_init(&s);
+	cr_assert_eq(crl_read(&s, crl, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(s.scopes[0].next_update - s.scopes[0].this_update, 86400);
+	input_set_free(&s);
+	X509_CRL_free(crl);
+	EVP_PKEY_free(key);
+}
+
+Test(input_crl, unverified_only_when_asked_and_marked)
+{
+	struct input_opts o = opts("x");
+	struct crlspec c;
+
+	memset(&c, 0, sizeof(c));
+	o.issuers = NULL;
+	o.nissuers = 0;
+	(void)crl_expect(&c, &o, "no --issuer certificate for CRL issuer "
+	    "\"CN=revcheck Test CA,O=revcheck tests\": its signature cannot "
+	    "be verified (--unverified-crl");
+	o.unverified_ok = true;
+	cr_assert_eq(crl_expect(&c, &o, NULL), FFILE_SCOPE_UNVERIFIED);
+	/* With its issuer given, the same CRL is verified. */
+	o = opts("x");
+	o.unverified_ok = true;
+	cr_assert_eq(crl_expect(&c, &o, NULL), 0);
+}
+
+Test(input_crl, signer_without_crl_sign_refused)
+{
+	EVP_PKEY *key = EVP_EC_gen("P-256");
+	struct input_opts o = opts("x");
+	struct input_set s;
+	struct crlspec c;
+	X509 *ca;
+	X509_CRL *crl;
+	char err[512];
+
+	cr_assert_not_null(key);
+	memset(&c, 0, sizeof(c));
+	input_set_init(&s);
+	ca = cert_make(key, "revcheck KU CA", "critical,keyCertSign");
+	crl = crl_make(ca, key, &c);
+	o.issuers = &ca;
+	o.nissuers = 1;
+	cr_assert_eq(crl_read(&s, crl, &o, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "has a keyUsage without cRLSign") != NULL, "%s",
+	    err);
+	X509_free(ca);
+	X509_CRL_free(crl);
+	ca = cert_make(key, "revcheck KU CA", "critical,keyCertSign,cRLSign");
+	crl = crl_make(ca, key, &c);
+	o.issuers = &ca;
+	cr_assert_eq(crl_read(&s, crl, &o, err, sizeof(err)), 0, "%s", err);
+	X509_free(ca);
+	X509_CRL_free(crl);
+	input_set_free(&s);
+	EVP_PKEY_free(key);
 }

@@ -193,7 +193,7 @@ grep -q "fuse" out || fail "build --help does not mention fuse"
 check "stdin input" expect_rc 0 build --key k.pem --out dstdin --quiet - < ids.txt
 check "--quiet prints nothing" test ! -s out -a ! -s err
 check "CRL past nextUpdate is accepted with --allow-expired" expect_rc 0 build --key k.pem \
-	--out dexp --allow-expired pki/crl-expired.pem
+	--out dexp --issuer pki/ca.pem --allow-expired pki/crl-expired.pem
 grep -q "warning" err || fail "--allow-expired gives no warning"
 
 # ---------------------------------------------------------------- versions
@@ -234,7 +234,8 @@ bad "bad hex serial" "serials-badhex.txt:[0-9]+: " \
 bad "invalid JSON" "bad.json:[0-9]+: " good.txt bad.json
 bad "truncated DER" "trunc.der: .*offset [0-9]+" trunc.der
 bad "CRL signed by another CA" "impostor-crl.pem: .*signature" --issuer pki/ca.pem pki/impostor-crl.pem
-bad "expired CRL" "crl-expired.pem: .*expired" pki/crl-expired.pem
+bad "expired CRL" "crl-expired.pem: .*expired" --issuer pki/ca.pem pki/crl-expired.pem
+bad "CRL without its issuer's certificate" "crl.pem: .*no --issuer certificate for CRL issuer" pki/crl.pem
 bad "missing input" "nope.txt" nope.txt
 bad "bad signing key" "p.pem" --key p.pem ids.txt
 snap dv > after.snap

@@ -1,0 +1,228 @@
+/* crl.c - RFC 5280 CRL validity: critical extensions, signature algorithm, signer */
+/*
+ * These checks decide whether a CRL may be used at all. Each refuses
+ * rather than guesses: a CRL that cannot be shown to come from its issuer,
+ * or that carries a critical extension nobody here understands, defines
+ * no scope.
+ */
+#include "crl.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include <openssl/err.h>
+#include <openssl/objects.h>
+#include <openssl/x509_vfy.h>
+#include <openssl/x509v3.h>
+
+/* Writes the OID of ext's object in dotted form into out. */
+static void
+ext_oid(const X509_EXTENSION *ext, char *out, size_t cap)
+{
+	if (OBJ_obj2txt(out, (int)cap, X509_EXTENSION_get_object(
+	    (X509_EXTENSION *)(uintptr_t)ext), 1) <= 0)
+		(void)snprintf(out, cap, "?");
+}
+
+static bool
+nid_in(int nid, const int *list, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (list[i] == nid)
+			return true;
+	return false;
+}
+
+int
+crl_check_critical(const X509_CRL *crl, char *why, size_t whylen)
+{
+	static const int crl_known[] = {
+		NID_authority_key_identifier, NID_issuer_alt_name,
+		NID_crl_number, NID_delta_crl, NID_issuing_distribution_point,
+		NID_freshest_crl, NID_info_access,
+	};
+	static const int entry_known[] = {
+		NID_crl_reason, NID_invalidity_date, NID_certificate_issuer,
+		NID_hold_instruction_code,
+	};
+	STACK_OF(X509_REVOKED) *revs;
+	const X509_EXTENSION *ext;
+	const X509_REVOKED *ent;
+	char oid[128];
+	int i, j, n, m;
+
+	n = X509_CRL_get_ext_count(crl);
+	for (i = 0; i < n; i++) {
+		ext = X509_CRL_get_ext(crl, i);
+		if (!X509_EXTENSION_get_critical(ext) || nid_in(OBJ_obj2nid(
+		    X509_EXTENSION_get_object((X509_EXTENSION *)(uintptr_t)ext)),
+		    crl_known, sizeof(crl_known) / sizeof(crl_known[0])))
+			continue;
+		ext_oid(ext, oid, sizeof(oid));
+		(void)snprintf(why, whylen, "unknown critical CRL extension %s: "
+		    "the CRL must not be used (RFC 5280 section 5.2)", oid);
+		return -1;
+	}
+	revs = X509_CRL_get_REVOKED((X509_CRL *)(uintptr_t)crl);
+	m = revs != NULL ? sk_X509_REVOKED_num(revs) : 0;
+	for (j = 0; j < m; j++) {
+		ent = sk_X509_REVOKED_value(revs, j);
+		n = X509_REVOKED_get_ext_count(ent);
+		for (i = 0; i < n; i++) {
+			ext = X509_REVOKED_get_ext(ent, i);
+			if (!X509_EXTENSION_get_critical(ext) ||
+			    nid_in(OBJ_obj2nid(X509_EXTENSION_get_object(
+			    (X509_EXTENSION *)(uintptr_t)ext)), entry_known,
+			    sizeof(entry_known) / sizeof(entry_known[0])))
+				continue;
+			ext_oid(ext, oid, sizeof(oid));
+			(void)snprintf(why, whylen, "entry %d: unknown critical "
+			    "CRL entry extension %s: the CRL must not be used "
+			    "(RFC 5280 section 5.3)", j, oid);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int
+crl_check_sigalg(const X509_CRL *crl, bool allow_weak, char *why,
+    size_t whylen)
+{
+	static const int weak[] = {
+		NID_md2, NID_md4, NID_md5, NID_mdc2, NID_sha1,
+	};
+	int sig = X509_CRL_get_signature_nid(crl), md = NID_undef, pk;
+
+	if (allow_weak || !OBJ_find_sigid_algs(sig, &md, &pk) ||
+	    !nid_in(md, weak, sizeof(weak) / sizeof(weak[0])))
+		return 0;
+	(void)snprintf(why, whylen, "signed with %s, a weak digest (%s): "
+	    "refused unless --allow-weak-crl-sig", OBJ_nid2sn(sig),
+	    OBJ_nid2sn(md));
+	return -1;
+}
+
+int
+crl_name_text(const X509_NAME *name, char *out, size_t cap)
+{
+	BIO *bio;
+	char *p;
+	long n;
+
+	if ((bio = BIO_new(BIO_s_mem())) == NULL)
+		return -1;
+	if (X509_NAME_print_ex(bio, name, 0, XN_FLAG_RFC2253) < 0) {
+		BIO_free(bio);
+		return -1;
+	}
+	n = BIO_get_mem_data(bio, &p);
+	if (n < 0)
+		n = 0;
+	if ((size_t)n >= cap) {
+		memcpy(out, p, cap - 4);
+		memcpy(out + cap - 4, "...", 4);
+	} else {
+		memcpy(out, p, (size_t)n);
+		out[n] = '\0';
+	}
+	BIO_free(bio);
+	return 0;
+}
+
+/*
+ * True when cert chains, through certs, to a self-signed certificate
+ * among them (the trust anchors the operator gave).
+ */
+static bool
+chains_to_anchor(X509 *cert, X509 *const *certs, size_t ncerts)
+{
+	STACK_OF(X509) *untrusted = NULL;
+	X509_STORE_CTX *ctx = NULL;
+	X509_STORE *store = NULL;
+	size_t i;
+	bool ok = false, anchors = false;
+
+	if ((store = X509_STORE_new()) == NULL ||
+	    (untrusted = sk_X509_new_null()) == NULL ||
+	    (ctx = X509_STORE_CTX_new()) == NULL)
+		goto out;
+	for (i = 0; i < ncerts; i++) {
+		if (certs[i] == NULL || certs[i] == cert)
+			continue;
+		if (X509_self_signed(certs[i], 1) == 1) {
+			if (X509_STORE_add_cert(store, certs[i]) != 1)
+				goto out;
+			anchors = true;
+		} else if (!sk_X509_push(untrusted, certs[i]))
+			goto out;
+	}
+	if (!anchors || X509_STORE_CTX_init(ctx, store, cert, untrusted) != 1)
+		goto out;
+	ok = X509_verify_cert(ctx) == 1;
+out:
+	X509_STORE_CTX_free(ctx);
+	sk_X509_free(untrusted);
+	X509_STORE_free(store);
+	ERR_clear_error();
+	return ok;
+}
+
+int
+crl_find_signer(X509_CRL *crl, X509 *const *certs, size_t ncerts,
+    X509 **signer, bool *separate, char *why, size_t whylen)
+{
+	const X509_NAME *in = X509_CRL_get_issuer(crl);
+	char subj[256];
+	EVP_PKEY *pk;
+	uint32_t xf, ku;
+	size_t i;
+	bool matched = false, sep;
+
+	why[0] = '\0';
+	for (i = 0; i < ncerts; i++) {
+		if (certs[i] == NULL ||
+		    X509_NAME_cmp(X509_get_subject_name(certs[i]), in) != 0)
+			continue;
+		matched = true;
+		if (crl_name_text(X509_get_subject_name(certs[i]), subj,
+		    sizeof(subj)) != 0)
+			(void)snprintf(subj, sizeof(subj), "?");
+		pk = X509_get0_pubkey(certs[i]);
+		if (pk == NULL || X509_CRL_verify(crl, pk) != 1) {
+			ERR_clear_error();
+			if (why[0] == '\0')
+				(void)snprintf(why, whylen, "signature does not "
+				    "verify against issuer certificate \"%s\"",
+				    subj);
+			continue;
+		}
+		xf = X509_get_extension_flags(certs[i]);
+		ku = X509_get_key_usage(certs[i]);
+		if ((xf & EXFLAG_KUSAGE) != 0 && (ku & KU_CRL_SIGN) == 0) {
+			(void)snprintf(why, whylen, "signer certificate \"%s\" "
+			    "has a keyUsage without cRLSign (RFC 5280 section "
+			    "6.3.3 (f))", subj);
+			continue;
+		}
+		/* A self-signed --issuer is a trust anchor given as such. */
+		sep = (((xf & EXFLAG_KUSAGE) != 0 &&
+		    (ku & KU_KEY_CERT_SIGN) == 0) ||
+		    X509_check_ca(certs[i]) == 0) &&
+		    X509_self_signed(certs[i], 0) != 1;
+		if (sep && !chains_to_anchor(certs[i], certs, ncerts)) {
+			(void)snprintf(why, whylen, "separate CRL signer \"%s\" "
+			    "(not the CA's own key) does not chain to a "
+			    "self-signed --issuer certificate: give its chain",
+			    subj);
+			continue;
+		}
+		*signer = certs[i];
+		*separate = sep;
+		return 0;
+	}
+	ERR_clear_error();
+	return matched ? -1 : 1;
+}
