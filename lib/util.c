@@ -624,3 +624,51 @@ util_utf8_valid(const void *p, size_t n)
 	}
 	return true;
 }
+
+/* Value of a base64url character, or -1 for anything else (padding too). */
+static int
+b64url_val(unsigned char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '-')
+		return 62;
+	if (c == '_')
+		return 63;
+	return -1;
+}
+
+long
+util_b64url_decode(unsigned char *out, const char *in, size_t len, size_t *bad)
+{
+	uint32_t acc = 0;
+	size_t i, o = 0;
+	int v, bits = 0;
+
+	if (len % 4 == 1) {
+		*bad = len - 1;
+		return -1;
+	}
+	for (i = 0; i < len; i++) {
+		if ((v = b64url_val((unsigned char)in[i])) < 0) {
+			*bad = i;
+			return -1;
+		}
+		acc = (acc << 6) | (uint32_t)v;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			out[o++] = (unsigned char)(acc >> bits);
+			acc &= (1u << bits) - 1;
+		}
+	}
+	if (acc != 0) {
+		*bad = len - 1;
+		return -1;
+	}
+	return (long)o;
+}

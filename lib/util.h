@@ -124,6 +124,16 @@ size_t util_utf8_len(const unsigned char *s, size_t n);
 /* True when p[0..n) is valid UTF-8. This function can't fail. */
 bool util_utf8_valid(const void *p, size_t n);
 
+/*
+ * Decodes unpadded base64url text (RFC 4648 section 5) into out (at least
+ * len * 3 / 4 bytes). Rejects any character outside the alphabet, a
+ * length that leaves one dangling character, and non-zero unused bits (so
+ * each byte string has exactly one encoding). Returns the decoded length,
+ * or -1 with *bad set to the offending position.
+ */
+long util_b64url_decode(unsigned char *out, const char *in, size_t len,
+    size_t *bad);
+
 /* Little-endian stores and loads, independent of the host's byte order. */
 void util_put_le16(unsigned char *p, uint16_t v);
 void util_put_le32(unsigned char *p, uint32_t v);

@@ -186,9 +186,15 @@ check_parse_body(const char *body, size_t len, const char **why)
 	return root;
 }
 
+bool
+check_invalid_token(enum jwt_verdict why)
+{
+	return why != JWT_VALID && why != JWT_MALFORMED;
+}
+
 int
-check_key_from_json(const cJSON *obj, struct revkey *k, char *err,
-    size_t errlen)
+check_key_from_json(const cJSON *obj, const struct trust *tr,
+    struct revkey *k, enum jwt_verdict *why, char *err, size_t errlen)
 {
 	const cJSON *id, *scope, *cert, *token, *chain, *m;
 	const char *sc = REVKEY_DEFAULT_SCOPE;
@@ -196,6 +202,7 @@ check_key_from_json(const cJSON *obj, struct revkey *k, char *err,
 	size_t len, nk = 0;
 	int n;
 
+	*why = JWT_VALID;
 	if (!cJSON_IsObject(obj)) {
 		snprintf(err, errlen, "a check must be a JSON object");
 		return -1;
@@ -283,8 +290,10 @@ check_key_from_json(const cJSON *obj, struct revkey *k, char *err,
 		return -1;
 	}
 	len = strlen(token->valuestring);
-	if (jwt_revkey(k, token->valuestring, len, e, sizeof(e)) == -1) {
-		snprintf(err, errlen, "bad token: %s", e);
+	if (trust_token(tr, token->valuestring, len, util_now(), k, why, e,
+	    sizeof(e)) == -1) {
+		snprintf(err, errlen, "%s: %s", *why == JWT_MALFORMED ?
+		    "bad token" : jwt_verdict_str(*why), e);
 		return -1;
 	}
 	return 0;

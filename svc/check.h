@@ -14,6 +14,7 @@
 #include "snapshot.h"
 #include "stale.h"
 #include "table.h"
+#include "trust.h"
 
 enum check_status {
 	CHECK_NOT_REVOKED = 0,
@@ -106,11 +107,17 @@ cJSON *check_parse_body(const char *body, size_t len, const char **why);
 
 /*
  * Derives the key of one check object: {"id", "scope"?}, {"cert"} or
- * {"token"}; exactly one of id, cert and token. Returns 0, or -1 with err
- * (safe to show: it never contains the input).
+ * {"token"}; exactly one of id, cert and token. A token is proven valid
+ * first (trust_token with tr; NULL refuses it). Returns 0, or -1 with err
+ * (safe to show: it never contains the input) and *why: JWT_VALID for a
+ * bad request, JWT_MALFORMED for an unreadable token, any other verdict
+ * for a token that failed verification (401 invalid_token).
  */
-int check_key_from_json(const cJSON *obj, struct revkey *k, char *err,
-    size_t errlen);
+int check_key_from_json(const cJSON *obj, const struct trust *tr,
+    struct revkey *k, enum jwt_verdict *why, char *err, size_t errlen);
+
+/* True when why (from check_key_from_json) means 401 invalid_token. */
+bool check_invalid_token(enum jwt_verdict why);
 
 /*
  * Derives the key of every certificate in text and appends them to

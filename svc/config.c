@@ -15,6 +15,7 @@
 #include "config.h"
 #include "ffile.h"
 #include "log.h"
+#include "revkey.h"
 #include "sync.h"
 #include "upstream.h"
 #include "util.h"
@@ -29,6 +30,7 @@ enum opt_type {
 	OPT_LEVEL,	/* "err", "warn", "info", "debug" */
 	OPT_BOOL,	/* true/false (a bare flag is true) */
 	OPT_LOGFMT,	/* "text" or "json" */
+	OPT_TOKMODE,	/* "required" or "revocation-only" */
 };
 
 /* Which mode a key makes sense in (config_validate() refuses the rest). */
@@ -83,6 +85,7 @@ static const struct opt opts[] = {
 	{ "authz_not_covered",	OPT_NOTCOV, 0, 0, 0, NEED_ANY },
 	{ "log_level",		OPT_LEVEL, 0, 0, 0, NEED_ANY },
 	{ "log_format",		OPT_LOGFMT, 0, 0, 0, NEED_ANY },
+	{ "token_verification",	OPT_TOKMODE, 0, 0, 0, NEED_ANY },
 	{ "upstream_filter",	OPT_STR,  OFF(upstream_filter), 0, 0, NEED_ANY },
 	{ "upstream_check",	OPT_STR,  OFF(upstream_check), 0, 0, NEED_ANY },
 	{ "sync_interval",	OPT_DUR,  OFF(sync_interval), 1, 0, NEED_EDGE },
@@ -135,6 +138,38 @@ config_init(struct config *c)
 	c->upstream_retries = UPSTREAM_RETRIES;
 }
 
+static void
+free_issuers(struct config *c)
+{
+	struct config_issuer *is;
+	size_t i, j;
+
+	for (i = 0; i < c->nissuers; i++) {
+		is = &c->issuers[i];
+		free(is->issuer);
+		free(is->jwks_file);
+		free(is->jwks_uri);
+		free(is->hs_secret_file);
+		for (j = 0; j < is->naud; j++)
+			free(is->audiences[j]);
+		memset(is, 0, sizeof(*is));
+	}
+	c->nissuers = 0;
+}
+
+static void
+free_clients(struct config *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->nclients; i++) {
+		free(c->clients[i].id);
+		free(c->clients[i].secret_file);
+		memset(&c->clients[i], 0, sizeof(c->clients[i]));
+	}
+	c->nclients = 0;
+}
+
 void
 config_free(struct config *c)
 {
@@ -151,6 +186,8 @@ config_free(struct config *c)
 	free(c->upstream_filter);
 	free(c->upstream_check);
 	free(c->upstream_ca_file);
+	free_issuers(c);
+	free_clients(c);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -294,6 +331,17 @@ set_opt(struct config *c, const struct opt *o, const char *v, char *err,
 		else {
 			snprintf(err, errlen, "%s: must be \"text\" or "
 			    "\"json\"", o->key);
+			return -1;
+		}
+		return 0;
+	case OPT_TOKMODE:
+		if (strcmp(v, "required") == 0)
+			c->revocation_only = false;
+		else if (strcmp(v, "revocation-only") == 0)
+			c->revocation_only = true;
+		else {
+			snprintf(err, errlen, "%s: must be \"required\" or "
+			    "\"revocation-only\"", o->key);
 			return -1;
 		}
 		return 0;
@@ -596,13 +644,205 @@ apply_json(struct config *c, const struct opt *o, const cJSON *v,
 	    o->type == OPT_STR ? "a string" :
 	    o->type == OPT_KEYS ? "a string or an array of strings" :
 	    o->type == OPT_NOTCOV || o->type == OPT_LEVEL ||
-	    o->type == OPT_LOGFMT ? "a string" :
+	    o->type == OPT_LOGFMT || o->type == OPT_TOKMODE ? "a string" :
 	    o->type == OPT_BOOL ? "true or false" :
 	    "a number or a string");
 	return -1;
 fail:
 	snprintf(err, errlen, "%s: key %s", origin, e);
 	return -1;
+}
+
+/* A fresh copy of the non-empty string member v, or -1 with err. */
+static int
+dup_str(char **dst, const cJSON *v, const char *what, char *err,
+    size_t errlen)
+{
+	if (!cJSON_IsString(v) || v->valuestring[0] == '\0') {
+		snprintf(err, errlen, "%s: must be a non-empty string", what);
+		return -1;
+	}
+	free(*dst);
+	if ((*dst = strdup(v->valuestring)) == NULL) {
+		snprintf(err, errlen, "%s: out of memory", what);
+		return -1;
+	}
+	return 0;
+}
+
+/* A duration member: seconds as a number, or a string "30s", "5m". */
+static int
+dur_member(int64_t *dst, const cJSON *v, const char *what, char *err,
+    size_t errlen)
+{
+	if (cJSON_IsNumber(v) && v->valuedouble >= 0 &&
+	    v->valuedouble <= 31536000.0 &&
+	    v->valuedouble == (double)(int64_t)v->valuedouble) {
+		*dst = (int64_t)v->valuedouble;
+		return 0;
+	}
+	if (cJSON_IsString(v) && (strcmp(v->valuestring, "0") == 0 ||
+	    util_parse_duration(v->valuestring, dst) == 0) &&
+	    *dst <= 31536000) {
+		if (strcmp(v->valuestring, "0") == 0)
+			*dst = 0;
+		return 0;
+	}
+	snprintf(err, errlen, "%s: bad duration (seconds or N[smhd], at "
+	    "most a year)", what);
+	return -1;
+}
+
+/* One member of an "issuers" element. what names it in errors. */
+static int
+issuer_member(struct config_issuer *is, const cJSON *m, const char *what,
+    char *err, size_t errlen)
+{
+	const char *k = m->string;
+	const cJSON *it;
+	enum jwa a;
+
+	if (strcmp(k, "issuer") == 0)
+		return dup_str(&is->issuer, m, what, err, errlen);
+	if (strcmp(k, "jwks_file") == 0)
+		return dup_str(&is->jwks_file, m, what, err, errlen);
+	if (strcmp(k, "jwks_uri") == 0)
+		return dup_str(&is->jwks_uri, m, what, err, errlen);
+	if (strcmp(k, "hs_secret_file") == 0)
+		return dup_str(&is->hs_secret_file, m, what, err, errlen);
+	if (strcmp(k, "leeway") == 0)
+		return dur_member(&is->leeway, m, what, err, errlen);
+	if (strcmp(k, "jwks_refresh") == 0)
+		return dur_member(&is->jwks_refresh, m, what, err, errlen);
+	if (strcmp(k, "jwks_max_age") == 0)
+		return dur_member(&is->jwks_max_age, m, what, err, errlen);
+	if (strcmp(k, "audiences") == 0) {
+		if (!cJSON_IsArray(m)) {
+			snprintf(err, errlen, "%s: must be an array of "
+			    "strings", what);
+			return -1;
+		}
+		cJSON_ArrayForEach(it, m) {
+			if (is->naud == JWT_MAX_AUD) {
+				snprintf(err, errlen, "%s: more than %d", what,
+				    JWT_MAX_AUD);
+				return -1;
+			}
+			if (dup_str(&is->audiences[is->naud], it, what, err,
+			    errlen) == -1)
+				return -1;
+			is->naud++;
+		}
+		return 0;
+	}
+	if (strcmp(k, "algorithms") == 0) {
+		if (!cJSON_IsArray(m)) {
+			snprintf(err, errlen, "%s: must be an array of "
+			    "algorithm names", what);
+			return -1;
+		}
+		cJSON_ArrayForEach(it, m) {
+			if (!cJSON_IsString(it) ||
+			    (a = jwa_from_name(it->valuestring)) ==
+			    JWA_INVALID) {
+				snprintf(err, errlen, "%s: \"%.16s\" is not one "
+				    "of RS256/384/512, PS256/384/512, "
+				    "ES256/384/512, EdDSA, HS256/384/512 (never "
+				    "none)", what, cJSON_IsString(it) ?
+				    it->valuestring : "?");
+				return -1;
+			}
+			is->algs |= JWA_BIT(a);
+		}
+		return 0;
+	}
+	snprintf(err, errlen, "%s: unknown key", what);
+	return -1;
+}
+
+static int
+load_issuers(struct config *c, const cJSON *v, const char *origin,
+    char *err, size_t errlen)
+{
+	struct config_issuer *is;
+	const cJSON *el, *m;
+	char what[160], e[300];
+
+	if (!cJSON_IsArray(v)) {
+		snprintf(err, errlen, "%s: key \"issuers\": must be an array "
+		    "of objects", origin);
+		return -1;
+	}
+	free_issuers(c);
+	cJSON_ArrayForEach(el, v) {
+		if (c->nissuers == CONFIG_MAX_ISSUERS) {
+			snprintf(err, errlen, "%s: key \"issuers\": more than "
+			    "%d", origin, CONFIG_MAX_ISSUERS);
+			return -1;
+		}
+		is = &c->issuers[c->nissuers++];
+		is->leeway = 30;
+		is->jwks_refresh = 300;
+		is->jwks_max_age = 86400;
+		if (!cJSON_IsObject(el)) {
+			snprintf(err, errlen, "%s: key \"issuers\": element %zu "
+			    "is not an object", origin, c->nissuers);
+			return -1;
+		}
+		for (m = el->child; m != NULL; m = m->next) {
+			if (m->string == NULL || m->string[0] == '_')
+				continue;
+			snprintf(what, sizeof(what), "issuers[%zu].%.64s",
+			    c->nissuers - 1, m->string);
+			if (issuer_member(is, m, what, e, sizeof(e)) == -1) {
+				snprintf(err, errlen, "%s: key %s", origin, e);
+				return -1;
+			}
+		}
+	}
+	return 0;
+}
+
+static int
+load_clients(struct config *c, const cJSON *v, const char *origin,
+    char *err, size_t errlen)
+{
+	struct config_client *cl;
+	const cJSON *el, *m;
+	char what[160], e[300];
+
+	if (!cJSON_IsArray(v)) {
+		snprintf(err, errlen, "%s: key \"introspection_clients\": "
+		    "must be an array of objects", origin);
+		return -1;
+	}
+	free_clients(c);
+	cJSON_ArrayForEach(el, v) {
+		if (c->nclients == CONFIG_MAX_CLIENTS || !cJSON_IsObject(el)) {
+			snprintf(err, errlen, "%s: key "
+			    "\"introspection_clients\": at most %d objects",
+			    origin, CONFIG_MAX_CLIENTS);
+			return -1;
+		}
+		cl = &c->clients[c->nclients++];
+		for (m = el->child; m != NULL; m = m->next) {
+			if (m->string == NULL || m->string[0] == '_')
+				continue;
+			snprintf(what, sizeof(what),
+			    "introspection_clients[%zu].%.64s", c->nclients - 1,
+			    m->string);
+			if (strcmp(m->string, "id") == 0 ? dup_str(&cl->id, m,
+			    what, e, sizeof(e)) :
+			    strcmp(m->string, "secret_file") == 0 ?
+			    dup_str(&cl->secret_file, m, what, e, sizeof(e)) :
+			    (snprintf(e, sizeof(e), "%s: unknown key", what),
+			    -1)) {
+				snprintf(err, errlen, "%s: key %s", origin, e);
+				return -1;
+			}
+		}
+	}
+	return 0;
 }
 
 int
@@ -670,6 +910,16 @@ config_load_buf(struct config *c, const char *buf, size_t len,
 			continue;
 		if (it->string[0] == '_')	/* "_comment" and friends */
 			continue;
+		if (strcmp(it->string, "issuers") == 0) {
+			if (load_issuers(c, it, origin, err, errlen) == -1)
+				goto out;
+			continue;
+		}
+		if (strcmp(it->string, "introspection_clients") == 0) {
+			if (load_clients(c, it, origin, err, errlen) == -1)
+				goto out;
+			continue;
+		}
 		if ((o = find_opt(it->string)) == NULL) {
 			snprintf(err, errlen, "%s: unknown key \"%.64s\"",
 			    origin, it->string);
@@ -977,6 +1227,94 @@ upstream_url_check(const char *key, const char *url, bool allow_http,
 	return 0;
 }
 
+/* The issuers and introspection clients hang together. */
+static int
+validate_trust(const struct config *c, char *err, size_t errlen)
+{
+	const struct config_issuer *is;
+	size_t i, j;
+
+	if (c->revocation_only && c->nissuers > 0) {
+		snprintf(err, errlen, "token_verification: \"revocation-only\" "
+		    "verifies no token, so \"issuers\" would be ignored; "
+		    "remove one of them");
+		return -1;
+	}
+	for (i = 0; i < c->nissuers; i++) {
+		is = &c->issuers[i];
+		if (is->issuer == NULL) {
+			snprintf(err, errlen, "issuers[%zu]: \"issuer\" is "
+			    "required", i);
+			return -1;
+		}
+		/* The issuer is the revocation scope of its tokens. */
+		if (!revkey_scope_valid(is->issuer, strlen(is->issuer)) ||
+		    revkey_scope_is_x509(is->issuer)) {
+			snprintf(err, errlen, "issuers[%zu].issuer: not a valid "
+			    "token scope (printable ASCII without spaces, at "
+			    "most %d bytes)", i, REVKEY_SCOPE_MAX);
+			return -1;
+		}
+		for (j = 0; j < i; j++)
+			if (strcmp(c->issuers[j].issuer, is->issuer) == 0) {
+				snprintf(err, errlen, "issuers[%zu].issuer: "
+				    "repeats issuers[%zu]", i, j);
+				return -1;
+			}
+		if ((is->jwks_file != NULL) == (is->jwks_uri != NULL)) {
+			snprintf(err, errlen, "issuers[%zu]: exactly one of "
+			    "\"jwks_file\" and \"jwks_uri\" is required", i);
+			return -1;
+		}
+		if (is->jwks_uri != NULL &&
+		    strncmp(is->jwks_uri, "https://", 8) != 0) {
+			snprintf(err, errlen, "issuers[%zu].jwks_uri: must be an "
+			    "https:// URL", i);
+			return -1;
+		}
+		if (is->naud == 0) {
+			snprintf(err, errlen, "issuers[%zu]: \"audiences\" must "
+			    "name at least one accepted audience", i);
+			return -1;
+		}
+		if (is->algs == 0) {
+			snprintf(err, errlen, "issuers[%zu]: \"algorithms\" must "
+			    "name at least one algorithm", i);
+			return -1;
+		}
+		if ((is->algs & JWA_HS_MASK) != 0 && is->hs_secret_file == NULL) {
+			snprintf(err, errlen, "issuers[%zu]: HS algorithms need "
+			    "\"hs_secret_file\"", i);
+			return -1;
+		}
+		if ((is->algs & JWA_HS_MASK) == 0 && is->hs_secret_file != NULL) {
+			snprintf(err, errlen, "issuers[%zu].hs_secret_file: no "
+			    "HS algorithm is allowed", i);
+			return -1;
+		}
+		if (is->jwks_refresh < 1 || is->jwks_max_age < is->jwks_refresh) {
+			snprintf(err, errlen, "issuers[%zu]: jwks_refresh must be "
+			    "at least 1s and at most jwks_max_age", i);
+			return -1;
+		}
+	}
+	for (i = 0; i < c->nclients; i++) {
+		if (c->clients[i].id == NULL ||
+		    c->clients[i].secret_file == NULL) {
+			snprintf(err, errlen, "introspection_clients[%zu]: "
+			    "\"id\" and \"secret_file\" are required", i);
+			return -1;
+		}
+		for (j = 0; j < i; j++)
+			if (strcmp(c->clients[j].id, c->clients[i].id) == 0) {
+				snprintf(err, errlen, "introspection_clients"
+				    "[%zu].id: repeats element %zu", i, j);
+				return -1;
+			}
+	}
+	return 0;
+}
+
 int
 config_validate(const struct config *c, char *err, size_t errlen)
 {
@@ -1071,7 +1409,7 @@ config_validate(const struct config *c, char *err, size_t errlen)
 			}
 		}
 	}
-	return 0;
+	return validate_trust(c, err, errlen);
 }
 
 /* What SIGHUP applies without a restart (revcheckd.c reload_config). */
@@ -1088,6 +1426,39 @@ str_differs(const char *a, const char *b)
 	if (a == NULL || b == NULL)
 		return a != b;
 	return strcmp(a, b) != 0;
+}
+
+/* True when the issuers or introspection clients of a and b differ. */
+static bool
+issuers_differ(const struct config *a, const struct config *b)
+{
+	const struct config_issuer *x, *y;
+	size_t i, j;
+
+	if (a->nissuers != b->nissuers || a->nclients != b->nclients)
+		return true;
+	for (i = 0; i < a->nissuers; i++) {
+		x = &a->issuers[i];
+		y = &b->issuers[i];
+		if (str_differs(x->issuer, y->issuer) ||
+		    str_differs(x->jwks_file, y->jwks_file) ||
+		    str_differs(x->jwks_uri, y->jwks_uri) ||
+		    str_differs(x->hs_secret_file, y->hs_secret_file) ||
+		    x->naud != y->naud || x->algs != y->algs ||
+		    x->leeway != y->leeway ||
+		    x->jwks_refresh != y->jwks_refresh ||
+		    x->jwks_max_age != y->jwks_max_age)
+			return true;
+		for (j = 0; j < x->naud; j++)
+			if (strcmp(x->audiences[j], y->audiences[j]) != 0)
+				return true;
+	}
+	for (i = 0; i < a->nclients; i++)
+		if (str_differs(a->clients[i].id, b->clients[i].id) ||
+		    str_differs(a->clients[i].secret_file,
+		    b->clients[i].secret_file))
+			return true;
+	return false;
 }
 
 size_t
@@ -1130,6 +1501,9 @@ config_restart_keys(const struct config *a, const struct config *b,
 			diff = *(const bool *)((const char *)a + o->off) !=
 			    *(const bool *)((const char *)b + o->off);
 			break;
+		case OPT_TOKMODE:
+			diff = a->revocation_only != b->revocation_only;
+			break;
 		default:
 			diff = true;
 			break;
@@ -1138,6 +1512,14 @@ config_restart_keys(const struct config *a, const struct config *b,
 			continue;
 		w = snprintf(out + len, outlen - len, "%s%s", n > 0 ? ", " : "",
 		    o->key);
+		if (w > 0 && (size_t)w < outlen - len)
+			len += (size_t)w;
+		n++;
+	}
+	/* The issuers are loaded once at start (svc/trust.c). */
+	if (issuers_differ(a, b)) {
+		w = snprintf(out + len, outlen - len, "%sissuers",
+		    n > 0 ? ", " : "");
 		if (w > 0 && (size_t)w < outlen - len)
 			len += (size_t)w;
 		n++;
@@ -1174,6 +1556,8 @@ config_usage(FILE *fp)
 "  --authz-not-covered deny|allow  /v1/authz verdict for not_covered (deny)\n"
 "  --log-level L            err, warn, info or debug (info)\n"
 "  --log-format F           text or json: one JSON object per line (text)\n"
+"  --token-verification M   required (tokens need a trusted issuer, set in\n"
+"                           the file's \"issuers\") or revocation-only\n"
 "  --upstream-filter URL    edge mode: where to fetch the signed filter\n"
 "  --upstream-check URL     edge mode: authority for filter positives\n"
 "  --sync-interval D        edge mode: sync period (30)\n"

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <sys/socket.h>
 
+#include "jwt.h"
 #include "sign.h"
 
 /*
@@ -25,6 +26,28 @@
 #define CONFIG_DEFAULT_STATE	"/var/lib/revcheckd"
 #define CONFIG_MAX_FILE		(1024 * 1024)
 #define CONFIG_MAX_HOST		253	/* a DNS name's longest text form */
+#define CONFIG_MAX_ISSUERS	64
+#define CONFIG_MAX_CLIENTS	64
+
+/* One trusted token issuer ("issuers" in the file; no flag). */
+struct config_issuer {
+	char		*issuer;	/* the "iss" value, exact */
+	char		*jwks_file;	/* one of jwks_file and jwks_uri */
+	char		*jwks_uri;	/* https:// */
+	char		*hs_secret_file; /* needed by HS256/384/512 */
+	char		*audiences[JWT_MAX_AUD];
+	size_t		 naud;
+	uint32_t	 algs;		/* JWA_BIT()s */
+	int64_t		 leeway;	/* seconds */
+	int64_t		 jwks_refresh;	/* seconds between fetches of the URI */
+	int64_t		 jwks_max_age;	/* a set older than this refuses */
+};
+
+/* One caller of /v1/introspect ("introspection_clients"). */
+struct config_client {
+	char		*id;
+	char		*secret_file;
+};
 
 enum config_action {
 	CONFIG_RUN = 0,
@@ -55,6 +78,12 @@ struct config {
 	bool		 authz_not_covered_allow;
 	int		 log_level;	/* enum log_level */
 	bool		 log_json;	/* log_format "json" */
+	/* Token verification (issue 15): file-only lists, see config.c. */
+	struct config_issuer issuers[CONFIG_MAX_ISSUERS];
+	size_t		 nissuers;
+	bool		 revocation_only;	/* "token_verification" */
+	struct config_client clients[CONFIG_MAX_CLIENTS];
+	size_t		 nclients;
 	/* Edge mode (issue 5). Parsed and validated here; the sync code
 	 * lives in svc/sync.c and svc/upstream.c. */
 	char		*upstream_filter;

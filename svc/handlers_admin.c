@@ -266,6 +266,7 @@ handle_status(const struct server_req *r)
 	sbuf_add_u64(&b, ctx->loader != NULL ? loader_highest(ctx->loader) :
 	    0);
 	sbuf_adds(&b, "}");
+	trust_status_json(&b, ctx->trust);
 	if (ctx->status_extra != NULL)
 		ctx->status_extra(&b, ctx->status_extra_arg);
 	sbuf_adds(&b, "}\n");

@@ -8,6 +8,7 @@
 
 #include "check.h"
 #include "jwt.h"
+#include "log.h"
 #include "server.h"
 #include "util.h"
 
@@ -49,6 +50,44 @@ authority_error(const struct server_req *r, enum check_fail f)
 	    "authority_unavailable", "the filter says possibly revoked and "
 	    "the authority that settles it cannot be reached",
 	    retry_after(r));
+}
+
+/* The invalid_token answer object (a 401 body, or a batch item). */
+static void
+render_invalid(struct sbuf *b, enum jwt_verdict why, const char *msg)
+{
+	sbuf_adds(b, "{\"error\":\"invalid_token\",\"reason\":\"");
+	sbuf_adds(b, jwt_verdict_str(why));
+	sbuf_adds(b, "\",\"message\":");
+	sbuf_add_jstrs(b, msg);
+	sbuf_adds(b, "}");
+}
+
+/*
+ * 401 for a token that failed verification: RFC 6750 section 3.1's
+ * invalid_token, the stable reason in X-Revcheck-Status and the body.
+ * msg never holds the token.
+ */
+static enum MHD_Result
+invalid_token(const struct server_req *r, enum jwt_verdict why,
+    const char *msg)
+{
+	struct server_hdr h[2];
+	struct sbuf b;
+	char *body;
+	size_t len;
+
+	sbuf_init(&b, 192, 0);
+	render_invalid(&b, why, msg);
+	sbuf_adds(&b, "\n");
+	if ((body = sbuf_take(&b, &len)) == NULL)
+		return MHD_NO;
+	h[0].name = "X-Revcheck-Status";
+	h[0].value = jwt_verdict_str(why);
+	h[1].name = MHD_HTTP_HEADER_WWW_AUTHENTICATE;
+	h[1].value = "Bearer error=\"invalid_token\"";
+	return server_reply(r, MHD_HTTP_UNAUTHORIZED, body, len,
+	    "application/json", h, 2);
 }
 
 /*
@@ -150,6 +189,7 @@ check_batch(const struct server_req *r, const cJSON *items)
 	struct snapshot *s;
 	struct revkey k;
 	enum stale_reason why;
+	enum jwt_verdict jv;
 	enum check_gate g;
 	const cJSON *it;
 	struct sbuf b;
@@ -175,9 +215,13 @@ check_batch(const struct server_req *r, const cJSON *items)
 	cJSON_ArrayForEach(it, items) {
 		if (i++ > 0)
 			sbuf_adds(&b, ",");
-		if (check_key_from_json(it, &k, e, sizeof(e)) == -1) {
+		if (check_key_from_json(it, r->ctx->trust, &k, &jv, e,
+		    sizeof(e)) == -1) {
 			metrics_tally_inc(&tally, MET_BAD_ITEMS);
-			check_render_error(&b, "bad_request", e);
+			if (check_invalid_token(jv))
+				render_invalid(&b, jv, e);
+			else
+				check_render_error(&b, "bad_request", e);
 		} else if (check_key_tally(s, &k, &res, &tally) == -1) {
 			metrics_tally_inc(&tally, MET_BAD_ITEMS);
 			check_render_error(&b, check_fail_str(res.fail),
@@ -207,6 +251,7 @@ check_post(const struct server_req *r)
 	const cJSON *items;
 	const char *why = NULL;
 	struct revkey k;
+	enum jwt_verdict jv;
 	char e[300];
 	cJSON *root;
 	enum MHD_Result ret;
@@ -236,9 +281,10 @@ check_post(const struct server_req *r)
 		ret = server_error(r, MHD_HTTP_BAD_REQUEST, "bad_request",
 		    "\"chain\" needs \"cert\", the certificate it leads to",
 		    0);
-	else if (check_key_from_json(root, &k, e, sizeof(e)) == -1)
-		ret = server_error(r, MHD_HTTP_BAD_REQUEST, "bad_request", e,
-		    0);
+	else if (check_key_from_json(root, r->ctx->trust, &k, &jv, e,
+	    sizeof(e)) == -1)
+		ret = check_invalid_token(jv) ? invalid_token(r, jv, e) :
+		    server_error(r, MHD_HTTP_BAD_REQUEST, "bad_request", e, 0);
 	else
 		ret = answer_one(r, &k);
 	cJSON_Delete(root);
@@ -391,9 +437,11 @@ authz_reply(const struct server_req *r, unsigned status, const char *verdict,
 		h[nh].name = "X-Revcheck-Filter-Version";
 		h[nh++].value = ver;
 	}
+	/* RFC 6750 3.1: no error code when no credential was sent. */
 	if (status == MHD_HTTP_UNAUTHORIZED) {
 		h[nh].name = MHD_HTTP_HEADER_WWW_AUTHENTICATE;
-		h[nh++].value = "Bearer";
+		h[nh++].value = strcmp(verdict, "no_credential") == 0 ?
+		    "Bearer" : "Bearer error=\"invalid_token\"";
 	}
 	return server_reply(r, status, body, len, "application/json", h, nh);
 }
@@ -412,6 +460,7 @@ handle_authz(const struct server_req *r)
 	struct snapshot *s;
 	enum stale_reason why;
 	enum check_gate g;
+	enum jwt_verdict jv;
 	const char *auth, *cert, *tok;
 	char e[256], ver[24];
 	size_t nk = 0, i, tl;
@@ -433,9 +482,14 @@ handle_authz(const struct server_req *r)
 		tl = strlen(tok);
 		while (tl > 0 && tok[tl - 1] == ' ')
 			tl--;
-		if (jwt_revkey(&keys[nk], tok, tl, e, sizeof(e)) == -1)
+		if (trust_token(r->ctx->trust, tok, tl, util_now(), &keys[nk],
+		    &jv, e, sizeof(e)) == -1) {
+			log_debug("authz: token refused: %s: %s",
+			    jwt_verdict_str(jv), e);
 			return authz_reply(r, MHD_HTTP_UNAUTHORIZED,
-			    "bad_credential", NULL);
+			    jv == JWT_MALFORMED ? "bad_credential" :
+			    jwt_verdict_str(jv), NULL);
+		}
 		nk++;
 	}
 	if (cert != NULL && cert[0] != '\0') {

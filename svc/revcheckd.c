@@ -20,6 +20,7 @@
 #include "server.h"
 #include "snapshot.h"
 #include "sync.h"
+#include "trust.h"
 #include "util.h"
 
 #define DRAIN_MS	10000	/* SIGTERM: how long requests may finish */
@@ -152,6 +153,7 @@ static int
 check_config(const struct config *c)
 {
 	struct sign_ring ring;
+	struct trust tr;
 	char err[512];
 	size_t i;
 	int rc = 0;
@@ -177,6 +179,11 @@ check_config(const struct config *c)
 		}
 	}
 	sign_ring_free(&ring);
+	if (rc == 0 && trust_init(&tr, c, err, sizeof(err)) == -1) {
+		fprintf(stderr, "revcheckd: issuers: %s\n", err);
+		rc = -1;
+	}
+	trust_free(&tr);
 	return rc;
 }
 
@@ -329,6 +336,7 @@ run(struct config *c)
 	struct sync *sync = NULL;
 	struct pollfd pfd[2];
 	struct stale_policy pol;
+	struct trust trust;
 	char err[512], drain[64];
 	double last_poll, last_try, last_wd = 0, now;
 	uint64_t wd_usec;
@@ -342,10 +350,19 @@ run(struct config *c)
 		log_err("%s", err);
 		return 1;
 	}
+	if (trust_init(&trust, c, err, sizeof(err)) == -1) {
+		log_err("issuers: %s", err);
+		return 1;
+	}
+	if (!c->revocation_only && c->nissuers == 0)
+		log_warn("no trusted token issuer is configured: every token "
+		    "is refused (set \"issuers\", or token_verification "
+		    "\"revocation-only\" when a gateway verifies tokens)");
 	snapshot_slot_init(&slot);
 	if (loader_init(&loader, c, &pol, err, sizeof(err)) == -1) {
 		log_err("%s", err);
 		snapshot_slot_free(&slot);
+		trust_free(&trust);
 		return 1;
 	}
 	memset(&ctx, 0, sizeof(ctx));
@@ -353,6 +370,7 @@ run(struct config *c)
 	ctx.slot = &slot;
 	ctx.loader = &loader;
 	ctx.policy = pol;
+	ctx.trust = &trust;
 	ctx.started_at = util_now();
 	if (setup_signals() == -1) {
 		log_err("signals: %s", strerror(errno));
@@ -470,6 +488,7 @@ out:
 		close(ino);
 	snapshot_slot_free(&slot);
 	loader_free(&loader);
+	trust_free(&trust);
 	if (rc == 0)
 		log_info("stopped");
 	return rc;

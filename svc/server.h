@@ -15,6 +15,7 @@
 #include "sbuf.h"
 #include "snapshot.h"
 #include "stale.h"
+#include "trust.h"
 
 /* What every handler may read. Owned by main; outlives the server. */
 struct server_ctx {
@@ -22,6 +23,7 @@ struct server_ctx {
 	struct snapshot_slot	*slot;
 	struct loader		*loader;
 	struct stale_policy	 policy;
+	const struct trust	*trust;		/* NULL refuses every token */
 	int64_t			 started_at;
 	_Atomic bool		 draining;	/* replies carry Connection: close */
 	/*

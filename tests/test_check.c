@@ -225,6 +225,9 @@ Test(check, gate_refuses_missing_and_stale)
 
 Test(check, json_items)
 {
+	/* Key extraction only here: verification is tested below. */
+	const struct trust tr = { .revocation_only = true };
+	enum jwt_verdict jv;
 	struct revkey k;
 	char err[256];
 	cJSON *j;
@@ -232,7 +235,8 @@ Test(check, json_items)
 #define J(text, want) do {						\
 	j = cJSON_Parse(text);						\
 	cr_assert_not_null(j, "%s", text);				\
-	cr_assert_eq(check_key_from_json(j, &k, err, sizeof(err)), want,\
+	cr_assert_eq(check_key_from_json(j, &tr, &k, &jv, err,		\
+	    sizeof(err)), want,						\
 	    "%s: %s", text, err);					\
 	cJSON_Delete(j);						\
 } while (0)
@@ -516,6 +520,7 @@ Test(check, chain_json_caps_and_members)
 {
 	struct revkey keys[CHECK_CHAIN_MAX_CERTS];
 	char *a = chain_cert(0x22, "chain leaf"), *b = chain_cert(0x11, "chain int");
+	enum jwt_verdict jv;
 	char err[300];
 	cJSON *o, *arr;
 	size_t n, i;
@@ -534,7 +539,8 @@ Test(check, chain_json_caps_and_members)
 	    "one certificate over the cap");
 	cr_assert(strstr(err, "more than 8") != NULL, "%s", err);
 	/* The same chain is no batch item: refused, never cut to the leaf. */
-	cr_assert_eq(check_key_from_json(o, &keys[0], err, sizeof(err)), -1);
+	cr_assert_eq(check_key_from_json(o, NULL, &keys[0], &jv, err,
+	    sizeof(err)), -1);
 	cr_assert(strstr(err, "chain") != NULL, "%s", err);
 	cJSON_Delete(o);
 
@@ -544,7 +550,7 @@ Test(check, chain_json_caps_and_members)
 
 		cr_assert_not_null(o = cJSON_CreateObject());
 		cJSON_AddStringToObject(o, "cert", two);
-		cr_assert_eq(check_key_from_json(o, &keys[0], err,
+		cr_assert_eq(check_key_from_json(o, NULL, &keys[0], &jv, err,
 		    sizeof(err)), -1);
 		cr_assert_eq(check_chain_from_json(o, keys, &n, err,
 		    sizeof(err)), 0, "%s", err);
@@ -572,4 +578,38 @@ Test(check, worst_verdict_over_a_chain)
 	r[0].status = CHECK_REVOKED;
 	cr_assert_eq(check_worst(r, 4), 0, "the first of the worst");
 	cr_assert_eq(check_worst(r, 1), 0);
+}
+
+/*
+ * Fail closed: with no issuer configured and revocation-only not set
+ * (and with no trust at all), a well-formed unsigned token is refused
+ * as invalid_token, never answered from the filter.
+ */
+Test(check, json_token_refused_without_issuer)
+{
+	static const char body[] = "{\"token\":\"eyJhbGciOiJub25lIn0."
+	    "eyJqdGkiOiJ0b2stcmV2b2tlZCJ9.\"}";
+	const struct trust required = { .revocation_only = false };
+	enum jwt_verdict jv = JWT_VALID;
+	struct revkey k;
+	char err[256];
+	cJSON *j = cJSON_Parse(body);
+
+	cr_assert_not_null(j);
+	cr_assert_eq(check_key_from_json(j, &required, &k, &jv, err,
+	    sizeof(err)), -1);
+	cr_assert_eq(jv, JWT_UNTRUSTED_ISSUER, "%s", err);
+	cr_assert(check_invalid_token(jv));
+	jv = JWT_VALID;
+	cr_assert_eq(check_key_from_json(j, NULL, &k, &jv, err, sizeof(err)),
+	    -1);
+	cr_assert_eq(jv, JWT_UNTRUSTED_ISSUER, "%s", err);
+	/* An unreadable token stays a bad request. */
+	cJSON_Delete(j);
+	j = cJSON_Parse("{\"token\":\"not.a.jwt\"}");
+	cr_assert_eq(check_key_from_json(j, &required, &k, &jv, err,
+	    sizeof(err)), -1);
+	cr_assert_eq(jv, JWT_MALFORMED);
+	cr_assert_not(check_invalid_token(jv));
+	cJSON_Delete(j);
 }

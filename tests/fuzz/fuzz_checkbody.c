@@ -24,6 +24,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* The committed vector pair, verified (REVCHECK_SRC or the current directory). */
 static struct snapshot *snap;
+/* Tokens are only decoded: verification has its own tests (test_jwt). */
+static const struct trust fuzz_trust = { .revocation_only = true };
 
 static struct ffile *
 load_filter(const char *src)
@@ -103,6 +105,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const cJSON *items, *it;
 	const char *why = NULL;
 	struct revkey k;
+	enum jwt_verdict jv;
 	struct sbuf b;
 	cJSON *root, *out;
 	char e[300], *text;
@@ -127,7 +130,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (i++ > 0)
 				sbuf_adds(&b, ",");
 			e[0] = '\0';
-			if (check_key_from_json(it, &k, e, sizeof(e)) == -1) {
+			if (check_key_from_json(it, &fuzz_trust, &k, &jv, e,
+			    sizeof(e)) == -1) {
 				if (e[0] == '\0')
 					abort();
 				check_render_error(&b, "bad_request", e);
@@ -137,7 +141,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		sbuf_adds(&b, "]}");
 	} else {
 		e[0] = '\0';
-		if (check_key_from_json(root, &k, e, sizeof(e)) == -1) {
+		if (check_key_from_json(root, &fuzz_trust, &k, &jv, e,
+		    sizeof(e)) == -1) {
 			if (e[0] == '\0')
 				abort();
 			check_render_error(&b, "bad_request", e);
