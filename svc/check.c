@@ -292,8 +292,8 @@ check_key_from_json(const cJSON *obj, const struct trust *tr,
 	len = strlen(token->valuestring);
 	if (trust_token(tr, token->valuestring, len, util_now(), k, why, e,
 	    sizeof(e)) == -1) {
-		snprintf(err, errlen, "%s: %s", *why == JWT_MALFORMED ?
-		    "bad token" : jwt_verdict_str(*why), e);
+		snprintf(err, errlen, "%s%s", *why == JWT_MALFORMED ?
+		    "bad token: " : "", e);
 		return -1;
 	}
 	return 0;

@@ -4,33 +4,49 @@
 # Two revcheckd daemons: A with a long-lived filter, B with one that
 # expires after six seconds. nginx protects /app/ with A and /app-b/ with
 # B (auth_request to /v1/authz, the bearer token passed on); behind both
-# is a static file. Tokens are unsigned JWTs built here in bash.
+# is a static file. Tokens are signed by PyJWT (jwtmint.py) and verified
+# against two trusted issuers: issuer.example (its revoked jti in the
+# filter) and nobody.example (trusted, but the filter does not cover it).
 . "$(dirname "$0")/lib.sh"
 
 FB() { "$FILTERBUILD" "$@"; }
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 SECRET="protected content $RANDOM$RANDOM"
 
-b64url() { printf '%s' "$1" | base64 -w0 | tr '+/' '-_' | tr -d '='; }
-jwt() {		# jwt PAYLOAD-JSON
-	printf '%s.%s.%s' "$(b64url '{"alg":"RS256","typ":"JWT"}')" \
-	    "$(b64url "$1")" "$(b64url not-checked)"
+ISS=https://issuer.example
+UNC=https://nobody.example
+rc_jwtmint key rsa "$T/idp.pem"
+rc_jwtmint key p256 "$T/unc.pem"
+rc_jwtmint jwks "$T/idp.jwks" "$T/idp.pem:idp-1"
+rc_jwtmint jwks "$T/unc.jwks" "$T/unc.pem:unc-1"
+jwt() {		# jwt ISS JTI SUB: signed by ISS's key, valid for ten minutes
+	local kf=idp.pem kid=idp-1 alg=RS256
+	[ "$1" = "$UNC" ] && { kf=unc.pem; kid=unc-1; alg=ES256; }
+	rc_jwtmint sign "$T/$kf" "$alg" "$kid" \
+	    "{\"iss\":\"$1\",\"jti\":\"$2\",\"sub\":\"$3\",\"aud\":\"app\",\"exp\":\"now+600\"}"
 }
-JWT_REV=$(jwt '{"jti":"tok-rev-1","sub":"alice"}')
-JWT_OK=$(jwt '{"jti":"tok-good","sub":"bob"}')
-JWT_ISS_REV=$(jwt '{"iss":"https://issuer.example","jti":"jti-rev","sub":"carol"}')
-JWT_ISS_OK=$(jwt '{"iss":"https://issuer.example","jti":"jti-ok","sub":"dave"}')
-JWT_UNCOV=$(jwt '{"iss":"https://nobody.example","jti":"x","sub":"eve"}')
+JWT_REV=$(jwt "$ISS" tok-rev-1 alice)
+JWT_OK=$(jwt "$ISS" tok-good bob)
+JWT_ISS_REV=$(jwt "$ISS" jti-rev carol)
+JWT_ISS_OK=$(jwt "$ISS" jti-ok dave)
+JWT_UNCOV=$(jwt "$UNC" x eve)
+JWT_FORGED=$(rc_jwtmint none "{\"iss\":\"$ISS\",\"jti\":\"tok-good\",\"sub\":\"bob\",\"aud\":\"app\",\"exp\":\"now+600\"}")
+JWT_STRIPPED=$(rc_jwtmint strip "$JWT_OK")
 
 # ---------------------------------------------------------------- filters and daemons
 FB keygen --out "$T/key.pem" --pub "$T/key.pub" >/dev/null
-printf 'tok-rev-1\ntok-rev-2\n' >"$T/tokens.txt"
-printf '[{"id": "jti-rev", "scope": "https://issuer.example", "reason": "superseded"}]\n' \
-    >"$T/iss.json"
+printf '[{"id": "tok-rev-1", "scope": "%s"}, {"id": "tok-rev-2", "scope": "%s"},
+ {"id": "jti-rev", "scope": "%s", "reason": "superseded"}]\n' "$ISS" "$ISS" "$ISS" \
+    >"$T/tokens.json"
+printf '{"issuers": [
+  {"issuer": "%s", "jwks_file": "%s", "audiences": ["app"], "algorithms": ["RS256"]},
+  {"issuer": "%s", "jwks_file": "%s", "audiences": ["app"], "algorithms": ["ES256"]}]}\n' \
+    "$ISS" "$T/idp.jwks" "$UNC" "$T/unc.jwks" >"$T/issuers.json"
 mkdir -p "$T/fa" "$T/fb" "$T/sa" "$T/sb" "$T/www"
 printf '%s\n' "$SECRET" >"$T/www/index.html"
-FB build --key "$T/key.pem" --out "$T/fa" --version 1 --quiet "$T/tokens.txt" "$T/iss.json"
-rc_start A --filter-dir "$T/fa" --trusted-key "$T/key.pub" --state-dir "$T/sa"
+FB build --key "$T/key.pem" --out "$T/fa" --version 1 --quiet "$T/tokens.json"
+rc_start A -c "$T/issuers.json" --filter-dir "$T/fa" --trusted-key "$T/key.pub" \
+    --state-dir "$T/sa"
 rc_wait_ready "$A_URL" 10 || rc_fail "A not ready"
 
 # ---------------------------------------------------------------- nginx
@@ -110,11 +126,11 @@ EOF
 # B starts with nothing to serve; its short-lived filter is published
 # once it runs (picked up at once), so that a slow start cannot eat the
 # filter's whole validity.
-rc_start B --filter-dir "$T/fb" --trusted-key "$T/key.pub" --state-dir "$T/sb" \
-    --poll-interval 1
+rc_start B -c "$T/issuers.json" --filter-dir "$T/fb" --trusted-key "$T/key.pub" \
+    --state-dir "$T/sb" --poll-interval 1
 ng_start
 FB build --key "$T/key.pem" --out "$T/fb" --version 1 --valid-for 6s --quiet \
-    "$T/tokens.txt"
+    "$T/tokens.json"
 
 # get PATH [JWT]: through nginx; sets RC_STATUS, RC_BODY.
 get() {
@@ -159,6 +175,14 @@ rc_expect_status 401 "an unreadable token"
 expect_denied "unreadable token"
 rc_curl -H "Authorization: Basic dXNlcjpwYXNz" "$NG_URL/app/"
 expect_denied "a non-bearer credential"
+get /app/ "$JWT_FORGED"
+rc_expect_status 401 "a forged token (alg none) with a clean jti"
+expect_denied "alg none"
+rc_expect_eq "$(rc_header X-Revcheck-Status)" algorithm_refused "alg none: reason passed on"
+get /app/ "$JWT_STRIPPED"
+rc_expect_status 401 "a good token with its signature stripped"
+expect_denied "signature stripped"
+rc_expect_eq "$(rc_header X-Revcheck-Status)" bad_signature "stripped: reason passed on"
 
 # ---------------------------------------------------------------- a stale filter is refused
 end=$(( $(now_ms) + 15000 ))

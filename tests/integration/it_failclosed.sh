@@ -33,8 +33,11 @@ REVCHECK_FAKE_NOW=$((now - 3600 + 5)) FB build --key "$T/key.pem" --out "$T/fexp
     --valid-for 1h --quiet "$T/tokens.txt"	# expires 5 s from now
 FB build --key "$T/key.pem" --out "$T/fage" --valid-for 1h --quiet "$T/tokens.txt"
 mkdir -p "$T/s1" "$T/s2"
-rc_start S1 --filter-dir "$T/fexp" --trusted-key "$T/key.pub" --state-dir "$T/s1"
-rc_start S2 --filter-dir "$T/fage" --trusted-key "$T/key.pub" --state-dir "$T/s2" --max-age 4s
+# Tokens here are unsigned: this test is about revocation answers, so
+# the daemons run revocation-only (it_jwt.sh covers verification).
+RO=(--token-verification revocation-only)
+rc_start S1 --filter-dir "$T/fexp" --trusted-key "$T/key.pub" --state-dir "$T/s1" "${RO[@]}"
+rc_start S2 --filter-dir "$T/fage" --trusted-key "$T/key.pub" --state-dir "$T/s2" --max-age 4s "${RO[@]}"
 for n in S1 S2; do
 	u=$(eval echo "\$${n}_URL")
 	rc_wait_ready "$u" 10 || rc_fail "$n not ready"
@@ -46,7 +49,7 @@ done
 # 512-bit block and has almost no false positives, which this test needs.
 FB build --key "$T/key.pem" --out "$T/f" --fp-rate 0.3 --layout classic --quiet "$T/tokens.txt"
 mkdir -p "$T/so"
-rc_start O --filter-dir "$T/f" --trusted-key "$T/key.pub" --state-dir "$T/so"
+rc_start O --filter-dir "$T/f" --trusted-key "$T/key.pub" --state-dir "$T/so" "${RO[@]}"
 rc_wait_ready "$O_URL" 10 || rc_fail "origin not ready"
 # False positives (filter positive, table negative) and negatives, as the
 # origin classifies them.
@@ -81,7 +84,7 @@ fake() {	# fake MODE: starts a fake upstream on a port it picks; sets UP
 fake 500; UP_500=$UP
 fake garbage; UP_GARB=$UP
 fake wrongid; UP_WRONG=$UP
-EDGE=(--trusted-key "$T/key.pub" --sync-interval 1 --upstream-insecure-http --upstream-filter "$O_URL/v1/filter")
+EDGE=(--trusted-key "$T/key.pub" --sync-interval 1 --upstream-insecure-http --upstream-filter "$O_URL/v1/filter" "${RO[@]}")
 mkdir -p "$T/e1" "$T/e2" "$T/e3" "$T/e4" "$T/e5" "$T/e6"
 rc_start E1 "${EDGE[@]}" --state-dir "$T/e1" --upstream-check http://127.0.0.1:1/v1/check
 rc_start E2 "${EDGE[@]}" --state-dir "$T/e2"

@@ -41,7 +41,8 @@ PY
 mapfile -t VARS <"$T/vars"
 
 rc_start H --filter-dir "$T/f" --trusted-key "$T/key.pub" --state-dir "$T/state" \
-    --max-body 65536 --max-batch 5 --conn-timeout 5
+    --max-body 65536 --max-batch 5 --conn-timeout 5 \
+    --token-verification revocation-only	# unsigned tokens in hostile.tsv
 rc_wait_ready "$H_URL" 10 || rc_fail "the daemon did not load its filter"
 
 out=$(python3 "$D/rawhttp.py" table "$H_PORT" "$D/hostile.tsv" "${VARS[@]}") && rc=0 || rc=$?

@@ -40,10 +40,12 @@ mkdir -p "$T/so" "$T/se"
 seq -f 'tok-%g' 1 300 >"$T/tokens.txt"
 publish() { "$FILTERBUILD" build --key "$T/key.pem" --out "$F" --keep 4 --quiet "$T/tokens.txt"; }
 publish
-rc_start O --filter-dir "$F" --trusted-key "$T/key.pub" --state-dir "$T/so" --poll-interval 1 --threads 4
+rc_start O --filter-dir "$F" --trusted-key "$T/key.pub" --state-dir "$T/so" --poll-interval 1 --threads 4 \
+    --token-verification revocation-only	# an unsigned token below
 rc_wait_ready "$O_URL" 20 || rc_fail "origin not ready"
 rc_start E --trusted-key "$T/key.pub" --state-dir "$T/se" --sync-interval 1 --threads 4 \
-    --upstream-insecure-http --upstream-filter "$O_URL/v1/filter" --upstream-check "$O_URL/v1/check"
+    --token-verification revocation-only --upstream-insecure-http \
+    --upstream-filter "$O_URL/v1/filter" --upstream-check "$O_URL/v1/check"
 rc_wait_ready "$E_URL" 20 || rc_fail "edge not ready"
 
 touch "$T/run"

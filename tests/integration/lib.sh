@@ -22,6 +22,7 @@
 # Servers:   tests/integration/pg.sh (a real PostgreSQL, sourced after this)
 # Data:      rc_b64url STRING; rc_jwt ISS JTI (unsigned JWT; ISS "" for none);
 #            rc_json_body KEY FILE  (a {"KEY": "<file contents>"} body file path)
+#            rc_jwtmint ARGS...  keys, JWKS and signed JWTs by PyJWT (jwtmint.py)
 #            rc_publish_link DIR VNAME   switch DIR/current to DIR/VNAME atomically
 # nginx:     rc_nginx_conf DIR (the start of a config); rc_nginx_run DIR PORT
 # TLS:       rc_tls_cert DIR   a test CA (DIR/ca.pem) and a server certificate
@@ -231,6 +232,12 @@ rc_wait_version() {
 
 rc_b64url() {
 	printf '%s' "$1" | base64 -w0 | tr '+/' '-_' | tr -d '='
+}
+
+# rc_jwtmint ARGS...: tests/integration/jwtmint.py under Debian's python3
+# (python3-jwt, python3-cryptography); see that script for the commands.
+rc_jwtmint() {
+	/usr/bin/python3 "$RC_SRC/tests/integration/jwtmint.py" "$@"
 }
 
 # An unsigned JWT (alg none) carrying iss (omitted when empty) and jti.
