@@ -724,3 +724,124 @@ Test(config, sighup_names_the_settings_that_need_a_restart)
 	config_free(&a);
 	config_free(&b);
 }
+
+Test(config, shipped_token_example_parses)
+{
+	const char *src = getenv("REVCHECK_SRC");
+	char path[1024], err[512];
+	struct config c;
+
+	snprintf(path, sizeof(path), "%s/config/revcheckd-tokens.json",
+	    src != NULL ? src : ".");
+	config_init(&c);
+	cr_assert_eq(config_load_file(&c, path, err, sizeof(err)), 0, "%s",
+	    err);
+	cr_assert_eq(config_validate(&c, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(c.nissuers, 2);
+	cr_assert_str_eq(c.issuers[0].issuer, "https://idp.example");
+	cr_assert_eq(c.issuers[0].algs, JWA_BIT(JWA_ES256) | JWA_BIT(JWA_RS256));
+	cr_assert_eq(c.issuers[0].leeway, 30);
+	cr_assert_eq(c.issuers[1].naud, 2);
+	cr_assert_not_null(c.issuers[1].hs_secret_file);
+	cr_assert_not(c.revocation_only);
+	config_free(&c);
+}
+
+/* Each issuer mistake is refused by name, never silently accepted. */
+Test(config, issuers_refused)
+{
+	static const struct {
+		const char *json, *want;
+	} bad[] = {
+		{ "{\"issuers\":{}}", "issuers" },
+		{ "{\"issuers\":[1]}", "not an object" },
+		{ "{\"issuers\":[{\"issuer\":\"i\",\"algorithms\":[\"none\"]}]}",
+		    "never none" },
+		{ "{\"issuers\":[{\"issuer\":\"i\",\"algorithms\":[\"es256\"]}]}",
+		    "es256" },
+		{ "{\"issuers\":[{\"issuer\":\"i\",\"leeway\":\"forever\"}]}",
+		    "leeway" },
+		{ "{\"issuers\":[{\"issuer\":\"i\",\"jwks\":\"x\"}]}",
+		    "unknown key" },
+		{ "{\"issuers\":[{\"issuer\":\"\"}]}", "non-empty" },
+		{ "{\"introspection_clients\":[{\"id\":\"a\",\"pw\":\"x\"}]}",
+		    "unknown key" },
+		{ "{\"token_verification\":\"off\"}", "revocation-only" },
+	};
+	struct config c;
+	char err[512];
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		config_init(&c);
+		cr_assert_eq(config_load_buf(&c, bad[i].json,
+		    strlen(bad[i].json), "t", err, sizeof(err)), -1, "%s",
+		    bad[i].json);
+		cr_assert(strstr(err, bad[i].want) != NULL, "%s: %s",
+		    bad[i].json, err);
+		config_free(&c);
+	}
+}
+
+/* Issuers that parse but do not hang together: config_validate(). */
+Test(config, issuers_validated)
+{
+#define ISS_BASE "\"filter_dir\":\"/f\",\"trusted_key\":\"/k\","
+	static const struct {
+		const char *json, *want;
+	} bad[] = {
+		{ "{" ISS_BASE "\"issuers\":[{\"jwks_file\":\"/j\","
+		    "\"audiences\":[\"a\"],\"algorithms\":[\"ES256\"]}]}",
+		    "\"issuer\" is required" },
+		{ "{" ISS_BASE "\"issuers\":[{\"issuer\":\"has space\","
+		    "\"jwks_file\":\"/j\",\"audiences\":[\"a\"],"
+		    "\"algorithms\":[\"ES256\"]}]}", "scope" },
+		{ "{" ISS_BASE "\"issuers\":[{\"issuer\":\"x509:ab\","
+		    "\"jwks_file\":\"/j\",\"audiences\":[\"a\"],"
+		    "\"algorithms\":[\"ES256\"]}]}", "scope" },
+		{ "{" ISS_BASE "\"issuers\":[{\"issuer\":\"i\",\"audiences\":"
+		    "[\"a\"],\"algorithms\":[\"ES256\"]}]}", "exactly one" },
+		{ "{" ISS_BASE "\"issuers\":[{\"issuer\":\"i\",\"jwks_file\":"
+		    "\"/j\",\"jwks_uri\":\"https://x/j\",\"audiences\":[\"a\"],"
+		    "\"algorithms\":[\"ES256\"]}]}", "exactly one" },
+		{ "{" ISS_BASE "\"issuers\":[{\"issuer\":\"i\",\"jwks_uri\":"
+		    "\"http://x/j\",\"audiences\":[\"a\"],"
+		    "\"algorithms\":[\"ES256\"]}]}", "https://" },
+		{ "{" ISS_BASE "\"issuers\":[{\"issuer\":\"i\",\"jwks_file\":"
+		    "\"/j\",\"algorithms\":[\"ES256\"]}]}", "audiences" },
+		{ "{" ISS_BASE "\"issuers\":[{\"issuer\":\"i\",\"jwks_file\":"
+		    "\"/j\",\"audiences\":[\"a\"]}]}", "algorithms" },
+		{ "{" ISS_BASE "\"issuers\":[{\"issuer\":\"i\",\"jwks_file\":"
+		    "\"/j\",\"audiences\":[\"a\"],\"algorithms\":[\"HS256\"]}]}",
+		    "hs_secret_file" },
+		{ "{" ISS_BASE "\"issuers\":[{\"issuer\":\"i\",\"jwks_file\":"
+		    "\"/j\",\"hs_secret_file\":\"/s\",\"audiences\":[\"a\"],"
+		    "\"algorithms\":[\"ES256\"]}]}", "no HS algorithm" },
+		{ "{" ISS_BASE "\"issuers\":[{\"issuer\":\"i\",\"jwks_file\":"
+		    "\"/j\",\"audiences\":[\"a\"],\"algorithms\":[\"ES256\"]},"
+		    "{\"issuer\":\"i\",\"jwks_file\":\"/j\",\"audiences\":[\"a\"],"
+		    "\"algorithms\":[\"ES256\"]}]}", "repeats" },
+		{ "{" ISS_BASE "\"token_verification\":\"revocation-only\","
+		    "\"issuers\":[{\"issuer\":\"i\",\"jwks_file\":\"/j\","
+		    "\"audiences\":[\"a\"],\"algorithms\":[\"ES256\"]}]}",
+		    "revocation-only" },
+		{ "{" ISS_BASE "\"introspection_clients\":[{\"id\":\"gw\"}]}",
+		    "secret_file" },
+	};
+	struct config c;
+	char err[512];
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		config_init(&c);
+		cr_assert_eq(config_load_buf(&c, bad[i].json,
+		    strlen(bad[i].json), "t", err, sizeof(err)), 0, "%s: %s",
+		    bad[i].json, err);
+		cr_assert_eq(config_validate(&c, err, sizeof(err)), -1, "%s",
+		    bad[i].json);
+		cr_assert(strstr(err, bad[i].want) != NULL, "%s: %s",
+		    bad[i].json, err);
+		config_free(&c);
+	}
+#undef ISS_BASE
+}
