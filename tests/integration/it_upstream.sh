@@ -85,7 +85,8 @@ fi
 # ---------------------------------------------------------------- EB: authority behind
 rc_start EB --trusted-key "$T/key.pub" --sync-interval 1 --state-dir "$T/seb" \
     --upstream-insecure-http --upstream-filter "$O2_URL/v1/filter" \
-    --upstream-check "$O1_URL/v1/check"
+    --upstream-check "$O1_URL/v1/check" \
+    --token-verification revocation-only	# the unsigned token below
 rc_wait_version "$EB_URL" 2 10 || rc_fail "EB did not sync version 2"
 grep -q 'upstream_insecure_http is set' "$T/EB.log" &&
     rc_ok "EB logs the insecure option at start" || rc_fail "EB did not log upstream_insecure_http"
