@@ -342,17 +342,27 @@ Test(config, syntax_errors_say_what_was_expected)
 	}
 }
 
-Test(config, shipped_example_parses)
+/* Loads config/NAME of the source tree into c (initialised here). */
+static void
+load_example(struct config *c, const char *name)
 {
 	const char *src = getenv("REVCHECK_SRC");
 	char path[1024], err[512];
+	int n;
+
+	n = snprintf(path, sizeof(path), "%s/config/%s",
+	    src != NULL ? src : ".", name);
+	cr_assert(n > 0 && (size_t)n < sizeof(path));
+	config_init(c);
+	cr_assert_eq(config_load_file(c, path, err, sizeof(err)), 0, "%s",
+	    err);
+}
+
+Test(config, shipped_example_parses)
+{
 	struct config c;
 
-	snprintf(path, sizeof(path), "%s/config/revcheckd.json",
-	    src != NULL ? src : ".");
-	config_init(&c);
-	cr_assert_eq(config_load_file(&c, path, err, sizeof(err)), 0, "%s",
-	    err);
+	load_example(&c, "revcheckd.json");
 	cr_assert_str_eq(c.filter_dir, "/var/lib/revcheck/filters");
 	cr_assert_eq(c.max_age, 7200);
 	cr_assert_eq(c.ntrusted, 1);
@@ -677,15 +687,10 @@ Test(config, edge_timeout_flags_override_the_file)
 
 Test(config, shipped_edge_example_parses)
 {
-	const char *src = getenv("REVCHECK_SRC");
-	char path[1024], err[512];
+	char err[512];
 	struct config c;
 
-	snprintf(path, sizeof(path), "%s/config/revcheckd-edge.json",
-	    src != NULL ? src : ".");
-	config_init(&c);
-	cr_assert_eq(config_load_file(&c, path, err, sizeof(err)), 0, "%s",
-	    err);
+	load_example(&c, "revcheckd-edge.json");
 	cr_assert_not_null(c.upstream_filter);
 	cr_assert_eq(c.upstream_timeout, 4);
 	cr_assert_eq(c.upstream_connect_timeout, 2);
@@ -727,15 +732,10 @@ Test(config, sighup_names_the_settings_that_need_a_restart)
 
 Test(config, shipped_token_example_parses)
 {
-	const char *src = getenv("REVCHECK_SRC");
-	char path[1024], err[512];
+	char err[512];
 	struct config c;
 
-	snprintf(path, sizeof(path), "%s/config/revcheckd-tokens.json",
-	    src != NULL ? src : ".");
-	config_init(&c);
-	cr_assert_eq(config_load_file(&c, path, err, sizeof(err)), 0, "%s",
-	    err);
+	load_example(&c, "revcheckd-tokens.json");
 	cr_assert_eq(config_validate(&c, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(c.nissuers, 2);
 	cr_assert_str_eq(c.issuers[0].issuer, "https://idp.example");
@@ -744,6 +744,26 @@ Test(config, shipped_token_example_parses)
 	cr_assert_eq(c.issuers[1].naud, 2);
 	cr_assert_not_null(c.issuers[1].hs_secret_file);
 	cr_assert_not(c.revocation_only);
+	config_free(&c);
+}
+
+/*
+ * json is refused with an error holding want: by config_load_buf(), or
+ * when at_validate, by config_validate() after a clean load.
+ */
+static void
+expect_refused(const char *json, const char *want, bool at_validate)
+{
+	struct config c;
+	char err[512];
+
+	config_init(&c);
+	cr_assert_eq(config_load_buf(&c, json, strlen(json), "t", err,
+	    sizeof(err)), at_validate ? 0 : -1, "%s: %s", json, err);
+	if (at_validate)
+		cr_assert_eq(config_validate(&c, err, sizeof(err)), -1, "%s",
+		    json);
+	cr_assert(strstr(err, want) != NULL, "%s: %s", json, err);
 	config_free(&c);
 }
 
@@ -768,19 +788,10 @@ Test(config, issuers_refused)
 		    "unknown key" },
 		{ "{\"token_verification\":\"off\"}", "revocation-only" },
 	};
-	struct config c;
-	char err[512];
 	size_t i;
 
-	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		config_init(&c);
-		cr_assert_eq(config_load_buf(&c, bad[i].json,
-		    strlen(bad[i].json), "t", err, sizeof(err)), -1, "%s",
-		    bad[i].json);
-		cr_assert(strstr(err, bad[i].want) != NULL, "%s: %s",
-		    bad[i].json, err);
-		config_free(&c);
-	}
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		expect_refused(bad[i].json, bad[i].want, false);
 }
 
 /* Issuers that parse but do not hang together: config_validate(). */
@@ -828,20 +839,9 @@ Test(config, issuers_validated)
 		{ "{" ISS_BASE "\"introspection_clients\":[{\"id\":\"gw\"}]}",
 		    "secret_file" },
 	};
-	struct config c;
-	char err[512];
 	size_t i;
 
-	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		config_init(&c);
-		cr_assert_eq(config_load_buf(&c, bad[i].json,
-		    strlen(bad[i].json), "t", err, sizeof(err)), 0, "%s: %s",
-		    bad[i].json, err);
-		cr_assert_eq(config_validate(&c, err, sizeof(err)), -1, "%s",
-		    bad[i].json);
-		cr_assert(strstr(err, bad[i].want) != NULL, "%s: %s",
-		    bad[i].json, err);
-		config_free(&c);
-	}
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		expect_refused(bad[i].json, bad[i].want, true);
 #undef ISS_BASE
 }

@@ -40,6 +40,15 @@ def load(path):
         return serialization.load_pem_private_key(f.read(), None)
 
 
+def public_jwk(pub):
+    """The JWK of a public key (RSA, EC or OKP), as PyJWT writes it."""
+    if isinstance(pub, rsa.RSAPublicKey):
+        return json.loads(RSAAlgorithm.to_jwk(pub))
+    if isinstance(pub, ec.EllipticCurvePublicKey):
+        return json.loads(ECAlgorithm.to_jwk(pub))
+    return json.loads(OKPAlgorithm.to_jwk(pub))
+
+
 def main(a):
     cmd = a[0]
     if cmd == "key":
@@ -55,13 +64,7 @@ def main(a):
         keys = []
         for spec in a[2:]:
             path, kid = spec.rsplit(":", 1)
-            pub = load(path).public_key()
-            if isinstance(pub, rsa.RSAPublicKey):
-                d = json.loads(RSAAlgorithm.to_jwk(pub))
-            elif isinstance(pub, ec.EllipticCurvePublicKey):
-                d = json.loads(ECAlgorithm.to_jwk(pub))
-            else:
-                d = json.loads(OKPAlgorithm.to_jwk(pub))
+            d = public_jwk(load(path).public_key())
             d.update({"kid": kid, "use": "sig"})
             keys.append(d)
         with open(a[1], "w") as f:
@@ -93,4 +96,5 @@ def main(a):
         sys.exit("jwtmint.py: unknown command " + cmd)
 
 
-main(sys.argv[1:])
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -12,7 +12,9 @@
 # HS256; B: https://b.example, ES256 only) and expects the verdict.
 import base64, hashlib, hmac, json, sys, os
 import jwt
-from jwt.algorithms import RSAAlgorithm, ECAlgorithm, OKPAlgorithm
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "integration"))
+from jwtmint import public_jwk
 from cryptography.hazmat.primitives.asymmetric import rsa, ec, ed25519
 from cryptography.hazmat.primitives import serialization
 
@@ -25,12 +27,7 @@ def b64(b):
     return base64.urlsafe_b64encode(b).rstrip(b"=").decode()
 
 def jwk(pub, kid, alg=None, use="sig"):
-    if isinstance(pub, rsa.RSAPublicKey):
-        d = json.loads(RSAAlgorithm.to_jwk(pub))
-    elif isinstance(pub, ec.EllipticCurvePublicKey):
-        d = json.loads(ECAlgorithm.to_jwk(pub))
-    else:
-        d = json.loads(OKPAlgorithm.to_jwk(pub))
+    d = public_jwk(pub)
     d["kid"] = kid
     if alg:
         d["alg"] = alg
