@@ -845,3 +845,33 @@ Test(config, issuers_validated)
 		expect_refused(bad[i].json, bad[i].want, true);
 #undef ISS_BASE
 }
+
+/* SIGHUP does not reload the issuers: a change is named for a restart. */
+Test(config, sighup_names_changed_issuers)
+{
+#define ISS(aud) "{\"issuers\":[{\"issuer\":\"i\",\"jwks_file\":\"/j\"," \
+	"\"audiences\":[\"" aud "\"],\"algorithms\":[\"ES256\"]}]}"
+	struct config a, b;
+	char err[256], out[256];
+
+	config_init(&a);
+	config_init(&b);
+	cr_assert_eq(load(&a, ISS("api"), err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(load(&b, ISS("api"), err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(config_restart_keys(&a, &b, out, sizeof(out)), 0, "%s",
+	    out);
+	config_free(&b);
+	config_init(&b);
+	cr_assert_eq(load(&b, ISS("other"), err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(config_restart_keys(&a, &b, out, sizeof(out)), 1);
+	cr_assert_str_eq(out, "issuers");
+	config_free(&b);
+	config_init(&b);
+	cr_assert_eq(load(&b, "{\"token_verification\":\"revocation-only\"}",
+	    err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(config_restart_keys(&a, &b, out, sizeof(out)), 2);
+	cr_assert_str_eq(out, "token_verification, issuers");
+	config_free(&a);
+	config_free(&b);
+#undef ISS
+}
