@@ -23,7 +23,8 @@ printf 'tok-1\ntok-2\n' >"$T/tokens.txt"
 "$FILTERBUILD" build --key "$T/key.pem" --out "$T/f" --quiet "$T/tokens.txt"
 mkdir -p "$T/state"
 rc_start B --filter-dir "$T/f" --trusted-key "$T/key.pub" --state-dir "$T/state" \
-    --conn-timeout 2 --max-body 65536 --max-body-total 262144 --threads 2
+    --conn-timeout 2 --max-body 65536 --max-body-total 262144 --threads 2 \
+    --token-verification revocation-only	# unsigned bearer tokens below
 rc_wait_ready "$B_URL" 10 || rc_fail "no filter loaded"
 mkdir -p "$T/state-m"
 rc_start M --filter-dir "$T/f" --trusted-key "$T/key.pub" --state-dir "$T/state-m" \
