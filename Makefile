@@ -64,13 +64,13 @@ FILTERBUILD := $(BUILD)/filterbuild
 DEB_PKGS       := pkg-config libssl-dev openssl libmicrohttpd-dev libxxhash-dev \
                   libcjson-dev libcriterion-dev libcurl4-openssl-dev curl \
                   nginx-light python3 systemd man-db strace prometheus libpq-dev postgresql \
-                  python3-jwt python3-cryptography
+                  python3-jwt python3-cryptography dpkg-dev lintian binutils
 DEB_BENCH_PKGS := redis-server redis-tools wrk libbloom-dev
 DEB_FUZZ_PKGS  := clang libclang-rt-14-dev
 
 .PHONY: all test unit-test integration-test deps deps-bench deps-fuzz demo \
         install uninstall clean lint bench bench-large fuzz fuzz-replay soak \
-        crash-bench
+        crash-bench deb
 
 all: $(REVCHECKD) $(FILTERBUILD) bin-links
 
@@ -162,6 +162,11 @@ deps-bench: deps
 
 deps-fuzz: deps
 	$(call install_missing,$(DEB_FUZZ_PKGS))
+# A Debian package of what `make install` installs, under Debian paths
+# (packaging/deb/mkdeb.sh): build/deb/revcheck_VERSION_ARCH.deb.
+deb: deps
+	@$(MAKE) --no-print-directory all
+	@packaging/deb/mkdeb.sh $(VERSION) $(BUILD) build/deb
 
 demo: deps
 	@$(MAKE) --no-print-directory all
