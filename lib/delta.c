@@ -648,34 +648,97 @@ delta_link(const struct delta *d, const struct delta_pos *pos, char *err,
 }
 
 int
+delta_src_dir(void *arg, uint64_t seq, unsigned char **buf, size_t *len, char *err,
+    size_t errlen)
+{
+	const char *ddir = arg;
+	char path[4200], name[DELTA_NAME_LEN + 1];
+	int n;
+
+	if (seq == DELTA_SEQ_HEAD)
+		n = snprintf(path, sizeof(path), "%s/" DELTA_HEAD_NAME, ddir);
+	else {
+		delta_file_name(name, seq);
+		n = snprintf(path, sizeof(path), "%s/%s", ddir, name);
+	}
+	if (n < 0 || (size_t)n >= sizeof(path)) {
+		dl_err(err, errlen, "%s: path too long", ddir);
+		return -1;
+	}
+	if (access(path, F_OK) != 0)
+		return 0;
+	if (util_read_file(path, (size_t)DELTA_MAX_SIZE, buf, len, err,
+	    errlen) != 0)
+		return -1;
+	return 1;
+}
+
+int
 delta_chain_walk(const char *ddir, const struct sign_ring *ring,
     struct delta_pos *pos, int (*fn)(void *arg, const struct delta *d),
     void *arg, struct delta **head, uint64_t *head_seq, char *err,
     size_t errlen)
 {
-	char path[4200], name[DELTA_NAME_LEN + 1], e2[512];
+	return delta_chain_walk_src(delta_src_dir, (void *)ddir, ddir, ring, pos,
+	    fn, arg, head, head_seq, err, errlen);
+}
+
+/* Reads and parses one file of a source: 1, 0 (absent) or -1 with err. */
+static int
+src_delta(delta_src_fn src, void *src_arg, const char *where, uint64_t seq,
+    struct delta **out, char *err, size_t errlen)
+{
+	unsigned char *buf = NULL;
+	size_t len = 0;
+	char e2[512];
+	int rc;
+
+	*out = NULL;
+	rc = src(src_arg, seq, &buf, &len, e2, sizeof(e2));
+	if (rc <= 0) {
+		if (rc < 0)
+			dl_err(err, errlen, "%s: %s", where, e2);
+		free(buf);
+		return rc;
+	}
+	*out = delta_parse(buf, len, e2, sizeof(e2));
+	free(buf);
+	if (*out == NULL) {
+		if (seq == DELTA_SEQ_HEAD)
+			dl_err(err, errlen, "%s: head: %s", where, e2);
+		else
+			dl_err(err, errlen, "%s: delta %" PRIu64 ": %s", where,
+			    seq, e2);
+		return -1;
+	}
+	return 1;
+}
+
+int
+delta_chain_walk_src(delta_src_fn src, void *src_arg, const char *where,
+    const struct sign_ring *ring, struct delta_pos *pos,
+    int (*fn)(void *arg, const struct delta *d), void *arg,
+    struct delta **head, uint64_t *head_seq, char *err, size_t errlen)
+{
+	char e2[512];
 	struct delta *d;
-	int n;
+	int rc;
 
 	*head = NULL;
 	*head_seq = UINT64_MAX;
 	for (;;) {
-		delta_file_name(name, pos->seq + 1);
-		n = snprintf(path, sizeof(path), "%s/%s", ddir, name);
-		if (n < 0 || (size_t)n >= sizeof(path)) {
-			dl_err(err, errlen, "%s: path too long", ddir);
+		rc = src_delta(src, src_arg, where, pos->seq + 1, &d, err,
+		    errlen);
+		if (rc < 0)
 			return -1;
-		}
-		if (access(path, F_OK) != 0)
+		if (rc == 0)
 			break;
-		d = delta_open(path, err, errlen);
-		if (d == NULL)
-			return -1;
 		if (delta_verify(d, ring, e2, sizeof(e2)) != 0 ||
 		    delta_link(d, pos, e2, sizeof(e2)) != DELTA_LINK_NEXT ||
 		    (fn != NULL && fn(arg, d) != 0 &&
 		    snprintf(e2, sizeof(e2), "not applied") > 0)) {
-			dl_err(err, errlen, "%s: %s", path, e2);
+			dl_err(err, errlen, "%s: delta %" PRIu64 ": %s", where,
+			    pos->seq + 1, e2);
 			delta_free(d);
 			return -1;
 		}
@@ -683,15 +746,13 @@ delta_chain_walk(const char *ddir, const struct sign_ring *ring,
 		memcpy(pos->last_sha256, delta_sha256(d), 32);
 		delta_free(d);
 	}
-	(void)snprintf(path, sizeof(path), "%s/" DELTA_HEAD_NAME, ddir);
-	if (access(path, F_OK) != 0)
-		return 0;
-	if ((d = delta_open(path, err, errlen)) == NULL)
-		return -1;
+	rc = src_delta(src, src_arg, where, DELTA_SEQ_HEAD, &d, err, errlen);
+	if (rc <= 0)
+		return rc;
 	if (delta_info(d)->kind != DELTA_KIND_HEAD ||
 	    delta_verify(d, ring, e2, sizeof(e2)) != 0) {
-		dl_err(err, errlen, "%s: %s", path, delta_info(d)->kind !=
-		    DELTA_KIND_HEAD ? "not a head" : e2);
+		dl_err(err, errlen, "%s: head: %s", where,
+		    delta_info(d)->kind != DELTA_KIND_HEAD ? "not a head" : e2);
 		delta_free(d);
 		return -1;
 	}
@@ -699,7 +760,7 @@ delta_chain_walk(const char *ddir, const struct sign_ring *ring,
 	if (delta_link(d, pos, e2, sizeof(e2)) != DELTA_LINK_HEAD) {
 		if (*head_seq == pos->seq) {
 			/* Same seq, other predecessor: a fork. */
-			dl_err(err, errlen, "%s: %s", path, e2);
+			dl_err(err, errlen, "%s: head: %s", where, e2);
 			delta_free(d);
 			return -1;
 		}
@@ -708,4 +769,36 @@ delta_chain_walk(const char *ddir, const struct sign_ring *ring,
 	}
 	*head = d;
 	return 0;
+}
+
+int
+delta_bundle_split(const unsigned char *buf, size_t len, size_t *offs,
+    size_t *lens, size_t max, char *err, size_t errlen)
+{
+	size_t pos = 0, n = 0;
+	uint64_t body;
+
+	while (pos < len) {
+		if (len - pos < DELTA_HDR_LEN + SIGN_SIG_LEN) {
+			dl_err(err, errlen, "offset %zu: piece %zu is cut", pos,
+			    n);
+			return -1;
+		}
+		body = util_get_le64(buf + pos + OFF_BODYLEN);
+		if (body > DELTA_MAX_SIZE ||
+		    body > len - pos - DELTA_HDR_LEN - SIGN_SIG_LEN) {
+			dl_err(err, errlen, "offset %zu: piece %zu declares %"
+			    PRIu64 " body bytes, more than are there", pos, n,
+			    body);
+			return -1;
+		}
+		if (n == max) {
+			dl_err(err, errlen, "more than %zu pieces", max);
+			return -1;
+		}
+		offs[n] = pos;
+		lens[n] = DELTA_HDR_LEN + (size_t)body + SIGN_SIG_LEN;
+		pos += lens[n++];
+	}
+	return (int)n;
 }

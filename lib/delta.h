@@ -143,6 +143,38 @@ int delta_chain_walk(const char *ddir, const struct sign_ring *ring,
     size_t errlen);
 
 /*
+ * Where a walk gets its files: the bytes of delta seq, or of the head
+ * when seq is DELTA_SEQ_HEAD, in a malloc'ed *buf the walk frees. Returns
+ * 1 with the bytes, 0 when there is no such file, -1 with err.
+ */
+#define DELTA_SEQ_HEAD	UINT64_MAX
+typedef int (*delta_src_fn)(void *arg, uint64_t seq, unsigned char **buf,
+    size_t *len, char *err, size_t errlen);
+
+/* A delta_src_fn over a chain directory (arg: its path). */
+int delta_src_dir(void *arg, uint64_t seq, unsigned char **buf, size_t *len,
+    char *err, size_t errlen);
+
+/*
+ * delta_chain_walk() over any source (a directory, a downloaded bundle);
+ * where names the source in messages. Same rules and results.
+ */
+int delta_chain_walk_src(delta_src_fn src, void *src_arg, const char *where,
+    const struct sign_ring *ring, struct delta_pos *pos,
+    int (*fn)(void *arg, const struct delta *d), void *arg,
+    struct delta **head, uint64_t *head_seq, char *err, size_t errlen);
+
+/*
+ * Splits a bundle (delta and head files back to back, as /v1/delta
+ * serves them) at the lengths their headers declare. Fills up to max
+ * (offset, length) pairs and returns how many, or -1 with err when a
+ * piece is cut or declares an impossible length. The pieces are not
+ * parsed: delta_parse() does that.
+ */
+int delta_bundle_split(const unsigned char *buf, size_t len, size_t *offs,
+    size_t *lens, size_t max, char *err, size_t errlen);
+
+/*
  * Names of the chain's files inside a base version's directory:
  * "delta/" + 20-digit seq + ".rcd", and "delta/head.rcd".
  */

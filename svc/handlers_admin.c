@@ -1,4 +1,4 @@
-/* handlers_admin.c - /v1/status, /metrics, /healthz, /readyz and /v1/filter */
+/* handlers_admin.c - /v1/status, /metrics, /healthz, /readyz, /v1/filter and /v1/delta */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +8,7 @@
 #include "util.h"
 
 #define FILTER_MAX_CACHE 60	/* seconds a cache may keep /v1/filter */
+#define DELTA_BUNDLE_MAX ((size_t)256 << 20)	/* bytes of one /v1/delta */
 
 static void
 add_time(struct sbuf *b, int64_t t)
@@ -609,4 +610,93 @@ handle_filter(const struct server_req *r)
 	}
 	return server_queue(r, MHD_HTTP_OK, resp, "application/octet-stream",
 	    h, 4);
+}
+
+/* Appends a chain file to b; 1 when absent. 0, 1, or -1 on an error. */
+static int
+delta_append(struct sbuf *b, const char *dir, uint64_t seq)
+{
+	unsigned char *buf = NULL;
+	size_t len = 0;
+	char e[256];
+	int rc;
+
+	rc = delta_src_dir((void *)dir, seq, &buf, &len, e, sizeof(e));
+	if (rc == 1)
+		sbuf_add(b, buf, len);
+	free(buf);
+	return rc == 1 ? 0 : rc == 0 ? 1 : -1;
+}
+
+enum MHD_Result
+handle_delta(const struct server_req *r)
+{
+	struct server_hdr h[3];
+	struct MHD_Response *resp;
+	struct snapshot *s;
+	const char *qb, *qa, *inm;
+	char etag[96], ver[24], seqs[24];
+	uint64_t base, after, i, seq;
+	struct sbuf b;
+	char *body;
+	size_t len;
+
+	qb = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "base");
+	qa = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND,
+	    "after");
+	if (qb == NULL || qa == NULL || util_parse_u64(qb, UINT64_MAX,
+	    &base) != 0 || util_parse_u64(qa, UINT64_MAX, &after) != 0)
+		return server_error(r, MHD_HTTP_BAD_REQUEST, "bad_request",
+		    "want ?base=VERSION&after=SEQ (unsigned integers)", 0);
+	if ((s = snapshot_acquire(r->ctx->slot)) == NULL)
+		return server_error(r, MHD_HTTP_SERVICE_UNAVAILABLE,
+		    "no_filter", "no verified filter is loaded", 1);
+	if (s->version != base) {
+		snapshot_release(s);
+		return server_error(r, MHD_HTTP_CONFLICT, "other_base",
+		    "the base in service is another version: fetch /v1/filter",
+		    0);
+	}
+	if (s->chain_dir[0] == '\0') {
+		snapshot_release(s);
+		return server_error(r, MHD_HTTP_NOT_FOUND, "no_chain",
+		    "no delta chain is in service", 1);
+	}
+	snprintf(etag, sizeof(etag), "\"%.16s-%llu-%llu-%lld\"", s->sha_hex,
+	    (unsigned long long)after, (unsigned long long)s->pos.seq,
+	    (long long)s->info->issued_at);
+	snprintf(ver, sizeof(ver), "%llu", (unsigned long long)s->version);
+	snprintf(seqs, sizeof(seqs), "%llu", (unsigned long long)s->pos.seq);
+	h[0].name = MHD_HTTP_HEADER_ETAG;
+	h[0].value = etag;
+	h[1].name = "X-Revcheck-Filter-Version";
+	h[1].value = ver;
+	h[2].name = "X-Revcheck-Delta-Seq";
+	h[2].value = seqs;
+	inm = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+	    MHD_HTTP_HEADER_IF_NONE_MATCH);
+	if (inm != NULL && etag_match(inm, etag)) {
+		snapshot_release(s);
+		resp = MHD_create_response_from_buffer(0, (void *)"",
+		    MHD_RESPMEM_PERSISTENT);
+		if (resp == NULL)
+			return MHD_NO;
+		return server_queue(r, MHD_HTTP_NOT_MODIFIED, resp, NULL, h, 3);
+	}
+	/* Only what is in service: the deltas it applied, then the head. */
+	sbuf_init(&b, 4096, DELTA_BUNDLE_MAX);
+	seq = s->pos.seq;
+	for (i = after + 1; i <= seq && sbuf_ok(&b); i++)
+		if (delta_append(&b, s->chain_dir, i) != 0)
+			break;
+	(void)delta_append(&b, s->chain_dir, DELTA_SEQ_HEAD);
+	snapshot_release(s);
+	if (!sbuf_ok(&b) || i <= seq || (body = sbuf_take(&b, &len)) == NULL) {
+		sbuf_free(&b);
+		return server_error(r, MHD_HTTP_SERVICE_UNAVAILABLE,
+		    "chain_unavailable", "the chain files cannot be read, or "
+		    "are over the bundle cap: wait for the next base", 1);
+	}
+	return server_reply(r, MHD_HTTP_OK, body, len,
+	    "application/octet-stream", h, 3);
 }

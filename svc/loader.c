@@ -764,24 +764,41 @@ chain_changed(struct loader *l, const char *ddir, const struct snapshot *s)
 int
 loader_poll_chain(struct loader *l, struct snapshot_slot *sl)
 {
-	char ddir[PATH_MAX], e[600];
-	struct snapshot_chain ch;
-	struct chain_walk w;
-	struct snapshot *s, *ns;
-	struct delta *head = NULL;
+	char ddir[PATH_MAX];
+	struct snapshot *s;
 	const char *slash;
-	uint64_t head_seq;
-	int rc = 1;
+	bool go;
 
 	if (l->filter_dir[0] == '\0')
 		return 1;
 	pthread_mutex_lock(&l->load_mu);
 	s = snapshot_acquire(sl);
-	if (s == NULL || l->serving_filter[0] == '\0' ||
-	    (slash = strrchr(l->serving_filter, '/')) == NULL ||
+	go = s != NULL && l->serving_filter[0] != '\0' &&
+	    (slash = strrchr(l->serving_filter, '/')) != NULL &&
 	    snprintf(ddir, sizeof(ddir), "%.*s/" DELTA_DIR,
-	    (int)(slash - l->serving_filter), l->serving_filter) >=
-	    (int)sizeof(ddir) || !chain_changed(l, ddir, s))
+	    (int)(slash - l->serving_filter), l->serving_filter) <
+	    (int)sizeof(ddir) && chain_changed(l, ddir, s);
+	if (go)
+		copy_str(l->chain_dir, sizeof(l->chain_dir), ddir);
+	snapshot_release(s);
+	pthread_mutex_unlock(&l->load_mu);
+	return go ? loader_apply_chain(l, sl, delta_src_dir, ddir, ddir) : 1;
+}
+
+int
+loader_apply_chain(struct loader *l, struct snapshot_slot *sl,
+    delta_src_fn src, void *src_arg, const char *where)
+{
+	char e[600];
+	struct snapshot_chain ch;
+	struct chain_walk w;
+	struct snapshot *s, *ns;
+	struct delta *head = NULL;
+	uint64_t head_seq;
+	int rc = 1;
+
+	pthread_mutex_lock(&l->load_mu);
+	if ((s = snapshot_acquire(sl)) == NULL)
 		goto out;
 	memset(&w, 0, sizeof(w));
 	memset(&ch, 0, sizeof(ch));
@@ -795,14 +812,14 @@ loader_poll_chain(struct loader *l, struct snapshot_slot *sl)
 	w.issued_at = s->info->issued_at;
 	w.expires_at = s->info->expires_at;
 	w.last_change_at = s->last_change_at;
-	if (delta_chain_walk(ddir, &l->ring, &ch.pos, chain_apply, &w, &head,
-	    &head_seq, e, sizeof(e)) != 0) {
+	if (delta_chain_walk_src(src, src_arg, where, &l->ring, &ch.pos,
+	    chain_apply, &w, &head, &head_seq, e, sizeof(e)) != 0) {
 		/* What linked before the bad file is still applied. */
 		chain_refused(l, e);
 		rc = -1;
 	} else if (head_seq != UINT64_MAX && head_seq > ch.pos.seq) {
 		snprintf(e, sizeof(e), "%.400s: the head names delta %llu, only "
-		    "%llu are there (a gap is never crossed)", ddir,
+		    "%llu are there (a gap is never crossed)", where,
 		    (unsigned long long)head_seq,
 		    (unsigned long long)ch.pos.seq);
 		chain_refused(l, e);
@@ -823,6 +840,8 @@ loader_poll_chain(struct loader *l, struct snapshot_slot *sl)
 	ch.expires_at = w.expires_at;
 	ch.last_delta_at = w.applied > 0 ? w.last_delta_at : s->last_delta_at;
 	ch.last_change_at = w.last_change_at;
+	if (src == delta_src_dir)
+		ch.chain_dir = src_arg;
 	ns = snapshot_with_chain(s, &ch, util_now());
 	if (ns == NULL) {
 		chain_refused(l, "out of memory for a snapshot");

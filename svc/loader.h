@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "config.h"
+#include "delta.h"
 #include "sign.h"
 #include "snapshot.h"
 #include "stale.h"
@@ -64,6 +65,7 @@ struct loader {
 	struct stat	 chain_next_st;
 	uint64_t	 chain_seq;
 	uint64_t	 chain_base;
+	char		 chain_dir[PATH_MAX];	/* the origin's chain in service */
 };
 
 /*
@@ -126,6 +128,14 @@ void loader_refuse(struct loader *l, uint64_t version, const char *source,
  * something new was installed, 1 when nothing was new, -1 on a refusal.
  */
 int loader_poll_chain(struct loader *l, struct snapshot_slot *sl);
+
+/*
+ * The rule of loader_poll_chain over any source of chain files (an
+ * edge's download of /v1/delta): applies what verifies and links, then
+ * the head. where names the source in messages. Same results.
+ */
+int loader_apply_chain(struct loader *l, struct snapshot_slot *sl,
+    delta_src_fn src, void *src_arg, const char *where);
 
 /*
  * Re-verifies what is in service (SIGHUP): hashes the filter and table

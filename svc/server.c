@@ -39,6 +39,8 @@ static const struct route routes[] = {
 	    handle_status },
 	{ "/v1/filter", EP_FILTER, M_GET | M_HEAD, 0, "GET, HEAD",
 	    handle_filter },
+	{ "/v1/delta", EP_DELTA, M_GET | M_HEAD, 0, "GET, HEAD",
+	    handle_delta },
 	{ "/metrics", EP_METRICS, M_GET | M_HEAD, 0, "GET, HEAD",
 	    handle_metrics },
 	{ "/healthz", EP_HEALTHZ, M_GET | M_HEAD, 0, "GET, HEAD",

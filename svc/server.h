@@ -137,5 +137,13 @@ enum MHD_Result handle_metrics(const struct server_req *r);
 enum MHD_Result handle_healthz(const struct server_req *r);
 enum MHD_Result handle_readyz(const struct server_req *r);
 enum MHD_Result handle_filter(const struct server_req *r);
+/*
+ * GET /v1/delta?base=V&after=N: the delta files after N of the chain in
+ * service over base V, back to back, then its head (an origin serving a
+ * chain from its filter directory). ETag/If-None-Match: 304. 409
+ * other_base when V is not the base in service, 404 no_chain without a
+ * chain.
+ */
+enum MHD_Result handle_delta(const struct server_req *r);
 
 #endif

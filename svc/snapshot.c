@@ -1,4 +1,5 @@
 /* snapshot.c - the filter in service: refcounted, swapped atomically on reload */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -74,6 +75,9 @@ snapshot_with_chain(struct snapshot *cur, struct snapshot_chain *ch,
 	s->info_eff.expires_at = ch->expires_at;
 	s->last_delta_at = ch->last_delta_at;
 	s->last_change_at = ch->last_change_at;
+	if (ch->chain_dir != NULL)
+		snprintf(s->chain_dir, sizeof(s->chain_dir), "%s",
+		    ch->chain_dir);
 	if (ch->pos.seq != cur->pos.seq)
 		s->applied_at = now;
 	atomic_init(&s->refs, 1);

@@ -2,6 +2,7 @@
 #ifndef REVCHECK_SVC_SNAPSHOT_H
 #define REVCHECK_SVC_SNAPSHOT_H
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -34,6 +35,8 @@ struct snapshot {
 	int64_t		 last_delta_at;	/* issued_at of the last delta, 0 none */
 	int64_t		 last_change_at; /* newest change it covers, 0 unknown */
 	int64_t		 applied_at;	/* when the last delta was applied */
+	/* An origin's chain directory, served by /v1/delta; "" otherwise. */
+	char		 chain_dir[PATH_MAX];
 	uint64_t	 version;
 	int64_t		 loaded_at;
 	char		 sha_hex[65];
@@ -68,6 +71,7 @@ struct snapshot_chain {
 	int64_t		 expires_at;
 	int64_t		 last_delta_at;
 	int64_t		 last_change_at;
+	const char	*chain_dir;	/* NULL: not a local directory */
 };
 
 /*

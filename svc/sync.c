@@ -53,6 +53,11 @@ struct sync {
 	bool			 have_refused;
 	double			 refused_at;	/* monotonic */
 	char			 refused_err[ERR_MAX];
+	/* The delta chain (origin's /v1/delta): the last ETag and result. */
+	char			 chain_etag[ETAG_MAX + 1];
+	uint64_t		 chain_fetches;
+	uint64_t		 chain_bytes;
+	char			 chain_error[ERR_MAX];
 };
 
 /* The download buffer, capped while the bytes arrive. */
@@ -443,6 +448,151 @@ out:
 	free(d.p);
 }
 
+/* A downloaded bundle as a delta source: its pieces by seq, and the head. */
+#define SYNC_BUNDLE_MAX	4096	/* files in one bundle */
+struct bundle {
+	const unsigned char *p;
+	size_t		 offs[SYNC_BUNDLE_MAX];
+	size_t		 lens[SYNC_BUNDLE_MAX];
+	int		 n;
+};
+
+static int
+bundle_src(void *arg, uint64_t seq, unsigned char **buf, size_t *len,
+    char *err, size_t errlen)
+{
+	const struct bundle *b = arg;
+	const unsigned char *q;
+	int i;
+
+	(void)err;
+	(void)errlen;
+	for (i = 0; i < b->n; i++) {
+		q = b->p + b->offs[i];
+		/* kind at 10, seq at 56 (docs/FORMAT.md 6.1); parsed later. */
+		if (seq == DELTA_SEQ_HEAD ? q[10] != DELTA_KIND_HEAD :
+		    (q[10] != DELTA_KIND_DELTA || util_get_le64(q + 56) != seq))
+			continue;
+		if ((*buf = malloc(b->lens[i])) == NULL)
+			return -1;
+		memcpy(*buf, q, b->lens[i]);
+		*len = b->lens[i];
+		return 1;
+	}
+	return 0;
+}
+
+/* The delta endpoint beside upstream_filter, or "" when there is none. */
+static void
+chain_url(const struct sync *s, const struct snapshot *cur, char *out,
+    size_t cap)
+{
+	const char *u = s->cfg->upstream_filter, *suffix = "/v1/filter";
+	size_t n = strlen(u), sl = strlen(suffix);
+	int w;
+
+	out[0] = '\0';
+	if (n < sl || strcmp(u + n - sl, suffix) != 0)
+		return;
+	w = snprintf(out, cap, "%.*s/v1/delta?base=%llu&after=%llu",
+	    (int)(n - sl), u, (unsigned long long)cur->version,
+	    (unsigned long long)cur->pos.seq);
+	if (w < 0 || (size_t)w >= cap)
+		out[0] = '\0';
+}
+
+/*
+ * Fetches the chain after what is in service from the origin's /v1/delta
+ * (If-None-Match: an idle chain costs a 304) and applies it through the
+ * loader's one rule (loader_apply_chain). A 409 means the origin moved to
+ * another base: the next base sync fetches it.
+ */
+static void
+sync_chain(struct sync *s)
+{
+	char url[PATH_MAX + 64], etag[ETAG_MAX + 1], newtag[ETAG_MAX + 1];
+	char hdr[ETAG_MAX + 32], msg[ERR_MAX], ebuf[CURL_ERROR_SIZE];
+	struct curl_slist *hl = NULL;
+	struct snapshot *cur;
+	struct bundle *b = NULL;
+	struct dl d;
+	CURLcode cc;
+	long code = 0;
+
+	if ((cur = snapshot_acquire(s->sl)) == NULL)
+		return;
+	chain_url(s, cur, url, sizeof(url));
+	snapshot_release(cur);
+	if (url[0] == '\0')
+		return;
+	memset(&d, 0, sizeof(d));
+	d.max = s->cfg->max_download;
+	pthread_mutex_lock(&s->mu);
+	memcpy(etag, s->chain_etag, sizeof(etag));
+	s->chain_fetches++;
+	pthread_mutex_unlock(&s->mu);
+	if (etag[0] != '\0') {
+		snprintf(hdr, sizeof(hdr), "If-None-Match: %s", etag);
+		if ((hl = curl_slist_append(NULL, hdr)) == NULL)
+			return;
+	}
+	ebuf[0] = '\0';
+	curl_easy_setopt(s->curl, CURLOPT_URL, url);
+	curl_easy_setopt(s->curl, CURLOPT_HTTPHEADER, hl);
+	curl_easy_setopt(s->curl, CURLOPT_WRITEDATA, &d);
+	curl_easy_setopt(s->curl, CURLOPT_ERRORBUFFER, ebuf);
+	cc = curl_easy_perform(s->curl);
+	curl_easy_setopt(s->curl, CURLOPT_HTTPHEADER, NULL);
+	curl_easy_setopt(s->curl, CURLOPT_URL, s->cfg->upstream_filter);
+	curl_slist_free_all(hl);
+	msg[0] = '\0';
+	if (cc == CURLE_OK)
+		curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &code);
+	if (cc != CURLE_OK || d.too_big)
+		snprintf(msg, sizeof(msg), "delta chain: %.300s", d.too_big ?
+		    "larger than max_download" : ebuf[0] != '\0' ? ebuf :
+		    curl_easy_strerror(cc));
+	else if (code == 409)
+		sync_kick(s);	/* another base upstream */
+	else if (code != 200 && code != 304 && code != 404)
+		snprintf(msg, sizeof(msg), "delta chain: HTTP %ld", code);
+	else if (code == 200) {
+		read_etag(s->curl, newtag, sizeof(newtag));
+		if ((b = calloc(1, sizeof(*b))) == NULL ||
+		    (b->n = delta_bundle_split(d.p, d.len, b->offs, b->lens,
+		    SYNC_BUNDLE_MAX, msg, sizeof(msg))) < 0) {
+			if (b == NULL)
+				snprintf(msg, sizeof(msg), "out of memory");
+		} else {
+			b->p = d.p;
+			/* Refusals are logged and counted by the loader. */
+			if (loader_apply_chain(s->l, s->sl, bundle_src, b,
+			    url) != -1) {
+				pthread_mutex_lock(&s->mu);
+				memcpy(s->chain_etag, newtag,
+				    sizeof(s->chain_etag));
+				pthread_mutex_unlock(&s->mu);
+			}
+		}
+	}
+	pthread_mutex_lock(&s->mu);
+	if (cc == CURLE_OK) {
+		curl_off_t body = 0;
+		long head = 0;
+
+		/* What the wire carried: headers and body, 304s included. */
+		curl_easy_getinfo(s->curl, CURLINFO_SIZE_DOWNLOAD_T, &body);
+		curl_easy_getinfo(s->curl, CURLINFO_HEADER_SIZE, &head);
+		s->chain_bytes += (uint64_t)body + (uint64_t)head;
+	}
+	if (msg[0] != '\0' && strcmp(msg, s->chain_error) != 0)
+		log_warn("%s", msg);
+	memcpy(s->chain_error, msg, sizeof(s->chain_error));
+	pthread_mutex_unlock(&s->mu);
+	free(b);
+	free(d.p);
+}
+
 static void *
 sync_main(void *arg)
 {
@@ -454,6 +604,7 @@ sync_main(void *arg)
 		s->kick = false;
 		pthread_mutex_unlock(&s->mu);
 		sync_once(s);
+		sync_chain(s);
 		pthread_mutex_lock(&s->mu);
 		clock_gettime(CLOCK_MONOTONIC, &dl);
 		dl.tv_sec += (time_t)s->cfg->sync_interval;
@@ -709,6 +860,15 @@ sync_status_json(struct sbuf *b, void *arg)
 	sbuf_add_u64(b, s->consecutive);
 	sbuf_adds(b, ",\"updates\":");
 	sbuf_add_u64(b, s->updates);
+	sbuf_adds(b, ",\"delta_fetches\":");
+	sbuf_add_u64(b, s->chain_fetches);
+	sbuf_adds(b, ",\"delta_bytes\":");
+	sbuf_add_u64(b, s->chain_bytes);
+	sbuf_adds(b, ",\"delta_error\":");
+	if (s->chain_error[0] != '\0')
+		sbuf_add_jstr(b, s->chain_error, strlen(s->chain_error));
+	else
+		sbuf_adds(b, "null");
 	sbuf_adds(b, ",\"persisted\":");
 	sbuf_add_jstrs(b, s->persist);
 	sbuf_adds(b, ",\"insecure_http\":");
@@ -731,7 +891,7 @@ void
 sync_metrics(struct sbuf *b, void *arg)
 {
 	struct sync *s = arg;
-	uint64_t att, fails, cons, upd, seen;
+	uint64_t att, fails, cons, upd, seen, cfetch, cbytes;
 	int64_t last_att, last_ok;
 
 	pthread_mutex_lock(&s->mu);
@@ -739,6 +899,8 @@ sync_metrics(struct sbuf *b, void *arg)
 	fails = s->failures;
 	cons = s->consecutive;
 	upd = s->updates;
+	cfetch = s->chain_fetches;
+	cbytes = s->chain_bytes;
 	seen = s->seen;
 	last_att = s->last_attempt;
 	last_ok = s->last_success;
@@ -749,6 +911,11 @@ sync_metrics(struct sbuf *b, void *arg)
 	    "failed (download errors and refused files).", (double)fails);
 	series(b, "sync_updates_total", "counter", "Filter syncs that "
 	    "installed a new filter.", (double)upd);
+	series(b, "sync_delta_fetches_total", "counter", "Delta chain "
+	    "requests to the origin's /v1/delta.", (double)cfetch);
+	series(b, "sync_delta_bytes_total", "counter", "Bytes of those "
+	    "replies on the wire (headers and bodies, 304s included).",
+	    (double)cbytes);
 	series(b, "sync_consecutive_failures", "gauge", "Failed syncs since "
 	    "the last good one.", (double)cons);
 	series(b, "sync_last_attempt_timestamp_seconds", "gauge", "When the "

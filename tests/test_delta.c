@@ -320,3 +320,30 @@ Test(delta, chain_links_next_gap_fork_replay_other_base_and_heads)
 	delta_free(d2b);
 	delta_free(d3);
 }
+
+Test(delta, a_bundle_splits_at_declared_lengths_and_refuses_cuts)
+{
+	size_t l1, l2, offs[4], lens[4];
+	unsigned char *a = sample(1, 0xbb, &l1), *b = sample(2, 0x11, &l2);
+	unsigned char *cat = malloc(l1 + l2);
+	char err[256];
+
+	memcpy(cat, a, l1);
+	memcpy(cat + l1, b, l2);
+	cr_assert_eq(delta_bundle_split(cat, l1 + l2, offs, lens, 4, err,
+	    sizeof(err)), 2, "%s", err);
+	cr_assert_eq(offs[1], l1);
+	cr_assert_eq(lens[1], l2);
+	cr_assert_eq(delta_bundle_split(cat, 0, offs, lens, 4, err,
+	    sizeof(err)), 0, "an empty bundle has no piece");
+	cr_assert_eq(delta_bundle_split(cat, l1 + l2 - 1, offs, lens, 4, err,
+	    sizeof(err)), -1, "a cut last piece");
+	cr_assert_eq(delta_bundle_split(cat, l1 + l2, offs, lens, 1, err,
+	    sizeof(err)), -1, "more pieces than room");
+	util_put_le64(cat + 144, UINT64_MAX);
+	cr_assert_eq(delta_bundle_split(cat, l1 + l2, offs, lens, 4, err,
+	    sizeof(err)), -1, "an impossible length");
+	free(cat);
+	free(a);
+	free(b);
+}
