@@ -587,8 +587,14 @@ fetch_input(struct input_set *s, const char *url,
 	if (input_read_buf(s, url, x.e.body, x.e.len, io, err, errlen) != 0)
 		goto out;
 	rc = 0;
-	if (x.e.etag[0] == '\0' && x.e.lastmod[0] == '\0')
-		goto out;	/* nothing to make a request conditional on */
+	if (x.e.etag[0] == '\0' && x.e.lastmod[0] == '\0') {
+		/*
+		 * Nothing to make a request conditional on; an older entry
+		 * must not make the next one conditional either.
+		 */
+		(void)unlink(path);
+		goto out;
+	}
 	if (x.e.body == NULL && (x.e.body = malloc(1)) == NULL)
 		goto out;
 	if (cache_store(dir, path, url, &x.e, serr, sizeof(serr)) != 0 &&
