@@ -37,6 +37,11 @@ struct node {
 	uint64_t	 seen;		/* upstream_version_seen, 0: none */
 	uint64_t	 highest;	/* reloads.highest_version */
 	double		 fp_rate;
+	/* The delta chain in service (filter.delta); -1: unknown. */
+	uint64_t	 delta_seq;
+	uint64_t	 overlay_keys;
+	int64_t		 delta_age;
+	int64_t		 lag;
 	uint64_t	 behind;
 	const char	*problems[AUDIT_MAX_PROBLEMS];
 	size_t		 nproblems;
@@ -54,8 +59,9 @@ audit_usage(FILE *fp)
 	fputs("usage: filterbuild audit [--json] [--max-age DUR] "
 	    "[--max-lag N] [--timeout DUR] URL...\n\n"
 	    "Asks each revcheckd node (URL is its base, http://host:port) for\n"
-	    "GET /v1/status and prints one row per node: version, age, time\n"
-	    "until expiry, stale, last sync result (edges) and observed\n"
+	    "GET /v1/status and prints one row per node: version, delta\n"
+	    "sequence, age, time until expiry, revocation lag of the last\n"
+	    "delta, stale, last sync result (edges) and observed\n"
 	    "false-positive rate.\n\n"
 	    "  --json           one JSON document instead of the table\n"
 	    "  --max-age DUR    a node whose filter is older than DUR fails\n"
@@ -140,7 +146,7 @@ static int
 parse_status(struct node *n, const char *buf, size_t len)
 {
 	cJSON *root;
-	const cJSON *svc, *f, *c, *sy, *rl, *st;
+	const cJSON *svc, *f, *c, *sy, *rl, *st, *d;
 
 	if ((root = cJSON_ParseWithLength(buf, len)) == NULL ||
 	    !cJSON_IsObject(root) ||
@@ -159,6 +165,16 @@ parse_status(struct node *n, const char *buf, size_t len)
 		n->stale = !cJSON_IsFalse(st);
 		str(n->stale_reason, sizeof(n->stale_reason), f,
 		    "stale_reason");
+		n->delta_age = n->lag = -1;
+		if (cJSON_IsObject(d = field(f, "delta"))) {
+			n->delta_seq = unum(d, "seq");
+			n->overlay_keys = unum(d, "overlay_keys");
+			if (cJSON_IsNumber(field(d, "last_delta_age_seconds")))
+				n->delta_age = num(d,
+				    "last_delta_age_seconds", -1);
+			if (cJSON_IsNumber(field(d, "revocation_lag_seconds")))
+				n->lag = num(d, "revocation_lag_seconds", -1);
+		}
 	}
 	c = field(root, "counters");
 	if (cJSON_IsObject(c) && cJSON_IsNumber(field(c, "observed_fp_rate")))
@@ -231,7 +247,7 @@ static void
 print_table(const struct node *nodes, size_t nn, uint64_t newest,
     size_t bad)
 {
-	char ver[24], age[24], exp[24], fp[24], stale[48];
+	char ver[24], age[24], exp[24], fp[24], stale[48], dseq[24], lag[24];
 	const struct node *n;
 	int w = 4;
 	size_t i, j;
@@ -239,15 +255,15 @@ print_table(const struct node *nodes, size_t nn, uint64_t newest,
 	for (i = 0; i < nn; i++)
 		if ((int)strlen(nodes[i].base) > w)
 			w = (int)strlen(nodes[i].base);
-	printf("%-*s  %-6s  %8s  %8s  %10s  %-18s  %-15s  %-9s  %s\n", w, "URL",
-	    "MODE", "VERSION", "AGE", "EXPIRES_IN", "STALE", "SYNC",
-	    "FP_RATE", "STATUS");
+	printf("%-*s  %-6s  %8s  %6s  %8s  %10s  %8s  %-18s  %-15s  %-9s  %s\n",
+	    w, "URL", "MODE", "VERSION", "DELTA", "AGE", "EXPIRES_IN", "LAG",
+	    "STALE", "SYNC", "FP_RATE", "STATUS");
 	for (i = 0; i < nn; i++) {
 		n = &nodes[i];
 		if (!n->reachable) {
-			printf("%-*s  %-6s  %8s  %8s  %10s  %-18s  %-15s  %-9s  "
-			    "unreachable\n", w, n->base, "-", "-", "-",
-			    "-", "-", "-", "-");
+			printf("%-*s  %-6s  %8s  %6s  %8s  %10s  %8s  %-18s  %-15s  "
+			    "%-9s  unreachable\n", w, n->base, "-", "-", "-",
+			    "-", "-", "-", "-", "-", "-");
 			continue;
 		}
 		if (n->has_filter)
@@ -262,10 +278,13 @@ print_table(const struct node *nodes, size_t nn, uint64_t newest,
 			    n->stale_reason[0] ? n->stale_reason : "?");
 		else
 			snprintf(stale, sizeof(stale), "no");
-		printf("%-*s  %-6s  %8s  %8s  %10s  %-18s  %-15s  %-9s  ", w,
-		    n->base, n->mode[0] ? n->mode : "?", ver,
+		snprintf(dseq, sizeof(dseq), "%" PRIu64, n->delta_seq);
+		printf("%-*s  %-6s  %8s  %6s  %8s  %10s  %8s  %-18s  %-15s  %-9s  ",
+		    w, n->base, n->mode[0] ? n->mode : "?", ver,
+		    n->has_filter ? dseq : "-",
 		    secs(age, sizeof(age), n->has_filter, n->age),
 		    secs(exp, sizeof(exp), n->has_filter, n->expires_in),
+		    secs(lag, sizeof(lag), n->has_filter && n->lag >= 0, n->lag),
 		    stale, n->sync_result[0] ? n->sync_result : "-", fp);
 		if (n->nproblems == 0)
 			printf("OK\n");
@@ -322,6 +341,27 @@ print_json(const struct node *nodes, size_t nn, uint64_t newest, size_t bad)
 					    "stale_reason");
 				cJSON_AddNumberToObject(o, "behind",
 				    (double)n->behind);
+				if ((p = cJSON_AddObjectToObject(o, "delta")) ==
+				    NULL)
+					goto out;
+				cJSON_AddNumberToObject(p, "seq",
+				    (double)n->delta_seq);
+				cJSON_AddNumberToObject(p, "overlay_keys",
+				    (double)n->overlay_keys);
+				if (n->delta_age >= 0)
+					cJSON_AddNumberToObject(p,
+					    "last_delta_age_seconds",
+					    (double)n->delta_age);
+				else
+					cJSON_AddNullToObject(p,
+					    "last_delta_age_seconds");
+				if (n->lag >= 0)
+					cJSON_AddNumberToObject(p,
+					    "revocation_lag_seconds",
+					    (double)n->lag);
+				else
+					cJSON_AddNullToObject(p,
+					    "revocation_lag_seconds");
 			} else
 				cJSON_AddNullToObject(o, "version");
 			if (n->sync_result[0] != '\0') {

@@ -8,7 +8,7 @@
 . "$(dirname "$0")/pg.sh"
 
 F=$T/filters
-KILLS=${IT_FOLLOW_KILLS:-12}
+KILLS=${IT_FOLLOW_KILLS:-8}
 "$FILTERBUILD" keygen --out "$T/key.pem" --pub "$T/key.pub" >/dev/null
 rc_pg_start
 psql -X -q -v ON_ERROR_STOP=1 -f "$RC_SRC/config/postgresql-schema.sql" "$PG_URL"
@@ -150,6 +150,15 @@ if [ "$((f1 - f0))" -gt 0 ] && [ "$(((b1 - b0) / (f1 - f0)))" -le 1024 ]; then
 else
 	rc_fail "edge: idle cost $((b1 - b0)) bytes in $((f1 - f0)) fetches"
 fi
+
+# filterbuild audit shows the chain of every node.
+"$FILTERBUILD" audit --json "$O_URL" "$E_URL" >"$T/audit.json" 2>&1 || true
+got=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
+print(" ".join("%s:%s" % (n["mode"], n["delta"]["seq"] >= 1 and n["delta"]["overlay_keys"] >= 1
+    and n["delta"]["last_delta_age_seconds"] is not None) for n in d["nodes"]))' "$T/audit.json")
+rc_expect_eq "$got" "origin:True edge:True" "audit --json: delta seq, overlay, age per node"
+out=$("$FILTERBUILD" audit "$O_URL" 2>&1 || true)
+rc_expect_match "$out" "DELTA .* LAG" "audit table: DELTA and LAG columns"
 
 # A lost notification costs at most an interval: the cursor is the truth.
 # The trigger is off for one transaction that logs its change by hand, as
