@@ -193,7 +193,7 @@ check_invalid_token(enum jwt_verdict why)
 }
 
 int
-check_key_from_json(const cJSON *obj, const struct trust *tr,
+check_key_from_json(const cJSON *obj, struct trust *tr,
     struct revkey *k, enum jwt_verdict *why, char *err, size_t errlen)
 {
 	const cJSON *id, *scope, *cert, *token, *chain, *m;

@@ -113,7 +113,7 @@ cJSON *check_parse_body(const char *body, size_t len, const char **why);
  * bad request, JWT_MALFORMED for an unreadable token, any other verdict
  * for a token that failed verification (401 invalid_token).
  */
-int check_key_from_json(const cJSON *obj, const struct trust *tr,
+int check_key_from_json(const cJSON *obj, struct trust *tr,
     struct revkey *k, enum jwt_verdict *why, char *err, size_t errlen);
 
 /* True when why (from check_key_from_json) means 401 invalid_token. */

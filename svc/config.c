@@ -150,6 +150,7 @@ free_issuers(struct config *c)
 		free(is->jwks_file);
 		free(is->jwks_uri);
 		free(is->hs_secret_file);
+		free(is->jwks_ca_file);
 		for (j = 0; j < is->naud; j++)
 			free(is->audiences[j]);
 		memset(is, 0, sizeof(*is));
@@ -716,6 +717,10 @@ issuer_member(struct config_issuer *is, const cJSON *m, const char *what,
 		return dur_member(&is->jwks_refresh, m, what, err, errlen);
 	if (strcmp(k, "jwks_max_age") == 0)
 		return dur_member(&is->jwks_max_age, m, what, err, errlen);
+	if (strcmp(k, "jwks_min_interval") == 0)
+		return dur_member(&is->jwks_min_interval, m, what, err, errlen);
+	if (strcmp(k, "jwks_ca_file") == 0)
+		return dup_str(&is->jwks_ca_file, m, what, err, errlen);
 	if (strcmp(k, "audiences") == 0) {
 		if (!cJSON_IsArray(m)) {
 			snprintf(err, errlen, "%s: must be an array of "
@@ -784,6 +789,7 @@ load_issuers(struct config *c, const cJSON *v, const char *origin,
 		is->leeway = 30;
 		is->jwks_refresh = 300;
 		is->jwks_max_age = 86400;
+		is->jwks_min_interval = 30;
 		if (!cJSON_IsObject(el)) {
 			snprintf(err, errlen, "%s: key \"issuers\": element %zu "
 			    "is not an object", origin, c->nissuers);
@@ -1292,9 +1298,17 @@ validate_trust(const struct config *c, char *err, size_t errlen)
 			    "HS algorithm is allowed", i);
 			return -1;
 		}
-		if (is->jwks_refresh < 1 || is->jwks_max_age < is->jwks_refresh) {
-			snprintf(err, errlen, "issuers[%zu]: jwks_refresh must be "
-			    "at least 1s and at most jwks_max_age", i);
+		if (is->jwks_min_interval < 1 ||
+		    is->jwks_refresh < is->jwks_min_interval ||
+		    is->jwks_max_age < is->jwks_refresh) {
+			snprintf(err, errlen, "issuers[%zu]: need 1s <= "
+			    "jwks_min_interval <= jwks_refresh <= jwks_max_age",
+			    i);
+			return -1;
+		}
+		if (is->jwks_ca_file != NULL && is->jwks_uri == NULL) {
+			snprintf(err, errlen, "issuers[%zu].jwks_ca_file: only "
+			    "with jwks_uri", i);
 			return -1;
 		}
 	}
@@ -1444,6 +1458,8 @@ issuers_differ(const struct config *a, const struct config *b)
 		    str_differs(x->jwks_file, y->jwks_file) ||
 		    str_differs(x->jwks_uri, y->jwks_uri) ||
 		    str_differs(x->hs_secret_file, y->hs_secret_file) ||
+		    str_differs(x->jwks_ca_file, y->jwks_ca_file) ||
+		    x->jwks_min_interval != y->jwks_min_interval ||
 		    x->naud != y->naud || x->algs != y->algs ||
 		    x->leeway != y->leeway ||
 		    x->jwks_refresh != y->jwks_refresh ||

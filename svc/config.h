@@ -40,7 +40,9 @@ struct config_issuer {
 	uint32_t	 algs;		/* JWA_BIT()s */
 	int64_t		 leeway;	/* seconds */
 	int64_t		 jwks_refresh;	/* seconds between fetches of the URI */
+	int64_t		 jwks_min_interval; /* at least this between fetches */
 	int64_t		 jwks_max_age;	/* a set older than this refuses */
+	char		*jwks_ca_file;	/* CA for jwks_uri; NULL: the system's */
 };
 
 /* One caller of /v1/introspect ("introspection_clients"). */

@@ -387,6 +387,10 @@ run(struct config *c)
 		ctx.metrics_extra = sync_metrics;
 		ctx.metrics_extra_arg = sync;
 	}
+	if (trust_start(&trust, err, sizeof(err)) == -1) {
+		log_err("%s", err);
+		goto out;
+	}
 	if ((srv = server_start(&ctx, err, sizeof(err))) == NULL) {
 		log_err("%s", err);
 		goto out;

@@ -23,7 +23,7 @@ struct server_ctx {
 	struct snapshot_slot	*slot;
 	struct loader		*loader;
 	struct stale_policy	 policy;
-	const struct trust	*trust;		/* NULL refuses every token */
+	struct trust		*trust;		/* NULL refuses every token */
 	int64_t			 started_at;
 	_Atomic bool		 draining;	/* replies carry Connection: close */
 	/*

@@ -1,13 +1,19 @@
 /* trust.c - the trusted token issuers: their keys and secrets, token verification */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include <curl/curl.h>
 #include <openssl/crypto.h>
 
 #include "log.h"
 #include "trust.h"
 #include "util.h"
+
+#define JWKS_FETCH_TIMEOUT	10	/* seconds for one fetch, all included */
+#define JWKS_CONNECT_TIMEOUT	5
 
 int
 trust_read_secret(const char *path, size_t min, unsigned char **out,
@@ -37,7 +43,32 @@ trust_read_secret(const char *path, size_t min, unsigned char **out,
 	return 0;
 }
 
-/* Loads one issuer's keys and secret. */
+/* A fresh set parsed from buf, or NULL with err. */
+static struct jwks *
+set_from(const unsigned char *buf, size_t len, const char *origin, char *err,
+    size_t errlen)
+{
+	struct jwks *s;
+
+	if ((s = calloc(1, sizeof(*s))) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	if (jwks_parse(s, (const char *)buf, len, origin, err, errlen) == -1) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+static void
+set_free(struct jwks *s)
+{
+	jwks_free(s);
+	free(s);
+}
+
+/* Loads one issuer's JWKS file (not its URI) and secret. */
 static int
 issuer_load(struct trust_issuer *ti, const struct config_issuer *ci,
     char *err, size_t errlen)
@@ -48,40 +79,31 @@ issuer_load(struct trust_issuer *ti, const struct config_issuer *ci,
 	int rc = -1;
 
 	ti->cfg = ci;
-	if (ci->jwks_uri != NULL) {
-		snprintf(err, errlen, "issuer %s: jwks_uri is not supported "
-		    "by this build; use jwks_file", ci->issuer);
-		return -1;
+	if (ci->jwks_file != NULL) {
+		if (util_read_file(ci->jwks_file, JWKS_MAX_LEN, &buf, &len, e,
+		    sizeof(e)) == -1) {
+			snprintf(err, errlen, "issuer %s: %s", ci->issuer, e);
+			return -1;
+		}
+		if ((ti->keys = set_from(buf, len, ci->jwks_file, e,
+		    sizeof(e))) == NULL) {
+			snprintf(err, errlen, "issuer %s: %s", ci->issuer, e);
+			goto out;
+		}
+		if (ti->keys->n == 0 && (ci->algs & ~JWA_HS_MASK) != 0)
+			log_warn("issuer %s: %s holds no usable key; its "
+			    "signed tokens are refused", ci->issuer,
+			    ci->jwks_file);
 	}
-	if (util_read_file(ci->jwks_file, JWKS_MAX_LEN, &buf, &len, e,
-	    sizeof(e)) == -1) {
-		snprintf(err, errlen, "issuer %s: %s", ci->issuer, e);
-		return -1;
-	}
-	if (jwks_parse(&ti->keys, (const char *)buf, len, ci->jwks_file, e,
-	    sizeof(e)) == -1) {
-		snprintf(err, errlen, "issuer %s: %s", ci->issuer, e);
-		goto out;
-	}
-	if (ti->keys.n == 0 && (ci->algs & ~JWA_HS_MASK) != 0)
-		log_warn("issuer %s: %s holds no usable key; its signed "
-		    "tokens are refused", ci->issuer, ci->jwks_file);
 	if (ci->hs_secret_file != NULL && trust_read_secret(ci->hs_secret_file,
 	    JWT_HS_MIN, &ti->hs, &ti->hs_len, e, sizeof(e)) == -1) {
 		snprintf(err, errlen, "issuer %s: hs_secret_file: %s",
 		    ci->issuer, e);
 		goto out;
 	}
-	ti->ji.issuer = ci->issuer;
-	ti->ji.keys = &ti->keys;
-	ti->ji.audiences = (const char *const *)ci->audiences;
-	ti->ji.naud = ci->naud;
-	ti->ji.algs = ci->algs;
-	ti->ji.leeway = ci->leeway;
-	ti->ji.hs_secret = ti->hs;
-	ti->ji.hs_len = ti->hs_len;
-	log_info("issuer %s: %zu key(s) from %s%s", ci->issuer, ti->keys.n,
-	    ci->jwks_file, ti->hs != NULL ? ", and an HS secret" : "");
+	log_info("issuer %s: %s%s", ci->issuer, ci->jwks_file != NULL ?
+	    "keys from a file" : "keys fetched from its jwks_uri",
+	    ti->hs != NULL ? ", and an HS secret" : "");
 	rc = 0;
 out:
 	free(buf);
@@ -98,8 +120,16 @@ trust_init(struct trust *t, const struct config *c, char *err,
 	t->revocation_only = c->revocation_only;
 	if (c->nissuers == 0)
 		return 0;
+	if (pthread_rwlock_init(&t->lock, NULL) != 0 ||
+	    pthread_mutex_init(&t->mu, NULL) != 0 ||
+	    pthread_cond_init(&t->cv, NULL) != 0) {
+		snprintf(err, errlen, "issuers: cannot create locks");
+		return -1;
+	}
+	t->locks = true;
 	if ((t->iss = calloc(c->nissuers, sizeof(*t->iss))) == NULL) {
 		snprintf(err, errlen, "issuers: out of memory");
+		trust_free(t);
 		return -1;
 	}
 	for (i = 0; i < c->nissuers; i++) {
@@ -109,8 +139,214 @@ trust_init(struct trust *t, const struct config *c, char *err,
 			trust_free(t);
 			return -1;
 		}
+		if (c->issuers[i].jwks_uri != NULL)
+			t->has_uri = true;
 	}
 	return 0;
+}
+
+/* ---------------------------------------------------------------- fetching */
+
+struct body {
+	unsigned char	*p;
+	size_t		 len;
+	size_t		 cap;
+};
+
+static size_t
+on_body(char *data, size_t size, size_t n, void *arg)
+{
+	struct body *b = arg;
+
+	if (size != 0 && n > SIZE_MAX / size)
+		return 0;
+	if (util_buf_append(&b->p, &b->len, &b->cap, data, size * n,
+	    JWKS_MAX_LEN) == -1)
+		return 0;	/* over the cap: curl fails the transfer */
+	return size * n;
+}
+
+/*
+ * GETs the issuer's JWKS over https (TLS verified, against jwks_ca_file
+ * when set; no redirects, bounded in size and time). Returns the parsed
+ * set, or NULL with err.
+ */
+static struct jwks *
+fetch_set(const struct config_issuer *ci, char *err, size_t errlen)
+{
+	struct body b = { NULL, 0, 0 };
+	struct jwks *s = NULL;
+	char ebuf[CURL_ERROR_SIZE] = "";
+	CURL *h;
+	CURLcode cc;
+	long code = 0;
+
+	if ((h = curl_easy_init()) == NULL) {
+		snprintf(err, errlen, "cannot start libcurl");
+		return NULL;
+	}
+	if (curl_easy_setopt(h, CURLOPT_URL, ci->jwks_uri) != CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "https") != CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L) != CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT,
+	    (long)JWKS_CONNECT_TIMEOUT) != CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_TIMEOUT, (long)JWKS_FETCH_TIMEOUT) !=
+	    CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE,
+	    (curl_off_t)JWKS_MAX_LEN) != CURLE_OK ||
+	    (ci->jwks_ca_file != NULL && curl_easy_setopt(h, CURLOPT_CAINFO,
+	    ci->jwks_ca_file) != CURLE_OK) ||
+	    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body) != CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_WRITEDATA, &b) != CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, ebuf) != CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_USERAGENT, "revcheckd/"
+	    REVCHECK_VERSION) != CURLE_OK) {
+		snprintf(err, errlen, "libcurl refused an option");
+		goto out;
+	}
+	if ((cc = curl_easy_perform(h)) != CURLE_OK) {
+		snprintf(err, errlen, "%s", ebuf[0] != '\0' ? ebuf :
+		    curl_easy_strerror(cc));
+		goto out;
+	}
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+	if (code != 200) {
+		snprintf(err, errlen, "HTTP status %ld", code);
+		goto out;
+	}
+	s = set_from(b.p, b.len, ci->jwks_uri, err, errlen);
+out:
+	curl_easy_cleanup(h);
+	free(b.p);
+	return s;
+}
+
+/* Fetches one issuer's set and swaps it in; a failure keeps the old. */
+static void
+refresh(struct trust *t, struct trust_issuer *ti, int64_t now)
+{
+	struct jwks *s, *old = NULL;
+	char e[sizeof(ti->last_error)];
+	size_t before;
+
+	s = fetch_set(ti->cfg, e, sizeof(e));
+	pthread_rwlock_wrlock(&t->lock);
+	ti->last_attempt = now;
+	atomic_store(&ti->want_refresh, false);
+	if (s == NULL) {
+		ti->fetches_failed++;
+		/* Retry soon, not a whole period later. */
+		ti->next_fetch = now + ti->cfg->jwks_min_interval;
+		memcpy(ti->last_error, e, sizeof(e));
+		pthread_rwlock_unlock(&t->lock);
+		log_warn("issuer %s: fetching %s failed: %s; keeping the last "
+		    "good set", ti->cfg->issuer, ti->cfg->jwks_uri, e);
+		return;
+	}
+	before = ti->keys != NULL ? ti->keys->n : 0;
+	old = ti->keys;
+	ti->keys = s;
+	ti->keys_at = now;
+	ti->fetches_ok++;
+	ti->next_fetch = now + ti->cfg->jwks_refresh;
+	ti->last_error[0] = '\0';
+	pthread_rwlock_unlock(&t->lock);
+	if (old == NULL || before != s->n)
+		log_info("issuer %s: %zu key(s) from %s", ti->cfg->issuer,
+		    s->n, ti->cfg->jwks_uri);
+	if (old != NULL)
+		set_free(old);
+}
+
+/* True when ti's set should be fetched at now. Caller holds the lock. */
+static bool
+due(const struct trust_issuer *ti, int64_t now)
+{
+	if (ti->cfg->jwks_uri == NULL)
+		return false;
+	if (now >= ti->next_fetch)
+		return true;
+	return atomic_load(&ti->want_refresh) &&
+	    now - ti->last_attempt >= ti->cfg->jwks_min_interval;
+}
+
+static void *
+refresh_main(void *arg)
+{
+	struct trust *t = arg;
+	struct timespec ts;
+	int64_t now;
+	size_t i;
+	bool go;
+
+	pthread_mutex_lock(&t->mu);
+	while (!t->stop) {
+		pthread_mutex_unlock(&t->mu);
+		for (i = 0; i < t->n; i++) {
+			now = util_now();
+			pthread_rwlock_rdlock(&t->lock);
+			go = due(&t->iss[i], now);
+			pthread_rwlock_unlock(&t->lock);
+			if (go)
+				refresh(t, &t->iss[i], now);
+		}
+		pthread_mutex_lock(&t->mu);
+		if (t->stop)
+			break;
+		/* A second at most: schedules are in whole seconds. */
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 1;
+		(void)pthread_cond_timedwait(&t->cv, &t->mu, &ts);
+	}
+	pthread_mutex_unlock(&t->mu);
+	return NULL;
+}
+
+int
+trust_start(struct trust *t, char *err, size_t errlen)
+{
+	int64_t now = util_now();
+	size_t i;
+	int e;
+
+	if (!t->has_uri)
+		return 0;
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		snprintf(err, errlen, "issuers: libcurl did not initialise");
+		return -1;
+	}
+	t->curl_init = true;
+	for (i = 0; i < t->n; i++)
+		if (t->iss[i].cfg->jwks_uri != NULL)
+			refresh(t, &t->iss[i], now);
+	t->stop = false;
+	if ((e = pthread_create(&t->thread, NULL, refresh_main, t)) != 0) {
+		snprintf(err, errlen, "issuers: cannot start the JWKS refresh "
+		    "thread: %s", strerror(e));
+		return -1;
+	}
+	t->running = true;
+	return 0;
+}
+
+void
+trust_stop(struct trust *t)
+{
+	if (t == NULL)
+		return;
+	if (t->running) {
+		pthread_mutex_lock(&t->mu);
+		t->stop = true;
+		pthread_cond_signal(&t->cv);
+		pthread_mutex_unlock(&t->mu);
+		pthread_join(t->thread, NULL);
+		t->running = false;
+	}
+	if (t->curl_init) {
+		curl_global_cleanup();
+		t->curl_init = false;
+	}
 }
 
 void
@@ -120,21 +356,78 @@ trust_free(struct trust *t)
 
 	if (t == NULL)
 		return;
+	trust_stop(t);
 	for (i = 0; i < t->n; i++) {
-		jwks_free(&t->iss[i].keys);
+		if (t->iss[i].keys != NULL)
+			set_free(t->iss[i].keys);
 		if (t->iss[i].hs != NULL)
 			OPENSSL_cleanse(t->iss[i].hs, t->iss[i].hs_len);
 		free(t->iss[i].hs);
 	}
 	free(t->iss);
+	if (t->locks) {
+		pthread_rwlock_destroy(&t->lock);
+		pthread_mutex_destroy(&t->mu);
+		pthread_cond_destroy(&t->cv);
+	}
 	memset(t, 0, sizeof(*t));
 }
 
+/* ---------------------------------------------------------------- verification */
+
+/*
+ * Asks the refresh thread for a fetch of ti's set (an unknown kid). A
+ * flood of such tokens wakes it once: the flag is already set.
+ */
+static void
+ask_refresh(struct trust *t, struct trust_issuer *ti)
+{
+	if (atomic_exchange(&ti->want_refresh, true))
+		return;
+	pthread_mutex_lock(&t->mu);
+	pthread_cond_signal(&t->cv);
+	pthread_mutex_unlock(&t->mu);
+}
+
+/* Verifies j against ti at now, under the read lock. */
+static int
+verify_with(struct trust *t, struct trust_issuer *ti, const struct jwt *j,
+    int64_t now, enum jwt_verdict *why, char *err, size_t errlen)
+{
+	const struct config_issuer *ci = ti->cfg;
+	struct jwt_issuer ji;
+	bool stale;
+	int rc;
+
+	pthread_rwlock_rdlock(&t->lock);
+	/* A fetched set past its maximum age proves nothing any more. */
+	stale = ci->jwks_uri != NULL && ti->keys != NULL &&
+	    now - ti->keys_at > ci->jwks_max_age;
+	ji.issuer = ci->issuer;
+	ji.keys = stale ? NULL : ti->keys;
+	ji.audiences = (const char *const *)ci->audiences;
+	ji.naud = ci->naud;
+	ji.algs = ci->algs;
+	ji.leeway = ci->leeway;
+	ji.hs_secret = ti->hs;
+	ji.hs_len = ti->hs_len;
+	rc = jwt_verify(j, &ji, now, why, err, errlen);
+	pthread_rwlock_unlock(&t->lock);
+	if (rc == -1 && *why == JWT_KEYS_UNAVAILABLE && stale)
+		snprintf(err, errlen, "the issuer's keys are older than "
+		    "jwks_max_age (%llds): %s cannot be fetched",
+		    (long long)ci->jwks_max_age, ci->jwks_uri);
+	if (rc == -1 && ci->jwks_uri != NULL &&
+	    (*why == JWT_UNKNOWN_KEY || *why == JWT_KEYS_UNAVAILABLE))
+		ask_refresh(t, ti);
+	return rc;
+}
+
 int
-trust_token(const struct trust *t, const char *tok, size_t len, int64_t now,
+trust_token(struct trust *t, const char *tok, size_t len, int64_t now,
     struct revkey *k, enum jwt_verdict *why, char *err, size_t errlen)
 {
-	const struct trust_issuer *ti = NULL;
+	struct trust_issuer *ti = NULL;
 	struct jwt j;
 	size_t i;
 	int rc = -1;
@@ -165,15 +458,17 @@ trust_token(const struct trust *t, const char *tok, size_t len, int64_t now,
 		    "\"iss\"" : "\"iss\" is not a trusted issuer");
 		goto out;
 	}
-	rc = jwt_verify(&j, &ti->ji, now, why, err, errlen);
+	rc = verify_with(t, ti, &j, now, why, err, errlen);
 out:
 	jwt_free(&j);
 	return rc;
 }
 
 void
-trust_status_json(struct sbuf *b, const struct trust *t)
+trust_status_json(struct sbuf *b, struct trust *t)
 {
+	const struct trust_issuer *ti;
+	int64_t now = util_now();
 	size_t i;
 	int a;
 	bool first;
@@ -182,24 +477,52 @@ trust_status_json(struct sbuf *b, const struct trust *t)
 	sbuf_adds(b, t == NULL || !t->revocation_only ? "required" :
 	    "revocation-only");
 	sbuf_adds(b, "\",\"issuers\":[");
+	if (t != NULL && t->n > 0)
+		pthread_rwlock_rdlock(&t->lock);
 	for (i = 0; t != NULL && i < t->n; i++) {
+		ti = &t->iss[i];
 		if (i > 0)
 			sbuf_adds(b, ",");
 		sbuf_adds(b, "{\"issuer\":");
-		sbuf_add_jstrs(b, t->iss[i].cfg->issuer);
+		sbuf_add_jstrs(b, ti->cfg->issuer);
 		sbuf_adds(b, ",\"keys\":");
-		sbuf_add_u64(b, t->iss[i].keys.n);
+		sbuf_add_u64(b, ti->keys != NULL ? ti->keys->n : 0);
 		sbuf_adds(b, ",\"algorithms\":[");
 		first = true;
 		for (a = JWA_INVALID + 1; a < JWA_COUNT; a++) {
-			if ((t->iss[i].cfg->algs & JWA_BIT(a)) == 0)
+			if ((ti->cfg->algs & JWA_BIT(a)) == 0)
 				continue;
 			sbuf_adds(b, first ? "\"" : ",\"");
 			sbuf_adds(b, jwa_name((enum jwa)a));
 			sbuf_adds(b, "\"");
 			first = false;
 		}
-		sbuf_adds(b, "]}");
+		sbuf_adds(b, "]");
+		if (ti->cfg->jwks_uri != NULL) {
+			sbuf_adds(b, ",\"jwks_uri\":");
+			sbuf_add_jstrs(b, ti->cfg->jwks_uri);
+			sbuf_adds(b, ",\"keys_age_seconds\":");
+			if (ti->keys != NULL)
+				sbuf_add_i64(b, now - ti->keys_at);
+			else
+				sbuf_adds(b, "null");
+			sbuf_adds(b, ",\"keys_expired\":");
+			sbuf_adds(b, ti->keys == NULL ||
+			    now - ti->keys_at > ti->cfg->jwks_max_age ?
+			    "true" : "false");
+			sbuf_adds(b, ",\"fetches_ok\":");
+			sbuf_add_u64(b, ti->fetches_ok);
+			sbuf_adds(b, ",\"fetches_failed\":");
+			sbuf_add_u64(b, ti->fetches_failed);
+			sbuf_adds(b, ",\"last_error\":");
+			if (ti->last_error[0] != '\0')
+				sbuf_add_jstrs(b, ti->last_error);
+			else
+				sbuf_adds(b, "null");
+		}
+		sbuf_adds(b, "}");
 	}
+	if (t != NULL && t->n > 0)
+		pthread_rwlock_unlock(&t->lock);
 	sbuf_adds(b, "]}");
 }

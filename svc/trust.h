@@ -2,6 +2,8 @@
 #ifndef REVCHECK_SVC_TRUST_H
 #define REVCHECK_SVC_TRUST_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -14,33 +16,71 @@
 
 #define TRUST_SECRET_MAX 4096	/* bytes of a secret file */
 
+/*
+ * One issuer. keys is the set in service: loaded once from jwks_file, or
+ * fetched from jwks_uri by the refresh thread, which swaps it under the
+ * trust's lock; a failed fetch keeps the last good set until it is older
+ * than jwks_max_age.
+ */
 struct trust_issuer {
 	const struct config_issuer *cfg;	/* borrowed from the config */
-	struct jwks	 keys;
-	unsigned char	*hs;			/* wiped on free */
+	struct jwks	*keys;		/* NULL: no good set yet */
+	int64_t		 keys_at;	/* when keys were fetched */
+	unsigned char	*hs;		/* wiped on free */
 	size_t		 hs_len;
-	struct jwt_issuer ji;			/* points into the above */
+	/* jwks_uri only, under the trust's lock (want_refresh: atomic) */
+	int64_t		 next_fetch;	/* scheduled refresh */
+	int64_t		 last_attempt;
+	_Atomic bool	 want_refresh;	/* a token named an unknown kid */
+	uint64_t	 fetches_ok;
+	uint64_t	 fetches_failed;
+	char		 last_error[200];
 };
 
 /*
- * Built once at startup from the config, then read-only: every HTTP
- * worker verifies against it at the same time.
+ * Built at startup from the config. Every HTTP worker verifies against
+ * it at the same time; the refresh thread (trust_start) replaces fetched
+ * key sets under lock.
  */
 struct trust {
 	struct trust_issuer *iss;
 	size_t		 n;
 	bool		 revocation_only;
+	bool		 has_uri;	/* some issuer has jwks_uri */
+	bool		 locks;		/* lock, mu and cv are initialised */
+	pthread_rwlock_t lock;		/* keys and the fetch state */
+	pthread_mutex_t	 mu;		/* stop and the wake-up */
+	pthread_cond_t	 cv;
+	bool		 stop;
+	bool		 running;
+	bool		 curl_init;	/* curl_global_init() by trust_start */
+	pthread_t	 thread;
 };
 
 /*
  * Loads every issuer's JWKS file and HS secret named in c. c must
- * outlive t. Returns 0, or -1 with err naming the issuer and the file;
- * t is then empty (trust_free is still safe).
+ * outlive t. Issuers with jwks_uri start without keys (their tokens get
+ * keys_unavailable) until trust_start fetched them. Returns 0, or -1
+ * with err naming the issuer and the file; t is then empty (trust_free
+ * is still safe).
  */
 int trust_init(struct trust *t, const struct config *c, char *err,
     size_t errlen);
 
-/* Releases the keys, wipes the secrets, zeroes t. Safe when zeroed. */
+/*
+ * Fetches every jwks_uri once (a failure is logged, not fatal: those
+ * issuers' tokens are refused until a fetch succeeds), then starts the
+ * refresh thread: each set is fetched again every jwks_refresh, and
+ * sooner when a token named a kid the set does not hold, but never twice
+ * within jwks_min_interval. Does nothing without a jwks_uri. Returns 0,
+ * or -1 with err when the thread cannot start.
+ */
+int trust_start(struct trust *t, char *err, size_t errlen);
+
+/* Stops the refresh thread (waits for a fetch in flight). NULL-safe. */
+void trust_stop(struct trust *t);
+
+/* Stops, releases the keys, wipes the secrets, zeroes t. Safe when zeroed. */
 void trust_free(struct trust *t);
 
 /*
@@ -54,20 +94,23 @@ int trust_read_secret(const char *path, size_t min, unsigned char **out,
 /*
  * The revocation key of a token, after proving the token valid: in
  * "required" mode (the default) the token must verify against the
- * issuer its "iss" names (jwt_verify), and with no issuer configured
+ * issuer its "iss" names (jwt_verify; a fetched set older than
+ * jwks_max_age refuses with JWT_KEYS_UNAVAILABLE, and an unknown kid asks
+ * the refresh thread for a fetch), and with no issuer configured
  * every token is refused (untrusted_issuer); in revocation-only mode it
  * is only decoded. Returns 0 with k, or -1 with *why (JWT_MALFORMED when
  * the token cannot be read at all) and err (safe to show). t NULL
  * refuses every token. This function can be called from many threads.
  */
-int trust_token(const struct trust *t, const char *tok, size_t len,
+int trust_token(struct trust *t, const char *tok, size_t len,
     int64_t now, struct revkey *k, enum jwt_verdict *why, char *err,
     size_t errlen);
 
 /*
  * Appends ,"token_verification":{...} to a /v1/status object: the mode
- * and, per issuer, its name, key count and algorithms.
+ * and, per issuer, its name, key count, algorithms and, for a jwks_uri,
+ * the age of its set and the fetch counters and last error.
  */
-void trust_status_json(struct sbuf *b, const struct trust *t);
+void trust_status_json(struct sbuf *b, struct trust *t);
 
 #endif

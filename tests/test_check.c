@@ -226,7 +226,7 @@ Test(check, gate_refuses_missing_and_stale)
 Test(check, json_items)
 {
 	/* Key extraction only here: verification is tested below. */
-	const struct trust tr = { .revocation_only = true };
+	struct trust tr = { .revocation_only = true };
 	enum jwt_verdict jv;
 	struct revkey k;
 	char err[256];
@@ -589,7 +589,7 @@ Test(check, json_token_refused_without_issuer)
 {
 	static const char body[] = "{\"token\":\"eyJhbGciOiJub25lIn0."
 	    "eyJqdGkiOiJ0b2stcmV2b2tlZCJ9.\"}";
-	const struct trust required = { .revocation_only = false };
+	struct trust required = { .revocation_only = false };
 	enum jwt_verdict jv = JWT_VALID;
 	struct revkey k;
 	char err[256];

@@ -737,12 +737,17 @@ Test(config, shipped_token_example_parses)
 
 	load_example(&c, "revcheckd-tokens.json");
 	cr_assert_eq(config_validate(&c, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(c.nissuers, 2);
-	cr_assert_str_eq(c.issuers[0].issuer, "https://idp.example");
-	cr_assert_eq(c.issuers[0].algs, JWA_BIT(JWA_ES256) | JWA_BIT(JWA_RS256));
-	cr_assert_eq(c.issuers[0].leeway, 30);
-	cr_assert_eq(c.issuers[1].naud, 2);
-	cr_assert_not_null(c.issuers[1].hs_secret_file);
+	cr_assert_eq(c.nissuers, 3);
+	cr_assert_str_eq(c.issuers[0].jwks_uri,
+	    "https://login.example/.well-known/jwks.json");
+	cr_assert_eq(c.issuers[0].jwks_refresh, 300);
+	cr_assert_eq(c.issuers[0].jwks_min_interval, 30);
+	cr_assert_eq(c.issuers[0].jwks_max_age, 86400);
+	cr_assert_str_eq(c.issuers[1].issuer, "https://idp.example");
+	cr_assert_eq(c.issuers[1].algs, JWA_BIT(JWA_ES256) | JWA_BIT(JWA_RS256));
+	cr_assert_eq(c.issuers[1].leeway, 30);
+	cr_assert_eq(c.issuers[2].naud, 2);
+	cr_assert_not_null(c.issuers[2].hs_secret_file);
 	cr_assert_not(c.revocation_only);
 	config_free(&c);
 }
@@ -838,6 +843,17 @@ Test(config, issuers_validated)
 		    "revocation-only" },
 		{ "{" ISS_BASE "\"introspection_clients\":[{\"id\":\"gw\"}]}",
 		    "secret_file" },
+		{ "{" ISS_BASE "\"issuers\":[{\"issuer\":\"i\",\"jwks_uri\":"
+		    "\"https://x/j\",\"audiences\":[\"a\"],\"algorithms\":"
+		    "[\"ES256\"],\"jwks_refresh\":\"10s\",\"jwks_min_interval\":"
+		    "\"20s\"}]}", "jwks_min_interval <= jwks_refresh" },
+		{ "{" ISS_BASE "\"issuers\":[{\"issuer\":\"i\",\"jwks_uri\":"
+		    "\"https://x/j\",\"audiences\":[\"a\"],\"algorithms\":"
+		    "[\"ES256\"],\"jwks_max_age\":\"1m\"}]}",
+		    "jwks_refresh <= jwks_max_age" },
+		{ "{" ISS_BASE "\"issuers\":[{\"issuer\":\"i\",\"jwks_file\":"
+		    "\"/j\",\"jwks_ca_file\":\"/ca\",\"audiences\":[\"a\"],"
+		    "\"algorithms\":[\"ES256\"]}]}", "only with jwks_uri" },
 	};
 	size_t i;
 

@@ -25,7 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 /* The committed vector pair, verified (REVCHECK_SRC or the current directory). */
 static struct snapshot *snap;
 /* Tokens are only decoded: verification has its own tests (test_jwt). */
-static const struct trust fuzz_trust = { .revocation_only = true };
+static struct trust fuzz_trust = { .revocation_only = true };
 
 static struct ffile *
 load_filter(const char *src)

@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# it_jwks.sh - an issuer's keys fetched from its jwks_uri: a real nginx over TLS (test CA), rotation, outage, maximum age
+#
+# nginx serves the JWKS over https with a certificate from a test CA
+# (rc_tls_cert); keys and tokens are made by PyJWT (jwtmint.py). Daemon D
+# refreshes every 2 s: a new kid is accepted without a restart, a removed
+# key's tokens are refused once the set says so, the last good set is kept
+# while nginx is down, and after jwks_max_age the issuer's tokens are
+# refused (keys_unavailable). Daemon L refreshes hourly, at most once per
+# 8 s: a burst of unknown kids fetches the set once, a new kid is then
+# accepted after one fetch. A plain-http jwks_uri is refused.
+. "$(dirname "$0")/lib.sh"
+
+I=https://idp.example
+M() { rc_jwtmint "$@"; }
+
+"$FILTERBUILD" keygen --out "$T/key.pem" --pub "$T/key.pub" >/dev/null
+printf '[{"id": "rev-1", "scope": "%s"}]\n' "$I" >"$T/revoked.json"
+mkdir -p "$T/f" "$T/sd" "$T/sl" "$T/ng/www"
+"$FILTERBUILD" build --key "$T/key.pem" --out "$T/f" --quiet "$T/revoked.json"
+M key p256 "$T/k1.pem"
+M key rsa "$T/k2.pem"
+M key ed25519 "$T/k3.pem"
+publish() {	# publish KEY:KID...: the served JWKS, replaced atomically
+	M jwks "$T/ng/www/jwks.tmp" "$@"
+	mv "$T/ng/www/jwks.tmp" "$T/ng/www/jwks.json"
+}
+publish "$T/k1.pem:k1"
+
+# ---------------------------------------------------------------- nginx with TLS
+NG=$T/ng
+rc_tls_cert "$NG" || rc_fail "test CA"
+ng_start() {
+	local try port tport
+	for try in 1 2 3 4 5; do
+		port=$(rc_free_port)
+		tport=$(rc_free_port)
+		{ rc_nginx_conf "$NG"; cat <<EOF; } >"$NG/nginx.conf"
+    server {
+        listen 127.0.0.1:$port;
+        location / { return 404; }
+    }
+    server {
+        listen 127.0.0.1:$tport ssl;
+        ssl_certificate $NG/tls.crt;
+        ssl_certificate_key $NG/tls.key;
+        location = /d/jwks.json { alias $NG/www/jwks.json; }
+        location = /l/jwks.json { alias $NG/www/jwks.json; }
+        location / { return 404; }
+    }
+}
+EOF
+		if rc_nginx_run "$NG" "$port"; then
+			JWKS_BASE="https://127.0.0.1:$tport"
+			return 0
+		fi
+	done
+	cat "$NG/stderr.log" "$NG/error.log" >&2 || true
+	return 1
+}
+ng_start || { rc_fail "nginx did not start"; rc_done; }
+curl -sS --cacert "$NG/ca.pem" "$JWKS_BASE/d/jwks.json" | grep -q '"k1"' &&
+    rc_ok "nginx serves the JWKS over TLS" || rc_fail "nginx: no JWKS"
+
+conf() {	# conf FILE PATH REFRESH MIN_INTERVAL MAX_AGE STATE
+	printf '{"filter_dir": "%s", "trusted_key": "%s", "state_dir": "%s",
+  "issuers": [{"issuer": "%s", "jwks_uri": "%s%s", "jwks_ca_file": "%s",
+    "audiences": ["api"], "algorithms": ["ES256", "RS256", "EdDSA"],
+    "jwks_refresh": "%s", "jwks_min_interval": "%s", "jwks_max_age": "%s"}]}\n' \
+	    "$T/f" "$T/key.pub" "$6" "$I" "$JWKS_BASE" "$2" "$NG/ca.pem" "$3" "$4" "$5" >"$1"
+}
+conf "$T/d.json" /d/jwks.json 2s 1s 12s "$T/sd"
+conf "$T/l.json" /l/jwks.json 1h 8s 2h "$T/sl"
+rc_start D -c "$T/d.json"
+rc_start L -c "$T/l.json"
+rc_wait_ready "$D_URL" 10 || rc_fail "D not ready"
+rc_wait_ready "$L_URL" 10 || rc_fail "L not ready"
+
+tok() {	# tok KEYFILE ALG KID JTI
+	M sign "$T/$1" "$2" "$3" "{\"iss\":\"$I\",\"jti\":\"$4\",\"aud\":\"api\",\"exp\":\"now+900\"}"
+}
+code() {	# code URL TOKEN: the /v1/authz status
+	curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $2" "$1/v1/authz"
+}
+wait_code() {	# wait_code URL TOKEN CODE SECONDS WHAT
+	local end=$(( $(date +%s) + $4 )) got
+	while :; do
+		got=$(code "$1" "$2")
+		[ "$got" = "$3" ] && { rc_ok "$5 (HTTP $3)"; return 0; }
+		[ "$(date +%s)" -lt "$end" ] || { rc_fail "$5: HTTP $got, want $3"; return 1; }
+		sleep 0.3
+	done
+}
+T1=$(tok k1.pem ES256 k1 ok-1)
+T2=$(tok k2.pem RS256 k2 ok-2)
+T3=$(tok k3.pem EdDSA k3 ok-3)
+R1=$(tok k1.pem ES256 k1 rev-1)
+
+# ---------------------------------------------------------------- fetched at start
+rc_curl -H "Authorization: Bearer $T1" "$D_URL/v1/authz"
+rc_expect_status 200 "a token of the fetched key"
+rc_curl -H "Authorization: Bearer $R1" "$D_URL/v1/authz"
+rc_expect_status 403 "a revoked token of the fetched key"
+rc_curl -H "Authorization: Bearer $T2" "$D_URL/v1/authz"
+rc_expect_status 401 "a kid the set does not hold yet"
+rc_expect_eq "$(rc_header X-Revcheck-Status)" unknown_key "unknown kid: reason"
+rc_curl "$D_URL/v1/status"
+rc_expect_json token_verification.issuers.0.keys 1 "status: one key fetched"
+rc_expect_json token_verification.issuers.0.keys_expired false "status: the set is fresh"
+
+# ---------------------------------------------------------------- rotation without restart
+publish "$T/k1.pem:k1" "$T/k2.pem:k2"
+wait_code "$D_URL" "$T2" 200 15 "a new kid is accepted after a refresh, no restart"
+publish "$T/k2.pem:k2"
+wait_code "$D_URL" "$T1" 401 15 "the removed key's tokens are refused after a refresh"
+rc_curl -H "Authorization: Bearer $T1" "$D_URL/v1/authz"
+rc_expect_eq "$(rc_header X-Revcheck-Status)" unknown_key "removed key: unknown_key"
+rc_curl -H "Authorization: Bearer $T2" "$D_URL/v1/authz"
+rc_expect_status 200 "the remaining key still verifies"
+kill -0 "$D_PID" && rc_ok "D ran through the rotation (same process)" || rc_fail "D died"
+
+# ---------------------------------------------------------------- L: unknown kids, one fetch
+lfetches() { grep -c 'GET /l/jwks.json' "$NG/access.log" || true; }
+before=$(lfetches)
+rc_curl -H "Authorization: Bearer $T2" "$L_URL/v1/authz"
+rc_expect_status 401 "L: k1 was its only key at start, so k2 is unknown"
+for i in $(seq 1 20); do code "$L_URL" "$T3" >/dev/null; done
+wait_code "$L_URL" "$T2" 200 20 "L: after one fetch the new kid is accepted"
+sleep 2
+after=$(lfetches)
+rc_expect_eq "$(( after - before ))" 1 "L: 21 unknown-kid tokens fetched the set once"
+rc_curl -H "Authorization: Bearer $T3" "$L_URL/v1/authz"
+rc_expect_status 401 "L: a kid still unknown is refused, no second fetch within 8 s"
+sleep 1
+rc_expect_eq "$(lfetches)" "$after" "L: no fetch for it within jwks_min_interval"
+
+# ---------------------------------------------------------------- the URL down, then too old
+kill -TERM "$NG_PID"; wait "$NG_PID" 2>/dev/null || true; NG_PID=
+rc_curl -H "Authorization: Bearer $T2" "$D_URL/v1/authz"
+rc_expect_status 200 "JWKS URL down: the last good set is kept"
+wait_code "$D_URL" "$T2" 401 30 "past jwks_max_age the issuer's tokens are refused"
+rc_curl -H "Authorization: Bearer $T2" "$D_URL/v1/authz"
+rc_expect_eq "$(rc_header X-Revcheck-Status)" keys_unavailable "too old: keys_unavailable"
+rc_curl "$D_URL/v1/status"
+rc_expect_json token_verification.issuers.0.keys_expired true "status: the set is expired"
+[ "$(rc_json token_verification.issuers.0.fetches_failed)" -gt 0 ] &&
+    rc_ok "status counts failed fetches" || rc_fail "no failed fetch counted"
+rc_expect_match "$(rc_json token_verification.issuers.0.last_error)" . "status: the last error is shown"
+grep -q "keeping the last good set" "$T/D.log" &&
+    rc_ok "the failed fetch is logged" || rc_fail "no log of the failed fetch"
+
+# ---------------------------------------------------------------- http refused
+printf '{"filter_dir":"%s","trusted_key":"%s","issuers":[{"issuer":"%s","jwks_uri":"http://127.0.0.1:1/j","audiences":["api"],"algorithms":["ES256"]}]}' \
+    "$T/f" "$T/key.pub" "$I" >"$T/http.json"
+out=$("$REVCHECKD" -c "$T/http.json" --check-config 2>&1) &&
+    rc_fail "an http:// jwks_uri was accepted" ||
+    rc_expect_match "$out" "https://" "an http:// jwks_uri is refused"
+
+rc_stop D || rc_fail "D did not exit 0"
+rc_stop L || rc_fail "L did not exit 0"
+rc_done
