@@ -777,5 +777,13 @@ else
 	skip reload "$why"
 fi
 
+# Issue 16's targets (revocation latency, bytes per change, re-base under
+# load): PostgreSQL, filterbuild follow, an origin and an edge.
+if deadline_ok 1500; then
+	BUILD=$BUILD REVCHECKD=$REVCHECKD FILTERBUILD=$FILTERBUILD "$ROOT/bench/delta.sh"
+else
+	skip delta "out of time"
+fi
+
 echo "== done in $(( $(date +%s) - START ))s; ${#RESULTS_TXT[@]} lines, JSON in ${OUT#"$ROOT"/}"
 exit 0
