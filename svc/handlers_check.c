@@ -411,22 +411,36 @@ out:
 	return rc;
 }
 
+/*
+ * The authz answer; with ncerts > 0, "certificates" lists the verdict of
+ * each certificate of the client-certificate header in its order.
+ */
 static enum MHD_Result
-authz_reply(const struct server_req *r, unsigned status, const char *verdict,
-    const char *ver)
+authz_reply_certs(const struct server_req *r, unsigned status,
+    const char *verdict, const char *ver, const enum check_status *certs,
+    size_t ncerts)
 {
 	struct server_hdr h[3];
 	struct sbuf b;
 	char *body;
-	size_t len, nh = 0;
+	size_t len, nh = 0, i;
 
-	sbuf_init(&b, 96, 0);
+	sbuf_init(&b, 96 + ncerts * 16, 0);
 	sbuf_adds(&b, "{\"verdict\":\"");
 	sbuf_adds(&b, verdict);
 	sbuf_adds(&b, "\"");
 	if (ver != NULL) {
 		sbuf_adds(&b, ",\"filter_version\":");
 		sbuf_adds(&b, ver);
+	}
+	if (ncerts > 0) {
+		sbuf_adds(&b, ",\"certificates\":[");
+		for (i = 0; i < ncerts; i++) {
+			sbuf_adds(&b, i > 0 ? ",\"" : "\"");
+			sbuf_adds(&b, check_status_str(certs[i]));
+			sbuf_adds(&b, "\"");
+		}
+		sbuf_adds(&b, "]");
 	}
 	sbuf_adds(&b, "}\n");
 	if ((body = sbuf_take(&b, &len)) == NULL)
@@ -446,6 +460,13 @@ authz_reply(const struct server_req *r, unsigned status, const char *verdict,
 	return server_reply(r, status, body, len, "application/json", h, nh);
 }
 
+static enum MHD_Result
+authz_reply(const struct server_req *r, unsigned status, const char *verdict,
+    const char *ver)
+{
+	return authz_reply_certs(r, status, verdict, ver, NULL, 0);
+}
+
 /*
  * Every credential present is checked; the worst verdict wins (revoked,
  * then not_covered, then not_revoked), so adding a clean credential can
@@ -456,6 +477,7 @@ handle_authz(const struct server_req *r)
 {
 	const struct config *c = r->ctx->cfg;
 	struct revkey keys[1 + CHECK_CHAIN_MAX_CERTS];
+	enum check_status st[1 + CHECK_CHAIN_MAX_CERTS];
 	struct check_result res;
 	struct snapshot *s;
 	enum stale_reason why;
@@ -463,7 +485,7 @@ handle_authz(const struct server_req *r)
 	enum jwt_verdict jv;
 	const char *auth, *cert, *tok;
 	char e[256], ver[24];
-	size_t nk = 0, i, tl;
+	size_t nk = 0, i, tl, first_cert;
 	bool revoked = false, uncovered = false;
 
 	/* Which copy counts would be ambiguous (server.c refuses a
@@ -492,6 +514,7 @@ handle_authz(const struct server_req *r)
 		}
 		nk++;
 	}
+	first_cert = nk;
 	if (cert != NULL && cert[0] != '\0') {
 		/* A chain: every certificate is a credential of its own. */
 		if (cert_header_keys(keys, nk + CHECK_CHAIN_MAX_CERTS, &nk,
@@ -515,6 +538,7 @@ handle_authz(const struct server_req *r)
 			return authz_reply(r, MHD_HTTP_SERVICE_UNAVAILABLE,
 			    check_fail_str(res.fail), ver);
 		}
+		st[i] = res.status;
 		if (res.status == CHECK_REVOKED)
 			revoked = true;
 		else if (res.status == CHECK_NOT_COVERED)
@@ -522,9 +546,11 @@ handle_authz(const struct server_req *r)
 	}
 	snapshot_release(s);
 	if (revoked)
-		return authz_reply(r, MHD_HTTP_FORBIDDEN, "revoked", ver);
+		return authz_reply_certs(r, MHD_HTTP_FORBIDDEN, "revoked", ver,
+		    st + first_cert, nk - first_cert);
 	if (uncovered && !c->authz_not_covered_allow)
-		return authz_reply(r, MHD_HTTP_FORBIDDEN, "not_covered", ver);
-	return authz_reply(r, MHD_HTTP_OK, uncovered ? "not_covered" :
-	    "not_revoked", ver);
+		return authz_reply_certs(r, MHD_HTTP_FORBIDDEN, "not_covered",
+		    ver, st + first_cert, nk - first_cert);
+	return authz_reply_certs(r, MHD_HTTP_OK, uncovered ? "not_covered" :
+	    "not_revoked", ver, st + first_cert, nk - first_cert);
 }

@@ -140,11 +140,18 @@ authz() {	# authz CODE VERDICT WHAT FILE...
 	rc_expect_json verdict "$v" "authz: $what: verdict"
 }
 authz 200 not_revoked "clean chain" "$P/leafok.pem" "$P/intgood.pem"
+rc_expect_eq "$(rc_json certificates)" '["not_revoked", "not_revoked"]' \
+    "authz: each certificate's verdict reported"
 authz 403 revoked "revoked intermediate" "$P/leafbad.pem" "$P/intbad.pem"
+rc_expect_eq "$(rc_json certificates)" '["not_revoked", "revoked"]' \
+    "authz: the revoked intermediate is the second certificate"
 authz 200 not_revoked "the same leaf alone" "$P/leafbad.pem"
+rc_expect_eq "$(rc_json certificates)" '["not_revoked"]' "authz: one certificate"
 authz 403 revoked "revoked leaf" "$P/leafrev.pem" "$P/intgood.pem"
 authz 403 not_covered "uncovered issuer in the chain" "$P/leafok.pem" \
     "$P/intgood.pem" "$P/leafx.pem"
+rc_expect_eq "$(rc_json certificates)" '["not_revoked", "not_revoked", "not_covered"]' \
+    "authz: the uncovered certificate is named by its place"
 authz 401 bad_credential "garbage block in the chain" "$P/leafok.pem" "$T/garbage.pem"
 authz 401 bad_credential "text after the blocks" "$P/leafok.pem" "$T/trailing.pem"
 authz 401 bad_credential "9 certificates" "$P/leafok.pem" "${many[@]}"
