@@ -1,9 +1,10 @@
-/* handlers_check.c - GET/POST /v1/check and /v1/authz */
+/* handlers_check.c - GET/POST /v1/check, /v1/authz and POST /v1/introspect */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 
 #include "check.h"
@@ -553,4 +554,212 @@ handle_authz(const struct server_req *r)
 		    ver, st + first_cert, nk - first_cert);
 	return authz_reply_certs(r, MHD_HTTP_OK, uncovered ? "not_covered" :
 	    "not_revoked", ver, st + first_cert, nk - first_cert);
+}
+
+/* ---------------------------------------------------------------- /v1/introspect */
+
+#define INTROSPECT_CRED_MAX	1024	/* bytes of a decoded Basic credential */
+
+/*
+ * RFC 7662 2.1: the caller authenticates. HTTP Basic with an
+ * introspection client's id and secret, or "Bearer <secret>" with any
+ * client's secret. True when one matches.
+ */
+static bool
+introspect_caller_ok(const struct server_req *r)
+{
+	unsigned char buf[INTROSPECT_CRED_MAX + 3];
+	const char *auth, *p;
+	unsigned char *colon;
+	size_t n;
+	int dl;
+	bool ok = false;
+
+	auth = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+	    MHD_HTTP_HEADER_AUTHORIZATION);
+	if (auth == NULL)
+		return false;
+	if (strncasecmp(auth, "Bearer ", 7) == 0) {
+		for (p = auth + 7; *p == ' '; p++)
+			;
+		return trust_client_ok(r->ctx->trust, NULL, 0,
+		    (const unsigned char *)p, strlen(p));
+	}
+	if (strncasecmp(auth, "Basic ", 6) != 0)
+		return false;
+	for (p = auth + 6; *p == ' '; p++)
+		;
+	n = strlen(p);
+	if (n == 0 || n % 4 != 0 || n / 4 * 3 > INTROSPECT_CRED_MAX)
+		return false;
+	if ((dl = EVP_DecodeBlock(buf, (const unsigned char *)p, (int)n)) < 0)
+		return false;
+	if (p[n - 1] == '=')
+		dl--;
+	if (p[n - 2] == '=')
+		dl--;
+	if ((colon = memchr(buf, ':', (size_t)dl)) != NULL)
+		ok = trust_client_ok(r->ctx->trust, (const char *)buf,
+		    (size_t)(colon - buf), colon + 1,
+		    (size_t)dl - (size_t)(colon - buf) - 1);
+	OPENSSL_cleanse(buf, sizeof(buf));
+	return ok;
+}
+
+/*
+ * The value of form parameter name in an application/x-www-form-urlencoded
+ * body, decoded into a fresh string. Returns 1 with *out, 0 when absent,
+ * -1 when repeated (RFC 6749 3.1) or badly encoded.
+ */
+static int
+form_value(const char *body, size_t len, const char *name, char **out)
+{
+	size_t nl = strlen(name), i = 0, j, vl;
+	char *v = NULL;
+
+	*out = NULL;
+	while (i < len) {
+		for (j = i; j < len && body[j] != '&'; j++)
+			;
+		if (j - i > nl && memcmp(body + i, name, nl) == 0 &&
+		    body[i + nl] == '=') {
+			if (v != NULL) {
+				free(v);
+				return -1;
+			}
+			vl = j - i - nl - 1;
+			if ((v = malloc(vl + 1)) == NULL)
+				return -1;
+			memcpy(v, body + i + nl + 1, vl);
+			v[vl] = '\0';
+		}
+		i = j + 1;
+	}
+	if (v == NULL)
+		return 0;
+	for (i = 0; v[i] != '\0'; i++)
+		if (v[i] == '+')
+			v[i] = ' ';
+	vl = strlen(v);
+	if (pct_decode(v, &vl) == -1 || memchr(v, '\0', vl) != NULL) {
+		free(v);
+		return -1;
+	}
+	v[vl] = '\0';
+	*out = v;
+	return 1;
+}
+
+/* Sends text as the JSON body of status, with hdrs. */
+static enum MHD_Result
+introspect_reply(const struct server_req *r, unsigned status,
+    const char *text, const struct server_hdr *hdrs, size_t nhdrs)
+{
+	struct sbuf b;
+	char *body;
+	size_t len;
+
+	sbuf_init(&b, 64, 0);
+	sbuf_adds(&b, text);
+	if ((body = sbuf_take(&b, &len)) == NULL)
+		return MHD_NO;
+	return server_reply(r, status, body, len, "application/json", hdrs,
+	    nhdrs);
+}
+
+/* Copies the claims RFC 7662 2.2 names, when the token has them. */
+static void
+introspect_members(struct sbuf *b, const cJSON *claims)
+{
+	static const char *const names[] = { "iss", "sub", "aud", "exp",
+	    "iat", "nbf", "jti", "scope", "client_id" };
+	const cJSON *m;
+	char *text;
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		m = cJSON_GetObjectItemCaseSensitive(claims, names[i]);
+		if (m == NULL)
+			continue;
+		if ((text = cJSON_PrintUnformatted(m)) == NULL)
+			continue;
+		sbuf_adds(b, ",\"");
+		sbuf_adds(b, names[i]);
+		sbuf_adds(b, "\":");
+		sbuf_adds(b, text);
+		cJSON_free(text);
+	}
+}
+
+/*
+ * POST /v1/introspect (RFC 7662): {"active": true, ...} only for a token
+ * that verifies and is proven not revoked; {"active": false} for every
+ * other token. A stale filter or an unsettled positive is a 503, as for
+ * every check.
+ */
+enum MHD_Result
+handle_introspect(const struct server_req *r)
+{
+	struct server_hdr h[1];
+	struct check_result res;
+	struct snapshot *s;
+	struct revkey k;
+	enum stale_reason why;
+	enum jwt_verdict jv;
+	enum check_gate g;
+	cJSON *claims = NULL;
+	struct sbuf b;
+	char *tok = NULL, *hint = NULL, e[256], *body;
+	size_t len;
+	int f;
+
+	if (!introspect_caller_ok(r)) {
+		h[0].name = MHD_HTTP_HEADER_WWW_AUTHENTICATE;
+		h[0].value = "Basic realm=\"revcheck introspection\"";
+		return introspect_reply(r, MHD_HTTP_UNAUTHORIZED,
+		    "{\"error\":\"invalid_client\"}\n", h, 1);
+	}
+	if ((f = form_value(r->body, r->body_len, "token", &tok)) != 1 ||
+	    form_value(r->body, r->body_len, "token_type_hint", &hint) == -1) {
+		free(tok);
+		return server_error(r, MHD_HTTP_BAD_REQUEST, "invalid_request",
+		    f == 0 ? "the form parameter \"token\" is required" :
+		    "\"token\" or \"token_type_hint\" repeated or badly "
+		    "encoded", 0);
+	}
+	free(hint);	/* only JWTs are known: the hint changes nothing */
+	f = trust_token_claims(r->ctx->trust, tok, strlen(tok), util_now(),
+	    &k, &claims, &jv, e, sizeof(e));
+	free(tok);
+	if (f == -1) {
+		log_debug("introspect: inactive: %s: %s", jwt_verdict_str(jv),
+		    e);
+		return introspect_reply(r, MHD_HTTP_OK,
+		    "{\"active\":false}\n", NULL, 0);
+	}
+	g = check_begin(r->ctx->slot, &r->ctx->policy, util_now(), &s, &why);
+	if (g != CHECK_GATE_OK) {
+		cJSON_Delete(claims);
+		return gate_error(r, g, why);
+	}
+	if (check_key(s, &k, &res) == -1) {
+		snapshot_release(s);
+		cJSON_Delete(claims);
+		return authority_error(r, res.fail);
+	}
+	snapshot_release(s);
+	if (res.status != CHECK_NOT_REVOKED) {
+		cJSON_Delete(claims);
+		return introspect_reply(r, MHD_HTTP_OK,
+		    "{\"active\":false}\n", NULL, 0);
+	}
+	sbuf_init(&b, 512, 0);
+	sbuf_adds(&b, "{\"active\":true,\"token_type\":\"Bearer\"");
+	introspect_members(&b, claims);
+	sbuf_adds(&b, "}\n");
+	cJSON_Delete(claims);
+	if ((body = sbuf_take(&b, &len)) == NULL)
+		return MHD_NO;
+	return server_reply(r, MHD_HTTP_OK, body, len, "application/json",
+	    NULL, 0);
 }

@@ -194,7 +194,7 @@ metrics_endpoint_name(enum metric_endpoint ep)
 {
 	static const char *names[EP_COUNT_] = {
 		"check", "authz", "status", "metrics", "healthz", "readyz",
-		"filter", "delta", "other",
+		"filter", "delta", "introspect", "other",
 	};
 	return (unsigned)ep < EP_COUNT_ ? names[ep] : "other";
 }

@@ -30,7 +30,7 @@ enum metric {
 
 enum metric_endpoint {
 	EP_CHECK = 0, EP_AUTHZ, EP_STATUS, EP_METRICS, EP_HEALTHZ, EP_READYZ,
-	EP_FILTER, EP_DELTA, EP_OTHER, EP_COUNT_
+	EP_FILTER, EP_DELTA, EP_INTROSPECT, EP_OTHER, EP_COUNT_
 };
 
 void metrics_inc(enum metric m);

@@ -29,24 +29,27 @@ struct route {
 	unsigned	 body_methods;	/* methods whose body the handler reads */
 	const char	*allow;		/* Allow header for 405 */
 	enum MHD_Result	(*fn)(const struct server_req *);
+	const char	*body_type;	/* NULL: application/json */
 };
 
 static const struct route routes[] = {
 	{ "/v1/check", EP_CHECK, M_GET | M_HEAD | M_POST, M_POST,
-	    "GET, HEAD, POST", handle_check },
-	{ "/v1/authz", EP_AUTHZ, M_ANY, 0, NULL, handle_authz },
+	    "GET, HEAD, POST", handle_check, NULL },
+	{ "/v1/authz", EP_AUTHZ, M_ANY, 0, NULL, handle_authz, NULL },
+	{ "/v1/introspect", EP_INTROSPECT, M_POST, M_POST, "POST",
+	    handle_introspect, "application/x-www-form-urlencoded" },
 	{ "/v1/status", EP_STATUS, M_GET | M_HEAD, 0, "GET, HEAD",
-	    handle_status },
+	    handle_status, NULL },
 	{ "/v1/filter", EP_FILTER, M_GET | M_HEAD, 0, "GET, HEAD",
-	    handle_filter },
+	    handle_filter, NULL },
 	{ "/v1/delta", EP_DELTA, M_GET | M_HEAD, 0, "GET, HEAD",
-	    handle_delta },
+	    handle_delta, NULL },
 	{ "/metrics", EP_METRICS, M_GET | M_HEAD, 0, "GET, HEAD",
-	    handle_metrics },
+	    handle_metrics, NULL },
 	{ "/healthz", EP_HEALTHZ, M_GET | M_HEAD, 0, "GET, HEAD",
-	    handle_healthz },
+	    handle_healthz, NULL },
 	{ "/readyz", EP_READYZ, M_GET | M_HEAD, 0, "GET, HEAD",
-	    handle_readyz },
+	    handle_readyz, NULL },
 };
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
 
@@ -394,17 +397,17 @@ server_error(const struct server_req *r, unsigned status, const char *code,
 	return server_reply(r, status, body, len, "application/json", h, nh);
 }
 
-/* True for application/json, with or without parameters. */
+/* True for the media type want, with or without parameters. */
 static bool
-is_json_type(const char *ct)
+is_media_type(const char *ct, const char *want)
 {
-	size_t n = strlen("application/json");
+	size_t n = strlen(want);
 
 	if (ct == NULL)
 		return false;
 	while (*ct == ' ' || *ct == '\t')
 		ct++;
-	if (strncasecmp(ct, "application/json", n) != 0)
+	if (strncasecmp(ct, want, n) != 0)
 		return false;
 	ct += n;
 	while (*ct == ' ' || *ct == '\t')
@@ -486,12 +489,15 @@ on_access(void *cls, struct MHD_Connection *conn, const char *url,
 			    "bad_request", "repeated Authorization header", 0);
 		}
 		if ((rt->body_methods & mb) != 0 &&
-		    !is_json_type(MHD_lookup_connection_value(conn,
-		    MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE)))
+		    !is_media_type(MHD_lookup_connection_value(conn,
+		    MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE),
+		    rt->body_type != NULL ? rt->body_type :
+		    "application/json"))
 			return server_error(&r,
 			    MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
-			    "unsupported_media_type", "the body must be "
-			    "application/json", 0);
+			    "unsupported_media_type", rt->body_type != NULL ?
+			    "the body must be application/x-www-form-urlencoded"
+			    : "the body must be application/json", 0);
 		if (cl != NULL && util_parse_u64(cl, UINT64_MAX, &clen) == 0 &&
 		    clen > max)
 			return server_error(&r, MHD_HTTP_CONTENT_TOO_LARGE,

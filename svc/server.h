@@ -132,6 +132,7 @@ enum MHD_Result server_error(const struct server_req *r, unsigned status,
 /* Handlers (handlers_check.c, handlers_admin.c). */
 enum MHD_Result handle_check(const struct server_req *r);
 enum MHD_Result handle_authz(const struct server_req *r);
+enum MHD_Result handle_introspect(const struct server_req *r);
 enum MHD_Result handle_status(const struct server_req *r);
 enum MHD_Result handle_metrics(const struct server_req *r);
 enum MHD_Result handle_healthz(const struct server_req *r);

@@ -110,6 +110,54 @@ out:
 	return rc;
 }
 
+static int
+load_clients(struct trust *t, const struct config *c, char *err,
+    size_t errlen)
+{
+	struct trust_client *cl;
+	char e[512];
+	size_t i;
+
+	if ((t->clients = calloc(c->nclients, sizeof(*t->clients))) == NULL) {
+		snprintf(err, errlen, "introspection_clients: out of memory");
+		return -1;
+	}
+	for (i = 0; i < c->nclients; i++) {
+		cl = &t->clients[i];
+		t->nclients = i + 1;
+		cl->id = c->clients[i].id;
+		if (trust_read_secret(c->clients[i].secret_file,
+		    TRUST_CLIENT_SECRET_MIN, &cl->secret, &cl->len, e,
+		    sizeof(e)) == -1) {
+			snprintf(err, errlen, "introspection client %s: %s",
+			    cl->id, e);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+bool
+trust_client_ok(const struct trust *t, const char *id, size_t idlen,
+    const unsigned char *secret, size_t slen)
+{
+	const struct trust_client *cl;
+	bool ok = false;
+	size_t i;
+
+	for (i = 0; t != NULL && i < t->nclients; i++) {
+		cl = &t->clients[i];
+		if (id != NULL && (strlen(cl->id) != idlen ||
+		    memcmp(cl->id, id, idlen) != 0))
+			continue;
+		/* Every candidate is compared: the time says nothing. */
+		if (cl->len == slen && CRYPTO_memcmp(cl->secret, secret,
+		    slen) == 0)
+			ok = true;
+	}
+	return ok;
+}
+
 int
 trust_init(struct trust *t, const struct config *c, char *err,
     size_t errlen)
@@ -118,6 +166,10 @@ trust_init(struct trust *t, const struct config *c, char *err,
 
 	memset(t, 0, sizeof(*t));
 	t->revocation_only = c->revocation_only;
+	if (c->nclients > 0 && load_clients(t, c, err, errlen) == -1) {
+		trust_free(t);
+		return -1;
+	}
 	if (c->nissuers == 0)
 		return 0;
 	if (pthread_rwlock_init(&t->lock, NULL) != 0 ||
@@ -365,6 +417,13 @@ trust_free(struct trust *t)
 		free(t->iss[i].hs);
 	}
 	free(t->iss);
+	for (i = 0; i < t->nclients; i++) {
+		if (t->clients[i].secret != NULL)
+			OPENSSL_cleanse(t->clients[i].secret,
+			    t->clients[i].len);
+		free(t->clients[i].secret);
+	}
+	free(t->clients);
 	if (t->locks) {
 		pthread_rwlock_destroy(&t->lock);
 		pthread_mutex_destroy(&t->mu);
@@ -427,6 +486,15 @@ int
 trust_token(struct trust *t, const char *tok, size_t len, int64_t now,
     struct revkey *k, enum jwt_verdict *why, char *err, size_t errlen)
 {
+	return trust_token_claims(t, tok, len, now, k, NULL, why, err,
+	    errlen);
+}
+
+int
+trust_token_claims(struct trust *t, const char *tok, size_t len,
+    int64_t now, struct revkey *k, cJSON **claims, enum jwt_verdict *why,
+    char *err, size_t errlen)
+{
 	struct trust_issuer *ti = NULL;
 	struct jwt j;
 	size_t i;
@@ -438,6 +506,13 @@ trust_token(struct trust *t, const char *tok, size_t len, int64_t now,
 	if (jwt_key(&j, k, err, errlen) == -1)
 		goto out;
 	if (t != NULL && t->revocation_only) {
+		if (claims != NULL) {
+			/* Nothing was verified: nothing to vouch for. */
+			*why = JWT_UNTRUSTED_ISSUER;
+			snprintf(err, errlen, "token_verification is "
+			    "revocation-only: no token is verified");
+			goto out;
+		}
 		*why = JWT_VALID;
 		rc = 0;
 		goto out;
@@ -459,6 +534,12 @@ trust_token(struct trust *t, const char *tok, size_t len, int64_t now,
 		goto out;
 	}
 	rc = verify_with(t, ti, &j, now, why, err, errlen);
+	if (rc == 0 && claims != NULL &&
+	    (*claims = cJSON_Duplicate(j.claims, 1)) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		*why = JWT_MALFORMED;
+		rc = -1;
+	}
 out:
 	jwt_free(&j);
 	return rc;

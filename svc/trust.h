@@ -37,6 +37,15 @@ struct trust_issuer {
 	char		 last_error[200];
 };
 
+/* A caller of /v1/introspect: its id and secret (wiped on free). */
+struct trust_client {
+	const char	*id;		/* borrowed from the config */
+	unsigned char	*secret;
+	size_t		 len;
+};
+
+#define TRUST_CLIENT_SECRET_MIN	16
+
 /*
  * Built at startup from the config. Every HTTP worker verifies against
  * it at the same time; the refresh thread (trust_start) replaces fetched
@@ -46,6 +55,8 @@ struct trust {
 	struct trust_issuer *iss;
 	size_t		 n;
 	bool		 revocation_only;
+	struct trust_client *clients;
+	size_t		 nclients;
 	bool		 has_uri;	/* some issuer has jwks_uri */
 	bool		 locks;		/* lock, mu and cv are initialised */
 	pthread_rwlock_t lock;		/* keys and the fetch state */
@@ -105,6 +116,23 @@ int trust_read_secret(const char *path, size_t min, unsigned char **out,
 int trust_token(struct trust *t, const char *tok, size_t len,
     int64_t now, struct revkey *k, enum jwt_verdict *why, char *err,
     size_t errlen);
+
+/*
+ * trust_token, and on success, when the token was verified (never in
+ * revocation-only mode, which answers -1 with JWT_UNTRUSTED_ISSUER here),
+ * a copy of its claims in *claims (cJSON_Delete by the caller).
+ */
+int trust_token_claims(struct trust *t, const char *tok, size_t len,
+    int64_t now, struct revkey *k, cJSON **claims, enum jwt_verdict *why,
+    char *err, size_t errlen);
+
+/*
+ * True when secret (slen bytes) is the secret of the introspection
+ * client id, or of any client when id is NULL (a bearer secret). The
+ * secrets are compared in constant time. False without clients.
+ */
+bool trust_client_ok(const struct trust *t, const char *id, size_t idlen,
+    const unsigned char *secret, size_t slen);
 
 /*
  * Appends ,"token_verification":{...} to a /v1/status object: the mode

@@ -738,6 +738,8 @@ Test(config, shipped_token_example_parses)
 	load_example(&c, "revcheckd-tokens.json");
 	cr_assert_eq(config_validate(&c, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(c.nissuers, 3);
+	cr_assert_eq(c.nclients, 1);
+	cr_assert_str_eq(c.clients[0].id, "gw");
 	cr_assert_str_eq(c.issuers[0].jwks_uri,
 	    "https://login.example/.well-known/jwks.json");
 	cr_assert_eq(c.issuers[0].jwks_refresh, 300);

@@ -1,0 +1,250 @@
+#!/usr/bin/env bash
+# it_introspect.sh - RFC 7662 POST /v1/introspect: client authentication, answers, and Apache mod_auth_openidc as a real consumer
+#
+# Tokens are signed by PyJWT (jwtmint.py). /v1/introspect is asked
+# directly (curl) for its authentication, parameters and answers, then
+# Apache with libapache2-mod-auth-openidc protects /api/ with
+# OIDCOAuthIntrospectionEndpoint pointing at revcheckd: a valid token
+# gets through, a revoked, forged or expired one does not. Apache runs on
+# a loopback port from a config in $T (as root its children run as
+# nobody).
+. "$(dirname "$0")/lib.sh"
+
+I=https://idp.example
+M() { rc_jwtmint "$@"; }
+SECRET="protected api $RANDOM$RANDOM"
+
+"$FILTERBUILD" keygen --out "$T/key.pem" --pub "$T/key.pub" >/dev/null
+M key p256 "$T/idp.pem"
+M jwks "$T/idp.jwks" "$T/idp.pem:k1"
+printf '[{"id": "rev-1", "scope": "%s"}]\n' "$I" >"$T/revoked.json"
+mkdir -p "$T/f" "$T/s" "$T/empty" "$T/s2"
+"$FILTERBUILD" build --key "$T/key.pem" --out "$T/f" --quiet "$T/revoked.json"
+GW_SECRET=$(head -c 24 /dev/urandom | base64 | tr -d '/+=')
+printf '%s\n' "$GW_SECRET" >"$T/gw.secret"
+chmod 600 "$T/gw.secret"
+
+conf() {	# conf FILTER_DIR STATE_DIR
+	printf '{"filter_dir": "%s", "trusted_key": "%s", "state_dir": "%s",
+  "issuers": [{"issuer": "%s", "jwks_file": "%s", "audiences": ["api"],
+    "algorithms": ["ES256"]}],
+  "introspection_clients": [{"id": "gw", "secret_file": "%s"}]}\n' \
+	    "$1" "$T/key.pub" "$2" "$I" "$T/idp.jwks" "$T/gw.secret"
+}
+conf "$T/f" "$T/s" >"$T/rc.json"
+rc_start D -c "$T/rc.json"
+rc_wait_ready "$D_URL" 10 || rc_fail "D not ready"
+
+tok() {	# tok JTI [EXTRA-MEMBERS]
+	M sign "$T/idp.pem" ES256 k1 \
+	    "{\"iss\":\"$I\",\"sub\":\"alice\",\"aud\":\"api\",\"jti\":\"$1\",\"scope\":\"read write\",\"client_id\":\"app\",\"iat\":\"now\",\"exp\":\"now+600\"${2:+,$2}}"
+}
+GOOD=$(tok ok-1)
+REVOKED=$(tok rev-1)
+FORGED=$(M none "{\"iss\":\"$I\",\"sub\":\"alice\",\"aud\":\"api\",\"jti\":\"ok-2\",\"exp\":\"now+600\"}")
+EXPIRED=$(M sign "$T/idp.pem" ES256 k1 "{\"iss\":\"$I\",\"aud\":\"api\",\"jti\":\"ok-3\",\"exp\":\"now-300\"}")
+BASIC=(-u "gw:$GW_SECRET")
+FORM='Content-Type: application/x-www-form-urlencoded'
+
+# ---------------------------------------------------------------- client authentication
+rc_curl -H "$FORM" --data-urlencode "token=$GOOD" "$D_URL/v1/introspect"
+rc_expect_status 401 "no client credential"
+rc_expect_json error invalid_client "no credential: invalid_client"
+rc_expect_match "$(rc_header WWW-Authenticate)" '^Basic' "a Basic challenge"
+rc_curl -u "gw:wrong-secret-wrong-secret" -H "$FORM" --data-urlencode "token=$GOOD" \
+    "$D_URL/v1/introspect"
+rc_expect_status 401 "a wrong secret"
+rc_curl -u "other:$GW_SECRET" -H "$FORM" --data-urlencode "token=$GOOD" \
+    "$D_URL/v1/introspect"
+rc_expect_status 401 "the right secret under another client id"
+rc_curl -H "Authorization: Bearer $GOOD" -H "$FORM" --data-urlencode "token=$GOOD" \
+    "$D_URL/v1/introspect"
+rc_expect_status 401 "the token itself is no client credential"
+
+# ---------------------------------------------------------------- answers
+rc_curl "${BASIC[@]}" -H "$FORM" --data-urlencode "token=$GOOD" \
+    --data-urlencode token_type_hint=access_token "$D_URL/v1/introspect"
+rc_expect_status 200 "a valid token"
+rc_expect_json active true "valid: active"
+rc_expect_json iss "$I" "valid: iss"
+rc_expect_json sub alice "valid: sub"
+rc_expect_json aud api "valid: aud"
+rc_expect_json jti ok-1 "valid: jti"
+rc_expect_json scope "read write" "valid: scope"
+rc_expect_json client_id app "valid: client_id"
+rc_expect_json token_type Bearer "valid: token_type"
+rc_expect_match "$(rc_json exp)" '^[0-9]+$' "valid: exp a number"
+rc_expect_match "$(rc_json iat)" '^[0-9]+$' "valid: iat a number"
+rc_expect_match "$(rc_header Cache-Control)" no-store "not cached"
+rc_curl -H "Authorization: Bearer $GW_SECRET" -H "$FORM" --data-urlencode "token=$GOOD" \
+    "$D_URL/v1/introspect"
+rc_expect_json active true "a bearer client secret authenticates too"
+for c in "revoked:$REVOKED" "forged (alg none):$FORGED" "expired:$EXPIRED" \
+    "garbage:not-a-token"; do
+	rc_curl "${BASIC[@]}" -H "$FORM" --data-urlencode "token=${c#*:}" "$D_URL/v1/introspect"
+	rc_expect_status 200 "${c%%:*}: answered"
+	rc_expect_eq "$RC_BODY" '{"active":false}' "${c%%:*}: exactly {\"active\":false}"
+done
+rc_curl "${BASIC[@]}" -H "$FORM" --data 'token_type_hint=access_token' "$D_URL/v1/introspect"
+rc_expect_status 400 "no token parameter"
+rc_expect_json error invalid_request "no token: invalid_request"
+rc_curl "${BASIC[@]}" -H "$FORM" --data-urlencode "token=$GOOD" --data-urlencode "token=$REVOKED" \
+    "$D_URL/v1/introspect"
+rc_expect_status 400 "a repeated token parameter"
+rc_curl "${BASIC[@]}" -H 'Content-Type: application/json' --data "{\"token\":\"$GOOD\"}" \
+    "$D_URL/v1/introspect"
+rc_expect_status 415 "a JSON body"
+rc_curl "${BASIC[@]}" "$D_URL/v1/introspect"
+rc_expect_status 405 "GET"
+
+# No fresh filter: no answer, as for every check.
+conf "$T/empty" "$T/s2" >"$T/rc2.json"
+rc_start E -c "$T/rc2.json"
+rc_curl "${BASIC[@]}" -H "$FORM" --data-urlencode "token=$GOOD" "$E_URL/v1/introspect"
+rc_expect_status 503 "no filter: 503, never active"
+rc_expect_json error no_filter "no filter: no_filter"
+
+# ---------------------------------------------------------------- Apache mod_auth_openidc
+# mod_auth_openidc introspects over https only: a real nginx with a test
+# CA terminates TLS in front of revcheckd, and Apache trusts that CA.
+NG=$T/ng
+mkdir -p "$NG"
+rc_tls_cert "$NG" || rc_fail "test CA"
+ng_start() {
+	local try port tport
+	for try in 1 2 3 4 5; do
+		port=$(rc_free_port)
+		tport=$(rc_free_port)
+		{ rc_nginx_conf "$NG"; cat <<EOF; } >"$NG/nginx.conf"
+    server {
+        listen 127.0.0.1:$port;
+        location / { return 404; }
+    }
+    server {
+        listen 127.0.0.1:$tport ssl;
+        ssl_certificate $NG/tls.crt;
+        ssl_certificate_key $NG/tls.key;
+        location = /v1/introspect { proxy_pass $D_URL; }
+        location / { return 404; }
+    }
+}
+EOF
+		if rc_nginx_run "$NG" "$port"; then
+			INTROSPECT_URL="https://127.0.0.1:$tport/v1/introspect"
+			return 0
+		fi
+	done
+	cat "$NG/stderr.log" "$NG/error.log" >&2 || true
+	return 1
+}
+ng_start || rc_fail "nginx did not start"
+rc_curl --cacert "$NG/ca.pem" "${BASIC[@]}" -H "$FORM" --data-urlencode "token=$GOOD" \
+    "$INTROSPECT_URL"
+rc_expect_json active true "through the TLS front"
+
+AP=$T/apache
+mkdir -p "$AP/www/api" "$AP/run"
+cp "$NG/ca.pem" "$AP/ca.pem"
+printf '%s\n' "$SECRET" >"$AP/www/api/index.html"
+user=
+if [ "$(id -u)" -eq 0 ]; then
+	user="User nobody
+Group nogroup"
+	chmod 755 "$T"
+	chown -R nobody:nogroup "$AP"
+fi
+MODS=/usr/lib/apache2/modules
+AP_PID=
+ap_cleanup() {
+	if [ -n "$AP_PID" ]; then
+		kill -TERM "$AP_PID" 2>/dev/null || true
+		wait "$AP_PID" 2>/dev/null || true
+	fi
+	rc_cleanup	# stops nginx (NG_PID) and the daemons
+}
+trap ap_cleanup EXIT
+ap_start() {
+	local try port
+	for try in 1 2 3 4 5; do
+		port=$(rc_free_port)
+		cat >"$AP/httpd.conf" <<EOF
+ServerRoot $AP
+ServerName 127.0.0.1
+Listen 127.0.0.1:$port
+PidFile $AP/run/httpd.pid
+DefaultRuntimeDir $AP/run
+ErrorLog $AP/error.log
+LogLevel warn auth_openidc:info
+$user
+LoadModule mpm_prefork_module $MODS/mod_mpm_prefork.so
+LoadModule authz_core_module $MODS/mod_authz_core.so
+LoadModule authn_core_module $MODS/mod_authn_core.so
+LoadModule authz_user_module $MODS/mod_authz_user.so
+LoadModule auth_openidc_module $MODS/mod_auth_openidc.so
+StartServers 1
+MinSpareServers 1
+MaxSpareServers 2
+DocumentRoot $AP/www
+OIDCCryptoPassphrase $(head -c 16 /dev/urandom | base64 | tr -d '/+=')
+OIDCCacheType shm
+OIDCCABundlePath $AP/ca.pem
+OIDCOAuthSSLValidateServer On
+OIDCOAuthIntrospectionEndpoint $INTROSPECT_URL
+OIDCOAuthIntrospectionEndpointAuth client_secret_basic
+OIDCOAuthClientID gw
+OIDCOAuthClientSecret $GW_SECRET
+OIDCOAuthRemoteUserClaim sub
+<Location /api/>
+    AuthType oauth20
+    Require valid-user
+</Location>
+EOF
+		# Its own session: on SIGTERM Apache signals its whole
+		# process group, which would otherwise include this script.
+		setsid /usr/sbin/apache2 -f "$AP/httpd.conf" -DFOREGROUND \
+		    >>"$AP/stderr.log" 2>&1 &
+		AP_PID=$!
+		for _ in $(seq 1 50); do
+			kill -0 "$AP_PID" 2>/dev/null || break
+			if curl -s -o /dev/null "http://127.0.0.1:$port/"; then
+				AP_URL="http://127.0.0.1:$port"
+				return 0
+			fi
+			sleep 0.1
+		done
+		kill -TERM "$AP_PID" 2>/dev/null || true
+		wait "$AP_PID" 2>/dev/null || true
+		AP_PID=
+	done
+	cat "$AP/stderr.log" "$AP/error.log" >&2 2>/dev/null || true
+	return 1
+}
+if ! ap_start; then
+	rc_fail "Apache did not start"
+	rc_done
+fi
+through() {	# through WHAT TOKEN: status through Apache
+	if [ -n "$2" ]; then
+		rc_curl -H "Authorization: Bearer $2" "$AP_URL/api/index.html"
+	else
+		rc_curl "$AP_URL/api/index.html"
+	fi
+}
+served() { case "$RC_BODY" in *"$SECRET"*) return 0 ;; esac; return 1; }
+through "valid" "$GOOD"
+rc_expect_status 200 "Apache: a valid token gets through"
+served && rc_ok "Apache: the protected content is served" ||
+    rc_fail "Apache: no protected content (error.log: $(tail -n 3 "$AP/error.log"))"
+for c in "revoked:$REVOKED" "forged:$FORGED" "expired:$EXPIRED" "stripped:$(M strip "$(tok ok-9)")"; do
+	through "${c%%:*}" "${c#*:}"
+	rc_expect_status 401 "Apache: a ${c%%:*} token is refused"
+	served && rc_fail "Apache: ${c%%:*}: content served" ||
+	    rc_ok "Apache: ${c%%:*}: content withheld"
+done
+through "none" ""
+rc_expect_status 401 "Apache: no token"
+rc_curl "$D_URL/metrics"
+rc_expect_match "$RC_BODY" 'endpoint="introspect"' "revcheckd counted the introspection requests"
+
+rc_stop D || rc_fail "D did not exit 0"
+rc_done
