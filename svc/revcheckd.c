@@ -99,6 +99,27 @@ dir_usable(const char *key, const char *dir, int mode, char *err,
 	return 0;
 }
 
+/* The directory path names a file or directory in. 0, or -1 if too long. */
+static int
+parent_dir(const char *path, char *out, size_t cap)
+{
+	char *slash;
+	int n;
+
+	n = snprintf(out, cap, "%s", path);
+	if (n < 0 || (size_t)n >= cap)
+		return -1;
+	while (n > 1 && out[n - 1] == '/')
+		out[--n] = '\0';
+	if ((slash = strrchr(out, '/')) == NULL)
+		memcpy(out, ".", 2);
+	else if (slash == out)
+		out[1] = '\0';
+	else
+		*slash = '\0';
+	return 0;
+}
+
 /*
  * The state directory, made (one level, mode 0750) when create and it is
  * missing; with !create, a missing one passes when its parent would let
@@ -108,8 +129,6 @@ static int
 state_dir_prepare(const char *dir, bool create, char *err, size_t errlen)
 {
 	char parent[PATH_MAX];
-	char *slash;
-	int n;
 
 	if (access(dir, F_OK) == 0)
 		return dir_usable("state_dir", dir, W_OK, err, errlen);
@@ -127,19 +146,10 @@ state_dir_prepare(const char *dir, bool create, char *err, size_t errlen)
 		log_info("created state directory %s (mode 0750)", dir);
 		return dir_usable("state_dir", dir, W_OK, err, errlen);
 	}
-	n = snprintf(parent, sizeof(parent), "%s", dir);
-	if (n < 0 || (size_t)n >= sizeof(parent)) {
+	if (parent_dir(dir, parent, sizeof(parent)) == -1) {
 		snprintf(err, errlen, "state_dir: path too long");
 		return -1;
 	}
-	while (n > 1 && parent[n - 1] == '/')
-		parent[--n] = '\0';
-	if ((slash = strrchr(parent, '/')) == NULL)
-		memcpy(parent, ".", 2);
-	else if (slash == parent)
-		parent[1] = '\0';
-	else
-		*slash = '\0';
 	if (dir_usable("state_dir", parent, W_OK, err, errlen) == -1) {
 		snprintf(err + strlen(err), errlen - strlen(err), " (%s is "
 		    "missing and cannot be created there)", dir);
@@ -154,7 +164,7 @@ check_config(const struct config *c)
 {
 	struct sign_ring ring;
 	struct trust tr;
-	char err[512];
+	char err[512], dir[PATH_MAX];
 	size_t i;
 	int rc = 0;
 
@@ -166,6 +176,17 @@ check_config(const struct config *c)
 	if ((c->filter_dir != NULL && dir_usable("filter_dir", c->filter_dir,
 	    R_OK, err, sizeof(err)) == -1) ||
 	    state_dir_prepare(c->state_dir, false, err, sizeof(err)) == -1) {
+		fprintf(stderr, "revcheckd: %s\n", err);
+		return -1;
+	}
+	/* An audit log elsewhere: its directory must take the file. */
+	if (c->audit_log != NULL && parent_dir(c->audit_log, dir,
+	    sizeof(dir)) == -1) {
+		fprintf(stderr, "revcheckd: audit_log: path too long\n");
+		return -1;
+	}
+	if (c->audit_log != NULL && dir_usable("audit_log", dir, W_OK, err,
+	    sizeof(err)) == -1) {
 		fprintf(stderr, "revcheckd: %s\n", err);
 		return -1;
 	}
