@@ -464,8 +464,11 @@ static int
 json_element(struct rd *r, const cJSON *el, size_t idx)
 {
 	const char *scope = opts_scope(r->o), *id = NULL, *reason = NULL, *why;
+	const char *prefix = NULL;
+	char cscope[REVKEY_SCOPE_MAX + 1];
 	size_t col;
 	const cJSON *it, *jid = NULL, *jscope = NULL, *jat = NULL, *jreason = NULL;
+	const cJSON *jsub = NULL, *jsid = NULL, *jbefore = NULL;
 	const cJSON **slot;
 	char kerr[256];
 	struct revkey k;
@@ -485,6 +488,12 @@ json_element(struct rd *r, const cJSON *el, size_t idx)
 				slot = &jat;
 			else if (strcmp(it->string, "reason") == 0)
 				slot = &jreason;
+			else if (strcmp(it->string, "sub") == 0)
+				slot = &jsub;
+			else if (strcmp(it->string, "sid") == 0)
+				slot = &jsid;
+			else if (strcmp(it->string, "before") == 0)
+				slot = &jbefore;
 			else
 				continue;	/* unknown keys are ignored */
 			if (*slot != NULL) {
@@ -494,12 +503,42 @@ json_element(struct rd *r, const cJSON *el, size_t idx)
 			}
 			*slot = it;
 		}
+		if ((jid != NULL) + (jsub != NULL) + (jsid != NULL) != 1) {
+			rd_err(r, "element %zu: %s", idx, jid == NULL &&
+			    jsub == NULL && jsid == NULL ? "object has no "
+			    "\"id\" (nor \"sub\" or \"sid\")" : "only one of "
+			    "\"id\", \"sub\" and \"sid\" may be given");
+			return -1;
+		}
+		/*
+		 * A subject or session cutoff: every token of that sub (sid)
+		 * from the issuer named by scope, issued before "before".
+		 */
 		if (jid == NULL) {
-			rd_err(r, "element %zu: object has no \"id\"", idx);
+			prefix = jsub != NULL ? REVKEY_SUB_PREFIX :
+			    REVKEY_SID_PREFIX;
+			jid = jsub != NULL ? jsub : jsid;
+			if (jbefore == NULL || !cJSON_IsString(jbefore) ||
+			    util_parse_rfc3339(jbefore->valuestring, &at) != 0 ||
+			    at <= 0) {
+				rd_err(r, "element %zu: a \"%s\" cutoff needs "
+				    "\"before\", an RFC 3339 date after 1970",
+				    idx, jsub != NULL ? "sub" : "sid");
+				return -1;
+			}
+			if (jat != NULL) {
+				rd_err(r, "element %zu: a cutoff takes "
+				    "\"before\", not \"revoked_at\"", idx);
+				return -1;
+			}
+		} else if (jbefore != NULL) {
+			rd_err(r, "element %zu: \"before\" goes with \"sub\" "
+			    "or \"sid\" only", idx);
 			return -1;
 		}
 		if (!cJSON_IsString(jid)) {
-			rd_err(r, "element %zu: \"id\" is not a string", idx);
+			rd_err(r, "element %zu: \"%s\" is not a string", idx,
+			    jid->string);
 			return -1;
 		}
 		id = jid->valuestring;
@@ -540,6 +579,23 @@ json_element(struct rd *r, const cJSON *el, size_t idx)
 		    "characters without spaces, or x509: and 64 lowercase hex "
 		    "digits)", idx, REVKEY_SCOPE_MAX);
 		return -1;
+	}
+	if (prefix != NULL) {
+		if (revkey_scope_is_x509(scope) ||
+		    revkey_scope_is_cutoff(scope)) {
+			rd_err(r, "element %zu: a cutoff's scope is a token "
+			    "issuer, not an X.509 or cutoff scope", idx);
+			return -1;
+		}
+		col = (size_t)snprintf(cscope, sizeof(cscope), "%s%s", prefix,
+		    scope);
+		if (col >= sizeof(cscope)) {
+			rd_err(r, "element %zu: the issuer is too long for a "
+			    "cutoff (at most %zu bytes)", idx,
+			    REVKEY_SCOPE_MAX - strlen(prefix));
+			return -1;
+		}
+		scope = cscope;
 	}
 	if (set_scope(r, scope) != 0)
 		return -1;

@@ -239,13 +239,18 @@ jwt_key(const struct jwt *t, struct revkey *k, char *err, size_t errlen)
 	}
 	if (t->iss != NULL) {
 		scope = t->iss;
-		/* Token scopes never enter the X.509 issuer namespace. */
+		/*
+		 * Token scopes never enter the X.509 issuer namespace, nor
+		 * the cutoff scopes.
+		 */
 		if (!revkey_scope_valid(scope, strlen(scope)) ||
-		    revkey_scope_is_x509(scope)) {
+		    revkey_scope_is_x509(scope) ||
+		    revkey_scope_is_cutoff(scope)) {
 			snprintf(err, errlen, "\"iss\" is not a valid scope "
 			    "(1-%d printable ASCII characters without spaces, "
-			    "not starting with \"%s\")", REVKEY_SCOPE_MAX,
-			    REVKEY_X509_PREFIX);
+			    "not starting with \"%s\", \"%s\" or \"%s\")",
+			    REVKEY_SCOPE_MAX, REVKEY_X509_PREFIX,
+			    REVKEY_SUB_PREFIX, REVKEY_SID_PREFIX);
 			return -1;
 		}
 	}

@@ -21,6 +21,28 @@ revkey_scope_is_x509(const char *scope)
 }
 
 bool
+revkey_scope_is_cutoff(const char *scope)
+{
+	return strncmp(scope, REVKEY_SUB_PREFIX,
+	    sizeof(REVKEY_SUB_PREFIX) - 1) == 0 ||
+	    strncmp(scope, REVKEY_SID_PREFIX,
+	    sizeof(REVKEY_SID_PREFIX) - 1) == 0;
+}
+
+int
+revkey_cutoff(struct revkey *k, const char *prefix, const char *issuer,
+    const char *value, size_t len)
+{
+	char scope[REVKEY_SCOPE_MAX + 1];
+	int n;
+
+	n = snprintf(scope, sizeof(scope), "%s%s", prefix, issuer);
+	if (n < 0 || (size_t)n >= sizeof(scope))
+		return -1;
+	return revkey_set(k, scope, value, len);
+}
+
+bool
 revkey_scope_valid(const char *scope, size_t len)
 {
 	size_t i, plen = sizeof(REVKEY_X509_PREFIX) - 1;

@@ -21,6 +21,14 @@
 #define REVKEY_ID_MAX		1024
 #define REVKEY_X509_PREFIX	"x509:"
 #define REVKEY_DEFAULT_SCOPE	"default"
+/*
+ * Cutoff scopes: "all tokens of subject S (or session S) from issuer I
+ * issued before T" is the key ("sub:" I, S) or ("sid:" I, S) with T as
+ * its revocation time. A token's own scope (its iss) never starts with
+ * these prefixes, so a jti can never be taken for a cutoff.
+ */
+#define REVKEY_SUB_PREFIX	"sub:"
+#define REVKEY_SID_PREFIX	"sid:"
 #define REVKEY_ENC_MAX		(REVKEY_SCOPE_MAX + 1 + REVKEY_ID_MAX)
 
 struct revkey {
@@ -39,6 +47,18 @@ bool revkey_scope_valid(const char *scope, size_t len);
 
 /* True when the scope is an X.509 issuer scope. */
 bool revkey_scope_is_x509(const char *scope);
+
+/* True when the scope is a sub: or sid: cutoff scope. */
+bool revkey_scope_is_cutoff(const char *scope);
+
+/*
+ * Sets k to the cutoff key (prefix issuer, value): prefix is
+ * REVKEY_SUB_PREFIX or REVKEY_SID_PREFIX. Returns 0, or -1 (k unchanged)
+ * when the scope would be too long or invalid, or value is empty or too
+ * long.
+ */
+int revkey_cutoff(struct revkey *k, const char *prefix, const char *issuer,
+    const char *value, size_t len);
 
 /*
  * Sets k from a scope and raw id bytes. Returns 0, or -1 (k unchanged)

@@ -193,8 +193,49 @@ check_invalid_token(enum jwt_verdict why)
 }
 
 int
+check_cutoffs(const struct snapshot *s, const struct trust_cutoffs *c,
+    struct check_result *r)
+{
+	const struct revkey *keys[2];
+	struct check_result cr;
+	size_t n = 0, i;
+
+	if (r->status != CHECK_NOT_REVOKED)
+		return 0;
+	if (c->has_sub)
+		keys[n++] = &c->sub;
+	if (c->has_sid)
+		keys[n++] = &c->sid;
+	for (i = 0; i < n; i++) {
+		if (check_key(s, keys[i], &cr) == -1) {
+			r->fail = cr.fail;
+			return -1;
+		}
+		if (cr.status != CHECK_REVOKED)
+			continue;
+		if (cr.revoked_at != 0 && c->has_iat && c->iat >= cr.revoked_at)
+			continue;	/* issued after the cutoff */
+		r->status = CHECK_REVOKED;
+		r->source = cr.source;
+		r->revoked_at = cr.revoked_at;
+		snprintf(r->reason, sizeof(r->reason), "%s cutoff",
+		    keys[i] == &c->sub ? "subject" : "session");
+		return 0;
+	}
+	return 0;
+}
+
+int
 check_key_from_json(const cJSON *obj, struct trust *tr,
     struct revkey *k, enum jwt_verdict *why, char *err, size_t errlen)
+{
+	return check_key_from_json_cut(obj, tr, k, NULL, why, err, errlen);
+}
+
+int
+check_key_from_json_cut(const cJSON *obj, struct trust *tr,
+    struct revkey *k, struct trust_cutoffs *cut, enum jwt_verdict *why,
+    char *err, size_t errlen)
 {
 	const cJSON *id, *scope, *cert, *token, *chain, *m;
 	const char *sc = REVKEY_DEFAULT_SCOPE;
@@ -203,6 +244,8 @@ check_key_from_json(const cJSON *obj, struct trust *tr,
 	int n;
 
 	*why = JWT_VALID;
+	if (cut != NULL)
+		memset(cut, 0, sizeof(*cut));
 	if (!cJSON_IsObject(obj)) {
 		snprintf(err, errlen, "a check must be a JSON object");
 		return -1;
@@ -290,8 +333,8 @@ check_key_from_json(const cJSON *obj, struct trust *tr,
 		return -1;
 	}
 	len = strlen(token->valuestring);
-	if (trust_token(tr, token->valuestring, len, util_now(), k, why, e,
-	    sizeof(e)) == -1) {
+	if (trust_token_cut(tr, token->valuestring, len, util_now(), k, cut,
+	    NULL, why, e, sizeof(e)) == -1) {
 		snprintf(err, errlen, "%s%s", *why == JWT_MALFORMED ?
 		    "bad token: " : "", e);
 		return -1;

@@ -116,6 +116,26 @@ cJSON *check_parse_body(const char *body, size_t len, const char **why);
 int check_key_from_json(const cJSON *obj, struct trust *tr,
     struct revkey *k, enum jwt_verdict *why, char *err, size_t errlen);
 
+/*
+ * The same, also filling cut for a {"token"} object (cut->has_sub and
+ * has_sid stay false for the other kinds). cut may be NULL.
+ */
+int check_key_from_json_cut(const cJSON *obj, struct trust *tr,
+    struct revkey *k, struct trust_cutoffs *cut, enum jwt_verdict *why,
+    char *err, size_t errlen);
+
+/*
+ * Applies a token's subject and session cutoffs after its jti was
+ * answered not_revoked in r: a cutoff key found revoked at time T
+ * revokes the token when it has no iat or iat < T (and always when T is
+ * unknown). Leaves r alone when no cutoff applies (a cutoff scope the
+ * filter does not cover holds no cutoff: the jti's issuer scope is
+ * covered). Returns 0, or -1 when a cutoff positive could not be settled
+ * (r->fail set): the caller refuses, never answers not_revoked.
+ */
+int check_cutoffs(const struct snapshot *s, const struct trust_cutoffs *c,
+    struct check_result *r);
+
 /* True when why (from check_key_from_json) means 401 invalid_token. */
 bool check_invalid_token(enum jwt_verdict why);
 

@@ -100,7 +100,7 @@ invalid_token(const struct server_req *r, enum jwt_verdict why,
  */
 static enum MHD_Result
 answer_keys(const struct server_req *r, const struct revkey *keys,
-    size_t n, bool chain)
+    size_t n, bool chain, const struct trust_cutoffs *cut)
 {
 	struct check_result res[CHECK_CHAIN_MAX_CERTS];
 	bool ok[CHECK_CHAIN_MAX_CERTS];
@@ -119,6 +119,9 @@ answer_keys(const struct server_req *r, const struct revkey *keys,
 		return gate_error(r, g, why);
 	for (i = 0; i < n; i++) {
 		ok[i] = check_key(s, &keys[i], &res[i]) == 0;
+		/* A token: its subject and session cutoffs too. */
+		if (ok[i] && cut != NULL)
+			ok[i] = check_cutoffs(s, cut, &res[i]) == 0;
 		if (!ok[i]) {
 			res[i].status = CHECK_NOT_COVERED;
 			if (unsettled == SIZE_MAX)
@@ -152,7 +155,7 @@ answer_keys(const struct server_req *r, const struct revkey *keys,
 static enum MHD_Result
 answer_one(const struct server_req *r, const struct revkey *k)
 {
-	return answer_keys(r, k, 1, false);
+	return answer_keys(r, k, 1, false, NULL);
 }
 
 static enum MHD_Result
@@ -189,6 +192,7 @@ check_batch(const struct server_req *r, const cJSON *items)
 	struct metrics_tally tally;
 	struct snapshot *s;
 	struct revkey k;
+	struct trust_cutoffs cut;
 	enum stale_reason why;
 	enum jwt_verdict jv;
 	enum check_gate g;
@@ -216,14 +220,15 @@ check_batch(const struct server_req *r, const cJSON *items)
 	cJSON_ArrayForEach(it, items) {
 		if (i++ > 0)
 			sbuf_adds(&b, ",");
-		if (check_key_from_json(it, r->ctx->trust, &k, &jv, e,
-		    sizeof(e)) == -1) {
+		if (check_key_from_json_cut(it, r->ctx->trust, &k, &cut, &jv,
+		    e, sizeof(e)) == -1) {
 			metrics_tally_inc(&tally, MET_BAD_ITEMS);
 			if (check_invalid_token(jv))
 				render_invalid(&b, jv, e);
 			else
 				check_render_error(&b, "bad_request", e);
-		} else if (check_key_tally(s, &k, &res, &tally) == -1) {
+		} else if (check_key_tally(s, &k, &res, &tally) == -1 ||
+		    check_cutoffs(s, &cut, &res) == -1) {
 			metrics_tally_inc(&tally, MET_BAD_ITEMS);
 			check_render_error(&b, check_fail_str(res.fail),
 			    res.fail == CHECK_FAIL_BEHIND ? "possibly "
@@ -252,6 +257,7 @@ check_post(const struct server_req *r)
 	const cJSON *items;
 	const char *why = NULL;
 	struct revkey k;
+	struct trust_cutoffs cut;
 	enum jwt_verdict jv;
 	char e[300];
 	cJSON *root;
@@ -277,17 +283,17 @@ check_post(const struct server_req *r)
 		    "chain") == NULL)
 			ret = answer_one(r, &keys[0]);
 		else
-			ret = answer_keys(r, keys, n, true);
+			ret = answer_keys(r, keys, n, true, NULL);
 	} else if (cJSON_GetObjectItemCaseSensitive(root, "chain") != NULL)
 		ret = server_error(r, MHD_HTTP_BAD_REQUEST, "bad_request",
 		    "\"chain\" needs \"cert\", the certificate it leads to",
 		    0);
-	else if (check_key_from_json(root, r->ctx->trust, &k, &jv, e,
-	    sizeof(e)) == -1)
+	else if (check_key_from_json_cut(root, r->ctx->trust, &k, &cut, &jv,
+	    e, sizeof(e)) == -1)
 		ret = check_invalid_token(jv) ? invalid_token(r, jv, e) :
 		    server_error(r, MHD_HTTP_BAD_REQUEST, "bad_request", e, 0);
 	else
-		ret = answer_one(r, &k);
+		ret = answer_keys(r, &k, 1, false, &cut);
 	cJSON_Delete(root);
 	return ret;
 }
@@ -484,6 +490,8 @@ handle_authz(const struct server_req *r)
 	enum stale_reason why;
 	enum check_gate g;
 	enum jwt_verdict jv;
+	struct trust_cutoffs cut;
+	bool has_token = false;
 	const char *auth, *cert, *tok;
 	char e[256], ver[24];
 	size_t nk = 0, i, tl, first_cert;
@@ -505,8 +513,8 @@ handle_authz(const struct server_req *r)
 		tl = strlen(tok);
 		while (tl > 0 && tok[tl - 1] == ' ')
 			tl--;
-		if (trust_token(r->ctx->trust, tok, tl, util_now(), &keys[nk],
-		    &jv, e, sizeof(e)) == -1) {
+		if (trust_token_cut(r->ctx->trust, tok, tl, util_now(),
+		    &keys[nk], &cut, NULL, &jv, e, sizeof(e)) == -1) {
 			log_debug("authz: token refused: %s: %s",
 			    jwt_verdict_str(jv), e);
 			return authz_reply(r, MHD_HTTP_UNAUTHORIZED,
@@ -514,6 +522,7 @@ handle_authz(const struct server_req *r)
 			    jwt_verdict_str(jv), NULL);
 		}
 		nk++;
+		has_token = true;
 	}
 	first_cert = nk;
 	if (cert != NULL && cert[0] != '\0') {
@@ -534,7 +543,8 @@ handle_authz(const struct server_req *r)
 		    NULL);
 	snprintf(ver, sizeof(ver), "%llu", (unsigned long long)s->version);
 	for (i = 0; i < nk; i++) {
-		if (check_key(s, &keys[i], &res) == -1) {
+		if (check_key(s, &keys[i], &res) == -1 ||
+		    (has_token && i == 0 && check_cutoffs(s, &cut, &res) == -1)) {
 			snapshot_release(s);
 			return authz_reply(r, MHD_HTTP_SERVICE_UNAVAILABLE,
 			    check_fail_str(res.fail), ver);
@@ -707,6 +717,7 @@ handle_introspect(const struct server_req *r)
 	enum stale_reason why;
 	enum jwt_verdict jv;
 	enum check_gate g;
+	struct trust_cutoffs cut;
 	cJSON *claims = NULL;
 	struct sbuf b;
 	char *tok = NULL, *hint = NULL, e[256], *body;
@@ -728,8 +739,8 @@ handle_introspect(const struct server_req *r)
 		    "encoded", 0);
 	}
 	free(hint);	/* only JWTs are known: the hint changes nothing */
-	f = trust_token_claims(r->ctx->trust, tok, strlen(tok), util_now(),
-	    &k, &claims, &jv, e, sizeof(e));
+	f = trust_token_cut(r->ctx->trust, tok, strlen(tok), util_now(), &k,
+	    &cut, &claims, &jv, e, sizeof(e));
 	free(tok);
 	if (f == -1) {
 		log_debug("introspect: inactive: %s: %s", jwt_verdict_str(jv),
@@ -742,7 +753,8 @@ handle_introspect(const struct server_req *r)
 		cJSON_Delete(claims);
 		return gate_error(r, g, why);
 	}
-	if (check_key(s, &k, &res) == -1) {
+	if (check_key(s, &k, &res) == -1 ||
+	    check_cutoffs(s, &cut, &res) == -1) {
 		snapshot_release(s);
 		cJSON_Delete(claims);
 		return authority_error(r, res.fail);

@@ -495,6 +495,46 @@ trust_token_claims(struct trust *t, const char *tok, size_t len,
     int64_t now, struct revkey *k, cJSON **claims, enum jwt_verdict *why,
     char *err, size_t errlen)
 {
+	return trust_token_cut(t, tok, len, now, k, NULL, claims, why, err,
+	    errlen);
+}
+
+/* The cutoff keys of j (scope k's), or -1 with err. */
+static int
+cutoffs_of(const struct jwt *j, const struct revkey *k,
+    struct trust_cutoffs *cut, char *err, size_t errlen)
+{
+	const char *sub = jwt_claim_str(j, "sub");
+	const char *sid = jwt_claim_str(j, "sid");
+
+	memset(cut, 0, sizeof(*cut));
+	cut->has_iat = jwt_claim_time(j, "iat", &cut->iat) == 0;
+	if (sub != NULL) {
+		if (revkey_cutoff(&cut->sub, REVKEY_SUB_PREFIX, k->scope, sub,
+		    strlen(sub)) == -1) {
+			snprintf(err, errlen, "\"sub\" cannot be checked "
+			    "against cutoffs (empty or too long)");
+			return -1;
+		}
+		cut->has_sub = true;
+	}
+	if (sid != NULL) {
+		if (revkey_cutoff(&cut->sid, REVKEY_SID_PREFIX, k->scope, sid,
+		    strlen(sid)) == -1) {
+			snprintf(err, errlen, "\"sid\" cannot be checked "
+			    "against cutoffs (empty or too long)");
+			return -1;
+		}
+		cut->has_sid = true;
+	}
+	return 0;
+}
+
+int
+trust_token_cut(struct trust *t, const char *tok, size_t len, int64_t now,
+    struct revkey *k, struct trust_cutoffs *cut, cJSON **claims,
+    enum jwt_verdict *why, char *err, size_t errlen)
+{
 	struct trust_issuer *ti = NULL;
 	struct jwt j;
 	size_t i;
@@ -504,6 +544,8 @@ trust_token_claims(struct trust *t, const char *tok, size_t len,
 	if (jwt_parse(&j, tok, len, err, errlen) == -1)
 		return -1;
 	if (jwt_key(&j, k, err, errlen) == -1)
+		goto out;
+	if (cut != NULL && cutoffs_of(&j, k, cut, err, errlen) == -1)
 		goto out;
 	if (t != NULL && t->revocation_only) {
 		if (claims != NULL) {

@@ -17,6 +17,20 @@
 #define TRUST_SECRET_MAX 4096	/* bytes of a secret file */
 
 /*
+ * The cutoff keys of a token (revkey.h): its sub and sid in the cutoff
+ * scopes of its issuer, and its iat, which a cutoff compares with its
+ * time.
+ */
+struct trust_cutoffs {
+	struct revkey	 sub;
+	struct revkey	 sid;
+	bool		 has_sub;
+	bool		 has_sid;
+	bool		 has_iat;
+	int64_t		 iat;
+};
+
+/*
  * One issuer. keys is the set in service: loaded once from jwks_file, or
  * fetched from jwks_uri by the refresh thread, which swaps it under the
  * trust's lock; a failed fetch keeps the last good set until it is older
@@ -125,6 +139,15 @@ int trust_token(struct trust *t, const char *tok, size_t len,
 int trust_token_claims(struct trust *t, const char *tok, size_t len,
     int64_t now, struct revkey *k, cJSON **claims, enum jwt_verdict *why,
     char *err, size_t errlen);
+
+/*
+ * trust_token, also filling cut (when not NULL) with the token's cutoff
+ * keys. A sub or sid that cannot form a key (too long) fails the token
+ * (JWT_MALFORMED): it could not be checked against its cutoffs.
+ */
+int trust_token_cut(struct trust *t, const char *tok, size_t len,
+    int64_t now, struct revkey *k, struct trust_cutoffs *cut,
+    cJSON **claims, enum jwt_verdict *why, char *err, size_t errlen);
 
 /*
  * True when secret (slen bytes) is the secret of the introspection

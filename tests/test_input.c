@@ -1592,3 +1592,61 @@ Test(input_crl, signer_without_crl_sign_refused)
 	input_set_free(&s);
 	EVP_PKEY_free(key);
 }
+
+/*
+ * Subject and session cutoffs: {"sub"|"sid", "scope", "before"} become
+ * keys in the issuer's sub:/sid: scope with "before" as their time; a
+ * cutoff without a time, or mixed with an id, is refused.
+ */
+Test(input, json_cutoffs)
+{
+	static const char list[] = "["
+	    "{\"sub\": \"alice\", \"scope\": \"https://idp.example\", "
+	    "\"before\": \"2026-01-31T12:00:00Z\"},"
+	    "{\"sid\": \"s-1\", \"scope\": \"https://idp.example\", "
+	    "\"before\": \"2026-01-31T12:00:00Z\", \"reason\": \"logout\"},"
+	    "{\"id\": \"jti-1\", \"scope\": \"https://idp.example\"}]";
+	static const char *const bad[] = {
+		"[{\"sub\": \"alice\", \"scope\": \"i\"}]",
+		"[{\"sub\": \"alice\", \"scope\": \"i\", \"before\": \"x\"}]",
+		"[{\"sub\": \"a\", \"id\": \"b\", \"before\": "
+		    "\"2026-01-31T12:00:00Z\"}]",
+		"[{\"sub\": \"a\", \"sid\": \"b\", \"before\": "
+		    "\"2026-01-31T12:00:00Z\"}]",
+		"[{\"id\": \"a\", \"before\": \"2026-01-31T12:00:00Z\"}]",
+		"[{\"sub\": \"a\", \"before\": \"2026-01-31T12:00:00Z\", "
+		    "\"revoked_at\": \"2026-01-31T12:00:00Z\"}]",
+		"[{\"sub\": \"a\", \"scope\": \"sub:i\", \"before\": "
+		    "\"2026-01-31T12:00:00Z\"}]",
+		"[{\"sub\": 5, \"before\": \"2026-01-31T12:00:00Z\"}]",
+	};
+	struct input_set s;
+	struct input_opts o = opts("default");
+	char err[512] = "";
+	int64_t t;
+	long i;
+	size_t j;
+
+	cr_assert_eq(util_parse_rfc3339("2026-01-31T12:00:00Z", &t), 0);
+	input_set_init(&s);
+	cr_assert_eq(input_read_buf(&s, "l.json", list, strlen(list), &o, err,
+	    sizeof(err)), 0, "%s", err);
+	cr_assert_eq(s.nrecs, 3);
+	i = find_str(&s, "sub:https://idp.example", "alice");
+	cr_assert(i >= 0);
+	cr_assert_eq(s.recs[i].revoked_at, t);
+	i = find_str(&s, "sid:https://idp.example", "s-1");
+	cr_assert(i >= 0);
+	cr_assert_eq(s.recs[i].revoked_at, t);
+	cr_assert(find_str(&s, "https://idp.example", "jti-1") >= 0);
+	cr_assert_not_null(scope_of(&s, "sub:https://idp.example"));
+	cr_assert_not_null(scope_of(&s, "sid:https://idp.example"));
+	input_set_free(&s);
+	for (j = 0; j < sizeof(bad) / sizeof(bad[0]); j++) {
+		input_set_init(&s);
+		cr_assert_eq(input_read_buf(&s, "l.json", bad[j],
+		    strlen(bad[j]), &o, err, sizeof(err)), -1, "%s", bad[j]);
+		cr_assert(err[0] != '\0');
+		input_set_free(&s);
+	}
+}

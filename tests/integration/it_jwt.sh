@@ -25,9 +25,14 @@ M key p256 "$T/b-ec.pem"
 M jwks "$T/a.jwks" "$T/a-rsa.pem:a-rsa" "$T/a-ec.pem:a-ec" "$T/a-ed.pem:a-ed"
 M jwks "$T/b.jwks" "$T/b-ec.pem:b-ec"
 head -c 48 /dev/urandom | base64 -w0 >"$T/h.secret"
+# Subject and session cutoffs at T0: every token of sub carol (of session
+# sess-9) from A issued before T0 is revoked.
+T0=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 printf '[{"id": "rev-1", "scope": "%s", "reason": "keyCompromise"},
- {"id": "rev-h", "scope": "%s"}, {"id": "rev-b", "scope": "%s"}]\n' \
-    "$A" "$H" "$B" >"$T/revoked.json"
+ {"id": "rev-h", "scope": "%s"}, {"id": "rev-b", "scope": "%s"},
+ {"sub": "carol", "scope": "%s", "before": "%s"},
+ {"sid": "sess-9", "scope": "%s", "before": "%s"}]\n' \
+    "$A" "$H" "$B" "$A" "$T0" "$A" "$T0" >"$T/revoked.json"
 mkdir -p "$T/f" "$T/s" "$T/sn" "$T/sr"
 "$FILTERBUILD" build --key "$T/key.pem" --out "$T/f" --quiet "$T/revoked.json"
 
@@ -109,6 +114,27 @@ rc_expect_status 403 "authz: a revoked HS256 token"
 tok=$(M sign "$T/a-ec.pem" ES256 a-ec "$(cl "$A" ok-aud | sed 's/"aud":"api"/"aud":["x","api"]/')")
 rc_curl -H "Authorization: Bearer $tok" "$D_URL/v1/authz"
 rc_expect_status 200 "authz: aud as an array holding an accepted audience"
+
+# ---------------------------------------------------------------- subject and session cutoffs
+cut() {	# cut WHAT CODE CLAIMS: /v1/authz answers CODE
+	rc_curl -H "Authorization: Bearer $(M sign "$T/a-ec.pem" ES256 a-ec "$3")" "$D_URL/v1/authz"
+	rc_expect_status "$2" "cutoff: $1"
+}
+C='"iss":"'$A'","aud":"api","exp":"now+600"'
+cut "sub carol issued before the cutoff" 403 "{$C,\"jti\":\"c1\",\"sub\":\"carol\",\"iat\":\"now-120\"}"
+cut "sub carol issued after the cutoff" 200 "{$C,\"jti\":\"c2\",\"sub\":\"carol\",\"iat\":\"now\"}"
+cut "sub carol without iat (cannot be proven newer)" 403 "{$C,\"jti\":\"c3\",\"sub\":\"carol\"}"
+cut "another sub issued before the cutoff" 200 "{$C,\"jti\":\"c4\",\"sub\":\"dave\",\"iat\":\"now-120\"}"
+cut "session sess-9 issued before the cutoff" 403 "{$C,\"jti\":\"c5\",\"sub\":\"erin\",\"sid\":\"sess-9\",\"iat\":\"now-120\"}"
+cut "another session issued before the cutoff" 200 "{$C,\"jti\":\"c6\",\"sub\":\"erin\",\"sid\":\"sess-1\",\"iat\":\"now-120\"}"
+old=$(M sign "$T/a-ec.pem" ES256 a-ec "{$C,\"jti\":\"c7\",\"sub\":\"carol\",\"iat\":\"now-120\"}")
+rc_curl -H 'Content-Type: application/json' --data-binary "{\"token\":\"$old\"}" "$D_URL/v1/check"
+rc_expect_json status revoked "check: a token under a subject cutoff is revoked"
+rc_expect_json reason "subject cutoff" "check: the reason names the cutoff"
+rc_expect_json id c7 "check: the answer is about the token's jti"
+rc_curl -H 'Content-Type: application/json' --data-binary "{\"items\":[{\"token\":\"$old\"}]}" \
+    "$D_URL/v1/check"
+rc_expect_json results.0.status revoked "batch: a token under a subject cutoff"
 
 # ---------------------------------------------------------------- the classic attacks
 good=$(M sign "$T/a-rsa.pem" RS256 a-rsa "$(cl "$A" forged-1)")
