@@ -268,7 +268,7 @@ install: all
 	    mv $(DESTDIR)$(UNITDIR)/$$(basename $$f).tmp $(DESTDIR)$(UNITDIR)/$$(basename $$f); \
 	done
 	install -d $(DESTDIR)$(DOCDIR)
-	install -m 0644 README.md docs/*.md $(DESTDIR)$(DOCDIR)/
+	install -m 0644 README.md docs/*.md config/*.sql $(DESTDIR)$(DOCDIR)/
 
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/revcheckd $(DESTDIR)$(BINDIR)/filterbuild

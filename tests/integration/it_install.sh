@@ -53,6 +53,7 @@ expect=(
 	"$PREFIX/bin/filterbuild"
 	"$PREFIX/share/man/man1/filterbuild.1"
 	"$PREFIX/share/man/man8/revcheckd.8"
+	"$PREFIX/share/doc/revcheck/postgresql-schema.sql"
 )
 for f in "$SRC"/systemd/*.service "$SRC"/systemd/*.timer; do
 	expect+=("$PREFIX/lib/systemd/system/$(basename "$f")")
