@@ -86,6 +86,10 @@ static const struct opt opts[] = {
 	{ "log_level",		OPT_LEVEL, 0, 0, 0, NEED_ANY },
 	{ "log_format",		OPT_LOGFMT, 0, 0, 0, NEED_ANY },
 	{ "token_verification",	OPT_TOKMODE, 0, 0, 0, NEED_ANY },
+	{ "token_cache_size",	OPT_U64,  OFF(token_cache_size), 0, 10000000,
+	    NEED_ANY },
+	{ "token_cache_max",	OPT_DUR,  OFF(token_cache_max), 1, 86400,
+	    NEED_ANY },
 	{ "upstream_filter",	OPT_STR,  OFF(upstream_filter), 0, 0, NEED_ANY },
 	{ "upstream_check",	OPT_STR,  OFF(upstream_check), 0, 0, NEED_ANY },
 	{ "sync_interval",	OPT_DUR,  OFF(sync_interval), 1, 0, NEED_EDGE },
@@ -128,6 +132,8 @@ config_init(struct config *c)
 	c->poll_interval = 2;
 	c->authz_not_covered_allow = false;
 	c->log_level = LOG_LVL_INFO;
+	c->token_cache_size = 10000;
+	c->token_cache_max = 300;
 	c->sync_interval = 30;
 	c->max_download = UINT64_C(256) * 1024 * 1024;
 	c->max_lag = 0;
@@ -1574,6 +1580,8 @@ config_usage(FILE *fp)
 "  --log-format F           text or json: one JSON object per line (text)\n"
 "  --token-verification M   required (tokens need a trusted issuer, set in\n"
 "                           the file's \"issuers\") or revocation-only\n"
+"  --token-cache-size N     verified tokens cached (10000; 0: no cache)\n"
+"  --token-cache-max D      how long one is cached, at most (300)\n"
 "  --upstream-filter URL    edge mode: where to fetch the signed filter\n"
 "  --upstream-check URL     edge mode: authority for filter positives\n"
 "  --sync-interval D        edge mode: sync period (30)\n"

@@ -84,6 +84,8 @@ struct config {
 	struct config_issuer issuers[CONFIG_MAX_ISSUERS];
 	size_t		 nissuers;
 	bool		 revocation_only;	/* "token_verification" */
+	uint64_t	 token_cache_size;	/* verified tokens kept; 0: none */
+	int64_t		 token_cache_max;	/* seconds one is kept, at most */
 	struct config_client clients[CONFIG_MAX_CLIENTS];
 	size_t		 nclients;
 	/* Edge mode (issue 5). Parsed and validated here; the sync code

@@ -7,6 +7,7 @@
 
 #include <curl/curl.h>
 #include <openssl/crypto.h>
+#include <openssl/evp.h>
 
 #include "log.h"
 #include "trust.h"
@@ -178,7 +179,19 @@ trust_init(struct trust *t, const struct config *c, char *err,
 		snprintf(err, errlen, "issuers: cannot create locks");
 		return -1;
 	}
+	for (i = 0; i < TRUST_CACHE_LOCKS; i++)
+		pthread_mutex_init(&t->cache_mu[i], NULL);
 	t->locks = true;
+	if (c->token_cache_size > 0) {
+		t->cache_size = c->token_cache_size;
+		t->cache_max = c->token_cache_max;
+		if ((t->cache = calloc(t->cache_size, sizeof(*t->cache))) ==
+		    NULL) {
+			snprintf(err, errlen, "token_cache_size: out of memory");
+			trust_free(t);
+			return -1;
+		}
+	}
 	if ((t->iss = calloc(c->nissuers, sizeof(*t->iss))) == NULL) {
 		snprintf(err, errlen, "issuers: out of memory");
 		trust_free(t);
@@ -300,6 +313,7 @@ refresh(struct trust *t, struct trust_issuer *ti, int64_t now)
 	old = ti->keys;
 	ti->keys = s;
 	ti->keys_at = now;
+	ti->gen++;	/* every cached token of the issuer is verified again */
 	ti->fetches_ok++;
 	ti->next_fetch = now + ti->cfg->jwks_refresh;
 	ti->last_error[0] = '\0';
@@ -424,7 +438,10 @@ trust_free(struct trust *t)
 		free(t->clients[i].secret);
 	}
 	free(t->clients);
+	free(t->cache);
 	if (t->locks) {
+		for (i = 0; i < TRUST_CACHE_LOCKS; i++)
+			pthread_mutex_destroy(&t->cache_mu[i]);
 		pthread_rwlock_destroy(&t->lock);
 		pthread_mutex_destroy(&t->mu);
 		pthread_cond_destroy(&t->cv);
@@ -446,6 +463,80 @@ ask_refresh(struct trust *t, struct trust_issuer *ti)
 	pthread_mutex_lock(&t->mu);
 	pthread_cond_signal(&t->cv);
 	pthread_mutex_unlock(&t->mu);
+}
+
+/* The slot of a token hash. */
+static size_t
+cache_slot(const struct trust *t, const unsigned char *h)
+{
+	uint64_t v;
+
+	memcpy(&v, h, sizeof(v));
+	return (size_t)(v % t->cache_size);
+}
+
+/*
+ * True when the token with hash h was verified for issuer idx, is still
+ * within its validity and the issuer's keys have not changed since.
+ */
+static bool
+cache_hit(struct trust *t, const unsigned char *h, size_t idx, int64_t now)
+{
+	const struct trust_cached *e;
+	size_t slot = cache_slot(t, h);
+	pthread_mutex_t *mu = &t->cache_mu[slot % TRUST_CACHE_LOCKS];
+	uint64_t gen;
+	bool hit;
+
+	pthread_rwlock_rdlock(&t->lock);
+	gen = t->iss[idx].gen;
+	pthread_rwlock_unlock(&t->lock);
+	pthread_mutex_lock(mu);
+	e = &t->cache[slot];
+	hit = e->until > now && e->issuer == idx && e->gen == gen &&
+	    memcmp(e->hash, h, sizeof(e->hash)) == 0;
+	pthread_mutex_unlock(mu);
+	atomic_fetch_add_explicit(hit ? &t->cache_hits : &t->cache_misses, 1,
+	    memory_order_relaxed);
+	return hit;
+}
+
+/*
+ * Remembers a token just verified at now: until its exp (with the
+ * leeway the verification allowed), token_cache_max, or, for fetched
+ * keys, the set's maximum age, whichever comes first.
+ */
+static void
+cache_put(struct trust *t, const unsigned char *h, size_t idx,
+    const struct jwt *j, int64_t now)
+{
+	const struct trust_issuer *ti = &t->iss[idx];
+	struct trust_cached *e;
+	size_t slot = cache_slot(t, h);
+	pthread_mutex_t *mu = &t->cache_mu[slot % TRUST_CACHE_LOCKS];
+	int64_t exp, until = now + t->cache_max;
+	uint64_t gen;
+
+	if (jwt_claim_time(j, "exp", &exp) == -1)
+		return;
+	if (exp <= INT64_MAX - ti->cfg->leeway &&
+	    exp + ti->cfg->leeway < until)
+		until = exp + ti->cfg->leeway;
+	pthread_rwlock_rdlock(&t->lock);
+	gen = ti->gen;
+	if (ti->cfg->jwks_uri != NULL &&
+	    ti->keys_at + ti->cfg->jwks_max_age < until)
+		until = ti->keys_at + ti->cfg->jwks_max_age + 1;
+	pthread_rwlock_unlock(&t->lock);
+	if (until <= now)
+		return;
+	pthread_mutex_lock(mu);
+	e = &t->cache[slot];
+	memcpy(e->hash, h, sizeof(e->hash));
+	e->until = until;
+	e->gen = gen;
+	e->issuer = idx;
+	pthread_mutex_unlock(mu);
 }
 
 /* Verifies j against ti at now, under the read lock. */
@@ -536,6 +627,7 @@ trust_token_cut(struct trust *t, const char *tok, size_t len, int64_t now,
     enum jwt_verdict *why, char *err, size_t errlen)
 {
 	struct trust_issuer *ti = NULL;
+	unsigned char h[32];
 	struct jwt j;
 	size_t i;
 	int rc = -1;
@@ -575,7 +667,20 @@ trust_token_cut(struct trust *t, const char *tok, size_t len, int64_t now,
 		    "\"iss\"" : "\"iss\" is not a trusted issuer");
 		goto out;
 	}
+	/* A token verified before is not verified again (cache_hit). */
+	if (t->cache != NULL) {
+		if (EVP_Digest(tok, len, h, NULL, EVP_sha256(), NULL) != 1)
+			goto out;
+		if (cache_hit(t, h, (size_t)(ti - t->iss), now)) {
+			*why = JWT_VALID;
+			rc = 0;
+			goto claims;
+		}
+	}
 	rc = verify_with(t, ti, &j, now, why, err, errlen);
+	if (rc == 0 && t->cache != NULL)
+		cache_put(t, h, (size_t)(ti - t->iss), &j, now);
+claims:
 	if (rc == 0 && claims != NULL &&
 	    (*claims = cJSON_Duplicate(j.claims, 1)) == NULL) {
 		snprintf(err, errlen, "out of memory");
@@ -647,5 +752,11 @@ trust_status_json(struct sbuf *b, struct trust *t)
 	}
 	if (t != NULL && t->n > 0)
 		pthread_rwlock_unlock(&t->lock);
-	sbuf_adds(b, "]}");
+	sbuf_adds(b, "],\"cache\":{\"size\":");
+	sbuf_add_u64(b, t != NULL ? t->cache_size : 0);
+	sbuf_adds(b, ",\"hits\":");
+	sbuf_add_u64(b, t != NULL ? atomic_load(&t->cache_hits) : 0);
+	sbuf_adds(b, ",\"misses\":");
+	sbuf_add_u64(b, t != NULL ? atomic_load(&t->cache_misses) : 0);
+	sbuf_adds(b, "}}");
 }

@@ -43,6 +43,7 @@ struct trust_issuer {
 	unsigned char	*hs;		/* wiped on free */
 	size_t		 hs_len;
 	/* jwks_uri only, under the trust's lock (want_refresh: atomic) */
+	uint64_t	 gen;		/* bumped when keys change */
 	int64_t		 next_fetch;	/* scheduled refresh */
 	int64_t		 last_attempt;
 	_Atomic bool	 want_refresh;	/* a token named an unknown kid */
@@ -59,6 +60,19 @@ struct trust_client {
 };
 
 #define TRUST_CLIENT_SECRET_MIN	16
+
+/*
+ * One verified token, known by the SHA-256 of its bytes: valid until
+ * "until" while its issuer's keys are still generation gen.
+ */
+struct trust_cached {
+	unsigned char	 hash[32];
+	int64_t		 until;		/* 0: empty slot */
+	uint64_t	 gen;
+	size_t		 issuer;
+};
+
+#define TRUST_CACHE_LOCKS	64
 
 /*
  * Built at startup from the config. Every HTTP worker verifies against
@@ -79,6 +93,13 @@ struct trust {
 	bool		 stop;
 	bool		 running;
 	bool		 curl_init;	/* curl_global_init() by trust_start */
+	/* Verified-token cache: direct-mapped, a lock per stripe. */
+	struct trust_cached *cache;
+	size_t		 cache_size;
+	int64_t		 cache_max;
+	pthread_mutex_t	 cache_mu[TRUST_CACHE_LOCKS];
+	_Atomic uint64_t cache_hits;
+	_Atomic uint64_t cache_misses;
 	pthread_t	 thread;
 };
 

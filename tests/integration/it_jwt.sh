@@ -168,6 +168,20 @@ expect_invalid "no exp" missing_claim \
 rc_curl -H "Authorization: Bearer $good" "$D_URL/v1/authz"
 rc_expect_status 200 "the genuine token of the forged jti passes"
 
+# The verified-token cache: the same token again is not verified again,
+# but its revocation is still checked on every request.
+rc_curl -H "Authorization: Bearer $good" "$D_URL/v1/authz"
+rc_expect_status 200 "the same token again (cached)"
+rc_curl "$D_URL/v1/status"
+h=$(rc_json token_verification.cache.hits)
+[ "$h" -ge 1 ] && rc_ok "status: cache hits counted ($h)" || rc_fail "no cache hit counted"
+rc_expect_json token_verification.cache.size 10000 "status: the default cache size"
+tok=$(M sign "$T/a-ec.pem" ES256 a-ec "$(cl "$A" rev-1)")
+for i in 1 2; do
+	rc_curl -H "Authorization: Bearer $tok" "$D_URL/v1/authz"
+	rc_expect_status 403 "a revoked token stays refused when cached ($i)"
+done
+
 rc_curl "$D_URL/v1/status"
 rc_expect_json token_verification.mode required "status: mode required"
 rc_expect_json token_verification.issuers.0.keys 3 "status: issuer A's three keys"
