@@ -785,5 +785,14 @@ else
 	skip delta "out of time"
 fi
 
+# Issue 15's targets: /v1/authz with a cached verified ES256 token against
+# the unverified single check, uncached verification against openssl speed.
+if deadline_ok 1700; then
+	BUILD=$BUILD REVCHECKD=$REVCHECKD FILTERBUILD=$FILTERBUILD BENCH_DURATION=$DUR \
+	    "$ROOT/bench/jwt.sh"
+else
+	skip jwt "out of time"
+fi
+
 echo "== done in $(( $(date +%s) - START ))s; ${#RESULTS_TXT[@]} lines, JSON in ${OUT#"$ROOT"/}"
 exit 0
