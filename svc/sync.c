@@ -14,8 +14,10 @@
 #include <curl/curl.h>
 
 #include "check.h"
+#include "delta.h"
 #include "ffile.h"
 #include "log.h"
+#include "publish.h"
 #include "sync.h"
 #include "upstream.h"
 #include "util.h"
@@ -482,82 +484,195 @@ bundle_src(void *arg, uint64_t seq, unsigned char **buf, size_t *len,
 	return 0;
 }
 
-/* The delta endpoint beside upstream_filter, or "" when there is none. */
-static void
+/*
+ * Where the chain is, beside upstream_filter: an origin's /v1/delta (1,
+ * out is the URL for what follows cur), a static copy of the output
+ * directory (2, out is the URL of the pair's directory, ".../current"),
+ * or nowhere (0).
+ */
+static int
 chain_url(const struct sync *s, const struct snapshot *cur, char *out,
     size_t cap)
 {
-	const char *u = s->cfg->upstream_filter, *suffix = "/v1/filter";
-	size_t n = strlen(u), sl = strlen(suffix);
+	const char *u = s->cfg->upstream_filter, *api = "/v1/filter",
+	    *file = "/" PUBLISH_FILTER_NAME;
+	size_t n = strlen(u);
 	int w;
 
-	out[0] = '\0';
-	if (n < sl || strcmp(u + n - sl, suffix) != 0)
-		return;
-	w = snprintf(out, cap, "%.*s/v1/delta?base=%llu&after=%llu",
-	    (int)(n - sl), u, (unsigned long long)cur->version,
-	    (unsigned long long)cur->pos.seq);
-	if (w < 0 || (size_t)w >= cap)
-		out[0] = '\0';
+	if (n >= strlen(api) && strcmp(u + n - strlen(api), api) == 0) {
+		w = snprintf(out, cap, "%.*s/v1/delta?base=%llu&after=%llu",
+		    (int)(n - strlen(api)), u,
+		    (unsigned long long)cur->version,
+		    (unsigned long long)cur->pos.seq);
+		return w > 0 && (size_t)w < cap ? 1 : 0;
+	}
+	if (n >= strlen(file) && strcmp(u + n - strlen(file), file) == 0) {
+		w = snprintf(out, cap, "%.*s", (int)(n - strlen(file)), u);
+		return w > 0 && (size_t)w < cap ? 2 : 0;
+	}
+	return 0;
 }
 
 /*
- * Fetches the chain after what is in service from the origin's /v1/delta
- * (If-None-Match: an idle chain costs a 304) and applies it through the
- * loader's one rule (loader_apply_chain). A 409 means the origin moved to
- * another base: the next base sync fetches it.
+ * One GET of url into d, with If-None-Match: etag when etag is not
+ * empty; the reply's ETag into newtag. Counts the bytes on the wire.
+ * Returns the HTTP status, or 0 with msg set when the transfer failed.
  */
-static void
-sync_chain(struct sync *s)
+static long
+chain_get(struct sync *s, const char *url, const char *etag, struct dl *d,
+    char newtag[ETAG_MAX + 1], char *msg, size_t msglen)
 {
-	char url[PATH_MAX + 64], etag[ETAG_MAX + 1], newtag[ETAG_MAX + 1];
-	char hdr[ETAG_MAX + 32], msg[ERR_MAX], ebuf[CURL_ERROR_SIZE];
+	char hdr[ETAG_MAX + 32], ebuf[CURL_ERROR_SIZE];
 	struct curl_slist *hl = NULL;
-	struct snapshot *cur;
-	struct bundle *b = NULL;
-	struct dl d;
+	curl_off_t body = 0;
+	long code = 0, head = 0;
 	CURLcode cc;
-	long code = 0;
 
-	if ((cur = snapshot_acquire(s->sl)) == NULL)
-		return;
-	chain_url(s, cur, url, sizeof(url));
-	snapshot_release(cur);
-	if (url[0] == '\0')
-		return;
-	memset(&d, 0, sizeof(d));
-	d.max = s->cfg->max_download;
-	pthread_mutex_lock(&s->mu);
-	memcpy(etag, s->chain_etag, sizeof(etag));
-	s->chain_fetches++;
-	pthread_mutex_unlock(&s->mu);
+	memset(d, 0, sizeof(*d));
+	d->max = s->cfg->max_download;
+	newtag[0] = '\0';
 	if (etag[0] != '\0') {
 		snprintf(hdr, sizeof(hdr), "If-None-Match: %s", etag);
-		if ((hl = curl_slist_append(NULL, hdr)) == NULL)
-			return;
+		if ((hl = curl_slist_append(NULL, hdr)) == NULL) {
+			snprintf(msg, msglen, "out of memory");
+			return 0;
+		}
 	}
 	ebuf[0] = '\0';
 	curl_easy_setopt(s->curl, CURLOPT_URL, url);
 	curl_easy_setopt(s->curl, CURLOPT_HTTPHEADER, hl);
-	curl_easy_setopt(s->curl, CURLOPT_WRITEDATA, &d);
+	curl_easy_setopt(s->curl, CURLOPT_WRITEDATA, d);
 	curl_easy_setopt(s->curl, CURLOPT_ERRORBUFFER, ebuf);
 	cc = curl_easy_perform(s->curl);
 	curl_easy_setopt(s->curl, CURLOPT_HTTPHEADER, NULL);
 	curl_easy_setopt(s->curl, CURLOPT_URL, s->cfg->upstream_filter);
 	curl_slist_free_all(hl);
-	msg[0] = '\0';
-	if (cc == CURLE_OK)
-		curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &code);
-	if (cc != CURLE_OK || d.too_big)
-		snprintf(msg, sizeof(msg), "delta chain: %.300s", d.too_big ?
+	if (cc != CURLE_OK || d->too_big) {
+		snprintf(msg, msglen, "delta chain: %.300s", d->too_big ?
 		    "larger than max_download" : ebuf[0] != '\0' ? ebuf :
 		    curl_easy_strerror(cc));
-	else if (code == 409)
+		return 0;
+	}
+	curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &code);
+	/* What the wire carried: headers and body, 304s included. */
+	curl_easy_getinfo(s->curl, CURLINFO_SIZE_DOWNLOAD_T, &body);
+	curl_easy_getinfo(s->curl, CURLINFO_HEADER_SIZE, &head);
+	pthread_mutex_lock(&s->mu);
+	s->chain_bytes += (uint64_t)body + (uint64_t)head;
+	pthread_mutex_unlock(&s->mu);
+	if (code == 200)
+		read_etag(s->curl, newtag, ETAG_MAX + 1);
+	return code;
+}
+
+/*
+ * A static copy of the output directory: the head first (an idle chain
+ * costs a 304), then each delta file after the one in service up to the
+ * seq the head names (never trusted: the walk verifies everything), back
+ * to back in d as /v1/delta would serve them. Returns the HTTP status of
+ * the head; 200 with d holding the bundle.
+ */
+static long
+chain_get_static(struct sync *s, const char *dir, uint64_t after,
+    const char *etag, struct dl *d, char newtag[ETAG_MAX + 1], char *msg,
+    size_t msglen)
+{
+	char url[PATH_MAX + 128], name[DELTA_NAME_LEN + 1], t2[ETAG_MAX + 1];
+	struct dl head, one;
+	uint64_t seq, last;
+	long code;
+
+	if (strlen(dir) > PATH_MAX) {
+		snprintf(msg, msglen, "delta chain: URL too long");
+		memset(d, 0, sizeof(*d));
+		return 0;
+	}
+	snprintf(url, sizeof(url), "%s/" DELTA_DIR "/" DELTA_HEAD_NAME, dir);
+	code = chain_get(s, url, etag, &head, newtag, msg, msglen);
+	if (code != 200 || head.len < DELTA_HDR_LEN + SIGN_SIG_LEN) {
+		free(head.p);
+		memset(d, 0, sizeof(*d));
+		return code == 200 ? 404 : code;
+	}
+	last = util_get_le64(head.p + 56);	/* the head's seq, 6.1 */
+	if (last > after + SYNC_BUNDLE_MAX - 1)
+		last = after + SYNC_BUNDLE_MAX - 1;
+	*d = head;
+	head.p = NULL;
+	for (seq = after + 1; seq <= last; seq++) {
+		delta_file_name(name, seq);
+		snprintf(url, sizeof(url), "%s/" DELTA_DIR "/%s", dir, name);
+		if (chain_get(s, url, "", &one, t2, msg, msglen) != 200 ||
+		    util_buf_append(&d->p, &d->len, &d->cap, one.p, one.len,
+		    s->cfg->max_download) != 0) {
+			free(one.p);
+			break;	/* the walk stops where the files stop */
+		}
+		free(one.p);
+	}
+	msg[0] = '\0';
+	return 200;
+}
+
+/*
+ * True when the node has everything the fetched head names, so that its
+ * ETag may make the next fetch a 304: from a static host the head comes
+ * first and the delta files after it may have failed to arrive.
+ */
+static bool
+chain_caught_up(struct sync *s, int mode, const struct dl *d)
+{
+	struct snapshot *cur;
+	bool ok;
+
+	if (mode != 2 || d->len < DELTA_HDR_LEN)
+		return true;
+	if ((cur = snapshot_acquire(s->sl)) == NULL)
+		return false;
+	ok = cur->pos.seq >= util_get_le64(d->p + 56);
+	snapshot_release(cur);
+	return ok;
+}
+
+/*
+ * Fetches the chain after what is in service, from the origin's
+ * /v1/delta or a static copy of the output directory (If-None-Match: an
+ * idle chain costs a 304), and applies it through the loader's one rule
+ * (loader_apply_chain). A 409 from an origin means it moved to another
+ * base: the base sync fetches it.
+ */
+static void
+sync_chain(struct sync *s)
+{
+	char url[PATH_MAX + 64], etag[ETAG_MAX + 1], newtag[ETAG_MAX + 1];
+	char msg[ERR_MAX];
+	struct snapshot *cur;
+	struct bundle *b = NULL;
+	struct dl d;
+	uint64_t after;
+	long code;
+	int mode;
+
+	if ((cur = snapshot_acquire(s->sl)) == NULL)
+		return;
+	mode = chain_url(s, cur, url, sizeof(url));
+	after = cur->pos.seq;
+	snapshot_release(cur);
+	if (mode == 0)
+		return;
+	pthread_mutex_lock(&s->mu);
+	memcpy(etag, s->chain_etag, sizeof(etag));
+	s->chain_fetches++;
+	pthread_mutex_unlock(&s->mu);
+	msg[0] = '\0';
+	code = mode == 1 ? chain_get(s, url, etag, &d, newtag, msg,
+	    sizeof(msg)) : chain_get_static(s, url, after, etag, &d, newtag,
+	    msg, sizeof(msg));
+	if (code == 409)
 		sync_kick(s);	/* another base upstream */
-	else if (code != 200 && code != 304 && code != 404)
+	else if (code != 0 && code != 200 && code != 304 && code != 404)
 		snprintf(msg, sizeof(msg), "delta chain: HTTP %ld", code);
 	else if (code == 200) {
-		read_etag(s->curl, newtag, sizeof(newtag));
 		if ((b = calloc(1, sizeof(*b))) == NULL ||
 		    (b->n = delta_bundle_split(d.p, d.len, b->offs, b->lens,
 		    SYNC_BUNDLE_MAX, msg, sizeof(msg))) < 0) {
@@ -567,7 +682,7 @@ sync_chain(struct sync *s)
 			b->p = d.p;
 			/* Refusals are logged and counted by the loader. */
 			if (loader_apply_chain(s->l, s->sl, bundle_src, b,
-			    url) != -1) {
+			    url) != -1 && chain_caught_up(s, mode, &d)) {
 				pthread_mutex_lock(&s->mu);
 				memcpy(s->chain_etag, newtag,
 				    sizeof(s->chain_etag));
@@ -576,15 +691,6 @@ sync_chain(struct sync *s)
 		}
 	}
 	pthread_mutex_lock(&s->mu);
-	if (cc == CURLE_OK) {
-		curl_off_t body = 0;
-		long head = 0;
-
-		/* What the wire carried: headers and body, 304s included. */
-		curl_easy_getinfo(s->curl, CURLINFO_SIZE_DOWNLOAD_T, &body);
-		curl_easy_getinfo(s->curl, CURLINFO_HEADER_SIZE, &head);
-		s->chain_bytes += (uint64_t)body + (uint64_t)head;
-	}
 	if (msg[0] != '\0' && strcmp(msg, s->chain_error) != 0)
 		log_warn("%s", msg);
 	memcpy(s->chain_error, msg, sizeof(s->chain_error));

@@ -151,6 +151,35 @@ else
 	rc_fail "edge: idle cost $((b1 - b0)) bytes in $((f1 - f0)) fetches"
 fi
 
+# An edge syncing from a static copy of DIR (a real nginx) follows the
+# chain too: the head, then the delta files it names.
+NG=$T/nginx
+mkdir -p "$NG"
+for try in 1 2 3 4 5; do
+	port=$(rc_free_port)
+	{ rc_nginx_conf "$NG"; cat <<EOF; } >"$NG/nginx.conf"
+    default_type application/octet-stream;
+    server {
+        listen 127.0.0.1:$port;
+        location /filters/ { alias $F/; etag on; }
+        location / { return 404; }
+    }
+}
+EOF
+	rc_nginx_run "$NG" "$port" && break
+done
+rc_start S --upstream-filter "http://127.0.0.1:$port/filters/current/filter.rcf" \
+    --upstream-insecure-http --upstream-check "$O_URL/v1/check" \
+    --trusted-key "$T/key.pub" --state-dir "$T/static" --sync-interval 1
+node_is "$S_URL" live revoked && rc_ok "static edge: a delta's add is revoked" ||
+    rc_fail "static edge: a delta's add is revoked"
+rc_expect_json source delta "static edge: the overlay decided"
+node_is "$S_URL" b not_revoked && rc_ok "static edge: a removal takes effect" ||
+    rc_fail "static edge: a removal takes effect"
+rc_psql -c "INSERT INTO revcheck_revocations (id) VALUES ('static-live')"
+node_is "$S_URL" static-live revoked && rc_ok "static edge: a new row is enforced" ||
+    rc_fail "static edge: a new row is enforced"
+
 # filterbuild audit shows the chain of every node.
 "$FILTERBUILD" audit --json "$O_URL" "$E_URL" >"$T/audit.json" 2>&1 || true
 got=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
