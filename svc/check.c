@@ -1,7 +1,10 @@
 /* check.c - the check logic: filter, fall-through to the authority, fail closed */
 #include <assert.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include <xxhash.h>
 
 #include "check.h"
 #include "jwt.h"
@@ -10,6 +13,140 @@
 
 static check_authority_fn authority_fn;
 static void *authority_arg;
+
+/* This thread's settle slot (check_settle_bind), NULL when none. */
+static _Thread_local struct check_settle **settle_slot;
+
+#define SETTLE_SLOTS	(2 * CHECK_SETTLE_MAX)	/* a power of two */
+
+void
+check_settle_bind(struct check_settle **slot)
+{
+	settle_slot = slot;
+}
+
+bool
+check_settle_pending(const struct check_settle *st)
+{
+	return st != NULL && st->asked < st->n;
+}
+
+void
+check_settle_fail_pending(struct check_settle *st, enum check_fail f)
+{
+	if (st == NULL)
+		return;
+	for (; st->asked < st->n; st->asked++) {
+		memset(&st->res[st->asked], 0, sizeof(st->res[0]));
+		st->res[st->asked].fail = f;
+		st->rc[st->asked] = -1;
+	}
+}
+
+void
+check_settle_free(struct check_settle *st)
+{
+	if (st == NULL)
+		return;
+	free(st->keys);
+	free(st->version);
+	free(st->res);
+	free(st->rc);
+	free(st->slots);
+	free(st);
+}
+
+static uint32_t
+settle_hash(const struct revkey *k, uint64_t version)
+{
+	unsigned char enc[REVKEY_ENC_MAX];
+	size_t len = revkey_encode(k, enc);
+
+	return (uint32_t)XXH3_64bits_withSeed(enc, len, version);
+}
+
+/* Room for one more key; -1 when memory runs out. */
+static int
+settle_grow(struct check_settle *st)
+{
+	size_t cap = st->cap == 0 ? 4 : 2 * st->cap;
+	void *p;
+
+	if (st->n < st->cap)
+		return 0;
+	if (cap > CHECK_SETTLE_MAX)
+		cap = CHECK_SETTLE_MAX;
+	if ((p = realloc(st->keys, cap * sizeof(st->keys[0]))) == NULL)
+		return -1;
+	st->keys = p;
+	if ((p = realloc(st->version, cap * sizeof(st->version[0]))) == NULL)
+		return -1;
+	st->version = p;
+	if ((p = realloc(st->res, cap * sizeof(st->res[0]))) == NULL)
+		return -1;
+	st->res = p;
+	if ((p = realloc(st->rc, cap * sizeof(st->rc[0]))) == NULL)
+		return -1;
+	st->rc = p;
+	st->cap = cap;
+	return 0;
+}
+
+/*
+ * The authority step through the bound settle slot: 0 with r filled when
+ * k was settled for s's version, -1 with r->fail otherwise (PENDING when
+ * it was recorded to be asked), 1 when no slot is bound (ask directly).
+ */
+static int
+settle_lookup(const struct snapshot *s, const struct revkey *k,
+    struct check_result *r)
+{
+	struct check_settle *st;
+	uint32_t h, i;
+
+	if (settle_slot == NULL)
+		return 1;
+	if ((st = *settle_slot) == NULL) {
+		if ((st = calloc(1, sizeof(*st))) == NULL ||
+		    (st->slots = calloc(SETTLE_SLOTS,
+		    sizeof(st->slots[0]))) == NULL) {
+			free(st);
+			r->fail = CHECK_FAIL_UNAVAILABLE;
+			return -1;
+		}
+		*settle_slot = st;
+	}
+	h = settle_hash(k, s->version);
+	for (i = h & (SETTLE_SLOTS - 1); st->slots[i] != 0;
+	    i = (i + 1) & (SETTLE_SLOTS - 1)) {
+		size_t j = st->slots[i] - 1;
+
+		if (st->version[j] != s->version ||
+		    revkey_cmp(&st->keys[j], k) != 0)
+			continue;
+		if (j >= st->asked) {
+			r->fail = CHECK_FAIL_PENDING;
+			return -1;
+		}
+		if (st->rc[j] == 0) {
+			*r = st->res[j];
+			return 0;
+		}
+		r->fail = st->res[j].fail;
+		return -1;
+	}
+	if (st->passes >= CHECK_SETTLE_PASSES || st->n >= CHECK_SETTLE_MAX ||
+	    settle_grow(st) == -1) {
+		r->fail = CHECK_FAIL_UNAVAILABLE;
+		return -1;
+	}
+	st->keys[st->n] = *k;
+	st->version[st->n] = s->version;
+	st->slots[i] = (uint32_t)(st->n + 1);
+	st->n++;
+	r->fail = CHECK_FAIL_PENDING;
+	return -1;
+}
 
 void
 check_set_authority(check_authority_fn fn, void *arg)
@@ -35,6 +172,7 @@ check_status_str(enum check_status st)
 const char *
 check_fail_str(enum check_fail f)
 {
+	/* PENDING never reaches a client: that answer is made again. */
 	return f == CHECK_FAIL_BEHIND ? "authority_behind" :
 	    "authority_unavailable";
 }
@@ -83,6 +221,7 @@ check_key_tally(const struct snapshot *s, const struct revkey *k,
     struct check_result *r, struct metrics_tally *t)
 {
 	struct table_rec rec;
+	int found;
 
 	memset(r, 0, sizeof(*r));
 	metrics_tally_inc(t, MET_CHECKS);
@@ -124,7 +263,7 @@ check_key_tally(const struct snapshot *s, const struct revkey *k,
 	metrics_tally_inc(t, MET_FALLTHROUGH);
 	r->source = CHECK_SRC_AUTHORITATIVE;
 	if (s->tab != NULL) {
-		int found = table_lookup(s->tab, k, &rec);
+		found = table_lookup(s->tab, k, &rec);
 
 		if (found == -1) {
 			/* Cannot happen to a validated private copy; never absent. */
@@ -139,6 +278,12 @@ check_key_tally(const struct snapshot *s, const struct revkey *k,
 			r->reason[sizeof(r->reason) - 1] = '\0';
 		} else
 			r->status = CHECK_NOT_REVOKED;
+	} else if ((found = settle_lookup(s, k, r)) != 1) {
+		if (found == -1) {
+			metrics_tally_inc(t, r->fail == CHECK_FAIL_BEHIND ?
+			    MET_AUTHORITY_BEHIND : MET_AUTHORITY_UNAVAILABLE);
+			return -1;
+		}
 	} else if (authority_fn == NULL ||
 	    authority_fn(authority_arg, s, k, r) == -1) {
 		metrics_tally_inc(t, r->fail == CHECK_FAIL_BEHIND ?

@@ -40,6 +40,8 @@ enum check_source {
 enum check_fail {
 	CHECK_FAIL_UNAVAILABLE = 0,	/* 503 authority_unavailable */
 	CHECK_FAIL_BEHIND,		/* 503 authority_behind */
+	CHECK_FAIL_PENDING,		/* not asked yet (check_settle): this
+					 * answer is thrown away and made again */
 };
 
 struct check_result {
@@ -70,6 +72,52 @@ typedef int (*check_authority_fn)(void *arg, const struct snapshot *s,
     const struct revkey *k, struct check_result *r);
 
 void check_set_authority(check_authority_fn fn, void *arg);
+
+/*
+ * Settling a request's positives off the thread that answers it (edge).
+ * While a thread has a settle slot bound (check_settle_bind), check_key
+ * does not call the authority: it answers a positive from the slot's
+ * check_settle when that key was settled for this snapshot version, and
+ * otherwise records the key there (once, however often it is asked) and
+ * fails with CHECK_FAIL_PENDING. The server then throws the answer away,
+ * has the keys settled in one go (upstream_settle) without holding a
+ * worker thread, and runs the handler again. A request is deferred at
+ * most CHECK_SETTLE_PASSES times (a reload may change what is positive)
+ * and settles at most CHECK_SETTLE_MAX distinct keys; past either, a
+ * positive fails with CHECK_FAIL_UNAVAILABLE.
+ */
+#define CHECK_SETTLE_MAX	4096
+#define CHECK_SETTLE_PASSES	3
+
+struct check_settle {
+	size_t		 n;		/* keys recorded */
+	size_t		 asked;		/* keys[0..asked) have an outcome */
+	size_t		 cap;		/* room in the arrays below */
+	struct revkey	*keys;
+	uint64_t	*version;	/* the snapshot version each was asked for */
+	struct check_result *res;	/* the outcome of keys[i < asked] */
+	int		*rc;		/* 0: answered into res[i]; -1: res[i].fail */
+	uint32_t	*slots;		/* hash of (key, version): index + 1 */
+	unsigned	 passes;	/* times the request was deferred */
+	double		 deadline;	/* monotonic, for all of the request's
+					 * upstream work; 0 until first asked */
+};
+
+/*
+ * Binds slot (*slot may be NULL: a check_settle is allocated there on the
+ * first positive) to the calling thread; NULL unbinds. This function
+ * can't fail.
+ */
+void check_settle_bind(struct check_settle **slot);
+
+/* True when keys were recorded that have no outcome yet. */
+bool check_settle_pending(const struct check_settle *st);
+
+/* Gives every key without an outcome the failure f. Can't fail. */
+void check_settle_fail_pending(struct check_settle *st, enum check_fail f);
+
+/* Frees st and what it holds. NULL-safe. */
+void check_settle_free(struct check_settle *st);
 
 /*
  * Takes a reference to the current snapshot and checks it is fresh at

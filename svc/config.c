@@ -108,6 +108,10 @@ static const struct opt opts[] = {
 	    NEED_AUTHORITY },
 	{ "upstream_ca_file",	OPT_STR,  OFF(upstream_ca_file), 0, 0,
 	    NEED_EDGE },
+	{ "upstream_concurrency", OPT_UINT, OFF(upstream_concurrency), 1, 64,
+	    NEED_AUTHORITY },
+	{ "upstream_max_waiting", OPT_UINT, OFF(upstream_max_waiting), 1,
+	    100000, NEED_AUTHORITY },
 	{ "upstream_insecure_http", OPT_BOOL, OFF(upstream_insecure_http), 0,
 	    0, NEED_EDGE },
 };
@@ -142,6 +146,8 @@ config_init(struct config *c)
 	c->upstream_timeout = UPSTREAM_TIMEOUT;
 	c->upstream_connect_timeout = UPSTREAM_CONNECT_TIMEOUT;
 	c->upstream_retries = UPSTREAM_RETRIES;
+	c->upstream_concurrency = UPSTREAM_CONCURRENCY;
+	c->upstream_max_waiting = UPSTREAM_MAX_WAITING;
 }
 
 static void
@@ -1594,6 +1600,9 @@ config_usage(FILE *fp)
 "  --upstream-connect-timeout D\n"
 "                           edge mode: connecting for an attempt (%d)\n"
 "  --upstream-retries N     edge mode: attempts after a failed one (%d)\n"
+"  --upstream-concurrency N edge mode: requests to upstream-check at once (%d)\n"
+"  --upstream-max-waiting N edge mode: requests waiting on it; past it 503\n"
+"                           at once (%d)\n"
 "  --upstream-ca-file PEM   edge mode: CAs for the upstreams' TLS (system)\n"
 "  --upstream-insecure-http edge mode: allow plain http:// upstreams\n"
 "                           (anyone on the path can forge answers)\n"
@@ -1604,5 +1613,5 @@ config_usage(FILE *fp)
 "Durations are seconds or N followed by s, m, h or d.\n",
 	    CONFIG_DEFAULT_LISTEN, CONFIG_DEFAULT_STATE, SYNC_TOTAL_TIMEOUT,
 	    SYNC_CONNECT_TIMEOUT, UPSTREAM_TIMEOUT, UPSTREAM_CONNECT_TIMEOUT,
-	    UPSTREAM_RETRIES);
+	    UPSTREAM_RETRIES, UPSTREAM_CONCURRENCY, UPSTREAM_MAX_WAITING);
 }

@@ -100,6 +100,8 @@ struct config {
 	int64_t		 upstream_timeout;	/* seconds per attempt */
 	int64_t		 upstream_connect_timeout; /* <= upstream_timeout */
 	unsigned	 upstream_retries;	/* extra attempts */
+	unsigned	 upstream_concurrency;	/* requests to the origin at once */
+	unsigned	 upstream_max_waiting;	/* requests waiting on it at once */
 	char		*upstream_ca_file;	/* NULL: the system's CAs */
 	bool		 upstream_insecure_http; /* allow http:// upstreams */
 	/*

@@ -491,6 +491,7 @@ handle_healthz(const struct server_req *r)
 enum MHD_Result
 handle_readyz(const struct server_req *r)
 {
+	const char *deg;
 	struct snapshot *s;
 	enum stale_reason why;
 	enum check_gate g;
@@ -507,12 +508,26 @@ handle_readyz(const struct server_req *r)
 		return server_error(r, MHD_HTTP_SERVICE_UNAVAILABLE,
 		    "filter_stale", msg, 0);
 	}
-	sbuf_init(&b, 64, 0);
-	sbuf_adds(&b, "{\"ready\":true,\"filter_version\":");
+	/*
+	 * An edge that cannot settle positives answers negatives but not
+	 * every check: 503 degraded, so that a load balancer prefers the
+	 * edges that can (/healthz stays 200: the process is fine).
+	 */
+	deg = r->ctx->degraded != NULL ?
+	    r->ctx->degraded(r->ctx->degraded_arg) : NULL;
+	sbuf_init(&b, 96, 0);
+	sbuf_adds(&b, deg != NULL ? "{\"ready\":false,\"degraded\":" :
+	    "{\"ready\":true,\"degraded\":");
+	if (deg != NULL)
+		sbuf_add_jstrs(&b, deg);
+	else
+		sbuf_adds(&b, "null");
+	sbuf_adds(&b, ",\"filter_version\":");
 	sbuf_add_u64(&b, s->version);
 	sbuf_adds(&b, "}\n");
 	snapshot_release(s);
-	return reply_sbuf(r, MHD_HTTP_OK, &b, "application/json");
+	return reply_sbuf(r, deg != NULL ? MHD_HTTP_SERVICE_UNAVAILABLE :
+	    MHD_HTTP_OK, &b, "application/json");
 }
 
 /* True when an If-None-Match list names etag (weak or strong) or is "*". */

@@ -2,6 +2,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "metrics.h"
 
@@ -123,17 +124,40 @@ metrics_render_histograms(struct sbuf *b)
 	hist_render(b, "revcheckd_authority_request_duration_seconds", "",
 	    &auth_hist);
 }
+/* This thread's capture (metrics_capture_begin), NULL when none. */
+static _Thread_local struct metrics_tally *capture;
 
 void
 metrics_inc(enum metric m)
 {
-	atomic_fetch_add_explicit(&counters[m], 1, memory_order_relaxed);
+	metrics_add(m, 1);
 }
 
 void
 metrics_add(enum metric m, uint64_t n)
 {
+	if (capture != NULL) {
+		capture->n[m] += n;
+		return;
+	}
 	atomic_fetch_add_explicit(&counters[m], n, memory_order_relaxed);
+}
+
+void
+metrics_capture_begin(struct metrics_tally *t)
+{
+	memset(t, 0, sizeof(*t));
+	capture = t;
+}
+
+void
+metrics_capture_end(bool keep)
+{
+	struct metrics_tally *t = capture;
+
+	capture = NULL;
+	if (t != NULL && keep)
+		metrics_tally_flush(t);
 }
 
 void

@@ -2,6 +2,7 @@
 #ifndef REVCHECK_SVC_METRICS_H
 #define REVCHECK_SVC_METRICS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "sbuf.h"
@@ -49,8 +50,18 @@ struct metrics_tally {
 /* Counts one event in t, or straight in the process counters if t is NULL. */
 void metrics_tally_inc(struct metrics_tally *t, enum metric m);
 
-/* Adds t to the process counters and zeroes it. */
+/* Adds t to the process counters (or to this thread's capture) and zeroes it. */
 void metrics_tally_flush(struct metrics_tally *t);
+
+/*
+ * Captures every count this thread makes into t (zeroed here) until
+ * metrics_capture_end(), which adds them to the process counters when
+ * keep is true and drops them otherwise: a request whose first pass is
+ * thrown away (its answer waits on the authority and is made again)
+ * counts once. One capture per thread at a time.
+ */
+void metrics_capture_begin(struct metrics_tally *t);
+void metrics_capture_end(bool keep);
 
 /* Counts one response by endpoint and HTTP status. Can't fail. */
 void metrics_request(enum metric_endpoint ep, unsigned status);

@@ -407,6 +407,12 @@ run(struct config *c)
 		ctx.status_extra_arg = sync;
 		ctx.metrics_extra = sync_metrics;
 		ctx.metrics_extra_arg = sync;
+		if (c->upstream_check != NULL) {
+			ctx.settle = sync_settle;
+			ctx.settle_arg = sync;
+			ctx.degraded = sync_degraded;
+			ctx.degraded_arg = sync;
+		}
 	}
 	if (trust_start(&trust, err, sizeof(err)) == -1) {
 		log_err("%s", err);
@@ -507,6 +513,7 @@ run(struct config *c)
 	notify_send("STOPPING=1");
 	rc = 0;
 out:
+	sync_quiesce(sync);	/* answers what waits on the authority */
 	server_stop(srv, DRAIN_MS);
 	sync_stop(sync);
 	if (ino != -1)

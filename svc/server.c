@@ -67,7 +67,9 @@ struct reqstate {
 	size_t		 cap;		/* reserved from body_bytes too */
 	uint64_t	 seen;
 	bool		 keep;		/* accumulate (else discard) */
-	bool		 replied;	/* a reply was queued */
+	bool		 replied;	/* the handler ran (or a reply was queued) */
+	bool		 deferred;	/* suspended until its positives settle */
+	struct check_settle *settle;	/* its positives (edge), or NULL */
 	bool		 too_large;	/* over the cap: 413 at the end */
 };
 
@@ -347,6 +349,12 @@ server_queue(const struct server_req *r, unsigned status,
 	bool cache = false;
 	size_t i;
 
+	/* Made while positives wait to be asked: made again once they are. */
+	if (r->settle != NULL && check_settle_pending(*r->settle)) {
+		MHD_destroy_response(resp);
+		*r->deferred = true;
+		return MHD_YES;
+	}
 	if (ctype != NULL)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
 		    ctype);
@@ -413,6 +421,76 @@ is_media_type(const char *ct, const char *want)
 	while (*ct == ' ' || *ct == '\t')
 		ct++;
 	return *ct == '\0' || *ct == ';';
+}
+
+/* The request state behind a con_cls value, or NULL for the markers. */
+static struct reqstate *
+as_state(void *p)
+{
+	if (p == NULL || p == (void *)&no_state || p == (void *)&bad_uri ||
+	    is_route(p))
+		return NULL;
+	return p;
+}
+
+static void
+resume_conn(void *conn)
+{
+	MHD_resume_connection(conn);
+}
+
+/*
+ * Runs a route's handler. On an edge (ctx->settle) the positives it meets
+ * are collected in the request's check_settle: while some are pending,
+ * its reply is dropped (server_queue), the connection suspended and the
+ * keys handed to ctx->settle, so no worker thread waits on the origin;
+ * on_access runs the handler again once they are settled (or refused at
+ * once, when too many requests wait: their positives then fail). Counts
+ * made by a dropped pass are dropped with it.
+ */
+static enum MHD_Result
+run_handler(struct server_req *r, const struct route *rt, void **con_cls)
+{
+	struct server_ctx *ctx = r->ctx;
+	struct reqstate *st = as_state(*con_cls);
+	struct check_settle *tmp = NULL, **slot;
+	struct metrics_tally cap;
+	enum MHD_Result ret;
+	bool deferred = false;
+
+	if (ctx->settle == NULL)
+		return rt->fn(r);
+	slot = st != NULL ? &st->settle : &tmp;
+	r->settle = slot;
+	r->deferred = &deferred;
+	check_settle_bind(slot);
+	metrics_capture_begin(&cap);
+	ret = rt->fn(r);
+	metrics_capture_end(!deferred);
+	check_settle_bind(NULL);
+	if (!deferred) {
+		check_settle_free(tmp);
+		return ret;
+	}
+	if (st == NULL) {
+		if ((st = calloc(1, sizeof(*st))) == NULL) {
+			check_settle_free(tmp);
+			return MHD_NO;
+		}
+		st->rt = rt;
+		st->replied = true;
+		st->settle = tmp;
+		*con_cls = st;
+	}
+	st->settle->passes++;
+	st->deferred = true;
+	MHD_suspend_connection(r->conn);
+	if (ctx->settle(ctx->settle_arg, st->settle, resume_conn,
+	    r->conn) == -1) {
+		check_settle_fail_pending(st->settle, CHECK_FAIL_UNAVAILABLE);
+		MHD_resume_connection(r->conn);
+	}
+	return MHD_YES;
 }
 
 static enum MHD_Result
@@ -558,9 +636,19 @@ on_access(void *cls, struct MHD_Connection *conn, const char *url,
 		*con_cls = &no_state;
 		r.ep = rt->ep;
 		track_deadline(conn, 0);	/* the request is in */
-		return rt->fn(&r);
+		return run_handler(&r, rt, con_cls);
 	}
 	r.ep = st->rt->ep;
+	if (st->deferred) {
+		/* Resumed: its positives have their outcome; answer now. */
+		*upsize = 0;
+		st->deferred = false;
+		if (st->body != NULL) {
+			r.body = st->body;
+			r.body_len = st->len;
+		}
+		return run_handler(&r, st->rt, con_cls);
+	}
 	if (*upsize > 0) {
 		if (st->replied) {
 			*upsize = 0;
@@ -634,7 +722,7 @@ on_access(void *cls, struct MHD_Connection *conn, const char *url,
 			return server_error(&r, MHD_HTTP_BAD_REQUEST,
 			    "bad_request", "a JSON body is required", 0);
 	}
-	return st->rt->fn(&r);
+	return run_handler(&r, st->rt, con_cls);
 }
 
 static void
@@ -654,6 +742,7 @@ on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	if (st != (void *)&no_state && !is_route(st)) {
 		free(st->body);
 		body_release(st->cap);
+		check_settle_free(st->settle);
 		free(st);
 	}
 	*con_cls = NULL;
@@ -702,7 +791,8 @@ server_start(struct server_ctx *ctx, char *err, size_t errlen)
 		threads = ncpu > 0 && ncpu < 256 ? (unsigned)ncpu : 2;
 	}
 	flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
-	    MHD_USE_ITC | MHD_USE_ERROR_LOG | MHD_USE_TURBO;
+	    MHD_USE_ITC | MHD_USE_ERROR_LOG | MHD_USE_TURBO |
+	    MHD_ALLOW_SUSPEND_RESUME;
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	s->d = MHD_start_daemon(flags, 0, NULL, NULL, on_access, ctx,

@@ -9,6 +9,7 @@
 
 #include <microhttpd.h>
 
+#include "check.h"
 #include "config.h"
 #include "loader.h"
 #include "metrics.h"
@@ -35,6 +36,18 @@ struct server_ctx {
 	/* Edge hook: appends more series to /metrics. NULL on an origin. */
 	void			(*metrics_extra)(struct sbuf *b, void *arg);
 	void			*metrics_extra_arg;
+	/*
+	 * Edge hook: settles a request's positives off the worker threads
+	 * (the contract of upstream_settle); the request is suspended
+	 * meanwhile and its handler runs again once done(done_arg) is
+	 * called. NULL: positives are settled inside the handler.
+	 */
+	int			(*settle)(void *arg, struct check_settle *st,
+				    void (*done)(void *), void *done_arg);
+	void			*settle_arg;
+	/* Edge hook: why positives cannot be settled now, or NULL (/readyz). */
+	const char		*(*degraded)(void *arg);
+	void			*degraded_arg;
 };
 
 /* One request as a handler sees it; body is NUL-terminated (may be ""). */
@@ -48,6 +61,10 @@ struct server_req {
 	enum metric_endpoint	 ep;
 	bool			 close;		/* reply with Connection: close */
 	double			 started;	/* monotonic, for the histogram */
+	/* The request's positives (server.c); a reply queued while some
+	 * are pending is dropped and the handler runs again later. */
+	struct check_settle	**settle;
+	bool			*deferred;
 };
 
 struct server_hdr {

@@ -85,19 +85,6 @@ on_data(char *p, size_t size, size_t n, void *arg)
 	return len;
 }
 
-static int
-on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut,
-    curl_off_t un)
-{
-	struct sync *s = arg;
-
-	(void)dt;
-	(void)dn;
-	(void)ut;
-	(void)un;
-	return atomic_load(&s->abort) ? 1 : 0;
-}
-
 static void
 succeed(struct sync *s, const char *result, const char *etag)
 {
@@ -755,9 +742,9 @@ download_handle(struct sync *s)
 	    (curl_off_t)s->cfg->max_download) != CURLE_OK ||
 	    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data) != CURLE_OK ||
 	    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L) != CURLE_OK ||
-	    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress) !=
-	    CURLE_OK ||
-	    curl_easy_setopt(h, CURLOPT_XFERINFODATA, s) != CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION,
+	    upstream_xfer_abort) != CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_XFERINFODATA, &s->abort) != CURLE_OK ||
 	    curl_easy_setopt(h, CURLOPT_USERAGENT,
 	    "revcheckd/" REVCHECK_VERSION " (edge sync)") != CURLE_OK) {
 		curl_easy_cleanup(h);
@@ -836,6 +823,8 @@ sync_start(const struct config *c, struct loader *l,
 	lim.connect_timeout = c->upstream_connect_timeout;
 	lim.retries = c->upstream_retries;
 	lim.ca_file = c->upstream_ca_file;
+	lim.concurrency = c->upstream_concurrency;
+	lim.max_waiting = c->upstream_max_waiting;
 	lim.allow_http = c->upstream_insecure_http;
 	if (c->upstream_check != NULL &&
 	    (s->up = upstream_new(c->upstream_check, &lim, err, errlen)) == NULL)
@@ -893,6 +882,30 @@ sync_stop(struct sync *s)
 	pthread_mutex_destroy(&s->mu);
 	free(s);
 	curl_global_cleanup();
+}
+
+int
+sync_settle(void *arg, struct check_settle *st, void (*done)(void *),
+    void *done_arg)
+{
+	struct sync *s = arg;
+
+	return s->up != NULL ? upstream_settle(s->up, st, done, done_arg) : -1;
+}
+
+const char *
+sync_degraded(void *arg)
+{
+	struct sync *s = arg;
+
+	return s->up != NULL ? upstream_degraded(s->up) : NULL;
+}
+
+void
+sync_quiesce(struct sync *s)
+{
+	if (s != NULL)
+		upstream_quiesce(s->up);
 }
 
 void

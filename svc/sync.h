@@ -2,6 +2,7 @@
 #ifndef REVCHECK_SVC_SYNC_H
 #define REVCHECK_SVC_SYNC_H
 
+#include "check.h"
 #include "config.h"
 #include "loader.h"
 #include "sbuf.h"
@@ -56,6 +57,23 @@ void sync_stop(struct sync *s);
 
 /* Asks for a sync now instead of at the end of the interval (SIGHUP). */
 void sync_kick(struct sync *s);
+
+/*
+ * For server_ctx.settle (arg is the struct sync): upstream_settle() on
+ * the edge's authority. -1 at once without one, or when it is full.
+ */
+int sync_settle(void *arg, struct check_settle *st, void (*done)(void *),
+    void *done_arg);
+
+/* For server_ctx.degraded: upstream_degraded(), NULL without an authority. */
+const char *sync_degraded(void *arg);
+
+/*
+ * Settles nothing more: fails what waits on the authority so that every
+ * suspended request is answered (503). Call before the HTTP server stops.
+ * NULL-safe.
+ */
+void sync_quiesce(struct sync *s);
 
 /*
  * For server_ctx.status_extra: appends ,"sync":{...} and, with an

@@ -17,29 +17,46 @@
 #include "util.h"
 
 #define LOG_EVERY	10	/* seconds between two failure log lines */
+#define MAX_THREADS	64
+
+/* One request's keys waiting for a pool thread. */
+struct job {
+	struct check_settle *st;
+	void		(*done)(void *);
+	void		*arg;
+	struct job	*next;
+};
 
 struct upstream {
 	char		*url;
 	char		*ca_file;	/* lim.ca_file points here */
 	struct upstream_limits lim;
 	struct curl_slist *hdrs;	/* shared, read-only once built */
-	pthread_mutex_t	 mu;		/* guards idle, nidle, last_error */
-	CURL		*idle[UPSTREAM_POOL_MAX];
-	size_t		 nidle;
+	pthread_mutex_t	 mu;		/* guards everything below but the atomics */
+	pthread_cond_t	 cv;		/* a job queued, or quiescing */
+	pthread_cond_t	 idle_cv;	/* a job finished */
+	struct job	*head, *tail;
+	unsigned	 waiting;	/* requests queued or settling */
+	bool		 stopping;	/* quiesced: refuse, abort transfers */
+	pthread_t	 th[MAX_THREADS];
+	unsigned	 nth;
 	char		 last_error[256];
+	_Atomic bool	 abort;		/* read by transfers in flight */
 	_Atomic uint64_t answered;
 	_Atomic uint64_t failed;
 	_Atomic uint64_t behind;
 	_Atomic uint64_t retries;
-	_Atomic int64_t	 last_log;
+	_Atomic uint64_t requests;	/* HTTP requests to the origin */
+	_Atomic uint64_t refused_busy;
+	_Atomic int	 degraded;	/* 0, 1 unavailable, 2 behind */
 	_Atomic bool	 lost;		/* the last call got no answer */
+	_Atomic int64_t	 last_log;
 };
 
 /* The reply body, capped at UPSTREAM_MAX_ANSWER. */
 struct answer {
-	char	buf[UPSTREAM_MAX_ANSWER + 1];
-	size_t	len;
-	bool	too_big;
+	struct sbuf	 b;
+	bool		 too_big;
 };
 
 static size_t
@@ -48,13 +65,25 @@ on_body(char *p, size_t size, size_t n, void *arg)
 	struct answer *a = arg;
 	size_t len = size * n;
 
-	if (len > UPSTREAM_MAX_ANSWER - a->len) {
+	if (len > UPSTREAM_MAX_ANSWER - a->b.len) {
 		a->too_big = true;
 		return 0;	/* aborts the transfer */
 	}
-	memcpy(a->buf + a->len, p, len);
-	a->len += len;
-	return len;
+	sbuf_add(&a->b, p, len);
+	return sbuf_ok(&a->b) ? len : 0;
+}
+
+int
+upstream_xfer_abort(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut,
+    curl_off_t un)
+{
+	_Atomic bool *abort_flag = arg;
+
+	(void)dt;
+	(void)dn;
+	(void)ut;
+	(void)un;
+	return atomic_load(abort_flag) ? 1 : 0;
 }
 
 /* A handle with every option that stays the same from one request to the next. */
@@ -73,14 +102,15 @@ handle_new(struct upstream *u)
 	    CURLE_OK) ||
 	    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L) != CURLE_OK ||
 	    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
-	    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT,
-	    (long)u->lim.connect_timeout) != CURLE_OK ||
-	    curl_easy_setopt(h, CURLOPT_TIMEOUT, (long)u->lim.timeout) !=
-	    CURLE_OK ||
 	    curl_easy_setopt(h, CURLOPT_HTTPHEADER, u->hdrs) != CURLE_OK ||
 	    curl_easy_setopt(h, CURLOPT_USERAGENT,
 	    "revcheckd/" REVCHECK_VERSION " (edge)") != CURLE_OK ||
 	    curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L) != CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L) != CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION,
+	    upstream_xfer_abort) != CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_XFERINFODATA, &u->abort) !=
+	    CURLE_OK ||
 	    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body) != CURLE_OK) {
 		curl_easy_cleanup(h);
 		return NULL;
@@ -88,32 +118,330 @@ handle_new(struct upstream *u)
 	return h;
 }
 
-static CURL *
-handle_take(struct upstream *u)
+static void
+set_error(struct upstream *u, const char *msg)
 {
-	CURL *h = NULL;
+	int64_t now = util_now(), last;
 
 	pthread_mutex_lock(&u->mu);
-	if (u->nidle > 0)
-		h = u->idle[--u->nidle];
+	snprintf(u->last_error, sizeof(u->last_error), "%s", msg);
 	pthread_mutex_unlock(&u->mu);
-	return h != NULL ? h : handle_new(u);
+	if (!atomic_exchange(&u->lost, true)) {
+		log_warn("authority lost: upstream check %s: %s (positives "
+		    "answer 503)", u->url, msg);
+		atomic_store(&u->last_log, now);
+		return;
+	}
+	last = atomic_load(&u->last_log);
+	if (now - last >= LOG_EVERY &&
+	    atomic_compare_exchange_strong(&u->last_log, &last, now))
+		log_warn("upstream check %s: %s (positives answer 503)",
+		    u->url, msg);
 }
 
-/* Back to the pool; a handle that failed is dropped with its connection. */
-static void
-handle_give(struct upstream *u, CURL *h, bool healthy)
+/* true when an id can be asked faithfully as JSON text (UTF-8, no NUL). */
+static bool
+id_askable(const struct revkey *k, char *idt, size_t *idlen)
 {
-	if (h == NULL)
-		return;
-	pthread_mutex_lock(&u->mu);
-	if (healthy && u->nidle < UPSTREAM_POOL_MAX) {
-		u->idle[u->nidle++] = h;
-		h = NULL;
+	*idlen = revkey_id_text(k, idt);
+	/*
+	 * The origin reads the id as a C string: anything else would ask
+	 * about another id, so it is not asked at all.
+	 */
+	return memchr(idt, '\0', *idlen) == NULL &&
+	    sbuf_utf8_valid(idt, *idlen);
+}
+
+/*
+ * Reads one answer object. It must be about the scope and id asked,
+ * carry a known status and the version of the filter it was answered
+ * from, and that version must be at least mine: an origin still on an
+ * older filter may not know a revocation our filter holds. Returns 0,
+ * or -1 with err (r->fail CHECK_FAIL_BEHIND for an older version).
+ */
+static int
+parse_item(const cJSON *obj, const struct revkey *k, const char *idt,
+    size_t idlen, uint64_t mine, struct check_result *r, char *err,
+    size_t errlen)
+{
+	const cJSON *st, *sc, *id, *at, *why, *fv;
+
+	r->fail = CHECK_FAIL_UNAVAILABLE;
+	if (!cJSON_IsObject(obj)) {
+		snprintf(err, errlen, "an answer is not a JSON object");
+		return -1;
 	}
-	pthread_mutex_unlock(&u->mu);
+	if (cJSON_GetObjectItemCaseSensitive(obj, "error") != NULL) {
+		snprintf(err, errlen, "the authority could not answer for "
+		    "an item");
+		return -1;
+	}
+	st = cJSON_GetObjectItemCaseSensitive(obj, "status");
+	sc = cJSON_GetObjectItemCaseSensitive(obj, "scope");
+	id = cJSON_GetObjectItemCaseSensitive(obj, "id");
+	at = cJSON_GetObjectItemCaseSensitive(obj, "revoked_at");
+	why = cJSON_GetObjectItemCaseSensitive(obj, "reason");
+	fv = cJSON_GetObjectItemCaseSensitive(obj, "filter_version");
+	if (!cJSON_IsString(sc) || !cJSON_IsString(id) ||
+	    strcmp(sc->valuestring, k->scope) != 0 ||
+	    strlen(id->valuestring) != idlen ||
+	    memcmp(id->valuestring, idt, idlen) != 0) {
+		snprintf(err, errlen, "the answer is not about the scope and "
+		    "id asked");
+		return -1;
+	}
+	if (!cJSON_IsString(st)) {
+		snprintf(err, errlen, "the answer has no \"status\"");
+		return -1;
+	}
+	if (!cJSON_IsNumber(fv) || fv->valuedouble < 0 ||
+	    fv->valuedouble > 9.0e15 ||
+	    fv->valuedouble != (double)(uint64_t)fv->valuedouble) {
+		snprintf(err, errlen, "the answer has no \"filter_version\"");
+		return -1;
+	}
+	if ((uint64_t)fv->valuedouble < mine) {
+		snprintf(err, errlen, "the authority answered from filter "
+		    "version %llu, behind ours (%llu)",
+		    (unsigned long long)fv->valuedouble,
+		    (unsigned long long)mine);
+		r->fail = CHECK_FAIL_BEHIND;
+		return -1;
+	}
+	memset(r, 0, sizeof(*r));
+	r->source = CHECK_SRC_AUTHORITATIVE;
+	if (strcmp(st->valuestring, "revoked") == 0)
+		r->status = CHECK_REVOKED;
+	else if (strcmp(st->valuestring, "not_revoked") == 0)
+		r->status = CHECK_NOT_REVOKED;
+	else if (strcmp(st->valuestring, "not_covered") == 0)
+		r->status = CHECK_NOT_COVERED;
+	else {
+		r->fail = CHECK_FAIL_UNAVAILABLE;
+		snprintf(err, errlen, "unknown status in the answer");
+		return -1;
+	}
+	if (r->status == CHECK_REVOKED) {
+		if (cJSON_IsString(at) &&
+		    util_parse_rfc3339(at->valuestring, &r->revoked_at) == -1)
+			r->revoked_at = 0;
+		if (cJSON_IsString(why))
+			snprintf(r->reason, sizeof(r->reason), "%s",
+			    why->valuestring);
+	}
+	return 0;
+}
+
+static void
+fail_key(struct check_settle *st, size_t i, enum check_fail f)
+{
+	memset(&st->res[i], 0, sizeof(st->res[i]));
+	st->res[i].fail = f;
+	st->rc[i] = -1;
+}
+
+/*
+ * Asks the origin about st->keys[from..to) in one batch request, with
+ * retries, until st->deadline. Every key gets its outcome. Returns true
+ * when the origin answered (whatever it said about each key).
+ */
+static bool
+ask_chunk(struct upstream *u, CURL *h, struct check_settle *st, size_t from,
+    size_t to, unsigned *attempts_left)
+{
+	char idt[REVKEY_ID_TEXT_MAX], e[256], msg[300] = "";
+	size_t idx[UPSTREAM_BATCH], m = 0, i, idlen;
+	struct answer a;
+	struct sbuf q;
+	const cJSON *arr, *it;
+	cJSON *root = NULL;
+	CURLcode cc;
+	long code, ms;
+	double left, t0;
+	bool answered = false, retry;
+
+	sbuf_init(&q, 64 + (to - from) * 64, 0);
+	sbuf_init(&a.b, 4096, 0);
+	sbuf_adds(&q, "{\"items\":[");
+	for (i = from; i < to; i++) {
+		if (!id_askable(&st->keys[i], idt, &idlen)) {
+			fail_key(st, i, CHECK_FAIL_UNAVAILABLE);
+			continue;
+		}
+		sbuf_adds(&q, m > 0 ? ",{\"id\":" : "{\"id\":");
+		sbuf_add_jstr(&q, idt, idlen);
+		sbuf_adds(&q, ",\"scope\":");
+		sbuf_add_jstr(&q, st->keys[i].scope, st->keys[i].scope_len);
+		sbuf_adds(&q, "}");
+		idx[m++] = i;
+	}
+	sbuf_adds(&q, "]}");
+	if (m == 0) {
+		answered = true;
+		goto out;
+	}
+	if (!sbuf_ok(&q)) {
+		snprintf(msg, sizeof(msg), "out of memory");
+		goto fail;
+	}
+	for (;;) {
+		left = st->deadline - util_monotime();
+		if (left <= 0.001 || atomic_load(&u->abort)) {
+			if (msg[0] == '\0')
+				snprintf(msg, sizeof(msg), "%s", atomic_load(
+				    &u->abort) ? "stopping" : "deadline of the "
+				    "request passed before the authority "
+				    "answered (Timeout)");
+			goto fail;
+		}
+		ms = (long)(left * 1000);
+		if (ms > (long)u->lim.timeout * 1000)
+			ms = (long)u->lim.timeout * 1000;
+		sbuf_free(&a.b);
+		sbuf_init(&a.b, 4096, 0);
+		a.too_big = false;
+		curl_easy_setopt(h, CURLOPT_WRITEDATA, &a);
+		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, ms);
+		curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+		    ms < (long)u->lim.connect_timeout * 1000 ? ms :
+		    (long)u->lim.connect_timeout * 1000);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)q.len);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, q.p);
+		atomic_fetch_add(&u->requests, 1);
+		t0 = util_monotime();
+		cc = curl_easy_perform(h);
+		metrics_observe_authority(util_monotime() - t0);
+		code = 0;
+		if (cc == CURLE_OK)
+			curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+		retry = false;
+		if (cc != CURLE_OK) {
+			if (a.too_big)
+				snprintf(msg, sizeof(msg), "answer over %d "
+				    "bytes", UPSTREAM_MAX_ANSWER);
+			else {
+				snprintf(msg, sizeof(msg), "%s",
+				    curl_easy_strerror(cc));
+				retry = true;
+			}
+		} else if (code != 200) {
+			snprintf(msg, sizeof(msg), "HTTP %ld", code);
+			retry = code >= 500;
+		} else
+			break;
+		if (!retry || *attempts_left == 0)
+			goto fail;
+		(*attempts_left)--;
+		atomic_fetch_add(&u->retries, 1);
+	}
+	answered = true;
+	root = cJSON_ParseWithLength(a.b.p != NULL ? a.b.p : "", a.b.len);
+	arr = cJSON_GetObjectItemCaseSensitive(root, "results");
+	if (!cJSON_IsArray(arr) || (size_t)cJSON_GetArraySize(arr) != m) {
+		snprintf(msg, sizeof(msg), "the answer is not one result per "
+		    "item asked");
+		goto fail;
+	}
+	i = 0;
+	cJSON_ArrayForEach(it, arr) {
+		size_t k = idx[i++];
+
+		idlen = revkey_id_text(&st->keys[k], idt);
+		if (parse_item(it, &st->keys[k], idt, idlen, st->version[k],
+		    &st->res[k], e, sizeof(e)) == 0) {
+			st->rc[k] = 0;
+			atomic_fetch_add(&u->answered, 1);
+			continue;
+		}
+		st->rc[k] = -1;
+		if (st->res[k].fail == CHECK_FAIL_BEHIND)
+			atomic_fetch_add(&u->behind, 1);
+		else
+			atomic_fetch_add(&u->failed, 1);
+		set_error(u, e);
+	}
+	goto out;
+fail:
+	for (i = 0; i < m; i++) {
+		fail_key(st, idx[i], CHECK_FAIL_UNAVAILABLE);
+		atomic_fetch_add(&u->failed, 1);
+	}
+	set_error(u, msg);
+out:
+	cJSON_Delete(root);
+	sbuf_free(&a.b);
+	sbuf_free(&q);
+	return answered;
+}
+
+/* Settles every key of st without an outcome, in chunks, with h. */
+static void
+settle_run(struct upstream *u, CURL *h, struct check_settle *st)
+{
+	unsigned attempts_left = u->lim.retries;
+	size_t from, to, first = st->asked, i;
+	bool ok = true, behind = false;
+
+	if (st->deadline == 0)
+		st->deadline = util_monotime() + (double)u->lim.timeout *
+		    (u->lim.retries + 1);
+	for (from = st->asked; from < st->n; from = to) {
+		to = st->n - from > UPSTREAM_BATCH ? from + UPSTREAM_BATCH :
+		    st->n;
+		if (h == NULL) {
+			for (; from < to; from++)
+				fail_key(st, from, CHECK_FAIL_UNAVAILABLE);
+			set_error(u, "cannot set up a request");
+			ok = false;
+			continue;
+		}
+		if (!ask_chunk(u, h, st, from, to, &attempts_left))
+			ok = false;
+	}
+	st->asked = st->n;
+	for (i = first; i < st->n; i++)
+		if (st->rc[i] == -1 && st->res[i].fail == CHECK_FAIL_BEHIND)
+			behind = true;
+	/* Degraded until a request to the origin goes through again. */
+	atomic_store(&u->degraded, !ok ? 1 : behind ? 2 : 0);
+	if (ok && atomic_exchange(&u->lost, false))
+		log_info("authority back: upstream check %s answers again",
+		    u->url);
+}
+
+static void *
+pool_main(void *arg)
+{
+	struct upstream *u = arg;
+	struct job *j;
+	CURL *h = handle_new(u);
+
+	for (;;) {
+		pthread_mutex_lock(&u->mu);
+		while (u->head == NULL && !(u->stopping && u->nth == 0))
+			pthread_cond_wait(&u->cv, &u->mu);
+		if ((j = u->head) == NULL) {
+			pthread_mutex_unlock(&u->mu);
+			break;
+		}
+		if ((u->head = j->next) == NULL)
+			u->tail = NULL;
+		pthread_mutex_unlock(&u->mu);
+		if (atomic_load(&u->abort))
+			check_settle_fail_pending(j->st,
+			    CHECK_FAIL_UNAVAILABLE);
+		else
+			settle_run(u, h, j->st);
+		j->done(j->arg);
+		free(j);
+		pthread_mutex_lock(&u->mu);
+		u->waiting--;
+		pthread_cond_broadcast(&u->idle_cv);
+		pthread_mutex_unlock(&u->mu);
+	}
 	if (h != NULL)
 		curl_easy_cleanup(h);
+	return NULL;
 }
 
 struct upstream *
@@ -122,6 +450,8 @@ upstream_new(const char *url, const struct upstream_limits *lim, char *err,
 {
 	struct upstream *u;
 	struct curl_slist *l;
+	unsigned i;
+	int rc;
 
 	assert(lim != NULL && lim->timeout > 0 && lim->connect_timeout > 0);
 	if (strncmp(url, "https://", 8) != 0 &&
@@ -143,7 +473,15 @@ upstream_new(const char *url, const struct upstream_limits *lim, char *err,
 	}
 	u->lim = *lim;
 	u->lim.ca_file = u->ca_file;
+	if (u->lim.concurrency == 0)
+		u->lim.concurrency = 1;
+	if (u->lim.concurrency > MAX_THREADS)
+		u->lim.concurrency = MAX_THREADS;
+	if (u->lim.max_waiting == 0)
+		u->lim.max_waiting = 1;
 	pthread_mutex_init(&u->mu, NULL);
+	pthread_cond_init(&u->cv, NULL);
+	pthread_cond_init(&u->idle_cv, NULL);
 	l = curl_slist_append(NULL, "Content-Type: application/json");
 	if (l != NULL)
 		u->hdrs = l;
@@ -153,145 +491,87 @@ upstream_new(const char *url, const struct upstream_limits *lim, char *err,
 		upstream_free(u);
 		return NULL;
 	}
+	for (i = 0; i < u->lim.concurrency; i++) {
+		if ((rc = pthread_create(&u->th[i], NULL, pool_main, u)) != 0) {
+			snprintf(err, errlen, "upstream_check: thread: %s",
+			    strerror(rc));
+			upstream_free(u);
+			return NULL;
+		}
+		u->nth++;
+	}
 	return u;
+}
+
+void
+upstream_quiesce(struct upstream *u)
+{
+	if (u == NULL)
+		return;
+	pthread_mutex_lock(&u->mu);
+	u->stopping = true;
+	atomic_store(&u->abort, true);
+	pthread_cond_broadcast(&u->cv);
+	while (u->waiting > 0)
+		pthread_cond_wait(&u->idle_cv, &u->mu);
+	pthread_mutex_unlock(&u->mu);
 }
 
 void
 upstream_free(struct upstream *u)
 {
-	size_t i;
+	unsigned i, n;
 
 	if (u == NULL)
 		return;
-	for (i = 0; i < u->nidle; i++)
-		curl_easy_cleanup(u->idle[i]);
+	upstream_quiesce(u);
+	pthread_mutex_lock(&u->mu);
+	n = u->nth;
+	u->nth = 0;		/* the threads' signal to leave */
+	pthread_cond_broadcast(&u->cv);
+	pthread_mutex_unlock(&u->mu);
+	for (i = 0; i < n; i++)
+		pthread_join(u->th[i], NULL);
 	curl_slist_free_all(u->hdrs);
+	pthread_cond_destroy(&u->idle_cv);
+	pthread_cond_destroy(&u->cv);
 	pthread_mutex_destroy(&u->mu);
 	free(u->url);
 	free(u->ca_file);
 	free(u);
 }
 
-static void
-set_error(struct upstream *u, const char *msg)
+int
+upstream_settle(struct upstream *u, struct check_settle *st,
+    void (*done)(void *), void *arg)
 {
-	int64_t now = util_now(), last;
+	struct job *j;
 
-	pthread_mutex_lock(&u->mu);
-	snprintf(u->last_error, sizeof(u->last_error), "%s", msg);
-	pthread_mutex_unlock(&u->mu);
-	if (!atomic_exchange(&u->lost, true)) {
-		log_warn("authority lost: upstream check %s: %s (positives "
-		    "answer 503 authority_unavailable)", u->url, msg);
-		atomic_store(&u->last_log, now);
-		return;
-	}
-	last = atomic_load(&u->last_log);
-	if (now - last >= LOG_EVERY &&
-	    atomic_compare_exchange_strong(&u->last_log, &last, now))
-		log_warn("upstream check %s: %s (positives answer 503 "
-		    "authority_unavailable)", u->url, msg);
-}
-
-/* The question: {"id": <id as text>, "scope": <scope>}. -1 when it cannot be asked faithfully. */
-static int
-question(const struct revkey *k, struct sbuf *q, char *idt, size_t *idlen)
-{
-	*idlen = revkey_id_text(k, idt);
-	/*
-	 * A JSON string carries an id exactly only when it is valid UTF-8
-	 * without NUL (the origin reads it as a C string): anything else
-	 * would ask about another id, so it is not asked at all.
-	 */
-	if (memchr(idt, '\0', *idlen) != NULL ||
-	    !sbuf_utf8_valid(idt, *idlen))
+	if ((j = calloc(1, sizeof(*j))) == NULL)
 		return -1;
-	sbuf_adds(q, "{\"id\":");
-	sbuf_add_jstr(q, idt, *idlen);
-	sbuf_adds(q, ",\"scope\":");
-	sbuf_add_jstr(q, k->scope, k->scope_len);
-	sbuf_adds(q, "}");
-	return sbuf_ok(q) ? 0 : -1;
-}
-
-/*
- * Reads the origin's answer. It must be about the scope and id asked,
- * carry a known status and the version of the filter it was answered
- * from, and that version must be at least ours (mine): an origin still
- * on an older filter may not know a revocation our filter holds.
- * Returns 0, or -1 with err (r->fail CHECK_FAIL_BEHIND for an older
- * version).
- */
-static int
-parse_answer(const struct answer *a, const struct revkey *k,
-    const char *idt, size_t idlen, uint64_t mine, struct check_result *r,
-    char *err, size_t errlen)
-{
-	const cJSON *st, *sc, *id, *at, *why, *fv;
-	cJSON *root;
-	int rc = -1;
-
-	if ((root = cJSON_ParseWithLength(a->buf, a->len)) == NULL ||
-	    !cJSON_IsObject(root)) {
-		snprintf(err, errlen, "the answer is not a JSON object");
-		goto out;
+	j->st = st;
+	j->done = done;
+	j->arg = arg;
+	pthread_mutex_lock(&u->mu);
+	if (u->stopping || u->waiting >= u->lim.max_waiting) {
+		pthread_mutex_unlock(&u->mu);
+		free(j);
+		atomic_fetch_add(&u->refused_busy, 1);
+		set_error(u, "too many requests waiting on the authority");
+		return -1;
 	}
-	st = cJSON_GetObjectItemCaseSensitive(root, "status");
-	sc = cJSON_GetObjectItemCaseSensitive(root, "scope");
-	id = cJSON_GetObjectItemCaseSensitive(root, "id");
-	at = cJSON_GetObjectItemCaseSensitive(root, "revoked_at");
-	why = cJSON_GetObjectItemCaseSensitive(root, "reason");
-	if (!cJSON_IsString(sc) || !cJSON_IsString(id) ||
-	    strcmp(sc->valuestring, k->scope) != 0 ||
-	    strlen(id->valuestring) != idlen ||
-	    memcmp(id->valuestring, idt, idlen) != 0) {
-		snprintf(err, errlen, "the answer is not about the scope and "
-		    "id asked");
-		goto out;
-	}
-	if (!cJSON_IsString(st)) {
-		snprintf(err, errlen, "the answer has no \"status\"");
-		goto out;
-	}
-	fv = cJSON_GetObjectItemCaseSensitive(root, "filter_version");
-	if (!cJSON_IsNumber(fv) || fv->valuedouble < 0 ||
-	    fv->valuedouble > 9.0e15 ||
-	    fv->valuedouble != (double)(uint64_t)fv->valuedouble) {
-		snprintf(err, errlen, "the answer has no \"filter_version\"");
-		goto out;
-	}
-	if ((uint64_t)fv->valuedouble < mine) {
-		snprintf(err, errlen, "the authority answered from filter "
-		    "version %llu, behind ours (%llu)",
-		    (unsigned long long)fv->valuedouble,
-		    (unsigned long long)mine);
-		r->fail = CHECK_FAIL_BEHIND;
-		goto out;
-	}
-	memset(r, 0, sizeof(*r));
-	r->source = CHECK_SRC_AUTHORITATIVE;
-	if (strcmp(st->valuestring, "revoked") == 0)
-		r->status = CHECK_REVOKED;
-	else if (strcmp(st->valuestring, "not_revoked") == 0)
-		r->status = CHECK_NOT_REVOKED;
-	else if (strcmp(st->valuestring, "not_covered") == 0)
-		r->status = CHECK_NOT_COVERED;
-	else {
-		snprintf(err, errlen, "unknown status in the answer");
-		goto out;
-	}
-	if (r->status == CHECK_REVOKED) {
-		if (cJSON_IsString(at) &&
-		    util_parse_rfc3339(at->valuestring, &r->revoked_at) == -1)
-			r->revoked_at = 0;
-		if (cJSON_IsString(why))
-			snprintf(r->reason, sizeof(r->reason), "%s",
-			    why->valuestring);
-	}
-	rc = 0;
-out:
-	cJSON_Delete(root);
-	return rc;
+	if (st->deadline == 0)
+		st->deadline = util_monotime() + (double)u->lim.timeout *
+		    (u->lim.retries + 1);
+	u->waiting++;
+	if (u->tail != NULL)
+		u->tail->next = j;
+	else
+		u->head = j;
+	u->tail = j;
+	pthread_cond_signal(&u->cv);
+	pthread_mutex_unlock(&u->mu);
+	return 0;
 }
 
 int
@@ -299,102 +579,53 @@ upstream_check(void *arg, const struct snapshot *s, const struct revkey *k,
     struct check_result *r)
 {
 	struct upstream *u = arg;
-	struct answer *a = NULL;
-	struct sbuf q;
-	char idt[REVKEY_ID_TEXT_MAX], e[256], msg[300] = "";
-	size_t idlen;
-	CURL *h = NULL;
-	CURLcode cc;
-	long code = 0;
-	unsigned attempt;
-	double t0;
+	struct check_settle st;
+	uint64_t version = s->version;
 	int rc = -1;
-	bool retry;
+	CURL *h;
 
-	r->fail = CHECK_FAIL_UNAVAILABLE;
-	sbuf_init(&q, 256, 0);
-	if (question(k, &q, idt, &idlen) == -1) {
-		set_error(u, "an id that cannot be sent as JSON text");
-		goto out;
-	}
-	if ((a = malloc(sizeof(*a))) == NULL) {
-		set_error(u, "out of memory");
-		goto out;
-	}
-	for (attempt = 0; attempt <= u->lim.retries; attempt++) {
-		if (attempt > 0) {
-			struct timespec ts = { 0, 20L * 1000 * 1000 * attempt };
-
-			atomic_fetch_add(&u->retries, 1);
-			nanosleep(&ts, NULL);
-		}
-		if ((h = handle_take(u)) == NULL) {
-			snprintf(msg, sizeof(msg), "cannot set up a request");
-			break;
-		}
-		a->len = 0;
-		a->too_big = false;
-		curl_easy_setopt(h, CURLOPT_WRITEDATA, a);
-		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)q.len);
-		curl_easy_setopt(h, CURLOPT_POSTFIELDS, q.p);
-		t0 = util_monotime();
-		cc = curl_easy_perform(h);
-		metrics_observe_authority(util_monotime() - t0);
-		code = 0;
-		if (cc == CURLE_OK)
-			curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
-		retry = false;
-		if (cc != CURLE_OK) {
-			if (a->too_big)
-				snprintf(msg, sizeof(msg), "answer over %d "
-				    "bytes", UPSTREAM_MAX_ANSWER);
-			else {
-				snprintf(msg, sizeof(msg), "%s",
-				    curl_easy_strerror(cc));
-				retry = true;
-			}
-		} else if (code != 200) {
-			snprintf(msg, sizeof(msg), "HTTP %ld", code);
-			retry = code >= 500;
-		} else {
-			a->buf[a->len] = '\0';
-			if (parse_answer(a, k, idt, idlen, s->version, r, e,
-			    sizeof(e)) == 0) {
-				handle_give(u, h, true);
-				h = NULL;
-				rc = 0;
-				break;
-			}
-			snprintf(msg, sizeof(msg), "%s", e);
-		}
-		handle_give(u, h, cc == CURLE_OK);
-		h = NULL;
-		if (!retry)
-			break;
-	}
-	if (rc == 0) {
-		atomic_fetch_add(&u->answered, 1);
-		if (atomic_exchange(&u->lost, false))
-			log_info("authority back: upstream check %s answers "
-			    "again", u->url);
-	} else
-		set_error(u, msg);
-out:
-	if (rc == -1)
-		atomic_fetch_add(r->fail == CHECK_FAIL_BEHIND ? &u->behind :
-		    &u->failed, 1);
-	free(a);
-	sbuf_free(&q);
+	memset(&st, 0, sizeof(st));
+	st.n = st.cap = 1;
+	st.keys = (struct revkey *)(uintptr_t)k;
+	st.version = &version;
+	st.res = r;
+	st.rc = &rc;
+	h = handle_new(u);
+	settle_run(u, h, &st);
+	if (h != NULL)
+		curl_easy_cleanup(h);
 	return rc;
+}
+
+const char *
+upstream_degraded(struct upstream *u)
+{
+	bool busy;
+
+	pthread_mutex_lock(&u->mu);
+	busy = u->waiting >= u->lim.max_waiting;
+	pthread_mutex_unlock(&u->mu);
+	if (busy)
+		return "authority_busy";
+	switch (atomic_load(&u->degraded)) {
+	case 1:
+		return "authority_unavailable";
+	case 2:
+		return "authority_behind";
+	}
+	return NULL;
 }
 
 void
 upstream_status(struct upstream *u, struct sbuf *b)
 {
 	char e[sizeof(u->last_error)];
+	const char *deg = upstream_degraded(u);
+	unsigned waiting;
 
 	pthread_mutex_lock(&u->mu);
 	memcpy(e, u->last_error, sizeof(e));
+	waiting = u->waiting;
 	pthread_mutex_unlock(&u->mu);
 	sbuf_adds(b, ",\"authority\":{\"url\":");
 	sbuf_add_jstrs(b, u->url);
@@ -406,6 +637,17 @@ upstream_status(struct upstream *u, struct sbuf *b)
 	sbuf_add_u64(b, atomic_load(&u->behind));
 	sbuf_adds(b, ",\"retries\":");
 	sbuf_add_u64(b, atomic_load(&u->retries));
+	sbuf_adds(b, ",\"requests\":");
+	sbuf_add_u64(b, atomic_load(&u->requests));
+	sbuf_adds(b, ",\"waiting\":");
+	sbuf_add_u64(b, waiting);
+	sbuf_adds(b, ",\"refused_busy\":");
+	sbuf_add_u64(b, atomic_load(&u->refused_busy));
+	sbuf_adds(b, ",\"degraded\":");
+	if (deg != NULL)
+		sbuf_add_jstrs(b, deg);
+	else
+		sbuf_adds(b, "null");
 	sbuf_adds(b, ",\"last_error\":");
 	if (e[0] != '\0')
 		sbuf_add_jstrs(b, e);
@@ -417,6 +659,11 @@ upstream_status(struct upstream *u, struct sbuf *b)
 void
 upstream_metrics(struct upstream *u, struct sbuf *b)
 {
+	unsigned waiting;
+
+	pthread_mutex_lock(&u->mu);
+	waiting = u->waiting;
+	pthread_mutex_unlock(&u->mu);
 	sbuf_adds(b, "# HELP revcheckd_upstream_checks_total Filter positives "
 	    "sent to the upstream authority, by result.\n"
 	    "# TYPE revcheckd_upstream_checks_total counter\n");
@@ -431,5 +678,22 @@ upstream_metrics(struct upstream *u, struct sbuf *b)
 	    "# TYPE revcheckd_upstream_retries_total counter\n"
 	    "revcheckd_upstream_retries_total ");
 	sbuf_add_u64(b, atomic_load(&u->retries));
+	sbuf_adds(b, "\n# HELP revcheckd_upstream_requests_total HTTP "
+	    "requests to the upstream authority (one per batch of "
+	    "positives, retries included).\n"
+	    "# TYPE revcheckd_upstream_requests_total counter\n"
+	    "revcheckd_upstream_requests_total ");
+	sbuf_add_u64(b, atomic_load(&u->requests));
+	sbuf_adds(b, "\n# HELP revcheckd_upstream_refused_busy_total Requests "
+	    "refused at once because upstream_max_waiting requests were "
+	    "waiting on the authority.\n"
+	    "# TYPE revcheckd_upstream_refused_busy_total counter\n"
+	    "revcheckd_upstream_refused_busy_total ");
+	sbuf_add_u64(b, atomic_load(&u->refused_busy));
+	sbuf_adds(b, "\n# HELP revcheckd_upstream_waiting Requests waiting on "
+	    "the upstream authority now.\n"
+	    "# TYPE revcheckd_upstream_waiting gauge\n"
+	    "revcheckd_upstream_waiting ");
+	sbuf_add_u64(b, waiting);
 	sbuf_adds(b, "\n");
 }

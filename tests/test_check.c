@@ -613,3 +613,64 @@ Test(check, json_token_refused_without_issuer)
 	cr_assert_not(check_invalid_token(jv));
 	cJSON_Delete(j);
 }
+
+/*
+ * With a settle slot bound (an edge's HTTP worker), check_key never calls
+ * the authority: a positive is recorded once however often it is asked,
+ * fails as pending until it has an outcome, then answers from it; a new
+ * snapshot version asks again; past CHECK_SETTLE_PASSES nothing new is
+ * recorded and a positive fails closed.
+ */
+Test(check, settle_slot_records_positives_once_and_answers_from_them)
+{
+	struct snapshot *s = make_snapshot(7, 1 << 16, 7, false);
+	struct snapshot *s8 = make_snapshot(8, 1 << 16, 7, false);
+	struct check_settle *st = NULL;
+	struct check_result r;
+	struct revkey k, neg;
+	int calls = 0, i;
+
+	check_set_authority(fake_authority, &calls);
+	check_settle_bind(&st);
+	key_text(&k, "default", "tok-revoked");
+	key_text(&neg, "default", "tok-clean");
+	for (i = 0; i < 200; i++) {
+		cr_assert_eq(check_key(s, &k, &r), -1);
+		cr_assert_eq(r.fail, CHECK_FAIL_PENDING);
+	}
+	cr_assert_eq(check_key(s, &neg, &r), 0, "a negative needs no authority");
+	cr_assert_eq(r.status, CHECK_NOT_REVOKED);
+	cr_assert_not_null(st);
+	cr_assert_eq(st->n, 1, "200 asks of one key recorded once");
+	cr_assert(check_settle_pending(st));
+	/* What upstream_settle would do. */
+	memset(&st->res[0], 0, sizeof(st->res[0]));
+	st->res[0].status = CHECK_REVOKED;
+	st->res[0].source = CHECK_SRC_AUTHORITATIVE;
+	st->rc[0] = 0;
+	st->asked = 1;
+	cr_assert_not(check_settle_pending(st));
+	cr_assert_eq(check_key(s, &k, &r), 0);
+	cr_assert_eq(r.status, CHECK_REVOKED);
+	/* Settled for version 7, not for 8. */
+	cr_assert_eq(check_key(s8, &k, &r), -1);
+	cr_assert_eq(r.fail, CHECK_FAIL_PENDING);
+	cr_assert_eq(st->n, 2);
+	check_settle_fail_pending(st, CHECK_FAIL_BEHIND);
+	cr_assert_eq(check_key(s8, &k, &r), -1);
+	cr_assert_eq(r.fail, CHECK_FAIL_BEHIND);
+	/* Out of passes: nothing new is recorded, the positive fails closed. */
+	st->passes = CHECK_SETTLE_PASSES;
+	key_text(&k, "issuer-a", "a1");
+	cr_assert_eq(check_key(s, &k, &r), -1);
+	cr_assert_eq(r.fail, CHECK_FAIL_UNAVAILABLE);
+	cr_assert_eq(st->n, 2);
+	cr_assert_eq(calls, 0, "the authority was called from the worker");
+	check_settle_bind(NULL);
+	/* Unbound, the authority is asked directly again. */
+	cr_assert_eq(check_key(s, &k, &r), -1);
+	cr_assert_eq(calls, 1);
+	check_settle_free(st);
+	snapshot_release(s);
+	snapshot_release(s8);
+}

@@ -617,7 +617,7 @@ Test(config, edge_keys_refused_on_an_origin)
 	static const char *const keys[] = { "upstream_timeout",
 	    "upstream_connect_timeout", "upstream_retries", "sync_timeout",
 	    "sync_connect_timeout", "sync_interval", "max_download",
-	    "max_lag" };
+	    "max_lag", "upstream_concurrency", "upstream_max_waiting" };
 	struct config c;
 	char err[256], j[256];
 	size_t i;

@@ -483,7 +483,7 @@ def cmd_serve(port, mode):
 
         def do_POST(self):
             n = int(self.headers.get("Content-Length") or 0)
-            self.rfile.read(n)
+            asked = self.rfile.read(n)
             if mode == "hang":
                 time.sleep(3600)
             if mode == "500":
@@ -491,10 +491,17 @@ def cmd_serve(port, mode):
             elif mode == "garbage":
                 code, body = 200, b"<html>not json</html>"
             else:
-                code, body = 200, json.dumps({
-                    "status": "not_revoked", "source": "authoritative",
-                    "scope": "default", "id": "someone-else",
-                    "filter_version": 1}).encode()
+                wrong = {"status": "not_revoked", "source": "authoritative",
+                         "scope": "default", "id": "someone-else",
+                         "filter_version": 1000000}
+                try:        # a batch gets one wrong answer per item
+                    items = json.loads(asked).get("items")
+                except ValueError:
+                    items = None
+                code, body = 200, json.dumps(
+                    {"filter_version": 1000000,
+                     "results": [wrong] * len(items)} if items is not None
+                    else wrong).encode()
             self.send_response(code)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
