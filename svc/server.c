@@ -69,6 +69,7 @@ struct reqstate {
 	bool		 keep;		/* accumulate (else discard) */
 	bool		 replied;	/* the handler ran (or a reply was queued) */
 	bool		 deferred;	/* suspended until its positives settle */
+	double		 started;	/* when its handler first ran */
 	struct check_settle *settle;	/* its positives (edge), or NULL */
 	bool		 too_large;	/* over the cap: 413 at the end */
 };
@@ -482,7 +483,8 @@ run_handler(struct server_req *r, const struct route *rt, void **con_cls)
 		st->settle = tmp;
 		*con_cls = st;
 	}
-	st->settle->passes++;
+	if (st->settle->passes++ == 0)
+		st->started = r->started;
 	st->deferred = true;
 	MHD_suspend_connection(r->conn);
 	if (ctx->settle(ctx->settle_arg, st->settle, resume_conn,
@@ -643,6 +645,7 @@ on_access(void *cls, struct MHD_Connection *conn, const char *url,
 		/* Resumed: its positives have their outcome; answer now. */
 		*upsize = 0;
 		st->deferred = false;
+		r.started = st->started;	/* the wait counts in its time */
 		if (st->body != NULL) {
 			r.body = st->body;
 			r.body_len = st->len;
