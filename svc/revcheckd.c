@@ -375,6 +375,7 @@ run(struct config *c)
 		log_err("issuers: %s", err);
 		return 1;
 	}
+	trust_log(&trust);
 	if (!c->revocation_only && c->nissuers == 0)
 		log_warn("no trusted token issuer is configured: every token "
 		    "is refused (set \"issuers\", or token_verification "

@@ -102,9 +102,6 @@ issuer_load(struct trust_issuer *ti, const struct config_issuer *ci,
 		    ci->issuer, e);
 		goto out;
 	}
-	log_info("issuer %s: %s%s", ci->issuer, ci->jwks_file != NULL ?
-	    "keys from a file" : "keys fetched from its jwks_uri",
-	    ti->hs != NULL ? ", and an HS secret" : "");
 	rc = 0;
 out:
 	free(buf);
@@ -367,6 +364,22 @@ refresh_main(void *arg)
 	}
 	pthread_mutex_unlock(&t->mu);
 	return NULL;
+}
+
+void
+trust_log(const struct trust *t)
+{
+	const struct config_issuer *ci;
+	size_t i;
+
+	for (i = 0; i < t->n; i++) {
+		ci = t->iss[i].cfg;
+		log_info("issuer %s: keys from %s%s", ci->issuer,
+		    ci->jwks_file != NULL ? ci->jwks_file : ci->jwks_uri,
+		    t->iss[i].hs != NULL ? ", and an HS secret" : "");
+	}
+	if (t->nclients > 0)
+		log_info("introspection: %zu client(s)", t->nclients);
 }
 
 int

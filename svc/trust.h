@@ -123,6 +123,9 @@ int trust_init(struct trust *t, const struct config *c, char *err,
  */
 int trust_start(struct trust *t, char *err, size_t errlen);
 
+/* Logs each issuer's key source and the introspection clients. */
+void trust_log(const struct trust *t);
+
 /* Stops the refresh thread (waits for a fetch in flight). NULL-safe. */
 void trust_stop(struct trust *t);
 

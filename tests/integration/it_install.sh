@@ -90,7 +90,26 @@ ok "installed units refer only to installed files"
 # --check-config also checks the directories: the test's own stand in
 # for the /var/lib paths the examples name.
 mkdir -p "$tmp/filters" "$tmp/state"
+# The token example names keys and secrets under /etc/revcheck/, which
+# --check-config loads: a copy names stand-ins made here instead (an
+# JWKS of a fresh key, random secrets), so what is checked is the example
+# itself.
+mkdir -p "$tmp/etc"
 for c in "$D$PREFIX"/etc/revcheck/*.json; do
+	if grep -q '"/etc/revcheck/' "$c"; then
+		for f in $(grep -oE '/etc/revcheck/[A-Za-z0-9._-]+' "$c" | sort -u); do
+			case $f in
+			*.jwks)
+				/usr/bin/python3 "$SRC/tests/integration/jwtmint.py" \
+				    key p256 "$tmp/etc/k.pem"
+				/usr/bin/python3 "$SRC/tests/integration/jwtmint.py" \
+				    jwks "$tmp/etc/${f##*/}" "$tmp/etc/k.pem:k1" ;;
+			*) head -c 48 /dev/urandom | base64 -w0 >"$tmp/etc/${f##*/}" ;;
+			esac
+		done
+		sed "s|/etc/revcheck/|$tmp/etc/|g" "$c" >"$tmp/etc/${c##*/}"
+		c=$tmp/etc/${c##*/}
+	fi
 	dirs=(--state-dir "$tmp/state")
 	grep -q '"filter_dir"' "$c" && dirs+=(--filter-dir "$tmp/filters")
 	out=$("$REVCHECKD" -c "$c" --trusted-key "$tmp/pub.pem" "${dirs[@]}" \
