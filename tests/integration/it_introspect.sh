@@ -110,34 +110,9 @@ rc_expect_json error no_filter "no filter: no_filter"
 NG=$T/ng
 mkdir -p "$NG"
 rc_tls_cert "$NG" || rc_fail "test CA"
-ng_start() {
-	local try port tport
-	for try in 1 2 3 4 5; do
-		port=$(rc_free_port)
-		tport=$(rc_free_port)
-		{ rc_nginx_conf "$NG"; cat <<EOF; } >"$NG/nginx.conf"
-    server {
-        listen 127.0.0.1:$port;
-        location / { return 404; }
-    }
-    server {
-        listen 127.0.0.1:$tport ssl;
-        ssl_certificate $NG/tls.crt;
-        ssl_certificate_key $NG/tls.key;
-        location = /v1/introspect { proxy_pass $D_URL; }
-        location / { return 404; }
-    }
-}
-EOF
-		if rc_nginx_run "$NG" "$port"; then
-			INTROSPECT_URL="https://127.0.0.1:$tport/v1/introspect"
-			return 0
-		fi
-	done
-	cat "$NG/stderr.log" "$NG/error.log" >&2 || true
-	return 1
-}
-ng_start || rc_fail "nginx did not start"
+rc_nginx_tls "$NG" "        location = /v1/introspect { proxy_pass $D_URL; }" ||
+    rc_fail "nginx did not start"
+INTROSPECT_URL=$NG_TLS_BASE/v1/introspect
 rc_curl --cacert "$NG/ca.pem" "${BASIC[@]}" -H "$FORM" --data-urlencode "token=$GOOD" \
     "$INTROSPECT_URL"
 rc_expect_json active true "through the TLS front"

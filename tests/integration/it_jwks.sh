@@ -30,35 +30,10 @@ publish "$T/k1.pem:k1"
 # ---------------------------------------------------------------- nginx with TLS
 NG=$T/ng
 rc_tls_cert "$NG" || rc_fail "test CA"
-ng_start() {
-	local try port tport
-	for try in 1 2 3 4 5; do
-		port=$(rc_free_port)
-		tport=$(rc_free_port)
-		{ rc_nginx_conf "$NG"; cat <<EOF; } >"$NG/nginx.conf"
-    server {
-        listen 127.0.0.1:$port;
-        location / { return 404; }
-    }
-    server {
-        listen 127.0.0.1:$tport ssl;
-        ssl_certificate $NG/tls.crt;
-        ssl_certificate_key $NG/tls.key;
-        location = /d/jwks.json { alias $NG/www/jwks.json; }
-        location = /l/jwks.json { alias $NG/www/jwks.json; }
-        location / { return 404; }
-    }
-}
-EOF
-		if rc_nginx_run "$NG" "$port"; then
-			JWKS_BASE="https://127.0.0.1:$tport"
-			return 0
-		fi
-	done
-	cat "$NG/stderr.log" "$NG/error.log" >&2 || true
-	return 1
-}
-ng_start || { rc_fail "nginx did not start"; rc_done; }
+rc_nginx_tls "$NG" "        location = /d/jwks.json { alias $NG/www/jwks.json; }
+        location = /l/jwks.json { alias $NG/www/jwks.json; }" ||
+    { rc_fail "nginx did not start"; rc_done; }
+JWKS_BASE=$NG_TLS_BASE
 curl -sS --cacert "$NG/ca.pem" "$JWKS_BASE/d/jwks.json" | grep -q '"k1"' &&
     rc_ok "nginx serves the JWKS over TLS" || rc_fail "nginx: no JWKS"
 

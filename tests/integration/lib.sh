@@ -27,6 +27,8 @@
 # nginx:     rc_nginx_conf DIR (the start of a config); rc_nginx_run DIR PORT
 # TLS:       rc_tls_cert DIR   a test CA (DIR/ca.pem) and a server certificate
 #                              for 127.0.0.1 (DIR/tls.crt, DIR/tls.key)
+#            rc_nginx_tls DIR LOCATIONS   nginx serving LOCATIONS over TLS
+#                              with DIR's test certificate; sets NG_TLS_BASE
 set -euo pipefail
 
 RC_SRC=${REVCHECK_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
@@ -306,6 +308,35 @@ rc_tls_cert() {
 		openssl x509 -req -in "$d/tls.csr" -CA "$d/ca.pem" -CAkey "$d/ca.key" \
 		    -CAcreateserial -days 1 -extfile "$d/ext.cnf" -out "$d/tls.crt"
 	} >"$d/openssl.log" 2>&1 || { cat "$d/openssl.log" >&2; return 1; }
+}
+
+# rc_nginx_tls DIR LOCATIONS: writes DIR/nginx.conf with a plain server
+# (404 only, for rc_nginx_run's probe) and a TLS server on another free
+# port holding the nginx LOCATIONS text, using rc_tls_cert DIR's
+# certificate, starts it (new ports on a clash) and sets NG_TLS_BASE to
+# https://127.0.0.1:PORT. Returns 1, with nginx's logs, when it does not
+# come up.
+rc_nginx_tls() {
+	local dir=$1 locs=$2 try port tport
+	for try in 1 2 3 4 5; do
+		port=$(rc_free_port)
+		tport=$(rc_free_port)
+		{
+			rc_nginx_conf "$dir"
+			printf '    server {\n        listen 127.0.0.1:%s;\n' "$port"
+			printf '        location / { return 404; }\n    }\n'
+			printf '    server {\n        listen 127.0.0.1:%s ssl;\n' "$tport"
+			printf '        ssl_certificate %s/tls.crt;\n' "$dir"
+			printf '        ssl_certificate_key %s/tls.key;\n' "$dir"
+			printf '%s\n        location / { return 404; }\n    }\n}\n' "$locs"
+		} >"$dir/nginx.conf"
+		if rc_nginx_run "$dir" "$port"; then
+			NG_TLS_BASE="https://127.0.0.1:$tport"
+			return 0
+		fi
+	done
+	cat "$dir/stderr.log" "$dir/error.log" >&2 || true
+	return 1
 }
 
 # rc_nginx_run DIR PORT: runs nginx with DIR/nginx.conf (logs in DIR), in
