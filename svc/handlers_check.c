@@ -495,7 +495,8 @@ handle_authz(const struct server_req *r)
 	const char *auth, *cert, *tok;
 	char e[256], ver[24];
 	size_t nk = 0, i, tl, first_cert;
-	bool revoked = false, uncovered = false;
+	bool revoked = false, uncovered = false, failed = false;
+	enum check_fail fail = CHECK_FAIL_UNAVAILABLE;
 
 	/* Which copy counts would be ambiguous (server.c refuses a
 	 * repeated Authorization header the same way). */
@@ -542,12 +543,18 @@ handle_authz(const struct server_req *r)
 		    g == CHECK_GATE_NO_FILTER ? "no_filter" : "filter_stale",
 		    NULL);
 	snprintf(ver, sizeof(ver), "%llu", (unsigned long long)s->version);
+	/*
+	 * Every credential is checked before an unsettled one answers 503,
+	 * so that an edge asks the authority about all of a request's
+	 * positives in one go (check_settle).
+	 */
 	for (i = 0; i < nk; i++) {
 		if (check_key(s, &keys[i], &res) == -1 ||
 		    (has_token && i == 0 && check_cutoffs(s, &cut, &res) == -1)) {
-			snapshot_release(s);
-			return authz_reply(r, MHD_HTTP_SERVICE_UNAVAILABLE,
-			    check_fail_str(res.fail), ver);
+			if (!failed)
+				fail = res.fail;
+			failed = true;
+			continue;
 		}
 		st[i] = res.status;
 		if (res.status == CHECK_REVOKED)
@@ -556,6 +563,9 @@ handle_authz(const struct server_req *r)
 			uncovered = true;
 	}
 	snapshot_release(s);
+	if (failed)
+		return authz_reply(r, MHD_HTTP_SERVICE_UNAVAILABLE,
+		    check_fail_str(fail), ver);
 	if (revoked)
 		return authz_reply_certs(r, MHD_HTTP_FORBIDDEN, "revoked", ver,
 		    st + first_cert, nk - first_cert);

@@ -132,7 +132,8 @@ rc_curl "$C_URL/metrics"
 rc_expect_match "$RC_BODY" 'revcheckd_upstream_refused_busy_total 1' "metrics count it"
 
 # ---------------------------------------------------------------- identical positives settled once, in one batch
-rc_start R "${EDGE[@]}" --state-dir "$T/sr" --upstream-check "$O_URL/v1/check"
+rc_start R "${EDGE[@]}" --state-dir "$T/sr" --upstream-check "$O_URL/v1/check" \
+    --token-verification revocation-only	# the unsigned bearer below
 rc_wait_version "$R_URL" 1 10 || rc_fail "R did not sync version 1"
 python3 -c 'import json; print(json.dumps({"items": [{"id": "tok-rev-7"}] * 200 + [{"id": "tok-rev-8"}, {"id": "tok-fine"}, {"id": "tok-rev-9"}]}))' >"$T/dup.json"
 rc_curl -H 'Content-Type: application/json' --data-binary @"$T/dup.json" "$R_URL/v1/check"
@@ -149,6 +150,12 @@ rc_expect_json counters.checks 203 "every item counted once"
 rc_expect_json counters.fallthrough 202 "the positives counted once each"
 rc_curl "$O_URL/v1/status"
 rc_expect_json counters.checks 3 "the origin was asked about three ids"
+# /v1/authz takes the same path: its positive settled off the worker.
+rc_curl -H "Authorization: Bearer $(rc_jwt '' tok-rev-20)" "$R_URL/v1/authz"
+rc_expect_status 403 "/v1/authz: a revoked bearer settled by the origin"
+rc_expect_json verdict revoked "/v1/authz verdict revoked"
+rc_curl "$R_URL/v1/status"
+rc_expect_json authority.requests 2 "one more request to the origin"
 rc_curl "$R_URL/readyz"
 rc_expect_status 200 "R is ready"
 
