@@ -40,6 +40,7 @@ enum {
 	OPT_NO_DELTA,
 	OPT_CLOCK_SKEW,
 	OPT_CRL_VALIDITY,
+	OPT_ALLOW_ROLLBACK,
 };
 
 struct build_opts {
@@ -59,6 +60,7 @@ struct build_opts {
 	bool		 unverified_crl;
 	bool		 allow_weak_sig;
 	bool		 no_delta;
+	bool		 allow_rollback;
 	int64_t		 clock_skew;
 	int64_t		 crl_validity;	/* 0: a CRL without nextUpdate fails */
 	unsigned	 keep;
@@ -109,6 +111,8 @@ build_usage(FILE *fp)
 	    "  --clock-skew DUR     a CRL's thisUpdate may be this far ahead (5m)\n"
 	    "  --crl-validity DUR   use a CRL without nextUpdate until its\n"
 	    "                       thisUpdate + DUR (refused without this)\n"
+	    "  --allow-crl-rollback publish a CRL older (lower CRL number) than the\n"
+	    "                       one the current version used for its issuer\n"
 	    "  --allow-expired      a CRL past nextUpdate only warns\n"
 	    "  --allow-shrink       publish an empty list, a version without a scope\n"
 	    "                       of the current one, or a scope that shrank by more\n"
@@ -192,6 +196,7 @@ build_parse(struct build_opts *o, int argc, char **argv, int *first_input)
 		{ "no-delta",	   no_argument,	      NULL, OPT_NO_DELTA },
 		{ "clock-skew",	   required_argument, NULL, OPT_CLOCK_SKEW },
 		{ "crl-validity",  required_argument, NULL, OPT_CRL_VALIDITY },
+		{ "allow-crl-rollback", no_argument, NULL, OPT_ALLOW_ROLLBACK },
 		{ "keep",	   required_argument, NULL, 'K' },
 		{ "layout",	   required_argument, NULL, 'L' },
 		{ "quiet",	   no_argument,	      NULL, 'q' },
@@ -271,6 +276,7 @@ build_parse(struct build_opts *o, int argc, char **argv, int *first_input)
 		case OPT_UNVERIFIED_CRL: o->unverified_crl = true; break;
 		case OPT_ALLOW_WEAK_SIG: o->allow_weak_sig = true; break;
 		case OPT_NO_DELTA: o->no_delta = true; break;
+		case OPT_ALLOW_ROLLBACK: o->allow_rollback = true; break;
 		case OPT_CLOCK_SKEW:
 			if (util_parse_duration(optarg, &o->clock_skew) != 0)
 				return fb_usage_err("build", "--clock-skew '%s': "
@@ -420,6 +426,7 @@ build_check_previous(const struct build_opts *o, const struct input_set *set,
 	}
 	memset(&po, 0, sizeof(po));
 	po.allow_shrink = o->allow_shrink;
+	po.allow_rollback = o->allow_rollback;
 	po.max_shrink_pct = o->max_shrink;
 	po.quiet = o->quiet;
 	rc = input_check_previous(set, ffile_info(prev), &po, err,
@@ -599,6 +606,12 @@ build_main(int argc, char **argv, struct fb_built *res)
 		goto out;
 	}
 
+	if (input_resolve_crls(&set, o.quiet, o.no_delta, err,
+	    sizeof(err)) != 0) {
+		progress_done(&pr);
+		fb_err("%s", err);
+		goto out;
+	}
 	progress_phase(&pr, "sorting");
 	table_builder_sort_unique(&tb);
 	n = table_builder_count(&tb);

@@ -9,6 +9,7 @@
 
 #include <cJSON.h>
 
+#include "crl.h"
 #include "fb.h"
 #include "delta.h"
 #include "ffile.h"
@@ -314,6 +315,65 @@ has_scope(const struct ffile_info *in, const char *name)
 	return false;
 }
 
+/* "coverage": [] (whole) or one {kind, reasons, distribution_point}. */
+static bool
+json_coverage(cJSON *s, const struct ffile_scope *sc)
+{
+	cJSON *arr = cJSON_AddArrayToObject(s, "coverage"), *p, *rs;
+	char hex[65];
+	unsigned i;
+	int b;
+
+	if (arr == NULL)
+		return false;
+	for (i = 0; i < sc->npart; i++) {
+		if ((p = cJSON_CreateObject()) == NULL ||
+		    !cJSON_AddItemToArray(arr, p))
+			return false;
+		if (!jstr(p, "kind", crl_part_kind_name(sc->part[i].kind)) ||
+		    (rs = cJSON_AddArrayToObject(p, "reasons")) == NULL)
+			return false;
+		for (b = 1; b <= 8; b++)
+			if ((sc->part[i].reasons & (1u << b)) != 0 &&
+			    !cJSON_AddItemToArray(rs, cJSON_CreateString(
+			    crl_reason_flag_name(b))))
+				return false;
+		util_hex(hex, sc->part[i].dp, 32);
+		if (!jstr(p, "distribution_point", hex))
+			return false;
+	}
+	return true;
+}
+
+/* The coverage lines of a CRL scope in the text output. */
+static void
+print_coverage(const struct ffile_scope *sc)
+{
+	char hex[65];
+	unsigned i;
+	int b;
+
+	if (sc->npart == 0) {
+		printf("    coverage:      whole (no issuingDistributionPoint)\n");
+		return;
+	}
+	for (i = 0; i < sc->npart; i++) {
+		printf("    coverage:      part: %s certificates, ",
+		    sc->part[i].kind == FFILE_PART_USER ? "user" :
+		    sc->part[i].kind == FFILE_PART_CA ? "CA" : "all");
+		if (sc->part[i].reasons == FFILE_REASONS_ALL)
+			printf("every reason");
+		else
+			for (b = 1; b <= 8; b++)
+				if ((sc->part[i].reasons & (1u << b)) != 0)
+					printf("%s%s", crl_reason_flag_name(b),
+					    (sc->part[i].reasons >> (b + 1)) != 0 ?
+					    " " : "");
+		util_hex(hex, sc->part[i].dp, 32);
+		printf(", distribution point %.16s\n", hex);
+	}
+}
+
 static int
 print_json(const char *path, const struct target *t, const struct ffile *f,
     const struct table *tab, const struct check *c, const struct prev *pv,
@@ -401,6 +461,7 @@ print_json(const char *path, const struct target *t, const struct ffile *f,
 			    (sc->flags & FFILE_SCOPE_UNVERIFIED) == 0);
 			ok = ok && jbool(s, "next_update_assumed",
 			    (sc->flags & FFILE_SCOPE_ASSUMED_NEXT) != 0);
+			ok = ok && json_coverage(s, sc);
 		}
 	}
 	if (ok && pv->info != NULL) {
@@ -560,6 +621,7 @@ print_text(const struct target *t, const struct ffile *f,
 		    (sc->flags & FFILE_SCOPE_UNVERIFIED) != 0 ?
 		    "NOT VERIFIED (--unverified-crl)" :
 		    "verified against its issuer");
+		print_coverage(sc);
 		if ((sc->flags & FFILE_SCOPE_ASSUMED_NEXT) != 0)
 			printf("    next update:   assumed: the CRL has none "
 			    "(--crl-validity)\n");

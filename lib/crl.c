@@ -226,3 +226,170 @@ crl_find_signer(X509_CRL *crl, X509 *const *certs, size_t ncerts,
 	ERR_clear_error();
 	return matched ? -1 : 1;
 }
+
+int
+crl_idp_parts(X509_CRL *crl, struct ffile_scope *sc, char *why,
+    size_t whylen)
+{
+	ISSUING_DIST_POINT *idp;
+	GENERAL_NAMES *names = NULL;
+	struct ffile_part base;
+	int crit = 0, i, b, n = 0, rc = -1;
+
+	sc->npart = 0;
+	idp = X509_CRL_get_ext_d2i(crl, NID_issuing_distribution_point, &crit,
+	    NULL);
+	if (idp == NULL) {
+		ERR_clear_error();
+		if (crit == -1)
+			return 0;
+		(void)snprintf(why, whylen, "malformed or repeated "
+		    "issuingDistributionPoint");
+		return -1;
+	}
+	memset(&base, 0, sizeof(base));
+	if (idp->onlyattr > 0) {
+		(void)snprintf(why, whylen, "issuingDistributionPoint "
+		    "onlyContainsAttributeCerts: the CRL covers no public-key "
+		    "certificate");
+		goto out;
+	}
+	if (idp->indirectCRL > 0) {
+		(void)snprintf(why, whylen, "indirect CRL (issuingDistributionPoint "
+		    "indirectCRL): not supported");
+		goto out;
+	}
+	if (idp->onlyuser > 0 && idp->onlyCA > 0) {
+		(void)snprintf(why, whylen, "issuingDistributionPoint with both "
+		    "onlyContainsUserCerts and onlyContainsCACerts");
+		goto out;
+	}
+	base.kind = idp->onlyuser > 0 ? FFILE_PART_USER : idp->onlyCA > 0 ?
+	    FFILE_PART_CA : FFILE_PART_ANY;
+	base.reasons = FFILE_REASONS_ALL;
+	if (idp->onlysomereasons != NULL) {
+		base.reasons = 0;
+		for (b = 1; b <= 8; b++)
+			if (ASN1_BIT_STRING_get_bit(idp->onlysomereasons, b))
+				base.reasons |= (uint16_t)(1u << b);
+		if (base.reasons == 0) {
+			(void)snprintf(why, whylen, "issuingDistributionPoint "
+			    "onlySomeReasons names no reason");
+			goto out;
+		}
+	}
+	if (idp->distpoint == NULL) {
+		sc->part[0] = base;
+		sc->npart = 1;
+		rc = 0;
+		goto out;
+	}
+	if (idp->distpoint->type == 1) {
+		if (DIST_POINT_set_dpname(idp->distpoint,
+		    X509_CRL_get_issuer(crl)) != 1 ||
+		    idp->distpoint->dpname == NULL ||
+		    revkey_dp_name_hash(idp->distpoint->dpname, base.dp) != 0) {
+			(void)snprintf(why, whylen, "issuingDistributionPoint: "
+			    "cannot resolve its nameRelativeToCRLIssuer");
+			goto out;
+		}
+		sc->part[0] = base;
+		sc->npart = 1;
+		rc = 0;
+		goto out;
+	}
+	names = idp->distpoint->name.fullname;
+	n = sk_GENERAL_NAME_num(names);
+	if (n <= 0 || n > FFILE_PART_MAX) {
+		(void)snprintf(why, whylen, "issuingDistributionPoint with %d "
+		    "names (1 to %d)", n, FFILE_PART_MAX);
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		sc->part[i] = base;
+		if (revkey_dp_hash(sk_GENERAL_NAME_value(names, i),
+		    sc->part[i].dp) != 0) {
+			(void)snprintf(why, whylen, "issuingDistributionPoint: "
+			    "cannot encode name %d", i);
+			goto out;
+		}
+	}
+	sc->npart = (uint8_t)n;
+	rc = 0;
+out:
+	if (rc != 0)
+		sc->npart = 0;
+	ISSUING_DIST_POINT_free(idp);
+	ERR_clear_error();
+	return rc;
+}
+
+static bool
+dp_is_zero(const unsigned char dp[32])
+{
+	size_t i;
+
+	for (i = 0; i < 32; i++)
+		if (dp[i] != 0)
+			return false;
+	return true;
+}
+
+/* The reasons the parts cover for a certificate of kind, with its names. */
+static uint16_t
+parts_reasons(const struct ffile_scope *sc, uint8_t kind,
+    const struct revkey *k)
+{
+	uint16_t mask = 0;
+	unsigned i, j;
+	bool named;
+
+	for (i = 0; i < sc->npart; i++) {
+		const struct ffile_part *p = &sc->part[i];
+
+		if (p->kind != FFILE_PART_ANY && p->kind != kind)
+			continue;
+		if (!dp_is_zero(p->dp)) {
+			named = false;
+			for (j = 0; k != NULL && j < k->ndp; j++)
+				if (memcmp(k->dp[j], p->dp, 32) == 0)
+					named = true;
+			if (!named)
+				continue;
+		}
+		mask |= p->reasons;
+	}
+	return mask;
+}
+
+bool
+crl_key_covered(const struct ffile_scope *sc, const struct revkey *k)
+{
+	if (sc->source != FFILE_SRC_CRL || sc->npart == 0)
+		return true;
+	if ((k->cert & REVKEY_CERT_KNOWN) == 0)
+		return parts_reasons(sc, FFILE_PART_USER, NULL) ==
+		    FFILE_REASONS_ALL &&
+		    parts_reasons(sc, FFILE_PART_CA, NULL) == FFILE_REASONS_ALL;
+	return parts_reasons(sc, (k->cert & REVKEY_CERT_CA) != 0 ?
+	    FFILE_PART_CA : FFILE_PART_USER, k) == FFILE_REASONS_ALL;
+}
+
+const char *
+crl_part_kind_name(uint8_t kind)
+{
+	return kind == FFILE_PART_USER ? "user" : kind == FFILE_PART_CA ? "ca" :
+	    "any";
+}
+
+const char *
+crl_reason_flag_name(int bit)
+{
+	static const char *const names[] = {
+		NULL, "keyCompromise", "cACompromise", "affiliationChanged",
+		"superseded", "cessationOfOperation", "certificateHold",
+		"privilegeWithdrawn", "aACompromise",
+	};
+
+	return bit >= 1 && bit <= 8 ? names[bit] : NULL;
+}

@@ -6,6 +6,9 @@
 #include <stddef.h>
 #include <openssl/x509.h>
 
+#include "ffile.h"
+#include "revkey.h"
+
 /*
  * Checks that every critical extension of the CRL and of each entry is
  * one this reader processes (RFC 5280 section 5.2/5.3: a CRL with an
@@ -42,6 +45,39 @@ int crl_check_sigalg(const X509_CRL *crl, bool allow_weak, char *why,
  */
 int crl_find_signer(X509_CRL *crl, X509 *const *certs, size_t ncerts,
     X509 **signer, bool *separate, char *why, size_t whylen);
+
+/*
+ * Reads the CRL's issuingDistributionPoint into sc's coverage parts: none
+ * when it has none (the CRL covers its issuer whole); otherwise one part
+ * per distribution point name (or one without a name) with the kind of
+ * certificates (onlyContainsUserCerts / onlyContainsCACerts) and the
+ * reasons (onlySomeReasons) it covers. Returns 0, or -1 with why for what
+ * is refused: a malformed extension, onlyContainsAttributeCerts (covers
+ * no public-key certificate), both only-flags, an indirect CRL, or more
+ * than FFILE_PART_MAX names.
+ */
+int crl_idp_parts(X509_CRL *crl, struct ffile_scope *sc, char *why,
+    size_t whylen);
+
+/*
+ * True when scope sc answers for key k: a list scope or a CRL scope
+ * covered whole always; a partially covered scope only when the parts
+ * that apply to the certificate k was derived from (its kind; a part with
+ * a distribution point name only when the certificate lists that name)
+ * cover every reason. A bare id (no certificate) is covered only when the
+ * parts without a name cover user and CA certificates for every reason.
+ * This function can't fail.
+ */
+bool crl_key_covered(const struct ffile_scope *sc, const struct revkey *k);
+
+/* "any", "user" or "ca" for a coverage part's kind. Can't fail. */
+const char *crl_part_kind_name(uint8_t kind);
+
+/*
+ * The ReasonFlags name of bit 1..8 ("keyCompromise" ... "aACompromise"),
+ * NULL for another bit. Can't fail.
+ */
+const char *crl_reason_flag_name(int bit);
 
 /*
  * The Name as RFC 2253 text into out (cap at least 4; cut with "..."

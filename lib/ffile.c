@@ -75,7 +75,7 @@ static size_t
 ff_scope_len(const struct ffile_scope *s)
 {
 	return FFILE_SCOPE_MIN_LEN + strlen(s->name) + strlen(s->issuer) +
-	    strlen(s->crl_number);
+	    strlen(s->crl_number) + (size_t)s->npart * FFILE_PART_LEN;
 }
 
 static bool
@@ -121,6 +121,7 @@ ff_parse_scope(const unsigned char *buf, size_t end, size_t *pos,
     struct ffile_scope *s, uint32_t idx, char *err, size_t errlen)
 {
 	size_t p = *pos, start = *pos, nl, il, cl;
+	unsigned i;
 
 #define NEED(n, what) do {						\
 	if (end - p < (n)) {						\
@@ -199,11 +200,34 @@ ff_parse_scope(const unsigned char *buf, size_t end, size_t *pos,
 	memcpy(s->crl_number, buf + p, cl);
 	s->crl_number[cl] = '\0';
 	p += cl;
-	NEED(8 + 8 + 32, "CRL times or hash");
+	NEED(8 + 8 + 32 + 1, "CRL times, hash or part count");
 	s->this_update = (int64_t)util_get_le64(buf + p);
 	s->next_update = (int64_t)util_get_le64(buf + p + 8);
 	memcpy(s->crl_sha256, buf + p + 16, 32);
 	p += 48;
+	s->npart = buf[p];
+	if (s->npart > FFILE_PART_MAX || (s->npart > 0 &&
+	    s->source != FFILE_SRC_CRL)) {
+		ff_err(err, errlen, "offset %zu: scope %u: %u coverage parts "
+		    "(at most %d, and only for a CRL)", p, idx, s->npart,
+		    FFILE_PART_MAX);
+		return -1;
+	}
+	p += 1;
+	for (i = 0; i < s->npart; i++) {
+		NEED(FFILE_PART_LEN, "coverage part");
+		s->part[i].kind = buf[p];
+		s->part[i].reasons = util_get_le16(buf + p + 1);
+		memcpy(s->part[i].dp, buf + p + 3, 32);
+		if (s->part[i].kind > FFILE_PART_CA ||
+		    s->part[i].reasons == 0 ||
+		    (s->part[i].reasons & ~FFILE_REASONS_ALL) != 0) {
+			ff_err(err, errlen, "offset %zu: scope %u: coverage part "
+			    "%u: invalid kind or reasons", p, idx, i);
+			return -1;
+		}
+		p += FFILE_PART_LEN;
+	}
 #undef NEED
 	if (s->source == FFILE_SRC_LIST && (il != 0 || cl != 0 ||
 	    s->this_update != 0 || s->next_update != 0 ||
@@ -245,10 +269,11 @@ ff_validate(struct ffile *f, char *err, size_t errlen)
 	if (in->format != FFILE_FORMAT) {
 		if (in->format < FFILE_FORMAT)
 			ff_err(err, errlen, "offset %d: format %u is from an "
-			    "older filterbuild (this one reads format %d: "
-			    "signed CRL verification flags per scope); "
-			    "rebuild the filter with this filterbuild",
-			    OFF_FORMAT, (unsigned)in->format, FFILE_FORMAT);
+			    "older filterbuild (this one reads format %d: X.509 "
+			    "scopes over the canonical issuer Name, signed CRL "
+			    "flags per scope); rebuild the filter with this "
+			    "filterbuild", OFF_FORMAT, (unsigned)in->format,
+			    FFILE_FORMAT);
 		else
 			ff_err(err, errlen, "offset %d: unsupported format %u",
 			    OFF_FORMAT, (unsigned)in->format);
@@ -477,7 +502,7 @@ static unsigned char *
 ff_put_scope(unsigned char *p, const struct ffile_scope *s)
 {
 	size_t nl = strlen(s->name), il = strlen(s->issuer),
-	    cl = strlen(s->crl_number);
+	    cl = strlen(s->crl_number), i;
 
 	util_put_le16(p, (uint16_t)nl);
 	memcpy(p + 2, s->name, nl);
@@ -495,7 +520,15 @@ ff_put_scope(unsigned char *p, const struct ffile_scope *s)
 	util_put_le64(p, (uint64_t)s->this_update);
 	util_put_le64(p + 8, (uint64_t)s->next_update);
 	memcpy(p + 16, s->crl_sha256, 32);
-	return p + 48;
+	p += 48;
+	*p++ = s->npart;
+	for (i = 0; i < s->npart; i++) {
+		p[0] = s->part[i].kind;
+		util_put_le16(p + 1, s->part[i].reasons);
+		memcpy(p + 3, s->part[i].dp, 32);
+		p += FFILE_PART_LEN;
+	}
+	return p;
 }
 
 int
@@ -540,6 +573,11 @@ ffile_encode(const struct ffile_info *info, const struct bloom *b,
 		    sizeof(sc[i].crl_number)) == NULL) {
 			ff_err(err, errlen, "filter: scope %zu: unterminated "
 			    "string", i);
+			goto out;
+		}
+		if (sc[i].npart > FFILE_PART_MAX) {
+			ff_err(err, errlen, "filter: scope %s: too many coverage "
+			    "parts", sc[i].name);
 			goto out;
 		}
 		if (i > 0 && strcmp(sc[i - 1].name, sc[i].name) == 0) {

@@ -16,7 +16,7 @@
  * is signed. Hard caps keep a hostile file from asking for absurd work.
  */
 #define FFILE_MAGIC		"RCFILTR1"	/* 8 bytes, no NUL */
-#define FFILE_FORMAT		2
+#define FFILE_FORMAT		3
 #define FFILE_MAX_SCOPES	65536
 #define FFILE_MAX_SIZE		(UINT64_C(1) << 37)	/* 128 GiB */
 
@@ -27,7 +27,7 @@
  * signature. See docs/FORMAT.md for every offset.
  */
 #define FFILE_HDR_LEN		168
-#define FFILE_SCOPE_MIN_LEN	63	/* a scope entry with empty strings */
+#define FFILE_SCOPE_MIN_LEN	64	/* a scope entry with empty strings */
 #define FFILE_ISSUER_MAX	511
 #define FFILE_CRLNUM_MAX	79
 
@@ -47,6 +47,26 @@ enum ffile_source {
 					   the operator's --crl-validity */
 #define FFILE_SCOPE_FLAGS_KNOWN	0x03
 
+/*
+ * The part of an issuer's certificates a partial CRL covers (from its
+ * issuingDistributionPoint). A CRL scope with no parts is covered whole;
+ * with parts, a certificate is covered only when the parts that apply to
+ * it (its kind, a distribution point name it lists or none) together
+ * cover every reason (crl_key_covered).
+ */
+#define FFILE_PART_MAX		16
+#define FFILE_PART_LEN		35	/* kind, reasons, dp hash */
+#define FFILE_PART_ANY		0	/* user and CA certificates */
+#define FFILE_PART_USER		1	/* onlyContainsUserCerts */
+#define FFILE_PART_CA		2	/* onlyContainsCACerts */
+#define FFILE_REASONS_ALL	0x01fe	/* ReasonFlags bits 1..8 */
+
+struct ffile_part {
+	uint8_t		 kind;		/* FFILE_PART_* */
+	uint16_t	 reasons;	/* ReasonFlags bits 1..8 */
+	unsigned char	 dp[32];	/* revkey_dp_hash of the name, or zeros */
+};
+
 struct ffile_scope {
 	char		 name[REVKEY_SCOPE_MAX + 1];
 	uint64_t	 keys;
@@ -58,6 +78,8 @@ struct ffile_scope {
 	int64_t		 this_update;
 	int64_t		 next_update;		/* 0 if absent */
 	unsigned char	 crl_sha256[32];
+	uint8_t		 npart;			/* 0: covered whole */
+	struct ffile_part part[FFILE_PART_MAX];
 };
 
 struct ffile_info {

@@ -16,6 +16,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,11 @@ struct rd {
 	size_t			 sidx_cap;	/* power of two */
 	uint64_t		 count;		/* records added by this call */
 	size_t			 ndeps0;	/* s->ndeps at the start */
+	size_t			 ncrls0;	/* s->ncrls at the start */
+	/* The CRL being added: a delta (and its BaseCRLNumber), freshestCRL. */
+	bool			 cur_delta;
+	bool			 cur_announces;
+	char			 cur_base[FFILE_CRLNUM_MAX + 1];
 	/* Source metadata of the CRLs read, applied on success. */
 	struct ffile_scope	*pend;
 	size_t			 npend;
@@ -126,6 +132,7 @@ input_set_free(struct input_set *s)
 	free(s->recs);
 	free(s->scopes);
 	free(s->deps);
+	free(s->crls);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -894,6 +901,33 @@ crl_add_dep(struct rd *r, X509 *signer, const char *where)
 	return 0;
 }
 
+/* The deltaCRLIndicator's BaseCRLNumber as lowercase hex. 0 or -1. */
+static int
+delta_base_number(const X509_CRL *crl, char *out, size_t cap)
+{
+	ASN1_INTEGER *num;
+	BIGNUM *bn = NULL;
+	char *hex = NULL;
+	size_t i, n;
+	int crit = 0, rc = -1;
+
+	num = X509_CRL_get_ext_d2i(crl, NID_delta_crl, &crit, NULL);
+	if (num == NULL || (bn = ASN1_INTEGER_to_BN(num, NULL)) == NULL ||
+	    BN_is_negative(bn) || (hex = BN_bn2hex(bn)) == NULL ||
+	    (n = strlen(hex)) >= cap)
+		goto out;
+	for (i = 0; i <= n; i++)
+		out[i] = (char)(hex[i] >= 'A' && hex[i] <= 'F' ?
+		    hex[i] - 'A' + 'a' : hex[i]);
+	rc = 0;
+out:
+	OPENSSL_free(hex);
+	BN_free(bn);
+	ASN1_INTEGER_free(num);
+	ERR_clear_error();
+	return rc;
+}
+
 /*
  * RFC 5280 section 6.3 checks that decide whether the CRL may be used at
  * all, in the order of the cheapest refusal first; sets sc's flags and,
@@ -917,32 +951,27 @@ crl_validity(struct rd *r, X509_CRL *crl, const char *where,
 		return -1;
 	}
 	/*
-	 * A delta CRL lists changes, not the revoked set, and a CRL with an
-	 * issuingDistributionPoint covers only part of its issuer's
-	 * certificates (or, indirect, other issuers'): taking either as a
-	 * complete CRL would answer not_revoked for what it does not cover.
+	 * A delta CRL lists changes, not the revoked set: it is applied to
+	 * its base after the last input (input_resolve_crls), never used
+	 * alone. A CRL with an issuingDistributionPoint covers only part of
+	 * its issuer's certificates: its scope records which (crl_idp_parts).
 	 */
 	if (X509_CRL_get_ext_by_NID(crl, NID_delta_crl, -1) >= 0) {
-		rd_err(r, "%sdelta CRLs are not supported", where);
-		return -1;
-	}
-	if (X509_CRL_get_ext_by_NID(crl, NID_issuing_distribution_point, -1)
-	    >= 0) {
-		rd_err(r, "%sissuingDistributionPoint: a CRL that covers only "
-		    "part of its issuer's certificates is not supported", where);
-		return -1;
-	}
-	if (X509_CRL_get_ext_by_NID(crl, NID_freshest_crl, -1) >= 0) {
-		if (!o->no_delta) {
-			rd_err(r, "%sCRL of \"%s\" announces a delta CRL "
-			    "(freshestCRL) that is not among the inputs: "
-			    "--no-delta to use the base alone", where,
-			    sc->issuer);
+		if (delta_base_number(crl, r->cur_base, sizeof(r->cur_base)) != 0
+		    || sc->crl_number[0] == '\0') {
+			rd_err(r, "%sdelta CRL with a malformed deltaCRLIndicator "
+			    "or without a CRL number", where);
 			return -1;
 		}
-		log_warn("%s: %sCRL of \"%s\" announces a delta CRL; used "
-		    "without it (--no-delta)", r->name, where, sc->issuer);
+		r->cur_delta = true;
 	}
+	if (crl_idp_parts(crl, sc, why, sizeof(why)) != 0) {
+		rd_err(r, "%s%s", where, why);
+		return -1;
+	}
+	/* Whether its delta came is known only after the last input. */
+	r->cur_announces = X509_CRL_get_ext_by_NID(crl, NID_freshest_crl, -1)
+	    >= 0;
 	rc = crl_find_signer(crl, o->issuers, o->nissuers, &signer, &separate,
 	    why, sizeof(why));
 	if (rc == -1) {
@@ -997,6 +1026,73 @@ crl_validity(struct rd *r, X509_CRL *crl, const char *where,
 	return 0;
 }
 
+/* Remembers which records one CRL added (input_resolve_crls). */
+static int
+crl_note(struct rd *r, const struct ffile_scope *sc, size_t start,
+    const char *where)
+{
+	struct input_set *s = r->s;
+	struct input_crl *nc, *c;
+	size_t ncap;
+
+	if (s->ncrls == s->ccap) {
+		ncap = s->ccap == 0 ? 4 : s->ccap * 2;
+		if ((nc = realloc(s->crls, ncap * sizeof(*nc))) == NULL) {
+			rd_err(r, "out of memory");
+			return -1;
+		}
+		s->crls = nc;
+		s->ccap = ncap;
+	}
+	c = &s->crls[s->ncrls++];
+	memset(c, 0, sizeof(*c));
+	c->sc = *sc;
+	c->delta = r->cur_delta;
+	c->announces = r->cur_announces;
+	memcpy(c->base_number, r->cur_base, sizeof(c->base_number));
+	c->start = start;
+	c->end = set_count(s);
+	(void)snprintf(c->what, sizeof(c->what), "%s%s%.*s", r->name,
+	    where[0] != '\0' ? " " : "", (int)(where[0] != '\0' ?
+	    strlen(where) - 2 : 0), where);
+	return 0;
+}
+
+#define CRL_REASON_REMOVE	8	/* removeFromCRL */
+
+/* qsort_r order of entry indexes: serial, then date, then position. */
+static int
+entry_cmp(const void *a, const void *b, void *arg)
+{
+	STACK_OF(X509_REVOKED) *revs = arg;
+	int x = *(const int *)a, y = *(const int *)b, c;
+	const X509_REVOKED *ex = sk_X509_REVOKED_value(revs, x),
+	    *ey = sk_X509_REVOKED_value(revs, y);
+
+	c = ASN1_INTEGER_cmp(X509_REVOKED_get0_serialNumber(ex),
+	    X509_REVOKED_get0_serialNumber(ey));
+	if (c == 0)
+		c = ASN1_TIME_compare(X509_REVOKED_get0_revocationDate(ex),
+		    X509_REVOKED_get0_revocationDate(ey));
+	if (c == 0 || c == -2)
+		c = (x > y) - (x < y);
+	return c;
+}
+
+/* The n entries' indexes sorted by entry_cmp, malloc'ed; NULL if no memory. */
+static int *
+entry_order(STACK_OF(X509_REVOKED) *revs, int n)
+{
+	int *ord = malloc((size_t)n * sizeof(*ord)), i;
+
+	if (ord == NULL)
+		return NULL;
+	for (i = 0; i < n; i++)
+		ord[i] = i;
+	qsort_r(ord, (size_t)n, sizeof(*ord), entry_cmp, revs);
+	return ord;
+}
+
 /* Adds one parsed CRL: checks, scope, records, pending metadata. */
 static int
 crl_add(struct rd *r, X509_CRL *crl, const unsigned char *der, size_t derlen,
@@ -1011,10 +1107,13 @@ crl_add(struct rd *r, X509_CRL *crl, const unsigned char *der, size_t derlen,
 	const char *reason;
 	int64_t at;
 	long code;
-	int i, n, crit;
+	int i, j, n, crit, rc = -1, *ord = NULL;
+	size_t start;
 
 	memset(&sc, 0, sizeof(sc));
 	sc.source = FFILE_SRC_CRL;
+	r->cur_delta = r->cur_announces = false;
+	r->cur_base[0] = '\0';
 	if (revkey_x509_scope(sc.name, X509_CRL_get_issuer(crl)) != 0 ||
 	    crl_name_text(X509_CRL_get_issuer(crl), sc.issuer,
 	    sizeof(sc.issuer)) != 0) {
@@ -1043,36 +1142,54 @@ crl_add(struct rd *r, X509_CRL *crl, const unsigned char *der, size_t derlen,
 		return -1;
 	if (set_scope(r, sc.name) != 0)
 		return -1;
+	start = set_count(r->s);
 
 	revs = X509_CRL_get_REVOKED(crl);
 	n = revs != NULL ? sk_X509_REVOKED_num(revs) : 0;
-	for (i = 0; i < n; i++) {
+	if (n > 0 && (ord = entry_order(revs, n)) == NULL) {
+		rd_err(r, "out of memory");
+		return -1;
+	}
+	for (j = 0; j < n; j++) {
+		i = ord[j];
 		ent = sk_X509_REVOKED_value(revs, i);
+		/*
+		 * A serial listed several times: the entry in effect is the
+		 * one with the latest revocation date (a hold later made a
+		 * revocation), the last listed among equal dates. It alone
+		 * gives the date and the reason; the others are skipped.
+		 */
+		if (j + 1 < n && ASN1_INTEGER_cmp(
+		    X509_REVOKED_get0_serialNumber(ent),
+		    X509_REVOKED_get0_serialNumber(sk_X509_REVOKED_value(revs,
+		    ord[j + 1]))) == 0)
+			continue;
 		if (X509_REVOKED_get_ext_by_NID(ent, NID_certificate_issuer, -1)
 		    >= 0) {
 			rd_err(r, "%sentry %d: indirect CRLs (certificate issuer "
 			    "entry extension) are not supported", where, i);
-			return -1;
+			goto out;
 		}
 		if (revkey_from_crl_entry(&k, crl, ent, kerr, sizeof(kerr))
 		    != 0) {
 			rd_err(r, "%sentry %d: %s", where, i, kerr);
-			return -1;
+			goto out;
 		}
 		if (asn1_time_epoch(X509_REVOKED_get0_revocationDate(ent), &at)
 		    != 0) {
 			rd_err(r, "%sentry %d: invalid revocation date", where,
 			    i);
-			return -1;
+			goto out;
 		}
 		reason = NULL;
+		code = -1;
 		crit = 0;
 		re = X509_REVOKED_get_ext_d2i(ent, NID_crl_reason, &crit, NULL);
 		if (re == NULL && crit != -1) {
 			ERR_clear_error();
 			rd_err(r, "%sentry %d: malformed or repeated reason code",
 			    where, i);
-			return -1;
+			goto out;
 		}
 		if (re != NULL) {
 			code = ASN1_ENUMERATED_get(re);
@@ -1086,10 +1203,25 @@ crl_add(struct rd *r, X509_CRL *crl, const unsigned char *der, size_t derlen,
 				reason = rbuf;
 			}
 		}
+		if (code == CRL_REASON_REMOVE && !r->cur_delta) {
+			/*
+			 * removeFromCRL only means something in a delta CRL;
+			 * in a complete CRL it says the certificate is not
+			 * revoked, and counting it as revoked is no answer.
+			 */
+			rd_err(r, "%sentry %d: removeFromCRL in a CRL that is not "
+			    "a delta CRL (RFC 5280 section 5.3.1)", where, i);
+			goto out;
+		}
 		if (rd_add(r, &k, at, reason) != 0)
-			return -1;
+			goto out;
 	}
-	return crl_pend(r, &sc);
+	rc = crl_pend(r, &sc);
+	if (rc == 0)
+		rc = crl_note(r, &sc, start, where);
+out:
+	free(ord);
+	return rc;
 }
 
 /* One DER CRL, from a file or a PEM block. */
@@ -1285,6 +1417,7 @@ rd_begin(struct rd *r, struct input_set *s, const char *name,
 	r->errlen = errlen;
 	r->last_scope = SIZE_MAX;
 	r->ndeps0 = s->ndeps;
+	r->ncrls0 = s->ncrls;
 	sidx_build(r, s->nscopes);
 }
 
@@ -1299,6 +1432,7 @@ rd_end(struct rd *r, int rc, size_t nrecs0, size_t nscopes0)
 		set_truncate(r->s, nrecs0);
 		r->s->nscopes = nscopes0;
 		r->s->ndeps = r->ndeps0;
+		r->s->ncrls = r->ncrls0;
 	} else if (r->o->progress != NULL) {
 		r->o->progress(r->o->progress_arg, set_count(r->s));
 	}
@@ -1566,6 +1700,34 @@ input_count_scopes(struct input_set *s)
 	free(ord);
 }
 
+/*
+ * Orders two CRL numbers (lowercase hex without leading zeros, "" when
+ * absent): <0, 0, >0. An absent number sorts first.
+ */
+static int
+crlnum_cmp(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+
+	if (la != lb)
+		return la < lb ? -1 : 1;
+	return strcmp(a, b);
+}
+
+/* <0 when CRL a is older than b, >0 newer, 0 when they cannot be ordered. */
+static int
+crl_age_cmp(const struct ffile_scope *a, const struct ffile_scope *b)
+{
+	int c = 0;
+
+	if (a->crl_number[0] != '\0' && b->crl_number[0] != '\0')
+		c = crlnum_cmp(a->crl_number, b->crl_number);
+	if (c == 0)
+		c = (a->this_update > b->this_update) -
+		    (a->this_update < b->this_update);
+	return c;
+}
+
 /* The scope named name in s, or NULL. Linear: called once per scope. */
 static const struct ffile_scope *
 set_scope_named(const struct input_set *s, const char *name)
@@ -1593,6 +1755,27 @@ input_check_previous(const struct input_set *s,
 	for (i = 0; i < prev->nscopes; i++) {
 		old = &prev->scopes[i];
 		now = set_scope_named(s, old->name);
+		if (now != NULL && now->source == FFILE_SRC_CRL &&
+		    old->source == FFILE_SRC_CRL && now->npart == 0 &&
+		    old->npart == 0 &&
+		    memcmp(now->crl_sha256, old->crl_sha256, 32) != 0 &&
+		    crl_age_cmp(now, old) < 0) {
+			n = snprintf(msg, sizeof(msg), "the CRL of \"%s\" (CRL "
+			    "number \"%s\", thisUpdate %" PRId64 ") is older "
+			    "than the one version %" PRIu64 " used (CRL number "
+			    "\"%s\", thisUpdate %" PRId64 "): a replayed CRL "
+			    "un-revokes what was revoked since", now->issuer,
+			    now->crl_number, now->this_update, prev->version,
+			    old->crl_number, old->this_update);
+			if (n < 0)
+				msg[0] = '\0';
+			if (!o->allow_rollback) {
+				snprintf(err, errlen, "%s; --allow-crl-rollback to "
+				    "publish it anyway", msg);
+				return -1;
+			}
+			log_warn("%s (--allow-crl-rollback)", msg);
+		}
 		if (now == NULL) {
 			n = snprintf(msg, sizeof(msg), "scope \"%s\" (%" PRIu64
 			    " keys in version %" PRIu64 ") is not in the "
@@ -1679,4 +1862,266 @@ input_check_signers(const struct input_set *s, char *err, size_t errlen)
 		}
 	}
 	return 0;
+}
+
+/* Two CRLs of one issuer that cover the same part of its certificates. */
+static bool
+same_group(const struct ffile_scope *a, const struct ffile_scope *b)
+{
+	return strcmp(a->name, b->name) == 0 && a->npart == b->npart &&
+	    memcmp(a->part, b->part, a->npart * sizeof(a->part[0])) == 0;
+}
+
+/* Sets sc from the CRLs of its scope that are kept. 0, or -1 with err. */
+static int
+scope_from_kept(const struct input_set *s, const bool *keep,
+    struct ffile_scope *sc, char *err, size_t errlen)
+{
+	const struct ffile_scope *c, *newest = NULL;
+	struct ffile_scope out;
+	int64_t next = 0;
+	bool whole = false;
+	uint8_t flags = 0;
+	size_t i;
+	unsigned j, k;
+
+	memset(&out, 0, sizeof(out));
+	for (i = 0; i < s->ncrls; i++) {
+		c = &s->crls[i].sc;
+		if (!keep[i] || strcmp(c->name, sc->name) != 0)
+			continue;
+		if (newest == NULL || c->this_update > newest->this_update)
+			newest = c;
+		if (next == 0 || c->next_update < next)
+			next = c->next_update;
+		flags |= c->flags;
+		if (c->npart == 0)
+			whole = true;
+		for (j = 0; j < c->npart && !whole; j++) {
+			for (k = 0; k < out.npart; k++)
+				if (memcmp(&out.part[k], &c->part[j],
+				    sizeof(c->part[j])) == 0)
+					break;
+			if (k < out.npart)
+				continue;
+			if (out.npart == FFILE_PART_MAX) {
+				snprintf(err, errlen, "CRLs of \"%s\": more than "
+				    "%d coverage parts together", c->issuer,
+				    FFILE_PART_MAX);
+				return -1;
+			}
+			out.part[out.npart++] = c->part[j];
+		}
+	}
+	if (newest == NULL)
+		return 0;
+	j = whole ? 0 : out.npart;
+	memcpy(&out, newest, offsetof(struct ffile_scope, npart));
+	out.keys = sc->keys;
+	out.next_update = next;
+	out.flags = flags;
+	out.npart = (uint8_t)j;
+	*sc = out;
+	return 0;
+}
+
+/* Record i of the set, wherever it is stored. 0, or -1 out of range. */
+static int
+set_rec(const struct input_set *s, size_t i, struct table_rec *out)
+{
+	if (s->builder != NULL)
+		return table_builder_get(s->builder, i, out);
+	if (i >= s->nrecs)
+		return -1;
+	*out = s->recs[i];
+	return 0;
+}
+
+/*
+ * Applies delta d to its kept base b: the delta's removeFromCRL records go
+ * (keep[] false) with the base's records of those serials, which must be
+ * holds. 0, or -1 with err.
+ */
+static int
+delta_apply(const struct input_set *s, const struct input_crl *d,
+    const struct input_crl *b, bool *keep, char *err, size_t errlen)
+{
+	struct table_rec dr, br;
+	size_t i, j;
+
+	for (i = d->start; i < d->end; i++) {
+		if (set_rec(s, i, &dr) != 0 ||
+		    strcmp(dr.reason, "removeFromCRL") != 0)
+			continue;
+		keep[i] = false;
+		for (j = b->start; j < b->end; j++) {
+			if (set_rec(s, j, &br) != 0 ||
+			    revkey_cmp(&br.key, &dr.key) != 0)
+				continue;
+			if (strcmp(br.reason, "certificateHold") != 0) {
+				snprintf(err, errlen, "%s: removeFromCRL for a "
+				    "serial its base %s revoked for \"%s\", not "
+				    "held: refused", d->what, b->what,
+				    br.reason[0] != '\0' ? br.reason :
+				    "no reason");
+				return -1;
+			}
+			keep[j] = false;
+		}
+	}
+	return 0;
+}
+
+int
+input_resolve_crls(struct input_set *s, bool quiet, bool no_delta,
+    char *err, size_t errlen)
+{
+	struct input_crl *c, *d;
+	struct ffile_scope *sc;
+	size_t i, j, win, n = set_count(s), *base = NULL;
+	bool *keep = NULL, *rkeep = NULL, dropped = false;
+	int cmp, rc = -1;
+
+	if (s->ncrls == 0)
+		return 0;
+	if ((keep = calloc(s->ncrls, sizeof(*keep))) == NULL ||
+	    (base = calloc(s->ncrls, sizeof(*base))) == NULL ||
+	    (rkeep = malloc(n > 0 ? n : 1)) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	memset(rkeep, 1, n > 0 ? n : 1);
+	/*
+	 * 1. Complete CRLs: the winner of each group (one issuer, one
+	 * coverage: partial CRLs of one issuer are parts of a set, not
+	 * versions of one another), deciding once per group.
+	 */
+	for (i = 0; i < s->ncrls; i++) {
+		if (s->crls[i].delta)
+			continue;
+		for (j = 0; j < i; j++)
+			if (!s->crls[j].delta &&
+			    same_group(&s->crls[j].sc, &s->crls[i].sc))
+				break;
+		if (j < i)
+			continue;
+		win = i;
+		for (j = i + 1; j < s->ncrls; j++) {
+			if (s->crls[j].delta ||
+			    !same_group(&s->crls[j].sc, &s->crls[i].sc))
+				continue;
+			if (memcmp(s->crls[j].sc.crl_sha256,
+			    s->crls[win].sc.crl_sha256, 32) == 0)
+				continue;	/* the same CRL twice */
+			cmp = crl_age_cmp(&s->crls[j].sc, &s->crls[win].sc);
+			if (cmp == 0) {
+				snprintf(err, errlen, "%s and %s: two different "
+				    "CRLs of \"%s\" that cannot be ordered (CRL "
+				    "number \"%s\", thisUpdate the same); give "
+				    "one", s->crls[win].what, s->crls[j].what,
+				    s->crls[j].sc.issuer, s->crls[j].sc.crl_number);
+				goto out;
+			}
+			if (cmp > 0)
+				win = j;
+		}
+		keep[win] = true;
+	}
+	/* 2. Deltas: each finds its kept base; the newest per base wins. */
+	for (i = 0; i < s->ncrls; i++) {
+		d = &s->crls[i];
+		if (!d->delta)
+			continue;
+		for (j = 0; j < s->ncrls; j++) {
+			c = &s->crls[j];
+			if (keep[j] && !c->delta && same_group(&c->sc, &d->sc) &&
+			    c->sc.crl_number[0] != '\0' &&
+			    crlnum_cmp(c->sc.crl_number, d->base_number) >= 0 &&
+			    crlnum_cmp(d->sc.crl_number, c->sc.crl_number) > 0)
+				break;
+		}
+		if (j == s->ncrls) {
+			snprintf(err, errlen, "%s: delta CRL of \"%s\" (base CRL "
+			    "number \"%s\") without its base among the inputs: "
+			    "a delta alone lists changes, not the revoked set",
+			    d->what, d->sc.issuer, d->base_number);
+			goto out;
+		}
+		base[i] = j + 1;
+		for (j = 0; j < i; j++)
+			if (keep[j] && base[j] == base[i]) {
+				if (crlnum_cmp(d->sc.crl_number,
+				    s->crls[j].sc.crl_number) <= 0)
+					break;	/* an older delta: drop this one */
+				keep[j] = false;
+			}
+		keep[i] = j == i;
+	}
+	for (i = 0; i < s->ncrls; i++) {
+		if (!keep[i]) {
+			dropped = true;
+			if (!quiet)
+				log_warn("%s: CRL %s of \"%s\" superseded by a "
+				    "newer CRL of that issuer in this build: its "
+				    "entries are not used", s->crls[i].what,
+				    s->crls[i].sc.crl_number[0] != '\0' ?
+				    s->crls[i].sc.crl_number : "(no number)",
+				    s->crls[i].sc.issuer);
+			for (j = s->crls[i].start; j < s->crls[i].end; j++)
+				rkeep[j] = false;
+		} else if (s->crls[i].delta) {
+			dropped = true;
+			if (delta_apply(s, &s->crls[i], &s->crls[base[i] - 1],
+			    rkeep, err, errlen) != 0)
+				goto out;
+		}
+	}
+	/* 3. A base announcing a delta that did not come. */
+	for (i = 0; i < s->ncrls; i++) {
+		if (!keep[i] || s->crls[i].delta || !s->crls[i].announces)
+			continue;
+		for (j = 0; j < s->ncrls; j++)
+			if (keep[j] && base[j] == i + 1)
+				break;
+		if (j < s->ncrls)
+			continue;
+		if (!no_delta) {
+			snprintf(err, errlen, "%s: CRL of \"%s\" announces a "
+			    "delta CRL (freshestCRL) that is not among the "
+			    "inputs: --no-delta to use the base alone",
+			    s->crls[i].what, s->crls[i].sc.issuer);
+			goto out;
+		}
+		log_warn("%s: CRL of \"%s\" announces a delta CRL; used "
+		    "without it (--no-delta)", s->crls[i].what,
+		    s->crls[i].sc.issuer);
+	}
+	/*
+	 * 4. Each scope: the newest kept CRL describes it, with the union
+	 * of the kept CRLs' coverage and the earliest nextUpdate among them.
+	 */
+	for (j = 0; j < s->nscopes; j++) {
+		sc = &s->scopes[j];
+		if (sc->source == FFILE_SRC_CRL &&
+		    scope_from_kept(s, keep, sc, err, errlen) != 0)
+			goto out;
+	}
+	if (dropped) {
+		if (s->builder != NULL)
+			table_builder_drop(s->builder, rkeep);
+		else {
+			size_t w = 0;
+
+			for (i = 0; i < s->nrecs; i++)
+				if (rkeep[i])
+					s->recs[w++] = s->recs[i];
+			s->nrecs = w;
+		}
+	}
+	rc = 0;
+out:
+	free(keep);
+	free(base);
+	free(rkeep);
+	return rc;
 }

@@ -52,6 +52,16 @@ struct input_dep {
 	char		 what[384];	/* file, block and subject, for errors */
 };
 
+/* One CRL read into the set: its records are [start, end). */
+struct input_crl {
+	struct ffile_scope sc;		/* its scope metadata (keys unset) */
+	size_t		 start, end;
+	char		 what[320];	/* file and PEM block, for messages */
+	bool		 delta;		/* a delta CRL (deltaCRLIndicator) */
+	char		 base_number[FFILE_CRLNUM_MAX + 1];	/* its BaseCRLNumber */
+	bool		 announces;	/* a base with freshestCRL */
+};
+
 struct input_set {
 	struct table_rec  *recs;
 	size_t		   nrecs;
@@ -72,6 +82,10 @@ struct input_set {
 	struct input_dep  *deps;
 	size_t		   ndeps;
 	size_t		   dcap;
+	/* Every CRL read, in order (input_resolve_crls). */
+	struct input_crl  *crls;
+	size_t		   ncrls;
+	size_t		   ccap;
 };
 
 void input_set_init(struct input_set *s);
@@ -148,6 +162,26 @@ int input_read_rows(struct input_set *s, const char *name, input_next_fn next,
 void input_count_scopes(struct input_set *s);
 
 /*
+ * After the last input_read and before sorting: of several complete CRLs
+ * of one issuer and coverage, the newest (highest CRL number; without
+ * numbers, the latest thisUpdate) wins and the records of the others are
+ * dropped, so a build never publishes a union of different CRLs; partial
+ * CRLs of other coverage are parts of the set and all kept. Then each
+ * delta CRL is applied to its base (RFC 5280 section 5.2.4: the same
+ * issuer and coverage, the base's CRL number at least the delta's
+ * BaseCRLNumber and below the delta's own; the newest delta of a base
+ * wins): its entries are added, and removeFromCRL removes a serial the
+ * base holds (certificateHold). Refused, with err naming the CRLs: two
+ * different CRLs that cannot be ordered, a delta without its base, a
+ * delta removing a serial its base revoked for another reason, and a base
+ * announcing a delta (freshestCRL) without one unless no_delta (then
+ * warned). The scope's metadata becomes the newest kept CRL's, with the
+ * union of coverage and the earliest nextUpdate.
+ */
+int input_resolve_crls(struct input_set *s, bool quiet, bool no_delta,
+    char *err, size_t errlen);
+
+/*
  * After sorting (as input_count_scopes), checks every separate CRL signer
  * the CRLs named: its issuer's scope must be covered by a verified CRL in
  * the set, and its own key must not be in it. Returns 0, or -1 with err
@@ -159,6 +193,7 @@ int input_check_signers(const struct input_set *s, char *err,
 /* What input_check_previous() lets through. */
 struct input_prev_opts {
 	bool		 allow_shrink;	/* dropped or shrunk scopes only warn */
+	bool		 allow_rollback;	/* an older CRL than prev's warns */
 	unsigned	 max_shrink_pct;	/* 0..100; a scope may lose this
 					   share of its keys (default 50) */
 	bool		 quiet;
@@ -169,9 +204,12 @@ struct input_prev_opts {
  * published version prev (version prev_version): a scope of prev that the
  * set no longer covers, or whose key count fell by more than
  * max_shrink_pct percent, would un-revoke keys without anyone asking for
- * it. Returns 0 when nothing is wrong or allow_shrink is set (each finding
- * then warns on stderr unless quiet), or -1 with err naming the first
- * scope refused. This function changes nothing.
+ * it. So would a CRL older than the one prev used for its issuer (a lower
+ * CRL number, or an earlier thisUpdate): a replayed CRL un-revokes what
+ * was revoked since. Returns 0 when nothing is wrong or the finding is
+ * allowed (allow_shrink, allow_rollback; each then warns on stderr, a
+ * rollback even when quiet), or -1 with err naming the first scope
+ * refused. This function changes nothing.
  */
 int input_check_previous(const struct input_set *s,
     const struct ffile_info *prev, const struct input_prev_opts *o,

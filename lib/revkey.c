@@ -1,13 +1,16 @@
 /* revkey.c - the key model: every revocation entry is a pair (scope, id) */
 #include "revkey.h"
 
-#include <stdio.h>
 #include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <openssl/bn.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
 
 #include "util.h"
 
@@ -77,6 +80,8 @@ revkey_set(struct revkey *k, const char *scope, const void *id,
 	k->scope_len = slen;
 	memcpy(k->id, id, id_len);
 	k->id_len = id_len;
+	k->cert = 0;
+	k->ndp = 0;
 	return 0;
 }
 
@@ -99,6 +104,7 @@ revkey_from_text(struct revkey *k, const char *scope, const char *id,
 {
 	unsigned char buf[REVKEY_ID_MAX];
 	size_t slen = strnlen(scope, REVKEY_SCOPE_MAX + 1);
+	bool neg = false;
 	long n;
 
 	if (!revkey_scope_valid(scope, slen)) {
@@ -118,31 +124,260 @@ revkey_from_text(struct revkey *k, const char *scope, const char *id,
 		}
 		return revkey_set(k, scope, id, id_len);
 	}
+	/* "-" for a negative serial: 0x00 before its magnitude. */
+	if (id_len > 1 && id[0] == '-') {
+		neg = true;
+		id++;
+		id_len--;
+	}
 	if (id_len > 2 && id[0] == '0' && (id[1] == 'x' || id[1] == 'X')) {
 		id += 2;
 		id_len -= 2;
 	}
-	n = util_unhex(buf, sizeof(buf), id, id_len, true);
+	n = util_unhex(buf + 1, sizeof(buf) - 1, id, id_len, true);
 	if (n <= 0) {
 		snprintf(err, errlen, "serial is not hex (digits 0-9a-f, "
-		    "optional ':' between bytes, at most %d bytes)",
-		    REVKEY_ID_MAX);
+		    "optional ':' between bytes, a '-' before a negative one, "
+		    "at most %d bytes)", REVKEY_ID_MAX - 1);
 		return -1;
 	}
-	n = (long)serial_canon(buf, (size_t)n);
-	return revkey_set(k, scope, buf, (size_t)n);
+	n = (long)serial_canon(buf + 1, (size_t)n);
+	if (neg && !(n == 1 && buf[1] == 0)) {
+		buf[0] = 0;
+		return revkey_set(k, scope, buf, (size_t)n + 1);
+	}
+	return revkey_set(k, scope, buf + 1, (size_t)n);
+}
+
+/*
+ * Canonical Name encoding (RFC 5280 section 7.1 comparison), byte for
+ * byte what OpenSSL computes as a Name's canonical encoding (x_name.c,
+ * x509_name_canon): each attribute value of a string type (UTF8String,
+ * BMPString, UniversalString, PrintableString, T61String, IA5String,
+ * VisibleString) is converted to UTF-8, leading and trailing white space
+ * removed, inner runs of white space collapsed into one space, ASCII
+ * upper case folded to lower case, and encoded as a UTF8String; other
+ * values keep their bytes and type. Each RDN is DER-encoded as a SET OF
+ * its AttributeTypeAndValue (sorted, as DER wants), and the encoding is
+ * the concatenation of these SETs without the outer SEQUENCE. An empty
+ * Name has an empty encoding.
+ */
+#define CANON_MASK (B_ASN1_UTF8STRING | B_ASN1_BMPSTRING | \
+	B_ASN1_UNIVERSALSTRING | B_ASN1_PRINTABLESTRING | B_ASN1_T61STRING | \
+	B_ASN1_IA5STRING | B_ASN1_VISIBLESTRING)
+#define CANON_MAX	(64 * 1024)	/* an encoding this long is refused */
+
+/* A growing byte buffer with a cap; a failed append poisons it. */
+struct cbuf {
+	unsigned char	*p;
+	size_t		 len, cap;
+	bool		 bad;
+};
+
+static void
+cbuf_add(struct cbuf *b, const void *d, size_t n)
+{
+	unsigned char *np;
+	size_t ncap;
+
+	if (b->bad)
+		return;
+	if (n > CANON_MAX - b->len) {
+		b->bad = true;
+		return;
+	}
+	if (b->len + n > b->cap) {
+		ncap = b->cap == 0 ? 256 : b->cap;
+		while (ncap < b->len + n)
+			ncap *= 2;
+		if ((np = realloc(b->p, ncap)) == NULL) {
+			b->bad = true;
+			return;
+		}
+		b->p = np;
+		b->cap = ncap;
+	}
+	memcpy(b->p + b->len, d, n);
+	b->len += n;
+}
+
+/* Appends a DER tag and length for n content bytes. */
+static void
+cbuf_hdr(struct cbuf *b, unsigned char tag, size_t n)
+{
+	unsigned char h[6];
+	size_t i = 0;
+
+	h[i++] = tag;
+	if (n < 0x80) {
+		h[i++] = (unsigned char)n;
+	} else if (n <= 0xff) {
+		h[i++] = 0x81;
+		h[i++] = (unsigned char)n;
+	} else if (n <= 0xffff) {
+		h[i++] = 0x82;
+		h[i++] = (unsigned char)(n >> 8);
+		h[i++] = (unsigned char)n;
+	} else {
+		h[i++] = 0x83;
+		h[i++] = (unsigned char)(n >> 16);
+		h[i++] = (unsigned char)(n >> 8);
+		h[i++] = (unsigned char)n;
+	}
+	cbuf_add(b, h, i);
+}
+
+static bool
+canon_space(unsigned char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' ||
+	    c == '\r';
+}
+
+/* The canonical AttributeTypeAndValue of one entry into b. */
+static void
+canon_entry(struct cbuf *b, const X509_NAME_ENTRY *ne)
+{
+	const ASN1_STRING *v = X509_NAME_ENTRY_get_data(ne);
+	unsigned char *oid = NULL, *u = NULL, *from, *to;
+	struct cbuf val = { NULL, 0, 0, false };
+	int olen, ulen, type = ASN1_STRING_type(v);
+	size_t len, i;
+
+	olen = i2d_ASN1_OBJECT(X509_NAME_ENTRY_get_object(ne), &oid);
+	if (olen <= 0 || type <= 0 || type > 30) {
+		b->bad = true;
+		goto out;
+	}
+	if ((ASN1_tag2bit(type) & CANON_MASK) == 0) {
+		cbuf_hdr(&val, (unsigned char)type,
+		    (size_t)ASN1_STRING_length(v));
+		cbuf_add(&val, ASN1_STRING_get0_data(v),
+		    (size_t)ASN1_STRING_length(v));
+	} else {
+		if ((ulen = ASN1_STRING_to_UTF8(&u, v)) < 0) {
+			b->bad = true;
+			goto out;
+		}
+		from = u;
+		len = (size_t)ulen;
+		while (len > 0 && canon_space(*from)) {
+			from++;
+			len--;
+		}
+		while (len > 0 && canon_space(from[len - 1]))
+			len--;
+		/* In place: the output is never longer than the input. */
+		to = u;
+		for (i = 0; i < len; ) {
+			if (from[i] >= 0x80) {
+				*to++ = from[i++];
+			} else if (canon_space(from[i])) {
+				*to++ = ' ';
+				while (i < len && canon_space(from[i]))
+					i++;
+			} else {
+				*to++ = (unsigned char)(from[i] >= 'A' &&
+				    from[i] <= 'Z' ? from[i] - 'A' + 'a' : from[i]);
+				i++;
+			}
+		}
+		cbuf_hdr(&val, V_ASN1_UTF8STRING, (size_t)(to - u));
+		cbuf_add(&val, u, (size_t)(to - u));
+	}
+	if (val.bad) {
+		b->bad = true;
+		goto out;
+	}
+	cbuf_hdr(b, 0x30, (size_t)olen + val.len);
+	cbuf_add(b, oid, (size_t)olen);
+	cbuf_add(b, val.p, val.len);
+out:
+	OPENSSL_free(oid);
+	OPENSSL_free(u);
+	free(val.p);
+}
+
+/* One encoded AttributeTypeAndValue of an RDN being sorted. */
+struct canon_el {
+	size_t	off, len;
+};
+
+/* DER SET OF order: bytes, then the shorter first (qsort_r: reentrant). */
+static int
+canon_el_cmp(const void *a, const void *b, void *arg)
+{
+	const struct canon_el *x = a, *y = b;
+	const unsigned char *base = arg;
+	size_t n = x->len < y->len ? x->len : y->len;
+	int c = memcmp(base + x->off, base + y->off, n);
+
+	if (c != 0)
+		return c;
+	return (x->len > y->len) - (x->len < y->len);
+}
+
+int
+revkey_name_canon(const X509_NAME *name, unsigned char **out, size_t *outlen)
+{
+	struct cbuf res = { NULL, 0, 0, false }, rdn = { NULL, 0, 0, false };
+	struct canon_el els[64];
+	const X509_NAME_ENTRY *ne;
+	size_t nels = 0, total, i;
+	int n, k, set = -1;
+
+	n = X509_NAME_entry_count(name);
+	for (k = 0; k <= n; k++) {
+		ne = k < n ? X509_NAME_get_entry(name, k) : NULL;
+		/* An RDN ends where the set number changes, or at the end. */
+		if (nels > 0 && (ne == NULL || X509_NAME_ENTRY_set(ne) != set)) {
+			qsort_r(els, nels, sizeof(els[0]), canon_el_cmp, rdn.p);
+			for (i = 0, total = 0; i < nels; i++)
+				total += els[i].len;
+			cbuf_hdr(&res, 0x31, total);
+			for (i = 0; i < nels && !rdn.bad; i++)
+				cbuf_add(&res, rdn.p + els[i].off, els[i].len);
+			rdn.len = 0;
+			nels = 0;
+		}
+		if (ne == NULL)
+			break;
+		if (nels == sizeof(els) / sizeof(els[0])) {
+			res.bad = true;
+			break;
+		}
+		set = X509_NAME_ENTRY_set(ne);
+		els[nels].off = rdn.len;
+		canon_entry(&rdn, ne);
+		els[nels].len = rdn.len - els[nels].off;
+		nels++;
+		if (rdn.bad)
+			break;
+	}
+	free(rdn.p);
+	if (res.bad || rdn.bad) {
+		free(res.p);
+		return -1;
+	}
+	*out = res.p;	/* NULL for an empty Name */
+	*outlen = res.len;
+	return 0;
 }
 
 int
 revkey_x509_scope(char out[REVKEY_X509_SCOPE_LEN + 1],
     const X509_NAME *issuer)
 {
-	const unsigned char *der = NULL;
-	unsigned char md[UTIL_SHA256_LEN];
-	size_t derlen = 0;
+	unsigned char md[UTIL_SHA256_LEN], *canon = NULL;
+	size_t len = 0;
+	int rc;
 
-	if (issuer == NULL || X509_NAME_get0_der((X509_NAME *)(uintptr_t)issuer,
-	    &der, &derlen) != 1 || util_sha256(md, der, derlen) != 0)
+	if (issuer == NULL || revkey_name_canon(issuer, &canon, &len) != 0)
+		return -1;
+	rc = util_sha256(md, canon != NULL ? canon : (const unsigned char *)"",
+	    len);
+	free(canon);
+	if (rc != 0)
 		return -1;
 	memcpy(out, REVKEY_X509_PREFIX, sizeof(REVKEY_X509_PREFIX) - 1);
 	util_hex(out + sizeof(REVKEY_X509_PREFIX) - 1, md, sizeof(md));
@@ -156,6 +391,7 @@ revkey_from_issuer_serial(struct revkey *k, const X509_NAME *issuer,
 	char scope[REVKEY_X509_SCOPE_LEN + 1];
 	unsigned char buf[REVKEY_ID_MAX];
 	BIGNUM *bn;
+	bool neg;
 	int n;
 
 	if (revkey_x509_scope(scope, issuer) != 0) {
@@ -166,27 +402,121 @@ revkey_from_issuer_serial(struct revkey *k, const X509_NAME *issuer,
 		snprintf(err, errlen, "missing or invalid serial number");
 		return -1;
 	}
-	/* The magnitude, big-endian, no leading zeros; zero is one 0x00. */
-	if (BN_num_bytes(bn) > REVKEY_ID_MAX) {
+	/*
+	 * The magnitude, big-endian, no leading zeros; zero is one 0x00; a
+	 * negative serial keeps its sign as a leading 0x00 (RFC 5280 asks
+	 * for positive serials, but CAs have issued negative ones: -1 must
+	 * not be taken for 1).
+	 */
+	neg = BN_is_negative(bn) && !BN_is_zero(bn);
+	if (BN_num_bytes(bn) > REVKEY_ID_MAX - (neg ? 1 : 0)) {
 		BN_free(bn);
 		snprintf(err, errlen, "serial number longer than %d bytes",
-		    REVKEY_ID_MAX);
+		    REVKEY_ID_MAX - 1);
 		return -1;
 	}
-	n = BN_bn2bin(bn, buf);
+	buf[0] = 0;
+	n = BN_bn2bin(bn, buf + (neg ? 1 : 0)) + (neg ? 1 : 0);
 	BN_free(bn);
-	if (n == 0) {
-		buf[0] = 0;
+	if (n == 0)
 		n = 1;
-	}
 	return revkey_set(k, scope, buf, (size_t)n);
+}
+
+int
+revkey_dp_name_hash(const X509_NAME *name, unsigned char out[32])
+{
+	unsigned char *canon = NULL, *buf;
+	size_t len = 0;
+	int rc;
+
+	if (revkey_name_canon(name, &canon, &len) != 0)
+		return -1;
+	if ((buf = malloc(len + 3)) == NULL) {
+		free(canon);
+		return -1;
+	}
+	memcpy(buf, "dn:", 3);
+	if (len > 0)
+		memcpy(buf + 3, canon, len);
+	rc = util_sha256(out, buf, len + 3);
+	free(buf);
+	free(canon);
+	return rc;
+}
+
+int
+revkey_dp_hash(const GENERAL_NAME *gn, unsigned char out[32])
+{
+	unsigned char *der = NULL, *buf;
+	int len, rc;
+
+	if (gn->type == GEN_DIRNAME)
+		return revkey_dp_name_hash(gn->d.directoryName, out);
+	if ((len = i2d_GENERAL_NAME((GENERAL_NAME *)(uintptr_t)gn, &der)) <= 0)
+		return -1;
+	if ((buf = malloc((size_t)len + 3)) == NULL) {
+		OPENSSL_free(der);
+		return -1;
+	}
+	memcpy(buf, "gn:", 3);
+	memcpy(buf + 3, der, (size_t)len);
+	rc = util_sha256(out, buf, (size_t)len + 3);
+	free(buf);
+	OPENSSL_free(der);
+	return rc;
+}
+
+/* Adds the names of one distribution point of a certificate to k. */
+static void
+cert_dp_names(struct revkey *k, DIST_POINT *dp, const X509_NAME *issuer)
+{
+	GENERAL_NAMES *names;
+	int i;
+
+	if (dp->CRLissuer != NULL || dp->distpoint == NULL)
+		return;
+	if (dp->distpoint->type == 1) {
+		if (DIST_POINT_set_dpname(dp->distpoint, issuer) != 1 ||
+		    dp->distpoint->dpname == NULL)
+			return;
+		if (k->ndp < REVKEY_DP_MAX &&
+		    revkey_dp_name_hash(dp->distpoint->dpname, k->dp[k->ndp]) == 0)
+			k->ndp++;
+		return;
+	}
+	names = dp->distpoint->name.fullname;
+	for (i = 0; i < sk_GENERAL_NAME_num(names); i++)
+		if (k->ndp < REVKEY_DP_MAX &&
+		    revkey_dp_hash(sk_GENERAL_NAME_value(names, i),
+		    k->dp[k->ndp]) == 0)
+			k->ndp++;
 }
 
 int
 revkey_from_cert(struct revkey *k, const X509 *cert, char *err, size_t errlen)
 {
-	return revkey_from_issuer_serial(k, X509_get_issuer_name(cert),
-	    X509_get0_serialNumber(cert), err, errlen);
+	CRL_DIST_POINTS *dps;
+	X509 *c = (X509 *)(uintptr_t)cert;
+	int i, crit = 0;
+
+	if (revkey_from_issuer_serial(k, X509_get_issuer_name(cert),
+	    X509_get0_serialNumber(cert), err, errlen) != 0)
+		return -1;
+	k->cert = REVKEY_CERT_KNOWN;
+	if ((X509_get_extension_flags(c) & EXFLAG_CA) != 0)
+		k->cert |= REVKEY_CERT_CA;
+	/*
+	 * More names than kept only means fewer matches: a partial CRL
+	 * then does not cover the certificate (not_covered), never wrongly.
+	 */
+	dps = X509_get_ext_d2i(cert, NID_crl_distribution_points, &crit, NULL);
+	for (i = 0; dps != NULL && i < sk_DIST_POINT_num(dps); i++)
+		cert_dp_names(k, sk_DIST_POINT_value(dps, i),
+		    X509_get_issuer_name(cert));
+	CRL_DIST_POINTS_free(dps);
+	ERR_clear_error();
+	return 0;
 }
 
 int
@@ -249,6 +579,11 @@ size_t
 revkey_id_text(const struct revkey *k, char *out)
 {
 	if (revkey_scope_is_x509(k->scope)) {
+		if (k->id_len > 1 && k->id[0] == 0) {	/* negative */
+			out[0] = '-';
+			util_hex(out + 1, k->id + 1, k->id_len - 1);
+			return 2 * k->id_len - 1;
+		}
 		util_hex(out, k->id, k->id_len);
 		return 2 * k->id_len;
 	}

@@ -4,15 +4,20 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
 
 /*
  * Scopes are short strings. X.509 scopes are "x509:" followed by the
- * lowercase hex SHA-256 of the DER-encoded issuer Name; token scopes are
+ * lowercase hex SHA-256 of the canonical encoding of the issuer Name
+ * (revkey_name_canon); token scopes are
  * named by the operator (or the JWT "iss"), "default" when none is given.
  * Ids are bytes: for X.509 the serial number as canonical big-endian bytes
  * (magnitude, no leading zero bytes; serial 0 is the single byte 0x00);
- * for tokens the token id ("jti") bytes.
+ * a negative serial is 0x00 followed by its magnitude (a magnitude never
+ * starts with 0x00, so the two cannot meet); for tokens the token id
+ * ("jti") bytes.
  *
  * The filter key is scope || 0x00 || id. Scopes never contain NUL, so the
  * encoding is unambiguous.
@@ -31,12 +36,35 @@
 #define REVKEY_SID_PREFIX	"sid:"
 #define REVKEY_ENC_MAX		(REVKEY_SCOPE_MAX + 1 + REVKEY_ID_MAX)
 
+/*
+ * What a key derived from a certificate knows about it, for CRLs that
+ * cover only part of an issuer's certificates (issuingDistributionPoint):
+ * whether it is a CA certificate and which distribution point names it
+ * lists (revkey_dp_hash of each). A bare id (text, JSON, a query) has
+ * cert 0 and knows none of it. Not part of the encoded key.
+ */
+#define REVKEY_DP_MAX		8
+#define REVKEY_CERT_KNOWN	0x01	/* derived from a certificate */
+#define REVKEY_CERT_CA		0x02	/* basicConstraints cA */
+
 struct revkey {
 	char		scope[REVKEY_SCOPE_MAX + 1];	/* NUL-terminated */
 	size_t		scope_len;
 	unsigned char	id[REVKEY_ID_MAX];
 	size_t		id_len;
+	uint8_t		cert;		/* REVKEY_CERT_*, 0 for a bare id */
+	uint8_t		ndp;		/* distribution point names kept */
+	unsigned char	dp[REVKEY_DP_MAX][32];
 };
+
+/*
+ * The hash a distribution point name is compared by: SHA-256 of "dn:"
+ * and the canonical encoding for a directoryName (a nameRelativeToCRLIssuer
+ * is made a full name first), of "gn:" and the DER GeneralName otherwise.
+ * 0 or -1.
+ */
+int revkey_dp_hash(const GENERAL_NAME *gn, unsigned char out[32]);
+int revkey_dp_name_hash(const X509_NAME *name, unsigned char out[32]);
 
 /*
  * Checks that a scope name is acceptable: 1..255 bytes, printable ASCII
@@ -70,13 +98,29 @@ int revkey_set(struct revkey *k, const char *scope, const void *id,
 /*
  * Sets k from a scope and an id as text, as in lists and HTTP queries: in
  * an X.509 scope the id is a hex serial (colons and a 0x prefix allowed,
- * leading zeros dropped); in other scopes the text bytes are the id.
+ * leading zeros dropped, "-" before a negative serial); in other scopes
+ * the text bytes are the id.
  * Returns 0, or -1 with err saying why.
  */
 int revkey_from_text(struct revkey *k, const char *scope, const char *id,
     size_t id_len, char *err, size_t errlen);
 
-/* The X.509 scope string for an issuer Name, into out[70]. 0 or -1. */
+/*
+ * The canonical encoding of a Name (RFC 5280 section 7.1 comparison rules,
+ * the same bytes as OpenSSL's canonical Name encoding; docs/FORMAT.md
+ * section 1): *out is malloc'ed (NULL for an empty Name, *outlen 0), the
+ * caller frees it. Returns 0, or -1 (nothing allocated) when a value
+ * cannot be converted or the encoding would pass 64 KiB.
+ */
+int revkey_name_canon(const X509_NAME *name, unsigned char **out,
+    size_t *outlen);
+
+/*
+ * The X.509 scope string for an issuer Name, into out[70]: "x509:" and
+ * the SHA-256 of its canonical encoding, so names equal under RFC 5280
+ * section 7.1 (re-encoded strings, case, white space) share a scope.
+ * 0 or -1.
+ */
 #define REVKEY_X509_SCOPE_LEN (5 + 64)
 int revkey_x509_scope(char out[REVKEY_X509_SCOPE_LEN + 1],
     const X509_NAME *issuer);
@@ -85,7 +129,12 @@ int revkey_x509_scope(char out[REVKEY_X509_SCOPE_LEN + 1],
 int revkey_from_issuer_serial(struct revkey *k, const X509_NAME *issuer,
     const ASN1_INTEGER *serial, char *err, size_t errlen);
 
-/* Key of a certificate: its issuer and serial. 0 or -1. */
+/*
+ * Key of a certificate: its issuer and serial, with what it says about
+ * itself (CA or not, its CRL distribution point names; a distribution
+ * point with a cRLIssuer names another issuer's CRL and is left out).
+ * 0 or -1.
+ */
 int revkey_from_cert(struct revkey *k, const X509 *cert, char *err,
     size_t errlen);
 
@@ -107,7 +156,8 @@ int revkey_from_cert_bytes(struct revkey *k, const void *buf, size_t len,
 size_t revkey_encode(const struct revkey *k, unsigned char *out);
 
 /*
- * Writes the id as text: lowercase hex for X.509 scopes, the bytes
+ * Writes the id as text: lowercase hex for X.509 scopes ("-" first for a
+ * negative serial), the bytes
  * themselves otherwise (callers escape them for their output format).
  * out must hold 2*REVKEY_ID_MAX+1 bytes. Returns the length.
  */

@@ -384,6 +384,19 @@ table_builder_truncate(struct table_builder *b, size_t n)
 	b->n = n;
 }
 
+void
+table_builder_drop(struct table_builder *b, const bool *keep)
+{
+	size_t i, w = 0;
+
+	assert(b != NULL && (keep != NULL || b->n == 0));
+	for (i = 0; i < b->n; i++)
+		if (keep[i])
+			b->ents[w++] = b->ents[i];
+	b->n = w;
+	b->sorted = false;
+}
+
 /*
  * Sort context: scopes get ranks (their order) kept in the entry's top 16
  * bits and pfx holds 8 id bytes, big-endian and zero-padded, so most
@@ -961,8 +974,14 @@ tb_validate(struct table *t, char *err, size_t errlen)
 		return -1;
 	}
 	if (util_get_le16(h + 8) != TABLE_FORMAT) {
-		tb_err(err, errlen, "offset 8: unsupported format %u",
-		    (unsigned)util_get_le16(h + 8));
+		if (util_get_le16(h + 8) < TABLE_FORMAT)
+			tb_err(err, errlen, "offset 8: format %u is from an "
+			    "older filterbuild (X.509 scopes were not over the "
+			    "canonical issuer Name); rebuild with this "
+			    "filterbuild", (unsigned)util_get_le16(h + 8));
+		else
+			tb_err(err, errlen, "offset 8: unsupported format %u",
+			    (unsigned)util_get_le16(h + 8));
 		return -1;
 	}
 	if (util_get_le16(h + 10) != 0 || util_get_le32(h + 12) != 0) {

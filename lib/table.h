@@ -44,7 +44,7 @@ int table_encode(const struct table_rec *recs, size_t n, unsigned char **out,
  * Records are contiguous, in strictly ascending key order, and fill the
  * record area exactly, so a table has one valid encoding.
  */
-#define TABLE_FORMAT		1
+#define TABLE_FORMAT		2	/* 1: issuer scopes over the DER Name */
 #define TABLE_HDR_LEN		32
 #define TABLE_REC_HDR_LEN	12
 
@@ -92,6 +92,14 @@ size_t table_builder_count(const struct table_builder *b);
  * table_builder_sort_unique. This function can't fail.
  */
 void table_builder_truncate(struct table_builder *b, size_t n);
+
+/*
+ * Drops every record i whose keep[i] is false (keep has one entry per
+ * record). Only before table_builder_sort_unique, and no
+ * table_builder_truncate after it (the arena keeps the dropped bytes).
+ * This function can't fail.
+ */
+void table_builder_drop(struct table_builder *b, const bool *keep);
 
 /*
  * Sorts by encoded key and collapses duplicates exactly as

@@ -7,6 +7,7 @@
 #include <xxhash.h>
 
 #include "check.h"
+#include "crl.h"
 #include "jwt.h"
 #include "metrics.h"
 #include "util.h"
@@ -220,12 +221,15 @@ int
 check_key_tally(const struct snapshot *s, const struct revkey *k,
     struct check_result *r, struct metrics_tally *t)
 {
+	const struct ffile_scope *sc;
 	struct table_rec rec;
 	int found;
 
 	memset(r, 0, sizeof(*r));
 	metrics_tally_inc(t, MET_CHECKS);
-	if (ffile_scope(s->ff, k->scope) == NULL) {
+	sc = ffile_scope(s->ff, k->scope);
+	/* A partial CRL answers only for the certificates it covers. */
+	if (sc == NULL || !crl_key_covered(sc, k)) {
 		metrics_tally_inc(t, MET_NOT_COVERED);
 		r->status = CHECK_NOT_COVERED;
 		r->source = CHECK_SRC_FILTER;

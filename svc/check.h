@@ -131,7 +131,8 @@ enum check_gate check_begin(struct snapshot_slot *sl,
 
 /*
  * Answers one key from a fresh snapshot: not_covered when the scope is
- * not in the filter; not_revoked from the filter on a zero bit; otherwise
+ * not in the filter or a partial CRL does not cover the key (crl.h);
+ * not_revoked from the filter on a zero bit; otherwise
  * the table's answer, or the authority's. Returns 0 with r filled, or -1
  * when the positive could not be settled, r->fail saying why: the caller
  * must answer 503 (authority_unavailable or authority_behind), never

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "crl.h"
 #include "server.h"
 #include "util.h"
 
@@ -36,6 +37,37 @@ observed_fp(void)
 	return fp + neg == 0 ? 0.0 : (double)fp / (double)(fp + neg);
 }
 
+/* ,"coverage":[...]: the parts a partial CRL covers, [] when whole. */
+static void
+add_coverage(struct sbuf *b, const struct ffile_scope *sc)
+{
+	char hex[65];
+	unsigned i;
+	int bit;
+	bool first;
+
+	sbuf_adds(b, ",\"coverage\":[");
+	for (i = 0; i < sc->npart; i++) {
+		sbuf_adds(b, i > 0 ? ",{\"kind\":\"" : "{\"kind\":\"");
+		sbuf_adds(b, crl_part_kind_name(sc->part[i].kind));
+		sbuf_adds(b, "\",\"reasons\":[");
+		first = true;
+		for (bit = 1; bit <= 8; bit++) {
+			if ((sc->part[i].reasons & (1u << bit)) == 0)
+				continue;
+			sbuf_adds(b, first ? "\"" : ",\"");
+			sbuf_adds(b, crl_reason_flag_name(bit));
+			sbuf_adds(b, "\"");
+			first = false;
+		}
+		util_hex(hex, sc->part[i].dp, 32);
+		sbuf_adds(b, "],\"distribution_point\":\"");
+		sbuf_adds(b, hex);
+		sbuf_adds(b, "\"}");
+	}
+	sbuf_adds(b, "]");
+}
+
 static void
 add_scope(struct sbuf *b, const struct ffile_scope *sc)
 {
@@ -65,8 +97,10 @@ add_scope(struct sbuf *b, const struct ffile_scope *sc)
 		sbuf_adds(b, (sc->flags & FFILE_SCOPE_UNVERIFIED) != 0 ?
 		    "\",\"crl_verified\":false" : "\",\"crl_verified\":true");
 		sbuf_adds(b, (sc->flags & FFILE_SCOPE_ASSUMED_NEXT) != 0 ?
-		    ",\"next_update_assumed\":true}" :
-		    ",\"next_update_assumed\":false}");
+		    ",\"next_update_assumed\":true" :
+		    ",\"next_update_assumed\":false");
+		add_coverage(b, sc);
+		sbuf_adds(b, "}");
 	} else
 		sbuf_adds(b, ",\"source\":\"list\"}");
 }

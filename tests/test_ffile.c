@@ -730,7 +730,7 @@ Test(ffile, committed_vector_verifies)
 	ffile_close(f);
 }
 
-/* Format 1 (before per-scope CRL flags) is refused, saying what to do. */
+/* Older formats (2: DER-name scopes, 1: no CRL flags) are refused, saying what to do. */
 Test(ffile, older_format_and_unknown_flags_refused)
 {
 	const char *src = getenv("REVCHECK_SRC");
@@ -747,22 +747,45 @@ Test(ffile, older_format_and_unknown_flags_refused)
 	copy = malloc(len);
 	cr_assert_not_null(copy);
 	memcpy(copy, buf, len);
-	copy[8] = 1;
+	copy[8] = 2;
 	cr_assert_null(ffile_parse(copy, len, false, err, sizeof(err)));
-	cr_assert(strstr(err, "offset 8: format 1 is from an older "
+	cr_assert(strstr(err, "offset 8: format 2 is from an older "
 	    "filterbuild") != NULL, "%s", err);
+	cr_assert(strstr(err, "canonical issuer Name") != NULL, "%s", err);
 	cr_assert(strstr(err, "rebuild") != NULL, "%s", err);
 	/* The first scope ("default", a list) at 168: flags at 168+2+7+8+1. */
 	memcpy(copy, buf, len);
 	copy[168 + 2 + 7 + 8 + 1] = FFILE_SCOPE_UNVERIFIED;
 	cr_assert_null(ffile_parse(copy, len, false, err, sizeof(err)));
 	cr_assert(strstr(err, "unknown flags 0x01") != NULL, "%s", err);
-	/* The CRL scope at 309: bits outside the known ones. */
+	/* The CRL scope at 311: bits outside the known ones. */
 	memcpy(copy, buf, len);
-	cr_assert_eq(copy[309 + 2 + 69 + 8], FFILE_SRC_CRL);
-	copy[309 + 2 + 69 + 8 + 1] = 0x80;
+	cr_assert_eq(copy[311 + 2 + 69 + 8], FFILE_SRC_CRL);
+	copy[311 + 2 + 69 + 8 + 1] = 0x80;
 	cr_assert_null(ffile_parse(copy, len, false, err, sizeof(err)));
 	cr_assert(strstr(err, "unknown flags 0x80") != NULL, "%s", err);
 	free(copy);
+	free(buf);
+
+	/* The table of format 1 likewise. */
+	cr_assert(snprintf(path, sizeof(path), "%s/tests/vectors/table.rct",
+	    src) > 0);
+	cr_assert_eq(util_read_file(path, 1 << 20, &buf, &len, err,
+	    sizeof(err)), 0, "%s", err);
+	{
+		char tmp[] = "/tmp/revcheck-oldtable-XXXXXX";
+		int fd = mkstemp(tmp);
+		struct table *t;
+
+		cr_assert(fd >= 0);
+		buf[8] = 1;
+		cr_assert_eq(util_write_all(fd, buf, len), 0);
+		close(fd);
+		t = table_open(tmp, err, sizeof(err));
+		unlink(tmp);
+		cr_assert_null(t);
+		cr_assert(strstr(err, "format 1 is from an older filterbuild") !=
+		    NULL, "%s", err);
+	}
 	free(buf);
 }

@@ -12,6 +12,7 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
+#include "crl.h"
 #include "input.h"
 #include "util.h"
 
@@ -1286,7 +1287,38 @@ struct crlspec {
 	bool		 crit_ext;	/* unknown critical CRL extension */
 	bool		 crit_entry_ext; /* unknown critical entry extension */
 	bool		 noncrit_ext;	/* unknown non-critical CRL extension */
+	/* Extra entries: serial, seconds before now, reason code (-1 none). */
+	struct { long serial; int64_t ago; int reason; } extra[4];
+	size_t		 nextra;
+	long		 number;	/* cRLNumber extension, 0: none */
+	long		 delta_base;	/* deltaCRLIndicator, 0: not a delta */
+	bool		 freshest;	/* announces a delta (freshestCRL) */
+	bool		 no_default;	/* without the default entry 0x42 */
 };
+
+static void
+crl_add_entry(X509_CRL *crl, long serial, int64_t ago, int reason)
+{
+	X509_REVOKED *r = X509_REVOKED_new();
+	ASN1_INTEGER *sn = ASN1_INTEGER_new();
+	ASN1_ENUMERATED *re;
+	ASN1_TIME *t;
+
+	cr_assert(r != NULL && sn != NULL);
+	cr_assert(ASN1_INTEGER_set(sn, serial));
+	cr_assert(X509_REVOKED_set_serialNumber(r, sn));
+	ASN1_INTEGER_free(sn);
+	t = ASN1_TIME_set(NULL, time(NULL) - (time_t)ago);
+	cr_assert(X509_REVOKED_set_revocationDate(r, t));
+	ASN1_TIME_free(t);
+	if (reason >= 0) {
+		re = ASN1_ENUMERATED_new();
+		cr_assert(re != NULL && ASN1_ENUMERATED_set(re, reason));
+		cr_assert(X509_REVOKED_add1_ext_i2d(r, NID_crl_reason, re, 0, 0));
+		ASN1_ENUMERATED_free(re);
+	}
+	cr_assert(X509_CRL_add0_revoked(crl, r));
+}
 
 static X509_EXTENSION *
 ext_null(const char *oid, int crit)
@@ -1339,7 +1371,34 @@ crl_make(X509 *issuer, EVP_PKEY *key, const struct crlspec *c)
 		cr_assert(X509_REVOKED_add_ext(r, e, -1));
 		X509_EXTENSION_free(e);
 	}
-	cr_assert(X509_CRL_add0_revoked(crl, r));
+	if (c->no_default)
+		X509_REVOKED_free(r);
+	else
+		cr_assert(X509_CRL_add0_revoked(crl, r));
+	for (size_t i = 0; i < c->nextra; i++)
+		crl_add_entry(crl, c->extra[i].serial, c->extra[i].ago,
+		    c->extra[i].reason);
+	if (c->number != 0) {
+		ASN1_INTEGER *num = ASN1_INTEGER_new();
+
+		cr_assert(num != NULL && ASN1_INTEGER_set(num, c->number));
+		cr_assert(X509_CRL_add1_ext_i2d(crl, NID_crl_number, num, 0, 0));
+		ASN1_INTEGER_free(num);
+	}
+	if (c->delta_base != 0) {
+		ASN1_INTEGER *num = ASN1_INTEGER_new();
+
+		cr_assert(num != NULL && ASN1_INTEGER_set(num, c->delta_base));
+		cr_assert(X509_CRL_add1_ext_i2d(crl, NID_delta_crl, num, 1, 0));
+		ASN1_INTEGER_free(num);
+	}
+	if (c->freshest) {
+		e = X509V3_EXT_conf_nid(NULL, NULL, NID_freshest_crl,
+		    "URI:http://ca.test/delta.crl");
+		cr_assert_not_null(e);
+		cr_assert(X509_CRL_add_ext(crl, e, -1));
+		X509_EXTENSION_free(e);
+	}
 	if (c->crit_ext || c->noncrit_ext) {
 		e = ext_null("1.3.6.1.4.1.99999.1", c->crit_ext ? 1 : 0);
 		cr_assert(X509_CRL_add_ext(crl, e, -1));
@@ -1649,4 +1708,329 @@ Test(input, json_cutoffs)
 		cr_assert(err[0] != '\0');
 		input_set_free(&s);
 	}
+}
+
+/*
+ * A serial listed several times (certificateHold, then keyCompromise a
+ * day later) gives the entry in effect, date and reason together; not the
+ * hold's date with the compromise's reason. A negative serial keeps its
+ * sign; removeFromCRL outside a delta CRL is refused.
+ */
+Test(input_crl, entries_per_rfc5280)
+{
+	struct input_opts o = opts("x");
+	EVP_PKEY *key = load_key("ca.key");
+	unsigned char neg1[2] = { 0, 1 }, pos1[1] = { 1 }, s7[1] = { 7 };
+	struct input_set s;
+	struct crlspec c;
+	X509_CRL *crl;
+	char err[512];
+	long r;
+
+	memset(&c, 0, sizeof(c));
+	c.extra[0].serial = 7;
+	c.extra[0].ago = 86400 * 2;
+	c.extra[0].reason = 6;		/* certificateHold */
+	c.extra[1].serial = 7;
+	c.extra[1].ago = 86400;
+	c.extra[1].reason = 1;		/* keyCompromise */
+	c.extra[2].serial = -1;
+	c.extra[2].ago = 600;
+	c.extra[2].reason = -1;
+	c.nextra = 3;
+	crl = crl_make(pki_cas[0], key, &c);
+	input_set_init(&s);
+	cr_assert_eq(crl_read(&s, crl, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(s.nrecs, 3, "0x42, 7 once, -1");
+	r = find(&s, s.scopes[0].name, s7, 1);
+	cr_assert(r >= 0);
+	cr_assert_str_eq(s.recs[r].reason, "keyCompromise");
+	cr_assert_lt((int64_t)time(NULL) - 86400 - s.recs[r].revoked_at, 5,
+	    "the keyCompromise entry's date");
+	cr_assert(find(&s, s.scopes[0].name, neg1, 2) >= 0, "-1 as 00 01");
+	cr_assert_eq(find(&s, s.scopes[0].name, pos1, 1), -1, "-1 is not 1");
+	input_set_free(&s);
+	X509_CRL_free(crl);
+
+	/* The order of listing does not matter: the later date wins. */
+	c.extra[0].reason = 1;
+	c.extra[0].ago = 86400;
+	c.extra[1].reason = 6;
+	c.extra[1].ago = 86400 * 2;
+	crl = crl_make(pki_cas[0], key, &c);
+	input_set_init(&s);
+	cr_assert_eq(crl_read(&s, crl, &o, err, sizeof(err)), 0, "%s", err);
+	r = find(&s, s.scopes[0].name, s7, 1);
+	cr_assert(r >= 0);
+	cr_assert_str_eq(s.recs[r].reason, "keyCompromise");
+	input_set_free(&s);
+	X509_CRL_free(crl);
+
+	memset(&c, 0, sizeof(c));
+	c.extra[0].serial = 9;
+	c.extra[0].ago = 60;
+	c.extra[0].reason = 8;		/* removeFromCRL */
+	c.nextra = 1;
+	EVP_PKEY_free(key);
+	(void)crl_expect(&c, &o, "removeFromCRL in a CRL that is not a delta "
+	    "CRL");
+}
+
+/*
+ * Two CRLs of one issuer in one build: the newest (CRL number) wins, in
+ * either order, and its entries alone are used; two different CRLs with
+ * the same number are refused. Against the previous version, an older CRL
+ * is a rollback, refused unless allowed.
+ */
+Test(input_crl, newest_crl_wins_and_rollback_refused)
+{
+	struct input_opts o = opts("x");
+	EVP_PKEY *key = load_key("ca.key");
+	unsigned char s9[1] = { 9 }, s42[1] = { 0x42 };
+	struct input_prev_opts po;
+	struct ffile_info prev;
+	struct ffile_scope psc;
+	struct crlspec c5, c6;
+	struct input_set s;
+	X509_CRL *a, *b, *first, *second;
+	char err[512];
+	int order;
+
+	memset(&c5, 0, sizeof(c5));
+	c5.number = 5;
+	c5.extra[0].serial = 9;
+	c5.extra[0].ago = 600;
+	c5.extra[0].reason = -1;
+	c5.nextra = 1;
+	memset(&c6, 0, sizeof(c6));
+	c6.number = 6;
+	a = crl_make(pki_cas[0], key, &c5);
+	b = crl_make(pki_cas[0], key, &c6);
+	for (order = 0; order < 2; order++) {
+		first = order == 0 ? a : b;
+		second = order == 0 ? b : a;
+		input_set_init(&s);
+		cr_assert_eq(crl_read(&s, first, &o, err, sizeof(err)), 0, "%s",
+		    err);
+		cr_assert_eq(crl_read(&s, second, &o, err, sizeof(err)), 0,
+		    "%s", err);
+		cr_assert_eq(s.nrecs, 3, "a union before resolving");
+		cr_assert_eq(input_resolve_crls(&s, true, false, err, sizeof(err)), 0,
+		    "%s", err);
+		cr_assert_eq(s.nrecs, 1, "order %d: only CRL 6's entry", order);
+		cr_assert(find(&s, s.scopes[0].name, s42, 1) >= 0);
+		cr_assert_eq(find(&s, s.scopes[0].name, s9, 1), -1,
+		    "serial 9 of the older CRL 5 is not used");
+		cr_assert_str_eq(s.scopes[0].crl_number, "06");
+		input_set_free(&s);
+	}
+
+	/* Same number, other content: refused, both named. */
+	c5.number = 6;
+	X509_CRL_free(a);
+	a = crl_make(pki_cas[0], key, &c5);
+	input_set_init(&s);
+	cr_assert_eq(crl_read(&s, a, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(crl_read(&s, b, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(input_resolve_crls(&s, true, false, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "two different CRLs of \"CN=revcheck Test CA") !=
+	    NULL, "%s", err);
+	input_set_free(&s);
+
+	/* The previous version used CRL 7 of this issuer: 6 is a rollback. */
+	input_set_init(&s);
+	cr_assert_eq(crl_read(&s, b, &o, err, sizeof(err)), 0, "%s", err);
+	psc = s.scopes[0];
+	memcpy(psc.crl_number, "07", 3);
+	psc.crl_sha256[0] ^= 1;
+	memset(&prev, 0, sizeof(prev));
+	prev.version = 4;
+	prev.nscopes = 1;
+	prev.scopes = &psc;
+	memset(&po, 0, sizeof(po));
+	po.max_shrink_pct = 50;
+	po.quiet = true;
+	cr_assert_eq(input_check_previous(&s, &prev, &po, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "is older than the one version 4 used (CRL "
+	    "number \"07\"") != NULL, "%s", err);
+	cr_assert(strstr(err, "--allow-crl-rollback") != NULL, "%s", err);
+	po.allow_rollback = true;
+	cr_assert_eq(input_check_previous(&s, &prev, &po, err, sizeof(err)), 0,
+	    "%s", err);
+	/* The same CRL as before, or a newer one, is no rollback. */
+	po.allow_rollback = false;
+	memcpy(psc.crl_number, "05", 3);
+	cr_assert_eq(input_check_previous(&s, &prev, &po, err, sizeof(err)), 0,
+	    "%s", err);
+	input_set_free(&s);
+	X509_CRL_free(a);
+	X509_CRL_free(b);
+	EVP_PKEY_free(key);
+}
+
+/* ---- partial CRLs: which certificates a scope answers for (crl.c) -------- */
+
+static struct revkey
+cert_key(uint8_t cert, const unsigned char *dp)
+{
+	struct revkey k;
+
+	memset(&k, 0, sizeof(k));
+	k.cert = cert;
+	if (dp != NULL) {
+		memcpy(k.dp[0], dp, 32);
+		k.ndp = 1;
+	}
+	return k;
+}
+
+Test(crl, coverage_parts)
+{
+	unsigned char dp1[32], dp2[32];
+	struct ffile_scope sc;
+	struct revkey bare, user, ca, user_dp1, user_dp2;
+	const uint16_t kc = 1u << 1, other = FFILE_REASONS_ALL & ~(1u << 1);
+
+	memset(dp1, 1, sizeof(dp1));
+	memset(dp2, 2, sizeof(dp2));
+	bare = cert_key(0, NULL);
+	user = cert_key(REVKEY_CERT_KNOWN, NULL);
+	ca = cert_key(REVKEY_CERT_KNOWN | REVKEY_CERT_CA, NULL);
+	user_dp1 = cert_key(REVKEY_CERT_KNOWN, dp1);
+	user_dp2 = cert_key(REVKEY_CERT_KNOWN, dp2);
+	memset(&sc, 0, sizeof(sc));
+	sc.source = FFILE_SRC_CRL;
+
+	/* Whole: everything. */
+	cr_assert(crl_key_covered(&sc, &bare) && crl_key_covered(&sc, &ca));
+	/* User certificates only: not a CA, not a bare serial. */
+	sc.npart = 1;
+	sc.part[0].kind = FFILE_PART_USER;
+	sc.part[0].reasons = FFILE_REASONS_ALL;
+	cr_assert(crl_key_covered(&sc, &user));
+	cr_assert(!crl_key_covered(&sc, &ca));
+	cr_assert(!crl_key_covered(&sc, &bare));
+	/* Plus a CA-only CRL: together everything, a bare serial too. */
+	sc.npart = 2;
+	sc.part[1].kind = FFILE_PART_CA;
+	sc.part[1].reasons = FFILE_REASONS_ALL;
+	cr_assert(crl_key_covered(&sc, &ca) && crl_key_covered(&sc, &bare));
+	/* Reason partitions: only when they add up to every reason. */
+	memset(&sc.part, 0, sizeof(sc.part));
+	sc.npart = 1;
+	sc.part[0].kind = FFILE_PART_ANY;
+	sc.part[0].reasons = kc;
+	cr_assert(!crl_key_covered(&sc, &user));
+	sc.npart = 2;
+	sc.part[1].kind = FFILE_PART_ANY;
+	sc.part[1].reasons = (uint16_t)(other & ~(1u << 8));
+	cr_assert(!crl_key_covered(&sc, &user), "aACompromise missing");
+	sc.part[1].reasons = other;
+	cr_assert(crl_key_covered(&sc, &user));
+	cr_assert(crl_key_covered(&sc, &bare));
+	/* A named distribution point covers only certificates naming it. */
+	memset(&sc.part, 0, sizeof(sc.part));
+	sc.npart = 1;
+	sc.part[0].kind = FFILE_PART_ANY;
+	sc.part[0].reasons = FFILE_REASONS_ALL;
+	memcpy(sc.part[0].dp, dp1, 32);
+	cr_assert(crl_key_covered(&sc, &user_dp1));
+	cr_assert(!crl_key_covered(&sc, &user_dp2));
+	cr_assert(!crl_key_covered(&sc, &user), "no distribution point");
+	cr_assert(!crl_key_covered(&sc, &bare));
+	/* A list scope is never partial. */
+	sc.source = FFILE_SRC_LIST;
+	sc.npart = 0;
+	cr_assert(crl_key_covered(&sc, &bare));
+}
+
+/*
+ * A delta CRL is applied to its base: its entries added, removeFromCRL
+ * removing a held serial; a base announcing a delta needs it (or
+ * no_delta); a delta alone, or one removing a serial its base revoked
+ * for good, is refused.
+ */
+Test(input_crl, delta_applied_to_its_base)
+{
+	struct input_opts o = opts("x");
+	EVP_PKEY *key = load_key("ca.key");
+	unsigned char s5[1] = { 5 }, s9[1] = { 9 }, s42[1] = { 0x42 };
+	struct crlspec cb, cd;
+	struct input_set s;
+	X509_CRL *base, *delta;
+	char err[512];
+	long r;
+
+	memset(&cb, 0, sizeof(cb));
+	cb.no_default = true;
+	cb.number = 10;
+	cb.freshest = true;
+	cb.extra[0].serial = 0x42;
+	cb.extra[0].ago = 7200;
+	cb.extra[0].reason = 6;		/* certificateHold */
+	cb.extra[1].serial = 9;
+	cb.extra[1].ago = 7200;
+	cb.extra[1].reason = 1;
+	cb.nextra = 2;
+	memset(&cd, 0, sizeof(cd));
+	cd.no_default = true;
+	cd.number = 11;
+	cd.delta_base = 10;
+	cd.extra[0].serial = 0x42;
+	cd.extra[0].ago = 60;
+	cd.extra[0].reason = 8;		/* removeFromCRL */
+	cd.extra[1].serial = 5;
+	cd.extra[1].ago = 60;
+	cd.extra[1].reason = 1;
+	cd.nextra = 2;
+	base = crl_make(pki_cas[0], key, &cb);
+	delta = crl_make(pki_cas[0], key, &cd);
+
+	input_set_init(&s);
+	cr_assert_eq(crl_read(&s, delta, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(crl_read(&s, base, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(input_resolve_crls(&s, true, false, err, sizeof(err)), 0,
+	    "%s", err);
+	cr_assert_eq(s.nrecs, 2, "9 from the base, 5 from the delta");
+	cr_assert(find(&s, s.scopes[0].name, s9, 1) >= 0);
+	r = find(&s, s.scopes[0].name, s5, 1);
+	cr_assert(r >= 0);
+	cr_assert_str_eq(s.recs[r].reason, "keyCompromise");
+	cr_assert_eq(find(&s, s.scopes[0].name, s42, 1), -1,
+	    "the hold was removed");
+	cr_assert_str_eq(s.scopes[0].crl_number, "0b", "the delta describes");
+	input_set_free(&s);
+
+	/* The base alone: refused, unless no_delta. */
+	input_set_init(&s);
+	cr_assert_eq(crl_read(&s, base, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(input_resolve_crls(&s, true, false, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "announces a delta CRL (freshestCRL) that is not "
+	    "among the inputs: --no-delta") != NULL, "%s", err);
+	cr_assert_eq(input_resolve_crls(&s, true, true, err, sizeof(err)), 0,
+	    "%s", err);
+	input_set_free(&s);
+
+	/* The delta alone. */
+	input_set_init(&s);
+	cr_assert_eq(crl_read(&s, delta, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(input_resolve_crls(&s, true, false, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "without its base among the inputs") != NULL,
+	    "%s", err);
+	input_set_free(&s);
+	X509_CRL_free(delta);
+
+	/* A delta removing a serial its base revoked for keyCompromise. */
+	cd.extra[0].serial = 9;
+	delta = crl_make(pki_cas[0], key, &cd);
+	input_set_init(&s);
+	cr_assert_eq(crl_read(&s, base, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(crl_read(&s, delta, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(input_resolve_crls(&s, true, false, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "removeFromCRL for a serial its base") != NULL,
+	    "%s", err);
+	input_set_free(&s);
+	X509_CRL_free(delta);
+	X509_CRL_free(base);
+	EVP_PKEY_free(key);
 }

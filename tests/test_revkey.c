@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include <openssl/pem.h>
+#include <openssl/sha.h>
 #include <openssl/x509.h>
 
 #include "revkey.h"
@@ -239,4 +240,201 @@ Test(revkey, garbage_is_not_a_certificate)
 	cr_assert_eq(revkey_from_cert_bytes(&k, "\x30\x03\x02\x01", 4, err,
 	    sizeof(err)), -1);
 	cr_assert_eq(revkey_from_cert_bytes(&k, "", 0, err, sizeof(err)), -1);
+}
+
+/* ---- canonical issuer names (RFC 5280 section 7.1) ------------------------ */
+
+/* OpenSSL's X509_NAME_hash_ex: the first 4 bytes of SHA-1 of its canon. */
+static void
+expect_openssl_canon(const X509_NAME *n, const char *what)
+{
+	unsigned char *c = NULL, md[SHA_DIGEST_LENGTH];
+	unsigned long want, got;
+	size_t len = 0;
+	int ok = 0;
+
+	cr_assert_eq(revkey_name_canon(n, &c, &len), 0, "%s", what);
+	SHA1(c != NULL ? c : (const unsigned char *)"", len, md);
+	got = (unsigned long)md[0] | (unsigned long)md[1] << 8 |
+	    (unsigned long)md[2] << 16 | (unsigned long)md[3] << 24;
+	want = X509_NAME_hash_ex(n, NULL, NULL, &ok);
+	cr_assert(ok);
+	cr_assert_eq(got, want, "%s: canon hash %08lx, OpenSSL's %08lx", what,
+	    got, want);
+	free(c);
+}
+
+/*
+ * Every subject and issuer Name of the PKITS certificates (PrintableString,
+ * UTF8String, T61String, BMPString, case and white-space variants, multi-
+ * valued RDNs, DN qualifiers and UIDs) has the canonical encoding OpenSSL
+ * computes: their SHA-1 hashes agree.
+ */
+Test(revkey, canonical_names_match_openssl)
+{
+	const char *src = getenv("REVCHECK_SRC");
+	char path[1024], cmd[1200], line[512];
+	const unsigned char *p;
+	unsigned char *buf;
+	size_t len, n = 0;
+	char err[256];
+	X509 *x;
+	FILE *ls;
+
+	if (src == NULL)
+		src = ".";
+	snprintf(cmd, sizeof(cmd), "ls '%s/tests/data/pkits/certs'", src);
+	ls = popen(cmd, "r");
+	cr_assert_not_null(ls);
+	while (fgets(line, sizeof(line), ls) != NULL) {
+		line[strcspn(line, "\n")] = '\0';
+		snprintf(path, sizeof(path), "%s/tests/data/pkits/certs/%s", src,
+		    line);
+		cr_assert_eq(util_read_file(path, 1 << 20, &buf, &len, err,
+		    sizeof(err)), 0, "%s", err);
+		p = buf;
+		x = d2i_X509(NULL, &p, (long)len);
+		cr_assert_not_null(x, "%s", path);
+		expect_openssl_canon(X509_get_subject_name(x), line);
+		expect_openssl_canon(X509_get_issuer_name(x), line);
+		X509_free(x);
+		free(buf);
+		n++;
+	}
+	pclose(ls);
+	cr_assert_gt(n, 100, "only %zu PKITS certificates", n);
+}
+
+/* A Name from (type, value, string type, set) rows. */
+struct nrow {
+	const char *type, *value;
+	int strtype, set;	/* set: 0 a new RDN, -1 the one before */
+};
+
+static X509_NAME *
+name_of(const struct nrow *r, size_t n)
+{
+	X509_NAME *name = X509_NAME_new();
+	size_t i;
+
+	cr_assert_not_null(name);
+	for (i = 0; i < n; i++)
+		cr_assert(X509_NAME_add_entry_by_txt(name, r[i].type,
+		    r[i].strtype, (const unsigned char *)r[i].value, -1, -1,
+		    r[i].set));
+	return name;
+}
+
+static void
+scope_of(char *out, const struct nrow *r, size_t n)
+{
+	X509_NAME *name = name_of(r, n);
+
+	expect_openssl_canon(name, r[0].value);
+	cr_assert_eq(revkey_x509_scope(out, name), 0);
+	X509_NAME_free(name);
+}
+
+/*
+ * Names equal under RFC 5280 section 7.1 share a scope (string type, case,
+ * white space); names that differ do not. The first vector is the one
+ * docs/FORMAT.md section 1 works through.
+ */
+Test(revkey, reencoded_names_share_a_scope)
+{
+	static const struct nrow a[] = {
+		{ "C", "US", V_ASN1_PRINTABLESTRING, 0 },
+		{ "O", "Test Certificates 2011", V_ASN1_PRINTABLESTRING, 0 },
+		{ "CN", "Good CA", V_ASN1_PRINTABLESTRING, 0 },
+	}, b[] = {
+		{ "C", "us", V_ASN1_PRINTABLESTRING, 0 },
+		{ "O", "  test   CERTIFICATES 2011 ", V_ASN1_UTF8STRING, 0 },
+		{ "CN", "GOOD\tCA", V_ASN1_UTF8STRING, 0 },
+	}, other[] = {
+		{ "C", "US", V_ASN1_PRINTABLESTRING, 0 },
+		{ "O", "Test Certificates 2011", V_ASN1_PRINTABLESTRING, 0 },
+		{ "CN", "Good CA2", V_ASN1_PRINTABLESTRING, 0 },
+	}, swapped[] = {
+		{ "O", "Test Certificates 2011", V_ASN1_PRINTABLESTRING, 0 },
+		{ "C", "US", V_ASN1_PRINTABLESTRING, 0 },
+		{ "CN", "Good CA", V_ASN1_PRINTABLESTRING, 0 },
+	}, multi1[] = {
+		{ "CN", "Alice", V_ASN1_UTF8STRING, 0 },
+		{ "UID", "a1", V_ASN1_UTF8STRING, -1 },
+	}, multi2[] = {
+		{ "UID", "A1", V_ASN1_PRINTABLESTRING, 0 },
+		{ "CN", "alice", V_ASN1_PRINTABLESTRING, -1 },
+	};
+	char sa[REVKEY_X509_SCOPE_LEN + 1], sb[REVKEY_X509_SCOPE_LEN + 1];
+	unsigned char *c = NULL;
+	char hex[256];
+	size_t len;
+	X509_NAME *n;
+
+	scope_of(sa, a, 3);
+	scope_of(sb, b, 3);
+	cr_assert_str_eq(sa, sb);
+	cr_assert_str_eq(sa, "x509:"
+	    "4252c6ae35531be8b89661438486c4c40a81b49ef9c4aee933b88f823f7ebbe8");
+	n = name_of(a, 3);
+	cr_assert_eq(revkey_name_canon(n, &c, &len), 0);
+	cr_assert_lt(len, sizeof(hex) / 2);
+	util_hex(hex, c, len);
+	cr_assert_str_eq(hex, "310b300906035504060c027573"
+	    "311f301d060355040a0c16746573742063657274696669636174657320323031"
+	    "31"
+	    "3110300e06035504030c07676f6f64206361");
+	free(c);
+	X509_NAME_free(n);
+	scope_of(sb, other, 3);
+	cr_assert_str_neq(sa, sb);
+	scope_of(sb, swapped, 3);
+	cr_assert_str_neq(sa, sb);
+	/* A multi-valued RDN: its members are sorted, whatever their order. */
+	scope_of(sa, multi1, 2);
+	scope_of(sb, multi2, 2);
+	cr_assert_str_eq(sa, sb);
+	/* The empty Name has the empty encoding. */
+	n = X509_NAME_new();
+	expect_openssl_canon(n, "empty");
+	cr_assert_eq(revkey_x509_scope(sa, n), 0);
+	cr_assert_str_eq(sa, "x509:"
+	    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+	X509_NAME_free(n);
+}
+
+/* A negative serial keeps its sign: -1 is not 1, in text and from DER. */
+Test(revkey, negative_serials_keep_their_sign)
+{
+	static const char x509[] = "x509:"
+	    "abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789";
+	ASN1_INTEGER *ai = ASN1_INTEGER_new();
+	X509_NAME *n = X509_NAME_new();
+	char text[REVKEY_ID_TEXT_MAX], err[128];
+	struct revkey pos, neg, t;
+
+	cr_assert(ai != NULL && n != NULL);
+	cr_assert(X509_NAME_add_entry_by_txt(n, "CN", MBSTRING_ASC,
+	    (const unsigned char *)"CA", -1, -1, 0));
+	cr_assert(ASN1_INTEGER_set(ai, 1));
+	cr_assert_eq(revkey_from_issuer_serial(&pos, n, ai, err,
+	    sizeof(err)), 0, "%s", err);
+	cr_assert(ASN1_INTEGER_set(ai, -1));
+	cr_assert_eq(revkey_from_issuer_serial(&neg, n, ai, err,
+	    sizeof(err)), 0, "%s", err);
+	cr_assert_neq(revkey_cmp(&pos, &neg), 0);
+	cr_assert_eq(neg.id_len, 2);
+	cr_assert_eq(neg.id[0], 0);
+	cr_assert_eq(neg.id[1], 1);
+	revkey_id_text(&neg, text);
+	cr_assert_str_eq(text, "-01");
+	cr_assert_eq(revkey_from_text(&t, neg.scope, "-0x01", 5, err,
+	    sizeof(err)), 0, "%s", err);
+	cr_assert_eq(revkey_cmp(&t, &neg), 0);
+	cr_assert_eq(revkey_from_text(&t, x509, "-00", 3, err, sizeof(err)), 0);
+	cr_assert_eq(t.id_len, 1);	/* -0 is 0 */
+	cr_assert_eq(t.id[0], 0);
+	cr_assert_eq(revkey_from_text(&t, x509, "-", 1, err, sizeof(err)), -1);
+	ASN1_INTEGER_free(ai);
+	X509_NAME_free(n);
 }

@@ -81,4 +81,21 @@ build_expect 1 "unreadable current version" "$T/one.txt"
 rc_expect_match "$(cat "$T/err")" 'cannot compare with the current version' "unreadable current named"
 build_expect 0 "--allow-shrink without the comparison" --allow-shrink "$T/one.txt"
 
+# 6. CRL replay and mixing (tests/pki.sh: other-crl-empty.pem is CRL number 0x1000
+# of "other", other-crl.pem 0x1001 with other01 revoked).
+bash "$RC_SRC/tests/pki.sh" "$T/pki" >/dev/null
+P=$T/pki
+OTHER01=$(awk -F'\t' '$1 == "certs/other01.pem" {print $2}' "$P/other-certs.tsv")
+cb() { FB build --key "$T/key.pem" --out "$T/c" --quiet --issuer "$P/other.pem" "$@" 2>"$T/err"; }
+cb "$P/other-crl-empty.pem" "$P/other-crl.pem" || rc_fail "two CRLs of one issuer: $(cat "$T/err")"
+FB inspect --records "$T/c" >"$T/recs"
+rc_expect_eq "$(awk -F'\t' '{print $2}' "$T/recs")" "$OTHER01" "the newest CRL (1001) wins, whatever the order"
+rc_expect_match "$(FB inspect "$T/c")" 'crl number: +1001' "its CRL number describes the scope"
+if cb "$P/other-crl-empty.pem"; then rc_fail "a replayed older CRL was published"; fi
+rc_expect_match "$(cat "$T/err")" 'CRL of "CN=revcheck Other CA,O=revcheck tests" \(CRL number "1000".*older than the one version 1 used \(CRL number "1001".*--allow-crl-rollback' \
+    "rollback refused, both numbers named"
+rc_expect_eq "$(readlink "$T/c/current")" v00000000000000000001 "nothing published"
+cb --allow-crl-rollback --allow-shrink "$P/other-crl-empty.pem" || rc_fail "--allow-crl-rollback: $(cat "$T/err")"
+rc_expect_match "$(cat "$T/err")" 'older than the one version 1 used.*\(--allow-crl-rollback\)' "an allowed rollback is still logged"
+
 rc_done

@@ -24,6 +24,27 @@ else
 	rc_fail "PKITS paths"
 fi
 
+# A partial CRL answers for the certificates it covers, and a bare serial
+# in its scope (nothing says which part it belongs to) is not_covered:
+# PKITS 4.14.13, a CA-only CRL and a CA certificate.
+CAONLY=$D/certs/onlyContainsCACertsCACert.crt
+openssl x509 -inform DER -in "$CAONLY" -out "$T/caonly.pem"
+openssl x509 -inform DER -in "$D/certs/ValidonlyContainsCACertsTest13EE.crt" -out "$T/ee13.pem"
+"$FILTERBUILD" build --key "$T/key.pem" --out "$F" --allow-shrink --quiet \
+    --issuer "$T/work/TrustAnchorRootCertificate.crt.pem" --issuer "$T/caonly.pem" \
+    "$D/crls/onlyContainsCACertsCACRL.crl" 2>"$T/err" || rc_fail "CA-only CRL build: $(cat "$T/err")"
+kill -HUP "$R_PID"
+rc_wait_version "$R_URL" "$(readlink "$F/current" | sed 's/^v0*//')" 20 || rc_fail "CA-only version not served"
+rc_curl -X POST -H 'Content-Type: application/json' --data-binary "@$(rc_json_body cert "$T/ee13.pem")" "$R_URL/v1/check"
+rc_expect_json status not_revoked "the CA certificate, by certificate: covered"
+scope=$(rc_json scope); id=$(rc_json id)
+rc_curl "$R_URL/v1/check?scope=$scope&id=$id"
+rc_expect_json status not_covered "the same serial bare: not_covered"
+"$FILTERBUILD" inspect "$F" >"$T/insp"
+rc_expect_match "$(cat "$T/insp")" 'coverage: +part: CA certificates, every reason' "inspect shows the coverage"
+rc_curl "$R_URL/v1/status"
+rc_expect_json "filter.scopes.0.coverage.0.kind" ca "/v1/status shows the coverage"
+
 # --unverified-crl: refused without it; with it logged even under --quiet,
 # marked in the signed filter, shown by inspect and /v1/status.
 GOOD=$D/crls/GoodCACRL.crl
