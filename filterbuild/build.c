@@ -41,6 +41,8 @@ enum {
 	OPT_CLOCK_SKEW,
 	OPT_CRL_VALIDITY,
 	OPT_ALLOW_ROLLBACK,
+	OPT_KEEP_GOING,
+	OPT_REPORT,
 };
 
 struct build_opts {
@@ -61,6 +63,8 @@ struct build_opts {
 	bool		 allow_weak_sig;
 	bool		 no_delta;
 	bool		 allow_rollback;
+	bool		 keep_going;
+	const char	*report;	/* JSON report path, or NULL */
 	int64_t		 clock_skew;
 	int64_t		 crl_validity;	/* 0: a CRL without nextUpdate fails */
 	unsigned	 keep;
@@ -113,6 +117,10 @@ build_usage(FILE *fp)
 	    "                       thisUpdate + DUR (refused without this)\n"
 	    "  --allow-crl-rollback publish a CRL older (lower CRL number) than the\n"
 	    "                       one the current version used for its issuer\n"
+	    "  --keep-going         skip a bad input instead of failing; a CRL scope\n"
+	    "                       it leaves uncovered keeps the current version's\n"
+	    "                       entries until that CRL's nextUpdate; exit 3\n"
+	    "  --report FILE        write a JSON report of every input and outcome\n"
 	    "  --allow-expired      a CRL past nextUpdate only warns\n"
 	    "  --allow-shrink       publish an empty list, a version without a scope\n"
 	    "                       of the current one, or a scope that shrank by more\n"
@@ -197,6 +205,8 @@ build_parse(struct build_opts *o, int argc, char **argv, int *first_input)
 		{ "clock-skew",	   required_argument, NULL, OPT_CLOCK_SKEW },
 		{ "crl-validity",  required_argument, NULL, OPT_CRL_VALIDITY },
 		{ "allow-crl-rollback", no_argument, NULL, OPT_ALLOW_ROLLBACK },
+		{ "keep-going",	   no_argument,	      NULL, OPT_KEEP_GOING },
+		{ "report",	   required_argument, NULL, OPT_REPORT },
 		{ "keep",	   required_argument, NULL, 'K' },
 		{ "layout",	   required_argument, NULL, 'L' },
 		{ "quiet",	   no_argument,	      NULL, 'q' },
@@ -277,6 +287,8 @@ build_parse(struct build_opts *o, int argc, char **argv, int *first_input)
 		case OPT_ALLOW_WEAK_SIG: o->allow_weak_sig = true; break;
 		case OPT_NO_DELTA: o->no_delta = true; break;
 		case OPT_ALLOW_ROLLBACK: o->allow_rollback = true; break;
+		case OPT_KEEP_GOING: o->keep_going = true; break;
+		case OPT_REPORT: o->report = optarg; break;
 		case OPT_CLOCK_SKEW:
 			if (util_parse_duration(optarg, &o->clock_skew) != 0)
 				return fb_usage_err("build", "--clock-skew '%s': "
@@ -400,8 +412,10 @@ fail:
  */
 static int
 build_check_previous(const struct build_opts *o, const struct input_set *set,
-    const char *vdir)
+    const char *vdir, const struct fb_report *rep)
 {
+	const char *gone[FFILE_MAX_SCOPES > 64 ? 64 : FFILE_MAX_SCOPES];
+	size_t ngone = 0, i;
 	struct input_prev_opts po;
 	struct ffile *prev;
 	char path[4200], err[1024];
@@ -429,6 +443,13 @@ build_check_previous(const struct build_opts *o, const struct input_set *set,
 	po.allow_rollback = o->allow_rollback;
 	po.max_shrink_pct = o->max_shrink;
 	po.quiet = o->quiet;
+	/* --keep-going: CRL scopes past nextUpdate are left out on purpose. */
+	for (i = 0; i < rep->nscopes && ngone < sizeof(gone) / sizeof(gone[0]);
+	    i++)
+		if (!rep->scopes[i].kept)
+			gone[ngone++] = rep->scopes[i].scope;
+	po.gone = gone;
+	po.ngone = ngone;
 	rc = input_check_previous(set, ffile_info(prev), &po, err,
 	    sizeof(err));
 	if (rc != 0)
@@ -520,6 +541,7 @@ build_main(int argc, char **argv, struct fb_built *res)
 	struct progress pr;
 	struct input_opts io;
 	struct input_set set;
+	struct fb_report rep;
 	struct table_builder tb;
 	struct ffile_info info;
 	struct bloom bloom;
@@ -537,6 +559,7 @@ build_main(int argc, char **argv, struct fb_built *res)
 	rc = build_parse(&o, argc, argv, &first);
 	if (rc != 0)
 		return rc < 0 ? FB_EXIT_OK : rc;
+	fb_report_init(&rep);
 
 	memset(&pr, 0, sizeof(pr));
 	pr.on = !o.quiet && isatty(STDERR_FILENO);
@@ -596,7 +619,21 @@ build_main(int argc, char **argv, struct fb_built *res)
 		    &o.fetch, &io, err, sizeof(err)) : input_read(&set,
 		    argv[i], &io, err, sizeof(err))) != 0) {
 			progress_done(&pr);
-			fb_err("%s", err);
+			if (fb_report_input(&rep, argv[i], err,
+			    input_set_records(&set)) != 0) {
+				fb_err("out of memory");
+				goto out;
+			}
+			if (!o.keep_going) {
+				fb_err("%s", err);
+				goto out;
+			}
+			fb_err("warning: --keep-going: skipped: %s", err);
+			continue;
+		}
+		if (fb_report_input(&rep, argv[i], NULL,
+		    input_set_records(&set)) != 0) {
+			fb_err("out of memory");
 			goto out;
 		}
 	}
@@ -610,6 +647,11 @@ build_main(int argc, char **argv, struct fb_built *res)
 	    sizeof(err)) != 0) {
 		progress_done(&pr);
 		fb_err("%s", err);
+		goto out;
+	}
+	if (rep.failed > 0 && cur != 0 &&
+	    fb_report_keep(&rep, &set, vdir, now, err, sizeof(err)) != 0) {
+		fb_err("--keep-going: %s", err);
 		goto out;
 	}
 	progress_phase(&pr, "sorting");
@@ -645,7 +687,7 @@ build_main(int argc, char **argv, struct fb_built *res)
 		fb_err("%s", err);
 		goto out;
 	}
-	if (cur != 0 && build_check_previous(&o, &set, vdir) != 0)
+	if (cur != 0 && build_check_previous(&o, &set, vdir, &rep) != 0)
 		goto out;
 	if (bloom_size(o.layout, n > 0 ? n : 1, o.fp_rate, &m, &k) != 0) {
 		fb_err("cannot size a filter for %zu keys at fp rate %g", n,
@@ -721,8 +763,16 @@ build_main(int argc, char **argv, struct fb_built *res)
 		res->version = version;
 		res->keys = n;
 	}
-	ret = FB_EXIT_OK;
+	rep.version = version;
+	ret = rep.failed > 0 ? FB_EXIT_PARTIAL : FB_EXIT_OK;
 out:
+	rep.exit_status = ret;
+	if (o.report != NULL && fb_report_write(&rep, o.report, err,
+	    sizeof(err)) != 0) {
+		fb_err("%s", err);
+		ret = FB_EXIT_FAIL;
+	}
+	fb_report_free(&rep);
 	free(filter);
 	bloom_free(&bloom);
 	table_builder_free(&tb);

@@ -6,10 +6,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "input.h"
+
 /* Exit codes of every subcommand. */
 #define FB_EXIT_OK	0
 #define FB_EXIT_FAIL	1	/* an error, or verification failed */
 #define FB_EXIT_USAGE	2	/* bad command line */
+#define FB_EXIT_PARTIAL	3	/* build --keep-going published without some
+				   inputs (see its report) */
 
 /*
  * A subcommand takes its own argv (argv[0] is the subcommand name) and
@@ -54,5 +58,53 @@ int fb_usage_err(const char *cmd, const char *fmt, ...)
  * the first getopt_long() of a subcommand.
  */
 void fb_getopt_reset(void);
+
+/* ---- build --keep-going (report.c) ---- */
+
+struct fb_rinput {
+	char		*name;
+	char		*error;		/* NULL when the input was used */
+	uint64_t	 records;	/* records in the set after it */
+};
+
+struct fb_rscope {
+	char		 scope[REVKEY_SCOPE_MAX + 1];
+	char		 issuer[FFILE_ISSUER_MAX + 1];
+	char		 crl_number[FFILE_CRLNUM_MAX + 1];
+	uint64_t	 from_version;
+	int64_t		 next_update;
+	bool		 kept;		/* false: past nextUpdate, left out */
+};
+
+struct fb_report {
+	struct fb_rinput *in;
+	size_t		 nin, cap;
+	size_t		 failed;
+	struct fb_rscope *scopes;	/* CRL scopes of the previous version
+					   the inputs no longer cover */
+	size_t		 nscopes, scap;
+	int		 exit_status;
+	uint64_t	 version;	/* published, 0 when none */
+};
+
+void fb_report_init(struct fb_report *r);
+void fb_report_free(struct fb_report *r);
+
+/* Records one input: error NULL when used. 0, or -1 out of memory. */
+int fb_report_input(struct fb_report *r, const char *name, const char *error,
+    uint64_t records);
+
+/*
+ * For each CRL scope of the previous version in vdir that set does not
+ * cover: keeps it (its records and metadata, flagged kept) when its
+ * nextUpdate is after now, else leaves it out; records either in r and
+ * warns on stderr. 0, or -1 with err.
+ */
+int fb_report_keep(struct fb_report *r, struct input_set *set,
+    const char *vdir, int64_t now, char *err, size_t errlen);
+
+/* Writes the report as JSON to path. 0, or -1 with err. */
+int fb_report_write(const struct fb_report *r, const char *path, char *err,
+    size_t errlen);
 
 #endif

@@ -462,6 +462,8 @@ print_json(const char *path, const struct target *t, const struct ffile *f,
 			ok = ok && jbool(s, "next_update_assumed",
 			    (sc->flags & FFILE_SCOPE_ASSUMED_NEXT) != 0);
 			ok = ok && json_coverage(s, sc);
+			ok = ok && jbool(s, "kept_from_previous",
+			    (sc->flags & FFILE_SCOPE_KEPT) != 0);
 		}
 	}
 	if (ok && pv->info != NULL) {
@@ -622,6 +624,9 @@ print_text(const struct target *t, const struct ffile *f,
 		    "NOT VERIFIED (--unverified-crl)" :
 		    "verified against its issuer");
 		print_coverage(sc);
+		if ((sc->flags & FFILE_SCOPE_KEPT) != 0)
+			printf("    kept:          from the previous version: its "
+			    "new CRL was bad (--keep-going)\n");
 		if ((sc->flags & FFILE_SCOPE_ASSUMED_NEXT) != 0)
 			printf("    next update:   assumed: the CRL has none "
 			    "(--crl-validity)\n");

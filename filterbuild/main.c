@@ -70,7 +70,8 @@ fb_usage(FILE *fp)
 			fprintf(fp, "  %-8s %s\n", fb_cmds[i].name,
 			    fb_cmds[i].summary);
 	fputs("\nRun 'filterbuild COMMAND --help' for a command's options.\n"
-	    "Exit status: 0 success, 1 failure, 2 usage error.\n", fp);
+	    "Exit status: 0 success, 1 failure, 2 usage error, 3 build --keep-going\n"
+	    "published without an input that failed.\n", fp);
 }
 
 int

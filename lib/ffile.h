@@ -45,7 +45,10 @@ enum ffile_source {
 #define FFILE_SCOPE_ASSUMED_NEXT 0x02	/* the CRL had no nextUpdate:
 					   next_update is thisUpdate plus
 					   the operator's --crl-validity */
-#define FFILE_SCOPE_FLAGS_KNOWN	0x03
+#define FFILE_SCOPE_KEPT	0x04	/* its new CRL was bad: kept from
+					   the previous version (--keep-going)
+					   until its nextUpdate */
+#define FFILE_SCOPE_FLAGS_KNOWN	0x07
 
 /*
  * The part of an issuer's certificates a partial CRL covers (from its

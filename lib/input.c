@@ -226,6 +226,12 @@ set_count(const struct input_set *s)
 	return s->builder != NULL ? table_builder_count(s->builder) : s->nrecs;
 }
 
+size_t
+input_set_records(const struct input_set *s)
+{
+	return set_count(s);
+}
+
 /* Drops the records added after there were n. */
 static void
 set_truncate(struct input_set *s, size_t n)
@@ -1748,6 +1754,7 @@ input_check_previous(const struct input_set *s,
 	const struct ffile_scope *old, *now;
 	char msg[1024];
 	uint32_t i;
+	size_t j;
 	uint64_t lost;
 	int n;
 
@@ -1776,6 +1783,11 @@ input_check_previous(const struct input_set *s,
 			}
 			log_warn("%s (--allow-crl-rollback)", msg);
 		}
+		for (j = 0; now == NULL && j < o->ngone; j++)
+			if (strcmp(o->gone[j], old->name) == 0)
+				break;
+		if (now == NULL && j < o->ngone)
+			continue;
 		if (now == NULL) {
 			n = snprintf(msg, sizeof(msg), "scope \"%s\" (%" PRIu64
 			    " keys in version %" PRIu64 ") is not in the "
@@ -2124,4 +2136,49 @@ out:
 	free(base);
 	free(rkeep);
 	return rc;
+}
+
+int
+input_keep_scope(struct input_set *s, const struct ffile_scope *sc,
+    const struct table *prev, char *err, size_t errlen)
+{
+	struct ffile_scope *ns;
+	struct table_rec rec;
+	size_t nrecs0 = set_count(s), ncap;
+	uint64_t i, n = table_count(prev);
+
+	if (set_scope_named(s, sc->name) != NULL ||
+	    s->nscopes >= FFILE_MAX_SCOPES) {
+		snprintf(err, errlen, "scope \"%s\": cannot be kept", sc->name);
+		return -1;
+	}
+	if (s->nscopes == s->scap) {
+		ncap = s->scap == 0 ? 8 : s->scap * 2;
+		if ((ns = realloc(s->scopes, ncap * sizeof(*ns))) == NULL) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		s->scopes = ns;
+		s->scap = ncap;
+	}
+	for (i = 0; i < n; i++) {
+		if (table_get(prev, i, &rec) != 0) {
+			snprintf(err, errlen, "previous table: record %" PRIu64
+			    " unreadable", i);
+			goto fail;
+		}
+		if (strcmp(rec.key.scope, sc->name) != 0)
+			continue;
+		if (set_add(s, &rec.key, rec.revoked_at, rec.reason) != 0) {
+			snprintf(err, errlen, "out of memory");
+			goto fail;
+		}
+	}
+	s->scopes[s->nscopes] = *sc;
+	s->scopes[s->nscopes].flags |= FFILE_SCOPE_KEPT;
+	s->nscopes++;
+	return 0;
+fail:
+	set_truncate(s, nrecs0);
+	return -1;
 }

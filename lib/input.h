@@ -89,6 +89,9 @@ struct input_set {
 };
 
 void input_set_init(struct input_set *s);
+
+/* Records in the set (in recs or the builder). This function can't fail. */
+size_t input_set_records(const struct input_set *s);
 void input_set_free(struct input_set *s);
 
 /*
@@ -190,12 +193,23 @@ int input_resolve_crls(struct input_set *s, bool quiet, bool no_delta,
 int input_check_signers(const struct input_set *s, char *err,
     size_t errlen);
 
+/*
+ * Keeps a CRL scope of the previous version whose new CRL could not be
+ * used: appends sc (flagged FFILE_SCOPE_KEPT) and every record of that
+ * scope in prev's table. The scope must not be in s already. Returns 0,
+ * or -1 with err (s unchanged).
+ */
+int input_keep_scope(struct input_set *s, const struct ffile_scope *sc,
+    const struct table *prev, char *err, size_t errlen);
+
 /* What input_check_previous() lets through. */
 struct input_prev_opts {
 	bool		 allow_shrink;	/* dropped or shrunk scopes only warn */
 	bool		 allow_rollback;	/* an older CRL than prev's warns */
 	unsigned	 max_shrink_pct;	/* 0..100; a scope may lose this
 					   share of its keys (default 50) */
+	const char *const *gone;	/* scopes allowed to be missing */
+	size_t		 ngone;
 	bool		 quiet;
 };
 

@@ -100,6 +100,8 @@ add_scope(struct sbuf *b, const struct ffile_scope *sc)
 		    ",\"next_update_assumed\":true" :
 		    ",\"next_update_assumed\":false");
 		add_coverage(b, sc);
+		if ((sc->flags & FFILE_SCOPE_KEPT) != 0)
+			sbuf_adds(b, ",\"kept_from_previous\":true");
 		sbuf_adds(b, "}");
 	} else
 		sbuf_adds(b, ",\"source\":\"list\"}");

@@ -98,4 +98,46 @@ rc_expect_eq "$(readlink "$T/c/current")" v00000000000000000001 "nothing publish
 cb --allow-crl-rollback --allow-shrink "$P/other-crl-empty.pem" || rc_fail "--allow-crl-rollback: $(cat "$T/err")"
 rc_expect_match "$(cat "$T/err")" 'older than the one version 1 used.*\(--allow-crl-rollback\)' "an allowed rollback is still logged"
 
+# 7. --keep-going: one bad CA does not freeze the others.
+kb() { FB build --key "$T/key.pem" --out "$T/k" --quiet --issuer "$P/ca.pem" --issuer "$P/other.pem" "$@" 2>"$T/err"; }
+kb "$P/crl.pem" "$P/other-crl.pem" "$T/four.txt" || rc_fail "keep-going base version: $(cat "$T/err")"
+head -c 200 "$P/other-crl.der" >"$T/other-trunc.der"
+rc=0; kb --report "$T/r1.json" "$P/crl.pem" "$T/other-trunc.der" "$T/four.txt" || rc=$?
+rc_expect_eq "$rc" 1 "by default a bad input fails the build"
+rc_expect_match "$(cat "$T/err")" 'other-trunc.der: truncated or malformed DER' "naming it"
+rc_expect_eq "$(readlink "$T/k/current")" v00000000000000000001 "nothing published"
+rc=0; kb --keep-going --report "$T/r2.json" "$P/crl.pem" "$T/other-trunc.der" "$T/four.txt" || rc=$?
+rc_expect_eq "$rc" 3 "--keep-going publishes without it and exits 3"
+rc_expect_eq "$(readlink "$T/k/current")" v00000000000000000002 "version 2 published"
+FB inspect --records "$T/k" >"$T/krecs"
+rc_expect_match "$(cat "$T/krecs")" "$OTHER01" "the other CA's revocation is kept from version 1"
+rc_expect_match "$(FB inspect "$T/k")" 'kept: +from the previous version' "inspect says the scope was kept"
+python3 - "$T/r1.json" "$T/r2.json" <<'PY' && rc_ok "both reports" || rc_fail "reports"
+import json, sys
+r1 = json.load(open(sys.argv[1])); r2 = json.load(open(sys.argv[2]))
+assert r1["exit_status"] == 1 and r1["published_version"] is None, r1
+assert [i["outcome"] for i in r1["inputs"]] == ["used", "failed"], r1
+assert r2["exit_status"] == 3 and r2["published_version"] == 2, r2
+assert r2["inputs_failed"] == 1, r2
+o = {i["input"].rsplit("/", 1)[-1]: i for i in r2["inputs"]}
+assert o["other-trunc.der"]["outcome"] == "failed" and "truncated" in o["other-trunc.der"]["error"], o
+assert o["crl.pem"]["outcome"] == "used" and o["four.txt"]["outcome"] == "used", o
+(p,) = r2["previous_scopes"]
+assert p["outcome"] == "kept_from_previous" and p["from_version"] == 1, p
+assert p["issuer"] == "CN=revcheck Other CA,O=revcheck tests", p
+PY
+# Past the kept CRL's nextUpdate (30 days), the scope is left out.
+rc=0
+REVCHECK_FAKE_NOW=$(( $(date +%s) + 40 * 86400 )) FB build --key "$T/key.pem" --out "$T/k" --quiet \
+    --issuer "$P/ca.pem" --issuer "$P/other.pem" --keep-going --report "$T/r3.json" \
+    "$T/other-trunc.der" "$T/four.txt" 2>"$T/err" || rc=$?
+rc_expect_eq "$rc" 3 "past nextUpdate: published, exit 3 ($(head -c 300 "$T/err"))"
+python3 - "$T/r3.json" <<'PY' && rc_ok "expired scopes are left out" || rc_fail "expired scopes"
+import json, sys
+r = json.load(open(sys.argv[1]))
+outs = sorted(p["outcome"] for p in r["previous_scopes"])
+assert outs == ["expired_not_covered", "expired_not_covered"], r
+PY
+rc_expect_eq "$(FB inspect --records "$T/k" | grep -c '^x509:' || true)" 0 "no X.509 scope left"
+
 rc_done
