@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 /*
- * Two layouts share one interface. Both set bit i of the array as bit
+ * Three layouts share one interface. All set bit i of the array as bit
  * (i % 8) of byte (i / 8), so a filter answers the same on any machine.
  *
  * BLOOM_CLASSIC: k probes (h1 + i*h2) mod m over the whole array.
@@ -165,7 +165,8 @@ bool bloom_query_hash(const struct bloom *b, const struct bloom_hash *h);
 void bloom_prefetch(const struct bloom *b, const struct bloom_hash *h);
 
 /*
- * Queries n hashed keys at once, as a batch request does: each key's
+ * Queries n hashed keys at once (no request path calls it yet; the
+ * benchmark and tests do): each key's
  * cache lines are hinted a few keys before they are read, so the misses
  * of successive keys overlap. out[i] is set to bloom_query_hash(b, &h[i])
  * for every i < n. This function can't fail.

@@ -157,7 +157,10 @@ bool ffile_intact(const struct ffile *f);
 /* The scope entry with this name, or NULL when the filter does not cover it. */
 const struct ffile_scope *ffile_scope(const struct ffile *f, const char *name);
 
-/* True when the key may be present (all bits set); false is definite. */
+/*
+ * True when the key may be present (all of its Bloom bits set, or for a
+ * fuse filter its fingerprint matches); false is definite.
+ */
 bool ffile_query(const struct ffile *f, const struct revkey *k);
 
 /* True when the filter must not be used at time now (now >= expires_at). */
