@@ -63,7 +63,11 @@ int util_parse_u64(const char *s, uint64_t max, uint64_t *out);
 /* Parses a finite double that fills the whole string. Returns 0, or -1. */
 int util_parse_double(const char *s, double *out);
 
-/* Seconds since the epoch, honouring REVCHECK_FAKE_NOW only in tests. */
+/*
+ * Seconds since the epoch, or the value of REVCHECK_FAKE_NOW when that is
+ * set to a whole number. The variable is read on every call, in every
+ * binary; tests set it, production leaves it unset.
+ */
 int64_t util_now(void);
 
 /* Monotonic seconds as a double, for rates and progress. */
