@@ -1,0 +1,243 @@
+/* test_trust.c - tests of the verified-token cache's lifetime (svc/trust.c) */
+#include <criterion/criterion.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../svc/config.h"
+#include "jwks.h"
+#include "jwt.h"
+#include "revkey.h"
+#include "../svc/trust.h"
+#include "util.h"
+
+/*
+ * The PyJWT vectors of tests/vectors/jwt (mkvectors.py): ok-b is an
+ * ES256 token of https://b.example (b.jwks), iat NOW - 10, exp NOW + 3600.
+ * Time is passed to trust_token() explicitly: the tests drive the clock.
+ */
+#define VEC_NOW		1700000000
+#define VEC_EXP		(VEC_NOW + 3600)
+#define LEEWAY		30
+
+static char *
+vec_path(char *buf, size_t len, const char *name)
+{
+	const char *src = getenv("REVCHECK_SRC");
+	int n = snprintf(buf, len, "%s/tests/vectors/jwt/%s",
+	    src != NULL ? src : ".", name);
+
+	cr_assert(n > 0 && (size_t)n < len);
+	return buf;
+}
+
+/* The token named name in cases.tsv; caller frees. */
+static char *
+vec_token(const char *name)
+{
+	char p[4096], line[20000], *tok, *nl;
+	size_t nlen = strlen(name);
+	FILE *fp = fopen(vec_path(p, sizeof(p), "cases.tsv"), "r");
+
+	cr_assert_not_null(fp);
+	while (fgets(line, sizeof(line), fp) != NULL) {
+		if (strncmp(line, name, nlen) != 0 || line[nlen] != '\t')
+			continue;
+		fclose(fp);
+		if ((nl = strchr(line, '\n')) != NULL)
+			*nl = '\0';
+		tok = strrchr(line, '\t');
+		cr_assert_not_null(tok);
+		tok = strdup(tok + 1);
+		cr_assert_not_null(tok);
+		return tok;
+	}
+	fclose(fp);
+	cr_assert_fail("no vector %s", name);
+	return NULL;
+}
+
+/* A set parsed from the vector file name, as the refresh thread holds one. */
+static struct jwks *
+vec_set(const char *name)
+{
+	struct jwks *s = calloc(1, sizeof(*s));
+	unsigned char *buf;
+	size_t len;
+	char p[4096], err[512];
+
+	cr_assert_not_null(s);
+	cr_assert_eq(util_read_file(vec_path(p, sizeof(p), name),
+	    JWKS_MAX_LEN, &buf, &len, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(jwks_parse(s, (const char *)buf, len, name, err,
+	    sizeof(err)), 0, "%s", err);
+	free(buf);
+	return s;
+}
+
+/* What refresh() does with a fetched set: swap it in, bump gen. */
+static void
+install(struct trust *t, struct jwks *s, int64_t at)
+{
+	struct trust_issuer *ti = &t->iss[0];
+
+	pthread_rwlock_wrlock(&t->lock);
+	if (ti->keys != NULL) {
+		jwks_free(ti->keys);
+		free(ti->keys);
+	}
+	ti->keys = s;
+	ti->keys_at = at;
+	ti->gen++;
+	pthread_rwlock_unlock(&t->lock);
+}
+
+/*
+ * A trust with the single issuer https://b.example, its keys either
+ * from b.jwks (uri false) or "fetched" from a jwks_uri: trust_init does
+ * not fetch, so the test installs b.jwks as refresh() would.
+ */
+static void
+setup(struct config *c, struct trust *t, bool uri, const char *cache_max,
+    const char *max_age)
+{
+	char json[8192], p[4096], err[512];
+	int n;
+
+	config_init(c);
+	if (uri)
+		n = snprintf(json, sizeof(json), "{\"token_cache_size\": 64, "
+		    "\"token_cache_max\": \"%s\", \"issuers\": [{\"issuer\": "
+		    "\"https://b.example\", \"jwks_uri\": "
+		    "\"https://127.0.0.1:1/jwks\", \"jwks_max_age\": \"%s\", "
+		    "\"audiences\": [\"api\"], \"algorithms\": [\"ES256\"], "
+		    "\"leeway\": \"%ds\"}]}", cache_max, max_age, LEEWAY);
+	else
+		n = snprintf(json, sizeof(json), "{\"token_cache_size\": 64, "
+		    "\"token_cache_max\": \"%s\", \"issuers\": [{\"issuer\": "
+		    "\"https://b.example\", \"jwks_file\": \"%s\", "
+		    "\"audiences\": [\"api\"], \"algorithms\": [\"ES256\"], "
+		    "\"leeway\": \"%ds\"}]}", cache_max,
+		    vec_path(p, sizeof(p), "b.jwks"), LEEWAY);
+	cr_assert(n > 0 && (size_t)n < sizeof(json));
+	cr_assert_eq(config_load_buf(c, json, strlen(json), "test.json", err,
+	    sizeof(err)), 0, "%s", err);
+	cr_assert_eq(trust_init(t, c, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(t->n, 1);
+	cr_assert_not_null(t->cache);
+	if (uri) {
+		cr_assert_null(t->iss[0].keys);
+		install(t, vec_set("b.jwks"), VEC_NOW);
+	}
+}
+
+/* Checks tok at now: the verdict, and whether the cache answered. */
+static void
+check(struct trust *t, const char *tok, int64_t now, const char *want,
+    bool want_hit)
+{
+	uint64_t hits = atomic_load(&t->cache_hits);
+	uint64_t misses = atomic_load(&t->cache_misses);
+	enum jwt_verdict why;
+	struct revkey k;
+	char err[512] = "";
+	int rc;
+
+	rc = trust_token(t, tok, strlen(tok), now, &k, &why, err, sizeof(err));
+	cr_assert_str_eq(jwt_verdict_str(why), want, "at NOW%+lld: %s",
+	    (long long)(now - VEC_NOW), rc == 0 ? "accepted" : err);
+	cr_assert_eq(rc, strcmp(want, "valid") == 0 ? 0 : -1);
+	cr_assert_eq(atomic_load(&t->cache_hits), hits + (want_hit ? 1 : 0),
+	    "at NOW%+lld: the cache %s", (long long)(now - VEC_NOW),
+	    want_hit ? "did not answer" : "answered");
+	cr_assert_eq(atomic_load(&t->cache_misses),
+	    misses + (want_hit ? 0 : 1));
+}
+
+/*
+ * exp comes first: the entry lives until exp + leeway, and a cached
+ * token past it gets "expired", never a cached "valid".
+ */
+Test(trust_cache, entry_ends_at_exp)
+{
+	struct config c;
+	struct trust t;
+	char *tok = vec_token("ok-b");
+
+	setup(&c, &t, false, "1d", NULL);
+	check(&t, tok, VEC_EXP - 100, "valid", false);
+	check(&t, tok, VEC_EXP - 99, "valid", true);
+	check(&t, tok, VEC_EXP + LEEWAY - 1, "valid", true);
+	check(&t, tok, VEC_EXP + LEEWAY + 1, "expired", false);
+	check(&t, tok, VEC_EXP + LEEWAY + 2, "expired", false);
+	free(tok);
+	trust_free(&t);
+	config_free(&c);
+}
+
+/*
+ * token_cache_max comes first: the entry is dropped after it and the
+ * token verified again (the fresh verification caches it anew).
+ */
+Test(trust_cache, entry_ends_at_token_cache_max)
+{
+	struct config c;
+	struct trust t;
+	char *tok = vec_token("ok-b");
+
+	setup(&c, &t, false, "60s", NULL);
+	check(&t, tok, VEC_NOW, "valid", false);
+	check(&t, tok, VEC_NOW + 59, "valid", true);
+	check(&t, tok, VEC_NOW + 60, "valid", false);
+	check(&t, tok, VEC_NOW + 61, "valid", true);
+	check(&t, tok, VEC_NOW + 121, "valid", false);
+	free(tok);
+	trust_free(&t);
+	config_free(&c);
+}
+
+/*
+ * New keys for the issuer drop its cached tokens: one signed by a key
+ * no longer in the set is refused at once, not when its entry ends.
+ */
+Test(trust_cache, entry_dropped_when_keys_change)
+{
+	struct config c;
+	struct trust t;
+	char *tok = vec_token("ok-b");
+
+	setup(&c, &t, true, "1d", "1d");
+	check(&t, tok, VEC_NOW, "valid", false);
+	check(&t, tok, VEC_NOW + 1, "valid", true);
+	/* The same keys fetched again: verified again, still valid. */
+	install(&t, vec_set("b.jwks"), VEC_NOW + 2);
+	check(&t, tok, VEC_NOW + 3, "valid", false);
+	check(&t, tok, VEC_NOW + 4, "valid", true);
+	/* A set without the token's key (a.jwks: another issuer's). */
+	install(&t, vec_set("a.jwks"), VEC_NOW + 5);
+	check(&t, tok, VEC_NOW + 6, "unknown_key", false);
+	check(&t, tok, VEC_NOW + 7, "unknown_key", false);
+	free(tok);
+	trust_free(&t);
+	config_free(&c);
+}
+
+/*
+ * Fetched keys: the entry never outlives the set's jwks_max_age, after
+ * which the issuer's tokens are refused (keys_unavailable).
+ */
+Test(trust_cache, entry_ends_with_fetched_set)
+{
+	struct config c;
+	struct trust t;
+	char *tok = vec_token("ok-b");
+
+	setup(&c, &t, true, "1d", "10m");
+	check(&t, tok, VEC_NOW + 500, "valid", false);
+	check(&t, tok, VEC_NOW + 600, "valid", true);
+	check(&t, tok, VEC_NOW + 601, "keys_unavailable", false);
+	free(tok);
+	trust_free(&t);
+	config_free(&c);
+}
