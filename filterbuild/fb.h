@@ -37,11 +37,7 @@ struct fb_built {
 int fb_build_source(int argc, char **argv, struct fb_built *res);
 int fb_inspect(int argc, char **argv);
 int fb_verify(int argc, char **argv);
-/*
- * Declared weak so that filterbuild/audit.c can add the subcommand without
- * touching the dispatch table: when it is absent, "audit" is not offered.
- */
-int fb_audit(int argc, char **argv) __attribute__((weak));
+int fb_audit(int argc, char **argv);
 
 /* Prints "filterbuild: <message>" on stderr. */
 void fb_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -13,7 +13,7 @@ struct fb_cmd {
 	const char	*summary;
 };
 
-/* One line per subcommand; a NULL run (a weak symbol not linked in) is skipped. */
+/* One line per subcommand, in the order --help lists them. */
 static const struct fb_cmd fb_cmds[] = {
 	{ "keygen",  fb_keygen,  "create an Ed25519 signing key" },
 	{ "build",   fb_build,   "build, sign and publish a filter and its table" },
@@ -66,9 +66,7 @@ fb_usage(FILE *fp)
 	    "their authoritative tables, and publishes each pair atomically.\n\n"
 	    "Commands:\n", fp);
 	for (i = 0; i < sizeof(fb_cmds) / sizeof(fb_cmds[0]); i++)
-		if (fb_cmds[i].run != NULL)
-			fprintf(fp, "  %-8s %s\n", fb_cmds[i].name,
-			    fb_cmds[i].summary);
+		fprintf(fp, "  %-8s %s\n", fb_cmds[i].name, fb_cmds[i].summary);
 	fputs("\nRun 'filterbuild COMMAND --help' for a command's options.\n"
 	    "Exit status: 0 success, 1 failure, 2 usage error, 3 build --keep-going\n"
 	    "published without an input that failed.\n", fp);
@@ -94,7 +92,7 @@ main(int argc, char **argv)
 		return FB_EXIT_OK;
 	}
 	for (i = 0; i < sizeof(fb_cmds) / sizeof(fb_cmds[0]); i++)
-		if (fb_cmds[i].run != NULL && strcmp(argv[1], fb_cmds[i].name) == 0)
+		if (strcmp(argv[1], fb_cmds[i].name) == 0)
 			return fb_cmds[i].run(argc - 1, argv + 1);
 	fprintf(stderr, "filterbuild: unknown command '%s'\n", argv[1]);
 	fb_usage(stderr);

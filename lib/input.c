@@ -812,16 +812,39 @@ ossl_reason(char *buf, size_t len)
 	return buf;
 }
 
+/*
+ * A CRLNumber (RFC 5280 section 5.2.3: non-negative, at most 20 octets;
+ * a BaseCRLNumber is one too) as lowercase hex into out. 0 or -1.
+ */
+static int
+crlnum_hex(const ASN1_INTEGER *num, char *out, size_t cap)
+{
+	BIGNUM *bn;
+	char *hex = NULL;
+	size_t i, n;
+	int rc = -1;
+
+	if ((bn = ASN1_INTEGER_to_BN(num, NULL)) == NULL ||
+	    BN_is_negative(bn) || BN_num_bytes(bn) > 20 ||
+	    (hex = BN_bn2hex(bn)) == NULL || (n = strlen(hex)) >= cap)
+		goto out;
+	for (i = 0; i <= n; i++)
+		out[i] = (char)(hex[i] >= 'A' && hex[i] <= 'F' ?
+		    hex[i] - 'A' + 'a' : hex[i]);
+	rc = 0;
+out:
+	OPENSSL_free(hex);
+	BN_free(bn);
+	return rc;
+}
+
 /* CRL number as lowercase hex into out; "" when absent. 0 or -1. */
 static int
 crl_number_hex(struct rd *r, const X509_CRL *crl, const char *where,
     char *out, size_t cap)
 {
 	ASN1_INTEGER *num;
-	BIGNUM *bn = NULL;
-	char *hex = NULL;
-	size_t i, n;
-	int crit = 0, rc = -1;
+	int crit = 0, rc = 0;
 
 	out[0] = '\0';
 	num = X509_CRL_get_ext_d2i(crl, NID_crl_number, &crit, NULL);
@@ -832,24 +855,12 @@ crl_number_hex(struct rd *r, const X509_CRL *crl, const char *where,
 		ERR_clear_error();
 		return -1;
 	}
-	if ((bn = ASN1_INTEGER_to_BN(num, NULL)) == NULL ||
-	    BN_is_negative(bn) || BN_num_bytes(bn) > 20) {
+	if (crlnum_hex(num, out, cap) != 0) {
 		rd_err(r, "%sCRL number is negative or longer than 20 octets",
 		    where);
-		goto out;
+		out[0] = '\0';
+		rc = -1;
 	}
-	if ((hex = BN_bn2hex(bn)) == NULL || (n = strlen(hex)) >= cap) {
-		rd_err(r, "%sout of memory", where);
-		goto out;
-	}
-	for (i = 0; i < n; i++)
-		out[i] = (char)(hex[i] >= 'A' && hex[i] <= 'F' ?
-		    hex[i] - 'A' + 'a' : hex[i]);
-	out[n] = '\0';
-	rc = 0;
-out:
-	OPENSSL_free(hex);
-	BN_free(bn);
 	ASN1_INTEGER_free(num);
 	ERR_clear_error();
 	return rc;
@@ -912,23 +923,11 @@ static int
 delta_base_number(const X509_CRL *crl, char *out, size_t cap)
 {
 	ASN1_INTEGER *num;
-	BIGNUM *bn = NULL;
-	char *hex = NULL;
-	size_t i, n;
 	int crit = 0, rc = -1;
 
 	num = X509_CRL_get_ext_d2i(crl, NID_delta_crl, &crit, NULL);
-	if (num == NULL || (bn = ASN1_INTEGER_to_BN(num, NULL)) == NULL ||
-	    BN_is_negative(bn) || (hex = BN_bn2hex(bn)) == NULL ||
-	    (n = strlen(hex)) >= cap)
-		goto out;
-	for (i = 0; i <= n; i++)
-		out[i] = (char)(hex[i] >= 'A' && hex[i] <= 'F' ?
-		    hex[i] - 'A' + 'a' : hex[i]);
-	rc = 0;
-out:
-	OPENSSL_free(hex);
-	BN_free(bn);
+	if (num != NULL)
+		rc = crlnum_hex(num, out, cap);
 	ASN1_INTEGER_free(num);
 	ERR_clear_error();
 	return rc;

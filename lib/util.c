@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -286,14 +287,25 @@ util_parse_duration(const char *s, int64_t *out)
 	return 0;
 }
 
-int64_t
-util_now(void)
+static pthread_once_t fake_now_once = PTHREAD_ONCE_INIT;
+static int64_t fake_now = -1;		/* -1: REVCHECK_FAKE_NOW not set */
+
+static void
+fake_now_read(void)
 {
 	const char *fake = getenv("REVCHECK_FAKE_NOW");
 	uint64_t v;
 
 	if (fake != NULL && util_parse_u64(fake, INT64_MAX, &v) == 0)
-		return (int64_t)v;
+		fake_now = (int64_t)v;
+}
+
+int64_t
+util_now(void)
+{
+	(void)pthread_once(&fake_now_once, fake_now_read);
+	if (fake_now >= 0)
+		return fake_now;
 	return (int64_t)time(NULL);
 }
 

@@ -64,9 +64,10 @@ int util_parse_u64(const char *s, uint64_t max, uint64_t *out);
 int util_parse_double(const char *s, double *out);
 
 /*
- * Seconds since the epoch, or the value of REVCHECK_FAKE_NOW when that is
- * set to a whole number. The variable is read on every call, in every
- * binary; tests set it, production leaves it unset.
+ * Seconds since the epoch. REVCHECK_FAKE_NOW (decimal seconds), when set in
+ * the environment at the first call, pins the clock for the process's whole
+ * life: tests use it to build expired or future files; it is read once, so
+ * an answer costs no getenv.
  */
 int64_t util_now(void);
 

@@ -80,7 +80,7 @@ struct config {
 	bool		 authz_not_covered_allow;
 	int		 log_level;	/* enum log_level */
 	bool		 log_json;	/* log_format "json" */
-	/* Token verification (issue 15): file-only lists, see config.c. */
+	/* Token verification: file-only lists, see config.c. */
 	struct config_issuer issuers[CONFIG_MAX_ISSUERS];
 	size_t		 nissuers;
 	bool		 revocation_only;	/* "token_verification" */
@@ -88,7 +88,7 @@ struct config {
 	int64_t		 token_cache_max;	/* seconds one is kept, at most */
 	struct config_client clients[CONFIG_MAX_CLIENTS];
 	size_t		 nclients;
-	/* Edge mode (issue 5). Parsed and validated here; the sync code
+	/* Edge mode. Parsed and validated here; the sync code
 	 * lives in svc/sync.c and svc/upstream.c. */
 	char		*upstream_filter;
 	char		*upstream_check;
