@@ -41,8 +41,13 @@ enum opt_need {
 };
 
 /*
- * min and max bound OPT_U64 and OPT_UINT; for OPT_DUR, min 0 allows "0"
- * and a max other than 0 bounds the duration to min..max seconds.
+ * One row per setting, the only place its default, range and help live:
+ * config_init() applies def, config_from_args() reads key as a flag and
+ * config_usage() prints arg, help and def. min and max bound OPT_U64 and
+ * OPT_UINT; for OPT_DUR, min 0 allows "0" and a max other than 0 bounds
+ * the duration to min..max seconds. A NULL def leaves the zero of
+ * config_init(); an OPT_STR def is filled in only after the file and the
+ * flags, when neither set it.
  */
 struct opt {
 	const char	*key;		/* config key; the flag is the same with '-' */
@@ -51,6 +56,9 @@ struct opt {
 	uint64_t	 min;
 	uint64_t	 max;
 	enum opt_need	 need;
+	const char	*def;		/* default, parsed like a value */
+	const char	*arg;		/* the flag's value in --help */
+	const char	*help;		/* --help text; '\n' continues it */
 };
 
 enum {
@@ -61,93 +69,113 @@ enum {
 #define OFF(f) offsetof(struct config, f)
 
 static const struct opt opts[] = {
-	{ "listen",		OPT_STR,  OFF(listen), 0, 0, NEED_ANY },
-	{ "filter_dir",		OPT_STR,  OFF(filter_dir), 0, 0, NEED_ANY },
-	{ "trusted_key",	OPT_KEYS, 0, 0, 0, NEED_ANY },
-	{ "state_dir",		OPT_STR,  OFF(state_dir), 0, 0, NEED_ANY },
-	{ "audit_log",		OPT_STR,  OFF(audit_log), 0, 0, NEED_ANY },
-	{ "max_age",		OPT_DUR,  OFF(max_age), 0, 0, NEED_ANY },
-	{ "clock_skew",		OPT_DUR,  OFF(clock_skew), 0, 0, NEED_ANY },
-	{ "max_batch",		OPT_U64,  OFF(max_batch), 1, 1000000, NEED_ANY },
-	{ "max_body",		OPT_U64,  OFF(max_body), 64, UINT64_C(1) << 30,
-	    NEED_ANY },
-	{ "max_body_total",	OPT_U64,  OFF(max_body_total), 64,
-	    UINT64_C(1) << 36, NEED_ANY },
-	{ "conn_timeout",	OPT_UINT, OFF(conn_timeout), 1, 3600, NEED_ANY },
-	{ "max_conns",		OPT_UINT, OFF(max_conns), 1, 1000000, NEED_ANY },
-	{ "max_conns_per_ip",	OPT_UINT, OFF(max_conns_per_ip), 1, 1000000,
-	    NEED_ANY },
-	{ "threads",		OPT_UINT, OFF(threads), 0, 1024, NEED_ANY },
-	{ "poll_interval",	OPT_UINT, OFF(poll_interval), 1, 3600,
-	    NEED_ANY },
-	{ "authz_cert_header",	OPT_STR,  OFF(authz_cert_header), 0, 0,
-	    NEED_ANY },
-	{ "authz_not_covered",	OPT_NOTCOV, 0, 0, 0, NEED_ANY },
-	{ "log_level",		OPT_LEVEL, 0, 0, 0, NEED_ANY },
-	{ "log_format",		OPT_LOGFMT, 0, 0, 0, NEED_ANY },
-	{ "token_verification",	OPT_TOKMODE, 0, 0, 0, NEED_ANY },
-	{ "token_cache_size",	OPT_U64,  OFF(token_cache_size), 0, 10000000,
-	    NEED_ANY },
-	{ "token_cache_max",	OPT_DUR,  OFF(token_cache_max), 1, 86400,
-	    NEED_ANY },
-	{ "upstream_filter",	OPT_STR,  OFF(upstream_filter), 0, 0, NEED_ANY },
-	{ "upstream_check",	OPT_STR,  OFF(upstream_check), 0, 0, NEED_ANY },
-	{ "sync_interval",	OPT_DUR,  OFF(sync_interval), 1, 0, NEED_EDGE },
-	{ "max_download",	OPT_U64,  OFF(max_download), 1024, FFILE_MAX_SIZE,
-	    NEED_EDGE },
-	{ "max_lag",		OPT_DUR,  OFF(max_lag), 0, 0, NEED_EDGE },
-	{ "sync_timeout",	OPT_DUR,  OFF(sync_timeout), 1, 3600,
-	    NEED_EDGE },
+	{ "listen", OPT_STR, OFF(listen), 0, 0, NEED_ANY,
+	    CONFIG_DEFAULT_LISTEN, "HOST:PORT",
+	    "address or host name, [V6]:PORT for IPv6" },
+	{ "filter_dir", OPT_STR, OFF(filter_dir), 0, 0, NEED_ANY,
+	    NULL, "DIR", "directory published by filterbuild" },
+	{ "trusted_key", OPT_KEYS, 0, 0, 0, NEED_ANY,
+	    NULL, "PUB.pem", "trusted signer public key (repeatable)" },
+	{ "state_dir", OPT_STR, OFF(state_dir), 0, 0, NEED_ANY,
+	    CONFIG_DEFAULT_STATE, "DIR", "rollback state and audit log" },
+	{ "audit_log", OPT_STR, OFF(audit_log), 0, 0, NEED_ANY,
+	    NULL, "FILE", "audit log path (STATE_DIR/audit.log)" },
+	{ "max_age", OPT_DUR, OFF(max_age), 0, 0, NEED_ANY,
+	    "0", "D", "refuse filters older than D; 0: no limit" },
+	{ "clock_skew", OPT_DUR, OFF(clock_skew), 0, 0, NEED_ANY,
+	    "300", "D", "allowed issued_at in the future" },
+	{ "max_batch", OPT_U64, OFF(max_batch), 1, 1000000, NEED_ANY,
+	    "10000", "N", "items per batch request" },
+	{ "max_body", OPT_U64, OFF(max_body), 64, UINT64_C(1) << 30, NEED_ANY,
+	    "4194304", "BYTES", "request body cap" },
+	{ "max_body_total", OPT_U64, OFF(max_body_total), 64,
+	    UINT64_C(1) << 36, NEED_ANY,
+	    "67108864", "BYTES", "bodies buffered at once, all requests" },
+	{ "conn_timeout", OPT_UINT, OFF(conn_timeout), 1, 3600, NEED_ANY,
+	    "30", "S", "deadline for a request's headers and body, and\n"
+	    "idle keep-alive timeout" },
+	{ "max_conns", OPT_UINT, OFF(max_conns), 1, 1000000, NEED_ANY,
+	    "4096", "N", "connection limit" },
+	{ "max_conns_per_ip", OPT_UINT, OFF(max_conns_per_ip), 1, 1000000,
+	    NEED_ANY, "256", "N", "per-IP connection limit" },
+	{ "threads", OPT_UINT, OFF(threads), 0, 1024, NEED_ANY,
+	    "0", "N", "HTTP worker threads; 0: one per CPU" },
+	{ "poll_interval", OPT_UINT, OFF(poll_interval), 1, 3600, NEED_ANY,
+	    "2", "S", "filter directory poll fallback" },
+	{ "authz_cert_header", OPT_STR, OFF(authz_cert_header), 0, 0,
+	    NEED_ANY, "X-SSL-Client-Cert", "H", "client certificate header" },
+	{ "authz_not_covered", OPT_NOTCOV, 0, 0, 0, NEED_ANY,
+	    "deny", "deny|allow", "/v1/authz verdict for not_covered" },
+	{ "log_level", OPT_LEVEL, 0, 0, 0, NEED_ANY,
+	    "info", "L", "err, warn, info or debug" },
+	{ "log_format", OPT_LOGFMT, 0, 0, 0, NEED_ANY,
+	    "text", "F", "text or json: one JSON object per line" },
+	{ "token_verification", OPT_TOKMODE, 0, 0, 0, NEED_ANY,
+	    "required", "M", "required (tokens need a trusted issuer, set in\n"
+	    "the file's \"issuers\") or revocation-only" },
+	{ "token_cache_size", OPT_U64, OFF(token_cache_size), 0, 10000000,
+	    NEED_ANY, "10000", "N", "verified tokens cached; 0: no cache" },
+	{ "token_cache_max", OPT_DUR, OFF(token_cache_max), 1, 86400,
+	    NEED_ANY, "300", "D", "how long one is cached, at most" },
+	{ "upstream_filter", OPT_STR, OFF(upstream_filter), 0, 0, NEED_ANY,
+	    NULL, "URL", "edge mode: where to fetch the signed filter" },
+	{ "upstream_check", OPT_STR, OFF(upstream_check), 0, 0, NEED_ANY,
+	    NULL, "URL", "edge mode: authority for filter positives" },
+	{ "sync_interval", OPT_DUR, OFF(sync_interval), 1, 0, NEED_EDGE,
+	    "30", "D", "edge mode: sync period" },
+	{ "max_download", OPT_U64, OFF(max_download), 1024, FFILE_MAX_SIZE,
+	    NEED_EDGE, "268435456", "BYTES", "edge mode: filter download cap" },
+	{ "max_lag", OPT_DUR, OFF(max_lag), 0, 0, NEED_EDGE,
+	    "0", "D", "edge mode: stale when a newer version is not\n"
+	    "loaded within D; 0: off" },
+	{ "sync_timeout", OPT_DUR, OFF(sync_timeout), 1, 3600, NEED_EDGE,
+	    "600", "D", "edge mode: one filter download, all included" },
 	{ "sync_connect_timeout", OPT_DUR, OFF(sync_connect_timeout), 1, 3600,
-	    NEED_EDGE },
-	{ "upstream_timeout",	OPT_DUR,  OFF(upstream_timeout), 1, 60,
-	    NEED_AUTHORITY },
+	    NEED_EDGE, "10", "D", "edge mode: connecting for a download" },
+	{ "upstream_timeout", OPT_DUR, OFF(upstream_timeout), 1, 60,
+	    NEED_AUTHORITY, "4", "D", "edge mode: one attempt at upstream-check" },
 	{ "upstream_connect_timeout", OPT_DUR, OFF(upstream_connect_timeout),
-	    1, 60, NEED_AUTHORITY },
-	{ "upstream_retries",	OPT_UINT, OFF(upstream_retries), 0, 10,
-	    NEED_AUTHORITY },
-	{ "upstream_ca_file",	OPT_STR,  OFF(upstream_ca_file), 0, 0,
-	    NEED_EDGE },
+	    1, 60, NEED_AUTHORITY, "2", "D",
+	    "edge mode: connecting for an attempt" },
+	{ "upstream_retries", OPT_UINT, OFF(upstream_retries), 0, 10,
+	    NEED_AUTHORITY, "2", "N", "edge mode: attempts after a failed one" },
+	{ "upstream_ca_file", OPT_STR, OFF(upstream_ca_file), 0, 0, NEED_EDGE,
+	    NULL, "PEM", "edge mode: CAs for the upstreams' TLS (system)" },
 	{ "upstream_concurrency", OPT_UINT, OFF(upstream_concurrency), 1, 64,
-	    NEED_AUTHORITY },
+	    NEED_AUTHORITY, "4", "N",
+	    "edge mode: requests to upstream-check at once" },
 	{ "upstream_max_waiting", OPT_UINT, OFF(upstream_max_waiting), 1,
-	    100000, NEED_AUTHORITY },
+	    100000, NEED_AUTHORITY, "256", "N",
+	    "edge mode: requests waiting on it; past it 503\nat once" },
 	{ "upstream_insecure_http", OPT_BOOL, OFF(upstream_insecure_http), 0,
-	    0, NEED_EDGE },
+	    0, NEED_EDGE, NULL, NULL, "edge mode: allow plain http:// upstreams\n"
+	    "(anyone on the path can forge answers)" },
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 _Static_assert(NOPTS <= 64, "config keys_set has one bit per key");
 
 #define KEY_BIT(o)	(UINT64_C(1) << ((o) - opts))
 
+static int set_opt(struct config *c, const struct opt *o, const char *v,
+    char *err, size_t errlen);
+
+/* Applies every default but the strings, which fill_defaults() adds. */
 void
 config_init(struct config *c)
 {
+	char err[128];
+	size_t i;
+	int rc;
+
 	memset(c, 0, sizeof(*c));
-	c->max_age = 0;
-	c->clock_skew = 300;
-	c->max_batch = 10000;
-	c->max_body = 4u * 1024 * 1024;
-	c->max_body_total = UINT64_C(64) * 1024 * 1024;
-	c->conn_timeout = 30;
-	c->max_conns = 4096;
-	c->max_conns_per_ip = 256;
-	c->threads = 0;
-	c->poll_interval = 2;
-	c->authz_not_covered_allow = false;
-	c->log_level = LOG_LVL_INFO;
-	c->token_cache_size = 10000;
-	c->token_cache_max = 300;
-	c->sync_interval = 30;
-	c->max_download = UINT64_C(256) * 1024 * 1024;
-	c->max_lag = 0;
-	c->sync_timeout = SYNC_TOTAL_TIMEOUT;
-	c->sync_connect_timeout = SYNC_CONNECT_TIMEOUT;
-	c->upstream_timeout = UPSTREAM_TIMEOUT;
-	c->upstream_connect_timeout = UPSTREAM_CONNECT_TIMEOUT;
-	c->upstream_retries = UPSTREAM_RETRIES;
-	c->upstream_concurrency = UPSTREAM_CONCURRENCY;
-	c->upstream_max_waiting = UPSTREAM_MAX_WAITING;
+	for (i = 0; i < NOPTS; i++) {
+		if (opts[i].def == NULL || opts[i].type == OPT_STR)
+			continue;
+		rc = set_opt(c, &opts[i], opts[i].def, err, sizeof(err));
+		assert(rc == 0);	/* a bad default is a programmer error */
+		(void)rc;
+	}
+	c->keys_set = 0;
 }
 
 static void
@@ -972,16 +1000,25 @@ config_load_file(struct config *c, const char *path, char *err,
 	return rc;
 }
 
+/* The flag of a key: its '_' become '-'. */
+static void
+flag_name(const char *key, char *out, size_t outlen)
+{
+	size_t i;
+
+	assert(outlen > 0);
+	for (i = 0; key[i] != '\0' && i < outlen - 1; i++)
+		out[i] = key[i] == '_' ? '-' : key[i];
+	out[i] = '\0';
+}
+
 static void
 build_longopts(struct option *lo, char names[][32])
 {
-	size_t i, j, n = 0;
+	size_t i, n = 0;
 
 	for (i = 0; i < NOPTS; i++) {
-		for (j = 0; opts[i].key[j] != '\0' && j < 31; j++)
-			names[i][j] = opts[i].key[j] == '_' ? '-' :
-			    opts[i].key[j];
-		names[i][j] = '\0';
+		flag_name(opts[i].key, names[i], sizeof(names[i]));
 		lo[n].name = names[i];
 		lo[n].has_arg = opts[i].type == OPT_BOOL ? optional_argument :
 		    required_argument;
@@ -994,18 +1031,6 @@ build_longopts(struct option *lo, char names[][32])
 	lo[n++] = (struct option){ "version", no_argument, NULL, F_VERSION };
 	lo[n++] = (struct option){ "help", no_argument, NULL, F_HELP };
 	lo[n] = (struct option){ NULL, 0, NULL, 0 };
-}
-
-static int
-fill_default(char **sp, const char *def, char *err, size_t errlen)
-{
-	if (*sp != NULL)
-		return 0;
-	if ((*sp = strdup(def)) == NULL) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
-	return 0;
 }
 
 /*
@@ -1026,16 +1051,22 @@ fit_connect(struct config *c, const char *key, int64_t *conn, int64_t total)
 static int
 fill_defaults(struct config *c, char *err, size_t errlen)
 {
+	size_t i;
+	char **sp;
+
 	fit_connect(c, "upstream_connect_timeout",
 	    &c->upstream_connect_timeout, c->upstream_timeout);
 	fit_connect(c, "sync_connect_timeout", &c->sync_connect_timeout,
 	    c->sync_timeout);
-	if (fill_default(&c->listen, CONFIG_DEFAULT_LISTEN, err, errlen) == -1 ||
-	    fill_default(&c->state_dir, CONFIG_DEFAULT_STATE, err,
-	    errlen) == -1 ||
-	    fill_default(&c->authz_cert_header, "X-SSL-Client-Cert", err,
-	    errlen) == -1)
-		return -1;
+	for (i = 0; i < NOPTS; i++) {
+		if (opts[i].def == NULL || opts[i].type != OPT_STR)
+			continue;
+		sp = (char **)((char *)c + opts[i].off);
+		if (*sp == NULL && (*sp = strdup(opts[i].def)) == NULL) {
+			snprintf(err, errlen, "%s: out of memory", opts[i].key);
+			return -1;
+		}
+	}
 	return 0;
 }
 
@@ -1555,63 +1586,46 @@ config_restart_keys(const struct config *a, const struct config *b,
 	return n;
 }
 
+/* Prints "  --flag ARG", then help from column 28, then (default). */
+static void
+usage_opt(FILE *fp, const struct opt *o)
+{
+	char flag[32];
+	const char *h, *nl;
+	int n;
+
+	flag_name(o->key, flag, sizeof(flag));
+	n = fprintf(fp, "  --%s%s%s", flag, o->arg != NULL ? " " : "",
+	    o->arg != NULL ? o->arg : "");
+	if (n > 26)
+		fprintf(fp, "\n%27s", "");
+	else
+		fprintf(fp, "%*s", 27 - (n > 0 ? n : 0), "");
+	for (h = o->help; (nl = strchr(h, '\n')) != NULL; h = nl + 1)
+		fprintf(fp, "%.*s\n%27s", (int)(nl - h), h, "");
+	fprintf(fp, "%s", h);
+	if (o->def != NULL)
+		fprintf(fp, " (%s)", o->def);
+	fputc('\n', fp);
+}
+
 void
 config_usage(FILE *fp)
 {
-	fprintf(fp,
+	size_t i;
+
+	fputs(
 "usage: revcheckd [-c FILE] [--listen HOST:PORT] [--filter-dir DIR]\n"
 "                 [--trusted-key PUB.pem]... [--state-dir DIR] [--max-age D]\n"
 "                 [--check-config] [--version] [--help] [options]\n"
 "\n"
-"  -c, --config FILE        JSON config file (comments allowed)\n"
-"  --listen HOST:PORT       address or host name, [V6]:PORT for IPv6 (%s)\n"
-"  --filter-dir DIR         directory published by filterbuild\n"
-"  --trusted-key PUB.pem    trusted signer public key (repeatable)\n"
-"  --state-dir DIR          rollback state and audit log (%s)\n"
-"  --audit-log FILE         audit log path (STATE_DIR/audit.log)\n"
-"  --max-age D              refuse filters older than D (0: no limit)\n"
-"  --clock-skew D           allowed issued_at in the future (300)\n"
-"  --max-batch N            items per batch request (10000)\n"
-"  --max-body BYTES         request body cap (4194304)\n"
-"  --max-body-total BYTES   bodies buffered at once, all requests (67108864)\n"
-"  --conn-timeout S         deadline for a request's headers and body, and\n"
-"                           idle keep-alive timeout (30)\n"
-"  --max-conns N            connection limit (4096)\n"
-"  --max-conns-per-ip N     per-IP connection limit (256)\n"
-"  --threads N              HTTP worker threads (0: one per CPU)\n"
-"  --poll-interval S        filter directory poll fallback (2)\n"
-"  --authz-cert-header H    client certificate header (X-SSL-Client-Cert)\n"
-"  --authz-not-covered deny|allow  /v1/authz verdict for not_covered (deny)\n"
-"  --log-level L            err, warn, info or debug (info)\n"
-"  --log-format F           text or json: one JSON object per line (text)\n"
-"  --token-verification M   required (tokens need a trusted issuer, set in\n"
-"                           the file's \"issuers\") or revocation-only\n"
-"  --token-cache-size N     verified tokens cached (10000; 0: no cache)\n"
-"  --token-cache-max D      how long one is cached, at most (300)\n"
-"  --upstream-filter URL    edge mode: where to fetch the signed filter\n"
-"  --upstream-check URL     edge mode: authority for filter positives\n"
-"  --sync-interval D        edge mode: sync period (30)\n"
-"  --max-download BYTES     edge mode: filter download cap\n"
-"  --max-lag D              edge mode: stale when a newer version is not\n"
-"                           loaded within D (0: off)\n"
-"  --sync-timeout D         edge mode: one filter download, all included (%d)\n"
-"  --sync-connect-timeout D edge mode: connecting for a download (%d)\n"
-"  --upstream-timeout D     edge mode: one attempt at upstream-check (%d)\n"
-"  --upstream-connect-timeout D\n"
-"                           edge mode: connecting for an attempt (%d)\n"
-"  --upstream-retries N     edge mode: attempts after a failed one (%d)\n"
-"  --upstream-concurrency N edge mode: requests to upstream-check at once (%d)\n"
-"  --upstream-max-waiting N edge mode: requests waiting on it; past it 503\n"
-"                           at once (%d)\n"
-"  --upstream-ca-file PEM   edge mode: CAs for the upstreams' TLS (system)\n"
-"  --upstream-insecure-http edge mode: allow plain http:// upstreams\n"
-"                           (anyone on the path can forge answers)\n"
+"  -c, --config FILE        JSON config file (comments allowed)\n", fp);
+	for (i = 0; i < NOPTS; i++)
+		usage_opt(fp, &opts[i]);
+	fputs(
 "  --check-config           validate the configuration and exit\n"
 "  --version                print the version and exit\n"
 "  --help                   print this help and exit\n"
 "\n"
-"Durations are seconds or N followed by s, m, h or d.\n",
-	    CONFIG_DEFAULT_LISTEN, CONFIG_DEFAULT_STATE, SYNC_TOTAL_TIMEOUT,
-	    SYNC_CONNECT_TIMEOUT, UPSTREAM_TIMEOUT, UPSTREAM_CONNECT_TIMEOUT,
-	    UPSTREAM_RETRIES, UPSTREAM_CONCURRENCY, UPSTREAM_MAX_WAITING);
+"Durations are seconds or N followed by s, m, h or d.\n", fp);
 }

@@ -27,9 +27,6 @@
  * sync_connect_timeout and sync_timeout, aborted at once by sync_stop().
  */
 #define SYNC_PERSIST_NAME	"edge-filter.rcf"
-/* The defaults of the config keys sync_connect_timeout and sync_timeout. */
-#define SYNC_CONNECT_TIMEOUT	10	/* seconds */
-#define SYNC_TOTAL_TIMEOUT	600	/* seconds for one download */
 #define SYNC_LOW_SPEED_TIME	30	/* seconds below 1 byte/s aborts */
 #define SYNC_MAX_REDIRS		3
 #define SYNC_RECHECK_REFUSED	300	/* seconds before refused bytes are judged again */

@@ -33,16 +33,6 @@
  * called before upstream_new() and curl_global_cleanup() only after
  * upstream_free().
  */
-/*
- * The defaults of the config keys upstream_retries, upstream_connect_timeout,
- * upstream_timeout, upstream_concurrency and upstream_max_waiting
- * (config_init() takes them from here).
- */
-#define UPSTREAM_RETRIES		2	/* extra attempts after a failure */
-#define UPSTREAM_CONNECT_TIMEOUT	2	/* seconds */
-#define UPSTREAM_TIMEOUT		4	/* seconds per attempt, all in */
-#define UPSTREAM_CONCURRENCY		4	/* requests to the origin at once */
-#define UPSTREAM_MAX_WAITING		256	/* requests waiting on it */
 #define UPSTREAM_BATCH			500	/* keys per request to the origin */
 #define UPSTREAM_MAX_ANSWER		(8 * 1024 * 1024)
 
