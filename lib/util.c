@@ -322,6 +322,13 @@ int
 util_read_file(const char *path, size_t max, unsigned char **out,
     size_t *outlen, char *err, size_t errlen)
 {
+	return util_read_file_st(path, max, out, outlen, NULL, err, errlen);
+}
+
+int
+util_read_file_st(const char *path, size_t max, unsigned char **out,
+    size_t *outlen, struct stat *stp, char *err, size_t errlen)
+{
 	unsigned char *buf = NULL, *nbuf;
 	size_t len = 0, cap = 0;
 	ssize_t n;
@@ -337,7 +344,12 @@ util_read_file(const char *path, size_t max, unsigned char **out,
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		return -1;
 	}
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+	if (fstat(fd, &st) != 0) {
+		if (stp != NULL) {
+			snprintf(err, errlen, "%s: %s", path, strerror(errno));
+			goto fail;
+		}
+	} else if (S_ISREG(st.st_mode)) {
 		if ((uint64_t)st.st_size > max) {
 			snprintf(err, errlen, "%s: file is %lld bytes, over the "
 			    "limit of %zu", path, (long long)st.st_size, max);
@@ -388,6 +400,8 @@ util_read_file(const char *path, size_t max, unsigned char **out,
 	buf[len] = '\0';
 	if (!is_stdin)
 		close(fd);
+	if (stp != NULL)
+		*stp = st;
 	*out = buf;
 	*outlen = len;
 	return 0;

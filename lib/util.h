@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <time.h>
 
+struct stat;
+
 #define UTIL_SHA256_LEN 32
 #define UTIL_RFC3339_LEN 21	/* "2026-11-30T05:49:15Z" plus NUL */
 
@@ -82,6 +84,14 @@ double util_monotime(void);
  */
 int util_read_file(const char *path, size_t max, unsigned char **out,
     size_t *outlen, char *err, size_t errlen);
+
+/*
+ * util_read_file, and when stp is not NULL also fills *stp with fstat() of
+ * the descriptor that was read (so checks on owner and mode apply to the
+ * very bytes returned); a failing fstat is then an error.
+ */
+int util_read_file_st(const char *path, size_t max, unsigned char **out,
+    size_t *outlen, struct stat *stp, char *err, size_t errlen);
 
 /*
  * Copies the regular file open on fd (name is for messages) into private,

@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +75,9 @@ static const struct opt opts[] = {
 	    "address or host name, [V6]:PORT for IPv6" },
 	{ "filter_dir", OPT_STR, OFF(filter_dir), 0, 0, NEED_ANY,
 	    NULL, "DIR", "directory published by filterbuild" },
+	{ "filter_owner", OPT_STR, OFF(filter_owner), 0, 0, NEED_ANY,
+	    NULL, "USER", "besides root and the daemon's own user, the\n"
+	    "user (name or uid) that may own the files" },
 	{ "trusted_key", OPT_KEYS, 0, 0, 0, NEED_ANY,
 	    NULL, "PUB.pem", "trusted signer public key (repeatable)" },
 	{ "state_dir", OPT_STR, OFF(state_dir), 0, 0, NEED_ANY,
@@ -219,6 +223,7 @@ config_free(struct config *c)
 	free(c->config_file);
 	free(c->listen);
 	free(c->filter_dir);
+	free(c->filter_owner);
 	for (i = 0; i < c->ntrusted; i++)
 		free(c->trusted_keys[i]);
 	free(c->state_dir);
@@ -1373,8 +1378,46 @@ validate_trust(const struct config *c, char *err, size_t errlen)
 }
 
 int
+config_filter_owner(const struct config *c, uid_t *uid, bool *set,
+    char *err, size_t errlen)
+{
+	struct passwd pw, *res = NULL;
+	char buf[4096], *end;
+	unsigned long long v;
+	int rc;
+
+	*set = false;
+	if (c->filter_owner == NULL)
+		return 0;
+	if (c->filter_owner[0] >= '0' && c->filter_owner[0] <= '9') {
+		errno = 0;
+		v = strtoull(c->filter_owner, &end, 10);
+		if (errno != 0 || *end != '\0' || v >= (uid_t)-1) {
+			snprintf(err, errlen, "filter_owner: \"%.64s\" is not "
+			    "a uid", c->filter_owner);
+			return -1;
+		}
+		*uid = (uid_t)v;
+		*set = true;
+		return 0;
+	}
+	rc = getpwnam_r(c->filter_owner, &pw, buf, sizeof(buf), &res);
+	if (rc != 0 || res == NULL) {
+		snprintf(err, errlen, "filter_owner: no user \"%.64s\"%s%s",
+		    c->filter_owner, rc != 0 ? ": " : "",
+		    rc != 0 ? strerror(rc) : "");
+		return -1;
+	}
+	*uid = pw.pw_uid;
+	*set = true;
+	return 0;
+}
+
+int
 config_validate(const struct config *c, char *err, size_t errlen)
 {
+	uid_t owner;
+	bool owner_set;
 	struct sockaddr_storage ss;
 	unsigned sl;
 	const char *l = c->listen != NULL ? c->listen : CONFIG_DEFAULT_LISTEN;
@@ -1397,6 +1440,8 @@ config_validate(const struct config *c, char *err, size_t errlen)
 		    "filter_dir; set one or the other");
 		return -1;
 	}
+	if (config_filter_owner(c, &owner, &owner_set, err, errlen) == -1)
+		return -1;
 	if (c->ntrusted == 0) {
 		snprintf(err, errlen, "trusted_key: at least one public key "
 		    "is required");

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 
 #include "jwt.h"
 #include "sign.h"
@@ -62,6 +63,7 @@ struct config {
 	char		*config_file;	/* -c, NULL when none */
 	char		*listen;	/* ADDR:PORT or [V6]:PORT */
 	char		*filter_dir;	/* origin: the published pair */
+	char		*filter_owner;	/* user name or uid; NULL: root/self */
 	char		*trusted_keys[CONFIG_MAX_KEYS];
 	size_t		 ntrusted;
 	char		*state_dir;	/* rollback state, default audit log */
@@ -157,6 +159,14 @@ int config_from_args(struct config *c, int argc, char **argv, char *err,
  * naming the key.
  */
 int config_validate(const struct config *c, char *err, size_t errlen);
+
+/*
+ * Resolves filter_owner (a user name or a numeric uid) into *uid and sets
+ * *set; with filter_owner unset, *set is false. Returns 0, or -1 with err
+ * (an unknown user name).
+ */
+int config_filter_owner(const struct config *c, uid_t *uid, bool *set,
+    char *err, size_t errlen);
 
 /*
  * Parses ADDR:PORT, [V6ADDR]:PORT, HOST:PORT or :PORT / PORT (loopback

@@ -187,6 +187,9 @@ loader_init(struct loader *l, const struct config *c,
 	pthread_mutex_init(&l->ev_mu, NULL);
 	l->policy = *p;
 	l->edge = c->filter_dir == NULL;
+	if (config_filter_owner(c, &l->owner_uid, &l->owner_set, err,
+	    errlen) == -1)
+		goto fail;
 	if (c->filter_dir != NULL &&
 	    copy_str(l->filter_dir, sizeof(l->filter_dir), c->filter_dir)) {
 		snprintf(err, errlen, "filter_dir: path too long");
@@ -525,6 +528,33 @@ out_close:
 	return rc;
 }
 
+/*
+ * A published file must be owned by root, by the daemon's own user or by
+ * filter_owner: 0, or -1 with err naming the file, its owner and what was
+ * expected. st comes from fstat on the descriptor that was read.
+ */
+static int
+owner_ok(const struct loader *l, const char *path, const struct stat *st,
+    char *err, size_t errlen)
+{
+	uid_t self = geteuid();
+
+	if (st->st_uid == 0 || st->st_uid == self ||
+	    (l->owner_set && st->st_uid == l->owner_uid))
+		return 0;
+	if (l->owner_set)
+		snprintf(err, errlen, "%.400s: owned by uid %lu, expected root "
+		    "(0), the daemon's uid %lu or filter_owner uid %lu", path,
+		    (unsigned long)st->st_uid, (unsigned long)self,
+		    (unsigned long)l->owner_uid);
+	else
+		snprintf(err, errlen, "%.400s: owned by uid %lu, expected root "
+		    "(0) or the daemon's uid %lu (set filter_owner to allow "
+		    "another)", path, (unsigned long)st->st_uid,
+		    (unsigned long)self);
+	return -1;
+}
+
 int
 loader_load_files(struct loader *l, struct snapshot_slot *sl,
     const char *filter_path, const char *table_path)
@@ -543,11 +573,19 @@ loader_load_files(struct loader *l, struct snapshot_slot *sl,
 	 * verified can never change under the daemon, whatever happens to
 	 * the files (the table's SHA-256 is checked against the signed
 	 * header in loader_accept). A table that group or others may write
-	 * is refused all the same, checked on the descriptor that is read.
+	 * is refused all the same, and so is a filter or table owned by
+	 * anyone but root, the daemon's user or filter_owner, checked on the
+	 * descriptor that is read.
 	 */
-	if (util_read_file(filter_path, (size_t)FFILE_MAX_SIZE, &buf, &len, e,
-	    sizeof(e)) == -1 ||
-	    (ff = ffile_parse(buf, len, true, e, sizeof(e))) == NULL) {
+	ff = NULL;
+	if (util_read_file_st(filter_path, (size_t)FFILE_MAX_SIZE, &buf, &len,
+	    &st, e, sizeof(e)) == 0) {
+		if (owner_ok(l, filter_path, &st, e, sizeof(e)) == -1)
+			free(buf);
+		else
+			ff = ffile_parse(buf, len, true, e, sizeof(e));
+	}
+	if (ff == NULL) {
 		snprintf(reason, sizeof(reason), "filter: %.500s", e);
 		loader_refuse(l, 0, filter_path, reason);
 		return -1;
@@ -561,7 +599,7 @@ loader_load_files(struct loader *l, struct snapshot_slot *sl,
 			snprintf(e, sizeof(e), "%.400s: writable by group or "
 			    "others (mode %03o)", table_path,
 			    (unsigned)(st.st_mode & 0777));
-		else
+		else if (owner_ok(l, table_path, &st, e, sizeof(e)) == 0)
 			tab = table_open_fd(fd, table_path, e, sizeof(e));
 		if (fd != -1)
 			close(fd);

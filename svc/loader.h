@@ -42,6 +42,8 @@ struct loader {
 	char		 audit_path[PATH_MAX];
 	int		 audit_fd;
 	bool		 edge;		/* no table: positives need the authority */
+	bool		 owner_set;	/* filter_owner configured */
+	uid_t		 owner_uid;	/* it, besides root and the daemon */
 	struct sign_ring ring;
 	struct stale_policy policy;
 	struct loader_hwm hwm[LOADER_MAX_SIGNERS];

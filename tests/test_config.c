@@ -893,3 +893,37 @@ Test(config, sighup_names_changed_issuers)
 	config_free(&b);
 #undef ISS
 }
+
+Test(config, filter_owner_name_uid_and_unknown)
+{
+	struct config c;
+	char err[256];
+	uid_t uid = 1;
+	bool set = true;
+	const char *const names[] = { "root", "4242", "no-such-user-rc",
+	    "12x" };
+	size_t i;
+
+	config_init(&c);
+	cr_assert_eq(config_filter_owner(&c, &uid, &set, err, sizeof(err)), 0);
+	cr_assert_eq(set, false, "unset: only root and the daemon itself");
+	for (i = 0; i < 4; i++) {
+		c.filter_owner = strdup(names[i]);
+		cr_assert_not_null(c.filter_owner);
+		set = false;
+		if (i < 2) {
+			cr_assert_eq(config_filter_owner(&c, &uid, &set, err,
+			    sizeof(err)), 0, "%s", err);
+			cr_assert(set);
+			cr_assert_eq(uid, i == 0 ? 0 : 4242);
+		} else {
+			cr_assert_eq(config_filter_owner(&c, &uid, &set, err,
+			    sizeof(err)), -1, "%s accepted", names[i]);
+			cr_assert(strstr(err, "filter_owner") != NULL, "%s",
+			    err);
+		}
+		free(c.filter_owner);
+		c.filter_owner = NULL;
+	}
+	config_free(&c);
+}
