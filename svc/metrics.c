@@ -1,18 +1,17 @@
-/* metrics.c - process-wide counters, lock-free (relaxed atomics) */
+/* metrics.c - counters and histograms per thread, summed when read */
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "metrics.h"
+#include "perthread.h"
 
 static const unsigned codes[] = {
 	200, 304, 400, 401, 403, 404, 405, 413, 414, 415, 431, 500, 503, 0
 };
 #define NCODES (sizeof(codes) / sizeof(codes[0]))	/* last: other */
-
-static _Atomic uint64_t counters[MET_COUNT_];
-static _Atomic uint64_t requests[EP_COUNT_][NCODES];
 
 /* Upper bounds in seconds; the last bucket is +Inf. */
 static const double bounds[] = {
@@ -26,11 +25,65 @@ struct hist {
 	_Atomic uint64_t sum_ns;
 };
 
-static struct hist req_hist[EP_COUNT_];
-static struct hist auth_hist;
+/*
+ * Every count a thread makes goes to its own slab (perthread.h: its own
+ * cache lines), written by that thread alone with a plain load and store
+ * (atomic only so that a reader never sees a torn value); readers sum all
+ * slabs. A thread that could not get a slab counts in the shared one with
+ * atomic adds, as every thread did before.
+ */
+struct slab {
+	_Atomic uint64_t counters[MET_COUNT_];
+	_Atomic uint64_t requests[EP_COUNT_][NCODES];
+	struct hist	 req_hist[EP_COUNT_];
+	struct hist	 auth_hist;
+};
+
+_Static_assert(sizeof(struct slab) % sizeof(_Atomic uint64_t) == 0,
+    "a slab is an array of counters");
+
+static struct perthread slabs = PERTHREAD_INIT(sizeof(struct slab));
+static struct slab shared;
+static _Thread_local struct slab *mine;
+
+static struct slab *
+local_slab(void)
+{
+	struct slab *s = mine;
+
+	if (s == NULL && (s = perthread_get(&slabs, (void **)&mine)) == NULL)
+		return &shared;
+	return s;
+}
 
 static void
-hist_observe(struct hist *h, double s)
+bump(struct slab *s, _Atomic uint64_t *c, uint64_t n)
+{
+	if (s == &shared)
+		atomic_fetch_add_explicit(c, n, memory_order_relaxed);
+	else
+		atomic_store_explicit(c, atomic_load_explicit(c,
+		    memory_order_relaxed) + n, memory_order_relaxed);
+}
+
+/* The sum of one counter over all slabs; off is its offset in a slab. */
+static uint64_t
+sum_at(size_t off)
+{
+	const struct slab *s;
+	uint64_t v;
+
+	v = atomic_load_explicit((const _Atomic uint64_t *)(const void *)
+	    ((const char *)&shared + off), memory_order_relaxed);
+	for (s = perthread_first(&slabs); s != NULL; s = perthread_next(s))
+		v += atomic_load_explicit((const _Atomic uint64_t *)
+		    (const void *)((const char *)s + off),
+		    memory_order_relaxed);
+	return v;
+}
+
+static void
+hist_observe(struct slab *sl, struct hist *h, double s)
 {
 	size_t i;
 
@@ -38,36 +91,61 @@ hist_observe(struct hist *h, double s)
 		s = 0;
 	for (i = 0; i < NBOUNDS && s > bounds[i]; i++)
 		;
-	atomic_fetch_add_explicit(&h->bucket[i], 1, memory_order_relaxed);
+	bump(sl, &h->bucket[i], 1);
 	if (s < 1e9)
-		atomic_fetch_add_explicit(&h->sum_ns, (uint64_t)(s * 1e9),
-		    memory_order_relaxed);
+		bump(sl, &h->sum_ns, (uint64_t)(s * 1e9));
 }
 
 void
 metrics_observe_request(enum metric_endpoint ep, double seconds)
 {
-	if ((unsigned)ep < EP_COUNT_)
-		hist_observe(&req_hist[ep], seconds);
+	struct slab *sl;
+
+	if ((unsigned)ep < EP_COUNT_) {
+		sl = local_slab();
+		hist_observe(sl, &sl->req_hist[ep], seconds);
+	}
 }
 
 void
 metrics_observe_authority(double seconds)
 {
-	hist_observe(&auth_hist, seconds);
+	struct slab *sl = local_slab();
+
+	hist_observe(sl, &sl->auth_hist, seconds);
+}
+
+/* A histogram summed over all slabs; off is its offset in a slab. */
+struct hist_sum {
+	uint64_t	 bucket[NBOUNDS + 1];
+	uint64_t	 sum_ns;
+	uint64_t	 count;
+};
+
+static void
+hist_sum(size_t off, struct hist_sum *out)
+{
+	size_t i;
+
+	out->count = 0;
+	for (i = 0; i <= NBOUNDS; i++) {
+		out->bucket[i] = sum_at(off + offsetof(struct hist, bucket) +
+		    i * sizeof(_Atomic uint64_t));
+		out->count += out->bucket[i];
+	}
+	out->sum_ns = sum_at(off + offsetof(struct hist, sum_ns));
 }
 
 /* One histogram's series; labels is "" or "endpoint=\"check\"". */
 static void
 hist_render(struct sbuf *b, const char *name, const char *labels,
-    struct hist *h)
+    const struct hist_sum *h)
 {
 	uint64_t cum = 0;
 	size_t i;
 
 	for (i = 0; i <= NBOUNDS; i++) {
-		cum += atomic_load_explicit(&h->bucket[i],
-		    memory_order_relaxed);
+		cum += h->bucket[i];
 		sbuf_addf(b, "%s_bucket{%s%sle=\"", name, labels,
 		    labels[0] != '\0' ? "," : "");
 		if (i < NBOUNDS)
@@ -80,29 +158,17 @@ hist_render(struct sbuf *b, const char *name, const char *labels,
 	}
 	sbuf_addf(b, "%s_sum%s%s%s %.9f\n", name, labels[0] != '\0' ? "{" :
 	    "", labels, labels[0] != '\0' ? "}" : "",
-	    (double)atomic_load_explicit(&h->sum_ns, memory_order_relaxed) /
-	    1e9);
+	    (double)h->sum_ns / 1e9);
 	sbuf_addf(b, "%s_count%s%s%s ", name, labels[0] != '\0' ? "{" : "",
 	    labels, labels[0] != '\0' ? "}" : "");
 	sbuf_add_u64(b, cum);
 	sbuf_adds(b, "\n");
 }
 
-static bool
-hist_empty(struct hist *h)
-{
-	size_t i;
-
-	for (i = 0; i <= NBOUNDS; i++)
-		if (atomic_load_explicit(&h->bucket[i],
-		    memory_order_relaxed) != 0)
-			return false;
-	return true;
-}
-
 void
 metrics_render_histograms(struct sbuf *b)
 {
+	struct hist_sum h;
 	char labels[64];
 	size_t e;
 
@@ -110,19 +176,21 @@ metrics_render_histograms(struct sbuf *b)
 	    "from a complete request to its queued response, by endpoint.\n"
 	    "# TYPE revcheckd_http_request_duration_seconds histogram\n");
 	for (e = 0; e < EP_COUNT_; e++) {
-		if (hist_empty(&req_hist[e]))
+		hist_sum(offsetof(struct slab, req_hist) +
+		    e * sizeof(struct hist), &h);
+		if (h.count == 0)
 			continue;
 		snprintf(labels, sizeof(labels), "endpoint=\"%s\"",
 		    metrics_endpoint_name((enum metric_endpoint)e));
 		hist_render(b, "revcheckd_http_request_duration_seconds",
-		    labels, &req_hist[e]);
+		    labels, &h);
 	}
 	sbuf_adds(b, "# HELP revcheckd_authority_request_duration_seconds "
 	    "Time of one call to the upstream authority (edge).\n"
 	    "# TYPE revcheckd_authority_request_duration_seconds "
 	    "histogram\n");
-	hist_render(b, "revcheckd_authority_request_duration_seconds", "",
-	    &auth_hist);
+	hist_sum(offsetof(struct slab, auth_hist), &h);
+	hist_render(b, "revcheckd_authority_request_duration_seconds", "", &h);
 }
 /* This thread's capture (metrics_capture_begin), NULL when none. */
 static _Thread_local struct metrics_tally *capture;
@@ -136,11 +204,14 @@ metrics_inc(enum metric m)
 void
 metrics_add(enum metric m, uint64_t n)
 {
+	struct slab *sl;
+
 	if (capture != NULL) {
 		capture->n[m] += n;
 		return;
 	}
-	atomic_fetch_add_explicit(&counters[m], n, memory_order_relaxed);
+	sl = local_slab();
+	bump(sl, &sl->counters[m], n);
 }
 
 void
@@ -184,18 +255,25 @@ metrics_tally_flush(struct metrics_tally *t)
 uint64_t
 metrics_get(enum metric m)
 {
-	return atomic_load_explicit(&counters[m], memory_order_relaxed);
+	if ((unsigned)m >= MET_COUNT_)
+		return 0;
+	return sum_at(offsetof(struct slab, counters) +
+	    (size_t)m * sizeof(_Atomic uint64_t));
 }
 
 void
 metrics_request(enum metric_endpoint ep, unsigned status)
 {
+	struct slab *sl;
 	size_t i;
 
+	if ((unsigned)ep >= EP_COUNT_)
+		ep = EP_OTHER;
 	for (i = 0; i < NCODES - 1; i++)
 		if (codes[i] == status)
 			break;
-	atomic_fetch_add_explicit(&requests[ep][i], 1, memory_order_relaxed);
+	sl = local_slab();
+	bump(sl, &sl->requests[ep][i], 1);
 }
 
 const char *
@@ -234,8 +312,8 @@ metrics_render_requests(struct sbuf *b)
 	    "# TYPE revcheckd_http_requests_total counter\n");
 	for (e = 0; e < EP_COUNT_; e++) {
 		for (i = 0; i < NCODES; i++) {
-			v = atomic_load_explicit(&requests[e][i],
-			    memory_order_relaxed);
+			v = sum_at(offsetof(struct slab, requests) +
+			    (e * NCODES + i) * sizeof(_Atomic uint64_t));
 			if (v == 0)
 				continue;
 			sbuf_addf(b, "revcheckd_http_requests_total{endpoint="
@@ -252,22 +330,24 @@ metrics_render_requests(struct sbuf *b)
 	}
 }
 
+/* Zeroes one slab (tests: no thread counts meanwhile). */
+static void
+slab_zero(struct slab *sl)
+{
+	_Atomic uint64_t *c = (_Atomic uint64_t *)(void *)sl;
+	size_t i;
+
+	for (i = 0; i < sizeof(*sl) / sizeof(*c); i++)
+		atomic_store_explicit(&c[i], 0, memory_order_relaxed);
+}
+
 void
 metrics_reset(void)
 {
-	size_t e, i;
+	struct slab *sl;
 
-	for (i = 0; i < MET_COUNT_; i++)
-		atomic_store(&counters[i], 0);
-	for (e = 0; e < EP_COUNT_; e++)
-		for (i = 0; i < NCODES; i++)
-			atomic_store(&requests[e][i], 0);
-	for (e = 0; e < EP_COUNT_; e++) {
-		for (i = 0; i <= NBOUNDS; i++)
-			atomic_store(&req_hist[e].bucket[i], 0);
-		atomic_store(&req_hist[e].sum_ns, 0);
-	}
-	for (i = 0; i <= NBOUNDS; i++)
-		atomic_store(&auth_hist.bucket[i], 0);
-	atomic_store(&auth_hist.sum_ns, 0);
+	slab_zero(&shared);
+	for (sl = perthread_first(&slabs); sl != NULL;
+	    sl = perthread_next(sl))
+		slab_zero(sl);
 }

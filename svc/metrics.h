@@ -1,4 +1,4 @@
-/* metrics.h - process-wide counters, lock-free (relaxed atomics) */
+/* metrics.h - counters and histograms per thread, summed when read */
 #ifndef REVCHECK_SVC_METRICS_H
 #define REVCHECK_SVC_METRICS_H
 
@@ -7,6 +7,13 @@
 
 #include "sbuf.h"
 
+/*
+ * Each thread counts in its own slab of cache lines (perthread.h), so
+ * requests answered on different cores never write a line in common;
+ * metrics_get and the render functions sum the slabs. A count made by a
+ * thread that has exited stays in the sum. Every function here is safe
+ * from any thread and can't fail.
+ */
 enum metric {
 	MET_CHECKS = 0,		/* keys answered (batch items count one each) */
 	MET_FILTER_NEGATIVE,	/* zero bit: not_revoked from the filter */
@@ -39,9 +46,9 @@ void metrics_add(enum metric m, uint64_t n);
 uint64_t metrics_get(enum metric m);
 
 /*
- * Counts kept by one request and added to the process counters once
- * (metrics_tally_flush): a batch of 1000 items costs a dozen atomic adds
- * instead of thousands, which both worker threads would fight over.
+ * Counts kept by one request and added to the thread's counters once
+ * (metrics_tally_flush): a batch of 1000 items costs a dozen adds instead
+ * of thousands.
  */
 struct metrics_tally {
 	uint64_t	 n[MET_COUNT_];
@@ -67,8 +74,8 @@ void metrics_capture_end(bool keep);
 void metrics_request(enum metric_endpoint ep, unsigned status);
 
 /*
- * Latency histograms, Prometheus style: one relaxed atomic add for the
- * bucket and one for the sum per observation, no lock. Requests by
+ * Latency histograms, Prometheus style: one add for the bucket and one
+ * for the sum per observation, in the thread's slab, no lock. Requests by
  * endpoint (from the complete request to its queued response) and each
  * call to the upstream authority (one attempt). Negative or NaN seconds
  * count as 0. Can't fail.

@@ -1,13 +1,67 @@
-/* snapshot.c - the filter in service: refcounted, swapped atomically on reload */
+/* snapshot.c - the filter in service: read without a shared write, swapped on reload */
+#include <assert.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "perthread.h"
 #include "snapshot.h"
 #include "util.h"
 
 static _Atomic uint64_t freed;
+
+/*
+ * Read sections (snapshot_enter). Each thread has a reader record of its
+ * own; epoch is the value of the global epoch when it entered its
+ * outermost section, 0 outside. A swap publishes the new pointer, then
+ * moves the global epoch on to E and waits until no record holds a
+ * nonzero epoch below E.
+ *
+ * Why that is enough (every access below is sequentially consistent):
+ * a reader stores its epoch, then loads the pointer; a swapper stores
+ * the pointer, then increments the epoch, then loads each record. If a
+ * reader loaded the old pointer, its load came before the swapper's
+ * store in the single total order, so its epoch store came before the
+ * swapper's loads (which therefore see it, or something later from that
+ * thread) and its load of the global epoch came before the increment
+ * (so the epoch it holds is below E). The swapper waits for that
+ * section to end. A section entered after the increment holds E or more
+ * and is not waited for: it can only have loaded the new pointer.
+ */
+struct reader {
+	_Atomic uint64_t epoch;
+	unsigned	 nest;		/* only the owner reads or writes it */
+};
+
+static struct perthread readers = PERTHREAD_INIT(sizeof(struct reader));
+static _Thread_local struct reader *me;
+static _Atomic uint64_t epoch_now = 1;
+
+/* Waits until every read section entered before this call has ended. */
+static void
+grace_period(void)
+{
+	struct timespec ts = { 0, 20 * 1000 };
+	struct reader *r;
+	uint64_t target, e;
+	unsigned spins;
+
+	/* A section that swaps would wait for itself forever. */
+	assert(me == NULL || me->nest == 0);
+	target = atomic_fetch_add(&epoch_now, 1) + 1;
+	for (r = perthread_first(&readers); r != NULL;
+	    r = perthread_next(r)) {
+		for (spins = 0; (e = atomic_load(&r->epoch)) != 0 &&
+		    e < target; spins++) {
+			if (spins < 100)
+				sched_yield();
+			else
+				nanosleep(&ts, NULL);
+		}
+	}
+}
 
 static void
 http_date(char *out, size_t cap, int64_t t)
@@ -114,7 +168,7 @@ void
 snapshot_slot_init(struct snapshot_slot *sl)
 {
 	pthread_mutex_init(&sl->mu, NULL);
-	sl->cur = NULL;
+	atomic_init(&sl->cur, NULL);
 	atomic_init(&sl->newer_seen_at, 0);
 }
 
@@ -125,20 +179,50 @@ snapshot_slot_free(struct snapshot_slot *sl)
 	pthread_mutex_destroy(&sl->mu);
 }
 
+struct snapshot *
+snapshot_enter(struct snapshot_slot *sl)
+{
+	struct reader *r = me;
+
+	if (r == NULL && (r = perthread_get(&readers, (void **)&me)) == NULL)
+		return NULL;
+	if (r->nest++ == 0)
+		atomic_store(&r->epoch, atomic_load(&epoch_now));
+	return atomic_load(&sl->cur);
+}
+
+void
+snapshot_leave(void)
+{
+	struct reader *r = me;
+
+	/* A section whose enter found no record is a no-op to leave. */
+	if (r == NULL || r->nest == 0)
+		return;
+	if (--r->nest == 0)
+		atomic_store_explicit(&r->epoch, 0, memory_order_release);
+}
+
 /*
- * The lock covers only the pointer load and the increment, so a swapper
- * can never free a snapshot between a reader seeing it and counting
- * itself in. It is held for a few instructions.
+ * In a read section, the slot's own reference keeps the snapshot alive
+ * until the section ends, so counting in cannot race with the free. A
+ * thread without a reader record takes the slot's lock instead, which a
+ * swap holds while it replaces the pointer.
  */
 struct snapshot *
 snapshot_acquire(struct snapshot_slot *sl)
 {
 	struct snapshot *s;
 
+	if (me != NULL || perthread_get(&readers, (void **)&me) != NULL) {
+		if ((s = snapshot_enter(sl)) != NULL)
+			snapshot_ref(s);
+		snapshot_leave();
+		return s;
+	}
 	pthread_mutex_lock(&sl->mu);
-	s = sl->cur;
-	if (s != NULL)
-		atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
+	if ((s = atomic_load(&sl->cur)) != NULL)
+		snapshot_ref(s);
 	pthread_mutex_unlock(&sl->mu);
 	return s;
 }
@@ -149,9 +233,11 @@ snapshot_swap(struct snapshot_slot *sl, struct snapshot *s)
 	struct snapshot *old;
 
 	pthread_mutex_lock(&sl->mu);
-	old = sl->cur;
-	sl->cur = s;
+	old = atomic_exchange(&sl->cur, s);
 	pthread_mutex_unlock(&sl->mu);
+	if (old == NULL)
+		return;
+	grace_period();
 	snapshot_release(old);
 }
 

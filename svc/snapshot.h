@@ -1,4 +1,4 @@
-/* snapshot.h - the filter in service: refcounted, swapped atomically on reload */
+/* snapshot.h - the filter in service: read without a shared write, swapped on reload */
 #ifndef REVCHECK_SVC_SNAPSHOT_H
 #define REVCHECK_SVC_SNAPSHOT_H
 
@@ -14,9 +14,20 @@
 
 /*
  * A snapshot is one verified filter and (on an origin) its authoritative
- * table. Readers take a reference for the whole request, so a request
- * answers from exactly one filter version even when a reload swaps a new
- * one in meanwhile; the last reference frees it, exactly once.
+ * table. A request answers from exactly one snapshot even when a reload
+ * swaps a new one in meanwhile, and a snapshot is freed exactly once,
+ * after the last reader is done with it. Two ways to read one:
+ *
+ * - Requests use a read section (snapshot_enter/snapshot_leave), which
+ *   writes nothing another thread writes: the thread announces the
+ *   reload epoch it entered in its own cache line (perthread.h). A swap
+ *   makes the new snapshot current, starts a new epoch and waits until
+ *   every thread has left the sections it entered before (an epoch-based
+ *   grace period, as in RCU); only then does the slot drop its reference
+ *   to the old one. No process-wide lock, no shared counter on the way.
+ * - Everything else (the loader, sync, /v1/status, a request kept across
+ *   a suspend) holds a reference: snapshot_acquire, or snapshot_ref
+ *   inside a read section; the last snapshot_release frees.
  */
 struct snapshot {
 	struct ffile	*ff;
@@ -49,10 +60,15 @@ struct snapshot {
 };
 
 struct snapshot_slot {
+	/* Read by every request; written only by a swap. */
+	_Alignas(64) _Atomic(struct snapshot *) cur;
+	/*
+	 * Swaps, and snapshot_acquire on a thread that could not register
+	 * for read sections (memory ran out).
+	 */
 	pthread_mutex_t	 mu;
-	struct snapshot	*cur;
 	/* Edge: when a newer version was first seen upstream, 0 if none. */
-	_Atomic int64_t	 newer_seen_at;
+	_Alignas(64) _Atomic int64_t newer_seen_at;
 };
 
 /*
@@ -82,7 +98,10 @@ struct snapshot_chain {
 struct snapshot *snapshot_with_chain(struct snapshot *cur,
     struct snapshot_chain *ch, int64_t now);
 
-/* Adds a reference to s and returns it. */
+/*
+ * Adds a reference to s and returns it: s must be held (a reference, or
+ * a read section it was found in).
+ */
 struct snapshot *snapshot_ref(struct snapshot *s);
 
 /* Drops a reference; the last one closes the filter and table. NULL-safe. */
@@ -94,14 +113,32 @@ void snapshot_slot_free(struct snapshot_slot *sl);
 
 /*
  * The current snapshot with a reference the caller must release, or NULL
- * when none is loaded. Safe from any thread.
+ * when none is loaded. Safe from any thread. Never NULL while one is
+ * loaded.
  */
 struct snapshot *snapshot_acquire(struct snapshot_slot *sl);
 
 /*
- * Installs s as current, taking over the caller's reference, and drops
- * the slot's reference to the previous one (freed when no request still
- * holds it). s may be NULL to empty the slot.
+ * Starts a read section on the calling thread and returns the current
+ * snapshot, valid until the matching snapshot_leave() on this thread, or
+ * NULL when none is loaded (or, when memory runs out the first time this
+ * thread reads, NULL as well: a caller answers 503, never from nothing).
+ * Call snapshot_leave() after either. Sections nest (the outermost one
+ * counts). Costs one store to the thread's own cache line and a fence.
+ * Inside a section: never block for long (a reload waits for it to end)
+ * and never swap (that would wait for itself).
+ */
+struct snapshot *snapshot_enter(struct snapshot_slot *sl);
+
+/* Ends the innermost read section of the calling thread. Can't fail. */
+void snapshot_leave(void);
+
+/*
+ * Installs s as current, taking over the caller's reference, waits until
+ * no read section can still see the previous one, and drops the slot's
+ * reference to it (freed now, or by its last holder's release). s may be
+ * NULL to empty the slot. Safe from any thread outside a read section;
+ * returns once the old snapshot is out of every section.
  */
 void snapshot_swap(struct snapshot_slot *sl, struct snapshot *s);
 

@@ -1,5 +1,6 @@
-/* test_metrics.c - latency histograms: buckets, sums, rendering */
+/* test_metrics.c - counters per thread summed exactly, latency histograms: buckets, sums, rendering */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,4 +94,77 @@ Test(metrics, authority_histogram_and_reset)
 	cr_assert(has_line(s, "revcheckd_authority_request_duration_seconds_"
 	    "count 0"), "%s", s);
 	free(s);
+}
+
+/*
+ * Counts made on many threads at once, each in its own slab, add up
+ * exactly when read; a thread that exits leaves its counts in the sum,
+ * and a thread started later adds to it.
+ */
+#define COUNTERS_THREADS	8
+#define COUNTERS_EACH		20000
+
+static void *
+count_main(void *p)
+{
+	int i;
+
+	(void)p;
+	for (i = 0; i < COUNTERS_EACH; i++) {
+		metrics_inc(MET_CHECKS);
+		metrics_add(MET_FILTER_NEGATIVE, 2);
+		metrics_request(EP_CHECK, 200);
+		metrics_observe_request(EP_CHECK, 0.0003);
+	}
+	return NULL;
+}
+
+static void
+run_counters(int n)
+{
+	pthread_t th[COUNTERS_THREADS];
+	int i;
+
+	for (i = 0; i < n; i++)
+		cr_assert_eq(pthread_create(&th[i], NULL, count_main, NULL),
+		    0);
+	for (i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+}
+
+Test(metrics, per_thread_counts_sum_exactly_and_survive_their_thread)
+{
+	const uint64_t all = (uint64_t)COUNTERS_THREADS * COUNTERS_EACH;
+	char line[160], *s;
+	struct sbuf b;
+	size_t len;
+
+	metrics_reset();
+	run_counters(COUNTERS_THREADS);
+	cr_assert_eq(metrics_get(MET_CHECKS), all);
+	cr_assert_eq(metrics_get(MET_FILTER_NEGATIVE), 2 * all);
+	/* Two more threads reuse the records of exited ones: the sum grows. */
+	run_counters(2);
+	cr_assert_eq(metrics_get(MET_CHECKS), all + 2 * COUNTERS_EACH);
+	metrics_inc(MET_CHECKS);
+	cr_assert_eq(metrics_get(MET_CHECKS), all + 2 * COUNTERS_EACH + 1);
+	sbuf_init(&b, 4096, 0);
+	metrics_render_requests(&b);
+	metrics_render_histograms(&b);
+	s = sbuf_take(&b, &len);
+	cr_assert_not_null(s);
+	snprintf(line, sizeof(line), "revcheckd_http_requests_total{endpoint="
+	    "\"check\",code=\"200\"} %llu",
+	    (unsigned long long)(all + 2 * COUNTERS_EACH));
+	cr_assert(has_line(s, line), "%s", s);
+	snprintf(line, sizeof(line), "revcheckd_http_request_duration_seconds_"
+	    "bucket{endpoint=\"check\",le=\"0.0005\"} %llu",
+	    (unsigned long long)(all + 2 * COUNTERS_EACH));
+	cr_assert(has_line(s, line), "%s", s);
+	snprintf(line, sizeof(line), "revcheckd_http_request_duration_seconds_"
+	    "bucket{endpoint=\"check\",le=\"0.00025\"} 0");
+	cr_assert(has_line(s, line), "%s", s);
+	free(s);
+	metrics_reset();
+	cr_assert_eq(metrics_get(MET_CHECKS), 0);
 }
