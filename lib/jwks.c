@@ -4,6 +4,7 @@
 #include "util.h"
 
 #include <assert.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include <openssl/bn.h>
 #include <openssl/core_names.h>
 #include <openssl/param_build.h>
+#include <openssl/rsa.h>
 
 #define JWK_PARAM_MAX	1024	/* decoded bytes of n (8192-bit RSA) */
 
@@ -41,6 +43,156 @@ jwa_name(enum jwa a)
 	if (a <= JWA_INVALID || a >= JWA_COUNT)
 		return "?";
 	return jwa_names[a];
+}
+
+struct jwk_pool {
+	pthread_mutex_t	 mu;
+	size_t		 n;
+	EVP_PKEY_CTX	*ctx[JWKS_VCTX_POOL];
+	enum jwa	 alg[JWKS_VCTX_POOL];
+};
+
+/*
+ * The three digests, fetched from the default provider once: an
+ * EVP_sha256() given to EVP is fetched again on every call.
+ */
+static pthread_once_t md_once = PTHREAD_ONCE_INIT;
+static EVP_MD *md_fetched[3];
+
+static void
+md_fetch(void)
+{
+	static const char *const names[3] = { "SHA256", "SHA384", "SHA512" };
+	int i;
+
+	for (i = 0; i < 3; i++)
+		md_fetched[i] = EVP_MD_fetch(NULL, names[i], NULL);
+}
+
+const EVP_MD *
+jwa_md(enum jwa a)
+{
+	int i;
+
+	switch (a) {
+	case JWA_RS256: case JWA_PS256: case JWA_ES256: case JWA_HS256:
+		i = 0;
+		break;
+	case JWA_RS384: case JWA_PS384: case JWA_ES384: case JWA_HS384:
+		i = 1;
+		break;
+	case JWA_RS512: case JWA_PS512: case JWA_ES512: case JWA_HS512:
+		i = 2;
+		break;
+	default:
+		return NULL;	/* EdDSA hashes inside the algorithm */
+	}
+	(void)pthread_once(&md_once, md_fetch);
+	if (md_fetched[i] != NULL)
+		return md_fetched[i];
+	return i == 0 ? EVP_sha256() : i == 1 ? EVP_sha384() : EVP_sha512();
+}
+
+/* A fresh context for k and a, set up for EVP_PKEY_verify. */
+static EVP_PKEY_CTX *
+vctx_new(const struct jwk *k, enum jwa a)
+{
+	EVP_PKEY_CTX *c;
+	const EVP_MD *md = jwa_md(a);
+
+	if (md == NULL ||
+	    (c = EVP_PKEY_CTX_new_from_pkey(NULL, k->pkey, NULL)) == NULL)
+		return NULL;
+	if (EVP_PKEY_verify_init(c) != 1)
+		goto fail;
+	if (a == JWA_PS256 || a == JWA_PS384 || a == JWA_PS512) {
+		/* RFC 7518 3.5: MGF1 with the same hash, salt = hash size. */
+		if (EVP_PKEY_CTX_set_rsa_padding(c, RSA_PKCS1_PSS_PADDING) !=
+		    1 || EVP_PKEY_CTX_set_signature_md(c, md) != 1 ||
+		    EVP_PKEY_CTX_set_rsa_mgf1_md(c, md) != 1 ||
+		    EVP_PKEY_CTX_set_rsa_pss_saltlen(c,
+		    RSA_PSS_SALTLEN_DIGEST) != 1)
+			goto fail;
+	} else if (a == JWA_RS256 || a == JWA_RS384 || a == JWA_RS512) {
+		if (EVP_PKEY_CTX_set_rsa_padding(c, RSA_PKCS1_PADDING) != 1 ||
+		    EVP_PKEY_CTX_set_signature_md(c, md) != 1)
+			goto fail;
+	} else if (EVP_PKEY_CTX_set_signature_md(c, md) != 1)
+		goto fail;
+	return c;
+fail:
+	EVP_PKEY_CTX_free(c);
+	return NULL;
+}
+
+EVP_PKEY_CTX *
+jwks_vctx_get(const struct jwk *k, enum jwa a)
+{
+	struct jwk_pool *p = k->pool;
+	EVP_PKEY_CTX *c = NULL;
+	size_t i;
+
+	assert(jwks_key_fits(k, a));
+	if (p != NULL) {
+		pthread_mutex_lock(&p->mu);
+		for (i = p->n; i > 0; i--)
+			if (p->alg[i - 1] == a) {
+				c = p->ctx[i - 1];
+				p->ctx[i - 1] = p->ctx[p->n - 1];
+				p->alg[i - 1] = p->alg[p->n - 1];
+				p->n--;
+				break;
+			}
+		pthread_mutex_unlock(&p->mu);
+	}
+	return c != NULL ? c : vctx_new(k, a);
+}
+
+void
+jwks_vctx_put(const struct jwk *k, enum jwa a, EVP_PKEY_CTX *c)
+{
+	struct jwk_pool *p = k->pool;
+
+	if (c == NULL)
+		return;
+	if (p != NULL) {
+		pthread_mutex_lock(&p->mu);
+		if (p->n < JWKS_VCTX_POOL) {
+			p->ctx[p->n] = c;
+			p->alg[p->n] = a;
+			p->n++;
+			c = NULL;
+		}
+		pthread_mutex_unlock(&p->mu);
+	}
+	EVP_PKEY_CTX_free(c);
+}
+
+static struct jwk_pool *
+pool_new(void)
+{
+	struct jwk_pool *p;
+
+	if ((p = calloc(1, sizeof(*p))) == NULL)
+		return NULL;
+	if (pthread_mutex_init(&p->mu, NULL) != 0) {
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+static void
+pool_free(struct jwk_pool *p)
+{
+	size_t i;
+
+	if (p == NULL)
+		return;
+	for (i = 0; i < p->n; i++)
+		EVP_PKEY_CTX_free(p->ctx[i]);
+	pthread_mutex_destroy(&p->mu);
+	free(p);
 }
 
 bool
@@ -401,6 +553,9 @@ jwks_parse(struct jwks *s, const char *buf, size_t len, const char *origin,
 			EVP_PKEY_free(k.pkey);
 			continue;
 		}
+		/* Without a pool every verification makes its context. */
+		if (k.type != JWK_ED25519 && k.type != JWK_ED448)
+			k.pool = pool_new();
 		s->keys[s->n++] = k;
 	}
 	rc = 0;
@@ -418,8 +573,10 @@ jwks_free(struct jwks *s)
 
 	if (s == NULL)
 		return;
-	for (i = 0; i < s->n; i++)
+	for (i = 0; i < s->n; i++) {
+		pool_free(s->keys[i].pool);
 		EVP_PKEY_free(s->keys[i].pkey);
+	}
 	free(s->keys);
 	memset(s, 0, sizeof(*s));
 }

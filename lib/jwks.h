@@ -42,15 +42,28 @@ enum jwk_type {
 	JWK_ED448,
 };
 
+#define JWKS_VCTX_POOL	16	/* idle verification contexts kept per key */
+
+/*
+ * Verification contexts of one key, ready for EVP_PKEY_verify: made once
+ * (fetching the algorithm, setting padding and digest costs about as
+ * much as an RSA verification) and reused, one thread at a time each.
+ */
+struct jwk_pool;
+
 struct jwk {
 	char		 kid[JWKS_KID_MAX + 1];
 	bool		 has_kid;
 	enum jwk_type	 type;
 	enum jwa	 alg;	/* the JWK's "alg", JWA_INVALID when absent */
 	EVP_PKEY	*pkey;
+	struct jwk_pool	*pool;	/* NULL for EdDSA keys (no pre-hash) */
 };
 
-/* A parsed set. Owned by its creator; read-only once built (thread-safe). */
+/*
+ * A parsed set. Owned by its creator; read-only once built (thread-safe:
+ * the context pools lock themselves).
+ */
 struct jwks {
 	struct jwk	*keys;
 	size_t		 n;
@@ -93,5 +106,26 @@ const struct jwk *jwks_find(const struct jwks *s, const char *kid);
  * a equal to the key's own "alg" when it has one.
  */
 bool jwks_key_fits(const struct jwk *k, enum jwa a);
+
+/*
+ * The digest of a (SHA-256/384/512), fetched once for the process, or
+ * NULL for EdDSA and JWA_INVALID. This function can't fail otherwise.
+ */
+const EVP_MD *jwa_md(enum jwa a);
+
+/*
+ * A context that verifies a's signatures over a digest (jwa_md(a)) with
+ * k's key (EVP_PKEY_verify): from k's pool, or made now when the pool has
+ * none for a. a must fit k (jwks_key_fits) and have a digest. Returns
+ * NULL when OpenSSL fails. The caller owns the context until it gives it
+ * back with jwks_vctx_put. Safe from any thread.
+ */
+EVP_PKEY_CTX *jwks_vctx_get(const struct jwk *k, enum jwa a);
+
+/*
+ * Gives back a context from jwks_vctx_get(k, a) for reuse, or frees it
+ * when the pool is full. NULL-safe. Safe from any thread.
+ */
+void jwks_vctx_put(const struct jwk *k, enum jwa a, EVP_PKEY_CTX *c);
 
 #endif
