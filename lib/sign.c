@@ -16,7 +16,6 @@
 #include "sign.h"
 
 /* Both PEM key files are small; anything bigger is not a key. */
-#define SIGN_PEM_MAX 16384
 
 static void
 sign_errf(char *err, size_t errlen, const char *path, const char *what)
@@ -236,17 +235,13 @@ sign_parse_pem(const unsigned char *buf, long len, bool private)
 	return key;
 }
 
+/* Parses a PEM key of len bytes from buf; path names it in err. */
 static EVP_PKEY *
-sign_load(const char *path, bool private, char *err, size_t errlen)
+sign_load_buf(const unsigned char *buf, long len, const char *path,
+    bool private, char *err, size_t errlen)
 {
-	unsigned char buf[SIGN_PEM_MAX + 1];
-	EVP_PKEY *key = NULL;
-	long len;
+	EVP_PKEY *key;
 
-	assert(path != NULL);
-	len = sign_read_pem(path, buf, err, errlen);
-	if (len < 0)
-		goto out;
 	key = sign_parse_pem(buf, len, private);
 	if (key == NULL && !private) {
 		/*
@@ -258,24 +253,36 @@ sign_load(const char *path, bool private, char *err, size_t errlen)
 		key = sign_parse_pem(buf, len, true);
 		if (key != NULL) {
 			EVP_PKEY_free(key);
-			key = NULL;
 			sign_errf(err, errlen, path, "is a private key; give "
 			    "the public key (filterbuild keygen --pub)");
-			goto out;
+			return NULL;
 		}
 		ERR_clear_error();
 	}
 	if (key == NULL) {
 		sign_errf(err, errlen, path, private ? "not a PEM private key" :
 		    "not a PEM public key");
-		goto out;
+		return NULL;
 	}
 	if (!sign_is_ed25519(key)) {
 		EVP_PKEY_free(key);
-		key = NULL;
 		sign_errf(err, errlen, path, "not an Ed25519 key");
+		return NULL;
 	}
-out:
+	return key;
+}
+
+static EVP_PKEY *
+sign_load(const char *path, bool private, char *err, size_t errlen)
+{
+	unsigned char buf[SIGN_PEM_MAX + 1];
+	EVP_PKEY *key = NULL;
+	long len;
+
+	assert(path != NULL);
+	len = sign_read_pem(path, buf, err, errlen);
+	if (len >= 0)
+		key = sign_load_buf(buf, len, path, private, err, errlen);
 	OPENSSL_cleanse(buf, sizeof(buf));
 	return key;
 }
@@ -360,24 +367,16 @@ sign_ring_init(struct sign_ring *r)
 	memset(r, 0, sizeof(*r));
 }
 
-int
-sign_ring_add(struct sign_ring *r, const char *pubpath, char *err,
+/* Adds key (taken over) to r; path names it in err. */
+static int
+ring_take(struct sign_ring *r, EVP_PKEY *key, const char *path, char *err,
     size_t errlen)
 {
-	EVP_PKEY *key;
 	unsigned char id[SIGN_KEYID_LEN];
 
-	assert(r != NULL && pubpath != NULL);
-	if (r->n >= SIGN_RING_MAX) {
-		sign_errf(err, errlen, pubpath, "too many trusted keys");
-		return -1;
-	}
-	key = sign_load_public(pubpath, err, errlen);
-	if (key == NULL)
-		return -1;
 	if (sign_key_id(key, id) != 0) {
 		EVP_PKEY_free(key);
-		sign_errf(err, errlen, pubpath, "cannot compute key id");
+		sign_errf(err, errlen, path, "cannot compute key id");
 		return -1;
 	}
 	if (sign_ring_find(r, id) != NULL) {
@@ -389,6 +388,43 @@ sign_ring_add(struct sign_ring *r, const char *pubpath, char *err,
 	memcpy(r->ids[r->n], id, SIGN_KEYID_LEN);
 	r->n++;
 	return 0;
+}
+
+int
+sign_ring_add(struct sign_ring *r, const char *pubpath, char *err,
+    size_t errlen)
+{
+	EVP_PKEY *key;
+
+	assert(r != NULL && pubpath != NULL);
+	if (r->n >= SIGN_RING_MAX) {
+		sign_errf(err, errlen, pubpath, "too many trusted keys");
+		return -1;
+	}
+	if ((key = sign_load_public(pubpath, err, errlen)) == NULL)
+		return -1;
+	return ring_take(r, key, pubpath, err, errlen);
+}
+
+int
+sign_ring_add_pem(struct sign_ring *r, const unsigned char *pem, size_t len,
+    const char *name, char *err, size_t errlen)
+{
+	EVP_PKEY *key;
+
+	assert(r != NULL && pem != NULL && name != NULL);
+	if (r->n >= SIGN_RING_MAX) {
+		sign_errf(err, errlen, name, "too many trusted keys");
+		return -1;
+	}
+	if (len > SIGN_PEM_MAX) {
+		sign_errf(err, errlen, name, "too large for a key file");
+		return -1;
+	}
+	if ((key = sign_load_buf(pem, (long)len, name, false, err,
+	    errlen)) == NULL)
+		return -1;
+	return ring_take(r, key, name, err, errlen);
 }
 
 EVP_PKEY *

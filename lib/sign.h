@@ -8,6 +8,7 @@
 
 #define SIGN_SIG_LEN	64	/* Ed25519 signature */
 #define SIGN_KEYID_LEN	32	/* SHA-256 of the raw 32-byte public key */
+#define SIGN_PEM_MAX	16384	/* bytes of a PEM key file */
 #define SIGN_RING_MAX	16
 
 /* A trusted set of public keys (several allow rotation). */
@@ -52,6 +53,13 @@ bool sign_verify(EVP_PKEY *key, const void *msg, size_t len,
 void sign_ring_init(struct sign_ring *r);
 int sign_ring_add(struct sign_ring *r, const char *pubpath, char *err,
     size_t errlen);
+/*
+ * sign_ring_add() of a public key held in memory (len bytes of PEM, at
+ * most SIGN_PEM_MAX), for a caller that read and checked the file
+ * itself; name names it in err. 0, or -1 with err.
+ */
+int sign_ring_add_pem(struct sign_ring *r, const unsigned char *pem,
+    size_t len, const char *name, char *err, size_t errlen);
 /* The ring's key with this id, or NULL. */
 EVP_PKEY *sign_ring_find(const struct sign_ring *r,
     const unsigned char id[SIGN_KEYID_LEN]);

@@ -177,9 +177,6 @@ int
 loader_init(struct loader *l, const struct config *c,
     const struct stale_policy *p, char *err, size_t errlen)
 {
-	char e[512];
-	size_t i;
-
 	memset(l, 0, sizeof(*l));
 	l->audit_fd = -1;
 	sign_ring_init(&l->ring);
@@ -195,13 +192,8 @@ loader_init(struct loader *l, const struct config *c,
 		snprintf(err, errlen, "filter_dir: path too long");
 		goto fail;
 	}
-	for (i = 0; i < c->ntrusted; i++) {
-		if (sign_ring_add(&l->ring, c->trusted_keys[i], e,
-		    sizeof(e)) == -1) {
-			snprintf(err, errlen, "trusted_key: %s", e);
-			goto fail;
-		}
-	}
+	if (loader_load_ring(&l->ring, c, err, errlen) == -1)
+		goto fail;
 	if (path_join(l->state_path, sizeof(l->state_path), c->state_dir,
 	    LOADER_STATE_NAME) == -1) {
 		snprintf(err, errlen, "state_dir: path too long");
@@ -244,17 +236,11 @@ loader_set_keys(struct loader *l, struct snapshot_slot *sl,
 {
 	struct sign_ring nr, old;
 	struct snapshot *s;
-	char e[512];
-	size_t i;
 
 	sign_ring_init(&nr);
-	for (i = 0; i < c->ntrusted; i++) {
-		if (sign_ring_add(&nr, c->trusted_keys[i], e,
-		    sizeof(e)) == -1) {
-			snprintf(err, errlen, "trusted_key: %s", e);
-			sign_ring_free(&nr);
-			return -1;
-		}
+	if (loader_load_ring(&nr, c, err, errlen) == -1) {
+		sign_ring_free(&nr);
+		return -1;
 	}
 	pthread_mutex_lock(&l->load_mu);
 	old = l->ring;
@@ -529,30 +515,80 @@ out_close:
 }
 
 /*
- * A published file must be owned by root, by the daemon's own user or by
- * filter_owner: 0, or -1 with err naming the file, its owner and what was
- * expected. st comes from fstat on the descriptor that was read.
+ * A file the daemon trusts (the filter, its table, a trusted key) must be
+ * owned by root, by the daemon's own user or by filter_owner (owner, when
+ * owner_set), and neither its group nor others may write it: 0, or -1
+ * with err naming the file, its owner or mode and what was expected. st
+ * comes from fstat on the descriptor that was read.
  */
 static int
-owner_ok(const struct loader *l, const char *path, const struct stat *st,
+file_ok(uid_t owner, bool owner_set, const char *path, const struct stat *st,
     char *err, size_t errlen)
 {
 	uid_t self = geteuid();
 
-	if (st->st_uid == 0 || st->st_uid == self ||
-	    (l->owner_set && st->st_uid == l->owner_uid))
-		return 0;
-	if (l->owner_set)
-		snprintf(err, errlen, "%.400s: owned by uid %lu, expected root "
-		    "(0), the daemon's uid %lu or filter_owner uid %lu", path,
-		    (unsigned long)st->st_uid, (unsigned long)self,
-		    (unsigned long)l->owner_uid);
-	else
-		snprintf(err, errlen, "%.400s: owned by uid %lu, expected root "
-		    "(0) or the daemon's uid %lu (set filter_owner to allow "
-		    "another)", path, (unsigned long)st->st_uid,
-		    (unsigned long)self);
-	return -1;
+	if (st->st_uid != 0 && st->st_uid != self &&
+	    !(owner_set && st->st_uid == owner)) {
+		if (owner_set)
+			snprintf(err, errlen, "%.400s: owned by uid %lu, "
+			    "expected root (0), the daemon's uid %lu or "
+			    "filter_owner uid %lu", path,
+			    (unsigned long)st->st_uid, (unsigned long)self,
+			    (unsigned long)owner);
+		else
+			snprintf(err, errlen, "%.400s: owned by uid %lu, "
+			    "expected root (0) or the daemon's uid %lu (set "
+			    "filter_owner to allow another)", path,
+			    (unsigned long)st->st_uid, (unsigned long)self);
+		return -1;
+	}
+	if ((st->st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+		snprintf(err, errlen, "%.400s: writable by group or others "
+		    "(mode %03o)", path, (unsigned)(st->st_mode & 0777));
+		return -1;
+	}
+	return 0;
+}
+
+static int
+owner_ok(const struct loader *l, const char *path, const struct stat *st,
+    char *err, size_t errlen)
+{
+	return file_ok(l->owner_uid, l->owner_set, path, st, err, errlen);
+}
+
+int
+loader_load_ring(struct sign_ring *r, const struct config *c, char *err,
+    size_t errlen)
+{
+	unsigned char *pem;
+	struct stat st;
+	uid_t owner = 0;
+	bool owner_set;
+	size_t i, len;
+	char e[512];
+	int rc;
+
+	if (config_filter_owner(c, &owner, &owner_set, err, errlen) == -1)
+		return -1;
+	for (i = 0; i < c->ntrusted; i++) {
+		if (util_read_file_st(c->trusted_keys[i], SIGN_PEM_MAX, &pem,
+		    &len, &st, e, sizeof(e)) == -1) {
+			snprintf(err, errlen, "trusted_key: %s", e);
+			return -1;
+		}
+		rc = file_ok(owner, owner_set, c->trusted_keys[i], &st, e,
+		    sizeof(e));
+		if (rc == 0)
+			rc = sign_ring_add_pem(r, pem, len, c->trusted_keys[i],
+			    e, sizeof(e));
+		free(pem);
+		if (rc == -1) {
+			snprintf(err, errlen, "trusted_key: %s", e);
+			return -1;
+		}
+	}
+	return 0;
 }
 
 int
@@ -572,9 +608,9 @@ loader_load_files(struct loader *l, struct snapshot_slot *sl,
 	 * Both files are read into private memory, so the bytes that were
 	 * verified can never change under the daemon, whatever happens to
 	 * the files (the table's SHA-256 is checked against the signed
-	 * header in loader_accept). A table that group or others may write
-	 * is refused all the same, and so is a filter or table owned by
-	 * anyone but root, the daemon's user or filter_owner, checked on the
+	 * header in loader_accept). A filter or table that group or others
+	 * may write is refused all the same, and so is one owned by anyone
+	 * but root, the daemon's user or filter_owner, checked on the
 	 * descriptor that is read.
 	 */
 	ff = NULL;
@@ -595,10 +631,6 @@ loader_load_files(struct loader *l, struct snapshot_slot *sl,
 		if (fd == -1 || fstat(fd, &st) == -1)
 			snprintf(e, sizeof(e), "%.400s: %s", table_path,
 			    strerror(errno));
-		else if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
-			snprintf(e, sizeof(e), "%.400s: writable by group or "
-			    "others (mode %03o)", table_path,
-			    (unsigned)(st.st_mode & 0777));
 		else if (owner_ok(l, table_path, &st, e, sizeof(e)) == 0)
 			tab = table_open_fd(fd, table_path, e, sizeof(e));
 		if (fd != -1)

@@ -169,6 +169,16 @@ int loader_set_keys(struct loader *l, struct snapshot_slot *sl,
     const struct config *c, char *err, size_t errlen);
 
 /*
+ * Loads c's trusted key files into r (initialised by the caller), each
+ * read with its fstat: owned by root, the daemon's uid or c's
+ * filter_owner, and writable by neither group nor others, checked on the
+ * descriptor that was read. Returns 0, or -1 with err naming the file;
+ * r then holds the keys loaded so far (the caller frees it).
+ */
+int loader_load_ring(struct sign_ring *r, const struct config *c,
+    char *err, size_t errlen);
+
+/*
  * Checks ff's signature against the trusted keys in force (safe against a
  * concurrent loader_set_keys). Returns 0, or -1 with err.
  */

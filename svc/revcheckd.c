@@ -165,7 +165,6 @@ check_config(const struct config *c)
 	struct sign_ring ring;
 	struct trust tr;
 	char err[512], dir[PATH_MAX];
-	size_t i;
 	int rc = 0;
 
 	if (config_validate(c, err, sizeof(err)) == -1) {
@@ -191,13 +190,9 @@ check_config(const struct config *c)
 		return -1;
 	}
 	sign_ring_init(&ring);
-	for (i = 0; i < c->ntrusted; i++) {
-		if (sign_ring_add(&ring, c->trusted_keys[i], err,
-		    sizeof(err)) == -1) {
-			fprintf(stderr, "revcheckd: trusted_key: %s\n", err);
-			rc = -1;
-			break;
-		}
+	if (loader_load_ring(&ring, c, err, sizeof(err)) == -1) {
+		fprintf(stderr, "revcheckd: %s\n", err);
+		rc = -1;
 	}
 	sign_ring_free(&ring);
 	if (rc == 0 && trust_init(&tr, c, err, sizeof(err)) == -1) {

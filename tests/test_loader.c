@@ -495,6 +495,55 @@ Test(loader, group_writable_table_is_refused)
 	snapshot_slot_free(&sl);
 }
 
+/*
+ * Trusted key files get the owner and mode checks of the filter and
+ * table, on the descriptor read: owned by another user than root, the
+ * daemon's or filter_owner, or writable by group or others, they stop
+ * the start (and a SIGHUP's key reload). A group-writable filter is
+ * refused like a group-writable table. Needs root (to chown), as CI runs.
+ */
+Test(loader, key_file_owner_and_mode_are_checked)
+{
+	struct snapshot_slot sl;
+	struct loader l;
+	struct loader_event ev;
+	int64_t now = util_now();
+	char err[512], fpath[512];
+
+	if (geteuid() != 0)
+		cr_skip_test("needs root to chown");
+	snapshot_slot_init(&sl);
+	cr_assert_eq(chown(pub, 65534, 65534), 0);
+	cr_assert_eq(loader_init(&l, &cfg, &pol, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "trusted_key: ") != NULL &&
+	    strstr(err, "key.pub: owned by uid 65534") != NULL, "%s", err);
+	cfg.filter_owner = strdup("65534");
+	cr_assert_eq(loader_init(&l, &cfg, &pol, err, sizeof(err)), 0, "%s",
+	    err);
+	cr_assert_eq(chmod(pub, 0664), 0);
+	cr_assert_eq(loader_set_keys(&l, &sl, &cfg, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "key.pub: writable by group or others (mode "
+	    "664)") != NULL, "%s", err);
+	cr_assert_eq(chmod(pub, 0644), 0);
+	cr_assert_eq(loader_set_keys(&l, &sl, &cfg, err, sizeof(err)), 0,
+	    "%s", err);
+	/* The filter: group-writable is refused, as the table is. */
+	publish(key, 5, now, now + 600, 0, false);
+	snprintf(fpath, sizeof(fpath), "%s/%s/%s", fdir, PUBLISH_CURRENT,
+	    PUBLISH_FILTER_NAME);
+	cr_assert_eq(chmod(fpath, 0620), 0);
+	cr_assert_eq(loader_poll(&l, &sl, false), -1);
+	loader_stats(&l, &ev, NULL, NULL);
+	cr_assert(strstr(ev.reason, "writable by group or others") != NULL &&
+	    strstr(ev.reason, PUBLISH_FILTER_NAME) != NULL, "%s", ev.reason);
+	cr_assert_eq(serving(&sl), 0);
+	cr_assert_eq(chmod(fpath, 0644), 0);
+	cr_assert_eq(loader_poll(&l, &sl, true), 0);
+	cr_assert_eq(serving(&sl), 5);
+	loader_free(&l);
+	snapshot_slot_free(&sl);
+}
+
 /* ---- delta chains (loader_poll_chain) ---------------------------------- */
 
 /* Writes a delta or head into v1's delta/ directory as name. */

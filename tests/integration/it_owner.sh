@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# it_owner.sh - a published filter or table owned by another user is refused; filter_owner admits one
+# it_owner.sh - a published filter or table, or a trusted key, owned by another user is refused; filter_owner admits one
 #
 # The owner is checked with fstat on the descriptor that is read: root, the
 # daemon's own user, or the configured filter_owner. A pair whose table,
 # then whose filter, belongs to "nobody" is refused at load (503
 # no_filter, the log and /v1/status name the file, its owner and what was
 # expected); with --filter-owner nobody (and with "filter_owner" given as a
-# uid in a config file) the same files load and answer. Needs root to
+# uid in a config file) the same files load and answer. A trusted key
+# owned by nobody stops the start and --check-config unless filter_owner
+# names nobody; a group-writable one is refused even then. Needs root to
 # chown (CI runs as root).
 . "$(dirname "$0")/lib.sh"
 
@@ -85,4 +87,30 @@ else
 	    rc_ok "an unknown filter_owner is a config error" ||
 	    rc_fail "unclear error: $(head -c 300 "$T/bad.out")"
 fi
+# 5. Trusted key files: the same owner rule, and no group or other write.
+chown root "$TAB" "$FIL"
+chown nobody "$T/key.pub"
+out=$("$REVCHECKD" --filter-dir "$T/f" --trusted-key "$T/key.pub" \
+    --state-dir "$T/s" --check-config 2>&1) &&
+    rc_fail "--check-config passed a key owned by nobody" ||
+    rc_expect_match "$out" "trusted_key: .*key\.pub: owned by uid $NOBODY" \
+	"--check-config names the key and its owner"
+port=$(rc_free_port)
+if timeout 10 "$REVCHECKD" --listen "127.0.0.1:$port" --filter-dir "$T/f" \
+    --trusted-key "$T/key.pub" --state-dir "$T/s" >"$T/E.log" 2>&1; then
+	rc_fail "revcheckd started with a trusted key owned by nobody"
+else
+	rc_expect_match "$(cat "$T/E.log")" "trusted_key: .*key\.pub: owned by uid $NOBODY" \
+	    "the start is refused, naming the key"
+fi
+out=$("$REVCHECKD" --filter-dir "$T/f" --trusted-key "$T/key.pub" \
+    --state-dir "$T/s" --filter-owner nobody --check-config 2>&1) &&
+    rc_expect_match "$out" "configuration OK" "filter_owner nobody admits the key" ||
+    rc_fail "--check-config with filter_owner nobody: $out"
+chmod g+w "$T/key.pub"
+out=$("$REVCHECKD" --filter-dir "$T/f" --trusted-key "$T/key.pub" \
+    --state-dir "$T/s" --filter-owner nobody --check-config 2>&1) &&
+    rc_fail "a group-writable key passed" ||
+    rc_expect_match "$out" 'key\.pub: writable by group or others \(mode 664\)' \
+	"a group-writable key is refused"
 rc_done
