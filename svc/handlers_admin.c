@@ -338,26 +338,6 @@ counter(struct sbuf *b, const char *name, const char *help, uint64_t v)
 	sbuf_adds(b, "\n");
 }
 
-/* A Prometheus label value: backslash, quote and newline escaped. */
-static void
-label_value(struct sbuf *b, const char *s, size_t len)
-{
-	size_t i;
-
-	sbuf_adds(b, "\"");
-	for (i = 0; i < len && s[i] != '\0'; i++) {
-		if (s[i] == '\\')
-			sbuf_adds(b, "\\\\");
-		else if (s[i] == '"')
-			sbuf_adds(b, "\\\"");
-		else if (s[i] == '\n')
-			sbuf_adds(b, "\\n");
-		else
-			sbuf_addf(b, "%c", s[i]);
-	}
-	sbuf_adds(b, "\"");
-}
-
 /*
  * Per CRL scope: its thisUpdate and nextUpdate (0 when the CRL has none),
  * so that an alert can fire before a CRL runs out.
@@ -385,9 +365,9 @@ crl_times(struct sbuf *b, const struct ffile_info *fi)
 			if (sc->source != FFILE_SRC_CRL)
 				continue;
 			sbuf_addf(b, "%s{scope=", names[w]);
-			label_value(b, sc->name, strlen(sc->name));
+			sbuf_add_label(b, sc->name, strlen(sc->name));
 			sbuf_adds(b, ",issuer=");
-			label_value(b, sc->issuer, sizeof(sc->issuer));
+			sbuf_add_label(b, sc->issuer, sizeof(sc->issuer));
 			sbuf_adds(b, "} ");
 			sbuf_add_i64(b, w == 0 ? sc->this_update :
 			    sc->next_update);
@@ -506,6 +486,7 @@ handle_metrics(const struct server_req *r)
 	sbuf_addf(&b, "revcheckd_reloads_total{result=\"accepted\"} %llu\n"
 	    "revcheckd_reloads_total{result=\"refused\"} %llu\n",
 	    (unsigned long long)acc, (unsigned long long)rej);
+	trust_metrics(&b, ctx->trust);
 	metrics_render_requests(&b);
 	metrics_render_histograms(&b);
 	if (ctx->metrics_extra != NULL)

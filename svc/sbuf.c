@@ -198,6 +198,25 @@ sbuf_add_jstrs(struct sbuf *b, const char *s)
 	sbuf_add_jstr(b, s, strlen(s));
 }
 
+void
+sbuf_add_label(struct sbuf *b, const char *s, size_t len)
+{
+	size_t i;
+
+	sbuf_adds(b, "\"");
+	for (i = 0; i < len && s[i] != '\0'; i++) {
+		if (s[i] == '\\')
+			sbuf_adds(b, "\\\\");
+		else if (s[i] == '"')
+			sbuf_adds(b, "\\\"");
+		else if (s[i] == '\n')
+			sbuf_adds(b, "\\n");
+		else
+			sbuf_add(b, &s[i], 1);
+	}
+	sbuf_adds(b, "\"");
+}
+
 bool
 sbuf_utf8_valid(const void *p, size_t n)
 {

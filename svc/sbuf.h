@@ -45,6 +45,13 @@ void sbuf_add_i64(struct sbuf *b, int64_t v);
 void sbuf_add_jstr(struct sbuf *b, const void *p, size_t n);
 void sbuf_add_jstrs(struct sbuf *b, const char *s);
 
+/*
+ * Appends a quoted Prometheus label value: '\\', '"' and newline escaped,
+ * up to len bytes or the first NUL. Issuer names and CRL scopes are
+ * printable ASCII, which is all this has to carry.
+ */
+void sbuf_add_label(struct sbuf *b, const char *s, size_t len);
+
 /* True when p[0..n) is well-formed UTF-8 (no overlongs, no surrogates). */
 bool sbuf_utf8_valid(const void *p, size_t n);
 

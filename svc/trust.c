@@ -284,13 +284,31 @@ out:
 	return s;
 }
 
+void
+trust_set_keys(struct trust *t, size_t i, struct jwks *s, int64_t now)
+{
+	struct trust_issuer *ti = &t->iss[i];
+	struct jwks *old;
+
+	pthread_rwlock_wrlock(&t->lock);
+	old = ti->keys;
+	ti->keys = s;
+	ti->keys_at = now;
+	ti->gen++;	/* every cached token of the issuer is verified again */
+	pthread_rwlock_unlock(&t->lock);
+	/* Verifications hold the read lock while they use the set. */
+	if (old != NULL)
+		set_free(old);
+}
+
 /* Fetches one issuer's set and swaps it in; a failure keeps the old. */
 static void
 refresh(struct trust *t, struct trust_issuer *ti, int64_t now)
 {
-	struct jwks *s, *old = NULL;
+	struct jwks *s;
 	char e[sizeof(ti->last_error)];
 	size_t before;
+	bool first;
 
 	s = fetch_set(ti->cfg, e, sizeof(e));
 	pthread_rwlock_wrlock(&t->lock);
@@ -307,19 +325,15 @@ refresh(struct trust *t, struct trust_issuer *ti, int64_t now)
 		return;
 	}
 	before = ti->keys != NULL ? ti->keys->n : 0;
-	old = ti->keys;
-	ti->keys = s;
-	ti->keys_at = now;
-	ti->gen++;	/* every cached token of the issuer is verified again */
+	first = ti->keys == NULL;
 	ti->fetches_ok++;
 	ti->next_fetch = now + ti->cfg->jwks_refresh;
 	ti->last_error[0] = '\0';
 	pthread_rwlock_unlock(&t->lock);
-	if (old == NULL || before != s->n)
+	trust_set_keys(t, (size_t)(ti - t->iss), s, now);
+	if (first || before != s->n)
 		log_info("issuer %s: %zu key(s) from %s", ti->cfg->issuer,
 		    s->n, ti->cfg->jwks_uri);
-	if (old != NULL)
-		set_free(old);
 }
 
 /* True when ti's set should be fetched at now. Caller holds the lock. */
@@ -490,25 +504,41 @@ cache_slot(const struct trust *t, const unsigned char *h)
 
 /*
  * True when the token with hash h was verified for issuer idx, is still
- * within its validity and the issuer's keys have not changed since.
+ * within its time and the issuer's keys have not changed since. An entry
+ * of h found past its time or made under older keys is dropped.
  */
 static bool
 cache_hit(struct trust *t, const unsigned char *h, size_t idx, int64_t now)
 {
-	const struct trust_cached *e;
+	struct trust_cached *e;
 	size_t slot = cache_slot(t, h);
 	pthread_mutex_t *mu = &t->cache_mu[slot % TRUST_CACHE_LOCKS];
+	_Atomic uint64_t *evict = NULL;
 	uint64_t gen;
-	bool hit;
+	bool hit = false;
 
 	pthread_rwlock_rdlock(&t->lock);
 	gen = t->iss[idx].gen;
 	pthread_rwlock_unlock(&t->lock);
 	pthread_mutex_lock(mu);
 	e = &t->cache[slot];
-	hit = e->until > now && e->issuer == idx && e->gen == gen &&
-	    memcmp(e->hash, h, sizeof(e->hash)) == 0;
+	if (e->until != 0 && e->issuer == idx &&
+	    memcmp(e->hash, h, sizeof(e->hash)) == 0) {
+		if (e->gen != gen)
+			evict = &t->cache_evict_keys;
+		else if (e->until <= now)
+			evict = &t->cache_evict_expired;
+		else
+			hit = true;
+		if (evict != NULL)
+			e->until = 0;
+	}
 	pthread_mutex_unlock(mu);
+	if (evict != NULL) {
+		atomic_fetch_add_explicit(evict, 1, memory_order_relaxed);
+		atomic_fetch_sub_explicit(&t->cache_entries, 1,
+		    memory_order_relaxed);
+	}
 	atomic_fetch_add_explicit(hit ? &t->cache_hits : &t->cache_misses, 1,
 	    memory_order_relaxed);
 	return hit;
@@ -529,6 +559,7 @@ cache_put(struct trust *t, const unsigned char *h, size_t idx,
 	pthread_mutex_t *mu = &t->cache_mu[slot % TRUST_CACHE_LOCKS];
 	int64_t exp, until = now + t->cache_max;
 	uint64_t gen;
+	bool added = false, replaced = false;
 
 	if (jwt_claim_time(j, "exp", &exp) == -1)
 		return;
@@ -545,11 +576,21 @@ cache_put(struct trust *t, const unsigned char *h, size_t idx,
 		return;
 	pthread_mutex_lock(mu);
 	e = &t->cache[slot];
+	if (e->until == 0)
+		added = true;
+	else if (memcmp(e->hash, h, sizeof(e->hash)) != 0)
+		replaced = true;
 	memcpy(e->hash, h, sizeof(e->hash));
 	e->until = until;
 	e->gen = gen;
 	e->issuer = idx;
 	pthread_mutex_unlock(mu);
+	if (added)
+		atomic_fetch_add_explicit(&t->cache_entries, 1,
+		    memory_order_relaxed);
+	if (replaced)
+		atomic_fetch_add_explicit(&t->cache_evict_replaced, 1,
+		    memory_order_relaxed);
 }
 
 /* Verifies j against ti at now, under the read lock. */
@@ -703,6 +744,101 @@ claims:
 out:
 	jwt_free(&j);
 	return rc;
+}
+
+/* One sample "NAME{issuer=ISS} V" of a per-issuer series. */
+static void
+issuer_sample(struct sbuf *b, const char *name, const char *iss, double v)
+{
+	sbuf_addf(b, "%s{issuer=", name);
+	sbuf_add_label(b, iss, strlen(iss));
+	sbuf_addf(b, "} %.17g\n", v);
+}
+
+void
+trust_metrics(struct sbuf *b, struct trust *t)
+{
+	static const char *const reasons[3] = { "replaced", "expired",
+	    "keys_changed" };
+	static const struct {
+		const char *name, *type, *help;
+	} fam[4] = {
+		{ "revcheckd_jwks_keys", "gauge", "Usable keys in each "
+		    "issuer's set in service." },
+		{ "revcheckd_jwks_refreshes_total", "counter", "Successful "
+		    "fetches of each issuer's jwks_uri." },
+		{ "revcheckd_jwks_refresh_failures_total", "counter", "Failed "
+		    "fetches of each issuer's jwks_uri (the last good set is "
+		    "kept up to jwks_max_age)." },
+		{ "revcheckd_jwks_age_seconds", "gauge", "Seconds since each "
+		    "jwks_uri issuer's set in service was fetched (absent "
+		    "before the first good fetch)." },
+	};
+	const struct trust_issuer *ti;
+	uint64_t ev[3] = { 0, 0, 0 };
+	int64_t now = util_now();
+	size_t i;
+	int f;
+
+	if (t != NULL) {
+		ev[0] = atomic_load(&t->cache_evict_replaced);
+		ev[1] = atomic_load(&t->cache_evict_expired);
+		ev[2] = atomic_load(&t->cache_evict_keys);
+	}
+	sbuf_addf(b, "# HELP revcheckd_token_cache_hits_total Tokens answered "
+	    "from the verified-token cache.\n"
+	    "# TYPE revcheckd_token_cache_hits_total counter\n"
+	    "revcheckd_token_cache_hits_total %llu\n"
+	    "# HELP revcheckd_token_cache_misses_total Tokens of a trusted "
+	    "issuer not in the cache (verified).\n"
+	    "# TYPE revcheckd_token_cache_misses_total counter\n"
+	    "revcheckd_token_cache_misses_total %llu\n"
+	    "# HELP revcheckd_token_cache_entries Cache slots holding a "
+	    "verified token.\n"
+	    "# TYPE revcheckd_token_cache_entries gauge\n"
+	    "revcheckd_token_cache_entries %llu\n"
+	    "# HELP revcheckd_token_cache_size Slots of the cache "
+	    "(token_cache_size).\n"
+	    "# TYPE revcheckd_token_cache_size gauge\n"
+	    "revcheckd_token_cache_size %llu\n"
+	    "# HELP revcheckd_token_cache_evictions_total Entries dropped: "
+	    "replaced by another token, past their time, or made under keys "
+	    "since replaced.\n"
+	    "# TYPE revcheckd_token_cache_evictions_total counter\n",
+	    (unsigned long long)(t != NULL ? atomic_load(&t->cache_hits) : 0),
+	    (unsigned long long)(t != NULL ? atomic_load(&t->cache_misses) :
+	    0),
+	    (unsigned long long)(t != NULL ? atomic_load(&t->cache_entries) :
+	    0),
+	    (unsigned long long)(t != NULL ? t->cache_size : 0));
+	for (f = 0; f < 3; f++)
+		sbuf_addf(b, "revcheckd_token_cache_evictions_total{reason="
+		    "\"%s\"} %llu\n", reasons[f], (unsigned long long)ev[f]);
+	if (t != NULL && t->n > 0)
+		pthread_rwlock_rdlock(&t->lock);
+	for (f = 0; f < 4; f++) {
+		sbuf_addf(b, "# HELP %s %s\n# TYPE %s %s\n", fam[f].name,
+		    fam[f].help, fam[f].name, fam[f].type);
+		for (i = 0; t != NULL && i < t->n; i++) {
+			ti = &t->iss[i];
+			if (f == 0)
+				issuer_sample(b, fam[f].name, ti->cfg->issuer,
+				    ti->keys != NULL ? (double)ti->keys->n : 0);
+			else if (ti->cfg->jwks_uri == NULL)
+				continue;
+			else if (f == 1)
+				issuer_sample(b, fam[f].name, ti->cfg->issuer,
+				    (double)ti->fetches_ok);
+			else if (f == 2)
+				issuer_sample(b, fam[f].name, ti->cfg->issuer,
+				    (double)ti->fetches_failed);
+			else if (ti->keys != NULL)
+				issuer_sample(b, fam[f].name, ti->cfg->issuer,
+				    (double)(now - ti->keys_at));
+		}
+	}
+	if (t != NULL && t->n > 0)
+		pthread_rwlock_unlock(&t->lock);
 }
 
 void

@@ -100,6 +100,12 @@ struct trust {
 	pthread_mutex_t	 cache_mu[TRUST_CACHE_LOCKS];
 	_Atomic uint64_t cache_hits;
 	_Atomic uint64_t cache_misses;
+	_Atomic uint64_t cache_entries;	/* slots holding a verified token */
+	/* Entries dropped: overwritten by another token of the same slot,
+	 * found past their time, found made under keys since replaced. */
+	_Atomic uint64_t cache_evict_replaced;
+	_Atomic uint64_t cache_evict_expired;
+	_Atomic uint64_t cache_evict_keys;
 	pthread_t	 thread;
 };
 
@@ -122,6 +128,15 @@ int trust_init(struct trust *t, const struct config *c, char *err,
  * or -1 with err when the thread cannot start.
  */
 int trust_start(struct trust *t, char *err, size_t errlen);
+
+/*
+ * Installs s (taken over; NULL: none) as the key set of issuer i, fetched
+ * at now, and frees the old one once no verification uses it. The
+ * issuer's generation moves on, so every token cached for it is verified
+ * again (counted as an eviction, keys_changed). The refresh thread uses
+ * it for jwks_uri issuers. Safe from any thread.
+ */
+void trust_set_keys(struct trust *t, size_t i, struct jwks *s, int64_t now);
 
 /* Logs each issuer's key source and the introspection clients. */
 void trust_log(const struct trust *t);
@@ -180,6 +195,15 @@ int trust_token_cut(struct trust *t, const char *tok, size_t len,
  */
 bool trust_client_ok(const struct trust *t, const char *id, size_t idlen,
     const unsigned char *secret, size_t slen);
+
+/*
+ * Appends the Prometheus series of the verified-token cache
+ * (revcheckd_token_cache_{hits,misses}_total, _entries, _size,
+ * _evictions_total{reason}) and of every issuer's keys
+ * (revcheckd_jwks_keys{issuer}; for a jwks_uri, _refreshes_total,
+ * _refresh_failures_total and _age_seconds). t NULL: zeros, no issuer.
+ */
+void trust_metrics(struct sbuf *b, struct trust *t);
 
 /*
  * Appends ,"token_verification":{...} to a /v1/status object: the mode

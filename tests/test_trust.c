@@ -9,6 +9,7 @@
 #include "jwks.h"
 #include "jwt.h"
 #include "revkey.h"
+#include "../svc/sbuf.h"
 #include "../svc/trust.h"
 #include "util.h"
 
@@ -76,21 +77,11 @@ vec_set(const char *name)
 	return s;
 }
 
-/* What refresh() does with a fetched set: swap it in, bump gen. */
+/* What refresh() does with a fetched set: trust_set_keys, gen bumped. */
 static void
 install(struct trust *t, struct jwks *s, int64_t at)
 {
-	struct trust_issuer *ti = &t->iss[0];
-
-	pthread_rwlock_wrlock(&t->lock);
-	if (ti->keys != NULL) {
-		jwks_free(ti->keys);
-		free(ti->keys);
-	}
-	ti->keys = s;
-	ti->keys_at = at;
-	ti->gen++;
-	pthread_rwlock_unlock(&t->lock);
+	trust_set_keys(t, 0, s, at);
 }
 
 /*
@@ -192,6 +183,9 @@ Test(trust_cache, entry_ends_at_token_cache_max)
 	check(&t, tok, VEC_NOW + 60, "valid", false);
 	check(&t, tok, VEC_NOW + 61, "valid", true);
 	check(&t, tok, VEC_NOW + 121, "valid", false);
+	/* Each end was one eviction (expired); one entry is left. */
+	cr_assert_eq(atomic_load(&t.cache_evict_expired), 2);
+	cr_assert_eq(atomic_load(&t.cache_entries), 1);
 	free(tok);
 	trust_free(&t);
 	config_free(&c);
@@ -218,6 +212,12 @@ Test(trust_cache, entry_dropped_when_keys_change)
 	install(&t, vec_set("a.jwks"), VEC_NOW + 5);
 	check(&t, tok, VEC_NOW + 6, "unknown_key", false);
 	check(&t, tok, VEC_NOW + 7, "unknown_key", false);
+	/* Both new sets dropped the entry made under the set before. */
+	cr_assert_eq(atomic_load(&t.cache_evict_keys), 2);
+	cr_assert_eq(atomic_load(&t.cache_entries), 0);
+	/* No set at all: refused as well, never from the cache. */
+	install(&t, NULL, VEC_NOW + 8);
+	check(&t, tok, VEC_NOW + 9, "keys_unavailable", false);
 	free(tok);
 	trust_free(&t);
 	config_free(&c);
@@ -238,6 +238,62 @@ Test(trust_cache, entry_ends_with_fetched_set)
 	check(&t, tok, VEC_NOW + 600, "valid", true);
 	check(&t, tok, VEC_NOW + 601, "keys_unavailable", false);
 	free(tok);
+	trust_free(&t);
+	config_free(&c);
+}
+
+/*
+ * Two valid tokens sharing the one slot of a one-slot cache: each
+ * verification replaces the other's entry (counted as replaced), a token
+ * that fails is never cached; /metrics shows the counters and the
+ * issuer's key count, and no fetch series for a jwks_file issuer.
+ */
+Test(trust_cache, slot_replacement_counted_and_shown)
+{
+	struct config c;
+	struct trust t;
+	struct sbuf b;
+	char json[8192], p[4096], err[512];
+	char *t1 = vec_token("ok-es256"), *t2 = vec_token("ok-no-nbf-no-iat");
+	char *bad = vec_token("sig-flipped");
+	int i, n;
+
+	config_init(&c);
+	n = snprintf(json, sizeof(json), "{\"token_cache_size\": 1, "
+	    "\"issuers\": [{\"issuer\": \"https://a.example\", "
+	    "\"jwks_file\": \"%s\", \"audiences\": [\"api\"], "
+	    "\"algorithms\": [\"ES256\"]}]}", vec_path(p, sizeof(p), "a.jwks"));
+	cr_assert(n > 0 && (size_t)n < sizeof(json));
+	cr_assert_eq(config_load_buf(&c, json, strlen(json), "test.json", err,
+	    sizeof(err)), 0, "%s", err);
+	cr_assert_eq(trust_init(&t, &c, err, sizeof(err)), 0, "%s", err);
+	for (i = 0; i < 2; i++) {
+		check(&t, t1, VEC_NOW, "valid", false);
+		check(&t, t2, VEC_NOW, "valid", false);
+		check(&t, bad, VEC_NOW, "bad_signature", false);
+	}
+	check(&t, t2, VEC_NOW, "valid", true);
+	/* t1, t2, t1, t2 each took the slot from the other: 3 replaced. */
+	cr_assert_eq(atomic_load(&t.cache_evict_replaced), 3);
+	cr_assert_eq(atomic_load(&t.cache_entries), 1);
+	sbuf_init(&b, 4096, 0);
+	trust_metrics(&b, &t);
+	cr_assert(sbuf_ok(&b));
+	cr_assert_not_null(strstr(b.p, "revcheckd_token_cache_hits_total 1\n"),
+	    "%s", b.p);
+	cr_assert_not_null(strstr(b.p,
+	    "revcheckd_token_cache_misses_total 6\n"), "%s", b.p);
+	cr_assert_not_null(strstr(b.p, "revcheckd_token_cache_entries 1\n"));
+	cr_assert_not_null(strstr(b.p, "revcheckd_token_cache_size 1\n"));
+	cr_assert_not_null(strstr(b.p, "revcheckd_token_cache_evictions_total"
+	    "{reason=\"replaced\"} 3\n"), "%s", b.p);
+	cr_assert_not_null(strstr(b.p, "revcheckd_jwks_keys{issuer="
+	    "\"https://a.example\"} 6\n"), "%s", b.p);
+	cr_assert_null(strstr(b.p, "revcheckd_jwks_refreshes_total{"));
+	sbuf_free(&b);
+	free(bad);
+	free(t2);
+	free(t1);
 	trust_free(&t);
 	config_free(&c);
 }

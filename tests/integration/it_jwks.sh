@@ -94,6 +94,35 @@ rc_curl -H "Authorization: Bearer $T2" "$D_URL/v1/authz"
 rc_expect_status 200 "the remaining key still verifies"
 kill -0 "$D_PID" && rc_ok "D ran through the rotation (same process)" || rc_fail "D died"
 
+# ---------------------------------------------------------------- token cache and JWKS in /metrics
+metric() {	# metric NAME{LABELS}: its value in $T/m.prom ("" when absent)
+	awk -v n="$1" '$1 == n { print $2 }' "$T/m.prom"
+}
+for i in 1 2 3; do code "$D_URL" "$T2" >/dev/null; done
+sleep 2.5	# one more refresh: a new key generation, so T2 is verified again
+code "$D_URL" "$T2" >/dev/null
+curl -s "$D_URL/metrics" >"$T/m.prom"
+out=$(promtool check metrics <"$T/m.prom" 2>&1) && rc=0 || rc=$?
+rc_expect_eq "$rc:$out" "0:" "promtool check metrics is clean with the token cache and JWKS series"
+Q='{issuer="https://idp.example"}'
+rc_expect_eq "$(metric "revcheckd_jwks_keys$Q")" 1 "metrics: the set in service has one key"
+[ "$(metric "revcheckd_jwks_refreshes_total$Q")" -ge 3 ] &&
+    rc_ok "metrics: refreshes counted ($(metric "revcheckd_jwks_refreshes_total$Q"))" ||
+    rc_fail "metrics: refreshes $(metric "revcheckd_jwks_refreshes_total$Q")"
+age=$(metric "revcheckd_jwks_age_seconds$Q")
+[ -n "$age" ] && [ "$age" -ge 0 ] && [ "$age" -le 10 ] &&
+    rc_ok "metrics: the set's age ($age s) follows the 2 s refresh" || rc_fail "metrics: set age '$age'"
+[ "$(metric revcheckd_token_cache_hits_total)" -ge 2 ] &&
+    rc_ok "metrics: cache hits counted" || rc_fail "metrics: hits $(metric revcheckd_token_cache_hits_total)"
+[ "$(metric revcheckd_token_cache_misses_total)" -ge 3 ] &&
+    rc_ok "metrics: cache misses counted" || rc_fail "metrics: misses $(metric revcheckd_token_cache_misses_total)"
+[ "$(metric 'revcheckd_token_cache_evictions_total{reason="keys_changed"}')" -ge 1 ] &&
+    rc_ok "metrics: entries made under replaced keys are dropped" ||
+    rc_fail "metrics: keys_changed evictions $(metric 'revcheckd_token_cache_evictions_total{reason="keys_changed"}')"
+rc_expect_eq "$(metric revcheckd_token_cache_size)" 10000 "metrics: the cache size is token_cache_size"
+[ "$(metric revcheckd_token_cache_entries)" -ge 1 ] &&
+    rc_ok "metrics: entries in the cache" || rc_fail "metrics: entries $(metric revcheckd_token_cache_entries)"
+
 # ---------------------------------------------------------------- L: unknown kids, one fetch
 lfetches() { grep -c 'GET /l/jwks.json' "$NG/access.log" || true; }
 before=$(lfetches)
@@ -121,6 +150,9 @@ rc_expect_json token_verification.issuers.0.keys_expired true "status: the set i
 [ "$(rc_json token_verification.issuers.0.fetches_failed)" -gt 0 ] &&
     rc_ok "status counts failed fetches" || rc_fail "no failed fetch counted"
 rc_expect_match "$(rc_json token_verification.issuers.0.last_error)" . "status: the last error is shown"
+curl -s "$D_URL/metrics" >"$T/m.prom"
+[ "$(metric "revcheckd_jwks_refresh_failures_total$Q")" -ge 1 ] &&
+    rc_ok "metrics: failed fetches counted" || rc_fail "metrics: failures $(metric "revcheckd_jwks_refresh_failures_total$Q")"
 grep -q "keeping the last good set" "$T/D.log" &&
     rc_ok "the failed fetch is logged" || rc_fail "no log of the failed fetch"
 
