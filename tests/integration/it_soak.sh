@@ -109,7 +109,7 @@ check_load() {	# check_load NAME
 	[ "$seen" -ge $(( SECS / 4 )) ] && rc_ok "$1: $seen versions seen under load" ||
 	    rc_fail "$1: only $seen versions seen under load (want >= $(( SECS / 4 )))"
 }
-check_flat() {	# check_flat NAME: RSS within 5 %, fds within 4, baseline to end
+check_flat() {	# check_flat NAME: RSS within 5 % (10 % under ASan), fds within 4, baseline to end
 	awk -v base="$BASE" -v name="$1" '
 	    $1 >= base && b_rss == "" { b_t = $1; b_fd = $2; b_rss = $3 }
 	    $1 >= base { if ($3 > m_rss) m_rss = $3; if ($2 > m_fd) m_fd = $2; e_fd = $2; e_rss = $3; e_t = $1 }
@@ -121,8 +121,13 @@ check_flat() {	# check_flat NAME: RSS within 5 %, fds within 4, baseline to end
 		rc_fail "$1: no RSS samples after ${BASE}s"
 		return
 	fi
-	[ "$mrss" -le $(( brss * 105 / 100 )) ] && rc_ok "$1: RSS within 5 % of the baseline (max $mrss vs $brss kB)" ||
-	    rc_fail "$1: RSS grew over 5 %: $brss -> max $mrss kB"
+	# Under ASan freed memory sits in the allocator's quarantine until it
+	# is full, so RSS climbs for a while without a leak (LSan checks leaks
+	# at exit): 10 % there, 5 % for the plain build.
+	local pct=5
+	ldd "$REVCHECKD" 2>/dev/null | grep -q libasan && pct=10
+	[ "$mrss" -le $(( brss * (100 + pct) / 100 )) ] && rc_ok "$1: RSS within $pct % of the baseline (max $mrss vs $brss kB)" ||
+	    rc_fail "$1: RSS grew over $pct %: $brss -> max $mrss kB"
 	[ "$mfd" -le $(( bfd + 4 )) ] && rc_ok "$1: fd count flat (max $mfd vs $bfd)" ||
 	    rc_fail "$1: fd count grew: $bfd -> max $mfd"
 }
