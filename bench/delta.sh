@@ -12,12 +12,7 @@
 # an origin and an edge syncing from it every second, all on 127.0.0.1.
 # Prints one line per target with MET / NOT MET; numbers on a shared or
 # loaded machine are not the product's.
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=${BUILD:-build/bench}
-case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
-export REVCHECK_SRC=$ROOT REVCHECKD=${REVCHECKD:-$BUILD/revcheckd}
-export FILTERBUILD=${FILTERBUILD:-$BUILD/filterbuild}
-. "$ROOT/tests/integration/lib.sh"
+. "$(dirname "$0")/env.sh"
 . "$ROOT/tests/integration/pg.sh"
 set +e
 

@@ -25,13 +25,7 @@
 #     median ratio, and every round's ratio is listed. Tokens are made
 #     by PyJWT.
 # Numbers on a shared or loaded machine are not the product's.
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=${BUILD:-build/bench}
-case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
-export REVCHECK_SRC=$ROOT REVCHECKD=${REVCHECKD:-$BUILD/revcheckd}
-export FILTERBUILD=${FILTERBUILD:-$BUILD/filterbuild}
-. "$ROOT/tests/integration/lib.sh"
-set +e
+. "$(dirname "$0")/env.sh"
 
 DUR=${BENCH_DURATION:-5}
 VN=${JWT_VERIFY_N:-5000}

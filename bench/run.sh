@@ -794,5 +794,14 @@ else
 	skip jwt "out of time"
 fi
 
+# Issue 14's tail latency: p99 and p99.9 at half of nginx's maximum rate
+# (h2load), revcheckd against nginx, steady and with a reload a second.
+if deadline_ok 1800; then
+	BUILD=$BUILD REVCHECKD=$REVCHECKD FILTERBUILD=$FILTERBUILD BENCH_DURATION=$DUR \
+	    TAIL_N=${TAIL_N:-$HTTP_N} "$ROOT/bench/tail.sh"
+else
+	skip tail "out of time"
+fi
+
 echo "== done in $(( $(date +%s) - START ))s; ${#RESULTS_TXT[@]} lines, JSON in ${OUT#"$ROOT"/}"
 exit 0
