@@ -1,0 +1,70 @@
+/* fuzz_batch.c - the in-place batch reader against cJSON: whatever it accepts, the general path reads the same items */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "batch.h"
+#include "check.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* The daemon's default max_batch. */
+#define FUZZ_MAX_BATCH	10000
+
+/*
+ * The fast path may only take a body whose meaning it knows exactly: for
+ * every body batch_parse accepts, check_parse_body must accept it too and
+ * cJSON must see the same items, with the same id and scope bytes and no
+ * other member. Anything else it must refuse (the general path answers).
+ * A mismatch aborts.
+ */
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const char *body = (const char *)data, *why = NULL;
+	const cJSON *arr, *it, *id, *scope;
+	struct batch_item *items;
+	size_t n = 0, i = 0, cap;
+	cJSON *root;
+
+	cap = batch_items_bound(size, FUZZ_MAX_BATCH);
+	if ((items = calloc(cap > 0 ? cap : 1, sizeof(*items))) == NULL)
+		return 0;
+	if (batch_parse(body, size, items, cap, &n) == -1)
+		goto out;
+	if (n > cap)
+		abort();
+	if ((root = check_parse_body(body, size, &why)) == NULL)
+		abort();
+	arr = cJSON_GetObjectItemCaseSensitive(root, "items");
+	if (!cJSON_IsArray(arr) || cJSON_GetArraySize(root) != 1 ||
+	    (size_t)cJSON_GetArraySize(arr) != n)
+		abort();
+	cJSON_ArrayForEach(it, arr) {
+		if (!cJSON_IsObject(it) || items[i].id < body ||
+		    items[i].id + items[i].id_len > body + size)
+			abort();
+		id = cJSON_GetObjectItemCaseSensitive(it, "id");
+		scope = cJSON_GetObjectItemCaseSensitive(it, "scope");
+		if (!cJSON_IsString(id) ||
+		    strlen(id->valuestring) != items[i].id_len ||
+		    memcmp(id->valuestring, items[i].id, items[i].id_len) != 0)
+			abort();
+		if ((scope == NULL) != (items[i].scope == NULL) ||
+		    cJSON_GetArraySize(it) != (scope != NULL ? 2 : 1))
+			abort();
+		if (scope != NULL && (!cJSON_IsString(scope) ||
+		    strlen(scope->valuestring) != items[i].scope_len ||
+		    memcmp(scope->valuestring, items[i].scope,
+		    items[i].scope_len) != 0))
+			abort();
+		i++;
+	}
+	cJSON_Delete(root);
+out:
+	free(items);
+	return 0;
+}
