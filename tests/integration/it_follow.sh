@@ -203,18 +203,17 @@ converged && rc_ok "a change without a notification is published" ||
 
 # A transaction that took its id first but commits last is not skipped
 # (a plain sequence cursor would skip it).
-# The follower must have published 'fast' (a cycle after 'slow' took its
-# id) while 'slow' is still uncommitted; the open transaction is checked
-# to be still running after the look, so a slow machine cannot make the
-# check pass or fail by timing.
+# The follower holds its cursor below the open transaction, so neither
+# is published until 'slow' commits. The open transaction is checked to
+# be still running after the look, so a slow machine cannot make the
+# look pass or fail by timing.
 psql -X -q -v ON_ERROR_STOP=1 "$PG_URL" -c "BEGIN;
     INSERT INTO revcheck_revocations (id) VALUES ('slow');
     SELECT pg_sleep(8); COMMIT;" >/dev/null &
 slow=$!
 sleep 0.5
 rc_psql -c "INSERT INTO revcheck_revocations (id) VALUES ('fast')"
-converged && rc_ok "a later commit is published while an earlier id is open" ||
-    rc_fail "a later commit is published while an earlier id is open"
+sleep 1
 chain_ids | grep -q "	slow$" && rc_fail "uncommitted row published" || rc_ok "uncommitted row not published"
 kill -0 "$slow" 2>/dev/null && rc_ok "the slow transaction was still open when looked at" ||
     rc_fail "the slow transaction committed before the look (test inconclusive)"
