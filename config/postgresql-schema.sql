@@ -6,8 +6,11 @@
 -- To revoke, an application only inserts a row:
 --     INSERT INTO revcheck_revocations (scope, id) VALUES ('api', 'tok-123');
 -- Deleting the row is an un-revocation (a certificate hold released). A row
--- whose expires_at has passed is left out of every build: an expired token
--- needs no revocation any more.
+-- whose expires_at has passed is left out of every build, and `filterbuild
+-- follow` publishes its removal in the next delta: an expired token needs no
+-- revocation any more. Updating expires_at to a later time keeps the id
+-- revoked. A removal is published only when no other row in force names
+-- the same key (another spelling of a serial: '0A', '0a', '00:0A').
 --
 -- `filterbuild build --source` reads revcheck_revocations (or the --query
 -- given) in one REPEATABLE READ transaction. `filterbuild follow` also reads
@@ -28,6 +31,9 @@ CREATE TABLE IF NOT EXISTS revcheck_revocations (
     expires_at  timestamptz,
     PRIMARY KEY (scope, id)
 );
+-- The follower looks for rows that expired since its last round by this.
+CREATE INDEX IF NOT EXISTS revcheck_revocations_expires
+    ON revcheck_revocations (expires_at) WHERE expires_at IS NOT NULL;
 
 CREATE TABLE IF NOT EXISTS revcheck_changes (
     seq         bigserial   PRIMARY KEY,

@@ -10,6 +10,14 @@
  *   DIR/vN/delta/000..01.rcd ...    deltas 1, 2, ... chained by hash
  *   DIR/vN/delta/head.rcd           the newest head: chain through delta
  *                                   seq is complete, fresh until expiry
+ *
+ * Expired rows leave through deltas too. A delta's issued_at is the time
+ * its round read the source at, and the round removed every row whose
+ * expires_at passed since the previous delta's issued_at (the base's, for
+ * delta 1: a build leaves out what has expired by its issued_at). So the
+ * chain also says how far the expiry sweep went, and a restart goes on
+ * from there. A removal, whatever its cause, is published only when no
+ * row of the source still in force maps to the key (follow_recheck).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -67,6 +75,7 @@ struct follow_state {
 	uint64_t	 chain_entries;
 	int64_t		 base_at;
 	int64_t		 head_at;
+	int64_t		 swept_at;	/* expiries up to here are published */
 };
 
 /* One batch of changes being collected. */
@@ -77,6 +86,7 @@ struct follow_batch {
 	size_t		 n;
 	size_t		 cap;
 	bool		 rebase;	/* an uncovered scope, or too many */
+	int		 can;		/* PGSRC_CAN_* of the connection */
 	int64_t		 changed_at;
 	int64_t		 now;
 };
@@ -110,8 +120,7 @@ follow_usage(FILE *fp)
 	    "  --head-every DUR     re-sign the head this often when idle (default 60s)\n"
 	    "  --rebase-after N     re-base when the chain holds N entries (default\n"
 	    "                       100000)\n"
-	    "  --rebase-every DUR   re-base on this schedule (default 1d; expired rows\n"
-	    "                       leave the filter at re-bases)\n"
+	    "  --rebase-every DUR   re-base on this schedule (default 1d)\n"
 	    "  --once               publish what is there, then exit\n"
 	    "  --query, --scope, --fp-rate, --layout, --keep, --quiet: as for build\n"
 	    "  --help               this text\n", fp);
@@ -249,6 +258,7 @@ follow_state_clear(struct follow_state *st)
 struct follow_walk {
 	uint64_t	 entries;
 	uint64_t	 cursor;
+	int64_t		 swept_at;
 };
 
 /* delta_chain_walk's callback: sums what the chain holds. */
@@ -259,6 +269,7 @@ follow_walked(void *arg, const struct delta *d)
 
 	w->entries += delta_info(d)->nentries;
 	w->cursor = delta_info(d)->cursor;
+	w->swept_at = delta_info(d)->issued_at;
 	return 0;
 }
 
@@ -301,6 +312,7 @@ follow_open_base(struct follow_state *st, const struct follow_opts *o,
 	memcpy(st->pos.base_sha256, ffile_sha256(st->base), 32);
 	memcpy(st->pos.last_sha256, st->pos.base_sha256, 32);
 	st->base_at = ffile_info(st->base)->issued_at;
+	st->swept_at = st->base_at;
 	return 1;
 }
 
@@ -313,7 +325,7 @@ static int
 follow_load(struct follow_state *st, const struct follow_opts *o,
     const struct sign_ring *ring)
 {
-	struct follow_walk w = { 0, 0 };
+	struct follow_walk w = { 0, 0, 0 };
 	struct delta *head = NULL;
 	uint64_t cursor, head_seq;
 	char err[1024];
@@ -321,12 +333,14 @@ follow_load(struct follow_state *st, const struct follow_opts *o,
 
 	if ((rc = follow_open_base(st, o, ring)) <= 0)
 		return rc;
+	w.swept_at = st->swept_at;
 	if (delta_chain_walk(st->ddir, ring, &st->pos, follow_walked, &w,
 	    &head, &head_seq, err, sizeof(err)) != 0) {
 		log_warn("follow: %s: re-basing", err);
 		return 0;
 	}
 	st->chain_entries = w.entries;
+	st->swept_at = w.swept_at;
 	cursor = w.cursor;
 	if (head != NULL) {
 		cursor = delta_info(head)->cursor;
@@ -419,32 +433,63 @@ follow_rebase(struct follow_state *st, const struct follow_opts *o,
 	return 0;
 }
 
+/*
+ * A new zeroed entry at the end of the batch (counted by follow_count),
+ * or NULL with err when memory runs out.
+ */
+static struct delta_entry *
+follow_push(struct follow_batch *b, char *err, size_t errlen)
+{
+	struct delta_entry *nv;
+	size_t ncap;
+
+	if (b->n == b->cap) {
+		ncap = b->cap == 0 ? 64 : b->cap * 2;
+		if (ncap > SIZE_MAX / sizeof(*nv) ||
+		    (nv = realloc(b->v, ncap * sizeof(*nv))) == NULL) {
+			snprintf(err, errlen, "out of memory");
+			return NULL;
+		}
+		b->v = nv;
+		b->cap = ncap;
+	}
+	memset(&b->v[b->n], 0, sizeof(b->v[b->n]));
+	return &b->v[b->n];
+}
+
+/* Counts the entry follow_push() returned; past --rebase-after, re-base. */
+static void
+follow_count(struct follow_batch *b)
+{
+	b->n++;
+	if (b->st->chain_entries + b->n > b->o->rebase_after)
+		b->rebase = true;
+}
+
+/* Turns entry e into the removal of its key. */
+static void
+follow_removal(struct delta_entry *e)
+{
+	e->op = DELTA_REMOVE;
+	e->rec.revoked_at = 0;
+	e->rec.reason[0] = '\0';
+}
+
 /* pgsrc_change_fn: collects a change as a delta entry. */
 static int
 follow_change(void *arg, const struct pgsrc_change *c, char *err,
     size_t errlen)
 {
 	struct follow_batch *b = arg;
-	struct delta_entry *e, *nv;
+	struct delta_entry *e;
 	char e2[512];
-	size_t ncap;
 
 	if (c->changed_at > b->changed_at)
 		b->changed_at = c->changed_at;
 	if (b->rebase)
 		return 0;
-	if (b->n == b->cap) {
-		ncap = b->cap == 0 ? 64 : b->cap * 2;
-		if (ncap > SIZE_MAX / sizeof(*nv) ||
-		    (nv = realloc(b->v, ncap * sizeof(*nv))) == NULL) {
-			snprintf(err, errlen, "out of memory");
-			return -1;
-		}
-		b->v = nv;
-		b->cap = ncap;
-	}
-	e = &b->v[b->n];
-	memset(e, 0, sizeof(*e));
+	if ((e = follow_push(b, err, errlen)) == NULL)
+		return -1;
 	if (input_row_rec(&c->row, NULL, &e->rec, e2, sizeof(e2)) != 0) {
 		snprintf(err, errlen, "change of id \"%.*s\": %s",
 		    (int)(c->row.id_len > 64 ? 64 : c->row.id_len), c->row.id,
@@ -457,17 +502,165 @@ follow_change(void *arg, const struct pgsrc_change *c, char *err,
 		return 0;
 	}
 	/* An add that has already expired needs no revocation. */
-	if (c->removed || (c->expires_at != 0 && c->expires_at <= b->now)) {
-		e->op = DELTA_REMOVE;
-		e->rec.revoked_at = 0;
-		e->rec.reason[0] = '\0';
-	} else {
+	if (c->removed || (c->expires_at != 0 && c->expires_at <= b->now))
+		follow_removal(e);
+	else
 		e->op = DELTA_ADD;
-	}
-	b->n++;
-	if (b->st->chain_entries + b->n > b->o->rebase_after)
-		b->rebase = true;
+	follow_count(b);
 	return 0;
+}
+
+/*
+ * pgsrc_row_fn of the expiry sweep: a row whose expires_at passed since
+ * the last sweep becomes the removal of its key. A row no build or change
+ * could take (a bad value, a scope the base does not cover) was never
+ * published, so there is nothing to remove.
+ */
+static int
+follow_expired(void *arg, const struct input_row *row, char *err,
+    size_t errlen)
+{
+	struct follow_batch *b = arg;
+	struct table_rec rec;
+	struct delta_entry *e;
+	char e2[512];
+
+	if (b->rebase || input_row_rec(row, b->o->scope, &rec, e2,
+	    sizeof(e2)) != 0 || ffile_scope(b->st->base, rec.key.scope) == NULL)
+		return 0;
+	if ((e = follow_push(b, err, errlen)) == NULL)
+		return -1;
+	e->rec = rec;
+	follow_removal(e);
+	follow_count(b);
+	return 0;
+}
+
+/* The keys a batch removes, and what the source still holds for them. */
+struct follow_live {
+	const struct revkey **keys;	/* sorted, unique */
+	struct table_rec *found;	/* per key: the row(s) in force */
+	bool		*have;
+	size_t		 n;
+	const char	*scope;		/* of a row without one */
+};
+
+/* qsort_r/bsearch comparator of revkey pointers. */
+static int
+follow_key_cmp(const void *a, const void *b)
+{
+	return revkey_cmp(*(const struct revkey *const *)a,
+	    *(const struct revkey *const *)b);
+}
+
+/*
+ * pgsrc_row_fn of the recheck: a row in force whose key is one being
+ * removed keeps it revoked (the earliest known revoked_at and the first
+ * reason win, as a build merges rows). Such a row that cannot be read is
+ * an error, as it would stop a build.
+ */
+static int
+follow_live_row(void *arg, const struct input_row *row, char *err,
+    size_t errlen)
+{
+	struct follow_live *l = arg;
+	const struct revkey *kp, *const *hit;
+	struct table_rec rec, *f;
+	char e2[512];
+	size_t j;
+
+	if (input_row_rec(row, l->scope, &rec, e2, sizeof(e2)) != 0) {
+		snprintf(err, errlen, "a row in force for a removed key, id "
+		    "\"%.*s\": %s", (int)(row->id_len > 64 ? 64 : row->id_len),
+		    row->id, e2);
+		return -1;
+	}
+	kp = &rec.key;
+	hit = bsearch(&kp, l->keys, l->n, sizeof(*l->keys), follow_key_cmp);
+	if (hit == NULL)
+		return 0;	/* another serial with the same digits */
+	j = (size_t)(hit - l->keys);
+	f = &l->found[j];
+	if (!l->have[j]) {
+		*f = rec;
+		l->have[j] = true;
+		return 0;
+	}
+	if (rec.revoked_at != 0 && (f->revoked_at == 0 ||
+	    rec.revoked_at < f->revoked_at))
+		f->revoked_at = rec.revoked_at;
+	if (f->reason[0] == '\0')
+		memcpy(f->reason, rec.reason, sizeof(f->reason));
+	return 0;
+}
+
+/*
+ * A removal (a deleted row, an update, an expiry) must never release a
+ * key that the source still revokes through another row: another
+ * spelling of the same serial ("0A", "0a", "00:0a"), or a second row of a
+ * --query that unions tables. Inside the round's snapshot, every key the
+ * batch removes is looked up among the rows in force; a key that has one
+ * gets an add after its removal (the last entry of a key wins). Without
+ * the recheck statement, a batch with a removal re-bases instead. Returns
+ * 0, or -1 with err.
+ */
+static int
+follow_recheck(struct follow_batch *b, struct pgsrc *p, char *err,
+    size_t errlen)
+{
+	struct follow_live l;
+	struct delta_entry *e;
+	size_t i, m = 0, nfound = 0;
+	int rc = -1;
+
+	memset(&l, 0, sizeof(l));
+	for (i = 0; i < b->n; i++)
+		m += b->v[i].op == DELTA_REMOVE;
+	if (m == 0 || b->rebase)
+		return 0;
+	if (!(b->can & PGSRC_CAN_RECHECK)) {
+		b->rebase = true;
+		return 0;
+	}
+	l.keys = calloc(m, sizeof(*l.keys));
+	l.found = calloc(m, sizeof(*l.found));
+	l.have = calloc(m, sizeof(*l.have));
+	if (l.keys == NULL || l.found == NULL || l.have == NULL) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < b->n; i++)
+		if (b->v[i].op == DELTA_REMOVE)
+			l.keys[l.n++] = &b->v[i].rec.key;
+	qsort(l.keys, l.n, sizeof(*l.keys), follow_key_cmp);
+	for (i = 0, m = 0; i < l.n; i++)
+		if (m == 0 || follow_key_cmp(&l.keys[m - 1], &l.keys[i]) != 0)
+			l.keys[m++] = l.keys[i];
+	l.n = m;
+	l.scope = b->o->scope != NULL ? b->o->scope : REVKEY_DEFAULT_SCOPE;
+	if (pgsrc_read_live(p, l.keys, l.n, l.scope, b->now, follow_live_row,
+	    &l, err, errlen) != 0)
+		goto out;
+	/* l.keys point into b->v, which follow_push may move: not used below. */
+	for (i = 0; i < l.n; i++)
+		if (l.have[i])
+			l.found[nfound++] = l.found[i];
+	for (i = 0; i < nfound; i++) {
+		if ((e = follow_push(b, err, errlen)) == NULL)
+			goto out;
+		e->op = DELTA_ADD;
+		e->rec = l.found[i];
+		follow_count(b);
+	}
+	if (nfound > 0 && !b->o->quiet)
+		log_info("follow: %zu removed key(s) still revoked by another "
+		    "row in force: kept", nfound);
+	rc = 0;
+out:
+	free(l.keys);
+	free(l.found);
+	free(l.have);
+	return rc;
 }
 
 /* Signs and writes delta seq + 1, then its head. 0 or -1. */
@@ -486,7 +679,8 @@ follow_delta(struct follow_state *st, const struct follow_opts *o,
 	memcpy(in.base_sha256, st->pos.base_sha256, 32);
 	in.seq = st->pos.seq + 1;
 	memcpy(in.prev_sha256, st->pos.last_sha256, 32);
-	in.issued_at = util_now();
+	/* The round's time: the sweep went this far (see the top). */
+	in.issued_at = b->now;
 	in.expires_at = in.issued_at + o->valid_for;
 	in.cursor = horizon;
 	in.changed_at = b->changed_at;
@@ -502,6 +696,7 @@ follow_delta(struct follow_state *st, const struct follow_opts *o,
 	st->pos.seq = in.seq;
 	memcpy(st->pos.last_sha256, sha, 32);
 	st->cursor = horizon;
+	st->swept_at = in.issued_at;
 	st->chain_entries += b->n;
 	if (!o->quiet)
 		log_info("follow: published delta %" PRIu64 " of base %" PRIu64
@@ -519,19 +714,31 @@ follow_delta(struct follow_state *st, const struct follow_opts *o,
  */
 static int
 follow_round(struct follow_state *st, const struct follow_opts *o,
-    EVP_PKEY *key, const struct sign_ring *ring, struct pgsrc *p)
+    EVP_PKEY *key, const struct sign_ring *ring, struct pgsrc *p, int can)
 {
 	struct follow_batch b;
 	uint64_t horizon = st->cursor;
 	char err[1024];
-	int rc = 0;
+	int rc = 0, r;
 
 	memset(&b, 0, sizeof(b));
 	b.st = st;
 	b.o = o;
+	b.can = can;
 	b.now = util_now();
-	if (pgsrc_read_changes(p, st->cursor, &horizon, follow_change, &b, err,
-	    sizeof(err)) != 0) {
+	/* Changes, expiries and rechecks all read one snapshot. */
+	r = pgsrc_snapshot_begin(p, st->cursor, &horizon, err, sizeof(err));
+	if (r == 0) {
+		r = pgsrc_read_changes(p, st->cursor, horizon, follow_change,
+		    &b, err, sizeof(err));
+		if (r == 0 && !b.rebase && (can & PGSRC_CAN_SWEEP))
+			r = pgsrc_read_expired(p, st->swept_at, b.now,
+			    follow_expired, &b, err, sizeof(err));
+		if (r == 0)
+			r = follow_recheck(&b, p, err, sizeof(err));
+		r = pgsrc_snapshot_end(p, r, err, sizeof(err));
+	}
+	if (r != 0) {
 		log_err("follow: %s", err);
 		/*
 		 * A value refused while the connection is fine stays in the
@@ -551,8 +758,8 @@ follow_round(struct follow_state *st, const struct follow_opts *o,
 		goto out;
 	}
 	/*
-	 * A delta that cannot be written leaves the cursor where it was: the
-	 * next round reads the same changes again.
+	 * A delta that cannot be written leaves the cursor (and the sweep)
+	 * where it was: the next round reads the same changes again.
 	 */
 	if (b.n > 0)
 		(void)follow_delta(st, o, key, &b, horizon);
@@ -563,6 +770,21 @@ follow_round(struct follow_state *st, const struct follow_opts *o,
 out:
 	free(b.v);
 	return rc;
+}
+
+/*
+ * Says once per connection what the source's query does not allow: then
+ * expired rows leave at re-bases only, or every removal re-bases.
+ */
+static void
+follow_caps_log(int can, const char *why)
+{
+	if (!(can & PGSRC_CAN_RECHECK))
+		log_err("follow: every removal re-bases (removals cannot be "
+		    "rechecked: %s)", why);
+	else if (!(can & PGSRC_CAN_SWEEP))
+		log_warn("follow: expired rows leave at re-bases only (%s)",
+		    why);
 }
 
 /* Sleeps up to secs seconds, or less when told to stop. */
@@ -585,7 +807,7 @@ fb_follow(int argc, char **argv)
 	struct pgsrc *p = NULL;
 	EVP_PKEY *key = NULL;
 	char err[1024], lock[4200];
-	int rc, lfd = -1, backoff = 1, ret = FB_EXIT_FAIL;
+	int rc, lfd = -1, backoff = 1, can = 0, ret = FB_EXIT_FAIL;
 
 	rc = follow_parse(&o, argc, argv);
 	if (rc != 0)
@@ -636,7 +858,9 @@ fb_follow(int argc, char **argv)
 	while (!follow_stop) {
 		if (p == NULL) {
 			p = pgsrc_connect(o.source, err, sizeof(err));
-			if (p == NULL || pgsrc_listen(p, err, sizeof(err)) != 0) {
+			if (p == NULL || pgsrc_listen(p, err, sizeof(err)) != 0 ||
+			    (can = pgsrc_prepare_rows(p, o.query, err,
+			    sizeof(err))) < 0) {
 				log_err("follow: %s (retrying in %d s)", err,
 				    backoff);
 				pgsrc_close(p);
@@ -649,6 +873,7 @@ fb_follow(int argc, char **argv)
 				continue;
 			}
 			backoff = 1;
+			follow_caps_log(can, err);
 		}
 		if (!st.have) {
 			if (follow_rebase(&st, &o, key, &ring) != 0) {
@@ -658,7 +883,7 @@ fb_follow(int argc, char **argv)
 				follow_sleep(backoff);
 				continue;
 			}
-		} else if (follow_round(&st, &o, key, &ring, p) != 0) {
+		} else if (follow_round(&st, &o, key, &ring, p, can) != 0) {
 			pgsrc_close(p);
 			p = NULL;
 			if (o.once)

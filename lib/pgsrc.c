@@ -11,7 +11,9 @@
 #include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,8 +25,17 @@
 #define PGSRC_STR1(x)	#x
 #define PGSRC_STR(x)	PGSRC_STR1(x)
 
+/* Names of the statements pgsrc_prepare_rows() prepares. */
+#define PG_ST_SWEEP	"revcheck_sweep"
+#define PG_ST_LIVE	"revcheck_live"
+#define PG_ST_LIVE_SER	"revcheck_live_serial"
+/* Keys per execution of a recheck statement. */
+#define PG_LIVE_BATCH	10000
+
 struct pgsrc {
 	PGconn		*conn;
+	int		 can;		/* PGSRC_CAN_* prepared */
+	int		 ncols;		/* columns of the prepared statements */
 };
 
 /* Formats "postgresql: what: <server message>" without a trailing newline. */
@@ -181,6 +192,19 @@ out:
 	return rc;
 }
 
+/*
+ * The time in column col of row i into *out (left as it is when NULL).
+ * 0, or -1 with *bad set to the value that is not a time.
+ */
+static int
+pg_time(const PGresult *res, int i, int col, int64_t *out, const char **bad)
+{
+	if (PQgetisnull(res, i, col))
+		return 0;
+	*bad = PQgetvalue(res, i, col);
+	return pgsrc_parse_time(*bad, out);
+}
+
 /* ---- full reads --------------------------------------------------------- */
 
 struct full_rd {
@@ -327,87 +351,447 @@ out:
 /* ---- changes ------------------------------------------------------------ */
 
 int
-pgsrc_read_changes(struct pgsrc *p, uint64_t from, uint64_t *to,
+pgsrc_snapshot_begin(struct pgsrc *p, uint64_t from, uint64_t *horizon,
+    char *err, size_t errlen)
+{
+	assert(p != NULL && horizon != NULL);
+	if (pg_begin(p, err, errlen) != 0)
+		return -1;
+	if (pg_horizon(p, horizon, err, errlen) != 0)
+		return pg_end(p, -1, err, errlen);
+	if (*horizon < from) {
+		snprintf(err, errlen, "postgresql: the server's transaction "
+		    "horizon %" PRIu64 " is below the cursor %" PRIu64 " (a "
+		    "different server, or one restored from a backup?)",
+		    *horizon, from);
+		return pg_end(p, -1, err, errlen);
+	}
+	return 0;
+}
+
+int
+pgsrc_snapshot_end(struct pgsrc *p, int rc, char *err, size_t errlen)
+{
+	assert(p != NULL);
+	return pg_end(p, rc, err, errlen);
+}
+
+int
+pgsrc_read_changes(struct pgsrc *p, uint64_t from, uint64_t to,
     pgsrc_change_fn fn, void *arg, char *err, size_t errlen)
 {
 	char a[24], b[24];
 	const char *params[2] = { a, b }, *op, *v;
 	struct pgsrc_change c;
 	PGresult *res = NULL;
-	uint64_t horizon;
 	int i, n, rc = -1;
 
-	assert(p != NULL && to != NULL && fn != NULL);
-	if (pg_begin(p, err, errlen) != 0)
-		return -1;
-	if (pg_horizon(p, &horizon, err, errlen) != 0)
-		goto out_end;
-	if (horizon < from) {
-		snprintf(err, errlen, "postgresql: the server's transaction "
-		    "horizon %" PRIu64 " is below the cursor %" PRIu64 " (a "
-		    "different server, or one restored from a backup?)",
-		    horizon, from);
-		goto out_end;
+	assert(p != NULL && fn != NULL && to >= from);
+	if (to == from)
+		return 0;
+	snprintf(a, sizeof(a), "%" PRIu64, from);
+	snprintf(b, sizeof(b), "%" PRIu64, to);
+	res = PQexecParams(p->conn, "SELECT seq, op, scope, id, "
+	    "revoked_at, reason, expires_at, changed_at FROM "
+	    "revcheck_changes WHERE xid >= $1::text::xid8 AND "
+	    "xid < $2::text::xid8 ORDER BY seq", 2, NULL, params,
+	    NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		pg_err(p, res, "reading revcheck_changes", err, errlen);
+		goto out;
 	}
-	if (horizon > from) {
-		snprintf(a, sizeof(a), "%" PRIu64, from);
-		snprintf(b, sizeof(b), "%" PRIu64, horizon);
-		res = PQexecParams(p->conn, "SELECT seq, op, scope, id, "
-		    "revoked_at, reason, expires_at, changed_at FROM "
-		    "revcheck_changes WHERE xid >= $1::text::xid8 AND "
-		    "xid < $2::text::xid8 ORDER BY seq", 2, NULL, params,
-		    NULL, NULL, 0);
-		if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-			pg_err(p, res, "reading revcheck_changes", err, errlen);
-			goto out_end;
-		}
-		if (PQnfields(res) != 8) {
-			snprintf(err, errlen, "postgresql: revcheck_changes "
-			    "returned %d columns, not 8", PQnfields(res));
-			goto out_end;
-		}
-		n = PQntuples(res);
-		for (i = 0; i < n; i++) {
-			const char *seq = PQgetvalue(res, i, 0);
+	if (PQnfields(res) != 8) {
+		snprintf(err, errlen, "postgresql: revcheck_changes "
+		    "returned %d columns, not 8", PQnfields(res));
+		goto out;
+	}
+	n = PQntuples(res);
+	for (i = 0; i < n; i++) {
+		const char *seq = PQgetvalue(res, i, 0);
 
-			memset(&c, 0, sizeof(c));
-			op = PQgetvalue(res, i, 1);
-			if (strcmp(op, "A") != 0 && strcmp(op, "R") != 0) {
-				snprintf(err, errlen, "postgresql: change %.20s: "
-				    "op \"%.8s\" is neither A nor R", seq, op);
-				goto out_end;
-			}
-			c.removed = op[0] == 'R';
-			if (PQgetisnull(res, i, 2) || PQgetisnull(res, i, 3)) {
-				snprintf(err, errlen, "postgresql: change %.20s: "
-				    "scope or id is NULL", seq);
-				goto out_end;
-			}
-			c.row.scope = PQgetvalue(res, i, 2);
-			c.row.id = PQgetvalue(res, i, 3);
-			c.row.id_len = (size_t)PQgetlength(res, i, 3);
-			if (!PQgetisnull(res, i, 5))
-				c.row.reason = PQgetvalue(res, i, 5);
-			if ((!PQgetisnull(res, i, 4) && pgsrc_parse_time(
-			    v = PQgetvalue(res, i, 4), &c.row.revoked_at) != 0) ||
-			    (!PQgetisnull(res, i, 6) && pgsrc_parse_time(
-			    v = PQgetvalue(res, i, 6), &c.expires_at) != 0) ||
-			    (!PQgetisnull(res, i, 7) && pgsrc_parse_time(
-			    v = PQgetvalue(res, i, 7), &c.changed_at) != 0)) {
-				snprintf(err, errlen, "postgresql: change %.20s: "
-				    "\"%.40s\" is not a time", seq, v);
-				goto out_end;
-			}
-			if (fn(arg, &c, err, errlen) != 0)
-				goto out_end;
+		memset(&c, 0, sizeof(c));
+		op = PQgetvalue(res, i, 1);
+		if (strcmp(op, "A") != 0 && strcmp(op, "R") != 0) {
+			snprintf(err, errlen, "postgresql: change %.20s: "
+			    "op \"%.8s\" is neither A nor R", seq, op);
+			goto out;
 		}
+		c.removed = op[0] == 'R';
+		if (PQgetisnull(res, i, 2) || PQgetisnull(res, i, 3)) {
+			snprintf(err, errlen, "postgresql: change %.20s: "
+			    "scope or id is NULL", seq);
+			goto out;
+		}
+		c.row.scope = PQgetvalue(res, i, 2);
+		c.row.id = PQgetvalue(res, i, 3);
+		c.row.id_len = (size_t)PQgetlength(res, i, 3);
+		if (!PQgetisnull(res, i, 5))
+			c.row.reason = PQgetvalue(res, i, 5);
+		if (pg_time(res, i, 4, &c.row.revoked_at, &v) != 0 ||
+		    pg_time(res, i, 6, &c.expires_at, &v) != 0 ||
+		    pg_time(res, i, 7, &c.changed_at, &v) != 0) {
+			snprintf(err, errlen, "postgresql: change %.20s: "
+			    "\"%.40s\" is not a time", seq, v);
+			goto out;
+		}
+		if (fn(arg, &c, err, errlen) != 0)
+			goto out;
 	}
 	rc = 0;
-out_end:
-	if ((rc = pg_end(p, rc, err, errlen)) == 0)
-		*to = horizon;
+out:
 	PQclear(res);
 	return rc;
+}
+
+/* ---- rows of the source query: the expiry sweep, removal rechecks ------- */
+
+/*
+ * The SQL of the three statements over query, with the columns it has.
+ * The recheck's "IN (SELECT * FROM unnest(...))" on the plain columns
+ * lets the server use the (scope, id) primary key of the default table; a
+ * row whose scope is NULL belongs to the default scope ($4), and is found
+ * by a second branch (an index scan of "scope IS NULL" there).
+ */
+struct pg_cols {
+	bool	 scope, at, reason, exp;
+};
+
+static int
+pg_stmt_sql(char **out, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static int
+pg_stmt_sql(char **out, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(out, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		*out = NULL;
+	return n < 0 ? -1 : 0;
+}
+
+/* Prepares one statement; 0, or -1 with err ("what: server message"). */
+static int
+pg_prepare(struct pgsrc *p, const char *name, const char *sql, int n,
+    const Oid *types, const char *what, char *err, size_t errlen)
+{
+	PGresult *res = PQprepare(p->conn, name, sql, n, types);
+	int rc = 0;
+
+	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+		pg_err(p, res, what, err, errlen);
+		rc = -1;
+	}
+	PQclear(res);
+	return rc;
+}
+
+int
+pgsrc_prepare_rows(struct pgsrc *p, const char *query, char *err,
+    size_t errlen)
+{
+	/* text[] (1009), int8 (20), text (25): types the server needs no guess for. */
+	static const Oid sweep_t[2] = { 20, 20 };
+	static const Oid live_t[4] = { 1009, 1009, 20, 25 };
+	char *q = NULL, *probe = NULL, *sweep = NULL, *live = NULL, *ser = NULL;
+	const char *sc, *at, *rs, *inforce;
+	struct pg_cols c;
+	PGresult *res = NULL;
+	size_t qlen;
+	int ret = -1;
+
+	assert(p != NULL);
+	err[0] = '\0';
+	p->can = 0;
+	if (query == NULL)
+		query = PGSRC_DEFAULT_QUERY;
+	/* A subquery cannot end in ';' (a full read's cursor does not mind). */
+	qlen = strlen(query);
+	while (qlen > 0 && (query[qlen - 1] == ';' || query[qlen - 1] == ' ' ||
+	    query[qlen - 1] == '\n' || query[qlen - 1] == '\t' ||
+	    query[qlen - 1] == '\r'))
+		qlen--;
+	if (qlen > INT_MAX || pg_stmt_sql(&q, "%.*s", (int)qlen, query) != 0 ||
+	    pg_stmt_sql(&probe, "SELECT * FROM (%s) q LIMIT 0", q) != 0) {
+		snprintf(err, errlen, "postgresql: out of memory");
+		goto out;
+	}
+	res = PQexecParams(p->conn, probe, 0, NULL, NULL, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		pg_err(p, res, "the query as a subquery", err, errlen);
+		ret = pgsrc_ok(p) ? 0 : -1;
+		goto out;
+	}
+	if (PQfnumber(res, "id") < 0) {
+		snprintf(err, errlen, "postgresql: the query returns no column "
+		    "named \"id\"");
+		ret = 0;
+		goto out;
+	}
+	c.scope = PQfnumber(res, "scope") >= 0;
+	c.at = PQfnumber(res, "revoked_at") >= 0;
+	c.reason = PQfnumber(res, "reason") >= 0;
+	c.exp = PQfnumber(res, "expires_at") >= 0;
+	sc = c.scope ? "q.scope::text" : "NULL::text";
+	at = c.at ? "q.revoked_at" : "NULL::text";
+	rs = c.reason ? "q.reason::text" : "NULL::text";
+	inforce = c.exp ? "(q.expires_at IS NULL OR q.expires_at > "
+	    "to_timestamp($3::float8))" : "$3 IS NOT NULL";
+	if (pg_stmt_sql(&sweep, "SELECT %s, q.id::text FROM (%s) q WHERE "
+	    "q.expires_at > to_timestamp($1::float8) AND q.expires_at <= "
+	    "to_timestamp($2::float8)", sc, q) != 0 ||
+	    pg_stmt_sql(&live, c.scope ?
+	    "SELECT q.scope::text, q.id::text, %2$s, %3$s FROM (%1$s) q WHERE "
+	    "(q.scope::text, q.id::text) IN (SELECT * FROM unnest($1, $2)) "
+	    "AND %4$s UNION ALL "
+	    "SELECT NULL::text, q.id::text, %2$s, %3$s FROM (%1$s) q WHERE "
+	    "q.scope IS NULL AND ($4, q.id::text) IN (SELECT * FROM "
+	    "unnest($1, $2)) AND %4$s" :
+	    "SELECT NULL::text, q.id::text, %2$s, %3$s FROM (%1$s) q WHERE "
+	    "($4, q.id::text) IN (SELECT * FROM unnest($1, $2)) AND %4$s",
+	    q, at, rs, inforce) != 0 ||
+	    pg_stmt_sql(&ser, "SELECT %2$s, q.id::text, %3$s, %4$s FROM (%1$s) q "
+	    "WHERE coalesce(%2$s, $4) = ANY($1) AND (coalesce(%2$s, $4), "
+	    "ltrim(regexp_replace(lower(q.id::text), '[^0-9a-f]', '', 'g'), "
+	    "'0')) IN (SELECT * FROM unnest($1, $2)) AND %5$s",
+	    q, sc, at, rs, inforce) != 0) {
+		snprintf(err, errlen, "postgresql: out of memory");
+		goto out;
+	}
+	if (pg_prepare(p, PG_ST_LIVE, live, 4, live_t, "preparing the "
+	    "removal recheck", err, errlen) == 0 && pg_prepare(p,
+	    PG_ST_LIVE_SER, ser, 4, live_t, "preparing the removal recheck "
+	    "of serials", err, errlen) == 0)
+		p->can |= PGSRC_CAN_RECHECK;
+	if (!pgsrc_ok(p))
+		goto out;
+	if (!c.exp) {
+		if (err[0] == '\0')
+			snprintf(err, errlen, "postgresql: the query returns no "
+			    "column named \"expires_at\": nothing expires");
+	} else if (pg_prepare(p, PG_ST_SWEEP, sweep, 2, sweep_t, "preparing "
+	    "the expiry sweep", err, errlen) == 0) {
+		p->can |= PGSRC_CAN_SWEEP;
+	}
+	if (!pgsrc_ok(p))
+		goto out;
+	ret = p->can;
+out:
+	PQclear(res);
+	free(q);
+	free(probe);
+	free(sweep);
+	free(live);
+	free(ser);
+	return ret;
+}
+
+/*
+ * Runs a prepared statement of rows (scope, id[, revoked_at, reason]) and
+ * calls fn for each. 0, or -1 with err.
+ */
+static int
+pg_rows(struct pgsrc *p, const char *name, int nparams,
+    const char *const *params, const char *what, pgsrc_row_fn fn, void *arg,
+    char *err, size_t errlen)
+{
+	struct input_row row;
+	PGresult *res;
+	const char *v;
+	int i, n, nf, rc = -1;
+
+	res = PQexecPrepared(p->conn, name, nparams, params, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		pg_err(p, res, what, err, errlen);
+		goto out;
+	}
+	nf = PQnfields(res);
+	n = PQntuples(res);
+	for (i = 0; i < n; i++) {
+		memset(&row, 0, sizeof(row));
+		if (PQgetisnull(res, i, 1)) {
+			snprintf(err, errlen, "postgresql: %s: an id is NULL",
+			    what);
+			goto out;
+		}
+		if (!PQgetisnull(res, i, 0))
+			row.scope = PQgetvalue(res, i, 0);
+		row.id = PQgetvalue(res, i, 1);
+		row.id_len = (size_t)PQgetlength(res, i, 1);
+		if (nf > 3 && !PQgetisnull(res, i, 3))
+			row.reason = PQgetvalue(res, i, 3);
+		if (nf > 2 && pg_time(res, i, 2, &row.revoked_at, &v) != 0) {
+			snprintf(err, errlen, "postgresql: %s: revoked_at "
+			    "\"%.40s\" is not a time", what, v);
+			goto out;
+		}
+		if (fn(arg, &row, err, errlen) != 0)
+			goto out;
+	}
+	rc = 0;
+out:
+	PQclear(res);
+	return rc;
+}
+
+int
+pgsrc_read_expired(struct pgsrc *p, int64_t after, int64_t through,
+    pgsrc_row_fn fn, void *arg, char *err, size_t errlen)
+{
+	char a[24], b[24];
+	const char *params[2] = { a, b };
+
+	assert(p != NULL && fn != NULL);
+	if (!(p->can & PGSRC_CAN_SWEEP)) {
+		snprintf(err, errlen, "postgresql: the expiry sweep is not "
+		    "prepared");
+		return -1;
+	}
+	if (through <= after)
+		return 0;
+	snprintf(a, sizeof(a), "%" PRId64, after);
+	snprintf(b, sizeof(b), "%" PRId64, through);
+	return pg_rows(p, PG_ST_SWEEP, 2, params, "reading expired rows", fn,
+	    arg, err, errlen);
+}
+
+long
+pgsrc_key_match_text(const struct revkey *k, char *out, size_t cap)
+{
+	const unsigned char *b = k->id;
+	size_t n = k->id_len, i, o = 0;
+	static const char hx[] = "0123456789abcdef";
+
+	if (!revkey_scope_is_x509(k->scope)) {
+		if (n >= cap)
+			return -1;
+		memcpy(out, k->id, n);
+		out[n] = '\0';
+		return (long)n;
+	}
+	/* A negative serial's key is 0x00 before its magnitude. */
+	if (n > 1 && b[0] == 0) {
+		b++;
+		n--;
+	}
+	for (i = 0; i < n; i++) {
+		if (o + 2 >= cap)
+			return -1;
+		if (o > 0 || (b[i] >> 4) != 0)
+			out[o++] = hx[b[i] >> 4];
+		if (o > 0 || (b[i] & 0xf) != 0)
+			out[o++] = hx[b[i] & 0xf];
+	}
+	out[o] = '\0';
+	return (long)o;
+}
+
+/*
+ * Appends s (len bytes) to a PostgreSQL array literal as a quoted element:
+ * '"' and '\' escaped. 0, or -1 when memory runs out.
+ */
+static int
+pg_array_add(unsigned char **buf, size_t *len, size_t *cap, const char *s,
+    size_t n)
+{
+	size_t i, j;
+
+	if (util_buf_append(buf, len, cap, *len > 1 ? ",\"" : "\"", *len > 1 ?
+	    2 : 1, SIZE_MAX) != 0)
+		return -1;
+	for (i = 0; i < n; i = j) {
+		for (j = i; j < n && s[j] != '"' && s[j] != '\\'; j++)
+			;
+		if (util_buf_append(buf, len, cap, s + i, j - i,
+		    SIZE_MAX) != 0)
+			return -1;
+		if (j < n && (util_buf_append(buf, len, cap, "\\", 1,
+		    SIZE_MAX) != 0 || util_buf_append(buf, len, cap, s + j, 1,
+		    SIZE_MAX) != 0))
+			return -1;
+		if (j < n)
+			j++;
+	}
+	return util_buf_append(buf, len, cap, "\"", 1, SIZE_MAX);
+}
+
+/*
+ * Runs statement name over the keys (serials or not, as x509 says), at
+ * most PG_LIVE_BATCH per execution. 0, or -1 with err.
+ */
+static int
+pg_live(struct pgsrc *p, const struct revkey *const *keys, size_t n,
+    bool x509, const char *default_scope, int64_t at, pgsrc_row_fn fn,
+    void *arg, char *err, size_t errlen)
+{
+	unsigned char *sa = NULL, *ia = NULL;
+	size_t sl = 0, sc = 0, il = 0, ic = 0, i = 0, in_batch;
+	char atbuf[24], text[2 * REVKEY_ID_MAX + 1];
+	const char *params[4];
+	long tl;
+	int rc = -1;
+
+	snprintf(atbuf, sizeof(atbuf), "%" PRId64, at);
+	while (i < n) {
+		sl = il = 0;
+		if (util_buf_append(&sa, &sl, &sc, "{", 1, SIZE_MAX) != 0 ||
+		    util_buf_append(&ia, &il, &ic, "{", 1, SIZE_MAX) != 0)
+			goto oom;
+		for (in_batch = 0; i < n && in_batch < PG_LIVE_BATCH; i++) {
+			if (revkey_scope_is_x509(keys[i]->scope) != x509)
+				continue;
+			tl = pgsrc_key_match_text(keys[i], text, sizeof(text));
+			if (tl < 0 || pg_array_add(&sa, &sl, &sc,
+			    keys[i]->scope, keys[i]->scope_len) != 0 ||
+			    pg_array_add(&ia, &il, &ic, text, (size_t)tl) != 0)
+				goto oom;
+			in_batch++;
+		}
+		if (in_batch == 0)
+			break;
+		if (util_buf_append(&sa, &sl, &sc, "}", 2, SIZE_MAX) != 0 ||
+		    util_buf_append(&ia, &il, &ic, "}", 2, SIZE_MAX) != 0)
+			goto oom;
+		params[0] = (const char *)sa;
+		params[1] = (const char *)ia;
+		params[2] = atbuf;
+		params[3] = default_scope;
+		if (pg_rows(p, x509 ? PG_ST_LIVE_SER : PG_ST_LIVE, 4, params,
+		    "rechecking removed keys", fn, arg, err, errlen) != 0)
+			goto out;
+	}
+	rc = 0;
+	goto out;
+oom:
+	snprintf(err, errlen, "postgresql: out of memory");
+out:
+	free(sa);
+	free(ia);
+	return rc;
+}
+
+int
+pgsrc_read_live(struct pgsrc *p, const struct revkey *const *keys,
+    size_t n, const char *default_scope, int64_t at, pgsrc_row_fn fn,
+    void *arg, char *err, size_t errlen)
+{
+	assert(p != NULL && fn != NULL && default_scope != NULL);
+	if (!(p->can & PGSRC_CAN_RECHECK)) {
+		snprintf(err, errlen, "postgresql: the removal recheck is not "
+		    "prepared");
+		return -1;
+	}
+	if (n == 0)
+		return 0;
+	if (pg_live(p, keys, n, false, default_scope, at, fn, arg, err,
+	    errlen) != 0)
+		return -1;
+	return pg_live(p, keys, n, true, default_scope, at, fn, arg, err,
+	    errlen);
 }
 
 /* ---- wake-ups ----------------------------------------------------------- */

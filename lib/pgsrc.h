@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "input.h"
+#include "revkey.h"
 
 /*
  * The default query of a full read: config/postgresql-schema.sql's table.
@@ -65,17 +66,94 @@ typedef int (*pgsrc_change_fn)(void *arg, const struct pgsrc_change *c,
     char *err, size_t errlen);
 
 /*
- * Reads, in one REPEATABLE READ transaction, the changes of every
- * transaction with an id in [from, *to), where *to is set to the horizon
- * of the transaction's snapshot (no transaction below it is still
- * running, so the set is final), and calls fn for each, in order. When
- * *to equals from nothing is read. A hostile value (bad op, empty id,
- * unreadable time) is an error that names the change's seq. Returns 0, or
- * -1 with err (fn may have been called for some changes: the caller
- * discards them).
+ * An incremental read is one snapshot: pgsrc_snapshot_begin() starts a
+ * REPEATABLE READ, READ ONLY transaction and sets *horizon to the horizon
+ * of its snapshot (no transaction below it is still running, so the
+ * changes of [from, *horizon) are final and every one of them is visible
+ * to the reads that follow). A horizon below from is an error (another
+ * server, or one restored from a backup). pgsrc_read_changes(),
+ * pgsrc_read_expired() and pgsrc_read_live() read inside it;
+ * pgsrc_snapshot_end() ends it. Returns 0, or -1 with err and no
+ * transaction left open.
  */
-int pgsrc_read_changes(struct pgsrc *p, uint64_t from, uint64_t *to,
+int pgsrc_snapshot_begin(struct pgsrc *p, uint64_t from, uint64_t *horizon,
+    char *err, size_t errlen);
+
+/*
+ * Ends the snapshot: commits when rc is 0, else rolls back and keeps the
+ * error already in err. Returns rc, or -1 with err when the commit fails.
+ */
+int pgsrc_snapshot_end(struct pgsrc *p, int rc, char *err, size_t errlen);
+
+/*
+ * Inside a snapshot: calls fn for the changes of every transaction with
+ * an id in [from, to), in the order they were made (nothing when to
+ * equals from). A hostile value (bad op, empty id, unreadable time) is an
+ * error that names the change's seq. Returns 0, or -1 with err (fn may
+ * have been called for some changes: the caller discards them).
+ */
+int pgsrc_read_changes(struct pgsrc *p, uint64_t from, uint64_t to,
     pgsrc_change_fn fn, void *arg, char *err, size_t errlen);
+
+/*
+ * What pgsrc_prepare_rows() could prepare over a query: the expiry sweep
+ * (the query returns an expires_at column the server compares with a
+ * time) and the removal recheck.
+ */
+#define PGSRC_CAN_SWEEP		0x1
+#define PGSRC_CAN_RECHECK	0x2
+
+/*
+ * Prepares on this connection, outside any transaction, the statements
+ * of pgsrc_read_expired() and pgsrc_read_live() over query (NULL:
+ * PGSRC_DEFAULT_QUERY; a trailing ';' is dropped), fitted to the columns
+ * the query returns. Returns the PGSRC_CAN_* bits that were prepared;
+ * when one is missing, err says why (a statement the server refused, no
+ * expires_at column) and the connection is still usable. Returns -1 with
+ * err when the connection failed.
+ */
+int pgsrc_prepare_rows(struct pgsrc *p, const char *query, char *err,
+    size_t errlen);
+
+/*
+ * A row of the source query, as the sweep and the recheck see it: scope
+ * is NULL when the query has no scope column or the value is NULL, as in
+ * a full read. Returns 0, or -1 with err to stop the read.
+ */
+typedef int (*pgsrc_row_fn)(void *arg, const struct input_row *row,
+    char *err, size_t errlen);
+
+/*
+ * Inside a snapshot (PGSRC_CAN_SWEEP): calls fn for every row of the
+ * query whose expires_at is after `after` and at or before `through`
+ * (Unix seconds): the revocations that expired in that window. Nothing
+ * is read when through <= after. Rows are passed as they are (fn checks
+ * them). Returns 0, or -1 with err.
+ */
+int pgsrc_read_expired(struct pgsrc *p, int64_t after, int64_t through,
+    pgsrc_row_fn fn, void *arg, char *err, size_t errlen);
+
+/*
+ * Inside a snapshot (PGSRC_CAN_RECHECK): calls fn for every row of the
+ * query that is still in force at `at` (expires_at NULL or after it) and
+ * may be one of the n keys: for a key of an x509: scope, every spelling of
+ * its serial (case, "0x", ':', leading zeros, sign: rows are matched on
+ * the serial's digits, so fn gets a superset and compares keys exactly);
+ * for any other key, its exact id. default_scope is the scope of a row
+ * without one (as in a full read). Returns 0, or -1 with err.
+ */
+int pgsrc_read_live(struct pgsrc *p, const struct revkey *const *keys,
+    size_t n, const char *default_scope, int64_t at, pgsrc_row_fn fn,
+    void *arg, char *err, size_t errlen);
+
+/*
+ * The text the recheck compares a key's id with: for an x509: scope the
+ * serial's magnitude as lowercase hex digits without leading zeros (""
+ * for zero), which is what the server computes from every spelling of it;
+ * for any other scope the id itself. Returns the length written (out is
+ * NUL-terminated), or -1 when cap is too small.
+ */
+long pgsrc_key_match_text(const struct revkey *k, char *out, size_t cap);
 
 /* LISTENs on PGSRC_CHANNEL. 0, or -1 with err. */
 int pgsrc_listen(struct pgsrc *p, char *err, size_t errlen);

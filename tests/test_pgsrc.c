@@ -185,3 +185,52 @@ Test(input_rows, a_failing_source_leaves_the_set_as_it_was)
 	cr_assert_eq(s.nscopes, 0);
 	input_set_free(&s);
 }
+
+static void
+expect_match_text(const char *scope, const char *id, const char *want)
+{
+	struct revkey k;
+	char err[256], out[64];
+	long n;
+
+	cr_assert_eq(revkey_from_text(&k, scope, id, strlen(id), err,
+	    sizeof(err)), 0, "%s: %s", id, err);
+	n = pgsrc_key_match_text(&k, out, sizeof(out));
+	cr_assert_eq(n, (long)strlen(want), "%s: %ld", id, n);
+	cr_assert_str_eq(out, want, "%s", id);
+}
+
+/*
+ * The recheck finds every row that spells a removed serial: the server
+ * reduces a row's id to its hex digits without leading zeros, so the key
+ * side must give exactly that for every spelling revkey accepts.
+ */
+Test(pgsrc, match_text_of_a_serial_is_its_digits_for_every_spelling)
+{
+	static const char *sc =
+	    "x509:abababababababababababababababababababababababababababababababab";
+	static const char *a[] = { "0A", "0a", "a", "00:0a", "0x0A", "0X00a",
+	    "000a" };
+	size_t i;
+
+	for (i = 0; i < sizeof(a) / sizeof(a[0]); i++)
+		expect_match_text(sc, a[i], "a");
+	expect_match_text(sc, "-0a", "a");	/* the sign is compared later */
+	expect_match_text(sc, "1F:00", "1f00");
+	expect_match_text(sc, "0", "");
+	expect_match_text(sc, "00:00", "");
+	expect_match_text(sc, "-0", "");
+	expect_match_text(sc, "deadBEEF", "deadbeef");
+}
+
+Test(pgsrc, match_text_of_a_token_is_its_id)
+{
+	struct revkey k;
+	char err[256], out[8];
+
+	expect_match_text("default", "Tok-0A", "Tok-0A");
+	expect_match_text("sub:https://issuer", "x\"y\\z", "x\"y\\z");
+	cr_assert_eq(revkey_from_text(&k, "default", "12345678", 8, err,
+	    sizeof(err)), 0);
+	cr_assert_eq(pgsrc_key_match_text(&k, out, sizeof(out)), -1);
+}

@@ -13,20 +13,10 @@ KILLS=${IT_FOLLOW_KILLS:-8}
 rc_pg_start
 psql -X -q -v ON_ERROR_STOP=1 -f "$RC_SRC/config/postgresql-schema.sql" "$PG_URL"
 
-FPID=
 follow_start() {
-	"$FILTERBUILD" follow --source "$PG_URL" --key "$T/key.pem" --out "$F" \
-	    --interval "${INTERVAL:-300ms}" --valid-for 10m --head-every 2s "$@" \
-	    >>"$T/follow.log" 2>&1 &
-	FPID=$!
+	rc_follow_start "$F" --interval "${INTERVAL:-300ms}" --valid-for 10m \
+	    --head-every 2s "$@"
 }
-follow_stop() {
-	[ -n "$FPID" ] || return 0
-	kill -TERM "$FPID" 2>/dev/null || true
-	wait "$FPID" 2>/dev/null || true
-	FPID=
-}
-RC_AT_EXIT+=(follow_stop)
 
 # The effective set of the chain, and of the database, as "scope id" lines.
 chain_ids() {
@@ -204,19 +194,27 @@ converged && rc_ok "a change without a notification is published" ||
 # A transaction that took its id first but commits last is not skipped
 # (a plain sequence cursor would skip it).
 # The follower holds its cursor below the open transaction, so neither
-# is published until 'slow' commits. The open transaction is checked to
-# be still running after the look, so a slow machine cannot make the
-# look pass or fail by timing.
-psql -X -q -v ON_ERROR_STOP=1 "$PG_URL" -c "BEGIN;
-    INSERT INTO revcheck_revocations (id) VALUES ('slow');
-    SELECT pg_sleep(8); COMMIT;" >/dev/null &
+# is published until 'slow' commits. The transaction stays open (fed
+# through a FIFO) until the test commits it, and 'fast' is inserted only
+# once 'slow' has its row, so a slow machine cannot change the order.
+mkfifo "$T/slow.in"
+psql -X -q -v ON_ERROR_STOP=1 "$PG_URL" <"$T/slow.in" >/dev/null &
 slow=$!
-sleep 0.5
+exec 7>"$T/slow.in"
+echo "BEGIN; INSERT INTO revcheck_revocations (id) VALUES ('slow');" >&7
+for _ in $(seq 1 100); do
+	[ "$(rc_psql -c "SELECT count(*) FROM pg_stat_activity
+	    WHERE state = 'idle in transaction' AND pid <> pg_backend_pid()
+	    AND query LIKE '%(''slow'')%'")" = 1 ] && break
+	sleep 0.1
+done
 rc_psql -c "INSERT INTO revcheck_revocations (id) VALUES ('fast')"
-sleep 1
+sleep 1.5
 chain_ids | grep -q "	slow$" && rc_fail "uncommitted row published" || rc_ok "uncommitted row not published"
 kill -0 "$slow" 2>/dev/null && rc_ok "the slow transaction was still open when looked at" ||
-    rc_fail "the slow transaction committed before the look (test inconclusive)"
+    rc_fail "the slow transaction ended before the look"
+echo "COMMIT;" >&7
+exec 7>&-
 wait "$slow"
 converged && rc_ok "the late commit is published" || rc_fail "the late commit is published"
 
@@ -225,12 +223,12 @@ rc_pg_restart fast
 rc_psql -c "INSERT INTO revcheck_revocations (id) VALUES ('after-restart')"
 converged 150 && rc_ok "changes after a server restart are published" ||
     rc_fail "changes after a server restart are published"
-kill -0 "$FPID" 2>/dev/null && rc_ok "the follower survived the restart" ||
+kill -0 "$FOLLOW_PID" 2>/dev/null && rc_ok "the follower survived the restart" ||
     rc_fail "the follower survived the restart"
 
 # SIGKILL at any point: the chain on disk always verifies, and a restart
 # resumes from it without losing a change.
-follow_stop
+rc_follow_stop
 n=0
 for k in $(seq 1 "$KILLS"); do
 	REVCHECK_PUBLISH_DELAY_US=$((RANDOM % 20000)) follow_start
@@ -239,7 +237,7 @@ for k in $(seq 1 "$KILLS"); do
 		rc_psql -c "INSERT INTO revcheck_revocations (id) VALUES ('k$n')"
 		sleep "0.$((RANDOM % 3))"
 	done
-	kill -KILL "$FPID"; wait "$FPID" 2>/dev/null || true; FPID=
+	rc_follow_stop KILL
 	if ! "$FILTERBUILD" verify --pub "$T/key.pub" --quiet "$F" 2>"$T/err"; then
 		rc_fail "kill $k left a chain that does not verify: $(cat "$T/err")"
 	fi
@@ -260,7 +258,7 @@ else
 fi
 
 # Re-base past the threshold, and for a scope the base does not cover.
-follow_stop
+rc_follow_stop
 follow_start --rebase-after 5
 sleep 1
 v=$(version)
@@ -275,11 +273,11 @@ converged && rc_ok "a new scope is published" || rc_fail "a new scope is publish
 
 # Hostile values stop the follower's progress (never a partial delta).
 rc_psql -c "INSERT INTO revcheck_revocations (id, reason) VALUES ('bad', E'x\\ny')"
-sleep 2
-chain_ids | grep -q "	bad$" && rc_fail "a hostile row was published" ||
-    rc_ok "a hostile row is not published"
+for _ in $(seq 1 100); do grep -q "reason" "$T/follow.log" && break; sleep 0.2; done
 grep -q "reason" "$T/follow.log" && rc_ok "the follower says why" ||
     rc_fail "the follower says why"
+chain_ids | grep -q "	bad$" && rc_fail "a hostile row was published" ||
+    rc_ok "a hostile row is not published"
 rc_psql -c "DELETE FROM revcheck_revocations WHERE id = 'bad'"
 converged && rc_ok "once the row is deleted the follower re-bases past it" ||
     rc_fail "once the row is deleted the follower re-bases past it"
@@ -302,5 +300,5 @@ if "$FILTERBUILD" follow --source "$PG_URL" --key "$T/key.pem" --out "$F" --once
 else
 	rc_expect_match "$(cat "$T/err")" "another follower" "a second follower is refused"
 fi
-follow_stop
+rc_follow_stop
 rc_done

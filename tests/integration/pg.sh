@@ -6,6 +6,9 @@
 #                            sets PG_URL (postgresql://revcheck@127.0.0.1:PORT/postgres)
 #     rc_psql SQL...         runs SQL (stops on the first error), prints rows unaligned
 #     rc_pg_stop / rc_pg_restart [fast|immediate]
+#     rc_follow_start DIR [options]  filterbuild follow on PG_URL with $T/key.pem
+#                            into DIR (log: $T/follow.log); FOLLOW_PID is its pid
+#     rc_follow_stop [SIGNAL]  stops it (TERM; KILL for a crash) and waits
 # Debian's postgresql package puts the server in /usr/lib/postgresql/N/bin.
 # The server refuses to run as root: as root the cluster belongs to
 # `nobody` (runuser), otherwise to the user running the test. Trust
@@ -83,3 +86,20 @@ rc_pg_restart() {
 rc_psql() {
 	psql -X -q -v ON_ERROR_STOP=1 -At "$PG_URL" "$@"
 }
+
+FOLLOW_PID=
+rc_follow_start() {
+	local dir=$1
+	shift
+	"$FILTERBUILD" follow --source "$PG_URL" --key "$T/key.pem" --out "$dir" \
+	    "$@" >>"$T/follow.log" 2>&1 &
+	FOLLOW_PID=$!
+}
+
+rc_follow_stop() {
+	[ -n "$FOLLOW_PID" ] || return 0
+	kill "-${1:-TERM}" "$FOLLOW_PID" 2>/dev/null || true
+	wait "$FOLLOW_PID" 2>/dev/null || true
+	FOLLOW_PID=
+}
+RC_AT_EXIT+=(rc_follow_stop)
