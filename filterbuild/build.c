@@ -65,6 +65,7 @@ struct build_opts {
 	bool		 allow_rollback;
 	bool		 keep_going;
 	const char	*report;	/* JSON report path, or NULL */
+	const struct ffile_info *enforced;	/* fb_build_source's */
 	int64_t		 clock_skew;
 	int64_t		 crl_validity;	/* 0: a CRL without nextUpdate fails */
 	unsigned	 keep;
@@ -450,8 +451,8 @@ build_check_previous(const struct build_opts *o, const struct input_set *set,
 			gone[ngone++] = rep->scopes[i].scope;
 	po.gone = gone;
 	po.ngone = ngone;
-	rc = input_check_previous(set, ffile_info(prev), &po, err,
-	    sizeof(err));
+	rc = input_check_previous(set, o->enforced != NULL ? o->enforced :
+	    ffile_info(prev), &po, err, sizeof(err));
 	if (rc != 0)
 		fb_err("%s", err);
 	ffile_close(prev);
@@ -535,7 +536,8 @@ build_read_source(const struct build_opts *o, struct input_set *set,
 
 /* fb_build(), and for fb_build_source() what was published. */
 static int
-build_main(int argc, char **argv, struct fb_built *res)
+build_main(int argc, char **argv, const struct ffile_info *enforced,
+    struct fb_built *res)
 {
 	struct build_opts o;
 	struct progress pr;
@@ -559,6 +561,7 @@ build_main(int argc, char **argv, struct fb_built *res)
 	rc = build_parse(&o, argc, argv, &first);
 	if (rc != 0)
 		return rc < 0 ? FB_EXIT_OK : rc;
+	o.enforced = enforced;
 	fb_report_init(&rep);
 
 	memset(&pr, 0, sizeof(pr));
@@ -787,12 +790,13 @@ out:
 int
 fb_build(int argc, char **argv)
 {
-	return build_main(argc, argv, NULL);
+	return build_main(argc, argv, NULL, NULL);
 }
 
 int
-fb_build_source(int argc, char **argv, struct fb_built *res)
+fb_build_source(int argc, char **argv, const struct ffile_info *enforced,
+    struct fb_built *res)
 {
 	memset(res, 0, sizeof(*res));
-	return build_main(argc, argv, res);
+	return build_main(argc, argv, enforced, res);
 }

@@ -32,9 +32,15 @@ struct fb_built {
 
 /*
  * fb_build() for filterbuild follow's re-bases: argv as for build, with
- * --source; on FB_EXIT_OK res says what was published. Same exit codes.
+ * --source; on FB_EXIT_OK res says what was published. When enforced is
+ * not NULL it is the current version's header with the key counts of what
+ * nodes enforce now (the base and its delta chain): the --max-shrink and
+ * dropped-scope checks compare with these counts, since the chain has
+ * already published the removals a re-base would otherwise seem to make.
+ * Same exit codes.
  */
-int fb_build_source(int argc, char **argv, struct fb_built *res);
+int fb_build_source(int argc, char **argv, const struct ffile_info *enforced,
+    struct fb_built *res);
 int fb_inspect(int argc, char **argv);
 int fb_verify(int argc, char **argv);
 int fb_audit(int argc, char **argv);

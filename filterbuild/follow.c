@@ -36,6 +36,7 @@
 #include "ffile.h"
 #include "input.h"
 #include "log.h"
+#include "overlay.h"
 #include "pgsrc.h"
 #include "publish.h"
 #include "sign.h"
@@ -388,14 +389,91 @@ follow_head(struct follow_state *st, const struct follow_opts *o,
 	return 0;
 }
 
+/* delta_chain_walk's callback: the overlay takes each delta. */
+static int
+follow_overlay_apply(void *arg, const struct delta *d)
+{
+	return overlay_apply(arg, d);
+}
+
+/*
+ * What nodes enforce now, per scope: the base's key counts, plus each key
+ * the chain added that the base's table lacks, less each key it removed
+ * that the table holds. *eff is the base's header with these counts in
+ * *scopes (caller frees). 0, or -1 (logged) when the table or chain
+ * cannot be read: the caller then compares with the base alone.
+ */
+static int
+follow_enforced(const struct follow_state *st, const struct sign_ring *ring,
+    struct ffile_info *eff, struct ffile_scope **scopes)
+{
+	const struct ffile_info *bi = ffile_info(st->base);
+	struct delta_pos pos = st->pos;
+	struct overlay *ov = NULL;
+	struct table *tab = NULL;
+	struct table_rec rec;
+	struct ffile_scope *sc = NULL;
+	struct delta *head = NULL;
+	uint64_t head_seq;
+	unsigned char sha[32];
+	char path[4200], err[1024];
+	size_t it = 0, i;
+	int op, in, rc = -1;
+
+	/* From the base itself, not where the chain stands. */
+	pos.seq = 0;
+	memcpy(pos.last_sha256, pos.base_sha256, 32);
+	if ((size_t)snprintf(path, sizeof(path), "%s/" PUBLISH_TABLE_NAME,
+	    st->vdir) >= sizeof(path) || util_sha256_file(path, sha, err,
+	    sizeof(err)) != 0 || memcmp(sha, bi->table_sha256, 32) != 0 ||
+	    (tab = table_open(path, err, sizeof(err))) == NULL) {
+		log_warn("follow: %s: not the base's table", path);
+		goto out;
+	}
+	if ((ov = overlay_new()) == NULL || (sc = calloc(bi->nscopes > 0 ?
+	    bi->nscopes : 1, sizeof(*sc))) == NULL ||
+	    delta_chain_walk(st->ddir, ring, &pos, follow_overlay_apply, ov,
+	    &head, &head_seq, err, sizeof(err)) != 0) {
+		log_warn("follow: counting what the chain enforces: %s",
+		    ov == NULL || sc == NULL ? "out of memory" : err);
+		goto out;
+	}
+	memcpy(sc, bi->scopes, bi->nscopes * sizeof(*sc));
+	while ((op = overlay_next(ov, &it, &rec)) != 0) {
+		for (i = 0; i < bi->nscopes; i++)
+			if (strcmp(sc[i].name, rec.key.scope) == 0)
+				break;
+		if (i == bi->nscopes || (in = table_lookup(tab, &rec.key,
+		    NULL)) < 0)
+			continue;
+		if (op == DELTA_ADD && in == 0)
+			sc[i].keys++;
+		else if (op == DELTA_REMOVE && in == 1 && sc[i].keys > 0)
+			sc[i].keys--;
+	}
+	*eff = *bi;
+	eff->scopes = sc;
+	*scopes = sc;
+	sc = NULL;
+	rc = 0;
+out:
+	free(sc);
+	delta_free(head);
+	overlay_free(ov);
+	table_close(tab);
+	return rc;
+}
+
 /* A full build from the source, then the head of its empty chain. */
 static int
 follow_rebase(struct follow_state *st, const struct follow_opts *o,
     EVP_PKEY *key, const struct sign_ring *ring)
 {
 	char *args[FOLLOW_MAX_ARGS];
+	struct ffile_info eff;
+	struct ffile_scope *scopes = NULL;
 	struct fb_built res;
-	int n = 0;
+	int n = 0, rc;
 
 #define ARG(x)		(args[n++] = (char *)(x))
 #define OPT(f, v)	do { if ((v) != NULL) { ARG(f); ARG(v); } } while (0)
@@ -414,7 +492,11 @@ follow_rebase(struct follow_state *st, const struct follow_opts *o,
 	args[n] = NULL;
 #undef OPT
 #undef ARG
-	if (fb_build_source(n, args, &res) != FB_EXIT_OK)
+	/* Compared with what the chain enforces, not with its base. */
+	rc = fb_build_source(n, args, st->have && follow_enforced(st, ring,
+	    &eff, &scopes) == 0 ? &eff : NULL, &res);
+	free(scopes);
+	if (rc != FB_EXIT_OK)
 		return -1;
 	if (follow_open_base(st, o, ring) <= 0 ||
 	    ffile_info(st->base)->version != res.version) {

@@ -6,6 +6,7 @@
 # removal never releases a key that another row in force still revokes:
 # an id revoked again with a later expiry, or another spelling of the same
 # serial ('0A' and '0a' are one key) when one of them expires or is deleted.
+# A re-base after that compares with what the chain enforces.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/pg.sh"
 
@@ -108,5 +109,18 @@ is gone not_revoked && rc_ok "a row that expired while the follower was down is 
     rc_fail "a row that expired while the follower was down is released"
 rc_expect_eq "$(version)" "$v1" "after the restart still the same base"
 is again revoked || rc_fail "'again' still revoked after the restart"
+
+# A re-base after most of a scope expired or was deleted (default: 5 keys
+# in the base, 2 in force) compares with what the chain enforces, not with
+# the base: --max-shrink (50 %) does not refuse it and stall the follower.
+rc_psql -c "INSERT INTO revcheck_revocations (scope, id) VALUES ('newscope', 'n1')"
+is n1 revoked newscope && rc_ok "a re-base after the chain released most keys" ||
+    rc_fail "a re-base after the chain released most keys: $(grep shrink "$T/follow.log" | tail -n 1)"
+[ "$(version)" -gt "$v1" ] && rc_ok "it is a new base" || rc_fail "it is a new base"
+for id in perm again; do
+	is "$id" revoked || rc_fail "$id revoked in the new base"
+done
+is 0a revoked "$S509" || rc_fail "0a revoked in the new base"
+is soon not_revoked || rc_fail "soon not revoked in the new base"
 rc_follow_stop
 rc_done
