@@ -6,9 +6,10 @@
 -- To revoke, an application only inserts a row:
 --     INSERT INTO revcheck_revocations (scope, id) VALUES ('api', 'tok-123');
 -- Deleting the row is an un-revocation (a certificate hold released). A row
--- whose expires_at has passed is left out of every build, and `filterbuild
--- follow` publishes its removal in the next delta: an expired token needs no
--- revocation any more. Updating expires_at to a later time keeps the id
+-- whose expires_at passed more than --expiry-grace (10 minutes) ago is left
+-- out of every build, and `filterbuild follow` publishes its removal in a
+-- delta then: an expired token needs no revocation any more once no verifier
+-- accepts it (they allow a leeway past exp). Updating expires_at to a later time keeps the id
 -- revoked. A removal is published only when no other row in force names
 -- the same key (another spelling of a serial: '0A', '0a', '00:0A').
 --

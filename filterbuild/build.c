@@ -43,6 +43,7 @@ enum {
 	OPT_ALLOW_ROLLBACK,
 	OPT_KEEP_GOING,
 	OPT_REPORT,
+	OPT_EXPIRY_GRACE,
 };
 
 struct build_opts {
@@ -69,6 +70,7 @@ struct build_opts {
 	int64_t		 clock_skew;
 	int64_t		 crl_validity;	/* 0: a CRL without nextUpdate fails */
 	unsigned	 keep;
+	int64_t		 expiry_grace;	/* --source rows kept past expires_at */
 	bool		 quiet;
 	const char	*source;	/* postgresql:// connection, or NULL */
 	const char	*query;		/* NULL: PGSRC_DEFAULT_QUERY */
@@ -140,6 +142,9 @@ build_usage(FILE *fp)
 	    "  --query SQL          the source's query (default: " PGSRC_DEFAULT_QUERY ");\n"
 	    "                       columns by name: id, and optionally scope,\n"
 	    "                       revoked_at, reason, expires_at\n"
+	    "  --expiry-grace DUR   keep a source row this long past its expires_at\n"
+	    "                       (default 10m: more than any verifier's leeway plus\n"
+	    "                       the clock difference between hosts)\n"
 	    "  --cache-dir DIR      cache of URL inputs (default: $CACHE_DIRECTORY,\n"
 	    "                       else $XDG_CACHE_HOME/revcheck, else\n"
 	    "                       ~/.cache/revcheck); must not be group/other-writable\n"
@@ -208,6 +213,7 @@ build_parse(struct build_opts *o, int argc, char **argv, int *first_input)
 		{ "allow-crl-rollback", no_argument, NULL, OPT_ALLOW_ROLLBACK },
 		{ "keep-going",	   no_argument,	      NULL, OPT_KEEP_GOING },
 		{ "report",	   required_argument, NULL, OPT_REPORT },
+		{ "expiry-grace",  required_argument, NULL, OPT_EXPIRY_GRACE },
 		{ "keep",	   required_argument, NULL, 'K' },
 		{ "layout",	   required_argument, NULL, 'L' },
 		{ "quiet",	   no_argument,	      NULL, 'q' },
@@ -232,6 +238,7 @@ build_parse(struct build_opts *o, int argc, char **argv, int *first_input)
 	o->layout = 0;
 	o->keep = 3;
 	o->max_shrink = 50;
+	o->expiry_grace = FB_EXPIRY_GRACE_DEFAULT;
 	o->clock_skew = 300;
 
 	fb_getopt_reset();
@@ -290,6 +297,12 @@ build_parse(struct build_opts *o, int argc, char **argv, int *first_input)
 		case OPT_ALLOW_ROLLBACK: o->allow_rollback = true; break;
 		case OPT_KEEP_GOING: o->keep_going = true; break;
 		case OPT_REPORT: o->report = optarg; break;
+		case OPT_EXPIRY_GRACE:
+			if (fb_parse_grace(optarg, &o->expiry_grace) != 0)
+				return fb_usage_err("build", "--expiry-grace '%s': "
+				    "want a duration up to 1d (0 for none)",
+				    optarg);
+			break;
 		case OPT_CLOCK_SKEW:
 			if (util_parse_duration(optarg, &o->clock_skew) != 0)
 				return fb_usage_err("build", "--clock-skew '%s': "
@@ -614,6 +627,7 @@ build_main(int argc, char **argv, const struct ffile_info *enforced,
 	io.clock_skew = o.clock_skew;
 	io.crl_validity = o.crl_validity;
 	io.now = now;
+	io.expiry_grace = o.expiry_grace;
 	io.quiet = o.quiet;
 	io.progress = pr.on ? progress_keys : NULL;
 	io.progress_arg = &pr;

@@ -23,6 +23,15 @@ int fb_keygen(int argc, char **argv);
 int fb_build(int argc, char **argv);
 int fb_follow(int argc, char **argv);
 
+/*
+ * How long a source row outlives its expires_at (--expiry-grace of build
+ * and follow): a verifier accepts a token until its exp plus a leeway
+ * (30 s by default) and hosts' clocks differ, so the revocation of a
+ * token must last past its exp by more than both.
+ */
+#define FB_EXPIRY_GRACE_DEFAULT	600
+#define FB_EXPIRY_GRACE_MAX	86400
+
 /* What fb_build_source() published. */
 struct fb_built {
 	uint64_t	 version;
@@ -60,6 +69,12 @@ int fb_usage_err(const char *cmd, const char *fmt, ...)
  * the first getopt_long() of a subcommand.
  */
 void fb_getopt_reset(void);
+
+/*
+ * Parses an --expiry-grace value: "0" or a duration up to
+ * FB_EXPIRY_GRACE_MAX. 0, or -1 when it is not one.
+ */
+int fb_parse_grace(const char *s, int64_t *out);
 
 /* ---- build --keep-going (report.c) ---- */
 

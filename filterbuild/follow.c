@@ -11,12 +11,13 @@
  *   DIR/vN/delta/head.rcd           the newest head: chain through delta
  *                                   seq is complete, fresh until expiry
  *
- * Expired rows leave through deltas too. A delta's issued_at is the time
- * its round read the source at, and the round removed every row whose
- * expires_at passed since the previous delta's issued_at (the base's, for
- * delta 1: a build leaves out what has expired by its issued_at). So the
- * chain also says how far the expiry sweep went, and a restart goes on
- * from there. A removal, whatever its cause, is published only when no
+ * Expired rows leave through deltas too, --expiry-grace after their
+ * expires_at (a verifier still accepts a token a leeway past its exp). A
+ * delta's issued_at is the time T its round read the source at, and the
+ * round removed every row whose expires_at + grace passed since the
+ * previous delta's issued_at (the base's, for delta 1: a build leaves out
+ * what expired by its issued_at - grace). So the chain also says how far
+ * the expiry sweep went, and a restart goes on from there. A removal, whatever its cause, is published only when no
  * row of the source still in force maps to the key (follow_recheck).
  */
 #include <errno.h>
@@ -56,6 +57,8 @@ struct follow_opts {
 	const char	*layout;
 	const char	*keep;
 	const char	*valid_for_arg;
+	const char	*grace_arg;
+	int64_t		 grace;		/* --expiry-grace */
 	int64_t		 interval_ms;
 	int64_t		 valid_for;
 	int64_t		 head_every;
@@ -90,6 +93,7 @@ struct follow_batch {
 	int		 can;		/* PGSRC_CAN_* of the connection */
 	int64_t		 changed_at;
 	int64_t		 now;
+	int64_t		 cut;		/* now - grace: expired at or before */
 };
 
 static volatile sig_atomic_t follow_stop;
@@ -122,6 +126,9 @@ follow_usage(FILE *fp)
 	    "  --rebase-after N     re-base when the chain holds N entries (default\n"
 	    "                       100000)\n"
 	    "  --rebase-every DUR   re-base on this schedule (default 1d)\n"
+	    "  --expiry-grace DUR   a row's revocation lasts this long past its\n"
+	    "                       expires_at (default 10m; more than the verifiers'\n"
+	    "                       leeway plus the clock difference between hosts)\n"
 	    "  --once               publish what is there, then exit\n"
 	    "  --query, --scope, --fp-rate, --layout, --keep, --quiet: as for build\n"
 	    "  --help               this text\n", fp);
@@ -166,6 +173,7 @@ follow_parse(struct follow_opts *o, int argc, char **argv)
 		{ "rebase-after", required_argument, NULL, 'A' },
 		{ "rebase-every", required_argument, NULL, 'E' },
 		{ "once",	  no_argument,	     NULL, '1' },
+		{ "expiry-grace", required_argument, NULL, 'G' },
 		{ "query",	  required_argument, NULL, 'Q' },
 		{ "scope",	  required_argument, NULL, 's' },
 		{ "fp-rate",	  required_argument, NULL, 'p' },
@@ -183,6 +191,7 @@ follow_parse(struct follow_opts *o, int argc, char **argv)
 	o->head_every = 60;
 	o->rebase_every = 86400;
 	o->rebase_after = 100000;
+	o->grace = FB_EXPIRY_GRACE_DEFAULT;
 	fb_getopt_reset();
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
@@ -221,6 +230,13 @@ follow_parse(struct follow_opts *o, int argc, char **argv)
 				    "'%s': want a duration or never", optarg);
 			break;
 		case '1': o->once = true; break;
+		case 'G':
+			if (fb_parse_grace(optarg, &o->grace) != 0)
+				return fb_usage_err("follow", "--expiry-grace "
+				    "'%s': want a duration up to 1d (0 for none)",
+				    optarg);
+			o->grace_arg = optarg;
+			break;
 		case 'Q': o->query = optarg; break;
 		case 's': o->scope = optarg; break;
 		case 'p': o->fp_rate = optarg; break;
@@ -487,6 +503,7 @@ follow_rebase(struct follow_state *st, const struct follow_opts *o,
 	OPT("--layout", o->layout);
 	OPT("--keep", o->keep);
 	OPT("--valid-for", o->valid_for_arg);
+	OPT("--expiry-grace", o->grace_arg);
 	if (o->quiet)
 		ARG("--quiet");
 	args[n] = NULL;
@@ -584,7 +601,7 @@ follow_change(void *arg, const struct pgsrc_change *c, char *err,
 		return 0;
 	}
 	/* An add that has already expired needs no revocation. */
-	if (c->removed || (c->expires_at != 0 && c->expires_at <= b->now))
+	if (c->removed || (c->expires_at != 0 && c->expires_at <= b->cut))
 		follow_removal(e);
 	else
 		e->op = DELTA_ADD;
@@ -637,9 +654,11 @@ follow_key_cmp(const void *a, const void *b)
 
 /*
  * pgsrc_row_fn of the recheck: a row in force whose key is one being
- * removed keeps it revoked (the earliest known revoked_at and the first
- * reason win, as a build merges rows). Such a row that cannot be read is
- * an error, as it would stop a build.
+ * removed keeps it revoked. Of several rows, the earliest known
+ * revoked_at and the first reason win, as a build merges rows; but of
+ * subject or session cutoffs the latest, since a later cutoff revokes
+ * more tokens. Such a row that cannot be read is an error, as it would
+ * stop a build.
  */
 static int
 follow_live_row(void *arg, const struct input_row *row, char *err,
@@ -668,8 +687,9 @@ follow_live_row(void *arg, const struct input_row *row, char *err,
 		l->have[j] = true;
 		return 0;
 	}
-	if (rec.revoked_at != 0 && (f->revoked_at == 0 ||
-	    rec.revoked_at < f->revoked_at))
+	if (revkey_scope_is_cutoff(rec.key.scope) ?
+	    rec.revoked_at > f->revoked_at : rec.revoked_at != 0 &&
+	    (f->revoked_at == 0 || rec.revoked_at < f->revoked_at))
 		f->revoked_at = rec.revoked_at;
 	if (f->reason[0] == '\0')
 		memcpy(f->reason, rec.reason, sizeof(f->reason));
@@ -720,7 +740,7 @@ follow_recheck(struct follow_batch *b, struct pgsrc *p, char *err,
 			l.keys[m++] = l.keys[i];
 	l.n = m;
 	l.scope = b->o->scope != NULL ? b->o->scope : REVKEY_DEFAULT_SCOPE;
-	if (pgsrc_read_live(p, l.keys, l.n, l.scope, b->now, follow_live_row,
+	if (pgsrc_read_live(p, l.keys, l.n, l.scope, b->cut, follow_live_row,
 	    &l, err, errlen) != 0)
 		goto out;
 	/* l.keys point into b->v, which follow_push may move: not used below. */
@@ -808,13 +828,14 @@ follow_round(struct follow_state *st, const struct follow_opts *o,
 	b.o = o;
 	b.can = can;
 	b.now = util_now();
+	b.cut = b.now - o->grace;
 	/* Changes, expiries and rechecks all read one snapshot. */
 	r = pgsrc_snapshot_begin(p, st->cursor, &horizon, err, sizeof(err));
 	if (r == 0) {
 		r = pgsrc_read_changes(p, st->cursor, horizon, follow_change,
 		    &b, err, sizeof(err));
 		if (r == 0 && !b.rebase && (can & PGSRC_CAN_SWEEP))
-			r = pgsrc_read_expired(p, st->swept_at, b.now,
+			r = pgsrc_read_expired(p, st->swept_at - o->grace, b.cut,
 			    follow_expired, &b, err, sizeof(err));
 		if (r == 0)
 			r = follow_recheck(&b, p, err, sizeof(err));

@@ -6,6 +6,7 @@
 
 #include "fb.h"
 #include "log.h"
+#include "util.h"
 
 struct fb_cmd {
 	const char	*name;
@@ -46,6 +47,17 @@ fb_usage_err(const char *cmd, const char *fmt, ...)
 	va_end(ap);
 	fprintf(stderr, "\nTry 'filterbuild %s --help'.\n", cmd);
 	return FB_EXIT_USAGE;
+}
+
+int
+fb_parse_grace(const char *s, int64_t *out)
+{
+	if (strcmp(s, "0") == 0) {
+		*out = 0;
+		return 0;
+	}
+	return util_parse_duration(s, out) == 0 && *out <= FB_EXPIRY_GRACE_MAX ?
+	    0 : -1;
 }
 
 void

@@ -34,6 +34,12 @@ struct input_opts {
 	int64_t		 crl_validity;	/* for a CRL without nextUpdate: use it
 					   until thisUpdate + this; 0 refuses */
 	int64_t		 now;
+	/*
+	 * A source row whose expires_at is at or before now - expiry_grace
+	 * is left out (pgsrc): a token verifier accepts a token up to its
+	 * exp plus a leeway, so its revocation must outlive exp by as much.
+	 */
+	int64_t		 expiry_grace;
 	bool		 quiet;		/* no warnings on stderr */
 	/* Progress callback for long reads, may be NULL. */
 	void		(*progress)(void *arg, uint64_t records);

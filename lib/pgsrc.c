@@ -272,7 +272,7 @@ next_row:
 			    (uint64_t)PQntuples(f->res) + (uint64_t)f->row + 1, v);
 			return -1;
 		}
-		if (exp <= f->o->now) {
+		if (exp <= f->o->now - f->o->expiry_grace) {
 			f->row++;
 			goto next_row;
 		}

@@ -40,7 +40,7 @@ bool pgsrc_ok(const struct pgsrc *p);
  * Reads every row of query (NULL: PGSRC_DEFAULT_QUERY) in one REPEATABLE
  * READ, READ ONLY transaction into s, through input_read_rows(): every
  * value is checked as a JSON list's is, and a row whose expires_at is at
- * or before o->now is left out. When cursor is not NULL, *cursor is the
+ * or before o->now - o->expiry_grace is left out. When cursor is not NULL, *cursor is the
  * change horizon of that same snapshot (the xmin of the transaction's
  * snapshot): the changes of every transaction below it are in the rows
  * read. query is one statement (a second one is refused by the server).

@@ -23,12 +23,13 @@ rc_psql -c "INSERT INTO revcheck_revocations (scope, id, revoked_at, reason)
     VALUES ('api', 'jti-9', '2026-01-02 03:04:05+00', 'keyCompromise')"
 rc_psql -c "INSERT INTO revcheck_revocations (scope, id, expires_at)
     VALUES ('default', 'tok-expired', now() - interval '1 hour'),
+           ('default', 'tok-just-expired', now() - interval '1 minute'),
            ('default', 'tok-later', now() + interval '1 day')"
 # An un-revocation: the row deleted.
 rc_psql -c "INSERT INTO revcheck_revocations (scope, id) VALUES ('default', 'tok-held')"
 rc_psql -c "DELETE FROM revcheck_revocations WHERE id = 'tok-held'"
-rc_expect_eq "$(rc_psql -c "SELECT count(*) FROM revcheck_changes")" 6 \
-    "the trigger logs every change (5 added, 1 removed)"
+rc_expect_eq "$(rc_psql -c "SELECT count(*) FROM revcheck_changes")" 7 \
+    "the trigger logs every change (6 added, 1 removed)"
 
 build() { "$FILTERBUILD" build --key "$T/key.pem" --out "$F" --quiet "$@"; }
 
@@ -47,6 +48,14 @@ rc_expect_json revoked_at 2026-01-02T03:04:05Z "revoked_at from the database"
 rc_curl "$A_URL/v1/check?id=tok-later"; rc_expect_json status revoked "unexpired id revoked"
 rc_curl "$A_URL/v1/check?id=tok-expired"; rc_expect_json status not_revoked \
     "an expired row is left out"
+# A verifier accepts a token a leeway past its exp: its revocation stays
+# for --expiry-grace (10m) past expires_at.
+rc_curl "$A_URL/v1/check?id=tok-just-expired"; rc_expect_json status revoked \
+    "a row expired a minute ago is kept (--expiry-grace)"
+"$FILTERBUILD" build --key "$T/key.pem" --out "$T/g0" --quiet --source "$PG_URL" \
+    --expiry-grace 0 2>"$T/err" || rc_fail "build --expiry-grace 0: $(cat "$T/err")"
+got=$("$FILTERBUILD" inspect --records "$T/g0" | cut -f2 | grep '^tok-' | LC_ALL=C sort | tr '\n' ' ')
+rc_expect_eq "$got" "tok-1 tok-later " "--expiry-grace 0 leaves out what expired a minute ago"
 rc_curl "$A_URL/v1/check?id=tok-held"; rc_expect_json status not_revoked \
     "a deleted row is not revoked"
 rc_curl "$A_URL/v1/check?id=tok-2"; rc_expect_json status not_revoked "clean id"
@@ -76,7 +85,7 @@ else
 	rc_expect_match "$(cat "$T/err")" "cannot insert multiple commands" \
 	    "a query is one statement"
 fi
-rc_expect_eq "$(rc_psql -c "SELECT count(*) FROM revcheck_revocations")" 4 \
+rc_expect_eq "$(rc_psql -c "SELECT count(*) FROM revcheck_revocations")" 5 \
     "nothing was deleted"
 
 # Files and the database together: one filter covers both.
