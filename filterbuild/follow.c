@@ -424,6 +424,7 @@ follow_enforced(const struct follow_state *st, const struct sign_ring *ring,
     struct ffile_info *eff, struct ffile_scope **scopes)
 {
 	const struct ffile_info *bi = ffile_info(st->base);
+	const struct ffile_scope *bs;
 	struct delta_pos pos = st->pos;
 	struct overlay *ov = NULL;
 	struct table *tab = NULL;
@@ -456,12 +457,10 @@ follow_enforced(const struct follow_state *st, const struct sign_ring *ring,
 	}
 	memcpy(sc, bi->scopes, bi->nscopes * sizeof(*sc));
 	while ((op = overlay_next(ov, &it, &rec)) != 0) {
-		for (i = 0; i < bi->nscopes; i++)
-			if (strcmp(sc[i].name, rec.key.scope) == 0)
-				break;
-		if (i == bi->nscopes || (in = table_lookup(tab, &rec.key,
-		    NULL)) < 0)
+		if ((bs = ffile_scope(st->base, rec.key.scope)) == NULL ||
+		    (in = table_lookup(tab, &rec.key, NULL)) < 0)
 			continue;
+		i = (size_t)(bs - bi->scopes);
 		if (op == DELTA_ADD && in == 0)
 			sc[i].keys++;
 		else if (op == DELTA_REMOVE && in == 1 && sc[i].keys > 0)
@@ -644,7 +643,7 @@ struct follow_live {
 	const char	*scope;		/* of a row without one */
 };
 
-/* qsort_r/bsearch comparator of revkey pointers. */
+/* qsort/bsearch comparator of revkey pointers. */
 static int
 follow_key_cmp(const void *a, const void *b)
 {

@@ -64,10 +64,11 @@ out=$("$FILTERBUILD" verify --pub "$T/key.pub" "$F" 2>&1) &&
 mkdir -p "$T/state"
 rc_start O --filter-dir "$F" --trusted-key "$T/key.pub" --state-dir "$T/state"
 rc_wait_version "$O_URL" "$v1" || rc_fail "origin serves the base"
-# node_is URL ID STATUS: waits (10 s at most) until a check of ID answers STATUS.
+# node_is URL ID STATUS: waits until a check of ID answers STATUS (20 s at
+# most: the target is seconds, the margin is for a loaded machine).
 node_is() {
 	local i
-	for i in $(seq 1 100); do
+	for i in $(seq 1 200); do
 		rc_curl "$1/v1/check?id=$2"
 		[ "$(rc_json status)" = "$3" ] && return 0
 		sleep 0.1
@@ -83,8 +84,8 @@ rc_expect_json filter_version "$v1" "origin: the base version"
 answer_is a not_revoked && rc_ok "origin: a delta's removal takes effect" ||
     rc_fail "origin: a delta's removal takes effect"
 rc_psql -c "INSERT INTO revcheck_revocations (id) VALUES ('live')"
-answer_is live revoked && rc_ok "origin: a new row is enforced within 10 s" ||
-    rc_fail "origin: a new row is enforced within 10 s"
+answer_is live revoked && rc_ok "origin: a new row is enforced within 20 s" ||
+    rc_fail "origin: a new row is enforced within 20 s"
 seq=$(rc_json delta_seq)
 [ "${seq:-0}" -ge 2 ] && rc_ok "origin: the answer names delta $seq" ||
     rc_fail "origin: delta_seq is '$seq'"
@@ -123,8 +124,8 @@ rc_expect_json source delta "edge: the overlay decided, no call upstream"
 edge_is a not_revoked && rc_ok "edge: a removal takes effect" ||
     rc_fail "edge: a removal takes effect"
 rc_psql -c "INSERT INTO revcheck_revocations (id) VALUES ('edge-live')"
-edge_is edge-live revoked && rc_ok "edge: a new row is enforced within 10 s" ||
-    rc_fail "edge: a new row is enforced within 10 s"
+edge_is edge-live revoked && rc_ok "edge: a new row is enforced within 20 s" ||
+    rc_fail "edge: a new row is enforced within 20 s"
 rc_psql -c "DELETE FROM revcheck_revocations WHERE id = 'b'"
 edge_is b not_revoked && rc_ok "edge: a delete is released" ||
     rc_fail "edge: a delete is released"
