@@ -719,10 +719,6 @@ follow_recheck(struct follow_batch *b, struct pgsrc *p, char *err,
 		m += b->v[i].op == DELTA_REMOVE;
 	if (m == 0 || b->rebase)
 		return 0;
-	if (!(b->can & PGSRC_CAN_RECHECK)) {
-		b->rebase = true;
-		return 0;
-	}
 	l.keys = calloc(m, sizeof(*l.keys));
 	l.found = calloc(m, sizeof(*l.found));
 	l.have = calloc(m, sizeof(*l.have));
@@ -738,6 +734,29 @@ follow_recheck(struct follow_batch *b, struct pgsrc *p, char *err,
 		if (m == 0 || follow_key_cmp(&l.keys[m - 1], &l.keys[i]) != 0)
 			l.keys[m++] = l.keys[i];
 	l.n = m;
+	/* Only a key whose last entry is a removal is released by the delta. */
+	for (i = 0; i < b->n; i++) {
+		const struct revkey *kp = &b->v[i].rec.key, **hit;
+
+		hit = bsearch(&kp, l.keys, l.n, sizeof(*l.keys),
+		    follow_key_cmp);
+		if (hit != NULL)
+			l.have[hit - l.keys] = b->v[i].op == DELTA_REMOVE;
+	}
+	for (i = 0, m = 0; i < l.n; i++)
+		if (l.have[i])
+			l.keys[m++] = l.keys[i];
+	l.n = m;
+	memset(l.have, 0, m * sizeof(*l.have));
+	if (l.n == 0) {
+		rc = 0;
+		goto out;
+	}
+	if (!(b->can & PGSRC_CAN_RECHECK)) {
+		b->rebase = true;
+		rc = 0;
+		goto out;
+	}
 	l.scope = b->o->scope != NULL ? b->o->scope : REVKEY_DEFAULT_SCOPE;
 	if (pgsrc_read_live(p, l.keys, l.n, l.scope, b->cut, follow_live_row,
 	    &l, err, errlen) != 0)

@@ -66,15 +66,7 @@ rc_start O --filter-dir "$F" --trusted-key "$T/key.pub" --state-dir "$T/state"
 rc_wait_version "$O_URL" "$v1" || rc_fail "origin serves the base"
 # node_is URL ID STATUS: waits until a check of ID answers STATUS (20 s at
 # most: the target is seconds, the margin is for a loaded machine).
-node_is() {
-	local i
-	for i in $(seq 1 200); do
-		rc_curl "$1/v1/check?id=$2"
-		[ "$(rc_json status)" = "$3" ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
+node_is() { rc_wait_json "$1/v1/check?id=$2" status "$3"; }
 answer_is() { node_is "$O_URL" "$@"; }
 answer_is c revoked && rc_ok "origin: a delta's add is revoked" ||
     rc_fail "origin: a delta's add is revoked"

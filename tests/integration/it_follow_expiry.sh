@@ -24,16 +24,10 @@ follow_start() {
 	    --rebase-every never --expiry-grace "${GRACE}s"
 }
 version() { readlink "$F/current" | sed 's/^v0*//'; }
-# is ID STATUS [SCOPE]: waits (15 s at most) until the origin answers STATUS.
+# is ID STATUS [SCOPE]: waits (20 s at most) until the origin answers STATUS.
 is() {
-	local i
-	for i in $(seq 1 150); do
-		rc_curl "$O_URL/v1/check?id=$1&scope=${3:-default}"
-		[ "$(rc_json status)" = "$2" ] && return 0
-		sleep 0.1
-	done
-	echo "# $1: $RC_BODY" >&2
-	return 1
+	rc_wait_json "$O_URL/v1/check?id=$1&scope=${3:-default}" status "$2" ||
+	    { echo "# $1: $RC_BODY" >&2; return 1; }
 }
 # Expiry times as the database's clock sees them, E seconds from now.
 exp_in() { echo "now() + interval '$1 seconds'"; }

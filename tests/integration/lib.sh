@@ -12,6 +12,8 @@
 #            rc_stop NAME                         SIGTERM, wait, fails unless exit 0
 #            rc_wait_ready URL [SECONDS]          until /readyz answers 200
 #            rc_wait_version URL VERSION [SECS]   until /v1/status serves VERSION
+#            rc_wait_json URL PATH VALUE [SECS]   until rc_json PATH of a GET of
+#                                                 URL is VALUE (default 20 s)
 # HTTP:      rc_curl [curl args...] URL           sets RC_STATUS, RC_BODY, RC_HEADERS
 #            rc_header NAME                       a header of the last reply
 #            rc_json PATH                         a field of RC_BODY: "status",
@@ -216,6 +218,16 @@ rc_wait_ready() {
 		if [ "$(curl -s -o /dev/null -w '%{http_code}' "$url/readyz")" = 200 ]; then
 			return 0
 		fi
+		sleep 0.1
+	done
+	return 1
+}
+
+rc_wait_json() {
+	local url=$1 path=$2 want=$3 secs=${4:-20} i
+	for i in $(seq 1 $((secs * 10))); do
+		rc_curl "$url"
+		[ "$(rc_json "$path")" = "$want" ] && return 0
 		sleep 0.1
 	done
 	return 1
