@@ -187,27 +187,35 @@ check_source_str(enum check_source src)
 
 enum check_gate
 check_begin(struct snapshot_slot *sl, const struct stale_policy *p,
-    int64_t now, struct snapshot **out, enum stale_reason *why)
+    int64_t now, const struct snapshot **out, enum stale_reason *why)
 {
 	struct snapshot *s;
 	enum stale_reason r;
 
 	*out = NULL;
 	*why = STALE_FRESH;
-	if ((s = snapshot_acquire(sl)) == NULL) {
+	if ((s = snapshot_enter(sl)) == NULL) {
+		snapshot_leave();
 		metrics_inc(MET_REFUSED_NO_FILTER);
 		return CHECK_GATE_NO_FILTER;
 	}
 	r = stale_check(s->info, p, now, atomic_load_explicit(
 	    &sl->newer_seen_at, memory_order_relaxed));
 	if (r != STALE_FRESH) {
-		snapshot_release(s);
+		snapshot_leave();
 		*why = r;
 		metrics_inc(MET_REFUSED_STALE);
 		return CHECK_GATE_STALE;
 	}
 	*out = s;
 	return CHECK_GATE_OK;
+}
+
+void
+check_end(const struct snapshot *s)
+{
+	if (s != NULL)
+		snapshot_leave();
 }
 
 int

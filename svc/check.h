@@ -120,14 +120,19 @@ void check_settle_fail_pending(struct check_settle *st, enum check_fail f);
 void check_settle_free(struct check_settle *st);
 
 /*
- * Takes a reference to the current snapshot and checks it is fresh at
- * now. Returns CHECK_GATE_OK with *out set (release it with
- * snapshot_release), or the refusal with *out NULL and *why set for
- * CHECK_GATE_STALE. Counts refusals.
+ * Finds the current snapshot in a read section (snapshot_enter: nothing
+ * written that another thread writes) and checks it is fresh at now.
+ * Returns CHECK_GATE_OK with *out set, valid until check_end(*out) on
+ * this thread, or the refusal with *out NULL (nothing to end) and *why
+ * set for CHECK_GATE_STALE. Counts refusals. Between the two, nothing
+ * may block for long: a reload waits for the section to end.
  */
 enum check_gate check_begin(struct snapshot_slot *sl,
-    const struct stale_policy *p, int64_t now, struct snapshot **out,
+    const struct stale_policy *p, int64_t now, const struct snapshot **out,
     enum stale_reason *why);
+
+/* Ends the section check_begin started for s. Can't fail. */
+void check_end(const struct snapshot *s);
 
 /*
  * Answers one key from a fresh snapshot: not_covered when the scope is

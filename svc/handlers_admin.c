@@ -509,7 +509,7 @@ enum MHD_Result
 handle_readyz(const struct server_req *r)
 {
 	const char *deg;
-	struct snapshot *s;
+	const struct snapshot *s;
 	enum stale_reason why;
 	enum check_gate g;
 	char msg[96];
@@ -542,7 +542,7 @@ handle_readyz(const struct server_req *r)
 	sbuf_adds(&b, ",\"filter_version\":");
 	sbuf_add_u64(&b, s->version);
 	sbuf_adds(&b, "}\n");
-	snapshot_release(s);
+	check_end(s);
 	return reply_sbuf(r, deg != NULL ? MHD_HTTP_SERVICE_UNAVAILABLE :
 	    MHD_HTTP_OK, &b, "application/json");
 }

@@ -106,7 +106,7 @@ answer_keys(const struct server_req *r, const struct revkey *keys,
 	bool ok[CHECK_CHAIN_MAX_CERTS];
 	size_t unsettled = SIZE_MAX;	/* the first unsettled certificate */
 	struct server_hdr h[2];
-	struct snapshot *s;
+	const struct snapshot *s;
 	enum stale_reason why;
 	enum check_gate g;
 	struct sbuf b;
@@ -130,7 +130,7 @@ answer_keys(const struct server_req *r, const struct revkey *keys,
 	}
 	w = check_worst(res, n);
 	if (res[w].status != CHECK_REVOKED && unsettled != SIZE_MAX) {
-		snapshot_release(s);
+		check_end(s);
 		return authority_error(r, res[unsettled].fail);
 	}
 	sbuf_init(&b, 256 + n * 256, 0);
@@ -140,7 +140,7 @@ answer_keys(const struct server_req *r, const struct revkey *keys,
 		check_render(&b, s, &keys[0], &res[0]);
 	sbuf_adds(&b, "\n");
 	snprintf(ver, sizeof(ver), "%llu", (unsigned long long)s->version);
-	snapshot_release(s);
+	check_end(s);
 	if ((body = sbuf_take(&b, &len)) == NULL)
 		return MHD_NO;
 	h[0].name = "X-Revcheck-Status";
@@ -190,7 +190,7 @@ check_batch(const struct server_req *r, const cJSON *items)
 	struct server_hdr h[1];
 	struct check_result res;
 	struct metrics_tally tally;
-	struct snapshot *s;
+	const struct snapshot *s;
 	struct revkey k;
 	struct trust_cutoffs cut;
 	enum stale_reason why;
@@ -241,7 +241,7 @@ check_batch(const struct server_req *r, const cJSON *items)
 	sbuf_adds(&b, "]}\n");
 	metrics_tally_flush(&tally);
 	snprintf(ver, sizeof(ver), "%llu", (unsigned long long)s->version);
-	snapshot_release(s);
+	check_end(s);
 	if ((body = sbuf_take(&b, &len)) == NULL)
 		return MHD_NO;
 	h[0].name = "X-Revcheck-Filter-Version";
@@ -486,7 +486,7 @@ handle_authz(const struct server_req *r)
 	struct revkey keys[1 + CHECK_CHAIN_MAX_CERTS];
 	enum check_status st[1 + CHECK_CHAIN_MAX_CERTS];
 	struct check_result res;
-	struct snapshot *s;
+	const struct snapshot *s;
 	enum stale_reason why;
 	enum check_gate g;
 	enum jwt_verdict jv;
@@ -562,7 +562,7 @@ handle_authz(const struct server_req *r)
 		else if (res.status == CHECK_NOT_COVERED)
 			uncovered = true;
 	}
-	snapshot_release(s);
+	check_end(s);
 	if (failed)
 		return authz_reply(r, MHD_HTTP_SERVICE_UNAVAILABLE,
 		    check_fail_str(fail), ver);
@@ -722,7 +722,7 @@ handle_introspect(const struct server_req *r)
 {
 	struct server_hdr h[1];
 	struct check_result res;
-	struct snapshot *s;
+	const struct snapshot *s;
 	struct revkey k;
 	enum stale_reason why;
 	enum jwt_verdict jv;
@@ -765,11 +765,11 @@ handle_introspect(const struct server_req *r)
 	}
 	if (check_key(s, &k, &res) == -1 ||
 	    check_cutoffs(s, &cut, &res) == -1) {
-		snapshot_release(s);
+		check_end(s);
 		cJSON_Delete(claims);
 		return authority_error(r, res.fail);
 	}
-	snapshot_release(s);
+	check_end(s);
 	if (res.status != CHECK_NOT_REVOKED) {
 		cJSON_Delete(claims);
 		return introspect_reply(r, MHD_HTTP_OK,
