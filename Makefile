@@ -176,12 +176,23 @@ demo: deps
 # Benchmarks never fail the build; they print ratios and write
 # bench/results.json. See docs/BENCHMARKS.md.
 bench: deps-bench
-	@$(MAKE) --no-print-directory all BUILD=build/bench SANITIZE= WERROR=
+	@$(MAKE) --no-print-directory all bench-bin BUILD=build/bench SANITIZE= WERROR=
 	@BUILD=build/bench bench/run.sh || echo "bench: some benchmarks did not complete (see above)"
 
 bench-large: deps-bench
-	@$(MAKE) --no-print-directory all BUILD=build/bench SANITIZE= WERROR=
+	@$(MAKE) --no-print-directory all bench-bin BUILD=build/bench SANITIZE= WERROR=
 	@BUILD=build/bench BENCH_LARGE=1 bench/run.sh || echo "bench: some benchmarks did not complete"
+
+# Benchmark programs that link the daemon's own modules (bench/run.sh
+# compiles the others itself).
+BENCH_BIN := $(BUILD)/bench/checkmt
+
+$(BUILD)/bench/checkmt: bench/checkmt.c $(SVCA) $(LIBA)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Isvc -o $@ $< $(SVCA) $(LIBA) $(ALL_LDFLAGS) $(LIBS)
+
+bench-bin: $(BENCH_BIN)
+.PHONY: bench-bin
 
 # Fuzzing. Each tests/fuzz/fuzz_<name>.c defines LLVMFuzzerTestOneInput.
 # fuzz-replay (part of `make test`) runs every seed and every past crasher

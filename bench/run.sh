@@ -388,6 +388,24 @@ else
 	skip build "filterbuild not built yet ($FILTERBUILD)"
 fi
 
+# ---------------------------------------------------------------- check path on 1 and 2 threads
+#
+# bench/checkmt (built by `make bench-bin`): the daemon's check function
+# in-process, no HTTP, on the HTTP_N-key pair; "spin" says how far this
+# machine let 2 threads scale at all during the run.
+[ -x "$BB/checkmt" ] || make --no-print-directory BUILD="$BUILD" SANITIZE= WERROR= bench-bin >"$T/checkmt.make" 2>&1
+if [ -x "$BB/checkmt" ] && [ -d "$T/fb.$HTTP_N" ] &&
+    timeout 300 "$BB/checkmt" "$T/fb.$HTTP_N" "${BENCH_CHECKMT_SECONDS:-2}" 1 2 >"$T/checkmt" 2>"$T/checkmt.err"; then
+	sed 's/^/# /' "$T/checkmt" >&2
+	cm() { grep "^checkmt variant=$1 threads=$2 " "$T/checkmt" | tr ' ' '\n' | awk -F= -v k="$3" '$1 == k { print $2 }'; }
+	cs() { grep "^checkmt scaling variant=$1 threads=2 " "$T/checkmt" | tr ' ' '\n' | awk -F= -v k="$2" '$1 == k { print $2 }'; }
+	emit check_path_2_threads "$(cm epoch 2 checks_per_s)" "$(cm epoch 1 checks_per_s)" checks/s higher 1.9 \
+	    "check_begin+check_key+check_end in-process, $HTTP_N-key filter, 2 threads vs 1; per CPU second $(cs epoch cpu_vs_1)x; the shared reference count it replaced $(cs refcount vs_1)x (per CPU second $(cs refcount cpu_vs_1)x); this machine scaled arithmetic $(cs spin vs_1)x meanwhile" \
+	    "\"cpu_vs_1\": $(num "$(cs epoch cpu_vs_1)"), \"refcount_vs_1\": $(num "$(cs refcount vs_1)"), \"spin_vs_1\": $(num "$(cs spin vs_1)")"
+else
+	skip check_path_2_threads "bench/checkmt missing or failed: $(head -c 300 "$T/checkmt.err" "$T/checkmt.make" 2>/dev/null)"
+fi
+
 # ---------------------------------------------------------------- Redis
 
 REDIS_PORT=""
