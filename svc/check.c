@@ -225,13 +225,17 @@ check_key(const struct snapshot *s, const struct revkey *k,
 	return check_key_tally(s, k, r, NULL);
 }
 
-int
-check_key_tally(const struct snapshot *s, const struct revkey *k,
+/*
+ * The steps of a check before the filter: coverage, then the delta
+ * overlay. Returns true when they decided (r filled), false when the
+ * filter must be asked.
+ */
+static bool
+decide_before_filter(const struct snapshot *s, const struct revkey *k,
     struct check_result *r, struct metrics_tally *t)
 {
 	const struct ffile_scope *sc;
 	struct table_rec rec;
-	int found;
 
 	memset(r, 0, sizeof(*r));
 	metrics_tally_inc(t, MET_CHECKS);
@@ -241,7 +245,7 @@ check_key_tally(const struct snapshot *s, const struct revkey *k,
 		metrics_tally_inc(t, MET_NOT_COVERED);
 		r->status = CHECK_NOT_COVERED;
 		r->source = CHECK_SRC_FILTER;
-		return 0;
+		return true;
 	}
 	/*
 	 * The overlay is exact and newer than the base: a key it knows is
@@ -257,16 +261,31 @@ check_key_tally(const struct snapshot *s, const struct revkey *k,
 			r->revoked_at = rec.revoked_at;
 			memcpy(r->reason, rec.reason, sizeof(r->reason));
 			r->reason[sizeof(r->reason) - 1] = '\0';
-			return 0;
+			return true;
 		}
 		if (op == DELTA_REMOVE) {
 			metrics_tally_inc(t, MET_DELTA_HITS);
 			r->status = CHECK_NOT_REVOKED;
 			r->source = CHECK_SRC_DELTA;
-			return 0;
+			return true;
 		}
 	}
-	if (!ffile_query(s->ff, k)) {
+	return false;
+}
+
+/*
+ * The steps after the filter answered maybe_present: not_revoked on a
+ * negative; otherwise the table's answer, or the authority's. Returns 0,
+ * or -1 with r->fail (the positive could not be settled).
+ */
+static int
+decide_after_filter(const struct snapshot *s, const struct revkey *k,
+    bool maybe_present, struct check_result *r, struct metrics_tally *t)
+{
+	struct table_rec rec;
+	int found;
+
+	if (!maybe_present) {
 		metrics_tally_inc(t, MET_FILTER_NEGATIVE);
 		r->status = CHECK_NOT_REVOKED;
 		r->source = CHECK_SRC_FILTER;
@@ -307,6 +326,48 @@ check_key_tally(const struct snapshot *s, const struct revkey *k,
 	else
 		metrics_tally_inc(t, MET_FALSE_POSITIVE);
 	return 0;
+}
+
+int
+check_key_tally(const struct snapshot *s, const struct revkey *k,
+    struct check_result *r, struct metrics_tally *t)
+{
+	if (decide_before_filter(s, k, r, t))
+		return 0;
+	return decide_after_filter(s, k, ffile_query(s->ff, k), r, t);
+}
+
+/* Keys whose filter lookups are overlapped at once (bloom_query_many). */
+#define MANY_CHUNK	64
+
+void
+check_keys_tally(const struct snapshot *s, const struct revkey *keys,
+    size_t n, struct check_result *r, int *rc, struct metrics_tally *t)
+{
+	const struct bloom *b = ffile_bloom(s->ff);
+	unsigned char enc[REVKEY_ENC_MAX];
+	struct bloom_hash h[MANY_CHUNK];
+	bool maybe[MANY_CHUNK];
+	size_t idx[MANY_CHUNK], i, j, m, len;
+
+	for (i = 0; i < n; i += m) {
+		m = n - i < MANY_CHUNK ? n - i : MANY_CHUNK;
+		/* 1. What coverage and the overlay decide; hash the rest. */
+		for (len = 0, j = i; j < i + m; j++) {
+			rc[j] = 0;
+			if (decide_before_filter(s, &keys[j], &r[j], t))
+				continue;
+			idx[len] = j;
+			h[len++] = bloom_hash(b->seed, enc,
+			    revkey_encode(&keys[j], enc));
+		}
+		/* 2. One pass over the filter, each key's lines hinted ahead. */
+		bloom_query_many(b, h, len, maybe);
+		/* 3. The rest of each check, in order. */
+		for (j = 0; j < len; j++)
+			rc[idx[j]] = decide_after_filter(s, &keys[idx[j]],
+			    maybe[j], &r[idx[j]], t);
+	}
 }
 
 cJSON *
@@ -383,6 +444,29 @@ check_cutoffs(const struct snapshot *s, const struct trust_cutoffs *c,
 }
 
 int
+check_key_from_id(struct revkey *k, const char *scope, size_t scope_len,
+    const char *id, size_t id_len, char *err, size_t errlen)
+{
+	char sc[REVKEY_SCOPE_MAX + 2], e[256];
+
+	/*
+	 * A longer scope is invalid whatever it holds: its first 256 bytes
+	 * say so, as revkey_from_text reads no further.
+	 */
+	if (scope == NULL)
+		scope_len = sizeof(REVKEY_DEFAULT_SCOPE) - 1;
+	if (scope_len > REVKEY_SCOPE_MAX + 1)
+		scope_len = REVKEY_SCOPE_MAX + 1;
+	memcpy(sc, scope != NULL ? scope : REVKEY_DEFAULT_SCOPE, scope_len);
+	sc[scope_len] = '\0';
+	if (revkey_from_text(k, sc, id, id_len, e, sizeof(e)) == -1) {
+		snprintf(err, errlen, "bad id or scope: %s", e);
+		return -1;
+	}
+	return 0;
+}
+
+int
 check_key_from_json(const cJSON *obj, struct trust *tr,
     struct revkey *k, enum jwt_verdict *why, char *err, size_t errlen)
 {
@@ -395,7 +479,6 @@ check_key_from_json_cut(const cJSON *obj, struct trust *tr,
     char *err, size_t errlen)
 {
 	const cJSON *id, *scope, *cert, *token, *chain, *m;
-	const char *sc = REVKEY_DEFAULT_SCOPE;
 	char e[256];
 	size_t len, nk = 0;
 	int n;
@@ -453,21 +536,14 @@ check_key_from_json_cut(const cJSON *obj, struct trust *tr,
 			snprintf(err, errlen, "\"id\" must be a string");
 			return -1;
 		}
-		if (scope != NULL) {
-			if (!cJSON_IsString(scope)) {
-				snprintf(err, errlen, "\"scope\" must be a "
-				    "string");
-				return -1;
-			}
-			sc = scope->valuestring;
-		}
-		len = strlen(id->valuestring);
-		if (revkey_from_text(k, sc, id->valuestring, len, e,
-		    sizeof(e)) == -1) {
-			snprintf(err, errlen, "bad id or scope: %s", e);
+		if (scope != NULL && !cJSON_IsString(scope)) {
+			snprintf(err, errlen, "\"scope\" must be a string");
 			return -1;
 		}
-		return 0;
+		return check_key_from_id(k, scope != NULL ?
+		    scope->valuestring : NULL, scope != NULL ?
+		    strlen(scope->valuestring) : 0, id->valuestring,
+		    strlen(id->valuestring), err, errlen);
 	}
 	if (cert != NULL) {
 		if (!cJSON_IsString(cert)) {

@@ -152,6 +152,18 @@ int check_key_tally(const struct snapshot *s, const struct revkey *k,
     struct check_result *r, struct metrics_tally *t);
 
 /*
+ * Answers keys[0..n) from one snapshot exactly as check_key_tally answers
+ * each of them (the same results and counts, in t), but asks the filter
+ * for them together, a chunk at a time (bloom_query_many: each key's
+ * cache lines are requested while earlier keys are read). rc[i] is what
+ * check_key would return for keys[i]: 0 with r[i] filled, or -1 with
+ * r[i].fail set (the caller answers that item as unsettled, never
+ * not_revoked). This function can't fail.
+ */
+void check_keys_tally(const struct snapshot *s, const struct revkey *keys,
+    size_t n, struct check_result *r, int *rc, struct metrics_tally *t);
+
+/*
  * Parses a POST /v1/check body: valid UTF-8, exactly one JSON value with
  * nothing but whitespace after it, and that value an object. Returns the
  * root, which the caller deletes, or NULL with *why set to a static
@@ -169,6 +181,15 @@ cJSON *check_parse_body(const char *body, size_t len, const char **why);
  */
 int check_key_from_json(const cJSON *obj, struct trust *tr,
     struct revkey *k, enum jwt_verdict *why, char *err, size_t errlen);
+
+/*
+ * The key of {"id": id, "scope": scope} (scope NULL: no "scope", the
+ * default), from bytes that need not be NUL-terminated (a batch item
+ * read in place): the rule and the message check_key_from_json gives for
+ * that object. Returns 0, or -1 with err (safe to show).
+ */
+int check_key_from_id(struct revkey *k, const char *scope, size_t scope_len,
+    const char *id, size_t id_len, char *err, size_t errlen);
 
 /*
  * The same, also filling cut for a {"token"} object (cut->has_sub and

@@ -7,6 +7,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
+#include "batch.h"
 #include "check.h"
 #include "jwt.h"
 #include "log.h"
@@ -184,6 +185,15 @@ check_get(const struct server_req *r)
 	return answer_one(r, &k);
 }
 
+/* A batch item whose positive the authority did not settle. */
+static void
+render_unsettled(struct sbuf *b, enum check_fail f)
+{
+	check_render_error(b, check_fail_str(f), f == CHECK_FAIL_BEHIND ?
+	    "possibly revoked; the authority answered from an older filter "
+	    "version" : "possibly revoked; the authority cannot be reached");
+}
+
 static enum MHD_Result
 check_batch(const struct server_req *r, const cJSON *items)
 {
@@ -230,11 +240,7 @@ check_batch(const struct server_req *r, const cJSON *items)
 		} else if (check_key_tally(s, &k, &res, &tally) == -1 ||
 		    check_cutoffs(s, &cut, &res) == -1) {
 			metrics_tally_inc(&tally, MET_BAD_ITEMS);
-			check_render_error(&b, check_fail_str(res.fail),
-			    res.fail == CHECK_FAIL_BEHIND ? "possibly "
-			    "revoked; the authority answered from an older "
-			    "filter version" : "possibly revoked; the "
-			    "authority cannot be reached");
+			render_unsettled(&b, res.fail);
 		} else
 			check_render(&b, s, &k, &res);
 	}
@@ -248,6 +254,117 @@ check_batch(const struct server_req *r, const cJSON *items)
 	h[0].value = ver;
 	return server_reply(r, MHD_HTTP_OK, body, len, "application/json", h,
 	    1);
+}
+
+/* Items decided and rendered a chunk at a time (check_keys_tally). */
+#define BATCH_CHUNK	32
+
+struct batch_work {
+	struct revkey	 keys[BATCH_CHUNK];
+	struct check_result res[BATCH_CHUNK];
+	int		 rc[BATCH_CHUNK];
+	bool		 ok[BATCH_CHUNK];	/* the key could be derived */
+	struct revkey	 scratch;
+};
+
+/*
+ * A batch read in place (batch.h): every item is {"id"} or {"id",
+ * "scope"}, so each answer is the one check_batch gives for it, from one
+ * snapshot, with the filter asked for a chunk of keys at once. The body
+ * under items must outlive the call.
+ */
+static enum MHD_Result
+check_batch_items(const struct server_req *r, const struct batch_item *items,
+    size_t n)
+{
+	struct server_hdr h[1];
+	struct metrics_tally tally;
+	struct batch_work *w;
+	const struct snapshot *s;
+	enum stale_reason why;
+	enum check_gate g;
+	struct sbuf b;
+	char e[300], ver[24], *body;
+	size_t len, i, j, m, k;
+
+	if ((w = malloc(sizeof(*w))) == NULL)
+		return MHD_NO;
+	g = check_begin(r->ctx->slot, &r->ctx->policy, util_now(), &s,
+	    &why);
+	if (g != CHECK_GATE_OK) {
+		free(w);
+		return gate_error(r, g, why);
+	}
+	sbuf_init(&b, n < 4096 ? 64 + n * 160 : (size_t)1 << 20, 0);
+	sbuf_adds(&b, "{\"filter_version\":");
+	sbuf_add_u64(&b, s->version);
+	sbuf_adds(&b, ",\"results\":[");
+	memset(&tally, 0, sizeof(tally));
+	for (i = 0; i < n; i += m) {
+		m = n - i < BATCH_CHUNK ? n - i : BATCH_CHUNK;
+		/* The items whose keys derive, packed for one decision. */
+		for (j = k = 0; j < m; j++) {
+			w->ok[j] = check_key_from_id(&w->keys[k],
+			    items[i + j].scope, items[i + j].scope_len,
+			    items[i + j].id, items[i + j].id_len, e,
+			    sizeof(e)) == 0;
+			k += w->ok[j];
+		}
+		check_keys_tally(s, w->keys, k, w->res, w->rc, &tally);
+		for (j = k = 0; j < m; j++) {
+			if (i + j > 0)
+				sbuf_adds(&b, ",");
+			if (!w->ok[j]) {
+				/* Derived again for its message (rare). */
+				(void)check_key_from_id(&w->scratch,
+				    items[i + j].scope,
+				    items[i + j].scope_len, items[i + j].id,
+				    items[i + j].id_len, e, sizeof(e));
+				metrics_tally_inc(&tally, MET_BAD_ITEMS);
+				check_render_error(&b, "bad_request", e);
+				continue;
+			}
+			if (w->rc[k] == -1) {
+				metrics_tally_inc(&tally, MET_BAD_ITEMS);
+				render_unsettled(&b, w->res[k].fail);
+			} else
+				check_render(&b, s, &w->keys[k], &w->res[k]);
+			k++;
+		}
+	}
+	sbuf_adds(&b, "]}\n");
+	metrics_tally_flush(&tally);
+	snprintf(ver, sizeof(ver), "%llu", (unsigned long long)s->version);
+	check_end(s);
+	free(w);
+	if ((body = sbuf_take(&b, &len)) == NULL)
+		return MHD_NO;
+	h[0].name = "X-Revcheck-Filter-Version";
+	h[0].value = ver;
+	return server_reply(r, MHD_HTTP_OK, body, len, "application/json", h,
+	    1);
+}
+
+/*
+ * The common batch shape read in place (batch.h); 0 when the body has
+ * another shape, which the general path answers.
+ */
+static int
+try_batch_items(const struct server_req *r, enum MHD_Result *ret)
+{
+	struct batch_item *items;
+	size_t cap, n;
+
+	cap = batch_items_bound(r->body_len, r->ctx->cfg->max_batch);
+	if ((items = malloc(cap * sizeof(*items))) == NULL)
+		return 0;
+	if (batch_parse(r->body, r->body_len, items, cap, &n) == -1) {
+		free(items);
+		return 0;
+	}
+	*ret = check_batch_items(r, items, n);
+	free(items);
+	return 1;
 }
 
 static enum MHD_Result
@@ -264,6 +381,8 @@ check_post(const struct server_req *r)
 	enum MHD_Result ret;
 	size_t n = 0;
 
+	if (try_batch_items(r, &ret))
+		return ret;
 	if ((root = check_parse_body(r->body, r->body_len, &why)) == NULL)
 		return server_error(r, MHD_HTTP_BAD_REQUEST, "bad_request",
 		    why, 0);

@@ -197,6 +197,76 @@ Test(check, edge_authority_hook_settles_positives)
 	snapshot_release(s);
 }
 
+/*
+ * A batch decided at once (check_keys_tally, the filter asked through
+ * bloom_query_many) answers and counts exactly as one check at a time,
+ * for every kind of key, at every chunk boundary, on an origin (table)
+ * and without an authority (positives fail closed alike).
+ */
+static void
+same_as_one_at_a_time(const struct snapshot *s, const struct revkey *keys,
+    size_t n)
+{
+	struct check_result one, *many = calloc(n + 1, sizeof(*many));
+	struct metrics_tally t1, t2;
+	int rc, *rcs = calloc(n + 1, sizeof(*rcs));
+	size_t i;
+
+	cr_assert(many != NULL && rcs != NULL);
+	memset(&t1, 0, sizeof(t1));
+	memset(&t2, 0, sizeof(t2));
+	check_keys_tally(s, keys, n, many, rcs, &t2);
+	for (i = 0; i < n; i++) {
+		rc = check_key_tally(s, &keys[i], &one, &t1);
+		cr_assert_eq(rcs[i], rc, "key %zu of %zu", i, n);
+		cr_assert_eq(memcmp(&many[i], &one, sizeof(one)), 0,
+		    "key %zu of %zu: another answer", i, n);
+	}
+	cr_assert_eq(memcmp(&t1, &t2, sizeof(t1)), 0, "other counts");
+	free(many);
+	free(rcs);
+}
+
+Test(check, keys_at_once_answer_and_count_as_one_at_a_time)
+{
+	static const size_t sizes[] = { 0, 1, 63, 64, 65, 130 };
+	struct snapshot *snaps[3];
+	struct revkey keys[130];
+	char id[32];
+	size_t i, j;
+
+	snaps[0] = make_snapshot(7, 1 << 16, 7, true);
+	snaps[1] = make_snapshot(8, 8, 1, true);	/* nearly all positive */
+	snaps[2] = make_snapshot(9, 8, 1, false);	/* and no authority */
+	for (i = 0; i < 130; i++) {
+		snprintf(id, sizeof(id), "absent-%zu", i);
+		switch (i % 7) {
+		case 0:
+			key_text(&keys[i], "default", "tok-revoked");
+			break;
+		case 1:
+			key_text(&keys[i], "issuer-b", id);	/* not covered */
+			break;
+		case 2:
+			key_text(&keys[i], recs[3].scope, "0a1b");
+			break;
+		case 3:
+			key_text(&keys[i], "empty-scope", id);
+			break;
+		case 4:
+			key_text(&keys[i], "issuer-a", "a1");
+			break;
+		default:
+			key_text(&keys[i], "default", id);
+		}
+	}
+	for (j = 0; j < 3; j++)
+		for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+			same_as_one_at_a_time(snaps[j], keys, sizes[i]);
+	for (j = 0; j < 3; j++)
+		snapshot_release(snaps[j]);
+}
+
 Test(check, gate_refuses_missing_and_stale)
 {
 	struct snapshot_slot sl;
