@@ -226,20 +226,20 @@ check_key(const struct snapshot *s, const struct revkey *k,
 }
 
 /*
- * The steps of a check before the filter: coverage, then the delta
- * overlay. Returns true when they decided (r filled), false when the
+ * The steps of a check before the filter: coverage (sc is the filter's
+ * entry for k's scope, NULL when it has none), then the delta overlay.
+ * Returns true when they decided (r filled), false when the
  * filter must be asked.
  */
 static bool
 decide_before_filter(const struct snapshot *s, const struct revkey *k,
-    struct check_result *r, struct metrics_tally *t)
+    const struct ffile_scope *sc, struct check_result *r,
+    struct metrics_tally *t)
 {
-	const struct ffile_scope *sc;
 	struct table_rec rec;
 
 	memset(r, 0, sizeof(*r));
 	metrics_tally_inc(t, MET_CHECKS);
-	sc = ffile_scope(s->ff, k->scope);
 	/* A partial CRL answers only for the certificates it covers. */
 	if (sc == NULL || !crl_key_covered(sc, k)) {
 		metrics_tally_inc(t, MET_NOT_COVERED);
@@ -332,7 +332,7 @@ int
 check_key_tally(const struct snapshot *s, const struct revkey *k,
     struct check_result *r, struct metrics_tally *t)
 {
-	if (decide_before_filter(s, k, r, t))
+	if (decide_before_filter(s, k, ffile_scope(s->ff, k->scope), r, t))
 		return 0;
 	return decide_after_filter(s, k, ffile_query(s->ff, k), r, t);
 }
@@ -345,6 +345,8 @@ check_keys_tally(const struct snapshot *s, const struct revkey *keys,
     size_t n, struct check_result *r, int *rc, struct metrics_tally *t)
 {
 	const struct bloom *b = ffile_bloom(s->ff);
+	const struct ffile_scope *sc = NULL;
+	const struct revkey *prev = NULL;
 	unsigned char enc[REVKEY_ENC_MAX];
 	struct bloom_hash h[MANY_CHUNK];
 	bool maybe[MANY_CHUNK];
@@ -355,7 +357,13 @@ check_keys_tally(const struct snapshot *s, const struct revkey *keys,
 		/* 1. What coverage and the overlay decide; hash the rest. */
 		for (len = 0, j = i; j < i + m; j++) {
 			rc[j] = 0;
-			if (decide_before_filter(s, &keys[j], &r[j], t))
+			/* Items of a batch mostly share one scope. */
+			if (prev == NULL || prev->scope_len != keys[j].scope_len ||
+			    memcmp(prev->scope, keys[j].scope,
+			    keys[j].scope_len) != 0)
+				sc = ffile_scope(s->ff, keys[j].scope);
+			prev = &keys[j];
+			if (decide_before_filter(s, &keys[j], sc, &r[j], t))
 				continue;
 			idx[len] = j;
 			h[len++] = bloom_hash(b->seed, enc,
@@ -768,31 +776,31 @@ render_fields(struct sbuf *b, const struct snapshot *s,
 	char ts[UTIL_RFC3339_LEN];
 	size_t n;
 
-	sbuf_adds(b, "\"status\":\"");
+	sbuf_addlit(b, "\"status\":\"");
 	sbuf_adds(b, check_status_str(r->status));
-	sbuf_adds(b, "\",\"source\":\"");
+	sbuf_addlit(b, "\",\"source\":\"");
 	sbuf_adds(b, check_source_str(r->source));
-	sbuf_adds(b, "\",\"scope\":");
+	sbuf_addlit(b, "\",\"scope\":");
 	sbuf_add_jstr(b, k->scope, k->scope_len);
-	sbuf_adds(b, ",\"id\":");
+	sbuf_addlit(b, ",\"id\":");
 	n = revkey_id_text(k, idt);
 	sbuf_add_jstr(b, idt, n);
-	sbuf_adds(b, ",\"filter_version\":");
+	sbuf_addlit(b, ",\"filter_version\":");
 	sbuf_add_u64(b, s->version);
 	/* With a chain in service, the answer names the delta too. */
 	if (s->pos.seq != 0) {
-		sbuf_adds(b, ",\"delta_seq\":");
+		sbuf_addlit(b, ",\"delta_seq\":");
 		sbuf_add_u64(b, s->pos.seq);
 	}
 	if (r->status == CHECK_REVOKED) {
 		if (r->revoked_at != 0) {
 			util_rfc3339(ts, r->revoked_at);
-			sbuf_adds(b, ",\"revoked_at\":\"");
+			sbuf_addlit(b, ",\"revoked_at\":\"");
 			sbuf_adds(b, ts);
-			sbuf_adds(b, "\"");
+			sbuf_addlit(b, "\"");
 		}
 		if (r->reason[0] != '\0') {
-			sbuf_adds(b, ",\"reason\":");
+			sbuf_addlit(b, ",\"reason\":");
 			sbuf_add_jstr(b, r->reason, strnlen(r->reason,
 			    sizeof(r->reason)));
 		}
@@ -803,9 +811,9 @@ void
 check_render(struct sbuf *b, const struct snapshot *s,
     const struct revkey *k, const struct check_result *r)
 {
-	sbuf_adds(b, "{");
+	sbuf_addlit(b, "{");
 	render_fields(b, s, k, r);
-	sbuf_adds(b, "}");
+	sbuf_addlit(b, "}");
 }
 
 void

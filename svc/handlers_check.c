@@ -313,7 +313,7 @@ check_batch_items(const struct server_req *r, const struct batch_item *items,
 		check_keys_tally(s, w->keys, k, w->res, w->rc, &tally);
 		for (j = k = 0; j < m; j++) {
 			if (i + j > 0)
-				sbuf_adds(&b, ",");
+				sbuf_addlit(&b, ",");
 			if (!w->ok[j]) {
 				/* Derived again for its message (rare). */
 				(void)check_key_from_id(&w->scratch,

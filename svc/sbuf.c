@@ -146,6 +146,23 @@ sbuf_add_i64(struct sbuf *b, int64_t v)
 		sbuf_add_u64(b, (uint64_t)v);
 }
 
+/*
+ * Bytes a JSON string carries as they are: printable ASCII but '"', '\\'
+ * and the HTML-significant '<', '>', '&', one bit per byte below 128
+ * (bit c & 63 of word c >> 6). One test per byte of every answer's id
+ * and scope.
+ */
+static const uint64_t jstr_plain[2] = {
+	UINT64_C(0xafffffbb00000000),	/* 0x20-0x3f but '"' '&' '<' '>' */
+	UINT64_C(0x7fffffffefffffff),	/* 0x40-0x7e but '\\' */
+};
+
+static bool
+is_plain(unsigned char c)
+{
+	return c < 128 && (jstr_plain[c >> 6] >> (c & 63) & 1) != 0;
+}
+
 void
 sbuf_add_jstr(struct sbuf *b, const void *p, size_t n)
 {
@@ -158,9 +175,7 @@ sbuf_add_jstr(struct sbuf *b, const void *p, size_t n)
 	while (i < n) {
 		/* Copy the longest run that needs no escaping in one go. */
 		run = i;
-		while (run < n && s[run] >= 0x20 && s[run] < 0x7f &&
-		    s[run] != '"' && s[run] != '\\' && s[run] != '<' &&
-		    s[run] != '>' && s[run] != '&')
+		while (run < n && is_plain(s[run]))
 			run++;
 		if (run > i) {
 			sbuf_add(b, s + i, run - i);

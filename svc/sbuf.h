@@ -31,6 +31,8 @@ char *sbuf_take(struct sbuf *b, size_t *len);
 
 void sbuf_add(struct sbuf *b, const void *p, size_t n);
 void sbuf_adds(struct sbuf *b, const char *s);
+/* Appends a string literal, its length known at compile time. */
+#define sbuf_addlit(b, lit)	sbuf_add((b), "" lit, sizeof(lit) - 1)
 void sbuf_addf(struct sbuf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void sbuf_add_u64(struct sbuf *b, uint64_t v);

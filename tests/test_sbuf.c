@@ -24,6 +24,24 @@ Test(sbuf, escapes_quotes_controls_and_html)
 	free(s);
 }
 
+/* Each byte alone: kept as it is exactly when it is printable and harmless. */
+Test(sbuf, every_byte_alone_is_kept_or_escaped_by_the_rule)
+{
+	unsigned char c;
+	char *s;
+	int i;
+	bool kept, want;
+
+	for (i = 0; i < 256; i++) {
+		c = (unsigned char)i;
+		s = esc(&c, 1);
+		kept = strlen(s) == 3 && (unsigned char)s[1] == c;
+		want = c >= 0x20 && c < 0x7f && strchr("\"\\<>&", c) == NULL;
+		cr_assert_eq(kept, want, "byte 0x%02x: %s", i, s);
+		free(s);
+	}
+}
+
 Test(sbuf, keeps_valid_utf8_and_replaces_invalid)
 {
 	char *s = esc("\xc3\xa9\xe2\x82\xac", 5);
