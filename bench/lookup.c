@@ -27,8 +27,8 @@
  * hash plus query, one key at a time), classic-batch, blocked-batch and
  * fuse-batch (the library's batch call: hash BATCH keys, then
  * bloom_query_many, which hints each key's cache lines a few keys before
- * reading them; revcheckd's POST /v1/check still checks its items one by
- * one, its cost being JSON, see docs/BENCHMARKS.md). build_s of fuse is the whole construction (hashing and
+ * reading them, as revcheckd's POST /v1/check batches do, see
+ * docs/BENCHMARKS.md). build_s of fuse is the whole construction (hashing and
  * peeling); of the others the adds.
  */
 

@@ -165,8 +165,8 @@ bool bloom_query_hash(const struct bloom *b, const struct bloom_hash *h);
 void bloom_prefetch(const struct bloom *b, const struct bloom_hash *h);
 
 /*
- * Queries n hashed keys at once (no request path calls it yet; the
- * benchmark and tests do): each key's
+ * Queries n hashed keys at once (revcheckd's batch checks, through
+ * check_keys_tally, and the benchmark): each key's
  * cache lines are hinted a few keys before they are read, so the misses
  * of successive keys overlap. out[i] is set to bloom_query_hash(b, &h[i])
  * for every i < n. This function can't fail.

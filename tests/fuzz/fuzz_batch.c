@@ -1,4 +1,4 @@
-/* fuzz_batch.c - the in-place batch reader against cJSON: whatever it accepts, the general path reads the same items */
+/* fuzz_batch.c - the in-place batch reader against cJSON: whatever it accepts, the general path reads and keys the same items */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -18,8 +18,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
  * The fast path may only take a body whose meaning it knows exactly: for
  * every body batch_parse accepts, check_parse_body must accept it too and
  * cJSON must see the same items, with the same id and scope bytes and no
- * other member. Anything else it must refuse (the general path answers).
- * A mismatch aborts.
+ * other member, and each item's key (check_key_from_id) must be the one
+ * check_key_from_json derives from the cJSON item, or both must refuse
+ * it with the same message. Anything else the fast path must refuse (the
+ * general path answers). A mismatch aborts.
  */
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -27,8 +29,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const char *body = (const char *)data, *why = NULL;
 	const cJSON *arr, *it, *id, *scope;
 	struct batch_item *items;
+	struct revkey k1, k2;
+	enum jwt_verdict jv;
+	char e1[300], e2[300];
 	size_t n = 0, i = 0, cap;
 	cJSON *root;
+	int r1, r2;
 
 	cap = batch_items_bound(size, FUZZ_MAX_BATCH);
 	if ((items = calloc(cap > 0 ? cap : 1, sizeof(*items))) == NULL)
@@ -60,6 +66,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    strlen(scope->valuestring) != items[i].scope_len ||
 		    memcmp(scope->valuestring, items[i].scope,
 		    items[i].scope_len) != 0))
+			abort();
+		e1[0] = e2[0] = '\0';
+		r1 = check_key_from_json(it, NULL, &k1, &jv, e1, sizeof(e1));
+		r2 = check_key_from_id(&k2, items[i].scope, items[i].scope_len,
+		    items[i].id, items[i].id_len, e2, sizeof(e2));
+		if (r1 != r2 || (r1 == 0 && revkey_cmp(&k1, &k2) != 0) ||
+		    (r1 == -1 && strcmp(e1, e2) != 0))
 			abort();
 		i++;
 	}
