@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "perthread.h"
 #include "sbuf.h"
 #include "check.h"
 #include "server.h"
@@ -88,13 +89,16 @@ struct server {
  * shuts down those past it. The list
  * lock also orders the sweep against the close notification, which
  * libmicrohttpd sends before it closes the socket, so a swept fd is
- * never one already reused by another connection.
+ * never one already reused by another connection. A request moves its
+ * connection's deadline without the lock (an atomic store into its own
+ * entry, which only the close notification frees, on the connection's
+ * own thread): the lock is taken per connection, never per request.
  */
 struct conn_track {
 	struct conn_track *prev;
 	struct conn_track *next;
 	MHD_socket	 fd;
-	double		 deadline;	/* monotonic; 0 while in a request */
+	_Atomic double	 deadline;	/* monotonic; 0 while in a request */
 };
 
 static pthread_mutex_t track_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -145,7 +149,34 @@ on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 	}
 	return NULL;
 }
-static _Atomic unsigned long inflight;
+/*
+ * Requests being handled, counted per thread (perthread.h) so that no
+ * two requests write the same cache line: a thread adds one when a
+ * request starts and takes one away when it ends (libmicrohttpd runs
+ * both on the connection's thread; the sum is right either way).
+ */
+struct inflight_slot {
+	_Atomic long	 n;
+};
+
+static struct perthread inflight_slots =
+    PERTHREAD_INIT(sizeof(struct inflight_slot));
+static _Thread_local struct inflight_slot *inflight_mine;
+static _Atomic long inflight_shared;	/* a thread without a slot */
+
+static void
+inflight_add(long d)
+{
+	struct inflight_slot *sl = inflight_mine;
+
+	if (sl == NULL && (sl = perthread_get(&inflight_slots,
+	    (void **)&inflight_mine)) == NULL) {
+		atomic_fetch_add(&inflight_shared, d);
+		return;
+	}
+	atomic_store_explicit(&sl->n, atomic_load_explicit(&sl->n,
+	    memory_order_relaxed) + d, memory_order_release);
+}
 
 /*
  * Bytes of request bodies buffered right now, across all connections,
@@ -204,7 +235,13 @@ server_header_count(struct MHD_Connection *conn, const char *name)
 unsigned long
 server_inflight(void)
 {
-	return atomic_load(&inflight);
+	const struct inflight_slot *sl;
+	long n = atomic_load(&inflight_shared);
+
+	for (sl = perthread_first(&inflight_slots); sl != NULL;
+	    sl = perthread_next(sl))
+		n += atomic_load_explicit(&sl->n, memory_order_acquire);
+	return n > 0 ? (unsigned long)n : 0;
 }
 
 static void
@@ -216,9 +253,7 @@ track_deadline(struct MHD_Connection *conn, double deadline)
 	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 	if (ci == NULL || (ct = ci->socket_context) == NULL)
 		return;
-	pthread_mutex_lock(&track_mu);
-	ct->deadline = deadline;
-	pthread_mutex_unlock(&track_mu);
+	atomic_store(&ct->deadline, deadline);
 }
 
 static void
@@ -235,7 +270,8 @@ on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
 		if (ci == NULL || (ct = calloc(1, sizeof(*ct))) == NULL)
 			return;	/* untracked: the idle timeout still holds */
 		ct->fd = ci->connect_fd;
-		ct->deadline = util_monotime() + ctx->cfg->conn_timeout;
+		atomic_init(&ct->deadline, util_monotime() +
+		    ctx->cfg->conn_timeout);
 		pthread_mutex_lock(&track_mu);
 		ct->next = track_head.next;
 		ct->prev = &track_head;
@@ -259,16 +295,18 @@ unsigned
 server_sweep(struct server *s)
 {
 	struct conn_track *ct;
-	double now = util_monotime();
+	double now = util_monotime(), d;
 	unsigned n = 0;
 
 	if (s == NULL)
 		return 0;
 	pthread_mutex_lock(&track_mu);
 	for (ct = track_head.next; ct != &track_head; ct = ct->next) {
-		if (ct->deadline != 0 && now > ct->deadline) {
+		/* A request that moved the deadline meanwhile wins. */
+		d = atomic_load(&ct->deadline);
+		if (d != 0 && now > d &&
+		    atomic_compare_exchange_strong(&ct->deadline, &d, 0.0)) {
 			shutdown(ct->fd, SHUT_RDWR);
-			ct->deadline = 0;
 			n++;
 		}
 	}
@@ -526,7 +564,7 @@ on_access(void *cls, struct MHD_Connection *conn, const char *url,
 		 * First call: the headers are in, the body (if any) is not.
 		 * The request's deadline keeps running until its handler does.
 		 */
-		atomic_fetch_add(&inflight, 1);
+		inflight_add(1);
 		*con_cls = &no_state;
 		if (st == (void *)&bad_uri)
 			return server_error(&r, MHD_HTTP_BAD_REQUEST,
@@ -749,7 +787,7 @@ on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		free(st);
 	}
 	*con_cls = NULL;
-	atomic_fetch_sub(&inflight, 1);
+	inflight_add(-1);
 }
 
 __attribute__((format(printf, 2, 0)))
