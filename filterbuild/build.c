@@ -44,6 +44,7 @@ enum {
 	OPT_KEEP_GOING,
 	OPT_REPORT,
 	OPT_EXPIRY_GRACE,
+	OPT_TRUSTED_KEY,
 };
 
 struct build_opts {
@@ -57,6 +58,9 @@ struct build_opts {
 	enum bloom_layout layout;	/* 0: auto, chosen once n is known */
 	const char	*issuers[BUILD_MAX_ISSUERS];
 	size_t		 nissuers;
+	/* Public keys that may have signed the current version (rotation). */
+	const char	*trusted[SIGN_RING_MAX - 1];
+	size_t		 ntrusted;
 	bool		 allow_expired;
 	bool		 allow_shrink;
 	unsigned	 max_shrink;	/* percent */
@@ -124,6 +128,10 @@ build_usage(FILE *fp)
 	    "                       it leaves uncovered keeps the current version's\n"
 	    "                       entries until that CRL's nextUpdate; exit 3\n"
 	    "  --report FILE        write a JSON report of every input and outcome\n"
+	    "  --trusted-key PUB.pem the current version may be signed by this key\n"
+	    "                       too (repeatable; after a key rotation): it is\n"
+	    "                       compared with, and kept from, only when its\n"
+	    "                       signature verifies against --key or one of these\n"
 	    "  --allow-expired      a CRL past nextUpdate only warns\n"
 	    "  --allow-shrink       publish an empty list, a version without a scope\n"
 	    "                       of the current one, or a scope that shrank by more\n"
@@ -214,6 +222,7 @@ build_parse(struct build_opts *o, int argc, char **argv, int *first_input)
 		{ "keep-going",	   no_argument,	      NULL, OPT_KEEP_GOING },
 		{ "report",	   required_argument, NULL, OPT_REPORT },
 		{ "expiry-grace",  required_argument, NULL, OPT_EXPIRY_GRACE },
+		{ "trusted-key",   required_argument, NULL, OPT_TRUSTED_KEY },
 		{ "keep",	   required_argument, NULL, 'K' },
 		{ "layout",	   required_argument, NULL, 'L' },
 		{ "quiet",	   no_argument,	      NULL, 'q' },
@@ -302,6 +311,14 @@ build_parse(struct build_opts *o, int argc, char **argv, int *first_input)
 				return fb_usage_err("build", "--expiry-grace '%s': "
 				    "want a duration up to 1d (0 for none)",
 				    optarg);
+			break;
+		case OPT_TRUSTED_KEY:
+			if (o->ntrusted == sizeof(o->trusted) /
+			    sizeof(o->trusted[0]))
+				return fb_usage_err("build", "more than %zu "
+				    "--trusted-key options",
+				    sizeof(o->trusted) / sizeof(o->trusted[0]));
+			o->trusted[o->ntrusted++] = optarg;
 			break;
 		case OPT_CLOCK_SKEW:
 			if (util_parse_duration(optarg, &o->clock_skew) != 0)
@@ -419,37 +436,89 @@ fail:
 }
 
 /*
- * Compares the inputs with the current version in DIR (vdir): a dropped
- * scope or one that shrank too much is refused unless --allow-shrink. A
- * current version that cannot be read cannot vouch for anything, so it
- * is refused the same way. 0, or -1 with a message.
+ * Opens the current version in vdir for the comparisons and --keep-going:
+ * its filter (and, with want_table, its table) is trusted only when the
+ * filter's signature verifies against ring (the build key and the
+ * --trusted-key keys) and the table is the one the filter names. A copy
+ * that does not verify could carry any key counts and CRL numbers, and
+ * would let a shrink or a replayed CRL through. Returns 0 with *f (and
+ * *t) set, or -1 with err and nothing open.
+ */
+static int
+build_open_previous(const char *vdir, const struct sign_ring *ring,
+    bool want_table, struct ffile **f, struct table **t, char *err,
+    size_t errlen)
+{
+	char path[4200], why[1024];
+	int n;
+
+	*f = NULL;
+	*t = NULL;
+	n = snprintf(path, sizeof(path), "%s/" PUBLISH_FILTER_NAME, vdir);
+	if (n < 0 || (size_t)n >= sizeof(path)) {
+		(void)snprintf(err, errlen, "%.200s: path too long", vdir);
+		return -1;
+	}
+	if ((*f = ffile_open(path, err, errlen)) == NULL)
+		return -1;
+	if (ffile_verify(*f, ring, why, sizeof(why)) != 0) {
+		(void)snprintf(err, errlen, "%.300s: %.200s: signed by neither "
+		    "--key nor a --trusted-key, so its key counts and CRL "
+		    "numbers cannot be trusted (--trusted-key PUB.pem for the "
+		    "key that signed it)", path, why);
+		goto fail;
+	}
+	if (!want_table)
+		return 0;
+	n = snprintf(path, sizeof(path), "%s/" PUBLISH_TABLE_NAME, vdir);
+	if (n < 0 || (size_t)n >= sizeof(path)) {
+		(void)snprintf(err, errlen, "%.200s: path too long", vdir);
+		goto fail;
+	}
+	if ((*t = table_open(path, err, errlen)) == NULL)
+		goto fail;
+	if (table_check_binding(*t, ffile_info(*f)->table_sha256,
+	    ffile_info(*f)->table_len, why, sizeof(why)) != 0) {
+		(void)snprintf(err, errlen, "%.300s: not the table its signed "
+		    "filter names: %.200s", path, why);
+		goto fail;
+	}
+	return 0;
+fail:
+	table_close(*t);
+	ffile_close(*f);
+	*f = NULL;
+	*t = NULL;
+	return -1;
+}
+
+/*
+ * Compares the inputs with the current version (prev, NULL when it could
+ * not be opened or verified: why says so): a dropped scope, one that
+ * shrank too much or a replayed CRL is refused unless allowed. A current
+ * version that cannot be read or verified cannot vouch for anything, so
+ * it is refused the same way. 0, or -1 with a message.
  */
 static int
 build_check_previous(const struct build_opts *o, const struct input_set *set,
-    const char *vdir, const struct fb_report *rep)
+    const struct ffile *prev, const char *why, const struct fb_report *rep)
 {
 	const char *gone[FFILE_MAX_SCOPES > 64 ? 64 : FFILE_MAX_SCOPES];
 	size_t ngone = 0, i;
 	struct input_prev_opts po;
-	struct ffile *prev;
-	char path[4200], err[1024];
-	int n, rc;
+	char err[1024];
+	int rc;
 
-	n = snprintf(path, sizeof(path), "%s/filter.rcf", vdir);
-	if (n < 0 || (size_t)n >= sizeof(path)) {
-		fb_err("%s: path too long", vdir);
-		return -1;
-	}
-	if ((prev = ffile_open(path, err, sizeof(err))) == NULL) {
+	if (prev == NULL) {
 		if (!o->allow_shrink) {
 			fb_err("cannot compare with the current version: %s; "
 			    "--allow-shrink to publish without the comparison",
-			    err);
+			    why);
 			return -1;
 		}
 		if (!o->quiet)
 			fb_err("warning: not compared with the current "
-			    "version: %s (--allow-shrink)", err);
+			    "version: %s (--allow-shrink)", why);
 		return 0;
 	}
 	memset(&po, 0, sizeof(po));
@@ -468,7 +537,6 @@ build_check_previous(const struct build_opts *o, const struct input_set *set,
 	    ffile_info(prev), &po, err, sizeof(err));
 	if (rc != 0)
 		fb_err("%s", err);
-	ffile_close(prev);
 	return rc;
 }
 
@@ -561,11 +629,14 @@ build_main(int argc, char **argv, const struct ffile_info *enforced,
 	struct ffile_info info;
 	struct bloom bloom;
 	struct tb_writer w;
+	struct sign_ring ring;
+	struct ffile *prev = NULL;
+	struct table *prev_tab = NULL;
 	EVP_PKEY *key = NULL;
 	X509 **issuers = NULL;
 	size_t nissuers = 0, i, n, flen = 0;
 	unsigned char *filter = NULL, seedb[8];
-	char err[1024], vdir[4096];
+	char err[1024], vdir[4096], prev_err[1024] = "";
 	uint64_t cur = 0, version, m, seed;
 	uint32_t k;
 	int64_t now, expires;
@@ -585,6 +656,7 @@ build_main(int argc, char **argv, const struct ffile_info *enforced,
 	/* Records go straight into the compact builder. */
 	set.builder = &tb;
 	memset(&bloom, 0, sizeof(bloom));
+	sign_ring_init(&ring);
 
 	/* Refuse a version before any work: DIR stays untouched. */
 	rc = publish_current(o.out, vdir, sizeof(vdir), &cur, err, sizeof(err));
@@ -610,6 +682,15 @@ build_main(int argc, char **argv, const struct ffile_info *enforced,
 		fb_err("%s", err);
 		goto out;
 	}
+	if (sign_ring_add_key(&ring, key) != 0) {
+		fb_err("%s: cannot use the key", o.key);
+		goto out;
+	}
+	for (i = 0; i < o.ntrusted; i++)
+		if (sign_ring_add(&ring, o.trusted[i], err, sizeof(err)) != 0) {
+			fb_err("%s", err);
+			goto out;
+		}
 	if (build_load_issuers(&o, &issuers, &nissuers) != 0)
 		goto out;
 
@@ -666,8 +747,16 @@ build_main(int argc, char **argv, const struct ffile_info *enforced,
 		fb_err("%s", err);
 		goto out;
 	}
+	/* The current version, verified once, for --keep-going and the checks. */
+	if (cur != 0 && build_open_previous(vdir, &ring, rep.failed > 0, &prev,
+	    &prev_tab, prev_err, sizeof(prev_err)) != 0 && rep.failed > 0) {
+		fb_err("--keep-going: cannot keep scopes of the current version: "
+		    "%s", prev_err);
+		goto out;
+	}
 	if (rep.failed > 0 && cur != 0 &&
-	    fb_report_keep(&rep, &set, vdir, now, err, sizeof(err)) != 0) {
+	    fb_report_keep(&rep, &set, prev, prev_tab, now, err,
+	    sizeof(err)) != 0) {
 		fb_err("--keep-going: %s", err);
 		goto out;
 	}
@@ -704,7 +793,8 @@ build_main(int argc, char **argv, const struct ffile_info *enforced,
 		fb_err("%s", err);
 		goto out;
 	}
-	if (cur != 0 && build_check_previous(&o, &set, vdir, &rep) != 0)
+	if (cur != 0 && build_check_previous(&o, &set, prev, prev_err, &rep) !=
+	    0)
 		goto out;
 	if (bloom_size(o.layout, n > 0 ? n : 1, o.fp_rate, &m, &k) != 0) {
 		fb_err("cannot size a filter for %zu keys at fp rate %g", n,
@@ -790,6 +880,9 @@ out:
 		ret = FB_EXIT_FAIL;
 	}
 	fb_report_free(&rep);
+	table_close(prev_tab);
+	ffile_close(prev);
+	sign_ring_free(&ring);
 	free(filter);
 	bloom_free(&bloom);
 	table_builder_free(&tb);

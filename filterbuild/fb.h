@@ -112,13 +112,15 @@ int fb_report_input(struct fb_report *r, const char *name, const char *error,
     uint64_t records);
 
 /*
- * For each CRL scope of the previous version in vdir that set does not
- * cover: keeps it (its records and metadata, flagged kept) when its
+ * For each CRL scope of the previous version (its filter f and table t,
+ * which the caller has verified: signature and binding) that set does
+ * not cover: keeps it (its records and metadata, flagged kept) when its
  * nextUpdate is after now, else leaves it out; records either in r and
  * warns on stderr. 0, or -1 with err.
  */
 int fb_report_keep(struct fb_report *r, struct input_set *set,
-    const char *vdir, int64_t now, char *err, size_t errlen);
+    const struct ffile *f, const struct table *t, int64_t now, char *err,
+    size_t errlen);
 
 /* Writes the report as JSON to path. 0, or -1 with err. */
 int fb_report_write(const struct fb_report *r, const char *path, char *err,

@@ -940,12 +940,10 @@ fb_follow(int argc, char **argv)
 		fb_err("%s", err);
 		goto out;
 	}
-	if (EVP_PKEY_up_ref(key) != 1 || sign_key_id(key, ring.ids[0]) != 0) {
+	if (sign_ring_add_key(&ring, key) != 0) {
 		fb_err("%s: cannot use the key", o.key);
 		goto out;
 	}
-	ring.keys[0] = key;
-	ring.n = 1;
 
 	/* One follower per directory. */
 	if (mkdir(o.out, 0755) != 0 && errno != EEXIST) {

@@ -105,25 +105,15 @@ set_covers(const struct input_set *set, const char *name)
 }
 
 int
-fb_report_keep(struct fb_report *r, struct input_set *set, const char *vdir,
-    int64_t now, char *err, size_t errlen)
+fb_report_keep(struct fb_report *r, struct input_set *set,
+    const struct ffile *f, const struct table *t, int64_t now, char *err,
+    size_t errlen)
 {
 	const struct ffile_info *in;
 	const struct ffile_scope *sc;
-	struct ffile *f = NULL;
-	struct table *t = NULL;
-	char path[4200];
 	uint32_t i;
-	int n, rc = -1;
+	int rc = -1;
 
-	n = snprintf(path, sizeof(path), "%s/%s", vdir, PUBLISH_FILTER_NAME);
-	if (n < 0 || (size_t)n >= sizeof(path) ||
-	    (f = ffile_open(path, err, errlen)) == NULL)
-		goto out;
-	n = snprintf(path, sizeof(path), "%s/%s", vdir, PUBLISH_TABLE_NAME);
-	if (n < 0 || (size_t)n >= sizeof(path) ||
-	    (t = table_open(path, err, errlen)) == NULL)
-		goto out;
 	in = ffile_info(f);
 	for (i = 0; i < in->nscopes; i++) {
 		sc = &in->scopes[i];
@@ -146,8 +136,6 @@ fb_report_keep(struct fb_report *r, struct input_set *set, const char *vdir,
 	}
 	rc = 0;
 out:
-	table_close(t);
-	ffile_close(f);
 	return rc;
 }
 

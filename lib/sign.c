@@ -427,6 +427,17 @@ sign_ring_add_pem(struct sign_ring *r, const unsigned char *pem, size_t len,
 	return ring_take(r, key, name, err, errlen);
 }
 
+int
+sign_ring_add_key(struct sign_ring *r, EVP_PKEY *key)
+{
+	char err[128];
+
+	assert(r != NULL && key != NULL);
+	if (r->n >= SIGN_RING_MAX || EVP_PKEY_up_ref(key) != 1)
+		return -1;
+	return ring_take(r, key, "key", err, sizeof(err));
+}
+
 EVP_PKEY *
 sign_ring_find(const struct sign_ring *r, const unsigned char id[SIGN_KEYID_LEN])
 {

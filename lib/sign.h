@@ -60,6 +60,13 @@ int sign_ring_add(struct sign_ring *r, const char *pubpath, char *err,
  */
 int sign_ring_add_pem(struct sign_ring *r, const unsigned char *pem,
     size_t len, const char *name, char *err, size_t errlen);
+/*
+ * Adds a key the caller holds (a private key verifies as its public
+ * part): the ring takes its own reference, the caller keeps its own. A
+ * key already in the ring is not added twice. 0, or -1 (ring unchanged)
+ * when the ring is full or the key is not Ed25519.
+ */
+int sign_ring_add_key(struct sign_ring *r, EVP_PKEY *key);
 /* The ring's key with this id, or NULL. */
 EVP_PKEY *sign_ring_find(const struct sign_ring *r,
     const unsigned char id[SIGN_KEYID_LEN]);

@@ -81,6 +81,20 @@ build_expect 1 "unreadable current version" "$T/one.txt"
 rc_expect_match "$(cat "$T/err")" 'cannot compare with the current version' "unreadable current named"
 build_expect 0 "--allow-shrink without the comparison" --allow-shrink "$T/one.txt"
 
+# 5b. Nor can one that is not signed by the build key or a --trusted-key: a
+# current version replaced by one with fewer keys (here signed by another
+# key) would otherwise let the shrink below through.
+build_expect 0 "four keys again" "$T/four.txt" "$T/a.json"
+FB keygen --out "$T/other.pem" --pub "$T/other.pub" >/dev/null
+FB build --key "$T/other.pem" --out "$T/d" --quiet --allow-shrink "$T/one.txt" 2>/dev/null ||
+	rc_fail "a version signed by another key"
+v=$(current)
+build_expect 1 "a current version signed by an unknown key" "$T/one.txt"
+rc_expect_match "$(cat "$T/err")" "cannot compare with the current version: .*$v/filter.rcf: .*signed by neither --key nor a --trusted-key" \
+    "the unverified current version is named"
+rc_expect_eq "$(current)" "$v" "nothing published"
+build_expect 0 "--trusted-key: the other key's version is compared with" --trusted-key "$T/other.pub" "$T/one.txt"
+
 # 6. CRL replay and mixing (tests/pki.sh: other-crl-empty.pem is CRL number 0x1000
 # of "other", other-crl.pem 0x1001 with other01 revoked).
 bash "$RC_SRC/tests/pki.sh" "$T/pki" >/dev/null
@@ -139,5 +153,16 @@ outs = sorted(p["outcome"] for p in r["previous_scopes"])
 assert outs == ["expired_not_covered", "expired_not_covered"], r
 PY
 rc_expect_eq "$(FB inspect --records "$T/k" | grep -c '^x509:' || true)" 0 "no X.509 scope left"
+
+# --keep-going keeps records only from a current version whose filter
+# verifies and whose table is the one the filter names.
+kb "$P/crl.pem" "$P/other-crl.pem" "$T/four.txt" --allow-shrink || rc_fail "keep-going base again: $(cat "$T/err")"
+tab=$T/k/$(readlink "$T/k/current")/table.rct
+chmod u+w "$tab"
+printf 'Z' | dd of="$tab" bs=1 seek=$(( $(stat -c %s "$tab") - 3 )) conv=notrunc 2>/dev/null
+rc=0; kb --keep-going "$P/crl.pem" "$T/other-trunc.der" "$T/four.txt" || rc=$?
+rc_expect_eq "$rc" 1 "a table that is not the filter's: nothing kept, build fails"
+rc_expect_match "$(cat "$T/err")" 'cannot keep scopes of the current version: .*table.rct: not the table its signed filter names' \
+    "the altered table is named"
 
 rc_done
