@@ -21,7 +21,9 @@ printf 'tok-rev-1\ntok-rev-2\n' >"$T/tokens.txt"
 F=$T/filters
 mkdir -p "$F" "$T/so" "$T/se"
 publish() {	# publish KEY: the next version in $F, signed by KEY
-	FB build --key "$1" --out "$F" --valid-for 1h --quiet "$T/tokens.txt"
+	# The operator trusts both keys: the current version may be either's.
+	FB build --key "$1" --out "$F" --valid-for 1h --quiet \
+	    --trusted-key "$T/a.pub" --trusted-key "$T/b.pub" "$T/tokens.txt"
 }
 signer() {	# signer URL: the key id of the filter in service ("" if none)
 	curl -s "$1/v1/status" | python3 -c \
