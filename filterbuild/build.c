@@ -14,6 +14,7 @@
 #include <openssl/x509.h>
 
 #include "bloom.h"
+#include "crl.h"
 #include "fb.h"
 #include "fetch.h"
 #include "ffile.h"
@@ -26,6 +27,7 @@
 
 #define BUILD_MAX_ISSUERS	256
 #define BUILD_MAX_KEEP		10000
+#define BUILD_MAX_DELEGATES	256
 
 /* Long options without a one-letter code (above any char). */
 enum {
@@ -45,6 +47,7 @@ enum {
 	OPT_REPORT,
 	OPT_EXPIRY_GRACE,
 	OPT_TRUSTED_KEY,
+	OPT_DELEGATE,
 };
 
 struct build_opts {
@@ -58,6 +61,9 @@ struct build_opts {
 	enum bloom_layout layout;	/* 0: auto, chosen once n is known */
 	const char	*issuers[BUILD_MAX_ISSUERS];
 	size_t		 nissuers;
+	/* --delegate CA.pem=CRLISSUER.pem statements, as given. */
+	const char	*delegates[BUILD_MAX_DELEGATES];
+	size_t		 ndelegates;
 	/* Public keys that may have signed the current version (rotation). */
 	const char	*trusted[SIGN_RING_MAX - 1];
 	size_t		 ntrusted;
@@ -115,6 +121,12 @@ build_usage(FILE *fp)
 	    "  --issuer CA.pem      verify CRLs against this issuer (repeatable); a\n"
 	    "                       CRL signer that is not its CA needs its chain\n"
 	    "                       (to a self-signed --issuer) and its issuer's CRL\n"
+	    "  --delegate CA.pem=CRLISSUER.pem\n"
+	    "                       CA has the revocation of all its certificates\n"
+	    "                       published in CRLISSUER's indirect CRLs, so those\n"
+	    "                       cover CA's scope for bare serials too (without\n"
+	    "                       it they cover only certificates naming\n"
+	    "                       CRLISSUER as cRLIssuer); repeatable\n"
 	    "  --unverified-crl     use a CRL that no --issuer certificate verifies\n"
 	    "                       (logged, and marked unverified in the filter)\n"
 	    "  --allow-weak-crl-sig accept CRLs signed with MD2, MD4, MD5 or SHA-1\n"
@@ -223,6 +235,7 @@ build_parse(struct build_opts *o, int argc, char **argv, int *first_input)
 		{ "report",	   required_argument, NULL, OPT_REPORT },
 		{ "expiry-grace",  required_argument, NULL, OPT_EXPIRY_GRACE },
 		{ "trusted-key",   required_argument, NULL, OPT_TRUSTED_KEY },
+		{ "delegate",	   required_argument, NULL, OPT_DELEGATE },
 		{ "keep",	   required_argument, NULL, 'K' },
 		{ "layout",	   required_argument, NULL, 'L' },
 		{ "quiet",	   no_argument,	      NULL, 'q' },
@@ -311,6 +324,15 @@ build_parse(struct build_opts *o, int argc, char **argv, int *first_input)
 				return fb_usage_err("build", "--expiry-grace '%s': "
 				    "want a duration up to 1d (0 for none)",
 				    optarg);
+			break;
+		case OPT_DELEGATE:
+			if (o->ndelegates == BUILD_MAX_DELEGATES)
+				return fb_usage_err("build", "more than %d "
+				    "--delegate options", BUILD_MAX_DELEGATES);
+			if (strchr(optarg, '=') == NULL)
+				return fb_usage_err("build", "--delegate '%s': "
+				    "want CA.pem=CRLISSUER.pem", optarg);
+			o->delegates[o->ndelegates++] = optarg;
 			break;
 		case OPT_TRUSTED_KEY:
 			if (o->ntrusted == sizeof(o->trusted) /
@@ -433,6 +455,90 @@ fail:
 		X509_free(v[i]);
 	free(v);
 	return -1;
+}
+
+/* The first certificate of a PEM file; NULL after a message. */
+static X509 *
+build_load_cert(const char *path)
+{
+	X509 *x;
+	FILE *fp;
+
+	if ((fp = fopen(path, "r")) == NULL) {
+		fb_err("%s: %s", path, strerror(errno));
+		return NULL;
+	}
+	x = PEM_read_X509(fp, NULL, NULL, NULL);
+	(void)fclose(fp);
+	ERR_clear_error();
+	if (x == NULL)
+		fb_err("%s: no PEM certificate found", path);
+	return x;
+}
+
+/*
+ * Turns each --delegate CA.pem=CRLISSUER.pem into the two scopes (of the
+ * CA's and the CRL issuer's subject Names). *out is malloc'ed (NULL when
+ * there are none). 0, or -1 with a message.
+ */
+static int
+build_load_delegations(const struct build_opts *o,
+    struct input_delegation **out)
+{
+	struct input_delegation *d;
+	X509 *ca = NULL, *ci = NULL;
+	char ca_path[4096];
+	const char *eq;
+	size_t i, n;
+	int rc = -1;
+
+	*out = NULL;
+	if (o->ndelegates == 0)
+		return 0;
+	if ((d = calloc(o->ndelegates, sizeof(*d))) == NULL) {
+		fb_err("out of memory");
+		return -1;
+	}
+	for (i = 0; i < o->ndelegates; i++) {
+		eq = strchr(o->delegates[i], '=');
+		n = (size_t)(eq - o->delegates[i]);
+		if (n == 0 || n >= sizeof(ca_path) || eq[1] == '\0') {
+			fb_err("--delegate '%s': want CA.pem=CRLISSUER.pem",
+			    o->delegates[i]);
+			goto out;
+		}
+		memcpy(ca_path, o->delegates[i], n);
+		ca_path[n] = '\0';
+		if ((ca = build_load_cert(ca_path)) == NULL ||
+		    (ci = build_load_cert(eq + 1)) == NULL)
+			goto out;
+		if (revkey_x509_scope(d[i].ca_scope,
+		    X509_get_subject_name(ca)) != 0 ||
+		    revkey_x509_scope(d[i].crl_issuer_scope,
+		    X509_get_subject_name(ci)) != 0 ||
+		    crl_name_text(X509_get_subject_name(ca), d[i].ca_issuer,
+		    sizeof(d[i].ca_issuer)) != 0) {
+			fb_err("--delegate '%s': cannot encode the subject "
+			    "names", o->delegates[i]);
+			goto out;
+		}
+		if (strcmp(d[i].ca_scope, d[i].crl_issuer_scope) == 0) {
+			fb_err("--delegate '%s': the CA and the CRL issuer are "
+			    "the same", o->delegates[i]);
+			goto out;
+		}
+		X509_free(ca);
+		X509_free(ci);
+		ca = ci = NULL;
+	}
+	*out = d;
+	d = NULL;
+	rc = 0;
+out:
+	X509_free(ca);
+	X509_free(ci);
+	free(d);
+	return rc;
 }
 
 /*
@@ -630,6 +736,7 @@ build_main(int argc, char **argv, const struct ffile_info *enforced,
 	struct bloom bloom;
 	struct tb_writer w;
 	struct sign_ring ring;
+	struct input_delegation *dgs = NULL;
 	struct ffile *prev = NULL;
 	struct table *prev_tab = NULL;
 	EVP_PKEY *key = NULL;
@@ -691,7 +798,8 @@ build_main(int argc, char **argv, const struct ffile_info *enforced,
 			fb_err("%s", err);
 			goto out;
 		}
-	if (build_load_issuers(&o, &issuers, &nissuers) != 0)
+	if (build_load_issuers(&o, &issuers, &nissuers) != 0 ||
+	    build_load_delegations(&o, &dgs) != 0)
 		goto out;
 
 	now = util_now();
@@ -709,6 +817,8 @@ build_main(int argc, char **argv, const struct ffile_info *enforced,
 	io.crl_validity = o.crl_validity;
 	io.now = now;
 	io.expiry_grace = o.expiry_grace;
+	io.delegations = dgs;
+	io.ndelegations = o.ndelegates;
 	io.quiet = o.quiet;
 	io.progress = pr.on ? progress_keys : NULL;
 	io.progress_arg = &pr;
@@ -883,6 +993,7 @@ out:
 	table_close(prev_tab);
 	ffile_close(prev);
 	sign_ring_free(&ring);
+	free(dgs);
 	free(filter);
 	bloom_free(&bloom);
 	table_builder_free(&tb);

@@ -339,7 +339,16 @@ json_coverage(cJSON *s, const struct ffile_scope *sc)
 			    crl_reason_flag_name(b))))
 				return false;
 		util_hex(hex, sc->part[i].dp, 32);
-		if (!jstr(p, "distribution_point", hex))
+		if (!jstr(p, "distribution_point", hex) ||
+		    !jbool(p, "indirect", (sc->part[i].flags &
+		    FFILE_PART_INDIRECT) != 0) ||
+		    !jbool(p, "delegated", (sc->part[i].flags &
+		    FFILE_PART_DELEGATED) != 0))
+			return false;
+		util_hex(hex, sc->part[i].crl_issuer, 32);
+		if (!jstr(p, "crl_issuer_scope_hash", hex) ||
+		    !jstr(p, "crl_number", sc->part[i].crl_number) ||
+		    !jtime(p, "this_update", sc->part[i].this_update))
 			return false;
 	}
 	return true;
@@ -370,7 +379,16 @@ print_coverage(const struct ffile_scope *sc)
 					    (sc->part[i].reasons >> (b + 1)) != 0 ?
 					    " " : "");
 		util_hex(hex, sc->part[i].dp, 32);
-		printf(", distribution point %.16s\n", hex);
+		printf(", distribution point %.16s", hex);
+		util_hex(hex, sc->part[i].crl_issuer, 32);
+		printf(", CRL x509:%.16s... number %s%s%s\n", hex,
+		    sc->part[i].crl_number[0] != '\0' ?
+		    sc->part[i].crl_number : "(none)",
+		    (sc->part[i].flags & FFILE_PART_INDIRECT) != 0 ?
+		    ", indirect (also for certificates naming its issuer as "
+		    "cRLIssuer)" : "",
+		    (sc->part[i].flags & FFILE_PART_DELEGATED) != 0 ?
+		    ", delegated (--delegate)" : "");
 	}
 }
 
@@ -464,6 +482,8 @@ print_json(const char *path, const struct target *t, const struct ffile *f,
 			ok = ok && json_coverage(s, sc);
 			ok = ok && jbool(s, "kept_from_previous",
 			    (sc->flags & FFILE_SCOPE_KEPT) != 0);
+			ok = ok && jbool(s, "attributed",
+			    (sc->flags & FFILE_SCOPE_ATTRIBUTED) != 0);
 		}
 	}
 	if (ok && pv->info != NULL) {
@@ -627,6 +647,10 @@ print_text(const struct target *t, const struct ffile *f,
 		if ((sc->flags & FFILE_SCOPE_KEPT) != 0)
 			printf("    kept:          from the previous version: its "
 			    "new CRL was bad (--keep-going)\n");
+		if ((sc->flags & FFILE_SCOPE_ATTRIBUTED) != 0)
+			printf("    attributed:    no CRL of its own: entries an "
+			    "indirect CRL of another issuer listed%s\n",
+			    sc->npart == 0 ? "; covers nothing by itself" : "");
 		if ((sc->flags & FFILE_SCOPE_ASSUMED_NEXT) != 0)
 			printf("    next update:   assumed: the CRL has none "
 			    "(--crl-validity)\n");

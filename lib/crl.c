@@ -6,6 +6,7 @@
  * no scope.
  */
 #include "crl.h"
+#include "util.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -228,8 +229,8 @@ crl_find_signer(X509_CRL *crl, X509 *const *certs, size_t ncerts,
 }
 
 int
-crl_idp_parts(X509_CRL *crl, struct ffile_scope *sc, char *why,
-    size_t whylen)
+crl_idp_parts(X509_CRL *crl, struct ffile_scope *sc, bool *indirect,
+    char *why, size_t whylen)
 {
 	ISSUING_DIST_POINT *idp;
 	GENERAL_NAMES *names = NULL;
@@ -237,6 +238,7 @@ crl_idp_parts(X509_CRL *crl, struct ffile_scope *sc, char *why,
 	int crit = 0, i, b, n = 0, rc = -1;
 
 	sc->npart = 0;
+	*indirect = false;
 	idp = X509_CRL_get_ext_d2i(crl, NID_issuing_distribution_point, &crit,
 	    NULL);
 	if (idp == NULL) {
@@ -254,10 +256,18 @@ crl_idp_parts(X509_CRL *crl, struct ffile_scope *sc, char *why,
 		    "certificate");
 		goto out;
 	}
-	if (idp->indirectCRL > 0) {
-		(void)snprintf(why, whylen, "indirect CRL (issuingDistributionPoint "
-		    "indirectCRL): not supported");
+	/* Each part names the CRL it comes from (input_check_previous). */
+	if (revkey_x509_scope_hash(base.crl_issuer, X509_CRL_get_issuer(crl))
+	    != 0 || strlen(sc->crl_number) > FFILE_PART_CRLNUM_MAX) {
+		(void)snprintf(why, whylen, "cannot encode the CRL issuer or "
+		    "CRL number");
 		goto out;
+	}
+	memcpy(base.crl_number, sc->crl_number, strlen(sc->crl_number) + 1);
+	base.this_update = sc->this_update;
+	if (idp->indirectCRL > 0) {
+		base.flags |= FFILE_PART_INDIRECT;
+		*indirect = true;
 	}
 	if (idp->onlyuser > 0 && idp->onlyCA > 0) {
 		(void)snprintf(why, whylen, "issuingDistributionPoint with both "
@@ -317,8 +327,10 @@ crl_idp_parts(X509_CRL *crl, struct ffile_scope *sc, char *why,
 	sc->npart = (uint8_t)n;
 	rc = 0;
 out:
-	if (rc != 0)
+	if (rc != 0) {
 		sc->npart = 0;
+		*indirect = false;
+	}
 	ISSUING_DIST_POINT_free(idp);
 	ERR_clear_error();
 	return rc;
@@ -335,28 +347,50 @@ dp_is_zero(const unsigned char dp[32])
 	return true;
 }
 
-/* The reasons the parts cover for a certificate of kind, with its names. */
+bool
+crl_part_named(const struct ffile_part *p)
+{
+	return !dp_is_zero(p->dp);
+}
+
+/* True when k lists the name hash dp at a distribution point tagged ci. */
+static bool
+key_names(const struct revkey *k, const unsigned char dp[32], uint8_t ci)
+{
+	unsigned i;
+
+	for (i = 0; k != NULL && i < k->ndp; i++)
+		if (k->dp_ci[i] == ci && memcmp(k->dp[i], dp, 32) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * The reasons the parts of sc cover for a certificate of kind, with its
+ * names (k NULL: a bare id, which lists none). With ci 0 these are the
+ * parts of the certificate's own issuer's scope, matched against the
+ * names of its distribution points without cRLIssuer. With ci j + 1, sc
+ * is the scope of the CRL issuer k->ci[j]: only parts of its indirect
+ * CRLs count, a part with a name only when the distribution point that
+ * names that issuer lists the name (RFC 5280 section 6.3.3 (b)).
+ */
 static uint16_t
 parts_reasons(const struct ffile_scope *sc, uint8_t kind,
-    const struct revkey *k)
+    const struct revkey *k, uint8_t ci)
 {
 	uint16_t mask = 0;
-	unsigned i, j;
-	bool named;
+	unsigned i;
 
 	for (i = 0; i < sc->npart; i++) {
 		const struct ffile_part *p = &sc->part[i];
 
 		if (p->kind != FFILE_PART_ANY && p->kind != kind)
 			continue;
-		if (!dp_is_zero(p->dp)) {
-			named = false;
-			for (j = 0; k != NULL && j < k->ndp; j++)
-				if (memcmp(k->dp[j], p->dp, 32) == 0)
-					named = true;
-			if (!named)
-				continue;
-		}
+		if (ci != 0 && ((p->flags & FFILE_PART_INDIRECT) == 0 ||
+		    memcmp(p->crl_issuer, k->ci[ci - 1], 32) != 0))
+			continue;
+		if (!dp_is_zero(p->dp) && !key_names(k, p->dp, ci))
+			continue;
 		mask |= p->reasons;
 	}
 	return mask;
@@ -365,14 +399,63 @@ parts_reasons(const struct ffile_scope *sc, uint8_t kind,
 bool
 crl_key_covered(const struct ffile_scope *sc, const struct revkey *k)
 {
-	if (sc->source != FFILE_SRC_CRL || sc->npart == 0)
+	if (sc->source != FFILE_SRC_CRL)
+		return true;
+	if ((sc->flags & FFILE_SCOPE_ATTRIBUTED) != 0 && sc->npart == 0)
+		return false;
+	if (sc->npart == 0)
 		return true;
 	if ((k->cert & REVKEY_CERT_KNOWN) == 0)
-		return parts_reasons(sc, FFILE_PART_USER, NULL) ==
+		return parts_reasons(sc, FFILE_PART_USER, NULL, 0) ==
 		    FFILE_REASONS_ALL &&
-		    parts_reasons(sc, FFILE_PART_CA, NULL) == FFILE_REASONS_ALL;
+		    parts_reasons(sc, FFILE_PART_CA, NULL, 0) == FFILE_REASONS_ALL;
 	return parts_reasons(sc, (k->cert & REVKEY_CERT_CA) != 0 ?
-	    FFILE_PART_CA : FFILE_PART_USER, k) == FFILE_REASONS_ALL;
+	    FFILE_PART_CA : FFILE_PART_USER, k, 0) == FFILE_REASONS_ALL;
+}
+
+bool
+crl_covered_in(crl_scope_fn find, void *arg, const struct revkey *k)
+{
+	const struct ffile_scope *sc, *via;
+	char name[REVKEY_X509_SCOPE_LEN + 1];
+	uint16_t mask = 0;
+	uint8_t kind;
+	unsigned j;
+
+	sc = find(arg, k->scope);
+	if (sc != NULL && crl_key_covered(sc, k))
+		return true;
+	if ((k->cert & REVKEY_CERT_KNOWN) == 0 || k->nci == 0)
+		return false;
+	/*
+	 * The certificate names CRL issuers of its own: their indirect CRLs
+	 * cover it (with its own issuer's partial CRLs, reasons add up, as
+	 * RFC 5280 section 6.3.3 accumulates them over distribution points).
+	 */
+	kind = (k->cert & REVKEY_CERT_CA) != 0 ? FFILE_PART_CA :
+	    FFILE_PART_USER;
+	if (sc != NULL && sc->source == FFILE_SRC_CRL && sc->npart > 0)
+		mask = parts_reasons(sc, kind, k, 0);
+	memcpy(name, REVKEY_X509_PREFIX, sizeof(REVKEY_X509_PREFIX) - 1);
+	for (j = 0; j < k->nci && j < REVKEY_CI_MAX; j++) {
+		util_hex(name + sizeof(REVKEY_X509_PREFIX) - 1, k->ci[j], 32);
+		via = find(arg, name);
+		if (via != NULL && via->source == FFILE_SRC_CRL)
+			mask |= parts_reasons(via, kind, k, (uint8_t)(j + 1));
+	}
+	return mask == FFILE_REASONS_ALL;
+}
+
+static const struct ffile_scope *
+ff_find(void *arg, const char *name)
+{
+	return ffile_scope(arg, name);
+}
+
+bool
+crl_covered(const struct ffile *ff, const struct revkey *k)
+{
+	return crl_covered_in(ff_find, (void *)(uintptr_t)ff, k);
 }
 
 const char *

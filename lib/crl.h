@@ -51,24 +51,59 @@ int crl_find_signer(X509_CRL *crl, X509 *const *certs, size_t ncerts,
  * when it has none (the CRL covers its issuer whole); otherwise one part
  * per distribution point name (or one without a name) with the kind of
  * certificates (onlyContainsUserCerts / onlyContainsCACerts) and the
- * reasons (onlySomeReasons) it covers. Returns 0, or -1 with why for what
- * is refused: a malformed extension, onlyContainsAttributeCerts (covers
- * no public-key certificate), both only-flags, an indirect CRL, or more
- * than FFILE_PART_MAX names.
+ * reasons (onlySomeReasons) it covers, each naming the CRL (its issuer's
+ * scope hash and sc's crl_number and this_update, which the caller sets
+ * first). *indirect is set for an indirect CRL (indirectCRL): its parts
+ * carry FFILE_PART_INDIRECT. Returns 0, or -1 with why for what is
+ * refused: a malformed extension, onlyContainsAttributeCerts (covers no
+ * public-key certificate), both only-flags, or more than FFILE_PART_MAX
+ * names.
  */
-int crl_idp_parts(X509_CRL *crl, struct ffile_scope *sc, char *why,
-    size_t whylen);
+int crl_idp_parts(X509_CRL *crl, struct ffile_scope *sc, bool *indirect,
+    char *why, size_t whylen);
 
 /*
- * True when scope sc answers for key k: a list scope or a CRL scope
- * covered whole always; a partially covered scope only when the parts
- * that apply to the certificate k was derived from (its kind; a part with
- * a distribution point name only when the certificate lists that name)
- * cover every reason. A bare id (no certificate) is covered only when the
- * parts without a name cover user and CA certificates for every reason.
- * This function can't fail.
+ * True when scope sc by itself answers for key k: a list scope or a CRL
+ * scope covered whole always (but never a scope flagged
+ * FFILE_SCOPE_ATTRIBUTED without parts: it only holds what an indirect
+ * CRL of another issuer listed); a partially covered scope only when the
+ * parts that apply to the certificate k was derived from (its kind; a
+ * part with a distribution point name only when a distribution point of
+ * the certificate without cRLIssuer lists that name) cover every reason.
+ * A bare id (no certificate) is covered only when the parts without a
+ * name cover user and CA certificates for every reason. This function
+ * can't fail.
  */
 bool crl_key_covered(const struct ffile_scope *sc, const struct revkey *k);
+
+/*
+ * The one coverage decision of a check: true when filter ff answers for
+ * k. k's own scope answers as crl_key_covered() says; besides, a
+ * certificate whose distribution points name a CRL issuer (cRLIssuer) is
+ * covered by the indirect CRLs of that issuer in ff: the parts flagged
+ * FFILE_PART_INDIRECT in that issuer's scope, of the certificate's kind,
+ * without a distribution point name or with one the certificate's
+ * distribution point naming that issuer lists (RFC 5280 section 6.3.3
+ * (b)), their reasons added to those of its own issuer's partial CRLs.
+ * The certificate's own extensions decide, as for every partial CRL: the
+ * caller has validated its signature chain. A bare id is never covered
+ * through another issuer. This function can't fail.
+ */
+bool crl_covered(const struct ffile *ff, const struct revkey *k);
+
+/*
+ * The same decision over scopes that find returns by name (NULL: not
+ * covered), for a set still being built (input_check_signers).
+ */
+typedef const struct ffile_scope *(*crl_scope_fn)(void *arg,
+    const char *name);
+bool crl_covered_in(crl_scope_fn find, void *arg, const struct revkey *k);
+
+/*
+ * True when the part covers only certificates listing a distribution point
+ * name (its dp is not all zeros). Can't fail.
+ */
+bool crl_part_named(const struct ffile_part *p);
 
 /* "any", "user" or "ca" for a coverage part's kind. Can't fail. */
 const char *crl_part_kind_name(uint8_t kind);

@@ -74,8 +74,12 @@ ff_bits_double(uint64_t u)
 static size_t
 ff_scope_len(const struct ffile_scope *s)
 {
-	return FFILE_SCOPE_MIN_LEN + strlen(s->name) + strlen(s->issuer) +
-	    strlen(s->crl_number) + (size_t)s->npart * FFILE_PART_LEN;
+	size_t n = FFILE_SCOPE_MIN_LEN + strlen(s->name) + strlen(s->issuer) +
+	    strlen(s->crl_number), i;
+
+	for (i = 0; i < s->npart; i++)
+		n += FFILE_PART_MIN_LEN + strlen(s->part[i].crl_number);
+	return n;
 }
 
 static bool
@@ -215,18 +219,36 @@ ff_parse_scope(const unsigned char *buf, size_t end, size_t *pos,
 	}
 	p += 1;
 	for (i = 0; i < s->npart; i++) {
-		NEED(FFILE_PART_LEN, "coverage part");
-		s->part[i].kind = buf[p];
-		s->part[i].reasons = util_get_le16(buf + p + 1);
-		memcpy(s->part[i].dp, buf + p + 3, 32);
-		if (s->part[i].kind > FFILE_PART_CA ||
-		    s->part[i].reasons == 0 ||
-		    (s->part[i].reasons & ~FFILE_REASONS_ALL) != 0) {
+		struct ffile_part *pt = &s->part[i];
+		size_t pl;
+
+		NEED(FFILE_PART_MIN_LEN, "coverage part");
+		pt->kind = buf[p];
+		pt->reasons = util_get_le16(buf + p + 1);
+		memcpy(pt->dp, buf + p + 3, 32);
+		pt->flags = buf[p + 35];
+		memcpy(pt->crl_issuer, buf + p + 36, 32);
+		pt->this_update = (int64_t)util_get_le64(buf + p + 68);
+		pl = buf[p + 76];
+		if (pt->kind > FFILE_PART_CA || pt->reasons == 0 ||
+		    (pt->reasons & ~FFILE_REASONS_ALL) != 0 ||
+		    (pt->flags & ~FFILE_PART_FLAGS_KNOWN) != 0 ||
+		    pl > FFILE_PART_CRLNUM_MAX) {
 			ff_err(err, errlen, "offset %zu: scope %u: coverage part "
-			    "%u: invalid kind or reasons", p, idx, i);
+			    "%u: invalid kind, reasons, flags or CRL number "
+			    "length", p, idx, i);
 			return -1;
 		}
-		p += FFILE_PART_LEN;
+		p += FFILE_PART_MIN_LEN;
+		NEED(pl, "coverage part CRL number");
+		if (!ff_is_hex((const char *)buf + p, pl)) {
+			ff_err(err, errlen, "offset %zu: scope %u: coverage part "
+			    "%u: CRL number is not hex", p, idx, i);
+			return -1;
+		}
+		memcpy(pt->crl_number, buf + p, pl);
+		pt->crl_number[pl] = '\0';
+		p += pl;
 	}
 #undef NEED
 	if (s->source == FFILE_SRC_LIST && (il != 0 || cl != 0 ||
@@ -271,8 +293,9 @@ ff_validate(struct ffile *f, char *err, size_t errlen)
 			ff_err(err, errlen, "offset %d: format %u is from an "
 			    "older filterbuild (this one reads format %d: X.509 "
 			    "scopes over the canonical issuer Name, signed CRL "
-			    "flags per scope); rebuild the filter with this "
-			    "filterbuild", OFF_FORMAT, (unsigned)in->format,
+			    "flags per scope, coverage parts naming their CRL); "
+			    "rebuild the filter with this filterbuild",
+			    OFF_FORMAT, (unsigned)in->format,
 			    FFILE_FORMAT);
 		else
 			ff_err(err, errlen, "offset %d: unsupported format %u",
@@ -523,10 +546,16 @@ ff_put_scope(unsigned char *p, const struct ffile_scope *s)
 	p += 48;
 	*p++ = s->npart;
 	for (i = 0; i < s->npart; i++) {
+		cl = strlen(s->part[i].crl_number);
 		p[0] = s->part[i].kind;
 		util_put_le16(p + 1, s->part[i].reasons);
 		memcpy(p + 3, s->part[i].dp, 32);
-		p += FFILE_PART_LEN;
+		p[35] = s->part[i].flags;
+		memcpy(p + 36, s->part[i].crl_issuer, 32);
+		util_put_le64(p + 68, (uint64_t)s->part[i].this_update);
+		p[76] = (unsigned char)cl;
+		memcpy(p + FFILE_PART_MIN_LEN, s->part[i].crl_number, cl);
+		p += FFILE_PART_MIN_LEN + cl;
 	}
 	return p;
 }
@@ -538,7 +567,7 @@ ffile_encode(const struct ffile_info *info, const struct bloom *b,
 {
 	struct ffile_scope *sc = NULL;
 	unsigned char *buf = NULL, *p;
-	size_t hdr, bits_off, total, i;
+	size_t hdr, bits_off, total, i, j;
 	struct ffile *chk;
 	char why[256];
 	int rc = -1;
@@ -580,6 +609,15 @@ ffile_encode(const struct ffile_info *info, const struct bloom *b,
 			    "parts", sc[i].name);
 			goto out;
 		}
+		for (j = 0; j < sc[i].npart; j++)
+			if (strnlen(sc[i].part[j].crl_number,
+			    sizeof(sc[i].part[j].crl_number)) >
+			    FFILE_PART_CRLNUM_MAX) {
+				ff_err(err, errlen, "filter: scope %s: coverage "
+				    "part %zu: unterminated CRL number",
+				    sc[i].name, j);
+				goto out;
+			}
 		if (i > 0 && strcmp(sc[i - 1].name, sc[i].name) == 0) {
 			ff_err(err, errlen, "filter: scope %s listed twice",
 			    sc[i].name);

@@ -16,7 +16,7 @@
  * is signed. Hard caps keep a hostile file from asking for absurd work.
  */
 #define FFILE_MAGIC		"RCFILTR1"	/* 8 bytes, no NUL */
-#define FFILE_FORMAT		3
+#define FFILE_FORMAT		4
 #define FFILE_MAX_SCOPES	65536
 #define FFILE_MAX_SIZE		(UINT64_C(1) << 37)	/* 128 GiB */
 
@@ -48,26 +48,52 @@ enum ffile_source {
 #define FFILE_SCOPE_KEPT	0x04	/* its new CRL was bad: kept from
 					   the previous version (--keep-going)
 					   until its nextUpdate */
-#define FFILE_SCOPE_FLAGS_KNOWN	0x07
+#define FFILE_SCOPE_ATTRIBUTED	0x08	/* no CRL of its own: listed only for
+					   the entries an indirect CRL of
+					   another issuer attributed to it;
+					   covers nothing by itself */
+#define FFILE_SCOPE_FLAGS_KNOWN	0x0f
 
 /*
  * The part of an issuer's certificates a partial CRL covers (from its
  * issuingDistributionPoint). A CRL scope with no parts is covered whole;
  * with parts, a certificate is covered only when the parts that apply to
  * it (its kind, a distribution point name it lists or none) together
- * cover every reason (crl_key_covered).
+ * cover every reason (crl_covered). Each part also names the CRL it comes
+ * from (issuer, CRL number, thisUpdate), so that a later build can refuse
+ * an older CRL for the same part (input_check_previous).
  */
 #define FFILE_PART_MAX		16
-#define FFILE_PART_LEN		35	/* kind, reasons, dp hash */
+#define FFILE_PART_MIN_LEN	77	/* kind, reasons, dp hash, flags,
+					   CRL issuer hash, thisUpdate,
+					   CRL number length */
+#define FFILE_PART_CRLNUM_MAX	40	/* hex digits: 20 octets */
 #define FFILE_PART_ANY		0	/* user and CA certificates */
 #define FFILE_PART_USER		1	/* onlyContainsUserCerts */
 #define FFILE_PART_CA		2	/* onlyContainsCACerts */
 #define FFILE_REASONS_ALL	0x01fe	/* ReasonFlags bits 1..8 */
+/* Part flags. */
+#define FFILE_PART_INDIRECT	0x01	/* from an indirect CRL (IDP
+					   indirectCRL): in its issuer's own
+					   scope, it also covers another CA's
+					   certificate whose distribution point
+					   names this issuer as cRLIssuer */
+#define FFILE_PART_DELEGATED	0x02	/* copied into another CA's scope
+					   from that indirect CRL, because the
+					   operator said (--delegate) the CA
+					   has its CRLs issued there */
+#define FFILE_PART_FLAGS_KNOWN	0x03
 
 struct ffile_part {
 	uint8_t		 kind;		/* FFILE_PART_* */
 	uint16_t	 reasons;	/* ReasonFlags bits 1..8 */
 	unsigned char	 dp[32];	/* revkey_dp_hash of the name, or zeros */
+	uint8_t		 flags;		/* FFILE_PART_INDIRECT, _DELEGATED */
+	unsigned char	 crl_issuer[32];	/* SHA-256 of the canonical
+					   Name of the CRL's issuer (the hex
+					   of its X.509 scope) */
+	int64_t		 this_update;	/* the CRL's thisUpdate */
+	char		 crl_number[FFILE_PART_CRLNUM_MAX + 1];	/* hex, or "" */
 };
 
 struct ffile_scope {

@@ -35,6 +35,7 @@
 
 #define INPUT_PROGRESS_EVERY	65536
 #define INPUT_MAX_CRLS		4096	/* CRLs in one PEM file */
+#define INPUT_MAX_CRL_ISSUERS	256	/* issuers one indirect CRL names */
 #define INPUT_DER_MAX_DEPTH	24
 
 /* State of one input_read() call. */
@@ -58,6 +59,7 @@ struct rd {
 	/* The CRL being added: a delta (and its BaseCRLNumber), freshestCRL. */
 	bool			 cur_delta;
 	bool			 cur_announces;
+	bool			 cur_indirect;
 	char			 cur_base[FFILE_CRLNUM_MAX + 1];
 	/* Source metadata of the CRLs read, applied on success. */
 	struct ffile_scope	*pend;
@@ -970,7 +972,7 @@ crl_validity(struct rd *r, X509_CRL *crl, const char *where,
 		}
 		r->cur_delta = true;
 	}
-	if (crl_idp_parts(crl, sc, why, sizeof(why)) != 0) {
+	if (crl_idp_parts(crl, sc, &r->cur_indirect, why, sizeof(why)) != 0) {
 		rd_err(r, "%s%s", where, why);
 		return -1;
 	}
@@ -1031,10 +1033,13 @@ crl_validity(struct rd *r, X509_CRL *crl, const char *where,
 	return 0;
 }
 
-/* Remembers which records one CRL added (input_resolve_crls). */
+/*
+ * Remembers which records one CRL added (input_resolve_crls); via is 0
+ * for the CRL itself, 1 + its index for an issuer it speaks for.
+ */
 static int
 crl_note(struct rd *r, const struct ffile_scope *sc, size_t start,
-    const char *where)
+    size_t via, const char *where)
 {
 	struct input_set *s = r->s;
 	struct input_crl *nc, *c;
@@ -1054,6 +1059,8 @@ crl_note(struct rd *r, const struct ffile_scope *sc, size_t start,
 	c->sc = *sc;
 	c->delta = r->cur_delta;
 	c->announces = r->cur_announces;
+	c->indirect = r->cur_indirect;
+	c->via = via;
 	memcpy(c->base_number, r->cur_base, sizeof(c->base_number));
 	c->start = start;
 	c->end = set_count(s);
@@ -1065,17 +1072,169 @@ crl_note(struct rd *r, const struct ffile_scope *sc, size_t start,
 
 #define CRL_REASON_REMOVE	8	/* removeFromCRL */
 
-/* qsort_r order of entry indexes: serial, then date, then position. */
+/*
+ * The certificate issuers of one CRL's entries: iss[0] is the CRL's own
+ * issuer; an indirect CRL adds one per other certificateIssuer.
+ */
+struct crl_iss {
+	char		 scope[REVKEY_X509_SCOPE_LEN + 1];
+	char		 text[FFILE_ISSUER_MAX + 1];
+	X509_NAME	*name;		/* owned; NULL for iss[0] */
+};
+
+struct crl_entries {
+	STACK_OF(X509_REVOKED) *revs;
+	struct crl_iss	*iss;
+	size_t		 niss;
+	uint16_t	*of;		/* entry index -> issuer index */
+};
+
+static void
+crl_entries_free(struct crl_entries *e)
+{
+	size_t i;
+
+	for (i = 0; e->iss != NULL && i < e->niss; i++)
+		X509_NAME_free(e->iss[i].name);
+	free(e->iss);
+	free(e->of);
+}
+
+/* True when e names the issuer scope among the CRL's other issuers. */
+static bool
+crl_iss_has(const struct crl_entries *e, const char *scope)
+{
+	size_t i;
+
+	for (i = 1; i < e->niss; i++)
+		if (strcmp(e->iss[i].scope, scope) == 0)
+			return true;
+	return false;
+}
+
+/* Appends issuer dn (scope) to e. 0, or -1 with err. */
+static int
+crl_add_issuer(struct rd *r, struct crl_entries *e, const char *scope,
+    const X509_NAME *dn, const char *where)
+{
+	struct crl_iss *ni, *x;
+
+	if (e->niss >= INPUT_MAX_CRL_ISSUERS) {
+		rd_err(r, "%sindirect CRL naming more than %d certificate "
+		    "issuers", where, INPUT_MAX_CRL_ISSUERS);
+		return -1;
+	}
+	if ((ni = realloc(e->iss, (e->niss + 1) * sizeof(*ni))) == NULL) {
+		rd_err(r, "out of memory");
+		return -1;
+	}
+	e->iss = ni;
+	x = &e->iss[e->niss];
+	memset(x, 0, sizeof(*x));
+	memcpy(x->scope, scope, sizeof(x->scope));
+	if ((x->name = X509_NAME_dup(dn)) == NULL ||
+	    crl_name_text(dn, x->text, sizeof(x->text)) != 0) {
+		X509_NAME_free(x->name);
+		rd_err(r, "%scannot copy a certificate issuer name", where);
+		return -1;
+	}
+	e->niss++;
+	return 0;
+}
+
+/*
+ * Sets e->of[i], the issuer of each entry, reading the entries in the
+ * CRL's own order, as RFC 5280 section 5.3.3 says: an entry's
+ * certificateIssuer names it; an entry without one has the issuer of the
+ * entry before it; the first entries before any certificateIssuer are the
+ * CRL issuer's. (Nothing before this sorts the entries: OpenSSL keeps
+ * their DER order until a lookup by serial sorts them.) A certificateIssuer
+ * in a CRL that is not indirect, or without exactly one directoryName,
+ * refuses the CRL: its entries could otherwise land in the wrong scope.
+ */
+static int
+crl_attribute(struct rd *r, X509_CRL *crl, struct crl_entries *e, int n,
+    const char *where)
+{
+	GENERAL_NAMES *gens;
+	const GENERAL_NAME *gn;
+	const X509_NAME *dn;
+	char scope[REVKEY_X509_SCOPE_LEN + 1];
+	size_t cur = 0, j;
+	int i, g, ndn, crit;
+
+	if ((e->iss = calloc(1, sizeof(*e->iss))) == NULL ||
+	    (n > 0 && (e->of = calloc((size_t)n, sizeof(*e->of))) == NULL)) {
+		rd_err(r, "out of memory");
+		return -1;
+	}
+	e->niss = 1;
+	if (revkey_x509_scope(e->iss[0].scope, X509_CRL_get_issuer(crl)) != 0) {
+		rd_err(r, "%scannot encode the CRL issuer", where);
+		return -1;
+	}
+	for (i = 0; i < n; i++) {
+		crit = 0;
+		gens = X509_REVOKED_get_ext_d2i(sk_X509_REVOKED_value(e->revs, i),
+		    NID_certificate_issuer, &crit, NULL);
+		if (gens == NULL && crit != -1) {
+			ERR_clear_error();
+			rd_err(r, "%sentry %d: malformed or repeated certificate "
+			    "issuer extension", where, i);
+			return -1;
+		}
+		if (gens != NULL) {
+			dn = NULL;
+			ndn = 0;
+			for (g = 0; g < sk_GENERAL_NAME_num(gens); g++) {
+				gn = sk_GENERAL_NAME_value(gens, g);
+				if (gn->type == GEN_DIRNAME) {
+					dn = gn->d.directoryName;
+					ndn++;
+				}
+			}
+			if (!r->cur_indirect || ndn != 1 ||
+			    revkey_x509_scope(scope, dn) != 0) {
+				rd_err(r, "%sentry %d: %s", where, i,
+				    !r->cur_indirect ? "certificate issuer "
+				    "entry extension in a CRL that is not "
+				    "indirect (RFC 5280 section 5.3.3)" :
+				    ndn != 1 ? "certificate issuer with no or "
+				    "several directory names: whose entry it is "
+				    "is not clear" : "cannot encode the "
+				    "certificate issuer");
+				GENERAL_NAMES_free(gens);
+				return -1;
+			}
+			for (j = 0; j < e->niss; j++)
+				if (strcmp(e->iss[j].scope, scope) == 0)
+					break;
+			if (j == e->niss && crl_add_issuer(r, e, scope, dn,
+			    where) != 0) {
+				GENERAL_NAMES_free(gens);
+				return -1;
+			}
+			cur = j;
+			GENERAL_NAMES_free(gens);
+		}
+		e->of[i] = (uint16_t)cur;
+	}
+	return 0;
+}
+
+/* qsort_r order of entry indexes: issuer, serial, date, then position. */
 static int
 entry_cmp(const void *a, const void *b, void *arg)
 {
-	STACK_OF(X509_REVOKED) *revs = arg;
+	const struct crl_entries *e = arg;
 	int x = *(const int *)a, y = *(const int *)b, c;
-	const X509_REVOKED *ex = sk_X509_REVOKED_value(revs, x),
-	    *ey = sk_X509_REVOKED_value(revs, y);
+	const X509_REVOKED *ex = sk_X509_REVOKED_value(e->revs, x),
+	    *ey = sk_X509_REVOKED_value(e->revs, y);
 
-	c = ASN1_INTEGER_cmp(X509_REVOKED_get0_serialNumber(ex),
-	    X509_REVOKED_get0_serialNumber(ey));
+	c = (e->of[x] > e->of[y]) - (e->of[x] < e->of[y]);
+	if (c == 0)
+		c = ASN1_INTEGER_cmp(X509_REVOKED_get0_serialNumber(ex),
+		    X509_REVOKED_get0_serialNumber(ey));
 	if (c == 0)
 		c = ASN1_TIME_compare(X509_REVOKED_get0_revocationDate(ex),
 		    X509_REVOKED_get0_revocationDate(ey));
@@ -1086,7 +1245,7 @@ entry_cmp(const void *a, const void *b, void *arg)
 
 /* The n entries' indexes sorted by entry_cmp, malloc'ed; NULL if no memory. */
 static int *
-entry_order(STACK_OF(X509_REVOKED) *revs, int n)
+entry_order(struct crl_entries *e, int n)
 {
 	int *ord = malloc((size_t)n * sizeof(*ord)), i;
 
@@ -1094,8 +1253,99 @@ entry_order(STACK_OF(X509_REVOKED) *revs, int n)
 		return NULL;
 	for (i = 0; i < n; i++)
 		ord[i] = i;
-	qsort_r(ord, (size_t)n, sizeof(*ord), entry_cmp, revs);
+	qsort_r(ord, (size_t)n, sizeof(*ord), entry_cmp, e);
 	return ord;
+}
+
+/*
+ * The scope metadata of an issuer x an indirect CRL (sc) speaks for:
+ * that issuer's name, the CRL's times, number and hash, flagged
+ * attributed (no CRL of its own), with the CRL's parts without a
+ * distribution point name as delegated parts when delegated.
+ */
+static void
+crl_via_scope(const struct ffile_scope *sc, const char *scope,
+    const char *text, bool delegated, struct ffile_scope *out)
+{
+	unsigned i;
+
+	memcpy(out, sc, sizeof(*out));
+	(void)snprintf(out->name, sizeof(out->name), "%s", scope);
+	(void)snprintf(out->issuer, sizeof(out->issuer), "%s", text);
+	out->flags = (uint8_t)((sc->flags & (FFILE_SCOPE_UNVERIFIED |
+	    FFILE_SCOPE_ASSUMED_NEXT)) | FFILE_SCOPE_ATTRIBUTED);
+	out->npart = 0;
+	for (i = 0; delegated && i < sc->npart; i++) {
+		if (crl_part_named(&sc->part[i]))
+			continue;
+		out->part[out->npart] = sc->part[i];
+		out->part[out->npart].flags = FFILE_PART_DELEGATED;
+		out->npart++;
+	}
+}
+
+/* The --delegate statement for issuer scope x and this CRL, or NULL. */
+static const struct input_delegation *
+crl_delegation(const struct rd *r, const char *x, const char *crl_issuer)
+{
+	size_t i;
+
+	for (i = 0; i < r->o->ndelegations; i++)
+		if (strcmp(r->o->delegations[i].ca_scope, x) == 0 &&
+		    strcmp(r->o->delegations[i].crl_issuer_scope,
+		    crl_issuer) == 0)
+			return &r->o->delegations[i];
+	return NULL;
+}
+
+/*
+ * After an indirect CRL's records: its own pending metadata and note, then
+ * one for each issuer it speaks for: those its entries named, and those
+ * a --delegate names with it. 0, or -1 with err.
+ */
+static int
+crl_note_all(struct rd *r, const struct ffile_scope *sc,
+    const struct crl_entries *e, size_t start, const char *where)
+{
+	const struct input_delegation *dg;
+	struct ffile_scope *xs;
+	size_t main = r->s->ncrls, i;
+	int rc = -1;
+
+	if (crl_pend(r, sc) != 0 || crl_note(r, sc, start, 0, where) != 0)
+		return -1;
+	if (!r->cur_indirect)
+		return 0;
+	if ((xs = malloc(sizeof(*xs))) == NULL) {
+		rd_err(r, "out of memory");
+		return -1;
+	}
+	for (i = 1; i < e->niss; i++) {
+		dg = crl_delegation(r, e->iss[i].scope, sc->name);
+		crl_via_scope(sc, e->iss[i].scope, e->iss[i].text, dg != NULL,
+		    xs);
+		if (crl_pend(r, xs) != 0 ||
+		    crl_note(r, xs, start, main + 1, where) != 0)
+			goto out;
+	}
+	for (i = 0; i < r->o->ndelegations; i++) {
+		dg = &r->o->delegations[i];
+		if (strcmp(dg->crl_issuer_scope, sc->name) != 0 ||
+		    strcmp(dg->ca_scope, sc->name) == 0)
+			continue;
+		if (crl_iss_has(e, dg->ca_scope))
+			continue;	/* done above */
+		if (set_scope(r, dg->ca_scope) != 0)
+			goto out;
+		crl_via_scope(sc, dg->ca_scope, dg->ca_issuer, true, xs);
+		if (crl_pend(r, xs) != 0 ||
+		    crl_note(r, xs, start, main + 1, where) != 0)
+			goto out;
+	}
+	rc = 0;
+out:
+	free(xs);
+	return rc;
 }
 
 /* Adds one parsed CRL: checks, scope, records, pending metadata. */
@@ -1103,7 +1353,7 @@ static int
 crl_add(struct rd *r, X509_CRL *crl, const unsigned char *der, size_t derlen,
     const char *where)
 {
-	STACK_OF(X509_REVOKED) *revs;
+	struct crl_entries e;
 	const X509_REVOKED *ent;
 	ASN1_ENUMERATED *re;
 	struct ffile_scope sc;
@@ -1113,11 +1363,12 @@ crl_add(struct rd *r, X509_CRL *crl, const unsigned char *der, size_t derlen,
 	int64_t at;
 	long code;
 	int i, j, n, crit, rc = -1, *ord = NULL;
-	size_t start;
+	size_t start, t;
 
 	memset(&sc, 0, sizeof(sc));
+	memset(&e, 0, sizeof(e));
 	sc.source = FFILE_SRC_CRL;
-	r->cur_delta = r->cur_announces = false;
+	r->cur_delta = r->cur_announces = r->cur_indirect = false;
 	r->cur_base[0] = '\0';
 	if (revkey_x509_scope(sc.name, X509_CRL_get_issuer(crl)) != 0 ||
 	    crl_name_text(X509_CRL_get_issuer(crl), sc.issuer,
@@ -1145,38 +1396,38 @@ crl_add(struct rd *r, X509_CRL *crl, const unsigned char *der, size_t derlen,
 		return -1;
 	if (crl_validity(r, crl, where, &sc) != 0)
 		return -1;
-	if (set_scope(r, sc.name) != 0)
-		return -1;
+	e.revs = X509_CRL_get_REVOKED(crl);
+	n = e.revs != NULL ? sk_X509_REVOKED_num(e.revs) : 0;
+	if (crl_attribute(r, crl, &e, n, where) != 0)
+		goto out;
+	for (t = 0; t < e.niss; t++)
+		if (set_scope(r, e.iss[t].scope) != 0)
+			goto out;
 	start = set_count(r->s);
 
-	revs = X509_CRL_get_REVOKED(crl);
-	n = revs != NULL ? sk_X509_REVOKED_num(revs) : 0;
-	if (n > 0 && (ord = entry_order(revs, n)) == NULL) {
+	if (n > 0 && (ord = entry_order(&e, n)) == NULL) {
 		rd_err(r, "out of memory");
-		return -1;
+		goto out;
 	}
 	for (j = 0; j < n; j++) {
 		i = ord[j];
-		ent = sk_X509_REVOKED_value(revs, i);
+		ent = sk_X509_REVOKED_value(e.revs, i);
 		/*
-		 * A serial listed several times: the entry in effect is the
-		 * one with the latest revocation date (a hold later made a
-		 * revocation), the last listed among equal dates. It alone
-		 * gives the date and the reason; the others are skipped.
+		 * A serial listed several times for one issuer: the entry in
+		 * effect is the one with the latest revocation date (a hold
+		 * later made a revocation), the last listed among equal
+		 * dates. It alone gives the date and the reason; the others
+		 * are skipped.
 		 */
-		if (j + 1 < n && ASN1_INTEGER_cmp(
+		if (j + 1 < n && e.of[i] == e.of[ord[j + 1]] && ASN1_INTEGER_cmp(
 		    X509_REVOKED_get0_serialNumber(ent),
-		    X509_REVOKED_get0_serialNumber(sk_X509_REVOKED_value(revs,
+		    X509_REVOKED_get0_serialNumber(sk_X509_REVOKED_value(e.revs,
 		    ord[j + 1]))) == 0)
 			continue;
-		if (X509_REVOKED_get_ext_by_NID(ent, NID_certificate_issuer, -1)
-		    >= 0) {
-			rd_err(r, "%sentry %d: indirect CRLs (certificate issuer "
-			    "entry extension) are not supported", where, i);
-			goto out;
-		}
-		if (revkey_from_crl_entry(&k, crl, ent, kerr, sizeof(kerr))
-		    != 0) {
+		if ((e.of[i] == 0 ? revkey_from_crl_entry(&k, crl, ent, kerr,
+		    sizeof(kerr)) : revkey_from_issuer_serial(&k,
+		    e.iss[e.of[i]].name, X509_REVOKED_get0_serialNumber(ent),
+		    kerr, sizeof(kerr))) != 0) {
 			rd_err(r, "%sentry %d: %s", where, i, kerr);
 			goto out;
 		}
@@ -1221,11 +1472,10 @@ crl_add(struct rd *r, X509_CRL *crl, const unsigned char *der, size_t derlen,
 		if (rd_add(r, &k, at, reason) != 0)
 			goto out;
 	}
-	rc = crl_pend(r, &sc);
-	if (rc == 0)
-		rc = crl_note(r, &sc, start, where);
+	rc = crl_note_all(r, &sc, &e, start, where);
 out:
 	free(ord);
+	crl_entries_free(&e);
 	return rc;
 }
 
@@ -1394,10 +1644,17 @@ commit_pending(struct rd *r)
 		sc = &r->s->scopes[j];
 		/*
 		 * Of several CRLs of one issuer, the newest describes it;
-		 * an unverified one among them marks the scope.
+		 * an unverified one among them marks the scope. An issuer's
+		 * own CRL always describes it before an indirect CRL of
+		 * another issuer that only attributed entries to it
+		 * (input_resolve_crls settles the rest).
 		 */
 		if (sc->source != FFILE_SRC_CRL ||
-		    r->pend[i].this_update > sc->this_update) {
+		    ((sc->flags & FFILE_SCOPE_ATTRIBUTED) != 0 &&
+		    (r->pend[i].flags & FFILE_SCOPE_ATTRIBUTED) == 0) ||
+		    (((sc->flags ^ r->pend[i].flags) &
+		    FFILE_SCOPE_ATTRIBUTED) == 0 &&
+		    r->pend[i].this_update > sc->this_update)) {
 			keys = sc->keys;
 			flags = sc->source == FFILE_SRC_CRL ? sc->flags : 0;
 			*sc = r->pend[i];
@@ -1706,6 +1963,18 @@ input_count_scopes(struct input_set *s)
 }
 
 /*
+ * Two coverage parts for the same certificates from the same CRL issuer
+ * (whatever CRL number or thisUpdate each names).
+ */
+static bool
+part_same(const struct ffile_part *a, const struct ffile_part *b)
+{
+	return a->kind == b->kind && a->reasons == b->reasons &&
+	    a->flags == b->flags && memcmp(a->dp, b->dp, 32) == 0 &&
+	    memcmp(a->crl_issuer, b->crl_issuer, 32) == 0;
+}
+
+/*
  * Orders two CRL numbers (lowercase hex without leading zeros, "" when
  * absent): <0, 0, >0. An absent number sorts first.
  */
@@ -1719,18 +1988,95 @@ crlnum_cmp(const char *a, const char *b)
 	return strcmp(a, b);
 }
 
-/* <0 when CRL a is older than b, >0 newer, 0 when they cannot be ordered. */
+/*
+ * <0 when the CRL with number na and thisUpdate ta is older than the one
+ * with nb and tb, >0 newer, 0 when they cannot be ordered.
+ */
 static int
-crl_age_cmp(const struct ffile_scope *a, const struct ffile_scope *b)
+crl_age_cmp2(const char *na, int64_t ta, const char *nb, int64_t tb)
 {
 	int c = 0;
 
-	if (a->crl_number[0] != '\0' && b->crl_number[0] != '\0')
-		c = crlnum_cmp(a->crl_number, b->crl_number);
+	if (na[0] != '\0' && nb[0] != '\0')
+		c = crlnum_cmp(na, nb);
 	if (c == 0)
-		c = (a->this_update > b->this_update) -
-		    (a->this_update < b->this_update);
+		c = (ta > tb) - (ta < tb);
 	return c;
+}
+
+/* crl_age_cmp2 of two scopes' CRLs. */
+static int
+crl_age_cmp(const struct ffile_scope *a, const struct ffile_scope *b)
+{
+	return crl_age_cmp2(a->crl_number, a->this_update, b->crl_number,
+	    b->this_update);
+}
+
+/* The part of sc for the same certificates and CRL issuer as p, or NULL. */
+static const struct ffile_part *
+scope_part(const struct ffile_scope *sc, const struct ffile_part *p)
+{
+	unsigned i;
+
+	for (i = 0; i < sc->npart; i++)
+		if (part_same(&sc->part[i], p))
+			return &sc->part[i];
+	return NULL;
+}
+
+/*
+ * A CRL older than the one prev used, for the whole scope (both covered
+ * whole by the issuer's own CRL) or for one coverage part: writes the
+ * finding into msg and returns true.
+ */
+static bool
+scope_rolled_back(const struct ffile_scope *now, const struct ffile_scope *old,
+    uint64_t version, char *msg, size_t msglen)
+{
+	const struct ffile_part *np;
+	char hex[65];
+	unsigned i;
+	int n;
+
+	if (now->source != FFILE_SRC_CRL || old->source != FFILE_SRC_CRL)
+		return false;
+	if (now->npart == 0 && old->npart == 0) {
+		if (((now->flags | old->flags) & FFILE_SCOPE_ATTRIBUTED) != 0 ||
+		    memcmp(now->crl_sha256, old->crl_sha256, 32) == 0 ||
+		    crl_age_cmp(now, old) >= 0)
+			return false;
+		n = snprintf(msg, msglen, "the CRL of \"%s\" (CRL number "
+		    "\"%s\", thisUpdate %" PRId64 ") is older than the one "
+		    "version %" PRIu64 " used (CRL number \"%s\", thisUpdate "
+		    "%" PRId64 "): a replayed CRL un-revokes what was revoked "
+		    "since", now->issuer, now->crl_number, now->this_update,
+		    version, old->crl_number, old->this_update);
+		if (n < 0)
+			msg[0] = '\0';
+		return true;
+	}
+	for (i = 0; i < old->npart; i++) {
+		np = scope_part(now, &old->part[i]);
+		if (np == NULL || crl_age_cmp2(np->crl_number, np->this_update,
+		    old->part[i].crl_number, old->part[i].this_update) >= 0)
+			continue;
+		util_hex(hex, np->crl_issuer, 32);
+		n = snprintf(msg, msglen, "scope \"%s\" (\"%s\"): the CRL of "
+		    "issuer x509:%s for coverage part %u (%s certificates%s%s) "
+		    "has CRL number \"%s\", thisUpdate %" PRId64 ", older "
+		    "than the one version %" PRIu64 " used (CRL number \"%s\", "
+		    "thisUpdate %" PRId64 "): a replayed partition un-revokes "
+		    "what was revoked since", now->name, now->issuer, hex, i,
+		    crl_part_kind_name(np->kind), crl_part_named(np) ?
+		    ", one distribution point" : "",
+		    np->reasons != FFILE_REASONS_ALL ? ", some reasons" : "",
+		    np->crl_number, np->this_update, version,
+		    old->part[i].crl_number, old->part[i].this_update);
+		if (n < 0)
+			msg[0] = '\0';
+		return true;
+	}
+	return false;
 }
 
 /* The scope named name in s, or NULL. Linear: called once per scope. */
@@ -1761,20 +2107,8 @@ input_check_previous(const struct input_set *s,
 	for (i = 0; i < prev->nscopes; i++) {
 		old = &prev->scopes[i];
 		now = set_scope_named(s, old->name);
-		if (now != NULL && now->source == FFILE_SRC_CRL &&
-		    old->source == FFILE_SRC_CRL && now->npart == 0 &&
-		    old->npart == 0 &&
-		    memcmp(now->crl_sha256, old->crl_sha256, 32) != 0 &&
-		    crl_age_cmp(now, old) < 0) {
-			n = snprintf(msg, sizeof(msg), "the CRL of \"%s\" (CRL "
-			    "number \"%s\", thisUpdate %" PRId64 ") is older "
-			    "than the one version %" PRIu64 " used (CRL number "
-			    "\"%s\", thisUpdate %" PRId64 "): a replayed CRL "
-			    "un-revokes what was revoked since", now->issuer,
-			    now->crl_number, now->this_update, prev->version,
-			    old->crl_number, old->this_update);
-			if (n < 0)
-				msg[0] = '\0';
+		if (now != NULL && scope_rolled_back(now, old, prev->version,
+		    msg, sizeof(msg))) {
 			if (!o->allow_rollback) {
 				snprintf(err, errlen, "%s; --allow-crl-rollback to "
 				    "publish it anyway", msg);
@@ -1849,18 +2183,34 @@ set_has_key(const struct input_set *s, const struct revkey *k)
 	return false;
 }
 
+/* What vouches for a separate CRL signer: crl_covered_in over the set. */
+static const struct ffile_scope *
+signer_scope(void *arg, const char *name)
+{
+	const struct ffile_scope *sc;
+
+	sc = set_scope_named(arg, name);
+	if (sc == NULL || sc->source != FFILE_SRC_CRL ||
+	    (sc->flags & FFILE_SCOPE_UNVERIFIED) != 0)
+		return NULL;
+	return sc;
+}
+
 int
 input_check_signers(const struct input_set *s, char *err, size_t errlen)
 {
-	const struct ffile_scope *sc;
 	const struct input_dep *d;
 	size_t i;
 
 	for (i = 0; i < s->ndeps; i++) {
 		d = &s->deps[i];
-		sc = set_scope_named(s, d->key.scope);
-		if (sc == NULL || sc->source != FFILE_SRC_CRL ||
-		    (sc->flags & FFILE_SCOPE_UNVERIFIED) != 0) {
+		/*
+		 * The CRL the signer signed may be among them (a self-issued
+		 * CRL signing key, PKITS 4.5.6; a cRLIssuer naming itself,
+		 * PKITS 4.14.30): its own key must then not be listed in it.
+		 */
+		if (!crl_covered_in(signer_scope, (void *)(uintptr_t)s,
+		    &d->key)) {
 			snprintf(err, errlen, "%s: no verified CRL of its "
 			    "issuer among the inputs shows that it is not "
 			    "revoked; give that CRL too", d->what);
@@ -1879,61 +2229,120 @@ input_check_signers(const struct input_set *s, char *err, size_t errlen)
 static bool
 same_group(const struct ffile_scope *a, const struct ffile_scope *b)
 {
-	return strcmp(a->name, b->name) == 0 && a->npart == b->npart &&
-	    memcmp(a->part, b->part, a->npart * sizeof(a->part[0])) == 0;
+	unsigned i;
+
+	if (strcmp(a->name, b->name) != 0 || a->npart != b->npart)
+		return false;
+	for (i = 0; i < a->npart; i++)
+		if (!part_same(&a->part[i], &b->part[i]))
+			return false;
+	return true;
 }
 
-/* Sets sc from the CRLs of its scope that are kept. 0, or -1 with err. */
+/*
+ * Adds part p to out's parts unless one for the same certificates from the
+ * same CRL issuer is there; of two, the newer CRL's (for the rollback
+ * check). 0, or -1 with err when there would be more than FFILE_PART_MAX.
+ */
+static int
+parts_union(struct ffile_scope *out, const struct ffile_part *p,
+    const char *issuer, char *err, size_t errlen)
+{
+	struct ffile_part *q;
+	unsigned k;
+
+	for (k = 0; k < out->npart; k++) {
+		q = &out->part[k];
+		if (!part_same(q, p))
+			continue;
+		if (crlnum_cmp(p->crl_number, q->crl_number) > 0 ||
+		    (crlnum_cmp(p->crl_number, q->crl_number) == 0 &&
+		    p->this_update > q->this_update))
+			*q = *p;
+		return 0;
+	}
+	if (out->npart == FFILE_PART_MAX) {
+		snprintf(err, errlen, "CRLs of \"%s\": more than %d coverage "
+		    "parts together", issuer, FFILE_PART_MAX);
+		return -1;
+	}
+	out->part[out->npart++] = *p;
+	return 0;
+}
+
+/*
+ * Sets sc from the CRLs of its scope that are kept: its issuer's own CRLs
+ * describe it (the newest one's metadata, the union of their coverage,
+ * the earliest nextUpdate); an indirect CRL of another issuer that speaks
+ * for it adds its delegated parts, and describes it only when no CRL of
+ * its own does (then flagged attributed). 0, or -1 with err.
+ */
 static int
 scope_from_kept(const struct input_set *s, const bool *keep,
     struct ffile_scope *sc, char *err, size_t errlen)
 {
-	const struct ffile_scope *c, *newest = NULL;
-	struct ffile_scope out;
-	int64_t next = 0;
+	const struct ffile_scope *c, *newest = NULL, *newest_via = NULL;
+	struct ffile_scope *out;
+	int64_t next = 0, next_via = 0;
 	bool whole = false;
-	uint8_t flags = 0;
+	uint8_t flags = 0, flags_via = 0;
 	size_t i;
-	unsigned j, k;
+	unsigned j;
+	int rc = -1;
 
-	memset(&out, 0, sizeof(out));
+	if ((out = calloc(1, sizeof(*out))) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
 	for (i = 0; i < s->ncrls; i++) {
 		c = &s->crls[i].sc;
 		if (!keep[i] || strcmp(c->name, sc->name) != 0)
 			continue;
-		if (newest == NULL || c->this_update > newest->this_update)
-			newest = c;
-		if (next == 0 || c->next_update < next)
-			next = c->next_update;
-		flags |= c->flags;
-		if (c->npart == 0)
-			whole = true;
-		for (j = 0; j < c->npart && !whole; j++) {
-			for (k = 0; k < out.npart; k++)
-				if (memcmp(&out.part[k], &c->part[j],
-				    sizeof(c->part[j])) == 0)
-					break;
-			if (k < out.npart)
-				continue;
-			if (out.npart == FFILE_PART_MAX) {
-				snprintf(err, errlen, "CRLs of \"%s\": more than "
-				    "%d coverage parts together", c->issuer,
-				    FFILE_PART_MAX);
-				return -1;
-			}
-			out.part[out.npart++] = c->part[j];
+		if (s->crls[i].via != 0) {
+			if (newest_via == NULL ||
+			    c->this_update > newest_via->this_update)
+				newest_via = c;
+			if (next_via == 0 || c->next_update < next_via)
+				next_via = c->next_update;
+			flags_via |= c->flags;
+		} else {
+			if (newest == NULL ||
+			    c->this_update > newest->this_update)
+				newest = c;
+			if (next == 0 || c->next_update < next)
+				next = c->next_update;
+			flags |= c->flags;
+			if (c->npart == 0)
+				whole = true;
 		}
+		for (j = 0; j < c->npart && !whole; j++)
+			if (parts_union(out, &c->part[j], c->issuer, err,
+			    errlen) != 0)
+				goto done;
 	}
-	if (newest == NULL)
-		return 0;
-	j = whole ? 0 : out.npart;
-	memcpy(&out, newest, offsetof(struct ffile_scope, npart));
-	out.keys = sc->keys;
-	out.next_update = next;
-	out.flags = flags;
-	out.npart = (uint8_t)j;
-	*sc = out;
-	return 0;
+	rc = 0;
+	if (newest == NULL && newest_via == NULL)
+		goto done;
+	j = whole ? 0 : out->npart;
+	if (newest == NULL) {
+		newest = newest_via;
+		next = next_via;
+		flags = (uint8_t)(flags_via & (FFILE_SCOPE_UNVERIFIED |
+		    FFILE_SCOPE_ASSUMED_NEXT | FFILE_SCOPE_ATTRIBUTED));
+	} else {
+		/* An unverified CRL that speaks for it marks it too. */
+		flags = (uint8_t)((flags & ~FFILE_SCOPE_ATTRIBUTED) |
+		    (flags_via & FFILE_SCOPE_UNVERIFIED));
+	}
+	memcpy(out, newest, offsetof(struct ffile_scope, npart));
+	out->keys = sc->keys;
+	out->next_update = next;
+	out->flags = flags;
+	out->npart = (uint8_t)j;
+	*sc = *out;
+done:
+	free(out);
+	return rc;
 }
 
 /* Record i of the set, wherever it is stored. 0, or -1 out of range. */
@@ -2008,17 +2417,17 @@ input_resolve_crls(struct input_set *s, bool quiet, bool no_delta,
 	 * versions of one another), deciding once per group.
 	 */
 	for (i = 0; i < s->ncrls; i++) {
-		if (s->crls[i].delta)
+		if (s->crls[i].delta || s->crls[i].via != 0)
 			continue;
 		for (j = 0; j < i; j++)
-			if (!s->crls[j].delta &&
+			if (!s->crls[j].delta && s->crls[j].via == 0 &&
 			    same_group(&s->crls[j].sc, &s->crls[i].sc))
 				break;
 		if (j < i)
 			continue;
 		win = i;
 		for (j = i + 1; j < s->ncrls; j++) {
-			if (s->crls[j].delta ||
+			if (s->crls[j].delta || s->crls[j].via != 0 ||
 			    !same_group(&s->crls[j].sc, &s->crls[i].sc))
 				continue;
 			if (memcmp(s->crls[j].sc.crl_sha256,
@@ -2041,11 +2450,12 @@ input_resolve_crls(struct input_set *s, bool quiet, bool no_delta,
 	/* 2. Deltas: each finds its kept base; the newest per base wins. */
 	for (i = 0; i < s->ncrls; i++) {
 		d = &s->crls[i];
-		if (!d->delta)
+		if (!d->delta || d->via != 0)
 			continue;
 		for (j = 0; j < s->ncrls; j++) {
 			c = &s->crls[j];
-			if (keep[j] && !c->delta && same_group(&c->sc, &d->sc) &&
+			if (keep[j] && !c->delta && c->via == 0 &&
+			    same_group(&c->sc, &d->sc) &&
 			    c->sc.crl_number[0] != '\0' &&
 			    crlnum_cmp(c->sc.crl_number, d->base_number) >= 0 &&
 			    crlnum_cmp(d->sc.crl_number, c->sc.crl_number) > 0)
@@ -2068,7 +2478,13 @@ input_resolve_crls(struct input_set *s, bool quiet, bool no_delta,
 			}
 		keep[i] = j == i;
 	}
+	/* What an indirect CRL speaks for stays exactly when it does. */
+	for (i = 0; i < s->ncrls; i++)
+		if (s->crls[i].via != 0)
+			keep[i] = keep[s->crls[i].via - 1];
 	for (i = 0; i < s->ncrls; i++) {
+		if (s->crls[i].via != 0)
+			continue;
 		if (!keep[i]) {
 			dropped = true;
 			if (!quiet)
@@ -2089,7 +2505,8 @@ input_resolve_crls(struct input_set *s, bool quiet, bool no_delta,
 	}
 	/* 3. A base announcing a delta that did not come. */
 	for (i = 0; i < s->ncrls; i++) {
-		if (!keep[i] || s->crls[i].delta || !s->crls[i].announces)
+		if (!keep[i] || s->crls[i].delta || s->crls[i].via != 0 ||
+		    !s->crls[i].announces)
 			continue;
 		for (j = 0; j < s->ncrls; j++)
 			if (keep[j] && base[j] == i + 1)
@@ -2173,8 +2590,15 @@ input_keep_scope(struct input_set *s, const struct ffile_scope *sc,
 			goto fail;
 		}
 	}
-	s->scopes[s->nscopes] = *sc;
-	s->scopes[s->nscopes].flags |= FFILE_SCOPE_KEPT;
+	ns = &s->scopes[s->nscopes];
+	*ns = *sc;
+	ns->flags |= FFILE_SCOPE_KEPT;
+	/*
+	 * Kept alone, its indirect CRL no longer vouches for other issuers'
+	 * certificates: what it attributed to them is not kept with it.
+	 */
+	for (i = 0; i < ns->npart; i++)
+		ns->part[i].flags &= (uint8_t)~FFILE_PART_INDIRECT;
 	s->nscopes++;
 	return 0;
 fail:

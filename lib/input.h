@@ -19,6 +19,18 @@ enum input_format {
 	INPUT_CRL,
 };
 
+/*
+ * The operator's word that a CA (ca_scope) has the revocation of all its
+ * certificates published in the indirect CRLs of another issuer
+ * (crl_issuer_scope): those CRLs then cover the CA's scope for bare
+ * serials too, not only for certificates naming that issuer (--delegate).
+ */
+struct input_delegation {
+	char		 ca_scope[REVKEY_X509_SCOPE_LEN + 1];
+	char		 ca_issuer[FFILE_ISSUER_MAX + 1];	/* RFC 2253 text */
+	char		 crl_issuer_scope[REVKEY_X509_SCOPE_LEN + 1];
+};
+
 struct input_opts {
 	const char	*scope;		/* for text and JSON ids; "default" */
 	enum input_format format;
@@ -40,6 +52,8 @@ struct input_opts {
 	 * exp plus a leeway, so its revocation must outlive exp by as much.
 	 */
 	int64_t		 expiry_grace;
+	const struct input_delegation *delegations;	/* may be NULL */
+	size_t		 ndelegations;
 	bool		 quiet;		/* no warnings on stderr */
 	/* Progress callback for long reads, may be NULL. */
 	void		(*progress)(void *arg, uint64_t records);
@@ -58,7 +72,14 @@ struct input_dep {
 	char		 what[384];	/* file, block and subject, for errors */
 };
 
-/* One CRL read into the set: its records are [start, end). */
+/*
+ * One CRL read into the set: its records are [start, end). An indirect
+ * CRL also has one entry per other issuer it speaks for (its entries'
+ * certificateIssuer, or a --delegate): via is then 1 + the index of the
+ * CRL itself, sc that issuer's scope metadata (flagged
+ * FFILE_SCOPE_ATTRIBUTED, with FFILE_PART_DELEGATED parts for a
+ * --delegate), and the entry is kept exactly when its CRL is.
+ */
 struct input_crl {
 	struct ffile_scope sc;		/* its scope metadata (keys unset) */
 	size_t		 start, end;
@@ -66,6 +87,8 @@ struct input_crl {
 	bool		 delta;		/* a delta CRL (deltaCRLIndicator) */
 	char		 base_number[FFILE_CRLNUM_MAX + 1];	/* its BaseCRLNumber */
 	bool		 announces;	/* a base with freshestCRL */
+	bool		 indirect;	/* issuingDistributionPoint indirectCRL */
+	size_t		 via;		/* 0, or 1 + index of its indirect CRL */
 };
 
 struct input_set {
@@ -111,6 +134,13 @@ void input_set_free(struct input_set *s);
  * extensions, weak signature algorithms, a future thisUpdate, a missing
  * nextUpdate, a signer that is not among the issuers (unless
  * unverified_ok: then the scope is flagged unverified) are refused.
+ * Entries of an indirect CRL go to the scope of their certificate issuer
+ * (RFC 5280 section 5.3.3: the certificateIssuer of the entry or of the
+ * last entry before it that has one, else the CRL's issuer); such a
+ * scope without a CRL of its own is listed flagged FFILE_SCOPE_ATTRIBUTED
+ * and covers nothing by itself (crl_key_covered). A certificateIssuer in
+ * a CRL that is not indirect, or one without exactly one directoryName,
+ * refuses the CRL.
  * A CRL past its nextUpdate is refused unless allow_expired. On failure returns -1, err names the file, the line or DER
  * offset and the reason, and s is left as it was before the call.
  */
@@ -185,16 +215,22 @@ void input_count_scopes(struct input_set *s);
  * delta removing a serial its base revoked for another reason, and a base
  * announcing a delta (freshestCRL) without one unless no_delta (then
  * warned). The scope's metadata becomes the newest kept CRL's, with the
- * union of coverage and the earliest nextUpdate.
+ * union of coverage and the earliest nextUpdate. A scope that no CRL of
+ * its own issuer describes, only indirect CRLs of others, keeps
+ * FFILE_SCOPE_ATTRIBUTED with the newest of those CRLs' metadata and the
+ * parts of its --delegate statements.
  */
 int input_resolve_crls(struct input_set *s, bool quiet, bool no_delta,
     char *err, size_t errlen);
 
 /*
  * After sorting (as input_count_scopes), checks every separate CRL signer
- * the CRLs named: its issuer's scope must be covered by a verified CRL in
- * the set, and its own key must not be in it. Returns 0, or -1 with err
- * naming the CRL and the signer. This function changes nothing.
+ * the CRLs named: verified CRLs in the set must cover its certificate as a
+ * check would (crl_covered_in: its issuer's scope, or the indirect CRLs
+ * of a CRL issuer its distribution points name), and its own key must not
+ * be in the set. Returns
+ * 0, or -1 with err naming the CRL and the signer. This function changes
+ * nothing.
  */
 int input_check_signers(const struct input_set *s, char *err,
     size_t errlen);
@@ -202,7 +238,10 @@ int input_check_signers(const struct input_set *s, char *err,
 /*
  * Keeps a CRL scope of the previous version whose new CRL could not be
  * used: appends sc (flagged FFILE_SCOPE_KEPT) and every record of that
- * scope in prev's table. The scope must not be in s already. Returns 0,
+ * scope in prev's table. Its parts no longer cover other issuers'
+ * certificates (FFILE_PART_INDIRECT is cleared): the entries its indirect
+ * CRL attributed to them lie in their scopes, which the new inputs may
+ * describe without them. The scope must not be in s already. Returns 0,
  * or -1 with err (s unchanged).
  */
 int input_keep_scope(struct input_set *s, const struct ffile_scope *sc,
@@ -226,7 +265,11 @@ struct input_prev_opts {
  * max_shrink_pct percent, would un-revoke keys without anyone asking for
  * it. So would a CRL older than the one prev used for its issuer (a lower
  * CRL number, or an earlier thisUpdate): a replayed CRL un-revokes what
- * was revoked since. Returns 0 when nothing is wrong or the finding is
+ * was revoked since. That is checked for a scope covered whole by its
+ * issuer's own CRL in both, and for each coverage part of a partially
+ * covered scope against the part of prev with the same kind, reasons,
+ * distribution point, flags and CRL issuer (a partition, or what an
+ * indirect CRL delegates). Returns 0 when nothing is wrong or the finding is
  * allowed (allow_shrink, allow_rollback; each then warns on stderr, a
  * rollback even when quiet), or -1 with err naming the first scope
  * refused. This function changes nothing.

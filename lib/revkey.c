@@ -82,6 +82,7 @@ revkey_set(struct revkey *k, const char *scope, const void *id,
 	k->id_len = id_len;
 	k->cert = 0;
 	k->ndp = 0;
+	k->nci = 0;
 	return 0;
 }
 
@@ -365,19 +366,27 @@ revkey_name_canon(const X509_NAME *name, unsigned char **out, size_t *outlen)
 }
 
 int
-revkey_x509_scope(char out[REVKEY_X509_SCOPE_LEN + 1],
-    const X509_NAME *issuer)
+revkey_x509_scope_hash(unsigned char out[32], const X509_NAME *issuer)
 {
-	unsigned char md[UTIL_SHA256_LEN], *canon = NULL;
+	unsigned char *canon = NULL;
 	size_t len = 0;
 	int rc;
 
 	if (issuer == NULL || revkey_name_canon(issuer, &canon, &len) != 0)
 		return -1;
-	rc = util_sha256(md, canon != NULL ? canon : (const unsigned char *)"",
+	rc = util_sha256(out, canon != NULL ? canon : (const unsigned char *)"",
 	    len);
 	free(canon);
-	if (rc != 0)
+	return rc;
+}
+
+int
+revkey_x509_scope(char out[REVKEY_X509_SCOPE_LEN + 1],
+    const X509_NAME *issuer)
+{
+	unsigned char md[UTIL_SHA256_LEN];
+
+	if (revkey_x509_scope_hash(md, issuer) != 0)
 		return -1;
 	memcpy(out, REVKEY_X509_PREFIX, sizeof(REVKEY_X509_PREFIX) - 1);
 	util_hex(out + sizeof(REVKEY_X509_PREFIX) - 1, md, sizeof(md));
@@ -467,30 +476,70 @@ revkey_dp_hash(const GENERAL_NAME *gn, unsigned char out[32])
 	return rc;
 }
 
-/* Adds the names of one distribution point of a certificate to k. */
+/* Adds one name's hash to k, tagged ci (0 or 1 + cRLIssuer index). */
 static void
-cert_dp_names(struct revkey *k, DIST_POINT *dp, const X509_NAME *issuer)
+cert_dp_add(struct revkey *k, const GENERAL_NAME *gn, const X509_NAME *dn,
+    uint8_t ci)
+{
+	if (k->ndp >= REVKEY_DP_MAX)
+		return;
+	if ((dn != NULL ? revkey_dp_name_hash(dn, k->dp[k->ndp]) :
+	    revkey_dp_hash(gn, k->dp[k->ndp])) != 0)
+		return;
+	k->dp_ci[k->ndp++] = ci;
+}
+
+/*
+ * Adds the names of one distribution point of a certificate to k, tagged
+ * ci: its full names, or its nameRelativeToCRLIssuer made a full name
+ * under base (the CRL issuer: its cRLIssuer, else the certificate's
+ * issuer, RFC 5280 section 4.2.1.13).
+ */
+static void
+cert_dp_names(struct revkey *k, DIST_POINT *dp, const X509_NAME *base,
+    uint8_t ci)
 {
 	GENERAL_NAMES *names;
 	int i;
 
-	if (dp->CRLissuer != NULL || dp->distpoint == NULL)
-		return;
 	if (dp->distpoint->type == 1) {
-		if (DIST_POINT_set_dpname(dp->distpoint, issuer) != 1 ||
-		    dp->distpoint->dpname == NULL)
-			return;
-		if (k->ndp < REVKEY_DP_MAX &&
-		    revkey_dp_name_hash(dp->distpoint->dpname, k->dp[k->ndp]) == 0)
-			k->ndp++;
+		if (DIST_POINT_set_dpname(dp->distpoint, base) == 1 &&
+		    dp->distpoint->dpname != NULL)
+			cert_dp_add(k, NULL, dp->distpoint->dpname, ci);
 		return;
 	}
 	names = dp->distpoint->name.fullname;
 	for (i = 0; i < sk_GENERAL_NAME_num(names); i++)
-		if (k->ndp < REVKEY_DP_MAX &&
-		    revkey_dp_hash(sk_GENERAL_NAME_value(names, i),
-		    k->dp[k->ndp]) == 0)
-			k->ndp++;
+		cert_dp_add(k, sk_GENERAL_NAME_value(names, i), NULL, ci);
+}
+
+/*
+ * A distribution point with a cRLIssuer: each directoryName of it is a
+ * CRL issuer whose indirect CRL covers the certificate, with the point's
+ * names (or, without them, the cRLIssuer names themselves) as what that
+ * CRL's issuingDistributionPoint must name.
+ */
+static void
+cert_dp_crl_issuer(struct revkey *k, DIST_POINT *dp)
+{
+	const GENERAL_NAME *gn;
+	int i, j;
+
+	for (i = 0; i < sk_GENERAL_NAME_num(dp->CRLissuer); i++) {
+		gn = sk_GENERAL_NAME_value(dp->CRLissuer, i);
+		if (gn->type != GEN_DIRNAME || k->nci >= REVKEY_CI_MAX ||
+		    revkey_x509_scope_hash(k->ci[k->nci],
+		    gn->d.directoryName) != 0)
+			continue;
+		k->nci++;
+		if (dp->distpoint != NULL) {
+			cert_dp_names(k, dp, gn->d.directoryName, k->nci);
+			continue;
+		}
+		for (j = 0; j < sk_GENERAL_NAME_num(dp->CRLissuer); j++)
+			cert_dp_add(k, sk_GENERAL_NAME_value(dp->CRLissuer, j),
+			    NULL, k->nci);
+	}
 }
 
 int
@@ -511,9 +560,14 @@ revkey_from_cert(struct revkey *k, const X509 *cert, char *err, size_t errlen)
 	 * then does not cover the certificate (not_covered), never wrongly.
 	 */
 	dps = X509_get_ext_d2i(cert, NID_crl_distribution_points, &crit, NULL);
-	for (i = 0; dps != NULL && i < sk_DIST_POINT_num(dps); i++)
-		cert_dp_names(k, sk_DIST_POINT_value(dps, i),
-		    X509_get_issuer_name(cert));
+	for (i = 0; dps != NULL && i < sk_DIST_POINT_num(dps); i++) {
+		DIST_POINT *dp = sk_DIST_POINT_value(dps, i);
+
+		if (dp->CRLissuer != NULL)
+			cert_dp_crl_issuer(k, dp);
+		else if (dp->distpoint != NULL)
+			cert_dp_names(k, dp, X509_get_issuer_name(cert), 0);
+	}
 	CRL_DIST_POINTS_free(dps);
 	ERR_clear_error();
 	return 0;

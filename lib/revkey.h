@@ -39,11 +39,19 @@
 /*
  * What a key derived from a certificate knows about it, for CRLs that
  * cover only part of an issuer's certificates (issuingDistributionPoint):
- * whether it is a CA certificate and which distribution point names it
- * lists (revkey_dp_hash of each). A bare id (text, JSON, a query) has
- * cert 0 and knows none of it. Not part of the encoded key.
+ * whether it is a CA certificate, which distribution point names it
+ * lists (revkey_dp_hash of each), and which CRL issuers other than its
+ * own issuer its distribution points name (cRLIssuer: an indirect CRL of
+ * that issuer is where its revocation is published, RFC 5280 section
+ * 4.2.1.13). dp_ci[i] says to which distribution point dp[i] belongs: 0
+ * for one without cRLIssuer, j + 1 for one whose cRLIssuer is ci[j] (for
+ * such a point without a distributionPoint name, its cRLIssuer names
+ * stand for it, as RFC 5280 section 6.3.3 (b)(2)(i) says). A bare id
+ * (text, JSON, a query) has cert 0 and knows none of it. Not part of the
+ * encoded key.
  */
 #define REVKEY_DP_MAX		8
+#define REVKEY_CI_MAX		4
 #define REVKEY_CERT_KNOWN	0x01	/* derived from a certificate */
 #define REVKEY_CERT_CA		0x02	/* basicConstraints cA */
 
@@ -55,6 +63,10 @@ struct revkey {
 	uint8_t		cert;		/* REVKEY_CERT_*, 0 for a bare id */
 	uint8_t		ndp;		/* distribution point names kept */
 	unsigned char	dp[REVKEY_DP_MAX][32];
+	uint8_t		dp_ci[REVKEY_DP_MAX];	/* 0, or 1 + index in ci */
+	uint8_t		nci;		/* cRLIssuer names kept */
+	unsigned char	ci[REVKEY_CI_MAX][32];	/* SHA-256 of each one's
+					   canonical Name: its scope's hex */
 };
 
 /*
@@ -125,15 +137,18 @@ int revkey_name_canon(const X509_NAME *name, unsigned char **out,
 int revkey_x509_scope(char out[REVKEY_X509_SCOPE_LEN + 1],
     const X509_NAME *issuer);
 
+/* The same scope's 32 raw hash bytes (what follows "x509:" in hex). 0 or -1. */
+int revkey_x509_scope_hash(unsigned char out[32], const X509_NAME *issuer);
+
 /* Key from an issuer Name and a serial. 0, or -1 (err says why). */
 int revkey_from_issuer_serial(struct revkey *k, const X509_NAME *issuer,
     const ASN1_INTEGER *serial, char *err, size_t errlen);
 
 /*
  * Key of a certificate: its issuer and serial, with what it says about
- * itself (CA or not, its CRL distribution point names; a distribution
- * point with a cRLIssuer names another issuer's CRL and is left out).
- * 0 or -1.
+ * itself (CA or not, its CRL distribution point names, and the cRLIssuer
+ * of a distribution point with its names, tagged as that issuer's). More
+ * names than kept are left out, which only means fewer matches. 0 or -1.
  */
 int revkey_from_cert(struct revkey *k, const X509 *cert, char *err,
     size_t errlen);

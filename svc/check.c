@@ -240,8 +240,13 @@ decide_before_filter(const struct snapshot *s, const struct revkey *k,
 
 	memset(r, 0, sizeof(*r));
 	metrics_tally_inc(t, MET_CHECKS);
-	/* A partial CRL answers only for the certificates it covers. */
-	if (sc == NULL || !crl_key_covered(sc, k)) {
+	/*
+	 * A partial CRL answers only for the certificates it covers; an
+	 * indirect CRL of another issuer for the certificates naming it.
+	 * sc is the common case found once; crl_covered looks further.
+	 */
+	if ((sc == NULL || !crl_key_covered(sc, k)) &&
+	    !crl_covered(s->ff, k)) {
 		metrics_tally_inc(t, MET_NOT_COVERED);
 		r->status = CHECK_NOT_COVERED;
 		r->source = CHECK_SRC_FILTER;

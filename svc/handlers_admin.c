@@ -63,7 +63,16 @@ add_coverage(struct sbuf *b, const struct ffile_scope *sc)
 		util_hex(hex, sc->part[i].dp, 32);
 		sbuf_adds(b, "],\"distribution_point\":\"");
 		sbuf_adds(b, hex);
-		sbuf_adds(b, "\"}");
+		sbuf_adds(b, (sc->part[i].flags & FFILE_PART_INDIRECT) != 0 ?
+		    "\",\"indirect\":true" : "\",\"indirect\":false");
+		sbuf_adds(b, (sc->part[i].flags & FFILE_PART_DELEGATED) != 0 ?
+		    ",\"delegated\":true" : ",\"delegated\":false");
+		util_hex(hex, sc->part[i].crl_issuer, 32);
+		sbuf_adds(b, ",\"crl_issuer_scope_hash\":\"");
+		sbuf_adds(b, hex);
+		sbuf_adds(b, "\",\"crl_number\":");
+		sbuf_add_jstrs(b, sc->part[i].crl_number);
+		sbuf_adds(b, "}");
 	}
 	sbuf_adds(b, "]");
 }
@@ -102,6 +111,8 @@ add_scope(struct sbuf *b, const struct ffile_scope *sc)
 		add_coverage(b, sc);
 		if ((sc->flags & FFILE_SCOPE_KEPT) != 0)
 			sbuf_adds(b, ",\"kept_from_previous\":true");
+		if ((sc->flags & FFILE_SCOPE_ATTRIBUTED) != 0)
+			sbuf_adds(b, ",\"attributed\":true");
 		sbuf_adds(b, "}");
 	} else
 		sbuf_adds(b, ",\"source\":\"list\"}");

@@ -730,7 +730,10 @@ Test(ffile, committed_vector_verifies)
 	ffile_close(f);
 }
 
-/* Older formats (2: DER-name scopes, 1: no CRL flags) are refused, saying what to do. */
+/*
+ * Older formats (3: parts without their CRL, 2: DER-name scopes, 1: no CRL
+ * flags) are refused, saying what to do.
+ */
 Test(ffile, older_format_and_unknown_flags_refused)
 {
 	const char *src = getenv("REVCHECK_SRC");
@@ -747,6 +750,12 @@ Test(ffile, older_format_and_unknown_flags_refused)
 	copy = malloc(len);
 	cr_assert_not_null(copy);
 	memcpy(copy, buf, len);
+	copy[8] = 3;
+	cr_assert_null(ffile_parse(copy, len, false, err, sizeof(err)));
+	cr_assert(strstr(err, "offset 8: format 3 is from an older "
+	    "filterbuild") != NULL, "%s", err);
+	cr_assert(strstr(err, "coverage parts naming their CRL") != NULL, "%s",
+	    err);
 	copy[8] = 2;
 	cr_assert_null(ffile_parse(copy, len, false, err, sizeof(err)));
 	cr_assert(strstr(err, "offset 8: format 2 is from an older "
