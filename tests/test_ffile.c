@@ -102,6 +102,22 @@ make_filter(struct fx *fx, enum bloom_layout layout)
 	fx->scopes[0].this_update = 1699990000;
 	fx->scopes[0].next_update = 1700990000;
 	memset(fx->scopes[0].crl_sha256, 0x5c, 32);
+	/* Two coverage parts, each naming its CRL (format 4). */
+	fx->scopes[0].npart = 2;
+	fx->scopes[0].part[0].kind = FFILE_PART_USER;
+	fx->scopes[0].part[0].reasons = FFILE_REASONS_ALL;
+	fx->scopes[0].part[0].flags = FFILE_PART_INDIRECT;
+	memset(fx->scopes[0].part[0].crl_issuer, 0x11, 32);
+	fx->scopes[0].part[0].this_update = 1699990000;
+	memcpy(fx->scopes[0].part[0].crl_number, "0a1b", 5);
+	fx->scopes[0].part[1].kind = FFILE_PART_CA;
+	fx->scopes[0].part[1].reasons = 1u << 1;
+	memset(fx->scopes[0].part[1].dp, 0x22, 32);
+	fx->scopes[0].part[1].flags = FFILE_PART_DELEGATED;
+	memset(fx->scopes[0].part[1].crl_issuer, 0x33, 32);
+	fx->scopes[0].part[1].this_update = 1699980000;
+	memcpy(fx->scopes[0].part[1].crl_number,
+	    "0123456789abcdef0123456789abcdef01234567", 41);
 	cr_assert(snprintf(fx->scopes[1].name, sizeof(fx->scopes[1].name),
 	    "default") > 0);
 	fx->scopes[1].keys = NIDS / 2;
@@ -169,6 +185,22 @@ round_trip(enum bloom_layout layout)
 	cr_assert_eq(s->this_update, 1699990000);
 	cr_assert_eq(s->next_update, 1700990000);
 	cr_assert_eq(s->crl_sha256[31], 0x5c);
+	cr_assert_eq(s->npart, 2);
+	cr_assert_eq(s->part[0].kind, FFILE_PART_USER);
+	cr_assert_eq(s->part[0].reasons, FFILE_REASONS_ALL);
+	cr_assert_eq(s->part[0].flags, FFILE_PART_INDIRECT);
+	cr_assert_eq(s->part[0].crl_issuer[31], 0x11);
+	cr_assert_eq(s->part[0].dp[0], 0);
+	cr_assert_eq(s->part[0].this_update, 1699990000);
+	cr_assert_str_eq(s->part[0].crl_number, "0a1b");
+	cr_assert_eq(s->part[1].kind, FFILE_PART_CA);
+	cr_assert_eq(s->part[1].reasons, 1u << 1);
+	cr_assert_eq(s->part[1].dp[31], 0x22);
+	cr_assert_eq(s->part[1].flags, FFILE_PART_DELEGATED);
+	cr_assert_eq(s->part[1].crl_issuer[0], 0x33);
+	cr_assert_eq(s->part[1].this_update, 1699980000);
+	cr_assert_str_eq(s->part[1].crl_number,
+	    "0123456789abcdef0123456789abcdef01234567");
 	cr_assert_null(ffile_scope(f, "tenant-b"));
 	cr_assert_eq(ffile_verify_key(f, fx.key, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(util_sha256(sha, fx.buf, fx.len), 0);

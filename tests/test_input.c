@@ -2034,3 +2034,414 @@ Test(input_crl, delta_applied_to_its_base)
 	X509_CRL_free(base);
 	EVP_PKEY_free(key);
 }
+
+/* ---- indirect CRLs (RFC 5280 sections 5.2.5, 5.3.3, 6.3.3) --------------- */
+
+/* A PKITS certificate (DER) of tests/data/pkits/certs. */
+static X509 *
+pkits_cert(const char *name)
+{
+	char path[512], rel[256];
+	X509 *c;
+	FILE *f;
+
+	cr_assert(snprintf(rel, sizeof(rel), "pkits/certs/%s", name) > 0);
+	data_path(path, sizeof(path), rel);
+	f = fopen(path, "rb");
+	cr_assert_not_null(f, "%s", path);
+	c = d2i_X509_fp(f, NULL);
+	fclose(f);
+	cr_assert_not_null(c, "%s", path);
+	return c;
+}
+
+static int
+pkits_crl_read(struct input_set *s, const char *name,
+    const struct input_opts *o, char *err, size_t errlen)
+{
+	char path[512], rel[256];
+
+	cr_assert(snprintf(rel, sizeof(rel), "pkits/crls/%s", name) > 0);
+	data_path(path, sizeof(path), rel);
+	return input_read(s, path, o, err, errlen);
+}
+
+/* The scope of "C=US, O=Test Certificates 2011, CN=cn". */
+static void
+pkits_scope(char out[REVKEY_X509_SCOPE_LEN + 1], const char *cn)
+{
+	X509_NAME *n = X509_NAME_new();
+
+	cr_assert_not_null(n);
+	cr_assert(X509_NAME_add_entry_by_txt(n, "C", MBSTRING_ASC,
+	    (const unsigned char *)"US", -1, -1, 0));
+	cr_assert(X509_NAME_add_entry_by_txt(n, "O", MBSTRING_ASC,
+	    (const unsigned char *)"Test Certificates 2011", -1, -1, 0));
+	cr_assert(X509_NAME_add_entry_by_txt(n, "CN", MBSTRING_ASC,
+	    (const unsigned char *)cn, -1, -1, 0));
+	cr_assert_eq(revkey_x509_scope(out, n), 0);
+	X509_NAME_free(n);
+}
+
+static const struct ffile_scope *
+set_find(void *arg, const char *name)
+{
+	return scope_of(arg, name);
+}
+
+/* Whether a check of the certificate would be covered by the set. */
+static bool
+cert_covered(const struct input_set *s, X509 *x)
+{
+	struct revkey k;
+	char err[256];
+
+	cr_assert_eq(revkey_from_cert(&k, x, err, sizeof(err)), 0, "%s", err);
+	return crl_covered_in(set_find, (void *)(uintptr_t)s, &k);
+}
+
+/*
+ * PKITS indirectCRLCA5CRL: entries 01; 02 (certificateIssuer CA6), 03, 04;
+ * 05 (CA7), 06, 07; 08 (CA6), 09; 0A (CA5 itself), 0B. Each lands in its
+ * certificate issuer's scope, read in the CRL's order; the other issuers'
+ * scopes cover nothing by themselves; a certificate naming CA5 as
+ * cRLIssuer is covered by CA5's indirect CRL.
+ */
+Test(input_crl, indirect_entries_go_to_their_issuer)
+{
+	static const struct { const char *ca; unsigned char serial; } want[] = {
+		{ "ca5", 0x01 }, { "ca6", 0x02 }, { "ca6", 0x03 },
+		{ "ca6", 0x04 }, { "ca7", 0x05 }, { "ca7", 0x06 },
+		{ "ca7", 0x07 }, { "ca6", 0x08 }, { "ca6", 0x09 },
+		{ "ca5", 0x0a }, { "ca5", 0x0b },
+	};
+	X509 *ca5 = pkits_cert("indirectCRLCA5Cert.crt");
+	X509 *ee33 = pkits_cert("ValidcRLIssuerTest33EE.crt");
+	X509 *ee31 = pkits_cert("InvalidcRLIssuerTest31EE.crt");
+	X509 *ee35 = pkits_cert("InvalidcRLIssuerTest35EE.crt");
+	char s5[REVKEY_X509_SCOPE_LEN + 1], s6[REVKEY_X509_SCOPE_LEN + 1],
+	    s7[REVKEY_X509_SCOPE_LEN + 1], err[512];
+	const struct ffile_scope *sc5, *sc6, *sc7;
+	struct input_opts o = opts("x");
+	struct revkey bare;
+	struct input_set s;
+	const char *sc;
+	size_t i;
+
+	o.issuers = &ca5;
+	o.nissuers = 1;
+	cr_assert_eq(revkey_x509_scope(s5, X509_get_subject_name(ca5)), 0);
+	pkits_scope(s6, "indirectCRL CA6");
+	pkits_scope(s7, "indirectCRL CA7");
+	input_set_init(&s);
+	cr_assert_eq(pkits_crl_read(&s, "indirectCRLCA5CRL.crl", &o, err,
+	    sizeof(err)), 0, "%s", err);
+	cr_assert_eq(input_resolve_crls(&s, true, false, err, sizeof(err)), 0,
+	    "%s", err);
+	cr_assert_eq(s.nrecs, sizeof(want) / sizeof(want[0]));
+	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		sc = strcmp(want[i].ca, "ca5") == 0 ? s5 :
+		    strcmp(want[i].ca, "ca6") == 0 ? s6 : s7;
+		cr_assert(find(&s, sc, &want[i].serial, 1) >= 0,
+		    "serial %02x of %s", want[i].serial, want[i].ca);
+	}
+	cr_assert_eq(find(&s, s6, (const unsigned char *)"\x07", 1), -1,
+	    "07 follows the entry naming CA7: not CA6's");
+	sc5 = scope_of(&s, s5);
+	sc6 = scope_of(&s, s6);
+	sc7 = scope_of(&s, s7);
+	cr_assert(sc5 != NULL && sc6 != NULL && sc7 != NULL);
+	/* CA5's own scope: three named parts, flagged indirect. */
+	cr_assert_eq(sc5->flags & FFILE_SCOPE_ATTRIBUTED, 0);
+	cr_assert_eq(sc5->npart, 3);
+	for (i = 0; i < 3; i++) {
+		cr_assert_neq(sc5->part[i].flags & FFILE_PART_INDIRECT, 0);
+		cr_assert_str_eq(sc5->part[i].crl_number, "01");
+	}
+	/* CA6 and CA7: listed for their entries, covering nothing alone. */
+	cr_assert_neq(sc6->flags & FFILE_SCOPE_ATTRIBUTED, 0);
+	cr_assert_eq(sc6->npart, 0);
+	cr_assert_str_eq(sc6->issuer,
+	    "CN=indirectCRL CA6,O=Test Certificates 2011,C=US");
+	cr_assert_neq(sc7->flags & FFILE_SCOPE_ATTRIBUTED, 0);
+	memset(&bare, 0, sizeof(bare));
+	cr_assert(!crl_key_covered(sc6, &bare), "a bare serial of CA6");
+	cr_assert(!crl_key_covered(sc5, &bare), "CA5's partial CRL, bare");
+	/* Certificates of CA6 naming CA5 as cRLIssuer: covered. */
+	cr_assert(cert_covered(&s, ee33), "PKITS 4.14.33");
+	cr_assert(cert_covered(&s, ee31), "PKITS 4.14.31");
+	/* A certificate of CA5 naming CA6, which has no CRL: not covered. */
+	cr_assert(!cert_covered(&s, ee35), "PKITS 4.14.35");
+	input_set_free(&s);
+	X509_free(ca5);
+	X509_free(ee33);
+	X509_free(ee31);
+	X509_free(ee35);
+}
+
+/* Adds an IDP to crl: indirectCRL, and only user (1) or CA (2) certs. */
+static void
+crl_add_idp(X509_CRL *crl, bool indirect, int only)
+{
+	ISSUING_DIST_POINT *idp = ISSUING_DIST_POINT_new();
+
+	cr_assert_not_null(idp);
+	idp->indirectCRL = indirect ? 1 : 0;
+	idp->onlyuser = only == 1 ? 1 : 0;
+	idp->onlyCA = only == 2 ? 1 : 0;
+	cr_assert(X509_CRL_add1_ext_i2d(crl, NID_issuing_distribution_point,
+	    idp, 1, 0));
+	ISSUING_DIST_POINT_free(idp);
+}
+
+/* Adds an entry with a certificateIssuer of ndn names CN=cn (0x10 + i). */
+static void
+crl_add_ci_entry(X509_CRL *crl, long serial, const char *cn, int ndn)
+{
+	GENERAL_NAMES *gens = GENERAL_NAMES_new();
+	X509_REVOKED *r;
+	int i;
+
+	cr_assert_not_null(gens);
+	crl_add_entry(crl, serial, 60, -1);
+	r = sk_X509_REVOKED_value(X509_CRL_get_REVOKED(crl),
+	    sk_X509_REVOKED_num(X509_CRL_get_REVOKED(crl)) - 1);
+	for (i = 0; i < ndn; i++) {
+		GENERAL_NAME *gn = GENERAL_NAME_new();
+		X509_NAME *n = X509_NAME_new();
+
+		cr_assert(gn != NULL && n != NULL);
+		cr_assert(X509_NAME_add_entry_by_txt(n, "CN", MBSTRING_ASC,
+		    (const unsigned char *)cn, -1, -1, 0));
+		if (i > 0)
+			cr_assert(X509_NAME_add_entry_by_txt(n, "O",
+			    MBSTRING_ASC, (const unsigned char *)"x", -1, -1,
+			    0));
+		GENERAL_NAME_set0_value(gn, GEN_DIRNAME, n);
+		cr_assert(sk_GENERAL_NAME_push(gens, gn));
+	}
+	cr_assert(X509_REVOKED_add1_ext_i2d(r, NID_certificate_issuer, gens, 1,
+	    0));
+	GENERAL_NAMES_free(gens);
+}
+
+/* Signs crl (entries kept in the order added) as ca's CRL number num. */
+static void
+crl_finish(X509_CRL *crl, EVP_PKEY *key, long num)
+{
+	ASN1_INTEGER *n = ASN1_INTEGER_new();
+	ASN1_TIME *t;
+	time_t now = time(NULL);
+
+	cr_assert(n != NULL && ASN1_INTEGER_set(n, num));
+	cr_assert(X509_CRL_add1_ext_i2d(crl, NID_crl_number, n, 0, 0));
+	ASN1_INTEGER_free(n);
+	cr_assert(X509_CRL_set_version(crl, 1));
+	cr_assert(X509_CRL_set_issuer_name(crl,
+	    X509_get_subject_name(pki_cas[0])));
+	t = ASN1_TIME_set(NULL, now - 60);
+	cr_assert(X509_CRL_set1_lastUpdate(crl, t));
+	ASN1_TIME_free(t);
+	t = ASN1_TIME_set(NULL, now + 86400);
+	cr_assert(X509_CRL_set1_nextUpdate(crl, t));
+	ASN1_TIME_free(t);
+	cr_assert(X509_CRL_sign(crl, key, EVP_sha256()) > 0);
+}
+
+/*
+ * A certificateIssuer decides an entry's scope only in an indirect CRL:
+ * in another CRL, or with no or several directory names, it refuses the
+ * CRL instead of guessing. Entries after one naming the CRL's own issuer
+ * are that issuer's again.
+ */
+Test(input_crl, certificate_issuer_rules)
+{
+	EVP_PKEY *key = load_key("ca.key");
+	struct input_opts o = opts("x");
+	char other[REVKEY_X509_SCOPE_LEN + 1], err[512];
+	const char *own;
+	struct input_set s;
+	X509_NAME *on;
+	X509_CRL *crl;
+	int k;
+
+	on = X509_NAME_new();
+	cr_assert(on != NULL && X509_NAME_add_entry_by_txt(on, "CN",
+	    MBSTRING_ASC, (const unsigned char *)"Elsewhere CA", -1, -1, 0));
+	cr_assert_eq(revkey_x509_scope(other, on), 0);
+	X509_NAME_free(on);
+	for (k = 0; k < 3; k++) {
+		crl = X509_CRL_new();
+		cr_assert_not_null(crl);
+		crl_add_idp(crl, k != 0, 0);
+		crl_add_entry(crl, 1, 60, -1);
+		crl_add_ci_entry(crl, 2, "Elsewhere CA", k == 2 ? 2 : 1);
+		crl_add_entry(crl, 3, 60, -1);
+		crl_finish(crl, key, 4);
+		input_set_init(&s);
+		if (k == 0) {
+			cr_assert_eq(crl_read(&s, crl, &o, err, sizeof(err)), -1);
+			cr_assert(strstr(err, "crafted.der: entry 1: certificate "
+			    "issuer entry extension in a CRL that is not "
+			    "indirect") != NULL, "%s", err);
+			cr_assert_eq(s.nscopes, 0);
+		} else if (k == 2) {
+			cr_assert_eq(crl_read(&s, crl, &o, err, sizeof(err)), -1);
+			cr_assert(strstr(err, "entry 1: certificate issuer with "
+			    "no or several directory names") != NULL, "%s", err);
+			cr_assert_eq(s.nrecs, 0);
+		} else {
+			cr_assert_eq(crl_read(&s, crl, &o, err, sizeof(err)), 0,
+			    "%s", err);
+			cr_assert_eq(input_resolve_crls(&s, true, false, err,
+			    sizeof(err)), 0, "%s", err);
+			own = s.scopes[0].name;
+			cr_assert_eq(s.nscopes, 2);
+			cr_assert(find(&s, own, "\x01", 1) >= 0);
+			cr_assert(find(&s, other, "\x02", 1) >= 0);
+			cr_assert(find(&s, other, "\x03", 1) >= 0,
+			    "3 follows the entry naming Elsewhere CA");
+			cr_assert_eq(find(&s, own, "\x03", 1), -1);
+			cr_assert_eq(find(&s, own, "\x02", 1), -1);
+		}
+		input_set_free(&s);
+		X509_CRL_free(crl);
+	}
+	EVP_PKEY_free(key);
+}
+
+/*
+ * Without a word from the operator, an indirect CRL that lists nothing for
+ * CA2 gives CA2 no scope (a certificate naming CA1 as cRLIssuer is still
+ * covered through CA1's scope); --delegate CA2=CA1 copies CA1's parts
+ * without a name into CA2's scope, so a bare serial of CA2 is covered.
+ */
+Test(input_crl, delegate_covers_bare_serials)
+{
+	X509 *ca1 = pkits_cert("indirectCRLCA1Cert.crt");
+	X509 *ee24 = pkits_cert("ValidIDPwithindirectCRLTest24EE.crt");
+	struct input_opts o = opts("x");
+	struct input_delegation dg;
+	const struct ffile_scope *sc2;
+	char s2[REVKEY_X509_SCOPE_LEN + 1], err[512];
+	struct revkey bare;
+	struct input_set s;
+
+	pkits_scope(s2, "indirectCRL CA2");
+	o.issuers = &ca1;
+	o.nissuers = 1;
+	input_set_init(&s);
+	cr_assert_eq(pkits_crl_read(&s, "indirectCRLCA1CRL.crl", &o, err,
+	    sizeof(err)), 0, "%s", err);
+	cr_assert_eq(input_resolve_crls(&s, true, false, err, sizeof(err)), 0,
+	    "%s", err);
+	cr_assert_null(scope_of(&s, s2));
+	cr_assert(cert_covered(&s, ee24), "PKITS 4.14.24, by its cRLIssuer");
+	input_set_free(&s);
+
+	memset(&dg, 0, sizeof(dg));
+	memcpy(dg.ca_scope, s2, sizeof(s2));
+	cr_assert_eq(revkey_x509_scope(dg.crl_issuer_scope,
+	    X509_get_subject_name(ca1)), 0);
+	memcpy(dg.ca_issuer, "CN=indirectCRL CA2", 19);
+	o.delegations = &dg;
+	o.ndelegations = 1;
+	input_set_init(&s);
+	cr_assert_eq(pkits_crl_read(&s, "indirectCRLCA1CRL.crl", &o, err,
+	    sizeof(err)), 0, "%s", err);
+	cr_assert_eq(input_resolve_crls(&s, true, false, err, sizeof(err)), 0,
+	    "%s", err);
+	sc2 = scope_of(&s, s2);
+	cr_assert_not_null(sc2);
+	cr_assert_neq(sc2->flags & FFILE_SCOPE_ATTRIBUTED, 0);
+	cr_assert_eq(sc2->npart, 1);
+	cr_assert_eq(sc2->part[0].flags, FFILE_PART_DELEGATED);
+	cr_assert_str_eq(sc2->issuer, "CN=indirectCRL CA2");
+	memset(&bare, 0, sizeof(bare));
+	cr_assert(crl_key_covered(sc2, &bare), "a bare serial of CA2");
+	input_set_free(&s);
+	X509_free(ca1);
+	X509_free(ee24);
+}
+
+/*
+ * Partitions: a user-only CRL (number 5) and a CA-only one (number 9) of
+ * one issuer. The next build may bring newer ones, but an older CRL for
+ * one partition is a rollback, refused unless allowed, even while the
+ * other partition moves on.
+ */
+Test(input_crl, partition_rollback_refused)
+{
+	EVP_PKEY *key = load_key("ca.key");
+	struct input_opts o = opts("x");
+	struct input_prev_opts po;
+	struct ffile_info prev;
+	struct ffile_scope psc;
+	struct input_set s;
+	X509_CRL *u5, *u4, *c9, *c10;
+	char err[1024];
+
+	u5 = X509_CRL_new();
+	u4 = X509_CRL_new();
+	c9 = X509_CRL_new();
+	c10 = X509_CRL_new();
+	cr_assert(u5 != NULL && u4 != NULL && c9 != NULL && c10 != NULL);
+	crl_add_idp(u5, false, 1);
+	crl_add_idp(u4, false, 1);
+	crl_add_idp(c9, false, 2);
+	crl_add_idp(c10, false, 2);
+	crl_finish(u5, key, 5);
+	crl_finish(u4, key, 4);
+	crl_finish(c9, key, 9);
+	crl_finish(c10, key, 10);
+
+	input_set_init(&s);
+	cr_assert_eq(crl_read(&s, u5, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(crl_read(&s, c9, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(input_resolve_crls(&s, true, false, err, sizeof(err)), 0,
+	    "%s", err);
+	cr_assert_eq(s.nscopes, 1);
+	cr_assert_eq(s.scopes[0].npart, 2);
+	psc = s.scopes[0];
+	input_set_free(&s);
+	memset(&prev, 0, sizeof(prev));
+	prev.version = 7;
+	prev.nscopes = 1;
+	prev.scopes = &psc;
+	memset(&po, 0, sizeof(po));
+	po.max_shrink_pct = 50;
+	po.quiet = true;
+
+	/* Newer CA partition, older user partition: refused. */
+	input_set_init(&s);
+	cr_assert_eq(crl_read(&s, u4, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(crl_read(&s, c10, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(input_resolve_crls(&s, true, false, err, sizeof(err)), 0,
+	    "%s", err);
+	cr_assert_eq(input_check_previous(&s, &prev, &po, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "(user certificates) has CRL number \"04\"") !=
+	    NULL, "%s", err);
+	cr_assert(strstr(err, "older than the one version 7 used (CRL number "
+	    "\"05\"") != NULL, "%s", err);
+	cr_assert(strstr(err, "--allow-crl-rollback") != NULL, "%s", err);
+	po.allow_rollback = true;
+	cr_assert_eq(input_check_previous(&s, &prev, &po, err, sizeof(err)), 0,
+	    "%s", err);
+	po.allow_rollback = false;
+	input_set_free(&s);
+
+	/* The same user partition and a newer CA one: no rollback. */
+	input_set_init(&s);
+	cr_assert_eq(crl_read(&s, u5, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(crl_read(&s, c10, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(input_resolve_crls(&s, true, false, err, sizeof(err)), 0,
+	    "%s", err);
+	cr_assert_eq(input_check_previous(&s, &prev, &po, err, sizeof(err)), 0,
+	    "%s", err);
+	input_set_free(&s);
+	X509_CRL_free(u5);
+	X509_CRL_free(u4);
+	X509_CRL_free(c9);
+	X509_CRL_free(c10);
+	EVP_PKEY_free(key);
+}

@@ -438,3 +438,93 @@ Test(revkey, negative_serials_keep_their_sign)
 	ASN1_INTEGER_free(ai);
 	X509_NAME_free(n);
 }
+
+/* A PKITS certificate's key (tests/data/pkits/certs/name). */
+static struct revkey
+pkits_key(const char *name)
+{
+	const char *src = getenv("REVCHECK_SRC");
+	char path[1024], err[256];
+	const unsigned char *p;
+	unsigned char *buf;
+	struct revkey k;
+	size_t len;
+	X509 *x;
+
+	snprintf(path, sizeof(path), "%s/tests/data/pkits/certs/%s",
+	    src != NULL ? src : ".", name);
+	cr_assert_eq(util_read_file(path, 1 << 20, &buf, &len, err,
+	    sizeof(err)), 0, "%s", err);
+	p = buf;
+	x = d2i_X509(NULL, &p, (long)len);
+	cr_assert_not_null(x, "%s", path);
+	cr_assert_eq(revkey_from_cert(&k, x, err, sizeof(err)), 0, "%s", err);
+	X509_free(x);
+	free(buf);
+	return k;
+}
+
+/* The dp hash of "C=US, O=Test Certificates 2011, OU=ou[, CN=cn]". */
+static void
+pkits_dn_hash(const char *ou, const char *cn, unsigned char out[32])
+{
+	X509_NAME *n = X509_NAME_new();
+
+	cr_assert_not_null(n);
+	cr_assert(X509_NAME_add_entry_by_txt(n, "C", MBSTRING_ASC,
+	    (const unsigned char *)"US", -1, -1, 0));
+	cr_assert(X509_NAME_add_entry_by_txt(n, "O", MBSTRING_ASC,
+	    (const unsigned char *)"Test Certificates 2011", -1, -1, 0));
+	cr_assert(X509_NAME_add_entry_by_txt(n, "OU", MBSTRING_ASC,
+	    (const unsigned char *)ou, -1, -1, 0));
+	if (cn != NULL)
+		cr_assert(X509_NAME_add_entry_by_txt(n, "CN", MBSTRING_ASC,
+		    (const unsigned char *)cn, -1, -1, 0));
+	cr_assert_eq(revkey_dp_name_hash(n, out), 0);
+	X509_NAME_free(n);
+}
+
+/*
+ * A distribution point with a cRLIssuer: the issuer's scope hash is kept,
+ * and the point's names are tagged as that issuer's (a name relative to
+ * the CRL issuer is made a full name under the cRLIssuer, not under the
+ * certificate's issuer); without names, the cRLIssuer names stand for
+ * the point. A point without cRLIssuer stays untagged.
+ */
+Test(revkey, crl_issuer_distribution_points)
+{
+	unsigned char want[32], ci_name[32];
+	struct revkey k;
+	X509_NAME *n;
+
+	/* PKITS 4.14.29: relative name under the cRLIssuer. */
+	k = pkits_key("ValidcRLIssuerTest29EE.crt");
+	cr_assert_eq(k.nci, 1);
+	n = X509_NAME_new();
+	cr_assert(n != NULL && X509_NAME_add_entry_by_txt(n, "C", MBSTRING_ASC,
+	    (const unsigned char *)"US", -1, -1, 0) &&
+	    X509_NAME_add_entry_by_txt(n, "O", MBSTRING_ASC,
+	    (const unsigned char *)"Test Certificates 2011", -1, -1, 0) &&
+	    X509_NAME_add_entry_by_txt(n, "OU", MBSTRING_ASC,
+	    (const unsigned char *)"indirectCRL CA3 cRLIssuer", -1, -1, 0));
+	cr_assert_eq(revkey_x509_scope_hash(ci_name, n), 0);
+	X509_NAME_free(n);
+	cr_assert_eq(memcmp(k.ci[0], ci_name, 32), 0);
+	pkits_dn_hash("indirectCRL CA3 cRLIssuer",
+	    "indirect CRL for indirectCRL CA3", want);
+	cr_assert_eq(k.ndp, 1);
+	cr_assert_eq(k.dp_ci[0], 1);
+	cr_assert_eq(memcmp(k.dp[0], want, 32), 0);
+
+	/* PKITS 4.14.25: a cRLIssuer and no distributionPoint. */
+	k = pkits_key("ValidIDPwithindirectCRLTest25EE.crt");
+	cr_assert_eq(k.nci, 1);
+	cr_assert_eq(k.ndp, 1);
+	cr_assert_eq(k.dp_ci[0], 1);
+
+	/* A plain distribution point (PKITS 4.14.2): untagged, no cRLIssuer. */
+	k = pkits_key("ValiddistributionPointTest1EE.crt");
+	cr_assert_eq(k.nci, 0);
+	cr_assert(k.ndp >= 1);
+	cr_assert_eq(k.dp_ci[0], 0);
+}
