@@ -362,6 +362,11 @@ print_coverage(const struct ffile_scope *sc)
 	unsigned i;
 	int b;
 
+	if (sc->npart == 0 && (sc->flags & FFILE_SCOPE_ATTRIBUTED) != 0) {
+		printf("    coverage:      none by itself (only certificates "
+		    "naming a cRLIssuer with an indirect CRL here)\n");
+		return;
+	}
 	if (sc->npart == 0) {
 		printf("    coverage:      whole (no issuingDistributionPoint)\n");
 		return;
