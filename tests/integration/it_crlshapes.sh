@@ -30,84 +30,36 @@ FB keygen --out "$T/key.pem" --pub "$T/key.pub" >/dev/null
 # ---------------------------------------------------------------- the PKI
 # One config; each CA is a [ca_NAME] section (-name), each extension set a
 # section of its own. All CAs share the DN policy and the key type.
-cat >"$P/ca.cnf" <<EOF
-[ req ]
-distinguished_name = req_dn
-prompt = no
-[ req_dn ]
-CN = unused
-[ policy_any ]
-commonName = supplied
-organizationName = optional
-
-[ ca_root ]
-dir = $P/root.db
+# casect NAME CERT KEY DB: the [ca_NAME] section of a CA.
+casect() {
+	cat <<EOF
+[ ca_$1 ]
+dir = $P/$4.db
 database = \$dir/index.txt
 new_certs_dir = \$dir/new
 serial = \$dir/serial
 crlnumber = \$dir/crlnumber
-certificate = $P/root.pem
-private_key = $P/root.key
+certificate = $P/$2
+private_key = $P/$3
 default_md = sha256
 default_days = 30
 default_crl_days = 7
 policy = policy_any
 unique_subject = no
-copy_extensions = none
-
-[ ca_other ]
-dir = $P/other.db
-database = \$dir/index.txt
-new_certs_dir = \$dir/new
-serial = \$dir/serial
-crlnumber = \$dir/crlnumber
-certificate = $P/other.pem
-private_key = $P/other.key
-default_md = sha256
-default_days = 30
-default_crl_days = 7
-policy = policy_any
-unique_subject = no
-
-[ ca_ci ]
-dir = $P/ci.db
-database = \$dir/index.txt
-new_certs_dir = \$dir/new
-serial = \$dir/serial
-crlnumber = \$dir/crlnumber
-certificate = $P/ci.pem
-private_key = $P/ci.key
-default_md = sha256
-default_crl_days = 7
-policy = policy_any
-
-# The re-encoded CA: leaves issued under reA.pem (PrintableString Name),
-# CRLs signed under reB.pem (same key, UTF8String, other case and spaces).
-[ ca_reA ]
-dir = $P/re.db
-database = \$dir/index.txt
-new_certs_dir = \$dir/new
-serial = \$dir/serial
-crlnumber = \$dir/crlnumber
-certificate = $P/reA.pem
-private_key = $P/re.key
-default_md = sha256
-default_days = 30
-default_crl_days = 7
-policy = policy_any
-unique_subject = no
-[ ca_reB ]
-dir = $P/re.db
-database = \$dir/index.txt
-new_certs_dir = \$dir/new
-serial = \$dir/serial
-crlnumber = \$dir/crlnumber
-certificate = $P/reB.pem
-private_key = $P/re.key
-default_md = sha256
-default_crl_days = 7
-policy = policy_any
-
+EOF
+}
+{
+	printf '[ req ]\ndistinguished_name = req_dn\nprompt = no\n[ req_dn ]\nCN = unused\n'
+	printf '[ policy_any ]\ncommonName = supplied\norganizationName = optional\n'
+	casect root root.pem root.key root
+	casect other other.pem other.key other
+	casect ci ci.pem ci.key ci
+	# The re-encoded CA: leaves issued under reA.pem (PrintableString
+	# Name), CRLs signed under reB.pem (same key, UTF8String, other case
+	# and spaces), one database.
+	casect reA reA.pem re.key re
+	casect reB reB.pem re.key re
+	cat <<EOF
 [ v3_ca ]
 basicConstraints = critical,CA:TRUE
 keyUsage = critical,keyCertSign,cRLSign
@@ -166,6 +118,7 @@ issuingDistributionPoint = critical, @idp_indirect
 [ idp_indirect ]
 indirectCRL = TRUE
 EOF
+} >"$P/ca.cnf"
 C=$P/ca.cnf
 newdb() { mkdir -p "$P/$1.db/new"; : >"$P/$1.db/index.txt"; echo 01 >"$P/$1.db/serial"; echo "$2" >"$P/$1.db/crlnumber"; }
 key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1" 2>/dev/null; }
