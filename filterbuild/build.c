@@ -542,6 +542,42 @@ out:
 }
 
 /*
+ * Warns about each --delegate that gave its CA nothing: no indirect CRL of
+ * that CRL issuer without a distribution point name among the inputs.
+ * (Nothing is covered then, so this is advice, not a refusal.)
+ */
+static void
+build_warn_delegations(const struct build_opts *o,
+    const struct input_delegation *d, const struct input_set *set)
+{
+	const struct ffile_scope *sc;
+	size_t i, j;
+	unsigned p;
+	bool used;
+
+	for (i = 0; i < o->ndelegates; i++) {
+		used = false;
+		for (j = 0; j < set->nscopes && !used; j++) {
+			sc = &set->scopes[j];
+			if (strcmp(sc->name, d[i].ca_scope) != 0)
+				continue;
+			/* Covered whole by a CRL of its own anyway. */
+			if (sc->source == FFILE_SRC_CRL && sc->npart == 0 &&
+			    (sc->flags & FFILE_SCOPE_ATTRIBUTED) == 0)
+				used = true;
+			for (p = 0; p < sc->npart; p++)
+				if ((sc->part[p].flags & FFILE_PART_DELEGATED) != 0)
+					used = true;
+		}
+		if (!used)
+			fb_err("warning: --delegate %s: no indirect CRL of that "
+			    "CRL issuer without a distribution point name among "
+			    "the inputs: the CA's bare serials stay not covered",
+			    o->delegates[i]);
+	}
+}
+
+/*
  * Opens the current version in vdir for the comparisons and --keep-going:
  * its filter (and, with want_table, its table) is trusted only when the
  * filter's signature verifies against ring (the build key and the
@@ -857,6 +893,7 @@ build_main(int argc, char **argv, const struct ffile_info *enforced,
 		fb_err("%s", err);
 		goto out;
 	}
+	build_warn_delegations(&o, dgs, &set);
 	/* The current version, verified once, for --keep-going and the checks. */
 	if (cur != 0 && build_open_previous(vdir, &ring, rep.failed > 0, &prev,
 	    &prev_tab, prev_err, sizeof(prev_err)) != 0 && rep.failed > 0) {

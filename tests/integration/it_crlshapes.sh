@@ -310,6 +310,11 @@ rc_expect_eq "$(bare leafX)" not_revoked "--delegate: the CA's bare serials are 
 expect leafY not_revoked "--delegate: its other certificates too"
 FB inspect "$T/f" >"$T/insp"
 rc_expect_match "$(cat "$T/insp")" 'delegated \(--delegate\)' "inspect shows the delegated part"
+# A statement no indirect CRL among the inputs can honour is warned.
+FB build --key "$T/key.pem" --out "$T/g" --quiet --issuer "$P/root.pem" \
+    --delegate "$P/other.pem=$P/root.pem" "$P/root2.crl" 2>"$T/err" || rc_fail "build: $(cat "$T/err")"
+rc_expect_match "$(cat "$T/err")" "warning: --delegate $P/other.pem=$P/root.pem: no indirect CRL of that CRL issuer" \
+    "a --delegate that adds nothing is warned"
 
 # ---------------------------------------------------------------- re-encoded issuer Names
 newdb re 01
