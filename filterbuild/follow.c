@@ -686,10 +686,8 @@ follow_live_row(void *arg, const struct input_row *row, char *err,
 		l->have[j] = true;
 		return 0;
 	}
-	if (revkey_scope_is_cutoff(rec.key.scope) ?
-	    rec.revoked_at > f->revoked_at : rec.revoked_at != 0 &&
-	    (f->revoked_at == 0 || rec.revoked_at < f->revoked_at))
-		f->revoked_at = rec.revoked_at;
+	f->revoked_at = table_merge_revoked(rec.key.scope, f->revoked_at,
+	    rec.revoked_at);
 	if (f->reason[0] == '\0')
 		memcpy(f->reason, rec.reason, sizeof(f->reason));
 	return 0;

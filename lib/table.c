@@ -120,6 +120,14 @@ tr_insertion_sort(struct table_rec *recs, size_t n)
 	}
 }
 
+int64_t
+table_merge_revoked(const char *scope, int64_t have, int64_t t)
+{
+	if (revkey_scope_is_cutoff(scope))
+		return t > have ? t : have;
+	return t != 0 && (have == 0 || t < have) ? t : have;
+}
+
 size_t
 table_sort_unique(struct table_rec *recs, size_t n)
 {
@@ -164,9 +172,8 @@ table_sort_unique(struct table_rec *recs, size_t n)
 			*out = recs[i];
 		for (j = i + 1; j < n &&
 		    revkey_cmp(&recs[i].key, &recs[j].key) == 0; j++) {
-			if (recs[j].revoked_at != 0 && (out->revoked_at == 0 ||
-			    recs[j].revoked_at < out->revoked_at))
-				out->revoked_at = recs[j].revoked_at;
+			out->revoked_at = table_merge_revoked(out->key.scope,
+			    out->revoked_at, recs[j].revoked_at);
 			if (out->reason[0] == '\0' && recs[j].reason[0] != '\0')
 				memcpy(out->reason, recs[j].reason,
 				    sizeof(out->reason));
@@ -598,8 +605,8 @@ table_builder_sort_unique(struct table_builder *b)
 
 	/*
 	 * Collapse runs of one key: the representative is the first record
-	 * with a reason (else the first), and it takes the earliest known
-	 * revocation time of the run.
+	 * with a reason (else the first), and it takes the run's revocation
+	 * time as table_merge_revoked() merges them.
 	 */
 	w = 0;
 	for (i = 0; i < b->n; i = j) {
@@ -609,7 +616,6 @@ table_builder_sort_unique(struct table_builder *b)
 
 		for (j = i + 1; j < b->n; j++) {
 			const unsigned char *rj = tb_rec(b, j);
-			int64_t t;
 
 			table_builder_prefetch(b, j + TB_AHEAD);
 			if (tb_keycmp(rec_key(ri), rec_key_len(ri), rec_key(rj),
@@ -618,9 +624,8 @@ table_builder_sort_unique(struct table_builder *b)
 			if (rec_reason_len(tb_rec(b, rep)) == 0 &&
 			    rec_reason_len(rj) != 0)
 				rep = j;
-			t = rec_revoked(rj);
-			if (t != 0 && (when == 0 || t < when))
-				when = t;
+			when = table_merge_revoked((const char *)rec_key(ri),
+			    when, rec_revoked(rj));
 		}
 		if (j - i > 1)
 			util_put_le64(b->arena + (b->ents[rep].off & TB_OFF_MASK)

@@ -20,9 +20,18 @@ struct table_rec {
 };
 
 /*
- * Sorts recs by key, collapses duplicates (the earliest revoked_at and the
- * first non-empty reason win) and returns the new count. This function
- * can't fail.
+ * The revocation time of two records of one key in scope: the earliest
+ * known one (0 is unknown), except for a subject or session cutoff, whose
+ * time is "every token issued before": there the latest wins, since it
+ * revokes more. Keeping the earlier cutoff would un-revoke the tokens
+ * issued between the two.
+ */
+int64_t table_merge_revoked(const char *scope, int64_t have, int64_t t);
+
+/*
+ * Sorts recs by key, collapses duplicates (revoked_at merged by
+ * table_merge_revoked, the first non-empty reason wins) and returns the
+ * new count. This function can't fail.
  */
 size_t table_sort_unique(struct table_rec *recs, size_t n);
 
@@ -103,8 +112,8 @@ void table_builder_drop(struct table_builder *b, const bool *keep);
 
 /*
  * Sorts by encoded key and collapses duplicates exactly as
- * table_sort_unique() does (the earliest known revoked_at and the first
- * non-empty reason in insertion order win). This function can't fail.
+ * table_sort_unique() does (revoked_at merged by table_merge_revoked, the
+ * first non-empty reason in insertion order wins). This function can't fail.
  */
 void table_builder_sort_unique(struct table_builder *b);
 

@@ -89,6 +89,55 @@ Test(table, builder_sorts_merges_and_looks_up)
 }
 
 /*
+ * A subject or session cutoff revokes every token issued before its time:
+ * of two cutoffs for one subject the later revokes more and must win, in
+ * the builder and in the reference alike (keeping the earlier one would
+ * un-revoke the tokens issued between the two).
+ */
+Test(table, later_cutoff_wins)
+{
+	static const char *const scopes[] = { "sub:https://idp", "sid:idp" };
+	struct table_builder b;
+	struct table_rec r, recs[3];
+	struct revkey k;
+	unsigned char *buf;
+	size_t len, i;
+	struct table *t;
+
+	for (i = 0; i < 2; i++) {
+		table_builder_init(&b);
+		add(&b, scopes[i], "alice", 2000, NULL);
+		add(&b, scopes[i], "alice", 1000, "password reset");
+		add(&b, scopes[i], "alice", 3000, NULL);
+		t = build_table(&b, &buf, &len);
+		mkkey(&k, scopes[i], "alice");
+		cr_assert_eq(table_lookup(t, &k, &r), 1);
+		cr_assert_eq(r.revoked_at, 3000, "%s: the latest cutoff wins",
+		    scopes[i]);
+		cr_assert_str_eq(r.reason, "password reset");
+		table_close(t);
+		free(buf);
+		table_builder_free(&b);
+
+		memset(recs, 0, sizeof(recs));
+		mkkey(&recs[0].key, scopes[i], "alice");
+		recs[0].revoked_at = 2000;
+		recs[1] = recs[0];
+		recs[1].revoked_at = 3000;
+		recs[2] = recs[0];
+		recs[2].revoked_at = 1000;
+		cr_assert_eq(table_sort_unique(recs, 3), 1);
+		cr_assert_eq(recs[0].revoked_at, 3000, "reference: latest");
+	}
+	/* Any other scope keeps the earliest known time, as before. */
+	cr_assert_eq(table_merge_revoked("default", 2000, 1000), 1000);
+	cr_assert_eq(table_merge_revoked("default", 0, 1000), 1000);
+	cr_assert_eq(table_merge_revoked("default", 1000, 0), 1000);
+	cr_assert_eq(table_merge_revoked("subject", 2000, 1000), 1000);
+	cr_assert_eq(table_merge_revoked("sub:x", 2000, 1000), 2000);
+}
+
+/*
  * Sorts b and the same records through the reference table_sort_unique()
  * and requires identical encoded bytes.
  */
