@@ -20,6 +20,7 @@
 
 #include <curl/curl.h>
 
+#include "publish.h"
 #include "util.h"
 
 #define CACHE_MAGIC	"revcheck-crl-cache 1\n"
@@ -263,14 +264,15 @@ out:
 	return rc;
 }
 
-/* Writes the entry to path through a temporary file and rename(). */
+/* Writes the entry as path durably (publish_pathv). */
 static int
-cache_store(const char *dir, const char *path, const char *url,
+cache_store(const char *path, const char *url,
     const struct entry *e, char *err, size_t errlen)
 {
 	unsigned char h[UTIL_SHA256_LEN];
-	char hex[2 * UTIL_SHA256_LEN + 1], tmp[PATH_MAX], *hdr = NULL;
-	int fd = -1, dfd = -1, w, rc = -1;
+	char hex[2 * UTIL_SHA256_LEN + 1], e2[512], *hdr = NULL;
+	struct iovec iov[2];
+	int w, rc = -1;
 	size_t hlen;
 
 	if (util_sha256(h, e->body, e->len) != 0) {
@@ -286,44 +288,20 @@ cache_store(const char *dir, const char *path, const char *url,
 	w = snprintf(hdr, hlen, CACHE_MAGIC "url %s\netag %s\nlast-modified "
 	    "%s\nsha256 %s\nlength %zu\n\n", url, e->etag, e->lastmod, hex,
 	    e->len);
-	w = w < 0 || (size_t)w >= hlen ? -1 :
-	    snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path);
-	if (w < 0 || (size_t)w >= sizeof(tmp)) {
-		ferr(err, errlen, "%s: cache entry name too long", url);
+	if (w < 0 || (size_t)w >= hlen) {
+		ferr(err, errlen, "%s: cache entry header too long", url);
 		goto out;
 	}
-	if ((fd = mkstemp(tmp)) < 0) {
-		ferr(err, errlen, "%s: cannot write to the cache: %s",
-		    tmp, strerror(errno));
+	iov[0].iov_base = hdr;
+	iov[0].iov_len = (size_t)w;
+	iov[1].iov_base = e->body;
+	iov[1].iov_len = e->len;
+	if (publish_pathv(path, iov, 2, 0600, 0, e2, sizeof(e2)) != 0) {
+		ferr(err, errlen, "%s: cannot write to the cache: %s", url, e2);
 		goto out;
-	}
-	if (util_write_all(fd, hdr, strlen(hdr)) != 0 ||
-	    util_write_all(fd, e->body, e->len) != 0 || fsync(fd) != 0) {
-		ferr(err, errlen, "%s: %s", tmp, strerror(errno));
-		goto out_unlink;
-	}
-	if (close(fd) != 0) {
-		fd = -1;
-		ferr(err, errlen, "%s: %s", tmp, strerror(errno));
-		goto out_unlink;
-	}
-	fd = -1;
-	if (rename(tmp, path) != 0) {
-		ferr(err, errlen, "%s: %s", path, strerror(errno));
-		goto out_unlink;
-	}
-	/* The rename itself is durable once the directory is synced. */
-	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
-		(void)fsync(dfd);
-		(void)close(dfd);
 	}
 	rc = 0;
-	goto out;
-out_unlink:
-	(void)unlink(tmp);
 out:
-	if (fd >= 0)
-		(void)close(fd);
 	free(hdr);
 	return rc;
 }
@@ -597,7 +575,7 @@ fetch_input(struct input_set *s, const char *url,
 	}
 	if (x.e.body == NULL && (x.e.body = malloc(1)) == NULL)
 		goto out;
-	if (cache_store(dir, path, url, &x.e, serr, sizeof(serr)) != 0 &&
+	if (cache_store(path, url, &x.e, serr, sizeof(serr)) != 0 &&
 	    !o->quiet)
 		fprintf(stderr, "filterbuild: warning: %s: not cached: %s\n",
 		    url, serr);

@@ -537,22 +537,129 @@ publish_pair(const char *dir, uint64_t version, const unsigned char *filter,
 	    pub_write_buf, &b, keep, err, errlen);
 }
 
+/* Writes iov into fd; 0, or -1 with errno. */
+static int
+pub_writev_all(int fd, const struct iovec *iov, int iovcnt)
+{
+	int i;
+
+	for (i = 0; i < iovcnt; i++)
+		if (util_write_all(fd, iov[i].iov_base, iov[i].iov_len) != 0)
+			return -1;
+	return 0;
+}
+
+int
+publish_pathv(const char *path, const struct iovec *iov, int iovcnt,
+    mode_t mode, int flags, char *err, size_t errlen)
+{
+	char tmp[PUB_PATH_MAX], dir[PUB_PATH_MAX];
+	const char *slash, *name, *step;
+	int fd = -1, dfd = -1, n, saved, rc = -1;
+
+	assert(path != NULL && (iov != NULL || iovcnt == 0) && iovcnt >= 0);
+	slash = strrchr(path, '/');
+	name = slash == NULL ? path : slash + 1;
+	n = snprintf(dir, sizeof(dir), "%.*s", slash == NULL ? 1 :
+	    slash == path ? 1 : (int)(slash - path), slash == NULL ? "." :
+	    path);
+	if (*name == '\0' || n < 0 || (size_t)n >= sizeof(dir)) {
+		pub_err(err, errlen, "%s: not a file name", path);
+		return -1;
+	}
+	n = snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", dir, name);
+	if (n < 0 || (size_t)n >= sizeof(tmp)) {
+		pub_err(err, errlen, "%s: path too long", path);
+		return -1;
+	}
+	/* 1. The bytes into a new temporary file beside path, fsynced. */
+	step = "create a temporary file";
+	if ((fd = mkostemp(tmp, O_CLOEXEC)) < 0) {
+		tmp[0] = '\0';
+		goto fail;
+	}
+	step = "chmod";
+	if (fchmod(fd, mode) != 0)
+		goto fail;
+	step = "write";
+	if (pub_writev_all(fd, iov, iovcnt) != 0)
+		goto fail;
+	pub_delay();
+	step = "fsync";
+	if (pub_fsync(fd) != 0)
+		goto fail;
+	step = "close";
+	n = close(fd);
+	fd = -1;
+	if (n != 0)
+		goto fail;
+	/* 2. Renamed over path, or linked where no file is. */
+	pub_delay();
+	if ((flags & PUBLISH_EXCL) != 0) {
+		if (link(tmp, path) != 0) {
+			if (errno == EEXIST) {
+				pub_err(err, errlen, "%s: already exists", path);
+				goto out;
+			}
+			step = "link";
+			goto fail;
+		}
+		(void)unlink(tmp);
+	} else {
+		step = "rename";
+		if (rename(tmp, path) != 0)
+			goto fail;
+	}
+	tmp[0] = '\0';
+	/* 3. The directory entry made durable. */
+	step = "fsync its directory";
+	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+	    pub_fsync(dfd) != 0)
+		goto fail;
+	rc = 0;
+	goto out;
+fail:
+	pub_err(err, errlen, "%s: %s: %s", path, step, strerror(errno));
+out:
+	saved = errno;
+	if (fd >= 0)
+		(void)close(fd);
+	if (tmp[0] != '\0')
+		(void)unlink(tmp);
+	if (dfd >= 0)
+		(void)close(dfd);
+	errno = saved;
+	return rc;
+}
+
+int
+publish_path(const char *path, const void *buf, size_t len, mode_t mode,
+    int flags, char *err, size_t errlen)
+{
+	struct iovec iov;
+
+	iov.iov_base = (void *)(uintptr_t)buf;
+	iov.iov_len = len;
+	return publish_pathv(path, &iov, 1, mode, flags, err, errlen);
+}
+
 int
 publish_file(const char *dir, const char *name, const unsigned char *buf,
     size_t len, char *err, size_t errlen)
 {
-	char tmp[NAME_MAX + 1], parent[4096];
+	char path[PUB_PATH_MAX], parent[PUB_PATH_MAX];
 	const char *slash;
-	int dfd = -1, pfd = -1, n, rc = -1;
+	struct stat st;
+	int pfd, n;
 
-	n = snprintf(tmp, sizeof(tmp), ".%s.tmp", name);
-	if (n < 0 || (size_t)n >= sizeof(tmp) || strchr(name, '/') != NULL) {
+	n = snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (n < 0 || (size_t)n >= sizeof(path) || strchr(name, '/') != NULL ||
+	    *name == '\0') {
 		pub_err(err, errlen, "%s: bad file name", name);
 		return -1;
 	}
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0 && errno == ENOENT) {
-		/* 1. A new directory, made durable in its parent. */
+	if (stat(dir, &st) != 0 && errno == ENOENT) {
+		/* A new directory, made durable in its parent. */
 		if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
 			pub_err(err, errlen, "%s: mkdir: %s", dir,
 			    strerror(errno));
@@ -560,43 +667,18 @@ publish_file(const char *dir, const char *name, const unsigned char *buf,
 		}
 		slash = strrchr(dir, '/');
 		n = snprintf(parent, sizeof(parent), "%.*s",
-		    slash == NULL ? 1 : (int)(slash - dir),
+		    slash == NULL ? 1 : slash == dir ? 1 : (int)(slash - dir),
 		    slash == NULL ? "." : dir);
 		if (n < 0 || (size_t)n >= sizeof(parent) ||
-		    (pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
-		    pub_fsync_dir(pfd, parent, err, errlen) != 0) {
-			if (pfd < 0)
-				pub_err(err, errlen, "%s: cannot open the parent "
-				    "directory", dir);
-			goto out;
+		    (pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+			pub_err(err, errlen, "%s: cannot open the parent "
+			    "directory", dir);
+			return -1;
 		}
-		dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	}
-	if (dfd < 0) {
-		pub_err(err, errlen, "%s: %s", dir, strerror(errno));
-		goto out;
-	}
-	/* 2. The bytes into a temporary file, fsynced. */
-	(void)unlinkat(dfd, tmp, 0);
-	if (pub_write_file(dfd, tmp, buf, len, NULL, NULL, err, errlen) != 0)
-		goto out_unlink;
-	/* 3. Renamed over the name, and the directory fsynced. */
-	pub_delay();
-	if (renameat(dfd, tmp, dfd, name) != 0) {
-		pub_err(err, errlen, "%s/%s: rename: %s", dir, name,
-		    strerror(errno));
-		goto out_unlink;
-	}
-	if (pub_fsync_dir(dfd, dir, err, errlen) != 0)
-		goto out;
-	rc = 0;
-	goto out;
-out_unlink:
-	(void)unlinkat(dfd, tmp, 0);
-out:
-	if (pfd >= 0)
+		n = pub_fsync_dir(pfd, parent, err, errlen);
 		(void)close(pfd);
-	if (dfd >= 0)
-		(void)close(dfd);
-	return rc;
+		if (n != 0)
+			return -1;
+	}
+	return publish_path(path, buf, len, 0644, 0, err, errlen);
 }

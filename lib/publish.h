@@ -2,6 +2,9 @@
 #ifndef REVCHECK_PUBLISH_H
 #define REVCHECK_PUBLISH_H
 
+#include <sys/types.h>
+#include <sys/uio.h>
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -80,11 +83,28 @@ int publish_pair_stream(const char *dir, uint64_t version,
 void publish_set_fsync_hook(int (*fn)(int fd));
 
 /*
- * Writes buf as dir/name atomically: a temporary ".name.tmp" in dir,
- * fsynced, renamed over name, dir fsynced. dir is created when missing
- * (one level; its parent is fsynced). On any failure name is as it was
- * (or absent) and no temporary is left. For delta chain files
- * (lib/delta.h), which a single follower writes. Returns 0, or -1 with err.
+ * Writes the bytes of iov[0..iovcnt) as the file path in one durable step,
+ * the one way revcheck replaces a file (keys, rollback state, an edge's
+ * persisted filter, fetched CRLs, delta chain files): a new temporary file
+ * beside path with exactly mode (the umask does not apply), fsynced, then
+ * renamed over path, or with PUBLISH_EXCL linked to path only if no file
+ * has that name (EEXIST: "already exists"), and path's directory fsynced.
+ * A reader sees the old file or the new one, never a part of one. On any
+ * failure path is as it was and no temporary is left. Returns 0, or -1
+ * with err naming path and the step that failed, errno that step's.
+ */
+#define PUBLISH_EXCL	0x1
+int publish_pathv(const char *path, const struct iovec *iov, int iovcnt,
+    mode_t mode, int flags, char *err, size_t errlen);
+
+/* publish_pathv() of one buffer. */
+int publish_path(const char *path, const void *buf, size_t len, mode_t mode,
+    int flags, char *err, size_t errlen);
+
+/*
+ * publish_path() of dir/name, mode 0644; dir is created when missing (one
+ * level; its parent is fsynced). For delta chain files (lib/delta.h),
+ * which a single follower writes. Returns 0, or -1 with err.
  */
 int publish_file(const char *dir, const char *name, const unsigned char *buf,
     size_t len, char *err, size_t errlen);

@@ -13,6 +13,7 @@
 #include <openssl/pem.h>
 #include <openssl/sha.h>
 
+#include "publish.h"
 #include "sign.h"
 
 /* Both PEM key files are small; anything bigger is not a key. */
@@ -57,10 +58,9 @@ sign_is_ed25519(EVP_PKEY *key)
 }
 
 /*
- * Writes a PEM produced by write_fn into a new file with the given mode.
- * The file is created exclusively unless force, in which case an existing
- * file is replaced through a temporary name so that a crash never leaves a
- * half-written key.
+ * Writes the key's PEM as path with the given mode (publish_path): a new
+ * file unless force, which replaces an existing one; a crash never leaves
+ * a half-written key under either name.
  */
 static int
 sign_write_pem(EVP_PKEY *key, bool private, const char *path, mode_t mode,
@@ -69,9 +69,7 @@ sign_write_pem(EVP_PKEY *key, bool private, const char *path, mode_t mode,
 	BIO *mem = NULL;
 	char *data;
 	long len;
-	char tmp[4096];
-	const char *target;
-	int fd = -1, n, rc = -1;
+	int rc = -1;
 
 	mem = BIO_new(BIO_s_mem());
 	if (mem == NULL) {
@@ -94,68 +92,14 @@ sign_write_pem(EVP_PKEY *key, bool private, const char *path, mode_t mode,
 		goto out_free_bio;
 	}
 
-	if (force) {
-		n = snprintf(tmp, sizeof(tmp), "%s.tmp-%ld", path,
-		    (long)getpid());
-		if (n < 0 || (size_t)n >= sizeof(tmp)) {
-			sign_errf(err, errlen, path, "path too long");
-			goto out_free_bio;
-		}
-		(void)unlink(tmp);
-		target = tmp;
-	} else {
-		target = path;
-	}
-	fd = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-	if (fd < 0) {
+	if (publish_path(path, data, (size_t)len, mode, force ? 0 :
+	    PUBLISH_EXCL, err, errlen) != 0) {
 		if (errno == EEXIST && !force)
 			sign_errf(err, errlen, path,
 			    "already exists (use --force to replace it)");
-		else
-			sign_errf(err, errlen, path, strerror(errno));
 		goto out_free_bio;
 	}
-	/* The umask must not widen or narrow what we asked for. */
-	if (fchmod(fd, mode) != 0) {
-		sign_errf(err, errlen, path, strerror(errno));
-		goto out_unlink;
-	}
-	{
-		size_t off = 0;
-
-		while (off < (size_t)len) {
-			ssize_t w = write(fd, data + off, (size_t)len - off);
-
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w <= 0) {
-				sign_errf(err, errlen, path, strerror(errno));
-				goto out_unlink;
-			}
-			off += (size_t)w;
-		}
-	}
-	if (fsync(fd) != 0) {
-		sign_errf(err, errlen, path, strerror(errno));
-		goto out_unlink;
-	}
-	if (close(fd) != 0) {
-		fd = -1;
-		sign_errf(err, errlen, path, strerror(errno));
-		goto out_unlink;
-	}
-	fd = -1;
-	if (force && rename(tmp, path) != 0) {
-		sign_errf(err, errlen, path, strerror(errno));
-		goto out_unlink;
-	}
 	rc = 0;
-	goto out_free_bio;
-
-out_unlink:
-	if (fd >= 0)
-		(void)close(fd);
-	(void)unlink(target);
 out_free_bio:
 	/* The memory BIO held the private key in PEM form. */
 	if (private) {

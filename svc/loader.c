@@ -94,15 +94,15 @@ out:
 	return rc;
 }
 
-/* Writes the state to a temporary file, fsyncs, renames, fsyncs the dir. */
+/* Writes the state durably (publish_path). */
 static int
 state_write(struct loader *l, const struct loader_hwm *hwm, size_t n,
     char *err, size_t errlen)
 {
 	struct sbuf b;
-	char tmp[PATH_MAX + 32], hex[65], dir[PATH_MAX], *slash;
+	char hex[65];
 	size_t i;
-	int fd = -1, dfd, rc = -1, k;
+	int rc = -1;
 
 	sbuf_init(&b, 256, STATE_MAX);
 	sbuf_adds(&b, "{\"signers\":[");
@@ -122,53 +122,11 @@ state_write(struct loader *l, const struct loader_hwm *hwm, size_t n,
 		snprintf(err, errlen, "rollback state: out of memory");
 		goto out;
 	}
-	k = snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", l->state_path,
-	    (long)getpid());
-	if (k < 0 || (size_t)k >= sizeof(tmp)) {
-		snprintf(err, errlen, "rollback state: path too long");
+	if (publish_path(l->state_path, b.p, b.len, 0600, 0, err,
+	    errlen) != 0)
 		goto out;
-	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd == -1) {
-		snprintf(err, errlen, "%.180s: %s", tmp, strerror(errno));
-		goto out;
-	}
-	if (util_write_all(fd, b.p, b.len) == -1 || fsync(fd) == -1) {
-		snprintf(err, errlen, "%.180s: %s", tmp, strerror(errno));
-		goto out_unlink;
-	}
-	if (close(fd) == -1) {
-		fd = -1;
-		snprintf(err, errlen, "%.180s: %s", tmp, strerror(errno));
-		goto out_unlink;
-	}
-	fd = -1;
-	if (rename(tmp, l->state_path) == -1) {
-		snprintf(err, errlen, "%.180s: rename: %s", l->state_path,
-		    strerror(errno));
-		goto out_unlink;
-	}
-	if (copy_str(dir, sizeof(dir), l->state_path) == 0 &&
-	    (slash = strrchr(dir, '/')) != NULL) {
-		*slash = '\0';
-		if ((dfd = open(dir[0] ? dir : "/", O_RDONLY | O_DIRECTORY |
-		    O_CLOEXEC)) != -1) {
-			if (fsync(dfd) == -1) {
-				snprintf(err, errlen, "%.180s: fsync: %s", dir,
-				    strerror(errno));
-				close(dfd);
-				goto out;
-			}
-			close(dfd);
-		}
-	}
 	rc = 0;
-	goto out;
-out_unlink:
-	unlink(tmp);
 out:
-	if (fd != -1)
-		close(fd);
 	sbuf_free(&b);
 	return rc;
 }

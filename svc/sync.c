@@ -130,52 +130,12 @@ fail(struct sync *s, const char *result, const char *msg)
 		    s->cfg->upstream_filter, msg);
 }
 
-/* Writes bytes to the persisted path: temporary file, fsync, rename, fsync dir. */
+/* Writes bytes to the persisted path durably (publish_path). */
 static int
 persist(struct sync *s, const unsigned char *p, size_t len, char *err,
     size_t errlen)
 {
-	char tmp[PATH_MAX + 32];
-	int fd, dfd, n;
-
-	n = snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", s->persist,
-	    (long)getpid());
-	if (n < 0 || (size_t)n >= sizeof(tmp)) {
-		snprintf(err, errlen, "%.300s: path too long", s->persist);
-		return -1;
-	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd == -1) {
-		snprintf(err, errlen, "%.300s: %s", tmp, strerror(errno));
-		return -1;
-	}
-	if (util_write_all(fd, p, len) == -1 || fsync(fd) == -1) {
-		snprintf(err, errlen, "%.300s: %s", tmp, strerror(errno));
-		close(fd);
-		unlink(tmp);
-		return -1;
-	}
-	if (close(fd) == -1) {
-		snprintf(err, errlen, "%.300s: %s", tmp, strerror(errno));
-		unlink(tmp);
-		return -1;
-	}
-	if (rename(tmp, s->persist) == -1) {
-		snprintf(err, errlen, "%.300s: rename: %s", s->persist,
-		    strerror(errno));
-		unlink(tmp);
-		return -1;
-	}
-	if ((dfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1 ||
-	    fsync(dfd) == -1) {
-		snprintf(err, errlen, "%.300s: fsync: %s", s->dir,
-		    strerror(errno));
-		if (dfd != -1)
-			close(dfd);
-		return -1;
-	}
-	close(dfd);
-	return 0;
+	return publish_path(s->persist, p, len, 0600, 0, err, errlen);
 }
 
 /*

@@ -232,3 +232,87 @@ Test(publish, creates_missing_dir)
 	cr_assert_eq(publish_pair(sub, 1, (const unsigned char *)"f", 1,
 	    (const unsigned char *)"t", 1, 3, err, sizeof(err)), 0, "%s", err);
 }
+
+/* The names in g_dir, sorted, one per line. */
+static void
+listing(char *out, size_t cap)
+{
+	char cmd[160];
+	FILE *fp;
+	size_t n;
+
+	cr_assert(snprintf(cmd, sizeof(cmd), "ls -A '%s' | sort", g_dir) > 0);
+	fp = popen(cmd, "r");
+	cr_assert_not_null(fp);
+	n = fread(out, 1, cap - 1, fp);
+	out[n] = '\0';
+	cr_assert_eq(pclose(fp), 0);
+}
+
+/*
+ * publish_path: the exact mode whatever the umask, replace or refuse an
+ * existing file, several buffers as one file, and on a failed fsync the
+ * old file untouched and no temporary left.
+ */
+Test(publish, path_modes_excl_and_failures)
+{
+	char path[128], err[256], names[256], head[] = "head\n", body[] = "body";
+	struct iovec iov[2];
+	struct stat st;
+	unsigned char *buf;
+	size_t len;
+	mode_t old;
+
+	cr_assert(snprintf(path, sizeof(path), "%s/key.pem", g_dir) > 0);
+	old = umask(077);
+	cr_assert_eq(publish_path(path, "one", 3, 0644, PUBLISH_EXCL, err,
+	    sizeof(err)), 0, "%s", err);
+	umask(old);
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_eq(st.st_mode & 07777, 0644, "mode %o: the umask applied",
+	    (unsigned)(st.st_mode & 07777));
+
+	cr_assert_eq(publish_path(path, "two", 3, 0600, PUBLISH_EXCL, err,
+	    sizeof(err)), -1);
+	cr_assert(strstr(err, "key.pem: already exists") != NULL, "%s", err);
+	cr_assert_eq(util_read_file(path, 64, &buf, &len, err, sizeof(err)), 0);
+	cr_assert_eq(len, 3);
+	cr_assert_eq(memcmp(buf, "one", 3), 0, "EXCL left the file alone");
+	free(buf);
+
+	iov[0].iov_base = head;
+	iov[0].iov_len = 5;
+	iov[1].iov_base = body;
+	iov[1].iov_len = 4;
+	cr_assert_eq(publish_pathv(path, iov, 2, 0600, 0, err, sizeof(err)),
+	    0, "%s", err);
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_eq(st.st_mode & 07777, 0600);
+	cr_assert_eq(util_read_file(path, 64, &buf, &len, err, sizeof(err)), 0);
+	cr_assert_eq(len, 9);
+	cr_assert_eq(memcmp(buf, "head\nbody", 9), 0);
+	free(buf);
+
+	g_fail_at = 1;
+	g_calls = 0;
+	publish_set_fsync_hook(failing_fsync);
+	cr_assert_eq(publish_path(path, "three", 5, 0600, 0, err, sizeof(err)),
+	    -1);
+	publish_set_fsync_hook(NULL);
+	cr_assert(strstr(err, "key.pem: fsync") != NULL, "%s", err);
+	cr_assert_eq(util_read_file(path, 64, &buf, &len, err, sizeof(err)), 0);
+	cr_assert_eq(memcmp(buf, "head\nbody", 9), 0, "old bytes kept");
+	free(buf);
+	listing(names, sizeof(names));
+	cr_assert_str_eq(names, "key.pem\n", "no temporary left: %s", names);
+
+	cr_assert_eq(publish_path(g_dir, "x", 1, 0600, 0, err, sizeof(err)), -1,
+	    "a directory is not replaced");
+	cr_assert(snprintf(path, sizeof(path), "%s/", g_dir) > 0);
+	cr_assert_eq(publish_path(path, "x", 1, 0600, 0, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "not a file name") != NULL, "%s", err);
+	cr_assert(snprintf(path, sizeof(path), "%s/nodir/f", g_dir) > 0);
+	cr_assert_eq(publish_path(path, "x", 1, 0600, 0, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "nodir/f: create a temporary file") != NULL,
+	    "%s", err);
+}

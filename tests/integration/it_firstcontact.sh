@@ -119,7 +119,8 @@ LH_PID=$!
 RC_DAEMONS+=(LH)
 up=0
 for _ in $(seq 1 100); do
-	if curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$port/healthz"; then up=1; break; fi
+	# /readyz, not /healthz: the daemon listens before its filter is loaded.
+	if curl -sf -o /dev/null --max-time 1 "http://127.0.0.1:$port/readyz"; then up=1; break; fi
 	kill -0 "$LH_PID" 2>/dev/null || break
 	sleep 0.1
 done
