@@ -348,6 +348,47 @@ highest_entry(const struct loader *l)
 	return best;
 }
 
+/* loader_admissible() with load_mu held. */
+static bool
+admissible(const struct loader *l, const struct ffile *ff, int64_t now,
+    char *why, size_t whylen)
+{
+	const struct ffile_info *fi = ffile_info(ff);
+	const struct loader_hwm *top = highest_entry(l);
+	enum stale_reason sr;
+
+	sr = stale_check(fi, &l->policy, now, 0);
+	if (sr != STALE_FRESH) {
+		snprintf(why, whylen, "stale: %s", stale_reason_str(sr));
+		return false;
+	}
+	if (top != NULL && fi->version < top->version) {
+		snprintf(why, whylen, "rollback: version %llu is below the "
+		    "highest accepted %llu", (unsigned long long)fi->version,
+		    (unsigned long long)top->version);
+		return false;
+	}
+	if (top != NULL && fi->version == top->version &&
+	    memcmp(top->sha256, ffile_sha256(ff), 32) != 0) {
+		snprintf(why, whylen, "version %llu was already accepted "
+		    "with different bytes", (unsigned long long)fi->version);
+		return false;
+	}
+	return true;
+}
+
+bool
+loader_admissible(struct loader *l, const struct ffile *ff, int64_t now,
+    char *why, size_t whylen)
+{
+	bool ok;
+
+	pthread_mutex_lock(&l->load_mu);
+	ok = admissible(l, ff, now, why, whylen);
+	pthread_mutex_unlock(&l->load_mu);
+	return ok;
+}
+
 int
 loader_accept(struct loader *l, struct snapshot_slot *sl, struct ffile *ff,
     struct table *tab, const char *source)
@@ -355,9 +396,7 @@ loader_accept(struct loader *l, struct snapshot_slot *sl, struct ffile *ff,
 	struct loader_event ev;
 	struct loader_hwm next[LOADER_MAX_SIGNERS];
 	const struct ffile_info *fi = ffile_info(ff);
-	const struct loader_hwm *top;
 	struct snapshot *cur, *s;
-	enum stale_reason sr;
 	char e[256];
 	size_t n, i;
 	int64_t now = util_now();
@@ -396,27 +435,8 @@ loader_accept(struct loader *l, struct snapshot_slot *sl, struct ffile *ff,
 		    "the filter: %.200s", e);
 		goto refuse;
 	}
-	sr = stale_check(fi, &l->policy, now, 0);
-	if (sr != STALE_FRESH) {
-		snprintf(ev.reason, sizeof(ev.reason), "stale: %s",
-		    stale_reason_str(sr));
+	if (!admissible(l, ff, now, ev.reason, sizeof(ev.reason)))
 		goto refuse;
-	}
-	top = highest_entry(l);
-	if (top != NULL && fi->version < top->version) {
-		snprintf(ev.reason, sizeof(ev.reason), "rollback: version "
-		    "%llu is below the highest accepted %llu",
-		    (unsigned long long)fi->version,
-		    (unsigned long long)top->version);
-		goto refuse;
-	}
-	if (top != NULL && fi->version == top->version &&
-	    memcmp(top->sha256, ffile_sha256(ff), 32) != 0) {
-		snprintf(ev.reason, sizeof(ev.reason), "version %llu was "
-		    "already accepted with different bytes",
-		    (unsigned long long)fi->version);
-		goto refuse;
-	}
 
 	/* Persist the new high-water mark before serving the filter. */
 	n = l->nhwm;

@@ -111,6 +111,15 @@ int loader_accept(struct loader *l, struct snapshot_slot *sl,
     struct ffile *ff, struct table *tab, const char *source);
 
 /*
+ * Would loader_accept() take ff, whose signature and table were checked,
+ * at now? Its freshness and rollback rules, without side effects (an
+ * edge asks before its download may replace the persisted file). Returns
+ * true, or false with why.
+ */
+bool loader_admissible(struct loader *l, const struct ffile *ff,
+    int64_t now, char *why, size_t whylen);
+
+/*
  * Records a refusal that happened before a filter could be parsed (for
  * example a download or open failure): one audit line, one count.
  */

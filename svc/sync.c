@@ -138,32 +138,6 @@ persist(struct sync *s, const unsigned char *p, size_t len, char *err,
 	return publish_path(s->persist, p, len, 0600, 0, err, errlen);
 }
 
-/*
- * Would loader_accept() take this verified filter? The same rules, read
- * without side effects, so that only acceptable bytes ever replace the
- * persisted file. The loader's rollback state is written only by
- * loader_accept(), which on an edge runs on this thread alone (and at
- * start, before the thread), so reading it here is safe.
- */
-static bool
-acceptable(struct sync *s, const struct ffile *ff, int64_t now)
-{
-	const struct ffile_info *fi = ffile_info(ff);
-	const struct loader_hwm *top = NULL;
-	size_t i;
-
-	if (stale_check(fi, &s->l->policy, now, 0) != STALE_FRESH)
-		return false;
-	for (i = 0; i < s->l->nhwm; i++)
-		if (top == NULL || s->l->hwm[i].version > top->version)
-			top = &s->l->hwm[i];
-	if (top == NULL)
-		return true;
-	if (fi->version < top->version)
-		return false;
-	return fi->version > top->version ||
-	    memcmp(top->sha256, ffile_sha256(ff), 32) == 0;
-}
 
 static void
 remember_refusal(struct sync *s, const unsigned char sha[32],
@@ -235,7 +209,8 @@ install(struct sync *s, unsigned char *buf, size_t len, const char *etag)
 		if (fi->version > s->seen)
 			s->seen = fi->version;
 		pthread_mutex_unlock(&s->mu);
-		ok = acceptable(s, ff, now);
+		ok = loader_admissible(s->l, ff, now, reason,
+		    sizeof(reason));
 	}
 	if (ok) {
 		bytes = ffile_bytes(ff, &blen);
