@@ -88,8 +88,7 @@ ff_is_hex(const char *s, size_t len)
 	size_t i;
 
 	for (i = 0; i < len; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') ||
-		    (s[i] >= 'a' && s[i] <= 'f') || (s[i] >= 'A' && s[i] <= 'F')))
+		if (util_hexval((unsigned char)s[i]) < 0)
 			return false;
 	return true;
 }
@@ -439,14 +438,9 @@ ff_validate(struct ffile *f, char *err, size_t errlen)
 		    in->k, in->seglog);
 		return -1;
 	}
-	{
-		unsigned int dlen = 0;
-
-		if (EVP_Digest(f->buf, f->len, f->sha, &dlen, EVP_sha256(),
-		    NULL) != 1 || dlen != 32) {
-			ff_err(err, errlen, "SHA-256 failed");
-			return -1;
-		}
+	if (util_sha256(f->sha, f->buf, f->len) != 0) {
+		ff_err(err, errlen, "SHA-256 failed");
+		return -1;
 	}
 	return 0;
 }
@@ -764,11 +758,10 @@ bool
 ffile_intact(const struct ffile *f)
 {
 	unsigned char sha[32];
-	unsigned int dlen = 0;
 
 	assert(f != NULL);
-	return EVP_Digest(f->buf, f->len, sha, &dlen, EVP_sha256(), NULL) ==
-	    1 && dlen == 32 && CRYPTO_memcmp(sha, f->sha, 32) == 0;
+	return util_sha256(sha, f->buf, f->len) == 0 &&
+	    CRYPTO_memcmp(sha, f->sha, 32) == 0;
 }
 
 const struct ffile_scope *

@@ -11,10 +11,10 @@
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
-#include <openssl/sha.h>
 
 #include "publish.h"
 #include "sign.h"
+#include "util.h"
 
 /* Both PEM key files are small; anything bigger is not a key. */
 
@@ -256,9 +256,7 @@ sign_key_id(EVP_PKEY *key, unsigned char id[SIGN_KEYID_LEN])
 		ERR_clear_error();
 		return -1;
 	}
-	if (SHA256(raw, rawlen, id) == NULL)
-		return -1;
-	return 0;
+	return util_sha256(id, raw, rawlen);
 }
 
 int

@@ -951,17 +951,6 @@ out:
 /* Reading. */
 
 static int
-tb_sha256(const unsigned char *p, size_t n, unsigned char out[32])
-{
-	unsigned int dlen = 0;
-
-	if (EVP_Digest(p, n, out, &dlen, EVP_sha256(), NULL) != 1 ||
-	    dlen != 32)
-		return -1;
-	return 0;
-}
-
-static int
 tb_validate(struct table *t, char *err, size_t errlen)
 {
 	const unsigned char *h = t->buf, *prev = NULL;
@@ -1082,7 +1071,7 @@ tb_validate(struct table *t, char *err, size_t errlen)
 		    TABLE_HDR_LEN + 8 * count + pos, rlen - pos);
 		return -1;
 	}
-	if (tb_sha256(t->buf, t->len, t->sha) != 0) {
+	if (util_sha256(t->sha, t->buf, t->len) != 0) {
 		tb_err(err, errlen, "SHA-256 failed");
 		return -1;
 	}
@@ -1175,7 +1164,7 @@ table_intact(const struct table *t)
 	unsigned char sha[32];
 
 	assert(t != NULL);
-	return tb_sha256(t->buf, t->len, sha) == 0 &&
+	return util_sha256(sha, t->buf, t->len) == 0 &&
 	    CRYPTO_memcmp(sha, t->sha, 32) == 0;
 }
 

@@ -29,8 +29,8 @@ util_hex(char *out, const unsigned char *in, size_t len)
 	out[2 * len] = '\0';
 }
 
-static int
-hexval(int c)
+int
+util_hexval(int c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';
@@ -56,7 +56,7 @@ util_unhex(unsigned char *out, size_t cap, const char *in, size_t len,
 				return -1;
 			continue;
 		}
-		if (hexval((unsigned char)in[i]) < 0)
+		if (util_hexval((unsigned char)in[i]) < 0)
 			return -1;
 		ndig++;
 	}
@@ -68,7 +68,7 @@ util_unhex(unsigned char *out, size_t cap, const char *in, size_t len,
 	for (i = 0; i < len; i++) {
 		if (in[i] == ':')
 			continue;
-		v = hexval((unsigned char)in[i]);
+		v = util_hexval((unsigned char)in[i]);
 		if (high)
 			out[o] = (unsigned char)(v << 4);
 		else

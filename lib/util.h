@@ -28,6 +28,9 @@ void util_hex(char *out, const unsigned char *in, size_t len);
 long util_unhex(unsigned char *out, size_t cap, const char *in, size_t len,
     bool allow_colons);
 
+/* The value of hex digit c (either case), or -1. */
+int util_hexval(int c);
+
 /* SHA-256 of a buffer into out[32]. Returns 0, or -1 if OpenSSL fails. */
 int util_sha256(unsigned char out[UTIL_SHA256_LEN], const void *buf,
     size_t len);

@@ -439,14 +439,8 @@ pct_decode(char *s, size_t *len)
 		}
 		if (i + 2 >= *len)
 			return -1;
-		hi = s[i + 1];
-		lo = s[i + 2];
-		hi = hi >= '0' && hi <= '9' ? hi - '0' :
-		    (hi | 0x20) >= 'a' && (hi | 0x20) <= 'f' ?
-		    (hi | 0x20) - 'a' + 10 : -1;
-		lo = lo >= '0' && lo <= '9' ? lo - '0' :
-		    (lo | 0x20) >= 'a' && (lo | 0x20) <= 'f' ?
-		    (lo | 0x20) - 'a' + 10 : -1;
+		hi = util_hexval((unsigned char)s[i + 1]);
+		lo = util_hexval((unsigned char)s[i + 2]);
 		if (hi < 0 || lo < 0)
 			return -1;
 		s[o++] = (char)(hi << 4 | lo);

@@ -111,12 +111,6 @@ static int no_state;
 /* Marks requests whose raw URI was refused before routing (see on_uri). */
 static int bad_uri;
 
-static int
-hexdigit(int c)
-{
-	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
-	    (c >= 'A' && c <= 'F');
-}
 
 /*
  * Sees the raw request URI before libmicrohttpd unescapes it, which takes
@@ -141,7 +135,8 @@ on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 			in_path = false;
 		if (*p != '%')
 			continue;
-		if (!hexdigit(p[1]) || !hexdigit(p[2]))
+		if (util_hexval((unsigned char)p[1]) < 0 ||
+		    util_hexval((unsigned char)p[2]) < 0)
 			return &bad_uri;
 		if (in_path && p[1] == '0' && p[2] == '0')
 			return &bad_uri;

@@ -27,6 +27,21 @@ Test(util, hex_round_trip)
 	cr_assert_eq(util_unhex(b, sizeof(b), ":ab", 3, true), -1);
 }
 
+/* Every byte: a hex digit of either case has its value, nothing else. */
+Test(util, hexval_every_byte)
+{
+	static const char digits[] = "0123456789abcdef";
+	int c, want;
+
+	for (c = 0; c < 256; c++) {
+		const char *p = c != 0 ? strchr(digits,
+		    c >= 'A' && c <= 'F' ? c + 32 : c) : NULL;
+
+		want = p != NULL ? (int)(p - digits) : -1;
+		cr_assert_eq(util_hexval(c), want, "byte 0x%02x", c);
+	}
+}
+
 Test(util, rfc3339)
 {
 	char buf[UTIL_RFC3339_LEN];
