@@ -47,14 +47,6 @@ struct check {
 	char		 bind_err[512];
 };
 
-static int
-join(char *out, size_t cap, const char *a, const char *b)
-{
-	int n = snprintf(out, cap, "%s/%s", a, b);
-
-	return (n < 0 || (size_t)n >= cap) ? -1 : 0;
-}
-
 /*
  * Resolves PATH: an output DIR (through "current"), a version directory,
  * or a filter file (with table.rct next to it, if present). 0, or -1 with
@@ -88,9 +80,9 @@ resolve(const char *path, struct target *t, char *err, size_t errlen)
 			}
 			memcpy(vdir, path, strlen(path) + 1);
 		}
-		if (join(t->filter, sizeof(t->filter), vdir,
+		if (util_path_join(t->filter, sizeof(t->filter), vdir,
 		    PUBLISH_FILTER_NAME) != 0 ||
-		    join(t->table, sizeof(t->table), vdir,
+		    util_path_join(t->table, sizeof(t->table), vdir,
 		    PUBLISH_TABLE_NAME) != 0) {
 			(void)snprintf(err, errlen, "path too long");
 			return -1;
@@ -125,7 +117,8 @@ resolve(const char *path, struct target *t, char *err, size_t errlen)
 		if (n == 0)
 			memcpy(dirpart, "/", 2);
 	}
-	if (join(t->table, sizeof(t->table), dirpart, PUBLISH_TABLE_NAME) == 0 &&
+	if (util_path_join(t->table, sizeof(t->table), dirpart,
+	    PUBLISH_TABLE_NAME) == 0 &&
 	    stat(t->table, &st) == 0 && S_ISREG(st.st_mode))
 		t->have_table = true;
 	return 0;
@@ -280,7 +273,7 @@ open_previous(const char *path, const struct target *t, struct prev *p)
 	if (!t->have_current || publish_previous(path, t->version, vdir,
 	    sizeof(vdir), &v, p->err, sizeof(p->err)) != 0)
 		return NULL;
-	if (join(file, sizeof(file), vdir, PUBLISH_FILTER_NAME) != 0) {
+	if (util_path_join(file, sizeof(file), vdir, PUBLISH_FILTER_NAME) != 0) {
 		(void)snprintf(p->err, sizeof(p->err), "path too long");
 		return NULL;
 	}

@@ -653,15 +653,11 @@ delta_src_dir(void *arg, uint64_t seq, unsigned char **buf, size_t *len, char *e
 {
 	const char *ddir = arg;
 	char path[4200], name[DELTA_NAME_LEN + 1];
-	int n;
 
-	if (seq == DELTA_SEQ_HEAD)
-		n = snprintf(path, sizeof(path), "%s/" DELTA_HEAD_NAME, ddir);
-	else {
+	if (seq != DELTA_SEQ_HEAD)
 		delta_file_name(name, seq);
-		n = snprintf(path, sizeof(path), "%s/%s", ddir, name);
-	}
-	if (n < 0 || (size_t)n >= sizeof(path)) {
+	if (util_path_join(path, sizeof(path), ddir, seq == DELTA_SEQ_HEAD ?
+	    DELTA_HEAD_NAME : name) != 0) {
 		dl_err(err, errlen, "%s: path too long", ddir);
 		return -1;
 	}

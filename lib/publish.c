@@ -66,14 +66,6 @@ pub_parse_vname(const char *name, uint64_t *v)
 	return util_parse_u64(name + 1, UINT64_MAX, v) == 0;
 }
 
-static int
-pub_join(char *out, size_t cap, const char *dir, const char *name)
-{
-	int n = snprintf(out, cap, "%s/%s", dir, name);
-
-	return (n < 0 || (size_t)n >= cap) ? -1 : 0;
-}
-
 /* The test-only delay between steps (REVCHECK_PUBLISH_DELAY_US). */
 static void
 pub_delay(void)
@@ -97,7 +89,7 @@ pub_current_at(const char *dir, char *name, size_t cap, uint64_t *version,
 	char path[PUB_PATH_MAX], buf[64];
 	ssize_t n;
 
-	if (pub_join(path, sizeof(path), dir, PUBLISH_CURRENT) != 0) {
+	if (util_path_join(path, sizeof(path), dir, PUBLISH_CURRENT) != 0) {
 		pub_err(err, errlen, "%s: path too long", dir);
 		return -1;
 	}
@@ -133,7 +125,7 @@ publish_current(const char *dir, char *vdir, size_t cap, uint64_t *version,
 	rc = pub_current_at(dir, name, sizeof(name), version, err, errlen);
 	if (rc != 0)
 		return rc;
-	if (pub_join(vdir, cap, dir, name) != 0) {
+	if (util_path_join(vdir, cap, dir, name) != 0) {
 		pub_err(err, errlen, "%s: path too long", dir);
 		return -1;
 	}
@@ -161,7 +153,7 @@ publish_previous(const char *dir, uint64_t below, char *vdir, size_t cap,
 	if (best == 0)
 		return 1;
 	publish_version_name(name, best);
-	if (pub_join(vdir, cap, dir, name) != 0) {
+	if (util_path_join(vdir, cap, dir, name) != 0) {
 		pub_err(err, errlen, "%s: path too long", dir);
 		return -1;
 	}
@@ -435,7 +427,7 @@ publish_pair_stream(const char *dir, uint64_t version,
 	publish_version_name(vname, version);
 
 	/* 1. Both files into a fresh temporary directory inside DIR. */
-	if (pub_join(tmpl, sizeof(tmpl), dir, PUB_TMP_PREFIX "XXXXXX") != 0) {
+	if (util_path_join(tmpl, sizeof(tmpl), dir, PUB_TMP_PREFIX "XXXXXX") != 0) {
 		pub_err(err, errlen, "%s: path too long", dir);
 		goto out_close;
 	}
@@ -652,8 +644,8 @@ publish_file(const char *dir, const char *name, const unsigned char *buf,
 	struct stat st;
 	int pfd, n;
 
-	n = snprintf(path, sizeof(path), "%s/%s", dir, name);
-	if (n < 0 || (size_t)n >= sizeof(path) || strchr(name, '/') != NULL ||
+	if (util_path_join(path, sizeof(path), dir, name) != 0 ||
+	    strchr(name, '/') != NULL ||
 	    *name == '\0') {
 		pub_err(err, errlen, "%s: bad file name", name);
 		return -1;

@@ -30,6 +30,14 @@ util_hex(char *out, const unsigned char *in, size_t len)
 }
 
 int
+util_path_join(char *out, size_t cap, const char *dir, const char *name)
+{
+	int n = snprintf(out, cap, "%s/%s", dir, name);
+
+	return n < 0 || (size_t)n >= cap ? -1 : 0;
+}
+
+int
 util_hexval(int c)
 {
 	if (c >= '0' && c <= '9')

@@ -28,6 +28,9 @@ void util_hex(char *out, const unsigned char *in, size_t len);
 long util_unhex(unsigned char *out, size_t cap, const char *in, size_t len,
     bool allow_colons);
 
+/* "dir/name" into out[cap]. Returns 0, or -1 when it does not fit. */
+int util_path_join(char *out, size_t cap, const char *dir, const char *name);
+
 /* The value of hex digit c (either case), or -1. */
 int util_hexval(int c);
 

@@ -19,14 +19,6 @@
 #define STATE_MAX (1024 * 1024)
 
 static int
-path_join(char *out, size_t cap, const char *dir, const char *name)
-{
-	int n = snprintf(out, cap, "%s/%s", dir, name);
-
-	return (n < 0 || (size_t)n >= cap) ? -1 : 0;
-}
-
-static int
 copy_str(char *out, size_t cap, const char *s)
 {
 	int n = snprintf(out, cap, "%s", s);
@@ -152,7 +144,7 @@ loader_init(struct loader *l, const struct config *c,
 	}
 	if (loader_load_ring(&l->ring, c, err, errlen) == -1)
 		goto fail;
-	if (path_join(l->state_path, sizeof(l->state_path), c->state_dir,
+	if (util_path_join(l->state_path, sizeof(l->state_path), c->state_dir,
 	    LOADER_STATE_NAME) == -1) {
 		snprintf(err, errlen, "state_dir: path too long");
 		goto fail;
@@ -163,7 +155,7 @@ loader_init(struct loader *l, const struct config *c,
 			snprintf(err, errlen, "audit_log: path too long");
 			goto fail;
 		}
-	} else if (path_join(l->audit_path, sizeof(l->audit_path),
+	} else if (util_path_join(l->audit_path, sizeof(l->audit_path),
 	    c->state_dir, LOADER_AUDIT_NAME) == -1) {
 		snprintf(err, errlen, "state_dir: path too long");
 		goto fail;
@@ -714,8 +706,8 @@ loader_poll(struct loader *l, struct snapshot_slot *sl, bool force)
 		return r == 1 ? 1 : -1;
 	}
 	l->last_pub_err = 0;
-	if (path_join(fpath, sizeof(fpath), vdir, PUBLISH_FILTER_NAME) == -1 ||
-	    path_join(tpath, sizeof(tpath), vdir, PUBLISH_TABLE_NAME) == -1) {
+	if (util_path_join(fpath, sizeof(fpath), vdir, PUBLISH_FILTER_NAME) == -1 ||
+	    util_path_join(tpath, sizeof(tpath), vdir, PUBLISH_TABLE_NAME) == -1) {
 		log_warn("filter dir: path too long");
 		return -1;
 	}
@@ -792,11 +784,11 @@ chain_changed(struct loader *l, const char *ddir, const struct snapshot *s)
 	bool changed;
 
 	delta_file_name(name, s->pos.seq + 1);
-	snprintf(p, sizeof(p), "%s/" DELTA_HEAD_NAME, ddir);
-	if (stat(p, &hst) == -1)
+	if (util_path_join(p, sizeof(p), ddir, DELTA_HEAD_NAME) != 0 ||
+	    stat(p, &hst) == -1)
 		memset(&hst, 0, sizeof(hst));
-	snprintf(p, sizeof(p), "%s/%s", ddir, name);
-	if (stat(p, &nst) == -1)
+	if (util_path_join(p, sizeof(p), ddir, name) != 0 ||
+	    stat(p, &nst) == -1)
 		memset(&nst, 0, sizeof(nst));
 	changed = l->chain_seq != s->pos.seq ||
 	    l->chain_base != s->pos.base_version ||

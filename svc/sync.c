@@ -743,9 +743,8 @@ sync_start(const struct config *c, struct loader *l,
 		snprintf(err, errlen, "state_dir: path too long");
 		goto fail;
 	}
-	n = snprintf(s->persist, sizeof(s->persist), "%s/%s", c->state_dir,
-	    SYNC_PERSIST_NAME);
-	if (n < 0 || (size_t)n >= sizeof(s->persist)) {
+	if (util_path_join(s->persist, sizeof(s->persist), c->state_dir,
+	    SYNC_PERSIST_NAME) != 0) {
 		snprintf(err, errlen, "state_dir: path too long");
 		goto fail;
 	}
