@@ -216,42 +216,6 @@ add_filter(struct sbuf *b, const struct server_ctx *ctx,
 	sbuf_adds(b, "]}");
 }
 
-static void
-add_event(struct sbuf *b, const struct loader_event *ev)
-{
-	if (ev->time == 0) {
-		sbuf_adds(b, "null");
-		return;
-	}
-	sbuf_adds(b, "{\"time\":");
-	add_time(b, ev->time);
-	sbuf_adds(b, ",\"result\":\"");
-	sbuf_adds(b, ev->accepted ? "accepted" : "refused");
-	sbuf_adds(b, "\",\"version\":");
-	if (ev->version != 0)
-		sbuf_add_u64(b, ev->version);
-	else
-		sbuf_adds(b, "null");
-	sbuf_adds(b, ",\"signer\":");
-	if (ev->signer[0] != '\0')
-		sbuf_add_jstrs(b, ev->signer);
-	else
-		sbuf_adds(b, "null");
-	sbuf_adds(b, ",\"sha256\":");
-	if (ev->sha256[0] != '\0')
-		sbuf_add_jstrs(b, ev->sha256);
-	else
-		sbuf_adds(b, "null");
-	sbuf_adds(b, ",\"source\":");
-	sbuf_add_jstrs(b, ev->source);
-	sbuf_adds(b, ",\"reason\":");
-	if (ev->reason[0] != '\0')
-		sbuf_add_jstrs(b, ev->reason);
-	else
-		sbuf_adds(b, "null");
-	sbuf_adds(b, "}");
-}
-
 static enum MHD_Result
 reply_sbuf(const struct server_req *r, unsigned status, struct sbuf *b,
     const char *ctype)
@@ -303,7 +267,7 @@ handle_status(const struct server_req *r)
 	sbuf_adds(&b, "},\"reloads\":{\"last\":");
 	if (ctx->loader != NULL) {
 		loader_stats(ctx->loader, &ev, &acc, &rej);
-		add_event(&b, &ev);
+		loader_event_json(&b, &ev);
 	} else
 		sbuf_adds(&b, "null");
 	sbuf_adds(&b, ",\"accepted\":");

@@ -236,42 +236,54 @@ loader_free(struct loader *l)
 	pthread_mutex_destroy(&l->ev_mu);
 }
 
+/* A string member's value, or null for "". */
+static void
+str_or_null(struct sbuf *b, const char *s)
+{
+	if (s[0] != '\0')
+		sbuf_add_jstrs(b, s);
+	else
+		sbuf_adds(b, "null");
+}
+
+void
+loader_event_json(struct sbuf *b, const struct loader_event *ev)
+{
+	char ts[UTIL_RFC3339_LEN];
+
+	if (ev->time == 0) {
+		sbuf_adds(b, "null");
+		return;
+	}
+	util_rfc3339(ts, ev->time);
+	sbuf_adds(b, "{\"time\":\"");
+	sbuf_adds(b, ts);
+	sbuf_adds(b, "\",\"event\":\"load\",\"result\":\"");
+	sbuf_adds(b, ev->accepted ? "accepted" : "refused");
+	sbuf_adds(b, "\",\"version\":");
+	if (ev->version != 0)
+		sbuf_add_u64(b, ev->version);
+	else
+		sbuf_adds(b, "null");
+	sbuf_adds(b, ",\"signer\":");
+	str_or_null(b, ev->signer);
+	sbuf_adds(b, ",\"sha256\":");
+	str_or_null(b, ev->sha256);
+	sbuf_adds(b, ",\"source\":");
+	sbuf_add_jstrs(b, ev->source);
+	sbuf_adds(b, ",\"reason\":");
+	str_or_null(b, ev->reason);
+	sbuf_adds(b, "}");
+}
+
 /* One JSON line to the audit log and stderr; updates last and counters. */
 static void
 audit(struct loader *l, const struct loader_event *ev)
 {
 	struct sbuf b;
-	char ts[UTIL_RFC3339_LEN];
 
-	util_rfc3339(ts, ev->time);
 	sbuf_init(&b, 512, 0);
-	sbuf_adds(&b, "{\"time\":\"");
-	sbuf_adds(&b, ts);
-	sbuf_adds(&b, "\",\"event\":\"load\",\"result\":\"");
-	sbuf_adds(&b, ev->accepted ? "accepted" : "refused");
-	sbuf_adds(&b, "\",\"version\":");
-	if (ev->version != 0)
-		sbuf_add_u64(&b, ev->version);
-	else
-		sbuf_adds(&b, "null");
-	sbuf_adds(&b, ",\"signer\":");
-	if (ev->signer[0] != '\0')
-		sbuf_add_jstrs(&b, ev->signer);
-	else
-		sbuf_adds(&b, "null");
-	sbuf_adds(&b, ",\"sha256\":");
-	if (ev->sha256[0] != '\0')
-		sbuf_add_jstrs(&b, ev->sha256);
-	else
-		sbuf_adds(&b, "null");
-	sbuf_adds(&b, ",\"source\":");
-	sbuf_add_jstrs(&b, ev->source);
-	sbuf_adds(&b, ",\"reason\":");
-	if (ev->reason[0] != '\0')
-		sbuf_add_jstrs(&b, ev->reason);
-	else
-		sbuf_adds(&b, "null");
-	sbuf_adds(&b, "}");
+	loader_event_json(&b, ev);
 	if (sbuf_ok(&b)) {
 		if (ev->accepted)
 			log_info("audit %s", b.p);

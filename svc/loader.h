@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "config.h"
+#include "sbuf.h"
 #include "delta.h"
 #include "sign.h"
 #include "snapshot.h"
@@ -118,6 +119,12 @@ int loader_accept(struct loader *l, struct snapshot_slot *sl,
  */
 bool loader_admissible(struct loader *l, const struct ffile *ff,
     int64_t now, char *why, size_t whylen);
+
+/*
+ * Appends ev as the JSON object of an audit line and of /v1/status
+ * reloads.last (docs/API.md), or null when no load was attempted yet.
+ */
+void loader_event_json(struct sbuf *b, const struct loader_event *ev);
 
 /*
  * Records a refusal that happened before a filter could be parsed (for
