@@ -10,7 +10,6 @@
 
 #include <openssl/err.h>
 #include <openssl/pem.h>
-#include <openssl/rand.h>
 #include <openssl/x509.h>
 
 #include "bloom.h"
@@ -19,6 +18,7 @@
 #include "fetch.h"
 #include "ffile.h"
 #include "input.h"
+#include "pair.h"
 #include "pgsrc.h"
 #include "publish.h"
 #include "sign.h"
@@ -201,6 +201,13 @@ progress_keys(void *arg, uint64_t n)
 	fprintf(stderr, "\r\033[Kfilterbuild: reading: %" PRIu64 " keys, "
 	    "%.0f keys/s", n, el > 0 ? (double)n / el : 0.0);
 	fflush(stderr);
+}
+
+/* pair_build()'s phase callback. */
+static void
+build_phase(void *arg, const char *step)
+{
+	progress_phase(arg, step);
 }
 
 static void
@@ -682,58 +689,6 @@ build_check_previous(const struct build_opts *o, const struct input_set *set,
 	return rc;
 }
 
-struct tb_writer {
-	const struct table_builder *tb;
-};
-
-static int
-build_write_table(void *arg, int fd, char *err, size_t errlen)
-{
-	const struct tb_writer *w = arg;
-
-	return table_builder_write(w->tb, fd, err, errlen);
-}
-
-/*
- * Adds every table key to the filter. The keys come in sorted order,
- * scattered through the table builder's memory, and each add touches a
- * random line of the filter: a ring of hashes lets both misses be hinted
- * ahead (records BUILD_AHEAD * 2 ahead, filter lines BUILD_AHEAD ahead).
- */
-#define BUILD_AHEAD	8
-#define BUILD_RING	16	/* a power of two above BUILD_AHEAD */
-
-static void
-build_add_all(struct bloom *bloom, const struct table_builder *tb, size_t n)
-{
-	struct bloom_hash ring[BUILD_RING];
-	const unsigned char *kb;
-	size_t i, j, klen;
-
-	for (i = 0; i < n + BUILD_AHEAD; i++) {
-		table_builder_prefetch(tb, i + 2 * BUILD_AHEAD);
-		if (i < n) {
-			kb = table_builder_key(tb, i, &klen);
-			ring[i & (BUILD_RING - 1)] = bloom_hash(bloom->seed, kb,
-			    klen);
-			bloom_prefetch(bloom, &ring[i & (BUILD_RING - 1)]);
-		}
-		if (i >= BUILD_AHEAD) {
-			j = i - BUILD_AHEAD;
-			bloom_add_hash(bloom, &ring[j & (BUILD_RING - 1)]);
-		}
-	}
-}
-
-/* bloom_build_fuse()'s key source: the sorted, unique table keys. */
-static const void *
-build_fuse_key(void *arg, size_t i, size_t *len)
-{
-	/* Asked for in order 0, 1, 2...: hint the records ahead. */
-	table_builder_prefetch(arg, i + 2 * BUILD_AHEAD);
-	return table_builder_key(arg, i, len);
-}
-
 /*
  * Reads the --source database into set; *cursor (when not NULL) gets the
  * snapshot's change horizon. 0, or -1 after a message.
@@ -767,22 +722,18 @@ build_main(int argc, char **argv, const struct ffile_info *enforced,
 	struct input_opts io;
 	struct input_set set;
 	struct fb_report rep;
-	struct table_builder tb;
-	struct ffile_info info;
-	struct bloom bloom;
-	struct tb_writer w;
+	struct pair_opts po;
+	struct pair pair;
 	struct sign_ring ring;
 	struct input_delegation *dgs = NULL;
 	struct ffile *prev = NULL;
 	struct table *prev_tab = NULL;
 	EVP_PKEY *key = NULL;
 	X509 **issuers = NULL;
-	size_t nissuers = 0, i, n, flen = 0;
-	unsigned char *filter = NULL, seedb[8];
+	size_t nissuers = 0, i, n;
 	char err[1024], vdir[4096], prev_err[1024] = "";
-	uint64_t cur = 0, version, m, seed;
-	uint32_t k;
-	int64_t now, expires;
+	uint64_t cur = 0, version;
+	int64_t now;
 	int first = 0, rc, ret = FB_EXIT_FAIL;
 
 	rc = build_parse(&o, argc, argv, &first);
@@ -795,10 +746,7 @@ build_main(int argc, char **argv, const struct ffile_info *enforced,
 	pr.on = !o.quiet && isatty(STDERR_FILENO);
 	pr.start = pr.last = util_monotime();
 	input_set_init(&set);
-	table_builder_init(&tb);
-	/* Records go straight into the compact builder. */
-	set.builder = &tb;
-	memset(&bloom, 0, sizeof(bloom));
+	memset(&pair, 0, sizeof(pair));
 	sign_ring_init(&ring);
 
 	/* Refuse a version before any work: DIR stays untouched. */
@@ -908,32 +856,18 @@ build_main(int argc, char **argv, const struct ffile_info *enforced,
 		goto out;
 	}
 	progress_phase(&pr, "sorting");
-	table_builder_sort_unique(&tb);
-	n = table_builder_count(&tb);
+	table_builder_sort_unique(&set.builder);
+	n = table_builder_count(&set.builder);
 	input_count_scopes(&set);
 	if (set.nscopes == 0) {
 		fb_err("inputs cover no scope");
 		goto out;
 	}
-
-	/* The filter never claims freshness past a CRL's nextUpdate. */
-	expires = now + o.valid_for;
-	for (i = 0; i < set.nscopes; i++) {
-		const struct ffile_scope *sc = &set.scopes[i];
-
-		if (sc->source == FFILE_SRC_CRL && sc->next_update > now &&
-		    sc->next_update < expires)
-			expires = sc->next_update;
-	}
-
+	/* A layout that cannot meet --fp-rate is refused first, as before. */
 	progress_phase(&pr, "hashing");
-	if (o.layout == 0)
-		o.layout = bloom_pick_layout(n, o.fp_rate);
-	if (o.layout == BLOOM_FUSE && o.fp_rate < BLOOM_FUSE_FP) {
-		fb_err("--layout fuse has the fixed FP rate 1/256 "
-		    "(0.00390625), above --fp-rate %g: use --layout blocked or "
-		    "classic, or an --fp-rate of 1/256 or more (0.004 will do)",
-		    o.fp_rate);
+	if (pair_layout(n, o.fp_rate, o.layout, &o.layout, err,
+	    sizeof(err)) != 0) {
+		fb_err("%s", err);
 		goto out;
 	}
 	if (input_check_signers(&set, err, sizeof(err)) != 0) {
@@ -943,60 +877,24 @@ build_main(int argc, char **argv, const struct ffile_info *enforced,
 	if (cur != 0 && build_check_previous(&o, &set, prev, prev_err, &rep) !=
 	    0)
 		goto out;
-	if (bloom_size(o.layout, n > 0 ? n : 1, o.fp_rate, &m, &k) != 0) {
-		fb_err("cannot size a filter for %zu keys at fp rate %g", n,
-		    o.fp_rate);
-		goto out;
-	}
-	if (RAND_bytes(seedb, sizeof(seedb)) != 1) {
-		fb_err("no randomness for the hash seed");
-		goto out;
-	}
-	seed = util_get_le64(seedb);
-	if (o.layout == BLOOM_FUSE) {
-		/* Keys are distinct: table_builder_sort_unique() above. */
-		if (bloom_build_fuse(&bloom, n, seed, build_fuse_key, &tb) !=
-		    0) {
-			fb_err("cannot build a fuse filter of %zu keys: out of "
-			    "memory, over %" PRIu64 " keys, or no seed gave a "
-			    "complete construction", n, BLOOM_FUSE_MAX_KEYS);
-			goto out;
-		}
-		m = bloom.m;
-		k = bloom.k;
-	} else {
-		if (bloom_init(&bloom, o.layout, m, k, seed) != 0) {
-			fb_err("out of memory for a %" PRIu64 "-bit filter", m);
-			goto out;
-		}
-		build_add_all(&bloom, &tb, n);
-	}
 
-	memset(&info, 0, sizeof(info));
-	progress_phase(&pr, "hashing the table");
-	if (table_builder_digest(&tb, info.table_sha256, &info.table_len, err,
+	memset(&po, 0, sizeof(po));
+	po.key = key;
+	po.version = version;
+	po.issued_at = now;
+	po.expires_at = now + o.valid_for;
+	po.fp_rate = o.fp_rate;
+	po.layout = o.layout;
+	po.phase = build_phase;
+	po.phase_arg = &pr;
+	if (pair_build(&pair, &set.builder, set.scopes, set.nscopes, &po, err,
 	    sizeof(err)) != 0) {
+		progress_done(&pr);
 		fb_err("%s", err);
 		goto out;
 	}
-	progress_phase(&pr, "signing");
-	info.version = version;
-	info.issued_at = now;
-	info.expires_at = expires;
-	info.keys = n;
-	info.fp_rate_target = o.fp_rate;
-	info.scopes = set.scopes;
-	info.nscopes = (uint32_t)set.nscopes;
-	if (ffile_encode(&info, &bloom, key, &filter, &flen, err,
-	    sizeof(err)) != 0) {
-		fb_err("%s", err);
-		goto out;
-	}
-
 	progress_phase(&pr, "publishing");
-	w.tb = &tb;
-	if (publish_pair_stream(o.out, version, filter, flen, build_write_table,
-	    &w, o.keep, err, sizeof(err)) != 0) {
+	if (pair_publish(&pair, o.out, o.keep, err, sizeof(err)) != 0) {
 		progress_done(&pr);
 		fb_err("%s", err);
 		goto out;
@@ -1006,12 +904,12 @@ build_main(int argc, char **argv, const struct ffile_info *enforced,
 		char vname[PUBLISH_VNAME_LEN + 1], until[UTIL_RFC3339_LEN];
 
 		publish_version_name(vname, version);
-		util_rfc3339(until, expires);
+		util_rfc3339(until, pair.info.expires_at);
 		printf("published version %" PRIu64 " in %s/%s: %zu keys, %zu "
 		    "scopes, %s layout, %" PRIu64 " bits, k=%" PRIu32 ", fill "
 		    "%.4f, valid until %s\n", version, o.out, vname, n,
-		    set.nscopes, bloom_layout_name(o.layout), m, k,
-		    bloom_fill_ratio(&bloom), until);
+		    set.nscopes, bloom_layout_name(pair.info.layout), pair.info.m,
+		    pair.info.k, bloom_fill_ratio(&pair.bloom), until);
 	}
 	if (res != NULL) {
 		res->version = version;
@@ -1031,9 +929,7 @@ out:
 	ffile_close(prev);
 	sign_ring_free(&ring);
 	free(dgs);
-	free(filter);
-	bloom_free(&bloom);
-	table_builder_free(&tb);
+	pair_free(&pair);
 	input_set_free(&set);
 	for (i = 0; i < nissuers; i++)
 		X509_free(issuers[i]);

@@ -4,10 +4,9 @@
  * length is checked against the bytes that are really there, and every
  * error names the file and the line, element index or DER offset.
  *
- * Records enter the set only through set_add() and scopes only through
- * set_scope(), so the storage behind struct input_set can change in one
- * place. A failed input_read() truncates both arrays back to their length
- * at entry; scope metadata of CRLs is applied only after the last point of
+ * Records enter the set's builder only through rd_add() and
+ * input_keep_scope(), and scopes only through set_scope(). A failed
+ * input_read() truncates both back to their length at entry; scope metadata of CRLs is applied only after the last point of
  * failure, so existing scopes are never modified by a failed call.
  */
 #include "input.h"
@@ -124,6 +123,7 @@ input_set_init(struct input_set *s)
 {
 	assert(s != NULL);
 	memset(s, 0, sizeof(*s));
+	table_builder_init(&s->builder);
 }
 
 void
@@ -131,53 +131,11 @@ input_set_free(struct input_set *s)
 {
 	if (s == NULL)
 		return;
-	free(s->recs);
+	table_builder_free(&s->builder);
 	free(s->scopes);
 	free(s->deps);
 	free(s->crls);
 	memset(s, 0, sizeof(*s));
-}
-
-/*
- * Appends one record. The only place records enter a set. Returns 0, or
- * -1 when the record cap is reached or memory runs out (s unchanged).
- */
-static int
-set_add(struct input_set *s, const struct revkey *k, int64_t at,
-    const char *reason)
-{
-	struct table_rec *nrecs, *rec;
-	size_t ncap, rlen;
-
-	if (s->builder != NULL)
-		return table_builder_add(s->builder, k, at, reason);
-	if (s->nrecs >= TABLE_MAX_RECORDS)
-		return -1;
-	if (s->nrecs == s->cap) {
-		ncap = s->cap == 0 ? 16 : s->cap;
-		if (ncap > SIZE_MAX / 2 / sizeof(*s->recs))
-			return -1;
-		ncap = s->cap == 0 ? ncap : ncap * 2;
-		if ((nrecs = realloc(s->recs, ncap * sizeof(*s->recs))) == NULL)
-			return -1;
-		s->recs = nrecs;
-		s->cap = ncap;
-	}
-	/* Only the meaningful bytes: records compare and hash identically. */
-	rec = &s->recs[s->nrecs];
-	memset(rec, 0, sizeof(*rec));
-	memcpy(rec->key.scope, k->scope, k->scope_len);
-	rec->key.scope_len = k->scope_len;
-	memcpy(rec->key.id, k->id, k->id_len);
-	rec->key.id_len = k->id_len;
-	rec->revoked_at = at;
-	if (reason != NULL) {
-		rlen = strnlen(reason, TABLE_REASON_MAX - 1);
-		memcpy(rec->reason, reason, rlen);
-		rec->reason[rlen] = '\0';
-	}
-	s->nrecs++;
-	return 0;
 }
 
 static uint64_t
@@ -221,27 +179,10 @@ sidx_build(struct rd *r, size_t want)
 		sidx_insert(r, i);
 }
 
-/* Records in the set, wherever they are stored. */
-static size_t
-set_count(const struct input_set *s)
-{
-	return s->builder != NULL ? table_builder_count(s->builder) : s->nrecs;
-}
-
 size_t
 input_set_records(const struct input_set *s)
 {
-	return set_count(s);
-}
-
-/* Drops the records added after there were n. */
-static void
-set_truncate(struct input_set *s, size_t n)
-{
-	if (s->builder != NULL)
-		table_builder_truncate(s->builder, n);
-	else
-		s->nrecs = n;
+	return table_builder_count(&s->builder);
 }
 
 static size_t
@@ -322,15 +263,15 @@ set_scope(struct rd *r, const char *name)
 static int
 rd_add(struct rd *r, const struct revkey *k, int64_t at, const char *reason)
 {
-	if (set_add(r->s, k, at, reason) != 0) {
-		rd_err(r, set_count(r->s) >= TABLE_MAX_RECORDS ?
+	if (table_builder_add(&r->s->builder, k, at, reason) != 0) {
+		rd_err(r, input_set_records(r->s) >= TABLE_MAX_RECORDS ?
 		    "more than %llu records" : "out of memory",
 		    (unsigned long long)TABLE_MAX_RECORDS);
 		return -1;
 	}
 	r->count++;
 	if (r->o->progress != NULL && r->count % INPUT_PROGRESS_EVERY == 0)
-		r->o->progress(r->o->progress_arg, set_count(r->s));
+		r->o->progress(r->o->progress_arg, input_set_records(r->s));
 	return 0;
 }
 
@@ -1063,7 +1004,7 @@ crl_note(struct rd *r, const struct ffile_scope *sc, size_t start,
 	c->via = via;
 	memcpy(c->base_number, r->cur_base, sizeof(c->base_number));
 	c->start = start;
-	c->end = set_count(s);
+	c->end = input_set_records(s);
 	(void)snprintf(c->what, sizeof(c->what), "%s%s%.*s", r->name,
 	    where[0] != '\0' ? " " : "", (int)(where[0] != '\0' ?
 	    strlen(where) - 2 : 0), where);
@@ -1403,7 +1344,7 @@ crl_add(struct rd *r, X509_CRL *crl, const unsigned char *der, size_t derlen,
 	for (t = 0; t < e.niss; t++)
 		if (set_scope(r, e.iss[t].scope) != 0)
 			goto out;
-	start = set_count(r->s);
+	start = input_set_records(r->s);
 
 	if (n > 0 && (ord = entry_order(&e, n)) == NULL) {
 		rd_err(r, "out of memory");
@@ -1691,12 +1632,12 @@ static int
 rd_end(struct rd *r, int rc, size_t nrecs0, size_t nscopes0)
 {
 	if (rc != 0) {
-		set_truncate(r->s, nrecs0);
+		table_builder_truncate(&r->s->builder, nrecs0);
 		r->s->nscopes = nscopes0;
 		r->s->ndeps = r->ndeps0;
 		r->s->ncrls = r->ncrls0;
 	} else if (r->o->progress != NULL) {
-		r->o->progress(r->o->progress_arg, set_count(r->s));
+		r->o->progress(r->o->progress_arg, input_set_records(r->s));
 	}
 	free(r->sidx);
 	free(r->pend);
@@ -1709,7 +1650,7 @@ read_buf(struct input_set *s, const char *name, const unsigned char *buf,
     size_t len, const struct input_opts *o, char *err, size_t errlen)
 {
 	struct rd r;
-	size_t nrecs0 = set_count(s), nscopes0 = s->nscopes;
+	size_t nrecs0 = input_set_records(s), nscopes0 = s->nscopes;
 	enum input_format fmt;
 	int rc = -1;
 
@@ -1854,7 +1795,7 @@ input_read_rows(struct input_set *s, const char *name, input_next_fn next,
 	int rc = -1, got;
 
 	assert(s != NULL && name != NULL && next != NULL && o != NULL);
-	nrecs0 = set_count(s);
+	nrecs0 = input_set_records(s);
 	nscopes0 = s->nscopes;
 	rd_begin(&r, s, name, o, err, errlen);
 	for (;;) {
@@ -1941,19 +1882,10 @@ input_count_scopes(struct input_set *s)
 		    s->scopes);
 	}
 	/* Sorted records keep each scope's records together. */
-	n = set_count(s);
+	n = input_set_records(s);
 	while (i < n) {
-		if (s->builder != NULL) {
-			run = table_builder_scope_end(s->builder, i);
-			name = table_builder_scope(s->builder, i, &len);
-		} else {
-			run = i + 1;
-			while (run < n && strcmp(s->recs[run].key.scope,
-			    s->recs[i].key.scope) == 0)
-				run++;
-			name = s->recs[i].key.scope;
-			len = s->recs[i].key.scope_len;
-		}
+		run = table_builder_scope_end(&s->builder, i);
+		name = table_builder_scope(&s->builder, i, &len);
 		sidx = count_find(s, ord, name, len);
 		if (sidx != SIZE_MAX)
 			s->scopes[sidx].keys += run - i;
@@ -2156,20 +2088,14 @@ set_has_key(const struct input_set *s, const struct revkey *k)
 {
 	unsigned char enc[REVKEY_ENC_MAX];
 	const unsigned char *kb;
-	size_t lo = 0, hi, mid, elen, klen, i;
+	size_t lo = 0, hi, mid, elen, klen;
 	int c;
 
-	if (s->builder == NULL) {
-		for (i = 0; i < s->nrecs; i++)
-			if (revkey_cmp(&s->recs[i].key, k) == 0)
-				return true;
-		return false;
-	}
 	elen = revkey_encode(k, enc);
-	hi = table_builder_count(s->builder);
+	hi = table_builder_count(&s->builder);
 	while (lo < hi) {
 		mid = lo + (hi - lo) / 2;
-		kb = table_builder_key(s->builder, mid, &klen);
+		kb = table_builder_key(&s->builder, mid, &klen);
 		c = memcmp(kb, enc, klen < elen ? klen : elen);
 		if (c == 0)
 			c = (klen > elen) - (klen < elen);
@@ -2345,18 +2271,6 @@ done:
 	return rc;
 }
 
-/* Record i of the set, wherever it is stored. 0, or -1 out of range. */
-static int
-set_rec(const struct input_set *s, size_t i, struct table_rec *out)
-{
-	if (s->builder != NULL)
-		return table_builder_get(s->builder, i, out);
-	if (i >= s->nrecs)
-		return -1;
-	*out = s->recs[i];
-	return 0;
-}
-
 /*
  * Applies delta d to its kept base b: the delta's removeFromCRL records go
  * (keep[] false) with the base's records of those serials, which must be
@@ -2370,12 +2284,12 @@ delta_apply(const struct input_set *s, const struct input_crl *d,
 	size_t i, j;
 
 	for (i = d->start; i < d->end; i++) {
-		if (set_rec(s, i, &dr) != 0 ||
+		if (table_builder_get(&s->builder, i, &dr) != 0 ||
 		    strcmp(dr.reason, "removeFromCRL") != 0)
 			continue;
 		keep[i] = false;
 		for (j = b->start; j < b->end; j++) {
-			if (set_rec(s, j, &br) != 0 ||
+			if (table_builder_get(&s->builder, j, &br) != 0 ||
 			    revkey_cmp(&br.key, &dr.key) != 0)
 				continue;
 			if (strcmp(br.reason, "certificateHold") != 0) {
@@ -2398,7 +2312,7 @@ input_resolve_crls(struct input_set *s, bool quiet, bool no_delta,
 {
 	struct input_crl *c, *d;
 	struct ffile_scope *sc;
-	size_t i, j, win, n = set_count(s), *base = NULL;
+	size_t i, j, win, n = input_set_records(s), *base = NULL;
 	bool *keep = NULL, *rkeep = NULL, dropped = false;
 	int cmp, rc = -1;
 
@@ -2534,18 +2448,8 @@ input_resolve_crls(struct input_set *s, bool quiet, bool no_delta,
 		    scope_from_kept(s, keep, sc, err, errlen) != 0)
 			goto out;
 	}
-	if (dropped) {
-		if (s->builder != NULL)
-			table_builder_drop(s->builder, rkeep);
-		else {
-			size_t w = 0;
-
-			for (i = 0; i < s->nrecs; i++)
-				if (rkeep[i])
-					s->recs[w++] = s->recs[i];
-			s->nrecs = w;
-		}
-	}
+	if (dropped)
+		table_builder_drop(&s->builder, rkeep);
 	rc = 0;
 out:
 	free(keep);
@@ -2560,7 +2464,7 @@ input_keep_scope(struct input_set *s, const struct ffile_scope *sc,
 {
 	struct ffile_scope *ns;
 	struct table_rec rec;
-	size_t nrecs0 = set_count(s), ncap;
+	size_t nrecs0 = input_set_records(s), ncap;
 	uint64_t i, n = table_count(prev);
 
 	if (set_scope_named(s, sc->name) != NULL ||
@@ -2585,7 +2489,8 @@ input_keep_scope(struct input_set *s, const struct ffile_scope *sc,
 		}
 		if (strcmp(rec.key.scope, sc->name) != 0)
 			continue;
-		if (set_add(s, &rec.key, rec.revoked_at, rec.reason) != 0) {
+		if (table_builder_add(&s->builder, &rec.key, rec.revoked_at,
+		    rec.reason) != 0) {
 			snprintf(err, errlen, "out of memory");
 			goto fail;
 		}
@@ -2602,6 +2507,6 @@ input_keep_scope(struct input_set *s, const struct ffile_scope *sc,
 	s->nscopes++;
 	return 0;
 fail:
-	set_truncate(s, nrecs0);
+	table_builder_truncate(&s->builder, nrecs0);
 	return -1;
 }

@@ -92,21 +92,16 @@ struct input_crl {
 };
 
 struct input_set {
-	struct table_rec  *recs;
-	size_t		   nrecs;
-	size_t		   cap;
+	/*
+	 * The records, in a compact builder (about 30 bytes plus the id per
+	 * record), owned by the set. A failed input_read truncates it back.
+	 * The caller sorts it (table_builder_sort_unique) before
+	 * input_count_scopes and input_check_signers.
+	 */
+	struct table_builder builder;
 	struct ffile_scope *scopes;
 	size_t		   nscopes;
 	size_t		   scap;
-	/*
-	 * When set (by the caller, after input_set_init), records go into
-	 * this compact builder instead of recs, which then stays empty: about
-	 * 30 bytes plus the id per record instead of a struct table_rec.
-	 * The caller owns the builder; input_set_free does not touch it. A
-	 * failed input_read truncates it back. input_count_scopes then
-	 * counts from it and needs it sorted (table_builder_sort_unique).
-	 */
-	struct table_builder *builder;
 	/* Separate CRL signers of the CRLs read (input_check_signers). */
 	struct input_dep  *deps;
 	size_t		   ndeps;
@@ -119,7 +114,7 @@ struct input_set {
 
 void input_set_init(struct input_set *s);
 
-/* Records in the set (in recs or the builder). This function can't fail. */
+/* Records in the set. This function can't fail. */
 size_t input_set_records(const struct input_set *s);
 void input_set_free(struct input_set *s);
 
@@ -194,9 +189,8 @@ int input_read_rows(struct input_set *s, const char *name, input_next_fn next,
     void *arg, const struct input_opts *o, char *err, size_t errlen);
 
 /*
- * After table_sort_unique() on s->recs (or table_builder_sort_unique() on
- * s->builder), sets every scope's key count from the records. This
- * function can't fail.
+ * After table_builder_sort_unique() on s->builder, sets every scope's key
+ * count from the records. This function can't fail.
  */
 void input_count_scopes(struct input_set *s);
 

@@ -84,41 +84,7 @@ tb_reason_ok(const char *r, size_t len)
 }
 
 /* ---------------------------------------------------------------------- */
-/* Arrays of struct table_rec. */
-
-struct tr_sort_ctx {
-	const struct table_rec *recs;
-};
-
-static int
-tr_idx_cmp(const void *a, const void *b, void *arg)
-{
-	const struct tr_sort_ctx *c = arg;
-	size_t ia = *(const size_t *)a, ib = *(const size_t *)b;
-	int r = revkey_cmp(&c->recs[ia].key, &c->recs[ib].key);
-
-	if (r != 0)
-		return r;
-	return (ia > ib) - (ia < ib);
-}
-
-/* Stable insertion sort: only used when memory for the index runs out. */
-static void
-tr_insertion_sort(struct table_rec *recs, size_t n)
-{
-	struct table_rec tmp;
-	size_t i, j;
-
-	for (i = 1; i < n; i++) {
-		if (revkey_cmp(&recs[i - 1].key, &recs[i].key) <= 0)
-			continue;
-		tmp = recs[i];
-		for (j = i; j > 0 && revkey_cmp(&recs[j - 1].key, &tmp.key) > 0;
-		    j--)
-			recs[j] = recs[j - 1];
-		recs[j] = tmp;
-	}
-}
+/* The merge rule of the builder (and of the tests' reference). */
 
 int64_t
 table_merge_revoked(const char *scope, int64_t have, int64_t t)
@@ -128,63 +94,8 @@ table_merge_revoked(const char *scope, int64_t have, int64_t t)
 	return t != 0 && (have == 0 || t < have) ? t : have;
 }
 
-size_t
-table_sort_unique(struct table_rec *recs, size_t n)
-{
-	struct tr_sort_ctx ctx = { recs };
-	struct table_rec tmp;
-	size_t *idx, i, j, w;
-
-	if (n < 2)
-		return n;
-	assert(recs != NULL);
-	idx = malloc(n * sizeof(*idx));
-	if (idx == NULL) {
-		tr_insertion_sort(recs, n);
-	} else {
-		for (i = 0; i < n; i++)
-			idx[i] = i;
-		qsort_r(idx, n, sizeof(*idx), tr_idx_cmp, &ctx);
-		/* Apply the permutation in place, one cycle at a time. */
-		for (i = 0; i < n; i++) {
-			if (idx[i] == i)
-				continue;
-			tmp = recs[i];
-			j = i;
-			while (idx[j] != i) {
-				size_t next = idx[j];
-
-				recs[j] = recs[next];
-				idx[j] = j;
-				j = next;
-			}
-			recs[j] = tmp;
-			idx[j] = j;
-		}
-		free(idx);
-	}
-
-	w = 0;
-	for (i = 0; i < n; i = j) {
-		struct table_rec *out = &recs[w];
-
-		if (w != i)
-			*out = recs[i];
-		for (j = i + 1; j < n &&
-		    revkey_cmp(&recs[i].key, &recs[j].key) == 0; j++) {
-			out->revoked_at = table_merge_revoked(out->key.scope,
-			    out->revoked_at, recs[j].revoked_at);
-			if (out->reason[0] == '\0' && recs[j].reason[0] != '\0')
-				memcpy(out->reason, recs[j].reason,
-				    sizeof(out->reason));
-		}
-		w++;
-	}
-	return w;
-}
-
 /* ---------------------------------------------------------------------- */
-/* Record encoding shared by the builder and table_encode. */
+/* Record encoding. */
 
 static size_t
 tb_rec_size(size_t scope_len, size_t id_len, size_t reason_len)
@@ -911,40 +822,6 @@ table_builder_write(const struct table_builder *b, int fd, char *err,
 {
 	assert(b != NULL && fd >= 0);
 	return tb_emit(b, tb_sink_fd, &fd, NULL, err, errlen);
-}
-
-int
-table_encode(const struct table_rec *recs, size_t n, unsigned char **out,
-    size_t *outlen, char *err, size_t errlen)
-{
-	struct table_builder b;
-	size_t i;
-	int rc = -1;
-
-	assert(out != NULL && outlen != NULL);
-	*out = NULL;
-	*outlen = 0;
-	table_builder_init(&b);
-	for (i = 0; i < n; i++) {
-		if (i > 0 && revkey_cmp(&recs[i - 1].key, &recs[i].key) >= 0) {
-			tb_err(err, errlen,
-			    "table: record %zu not in strictly ascending order",
-			    i);
-			goto out;
-		}
-		if (table_builder_add_rec(&b, &recs[i]) != 0) {
-			tb_err(err, errlen, "table: record %zu: %s", i,
-			    errno == ENOMEM ? "out of memory" :
-			    "invalid key or reason");
-			goto out;
-		}
-	}
-	/* Already sorted and unique: keep the given order. */
-	b.sorted = true;
-	rc = table_builder_encode(&b, out, outlen, err, errlen);
-out:
-	table_builder_free(&b);
-	return rc;
 }
 
 /* ---------------------------------------------------------------------- */

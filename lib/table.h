@@ -29,20 +29,6 @@ struct table_rec {
 int64_t table_merge_revoked(const char *scope, int64_t have, int64_t t);
 
 /*
- * Sorts recs by key, collapses duplicates (revoked_at merged by
- * table_merge_revoked, the first non-empty reason wins) and returns the
- * new count. This function can't fail.
- */
-size_t table_sort_unique(struct table_rec *recs, size_t n);
-
-/*
- * Encodes sorted, unique records into a malloc'ed buffer (*out, *outlen),
- * caller owns it. Returns 0, or -1 with err.
- */
-int table_encode(const struct table_rec *recs, size_t n, unsigned char **out,
-    size_t *outlen, char *err, size_t errlen);
-
-/*
  * File layout (docs/FORMAT.md), all integers little-endian:
  *   header   magic[8] format:u16 flags:u16 reserved:u32 count:u64
  *            records_len:u64                               (32 bytes)
@@ -111,9 +97,10 @@ void table_builder_truncate(struct table_builder *b, size_t n);
 void table_builder_drop(struct table_builder *b, const bool *keep);
 
 /*
- * Sorts by encoded key and collapses duplicates exactly as
- * table_sort_unique() does (revoked_at merged by table_merge_revoked, the
- * first non-empty reason in insertion order wins). This function can't fail.
+ * Sorts by encoded key and collapses duplicates: revoked_at merged by
+ * table_merge_revoked, the first non-empty reason in insertion order wins
+ * (tests/table_ref.h restates this plainly and the tests compare the two).
+ * This function can't fail.
  */
 void table_builder_sort_unique(struct table_builder *b);
 

@@ -1,4 +1,4 @@
-/* svc_fixture.h - builds small signed filter/table pairs in memory for the svc unit tests */
+/* svc_fixture.h - small signed filter/table pairs in memory for the svc unit tests (pair_build) */
 #ifndef REVCHECK_TESTS_SVC_FIXTURE_H
 #define REVCHECK_TESTS_SVC_FIXTURE_H
 
@@ -7,6 +7,7 @@
 
 #include "bloom.h"
 #include "ffile.h"
+#include "pair.h"
 #include "revkey.h"
 #include "sign.h"
 #include "table.h"
@@ -25,21 +26,6 @@ struct fx_pair {
 	unsigned char	*table;
 	size_t		 tlen;
 };
-
-/* bloom_build_fuse()'s key source: the sorted, unique records, encoded. */
-struct fx_fuse_key {
-	size_t		 len;
-	unsigned char	 enc[REVKEY_ENC_MAX];
-};
-
-static inline const void *
-fx_fuse_key(void *arg, size_t i, size_t *len)
-{
-	const struct fx_fuse_key *fk = arg;
-
-	*len = fk[i].len;
-	return fk[i].enc;
-}
 
 /*
  * Builds a signed pair from records; extra_scopes names scopes covered
@@ -69,26 +55,24 @@ fx_build_layout(enum bloom_layout layout, EVP_PKEY *key, uint64_t version,
     const char **extra_scopes, size_t nextra, uint64_t m, uint32_t k,
     struct fx_pair *out)
 {
-	struct table_rec *tr = calloc(n + 1, sizeof(*tr));
+	struct table_builder tb;
 	struct ffile_scope sc[32];
-	struct ffile_info info;
-	struct bloom b;
-	unsigned char enc[REVKEY_ENC_MAX];
+	struct pair_opts po;
+	struct pair pair;
+	struct revkey key_i;
 	char err[256];
-	size_t i, j, ns = 0, el;
+	size_t i, j, ns = 0;
+	int rc = -1;
 
-	if (tr == NULL)
-		return -1;
 	memset(out, 0, sizeof(*out));
 	memset(sc, 0, sizeof(sc));
+	table_builder_init(&tb);
 	for (i = 0; i < n; i++) {
-		if (revkey_from_text(&tr[i].key, recs[i].scope, recs[i].id,
-		    strlen(recs[i].id), err, sizeof(err)) != 0)
-			goto fail;
-		tr[i].revoked_at = recs[i].revoked_at;
-		if (recs[i].reason != NULL)
-			snprintf(tr[i].reason, sizeof(tr[i].reason), "%s",
-			    recs[i].reason);
+		if (revkey_from_text(&key_i, recs[i].scope, recs[i].id,
+		    strlen(recs[i].id), err, sizeof(err)) != 0 ||
+		    table_builder_add(&tb, &key_i, recs[i].revoked_at,
+		    recs[i].reason) != 0)
+			goto out;
 		for (j = 0; j < ns; j++)
 			if (strcmp(sc[j].name, recs[i].scope) == 0)
 				break;
@@ -100,54 +84,31 @@ fx_build_layout(enum bloom_layout layout, EVP_PKEY *key, uint64_t version,
 	for (i = 0; i < nextra; i++)
 		snprintf(sc[ns++].name, sizeof(sc[0].name), "%s",
 		    extra_scopes[i]);
-	n = table_sort_unique(tr, n);
-	if (layout == BLOOM_FUSE) {
-		struct fx_fuse_key *fk = calloc(n + 1, sizeof(*fk));
-		int rc;
-
-		if (fk == NULL)
-			goto fail;
-		for (i = 0; i < n; i++)
-			fk[i].len = revkey_encode(&tr[i].key, fk[i].enc);
-		rc = bloom_build_fuse(&b, n, 0x1234, fx_fuse_key, fk);
-		free(fk);
-		if (rc != 0)
-			goto fail;
-	} else {
-		if (bloom_init(&b, layout, m, k, 0x1234) != 0)
-			goto fail;
-		for (i = 0; i < n; i++) {
-			el = revkey_encode(&tr[i].key, enc);
-			bloom_add(&b, enc, el);
-		}
+	table_builder_sort_unique(&tb);
+	memset(&po, 0, sizeof(po));
+	po.key = key;
+	po.version = version;
+	po.issued_at = issued;
+	po.expires_at = expires;
+	po.fp_rate = 0.01;
+	po.layout = layout;
+	po.m = m;
+	po.k = k;
+	po.seed = 0x1234;
+	po.fixed_seed = true;
+	if (pair_build(&pair, &tb, sc, ns, &po, err, sizeof(err)) != 0)
+		goto out;
+	if (table_builder_encode(&tb, &out->table, &out->tlen, err,
+	    sizeof(err)) == 0) {
+		out->filter = pair.filter;
+		out->flen = pair.filter_len;
+		pair.filter = NULL;
+		rc = 0;
 	}
-	if (table_encode(tr, n, &out->table, &out->tlen, err,
-	    sizeof(err)) != 0)
-		goto fail_bloom;
-	memset(&info, 0, sizeof(info));
-	info.version = version;
-	info.issued_at = issued;
-	info.expires_at = expires;
-	info.keys = n;
-	info.fp_rate_target = 0.01;
-	info.scopes = sc;
-	info.nscopes = (uint32_t)ns;
-	if (util_sha256(info.table_sha256, out->table, out->tlen) != 0)
-		goto fail_bloom;
-	info.table_len = out->tlen;
-	if (ffile_encode(&info, &b, key, &out->filter, &out->flen, err,
-	    sizeof(err)) != 0)
-		goto fail_bloom;
-	bloom_free(&b);
-	free(tr);
-	return 0;
-fail_bloom:
-	bloom_free(&b);
-fail:
-	free(out->table);
-	out->table = NULL;
-	free(tr);
-	return -1;
+	pair_free(&pair);
+out:
+	table_builder_free(&tb);
+	return rc;
 }
 
 static inline void

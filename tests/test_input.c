@@ -58,18 +58,30 @@ opts(const char *scope)
 	return o;
 }
 
+/* Record i of the set's builder (in insertion order until sorted). */
+static struct table_rec
+rec_at(const struct input_set *s, size_t i)
+{
+	struct table_rec r;
+
+	cr_assert_eq(table_builder_get(&s->builder, i, &r), 0, "record %zu", i);
+	return r;
+}
+
 /* Index of the record (scope, id) in s, or -1. */
 static long
 find(const struct input_set *s, const char *scope, const void *id,
     size_t idlen)
 {
+	struct table_rec r;
 	size_t i;
 
-	for (i = 0; i < s->nrecs; i++)
-		if (strcmp(s->recs[i].key.scope, scope) == 0 &&
-		    s->recs[i].key.id_len == idlen &&
-		    memcmp(s->recs[i].key.id, id, idlen) == 0)
+	for (i = 0; i < input_set_records(s); i++) {
+		r = rec_at(s, i);
+		if (strcmp(r.key.scope, scope) == 0 && r.key.id_len == idlen &&
+		    memcmp(r.key.id, id, idlen) == 0)
 			return (long)i;
+	}
 	return -1;
 }
 
@@ -118,16 +130,27 @@ struct snap {
 	struct ffile_scope *scopes;
 };
 
+/* The set's records, copied out of its builder (n + 1 entries). */
+static struct table_rec *
+recs_copy(const struct input_set *s, size_t n)
+{
+	struct table_rec *recs = calloc(n + 1, sizeof(*recs));
+	size_t i;
+
+	cr_assert_not_null(recs);
+	for (i = 0; i < n; i++)
+		recs[i] = rec_at(s, i);
+	return recs;
+}
+
 static void
 snap_take(struct snap *sn, const struct input_set *s)
 {
-	sn->nrecs = s->nrecs;
+	sn->nrecs = input_set_records(s);
 	sn->nscopes = s->nscopes;
-	sn->recs = malloc(s->nrecs * sizeof(*s->recs) + 1);
+	sn->recs = recs_copy(s, sn->nrecs);
 	sn->scopes = malloc(s->nscopes * sizeof(*s->scopes) + 1);
-	cr_assert(sn->recs != NULL && sn->scopes != NULL);
-	if (s->nrecs > 0)
-		memcpy(sn->recs, s->recs, s->nrecs * sizeof(*s->recs));
+	cr_assert(sn->scopes != NULL);
 	if (s->nscopes > 0)
 		memcpy(sn->scopes, s->scopes, s->nscopes * sizeof(*s->scopes));
 }
@@ -135,13 +158,16 @@ snap_take(struct snap *sn, const struct input_set *s)
 static void
 snap_check(struct snap *sn, const struct input_set *s)
 {
-	cr_assert_eq(s->nrecs, sn->nrecs, "records %zu, were %zu", s->nrecs,
-	    sn->nrecs);
+	struct table_rec *now;
+	size_t n = input_set_records(s);
+
+	cr_assert_eq(n, sn->nrecs, "records %zu, were %zu", n, sn->nrecs);
 	cr_assert_eq(s->nscopes, sn->nscopes, "scopes %zu, were %zu",
 	    s->nscopes, sn->nscopes);
-	if (s->nrecs > 0)
-		cr_assert_eq(memcmp(sn->recs, s->recs, s->nrecs *
-		    sizeof(*s->recs)), 0);
+	now = recs_copy(s, n);
+	if (n > 0)
+		cr_assert_eq(memcmp(sn->recs, now, n * sizeof(*now)), 0);
+	free(now);
 	if (s->nscopes > 0)
 		cr_assert_eq(memcmp(sn->scopes, s->scopes, s->nscopes *
 		    sizeof(*s->scopes)), 0);
@@ -165,17 +191,17 @@ Test(input, text_comments_crlf_whitespace)
 	data_path(path, sizeof(path), "tokens.txt");
 	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
 	/* Seven id lines (tok-1 twice: duplicates collapse later). */
-	cr_assert_eq(s.nrecs, 7);
+	cr_assert_eq(input_set_records(&s), 7);
 	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++)
 		cr_assert(find_str(&s, "default", want[i]) >= 0, "%s missing",
 		    want[i]);
-	for (i = 0; i < s.nrecs; i++) {
-		cr_assert_eq(s.recs[i].revoked_at, 0);
-		cr_assert_str_eq(s.recs[i].reason, "");
-		cr_assert_null(memchr(s.recs[i].key.id, '\r',
-		    s.recs[i].key.id_len));
-		cr_assert_null(memchr(s.recs[i].key.id, '#',
-		    s.recs[i].key.id_len));
+	for (i = 0; i < input_set_records(&s); i++) {
+		cr_assert_eq(rec_at(&s, i).revoked_at, 0);
+		cr_assert_str_eq(rec_at(&s, i).reason, "");
+		cr_assert_null(memchr(rec_at(&s, i).key.id, '\r',
+		    rec_at(&s, i).key.id_len));
+		cr_assert_null(memchr(rec_at(&s, i).key.id, '#',
+		    rec_at(&s, i).key.id_len));
 	}
 	cr_assert_eq(s.nscopes, 1);
 	cr_assert_str_eq(s.scopes[0].name, "default");
@@ -199,7 +225,7 @@ Test(input, text_blank_and_empty_files_cover_scope)
 	cr_assert(strstr(err, "\"tokens-a\"") != NULL, "%s", err);
 	write_file(path, "\n\r\n  \t\n# only comments\n", 23);
 	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), -1);
-	cr_assert_eq(s.nrecs, 0);
+	cr_assert_eq(input_set_records(&s), 0);
 	cr_assert_eq(s.nscopes, 0);
 	input_set_free(&s);
 	unlink(path);
@@ -218,13 +244,13 @@ Test(input, text_empty_files_cover_scope_when_allowed)
 	write_file(path, "", 0);
 	input_set_init(&s);
 	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(s.nrecs, 0);
+	cr_assert_eq(input_set_records(&s), 0);
 	cr_assert_eq(s.nscopes, 1);
 	cr_assert_str_eq(s.scopes[0].name, "tokens-a");
 
 	write_file(path, "\n\r\n  \t\n# only comments\n", 23);
 	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(s.nrecs, 0);
+	cr_assert_eq(input_set_records(&s), 0);
 	cr_assert_eq(s.nscopes, 1);
 	input_set_free(&s);
 	unlink(path);
@@ -240,7 +266,7 @@ Test(input, text_x509_serials)
 	input_set_init(&s);
 	data_path(path, sizeof(path), "serials.txt");
 	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(s.nrecs, 6);
+	cr_assert_eq(input_set_records(&s), 6);
 	cr_assert(find(&s, X509_ZERO_SCOPE, "\x01", 1) >= 0);
 	cr_assert(find(&s, X509_ZERO_SCOPE, "\x7f", 1) >= 0);
 	cr_assert(find(&s, X509_ZERO_SCOPE, "\x80", 1) >= 0, "00:80 -> 80");
@@ -264,7 +290,7 @@ Test(input, text_bad_hex_names_file_and_line)
 	cr_assert(strncmp(err, want, strlen(want)) == 0, "got: %s", err);
 	cr_assert(strstr(err, "hex") != NULL, "got: %s", err);
 	/* Nothing from lines 1-2 stays behind, not even the scope. */
-	cr_assert_eq(s.nrecs, 0);
+	cr_assert_eq(input_set_records(&s), 0);
 	cr_assert_eq(s.nscopes, 0);
 	input_set_free(&s);
 }
@@ -279,7 +305,7 @@ Test(input, text_same_file_as_tokens_is_not_hex_checked)
 	input_set_init(&s);
 	data_path(path, sizeof(path), "serials-badhex.txt");
 	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(s.nrecs, 4);
+	cr_assert_eq(input_set_records(&s), 4);
 	cr_assert(find_str(&s, "default", "zz01") >= 0);
 	input_set_free(&s);
 }
@@ -307,12 +333,12 @@ Test(input, text_invalid_scope_and_long_id)
 	o = opts("default");
 	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), -1);
 	cr_assert(strstr(err, ":2: ") != NULL, "%s", err);
-	cr_assert_eq(s.nrecs, 0);
+	cr_assert_eq(input_set_records(&s), 0);
 	/* One byte shorter is accepted. */
 	big[REVKEY_ID_MAX + 3] = '\n';
 	write_file(path, big, REVKEY_ID_MAX + 4);
 	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(s.nrecs, 2);
+	cr_assert_eq(input_set_records(&s), 2);
 	free(big);
 	input_set_free(&s);
 	unlink(path);
@@ -348,7 +374,7 @@ Test(input, stdin_dash)
 	cr_assert_not_null(freopen(path, "r", stdin));
 	input_set_init(&s);
 	cr_assert_eq(input_read(&s, "-", &o, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(s.nrecs, 3);
+	cr_assert_eq(input_set_records(&s), 3);
 	cr_assert(find_str(&s, "default", "tok-b") >= 0);
 	input_set_free(&s);
 }
@@ -377,7 +403,7 @@ Test(input, json_strings)
 	input_set_init(&s);
 	data_path(path, sizeof(path), "tokens.json");
 	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(s.nrecs, 3);
+	cr_assert_eq(input_set_records(&s), 3);
 	cr_assert(find_str(&s, "tokens", "tok-a") >= 0);
 	cr_assert(find_str(&s, "tokens", "tok-b") >= 0);
 	cr_assert_eq(s.nscopes, 1);
@@ -396,19 +422,19 @@ Test(input, json_objects)
 	input_set_init(&s);
 	data_path(path, sizeof(path), "tokens-objects.json");
 	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(s.nrecs, 5);
+	cr_assert_eq(input_set_records(&s), 5);
 	cr_assert(find_str(&s, "default", "plain-id") >= 0);
 	cr_assert(find_str(&s, "default", "obj-1") >= 0);
 	i = find_str(&s, "https://idp.example", "obj-2");
 	cr_assert(i >= 0);
 	cr_assert_eq(util_parse_rfc3339("2026-01-31T12:00:00Z", &t), 0);
-	cr_assert_eq(s.recs[i].revoked_at, t);
-	cr_assert_str_eq(s.recs[i].reason, "keyCompromise");
+	cr_assert_eq(rec_at(&s, i).revoked_at, t);
+	cr_assert_str_eq(rec_at(&s, i).reason, "keyCompromise");
 	i = find_str(&s, "default", "obj-3");
 	cr_assert(i >= 0);
 	cr_assert_eq(util_parse_rfc3339("2026-01-31T23:00:00Z", &t), 0);
-	cr_assert_eq(s.recs[i].revoked_at, t, "offset +01:00 applied");
-	cr_assert_str_eq(s.recs[i].reason, "");
+	cr_assert_eq(rec_at(&s, i).revoked_at, t, "offset +01:00 applied");
+	cr_assert_str_eq(rec_at(&s, i).reason, "");
 	/* An id in an x509 scope is a hex serial. */
 	cr_assert(find(&s, X509_ZERO_SCOPE, "\x01\x00", 2) >= 0);
 	cr_assert_eq(s.nscopes, 3);
@@ -431,7 +457,7 @@ Test(input, json_empty_array_covers_scope)
 	cr_assert_eq(s.nscopes, 0);
 	o.allow_empty = true;
 	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(s.nrecs, 0);
+	cr_assert_eq(input_set_records(&s), 0);
 	cr_assert_eq(s.nscopes, 1);
 	cr_assert_str_eq(s.scopes[0].name, "tokens-b");
 	input_set_free(&s);
@@ -472,18 +498,18 @@ Test(input, text_not_a_token_list_refused)
 		    &o, err, sizeof(err)), -1, "case %zu accepted", i);
 		cr_assert(strstr(err, cases[i].want) != NULL, "case %zu: %s", i,
 		    err);
-		cr_assert_eq(s.nrecs, 0);
+		cr_assert_eq(input_set_records(&s), 0);
 		cr_assert_eq(s.nscopes, 0);
 	}
 	/* UTF-8 ids are ids. */
 	cr_assert_eq(input_read_buf(&s, "list.txt", "t\xc3\xa9st\n", 6, &o,
 	    err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(s.nrecs, 1);
+	cr_assert_eq(input_set_records(&s), 1);
 	cr_assert_eq(input_read_buf(&s, "l.json", "[\"a\\u0007b\"]", 12, &o,
 	    err, sizeof(err)), -1);
 	cr_assert(strstr(err, "element 0: \"id\" column 2: control byte") !=
 	    NULL, "%s", err);
-	cr_assert_eq(s.nrecs, 1);
+	cr_assert_eq(input_set_records(&s), 1);
 	input_set_free(&s);
 }
 
@@ -521,7 +547,7 @@ json_bad(const char *name, const char *where, const char *what)
 	cr_assert(strncmp(err, path, strlen(path)) == 0, "no file: %s", err);
 	cr_assert(strstr(err, where) != NULL, "want \"%s\" in: %s", where, err);
 	cr_assert(strstr(err, what) != NULL, "want \"%s\" in: %s", what, err);
-	cr_assert_eq(s.nrecs, 0);
+	cr_assert_eq(input_set_records(&s), 0);
 	cr_assert_eq(s.nscopes, 0);
 	input_set_free(&s);
 }
@@ -556,7 +582,7 @@ Test(input, json_forced_format_and_nul)
 	o.format = INPUT_JSON;
 	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), -1);
 	cr_assert(strstr(err, "invalid JSON") != NULL, "%s", err);
-	cr_assert_eq(s.nrecs, 0);
+	cr_assert_eq(input_set_records(&s), 0);
 	input_set_free(&s);
 	unlink(path);
 	rmdir(dir);
@@ -722,8 +748,8 @@ check_manifest(const struct input_set *s, const char *manifest)
 		cr_assert(r >= 0, "%s (serial %s) revoked but missing",
 		    m[i].file, m[i].serial);
 		cr_assert_eq(util_parse_rfc3339(m[i].date, &at), 0);
-		cr_assert_eq(s->recs[r].revoked_at, at, "%s date", m[i].file);
-		cr_assert_str_eq(s->recs[r].reason,
+		cr_assert_eq(rec_at(s, r).revoked_at, at, "%s date", m[i].file);
+		cr_assert_str_eq(rec_at(s, r).reason,
 		    strcmp(m[i].reason, "-") == 0 ? "" : m[i].reason,
 		    "%s reason", m[i].file);
 	}
@@ -759,7 +785,7 @@ Test(input_crl, pem_every_revoked_serial)
 	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
 	nrev = check_manifest(&s, "certs.tsv");
 	cr_assert_eq(nrev, 7);
-	cr_assert_eq(s.nrecs, nrev, "only the revoked serials");
+	cr_assert_eq(input_set_records(&s), nrev, "only the revoked serials");
 
 	leaf_scope(scope, "certs/leaf01.pem");
 	cr_assert_eq(s.nscopes, 1);
@@ -793,9 +819,12 @@ Test(input_crl, der_same_as_pem)
 	cr_assert_eq(input_read(&b, path, &o, err, sizeof(err)), 0, "%s", err);
 	o.format = INPUT_CRL;
 	cr_assert_eq(check_manifest(&b, "certs.tsv"), 7);
-	cr_assert_eq(a.nrecs, b.nrecs);
-	for (i = 0; i < a.nrecs; i++)
-		cr_assert_eq(memcmp(&a.recs[i], &b.recs[i], sizeof(a.recs[i])), 0);
+	cr_assert_eq(input_set_records(&a), input_set_records(&b));
+	for (i = 0; i < input_set_records(&a); i++) {
+		struct table_rec ra = rec_at(&a, i), rb = rec_at(&b, i);
+
+		cr_assert_eq(memcmp(&ra, &rb, sizeof(ra)), 0);
+	}
 	cr_assert_eq(memcmp(a.scopes, b.scopes, sizeof(*a.scopes)), 0);
 	input_set_free(&a);
 	input_set_free(&b);
@@ -813,7 +842,7 @@ Test(input_crl, bundle_of_two_issuers)
 	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(check_manifest(&s, "certs.tsv"), 7);
 	cr_assert_eq(check_manifest(&s, "other-certs.tsv"), 1);
-	cr_assert_eq(s.nrecs, 8);
+	cr_assert_eq(input_set_records(&s), 8);
 	leaf_scope(ca, "certs/leaf01.pem");
 	leaf_scope(other, "certs/other01.pem");
 	cr_assert_str_neq(ca, other);
@@ -835,7 +864,7 @@ Test(input_crl, empty_crl_covers_its_issuer)
 	input_set_init(&s);
 	pki_path(path, sizeof(path), "other-crl-empty.pem");
 	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(s.nrecs, 0);
+	cr_assert_eq(input_set_records(&s), 0);
 	cr_assert_eq(s.nscopes, 1);
 	leaf_scope(other, "certs/other01.pem");
 	cr_assert_str_eq(s.scopes[0].name, other);
@@ -856,14 +885,14 @@ Test(input_crl, issuer_verification)
 	o.issuers = &ca;
 	o.nissuers = 1;
 	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(s.nrecs, 7);
+	cr_assert_eq(input_set_records(&s), 7);
 
 	/* The right one among several. */
 	o.issuers = both;
 	o.nissuers = 2;
 	pki_path(path, sizeof(path), "crl-bundle.pem");
 	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(s.nrecs, 15);
+	cr_assert_eq(input_set_records(&s), 15);
 
 	/* ca's CRL when only other is trusted. */
 	o.issuers = &other;
@@ -882,7 +911,7 @@ Test(input_crl, issuer_verification)
 	cr_assert(strstr(err, "signature does not verify against") != NULL,
 	    "%s", err);
 	cr_assert(strstr(err, "CN=revcheck Test CA") != NULL, "%s", err);
-	cr_assert_eq(s.nrecs, 15);
+	cr_assert_eq(input_set_records(&s), 15);
 	X509_free(ca);
 	X509_free(other);
 	input_set_free(&s);
@@ -899,11 +928,11 @@ Test(input_crl, expired_crl)
 	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), -1);
 	cr_assert(strstr(err, "expired at 2020-01-02T00:00:00Z") != NULL, "%s",
 	    err);
-	cr_assert_eq(s.nrecs, 0);
+	cr_assert_eq(input_set_records(&s), 0);
 	cr_assert_eq(s.nscopes, 0);
 	o.allow_expired = true;
 	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(s.nrecs, 7);
+	cr_assert_eq(input_set_records(&s), 7);
 	cr_assert_eq(s.scopes[0].next_update, 1577923200);
 	/* A clock before nextUpdate accepts it without the flag. */
 	o.allow_expired = false;
@@ -926,7 +955,7 @@ Test(input_crl, newest_crl_describes_the_scope)
 	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(s.nscopes, 1);
 	cr_assert_str_eq(s.scopes[0].crl_number, "1000");
-	cr_assert_eq(s.nrecs, 14);
+	cr_assert_eq(input_set_records(&s), 14);
 	input_set_free(&s);
 }
 
@@ -949,7 +978,7 @@ Test(input_crl, truncated_der)
 		cr_assert_eq(input_read(&s, cut, &o, err, sizeof(err)), -1,
 		    "prefix of %zu bytes accepted", n);
 		cr_assert(strncmp(err, cut, strlen(cut)) == 0, "%s", err);
-		cr_assert_eq(s.nrecs, 0);
+		cr_assert_eq(input_set_records(&s), 0);
 		cr_assert_eq(s.nscopes, 0);
 	}
 	/* Cut inside the revoked list: the offset points into it. */
@@ -994,7 +1023,7 @@ Test(input_crl, corrupt_pem)
 	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), -1);
 	cr_assert(strstr(err, "without an X509 CRL") != NULL, "%s", err);
 	free(pem);
-	cr_assert_eq(s.nrecs, 0);
+	cr_assert_eq(input_set_records(&s), 0);
 	cr_assert_eq(s.nscopes, 0);
 	input_set_free(&s);
 }
@@ -1048,20 +1077,12 @@ Test(input_crl, failure_leaves_set_unchanged)
 
 /* ---- mixing and counting ---------------------------------------------------- */
 
-static int
-rec_cmp(const void *a, const void *b)
-{
-	return revkey_cmp(&((const struct table_rec *)a)->key,
-	    &((const struct table_rec *)b)->key);
-}
-
 Test(input_crl, auto_detect_and_count_scopes)
 {
 	struct input_set s;
 	struct input_opts o = opts("tokens");
 	char path[512], err[512] = "", ca[REVKEY_SCOPE_MAX + 1];
 	const struct ffile_scope *sc;
-	size_t i, j;
 
 	input_set_init(&s);
 	pki_path(path, sizeof(path), "crl.der");
@@ -1070,15 +1091,11 @@ Test(input_crl, auto_detect_and_count_scopes)
 	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
 	data_path(path, sizeof(path), "tokens.json");
 	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(s.nrecs, 7 + 7 + 3);
+	cr_assert_eq(input_set_records(&s), 7 + 7 + 3);
 	cr_assert_eq(s.nscopes, 2);
 
-	/* Sort and collapse as table_sort_unique() will, then count. */
-	qsort(s.recs, s.nrecs, sizeof(*s.recs), rec_cmp);
-	for (i = 0, j = 0; i < s.nrecs; i++)
-		if (j == 0 || revkey_cmp(&s.recs[j - 1].key, &s.recs[i].key) != 0)
-			s.recs[j++] = s.recs[i];
-	s.nrecs = j;
+	/* Sort and collapse as a build does, then count. */
+	table_builder_sort_unique(&s.builder);
 	input_count_scopes(&s);
 	leaf_scope(ca, "certs/leaf01.pem");
 	sc = scope_of(&s, ca);
@@ -1103,7 +1120,7 @@ Test(input, text_starting_with_zero_is_text)
 	write_file(path, "0a\n0b\n", 6);
 	input_set_init(&s);
 	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(s.nrecs, 2);
+	cr_assert_eq(input_set_records(&s), 2);
 	cr_assert(find(&s, X509_ZERO_SCOPE, "\x0b", 1) >= 0);
 	input_set_free(&s);
 	unlink(path);
@@ -1161,15 +1178,16 @@ Test(input, many_scopes_and_counts)
 	write_scoped_json(path, 9000, 3000);
 	input_set_init(&s);
 	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(s.nrecs, 9000);
+	cr_assert_eq(input_set_records(&s), 9000);
 	cr_assert_eq(s.nscopes, 3000);
 	/* Reading it again finds every scope already there. */
 	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(s.nscopes, 3000);
-	qsort(s.recs, s.nrecs, sizeof(*s.recs), rec_cmp);
+	/* Sorting collapses the second read's records: 3 keys a scope. */
+	table_builder_sort_unique(&s.builder);
 	input_count_scopes(&s);
 	for (i = 0; i < s.nscopes; i++)
-		cr_assert_eq(s.scopes[i].keys, 6, "%s", s.scopes[i].name);
+		cr_assert_eq(s.scopes[i].keys, 3, "%s", s.scopes[i].name);
 
 	/* Over the scope cap: an error, and the set as it was. */
 	snap_take(&sn, &s);
@@ -1193,7 +1211,7 @@ Test(input, read_buf)
 	input_set_init(&s);
 	cr_assert_eq(input_read_buf(&s, "mem", good, sizeof(good) - 1, &o, err,
 	    sizeof(err)), 0, "%s", err);
-	cr_assert_eq(s.nrecs, 2);
+	cr_assert_eq(input_set_records(&s), 2);
 	cr_assert(find_str(&s, "default", "m2") >= 0);
 	o.format = INPUT_JSON;
 	cr_assert_eq(input_read_buf(&s, "mem2", bad, sizeof(bad) - 1, &o, err,
@@ -1203,14 +1221,13 @@ Test(input, read_buf)
 	cr_assert_eq(input_read_buf(&s, "mem3", "", 0, &o, err, sizeof(err)),
 	    -1);
 	cr_assert(strstr(err, "mem3: ") != NULL, "%s", err);
-	cr_assert_eq(s.nrecs, 2);
+	cr_assert_eq(input_set_records(&s), 2);
 	input_set_free(&s);
 }
 
 Test(input_crl, builder_mode)
 {
 	struct input_set s;
-	struct table_builder tb;
 	struct input_opts o = opts("tokens");
 	char path[512], err[512] = "", ca[REVKEY_SCOPE_MAX + 1];
 	struct table_rec rec;
@@ -1218,32 +1235,29 @@ Test(input_crl, builder_mode)
 	bool found = false;
 
 	input_set_init(&s);
-	table_builder_init(&tb);
-	s.builder = &tb;
 	pki_path(path, sizeof(path), "crl.pem");
 	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
 	data_path(path, sizeof(path), "tokens.txt");
 	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(s.nrecs, 0, "records went to the builder");
-	cr_assert_eq(table_builder_count(&tb), 14);
+	cr_assert_eq(table_builder_count(&s.builder), 14);
 
 	/* A failure truncates the builder back. */
-	n0 = table_builder_count(&tb);
+	n0 = table_builder_count(&s.builder);
 	pki_path(path, sizeof(path), "crl-expired.pem");
 	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), -1);
 	data_path(path, sizeof(path), "bad-date.json");
 	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), -1);
-	cr_assert_eq(table_builder_count(&tb), n0);
+	cr_assert_eq(table_builder_count(&s.builder), n0);
 	cr_assert_eq(s.nscopes, 2);
 
-	table_builder_sort_unique(&tb);
+	table_builder_sort_unique(&s.builder);
 	input_count_scopes(&s);
 	leaf_scope(ca, "certs/leaf01.pem");
 	cr_assert_eq(scope_of(&s, ca)->keys, 7);
 	cr_assert_eq(scope_of(&s, "tokens")->keys, 6);
 	/* Dates and reasons survive: leaf01 is keyCompromise. */
-	for (i = 0; i < table_builder_count(&tb); i++) {
-		cr_assert_eq(table_builder_get(&tb, i, &rec), 0);
+	for (i = 0; i < table_builder_count(&s.builder); i++) {
+		cr_assert_eq(table_builder_get(&s.builder, i, &rec), 0);
 		if (strcmp(rec.key.scope, ca) == 0 && rec.key.id_len == 1 &&
 		    rec.key.id[0] == 1) {
 			cr_assert_str_eq(rec.reason, "keyCompromise");
@@ -1252,7 +1266,6 @@ Test(input_crl, builder_mode)
 		}
 	}
 	cr_assert(found);
-	table_builder_free(&tb);
 	input_set_free(&s);
 }
 
@@ -1273,7 +1286,7 @@ Test(input, json_escaped_nul_refused)
 	cr_assert_eq(input_read_buf(&s, "ctl.json", ctl, sizeof(ctl) - 1, &o,
 	    err, sizeof(err)), -1);
 	cr_assert(strstr(err, "control byte") != NULL, "%s", err);
-	cr_assert_eq(s.nrecs, 0);
+	cr_assert_eq(input_set_records(&s), 0);
 	input_set_free(&s);
 }
 
@@ -1492,11 +1505,11 @@ crl_expect(const struct crlspec *c, const struct input_opts *o,
 		cr_assert(strstr(err, "crafted.der: ") == err, "%s", err);
 		cr_assert(strstr(err, want) != NULL, "want \"%s\": %s", want,
 		    err);
-		cr_assert_eq(s.nrecs, 0);
+		cr_assert_eq(input_set_records(&s), 0);
 		cr_assert_eq(s.nscopes, 0);
 	} else {
 		cr_assert_eq(rc, 0, "%s", err);
-		cr_assert_eq(s.nrecs, 1);
+		cr_assert_eq(input_set_records(&s), 1);
 		cr_assert_eq(s.nscopes, 1);
 		flags = s.scopes[0].flags;
 	}
@@ -1690,13 +1703,13 @@ Test(input, json_cutoffs)
 	input_set_init(&s);
 	cr_assert_eq(input_read_buf(&s, "l.json", list, strlen(list), &o, err,
 	    sizeof(err)), 0, "%s", err);
-	cr_assert_eq(s.nrecs, 3);
+	cr_assert_eq(input_set_records(&s), 3);
 	i = find_str(&s, "sub:https://idp.example", "alice");
 	cr_assert(i >= 0);
-	cr_assert_eq(s.recs[i].revoked_at, t);
+	cr_assert_eq(rec_at(&s, i).revoked_at, t);
 	i = find_str(&s, "sid:https://idp.example", "s-1");
 	cr_assert(i >= 0);
-	cr_assert_eq(s.recs[i].revoked_at, t);
+	cr_assert_eq(rec_at(&s, i).revoked_at, t);
 	cr_assert(find_str(&s, "https://idp.example", "jti-1") >= 0);
 	cr_assert_not_null(scope_of(&s, "sub:https://idp.example"));
 	cr_assert_not_null(scope_of(&s, "sid:https://idp.example"));
@@ -1741,11 +1754,11 @@ Test(input_crl, entries_per_rfc5280)
 	crl = crl_make(pki_cas[0], key, &c);
 	input_set_init(&s);
 	cr_assert_eq(crl_read(&s, crl, &o, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(s.nrecs, 3, "0x42, 7 once, -1");
+	cr_assert_eq(input_set_records(&s), 3, "0x42, 7 once, -1");
 	r = find(&s, s.scopes[0].name, s7, 1);
 	cr_assert(r >= 0);
-	cr_assert_str_eq(s.recs[r].reason, "keyCompromise");
-	cr_assert_lt((int64_t)time(NULL) - 86400 - s.recs[r].revoked_at, 5,
+	cr_assert_str_eq(rec_at(&s, r).reason, "keyCompromise");
+	cr_assert_lt((int64_t)time(NULL) - 86400 - rec_at(&s, r).revoked_at, 5,
 	    "the keyCompromise entry's date");
 	cr_assert(find(&s, s.scopes[0].name, neg1, 2) >= 0, "-1 as 00 01");
 	cr_assert_eq(find(&s, s.scopes[0].name, pos1, 1), -1, "-1 is not 1");
@@ -1762,7 +1775,7 @@ Test(input_crl, entries_per_rfc5280)
 	cr_assert_eq(crl_read(&s, crl, &o, err, sizeof(err)), 0, "%s", err);
 	r = find(&s, s.scopes[0].name, s7, 1);
 	cr_assert(r >= 0);
-	cr_assert_str_eq(s.recs[r].reason, "keyCompromise");
+	cr_assert_str_eq(rec_at(&s, r).reason, "keyCompromise");
 	input_set_free(&s);
 	X509_CRL_free(crl);
 
@@ -1814,10 +1827,10 @@ Test(input_crl, newest_crl_wins_and_rollback_refused)
 		    err);
 		cr_assert_eq(crl_read(&s, second, &o, err, sizeof(err)), 0,
 		    "%s", err);
-		cr_assert_eq(s.nrecs, 3, "a union before resolving");
+		cr_assert_eq(input_set_records(&s), 3, "a union before resolving");
 		cr_assert_eq(input_resolve_crls(&s, true, false, err, sizeof(err)), 0,
 		    "%s", err);
-		cr_assert_eq(s.nrecs, 1, "order %d: only CRL 6's entry", order);
+		cr_assert_eq(input_set_records(&s), 1, "order %d: only CRL 6's entry", order);
 		cr_assert(find(&s, s.scopes[0].name, s42, 1) >= 0);
 		cr_assert_eq(find(&s, s.scopes[0].name, s9, 1), -1,
 		    "serial 9 of the older CRL 5 is not used");
@@ -1991,11 +2004,11 @@ Test(input_crl, delta_applied_to_its_base)
 	cr_assert_eq(crl_read(&s, base, &o, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(input_resolve_crls(&s, true, false, err, sizeof(err)), 0,
 	    "%s", err);
-	cr_assert_eq(s.nrecs, 2, "9 from the base, 5 from the delta");
+	cr_assert_eq(input_set_records(&s), 2, "9 from the base, 5 from the delta");
 	cr_assert(find(&s, s.scopes[0].name, s9, 1) >= 0);
 	r = find(&s, s.scopes[0].name, s5, 1);
 	cr_assert(r >= 0);
-	cr_assert_str_eq(s.recs[r].reason, "keyCompromise");
+	cr_assert_str_eq(rec_at(&s, r).reason, "keyCompromise");
 	cr_assert_eq(find(&s, s.scopes[0].name, s42, 1), -1,
 	    "the hold was removed");
 	cr_assert_str_eq(s.scopes[0].crl_number, "0b", "the delta describes");
@@ -2138,7 +2151,7 @@ Test(input_crl, indirect_entries_go_to_their_issuer)
 	    sizeof(err)), 0, "%s", err);
 	cr_assert_eq(input_resolve_crls(&s, true, false, err, sizeof(err)), 0,
 	    "%s", err);
-	cr_assert_eq(s.nrecs, sizeof(want) / sizeof(want[0]));
+	cr_assert_eq(input_set_records(&s), sizeof(want) / sizeof(want[0]));
 	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		sc = strcmp(want[i].ca, "ca5") == 0 ? s5 :
 		    strcmp(want[i].ca, "ca6") == 0 ? s6 : s7;
@@ -2289,7 +2302,7 @@ Test(input_crl, certificate_issuer_rules)
 			cr_assert_eq(crl_read(&s, crl, &o, err, sizeof(err)), -1);
 			cr_assert(strstr(err, "entry 1: certificate issuer with "
 			    "no or several directory names") != NULL, "%s", err);
-			cr_assert_eq(s.nrecs, 0);
+			cr_assert_eq(input_set_records(&s), 0);
 		} else {
 			cr_assert_eq(crl_read(&s, crl, &o, err, sizeof(err)), 0,
 			    "%s", err);

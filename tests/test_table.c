@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "table.h"
+#include "table_ref.h"
 #include "util.h"
 
 static void
@@ -126,7 +127,7 @@ Test(table, later_cutoff_wins)
 		recs[1].revoked_at = 3000;
 		recs[2] = recs[0];
 		recs[2].revoked_at = 1000;
-		cr_assert_eq(table_sort_unique(recs, 3), 1);
+		cr_assert_eq(ref_sort_unique(recs, 3), 1);
 		cr_assert_eq(recs[0].revoked_at, 3000, "reference: latest");
 	}
 	/* Any other scope keeps the earliest known time, as before. */
@@ -138,7 +139,7 @@ Test(table, later_cutoff_wins)
 }
 
 /*
- * Sorts b and the same records through the reference table_sort_unique()
+ * Sorts b and the same records through the reference ref_sort_unique()
  * and requires identical encoded bytes.
  */
 static void
@@ -148,8 +149,8 @@ same_as_reference(struct table_builder *b, struct table_rec *recs, size_t n)
 	size_t l1, l2, m;
 	char err[256];
 
-	m = table_sort_unique(recs, n);
-	cr_assert_eq(table_encode(recs, m, &b1, &l1, err, sizeof(err)), 0,
+	m = ref_sort_unique(recs, n);
+	cr_assert_eq(ref_encode(recs, m, &b1, &l1, err, sizeof(err)), 0,
 	    "%s", err);
 	table_builder_sort_unique(b);
 	cr_assert_eq(table_builder_count(b), m);
@@ -160,7 +161,7 @@ same_as_reference(struct table_builder *b, struct table_rec *recs, size_t n)
 	free(b2);
 }
 
-Test(table, builder_matches_table_sort_unique)
+Test(table, builder_matches_reference)
 {
 	struct table_builder b;
 	struct table_rec *recs;
@@ -407,6 +408,7 @@ Test(table, hostile_bytes_never_crash)
 
 Test(table, rejects_unsorted_index)
 {
+	struct table_builder b;
 	struct table_rec recs[2];
 	unsigned char *buf;
 	size_t len;
@@ -415,8 +417,16 @@ Test(table, rejects_unsorted_index)
 	memset(recs, 0, sizeof(recs));
 	mkkey(&recs[0].key, "default", "b");
 	mkkey(&recs[1].key, "default", "a");
-	cr_assert_eq(table_encode(recs, 2, &buf, &len, err, sizeof(err)), -1);
+	cr_assert_eq(ref_encode(recs, 2, &buf, &len, err, sizeof(err)), -1);
 	cr_assert(strstr(err, "ascending") != NULL, "%s", err);
+
+	/* The builder writes nothing it has not sorted. */
+	table_builder_init(&b);
+	cr_assert_eq(table_builder_add_rec(&b, &recs[0]), 0);
+	cr_assert_eq(table_builder_add_rec(&b, &recs[1]), 0);
+	cr_assert_eq(table_builder_encode(&b, &buf, &len, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "not sorted") != NULL, "%s", err);
+	table_builder_free(&b);
 }
 
 Test(table, open_reports_path)
@@ -428,7 +438,7 @@ Test(table, open_reports_path)
 }
 
 /* Many interleaved scopes, and more than the builder can rank: the order
- * is still exactly that of table_sort_unique. */
+ * is still exactly that of the reference. */
 static void
 many_scopes(size_t nscopes, size_t n)
 {
@@ -448,8 +458,8 @@ many_scopes(size_t nscopes, size_t n)
 		mkkey(&recs[i].key, scope, id);
 		cr_assert_eq(table_builder_add_rec(&b, &recs[i]), 0);
 	}
-	m = table_sort_unique(recs, n);
-	cr_assert_eq(table_encode(recs, m, &b1, &l1, err, sizeof(err)), 0,
+	m = ref_sort_unique(recs, n);
+	cr_assert_eq(ref_encode(recs, m, &b1, &l1, err, sizeof(err)), 0,
 	    "%s", err);
 	table_builder_sort_unique(&b);
 	cr_assert_eq(table_builder_encode(&b, &b2, &l2, err, sizeof(err)), 0);

@@ -24,6 +24,7 @@ fuzz_input_read(struct input_set *s, const uint8_t *data, size_t size,
     const char *scope, enum input_format fmt)
 {
 	struct input_opts o;
+	struct table_rec r;
 	char err[512];
 	size_t i;
 
@@ -41,16 +42,17 @@ fuzz_input_read(struct input_set *s, const uint8_t *data, size_t size,
 	o.crl_validity = 86400;
 	input_set_init(s);
 	if (input_read_buf(s, "fuzz", data, size, &o, err, sizeof(err)) != 0) {
-		if (s->nrecs != 0 || s->nscopes != 0 || strncmp(err, "fuzz", 4))
+		if (input_set_records(s) != 0 || s->nscopes != 0 ||
+		    strncmp(err, "fuzz", 4))
 			abort();
 		return -1;
 	}
-	for (i = 0; i < s->nrecs; i++)
-		if (s->recs[i].key.id_len == 0 ||
-		    s->recs[i].key.id_len > REVKEY_ID_MAX ||
-		    !revkey_scope_valid(s->recs[i].key.scope,
-		    s->recs[i].key.scope_len))
+	for (i = 0; i < input_set_records(s); i++)
+		if (table_builder_get(&s->builder, i, &r) != 0 ||
+		    r.key.id_len == 0 || r.key.id_len > REVKEY_ID_MAX ||
+		    !revkey_scope_valid(r.key.scope, r.key.scope_len))
 			abort();
+	table_builder_sort_unique(&s->builder);
 	input_count_scopes(s);
 	return 0;
 }

@@ -1,0 +1,202 @@
+/* pair.c - sorted records to a signed filter and its table, published as one version */
+#include "pair.h"
+
+#include <assert.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/rand.h>
+
+#include "publish.h"
+#include "util.h"
+
+/*
+ * The add loop hints ahead: records PAIR_AHEAD * 2 keys ahead (in the key
+ * source), filter lines PAIR_AHEAD keys ahead through a ring of hashes.
+ */
+#define PAIR_AHEAD	8
+#define PAIR_RING	16	/* a power of two above PAIR_AHEAD */
+
+static void
+pair_phase(const struct pair_opts *o, const char *step)
+{
+	if (o->phase != NULL)
+		o->phase(o->phase_arg, step);
+}
+
+int
+pair_filter(struct bloom *b, enum bloom_layout layout, size_t n,
+    uint64_t m, uint32_t k, uint64_t seed, bloom_key_fn key, void *arg,
+    char *err, size_t errlen)
+{
+	struct bloom_hash ring[PAIR_RING];
+	const void *kb;
+	size_t i, klen;
+
+	assert(b != NULL && key != NULL);
+	if (layout == BLOOM_FUSE) {
+		if (bloom_build_fuse(b, n, seed, key, arg) == 0)
+			return 0;
+		(void)snprintf(err, errlen, "cannot build a fuse filter of %zu "
+		    "keys: out of memory, over %" PRIu64 " keys, or no seed gave "
+		    "a complete construction", n, BLOOM_FUSE_MAX_KEYS);
+		return -1;
+	}
+	if (bloom_init(b, layout, m, k, seed) != 0) {
+		(void)snprintf(err, errlen, "out of memory for a %" PRIu64
+		    "-bit filter", m);
+		return -1;
+	}
+	for (i = 0; i < n + PAIR_AHEAD; i++) {
+		if (i < n) {
+			kb = key(arg, i, &klen);
+			ring[i & (PAIR_RING - 1)] = bloom_hash(b->seed, kb,
+			    klen);
+			bloom_prefetch(b, &ring[i & (PAIR_RING - 1)]);
+		}
+		if (i >= PAIR_AHEAD)
+			bloom_add_hash(b, &ring[(i - PAIR_AHEAD) &
+			    (PAIR_RING - 1)]);
+	}
+	return 0;
+}
+
+int
+pair_layout(size_t n, double fp_rate, enum bloom_layout asked,
+    enum bloom_layout *layout, char *err, size_t errlen)
+{
+	*layout = asked != 0 ? asked : bloom_pick_layout(n, fp_rate);
+	if (*layout == BLOOM_FUSE && fp_rate < BLOOM_FUSE_FP) {
+		(void)snprintf(err, errlen, "--layout fuse has the fixed FP rate "
+		    "1/256 (0.00390625), above --fp-rate %g: use --layout "
+		    "blocked or classic, or an --fp-rate of 1/256 or more "
+		    "(0.004 will do)", fp_rate);
+		return -1;
+	}
+	return 0;
+}
+
+/* The key source over a sorted builder: hints the records ahead. */
+static const void *
+pair_key(void *arg, size_t i, size_t *len)
+{
+	table_builder_prefetch(arg, i + 2 * PAIR_AHEAD);
+	return table_builder_key(arg, i, len);
+}
+
+/* expires_at, lowered to the earliest CRL nextUpdate after issued_at. */
+static int64_t
+pair_expiry(const struct pair_opts *o, const struct ffile_scope *scopes,
+    size_t nscopes)
+{
+	int64_t expires = o->expires_at;
+	size_t i;
+
+	for (i = 0; i < nscopes; i++)
+		if (scopes[i].source == FFILE_SRC_CRL &&
+		    scopes[i].next_update > o->issued_at &&
+		    scopes[i].next_update < expires)
+			expires = scopes[i].next_update;
+	return expires;
+}
+
+int
+pair_build(struct pair *p, const struct table_builder *tb,
+    const struct ffile_scope *scopes, size_t nscopes,
+    const struct pair_opts *o, char *err, size_t errlen)
+{
+	enum bloom_layout layout;
+	unsigned char seedb[8];
+	uint64_t m, seed;
+	uint32_t k;
+	size_t n;
+
+	assert(p != NULL && tb != NULL && o != NULL && o->key != NULL);
+	memset(p, 0, sizeof(*p));
+	p->tb = tb;
+	n = table_builder_count(tb);
+
+	/* 1. The layout, and its size unless the caller fixed it. */
+	pair_phase(o, "hashing");
+	if (pair_layout(n, o->fp_rate, o->layout, &layout, err, errlen) != 0)
+		goto fail;
+	if (o->m != 0 && layout != BLOOM_FUSE) {
+		m = o->m;
+		k = o->k;
+	} else if (bloom_size(layout, n > 0 ? n : 1, o->fp_rate, &m,
+	    &k) != 0) {
+		(void)snprintf(err, errlen, "cannot size a filter for %zu keys "
+		    "at fp rate %g", n, o->fp_rate);
+		goto fail;
+	}
+
+	/* 2. The seed, then every key into the filter. */
+	if (o->fixed_seed) {
+		seed = o->seed;
+	} else {
+		if (RAND_bytes(seedb, sizeof(seedb)) != 1) {
+			(void)snprintf(err, errlen, "no randomness for the hash "
+			    "seed");
+			goto fail;
+		}
+		seed = util_get_le64(seedb);
+	}
+	/* The keys are distinct: the builder is sorted and unique. */
+	if (pair_filter(&p->bloom, layout, n, m, k, seed, pair_key,
+	    (void *)(uintptr_t)tb, err, errlen) != 0)
+		goto fail;
+
+	/* 3. The header binds the table by its hash; then the signature. */
+	pair_phase(o, "hashing the table");
+	if (table_builder_digest(tb, p->info.table_sha256, &p->info.table_len,
+	    err, errlen) != 0)
+		goto fail;
+	pair_phase(o, "signing");
+	p->info.version = o->version;
+	p->info.issued_at = o->issued_at;
+	p->info.expires_at = pair_expiry(o, scopes, nscopes);
+	p->info.keys = n;
+	p->info.fp_rate_target = o->fp_rate;
+	p->info.scopes = (struct ffile_scope *)(uintptr_t)scopes;
+	p->info.nscopes = (uint32_t)nscopes;
+	if (ffile_encode(&p->info, &p->bloom, o->key, &p->filter,
+	    &p->filter_len, err, errlen) != 0)
+		goto fail;
+	p->info.layout = p->bloom.layout;
+	p->info.m = p->bloom.m;
+	p->info.k = p->bloom.k;
+	p->info.seglog = p->bloom.seglog;
+	p->info.seed = p->bloom.seed;
+	return 0;
+fail:
+	pair_free(p);
+	return -1;
+}
+
+static int
+pair_write_table(void *arg, int fd, char *err, size_t errlen)
+{
+	return table_builder_write(arg, fd, err, errlen);
+}
+
+int
+pair_publish(const struct pair *p, const char *dir, unsigned keep,
+    char *err, size_t errlen)
+{
+	assert(p != NULL && p->filter != NULL && dir != NULL);
+	return publish_pair_stream(dir, p->info.version, p->filter,
+	    p->filter_len, pair_write_table, (void *)(uintptr_t)p->tb, keep,
+	    err, errlen);
+}
+
+void
+pair_free(struct pair *p)
+{
+	if (p == NULL)
+		return;
+	free(p->filter);
+	bloom_free(&p->bloom);
+	memset(p, 0, sizeof(*p));
+}
