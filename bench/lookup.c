@@ -9,6 +9,7 @@
 
 #include "bloom.h"
 #include "lbshim.h"
+#include "pair.h"
 
 /*
  * Usage: lookup [N [QUERIES [P]]]
@@ -183,45 +184,44 @@ struct row {
 	uint64_t	 tp;
 };
 
-static const unsigned char *fuse_keys;
+static const unsigned char *bench_keys;
 
+/* pair_filter()'s key source: the present keys. */
 static const void *
-fuse_key(void *arg, size_t i, size_t *len)
+bench_key(void *arg, size_t i, size_t *len)
 {
 	(void)arg;
 	*len = KEY_LEN;
-	return fuse_keys + i * KEY_SLOT;
+	return bench_keys + i * KEY_SLOT;
 }
 
-/* Builds one of our filters from the n present keys. fixed_m 0: sized. */
+/*
+ * Builds one of our filters from the n present keys with pair_filter(),
+ * the step filterbuild uses. fixed_m 0: sized.
+ */
 static int
 build_ours(struct bloom *b, enum bloom_layout layout, uint64_t n, double p,
     uint64_t fixed_m, const unsigned char *present, double *build_s)
 {
-	uint64_t m, i;
-	uint32_t k;
+	uint64_t m = 0;
+	uint32_t k = 0;
+	char err[256];
 	double t0;
 
-	if (layout == BLOOM_FUSE) {
-		fuse_keys = present;
-		t0 = now_s();
-		if (bloom_build_fuse(b, (size_t)n, UINT64_C(0x5eed), fuse_key,
-		    NULL) != 0)
-			return -1;
-		*build_s = now_s() - t0;
-		return 0;
-	}
-	if (fixed_m != 0) {
+	if (layout != BLOOM_FUSE && fixed_m != 0) {
 		m = fixed_m;
 		k = best_k(layout, n, m);
-	} else if (bloom_size(layout, n, p, &m, &k) != 0) {
+	} else if (layout != BLOOM_FUSE && bloom_size(layout, n, p, &m,
+	    &k) != 0) {
 		return -1;
 	}
-	if (bloom_init(b, layout, m, k, UINT64_C(0x5eed)) != 0)
-		return -1;
+	bench_keys = present;
 	t0 = now_s();
-	for (i = 0; i < n; i++)
-		bloom_add(b, present + i * KEY_SLOT, KEY_LEN);
+	if (pair_filter(b, layout, (size_t)n, m, k, UINT64_C(0x5eed),
+	    bench_key, NULL, err, sizeof(err)) != 0) {
+		fprintf(stderr, "lookup: %s\n", err);
+		return -1;
+	}
 	*build_s = now_s() - t0;
 	return 0;
 }
