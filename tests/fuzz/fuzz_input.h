@@ -9,9 +9,45 @@
 #include <string.h>
 
 #include "input.h"
+#include "../table_ref.h"
 
 #define FUZZ_ZERO_SCOPE \
 	"x509:0000000000000000000000000000000000000000000000000000000000000000"
+
+/*
+ * Sorts the set's builder and aborts unless its table file is the one the
+ * plain reference (tests/table_ref.h) makes of the same records. Sets of
+ * more than FUZZ_REF_MAX records are only sorted.
+ */
+#define FUZZ_REF_MAX	4096
+
+static inline void
+fuzz_builder_as_reference(struct input_set *s)
+{
+	struct table_rec *recs = NULL;
+	unsigned char *b1 = NULL, *b2 = NULL;
+	size_t n = input_set_records(s), m, l1, l2, i;
+	char err[256];
+
+	if (n <= FUZZ_REF_MAX && (recs = calloc(n + 1, sizeof(*recs))) != NULL)
+		for (i = 0; i < n; i++)
+			if (table_builder_get(&s->builder, i, &recs[i]) != 0)
+				abort();
+	table_builder_sort_unique(&s->builder);
+	if (recs == NULL)
+		return;
+	m = ref_sort_unique(recs, n);
+	if (m != (size_t)-1 && m != table_builder_count(&s->builder))
+		abort();
+	if (m != (size_t)-1 &&
+	    ref_encode(recs, m, &b1, &l1, err, sizeof(err)) == 0 &&
+	    table_builder_encode(&s->builder, &b2, &l2, err, sizeof(err)) == 0 &&
+	    (l1 != l2 || memcmp(b1, b2, l1) != 0))
+		abort();
+	free(b1);
+	free(b2);
+	free(recs);
+}
 
 /*
  * Reads data as one input in a scope and aborts on a broken invariant: a
@@ -52,7 +88,7 @@ fuzz_input_read(struct input_set *s, const uint8_t *data, size_t size,
 		    r.key.id_len == 0 || r.key.id_len > REVKEY_ID_MAX ||
 		    !revkey_scope_valid(r.key.scope, r.key.scope_len))
 			abort();
-	table_builder_sort_unique(&s->builder);
+	fuzz_builder_as_reference(s);
 	input_count_scopes(s);
 	return 0;
 }
