@@ -125,19 +125,17 @@ str_member(const cJSON *o, const char *name, bool *bad)
 	return m->valuestring;
 }
 
-int
-jwt_parse(struct jwt *t, const char *token, size_t len, char *err,
-    size_t errlen)
-{
-	static const char *const hnames[] = { "alg", "kid", "crit", "typ",
-	    NULL };
-	static const char *const cnames[] = { "iss", "jti", "sub", "sid",
-	    "exp", "nbf", "iat", "aud", NULL };
-	const char *d1, *d2;
-	size_t hlen, plen, slen, bad;
-	bool badtype = false;
-	long n;
+static const char *const claim_names[] = { "iss", "jti", "sub", "sid",
+    "exp", "nbf", "iat", "aud", NULL };
 
+/*
+ * Checks the size and the three parts of token (t zeroed, t->token and
+ * t->signed_len set); *d1 and *d2 are its two dots. 0, or -1 with err.
+ */
+static int
+split(struct jwt *t, const char *token, size_t len, const char **d1,
+    const char **d2, char *err, size_t errlen)
+{
 	assert(t != NULL && (token != NULL || len == 0));
 	memset(t, 0, sizeof(*t));
 	if (len == 0) {
@@ -149,27 +147,76 @@ jwt_parse(struct jwt *t, const char *token, size_t len, char *err,
 		    len, JWT_MAX_LEN);
 		return -1;
 	}
-	if ((d1 = memchr(token, '.', len)) == NULL ||
-	    (d2 = memchr(d1 + 1, '.', len - (size_t)(d1 + 1 - token))) == NULL) {
+	if ((*d1 = memchr(token, '.', len)) == NULL ||
+	    (*d2 = memchr(*d1 + 1, '.', len - (size_t)(*d1 + 1 - token))) ==
+	    NULL) {
 		snprintf(err, errlen, "malformed token: not header.payload."
 		    "signature");
 		return -1;
 	}
-	if (memchr(d2 + 1, '.', len - (size_t)(d2 + 1 - token)) != NULL) {
+	if (memchr(*d2 + 1, '.', len - (size_t)(*d2 + 1 - token)) != NULL) {
 		snprintf(err, errlen, "malformed token: more than three parts "
 		    "(encrypted JWE tokens are not supported)");
 		return -1;
 	}
-	hlen = (size_t)(d1 - token);
-	plen = (size_t)(d2 - d1 - 1);
-	slen = len - (size_t)(d2 + 1 - token);
-	if (hlen == 0 || plen == 0) {
+	if (*d1 == token || *d2 == *d1 + 1) {
 		snprintf(err, errlen, "malformed token: empty %s",
-		    hlen == 0 ? "header" : "payload");
+		    *d1 == token ? "header" : "payload");
 		return -1;
 	}
 	t->token = token;
-	t->signed_len = (size_t)(d2 - token);
+	t->signed_len = (size_t)(*d2 - token);
+	return 0;
+}
+
+/* The claims of t from the payload between d1 and d2. 0, or -1 with err. */
+static int
+claims(struct jwt *t, const char *d1, const char *d2, char *err,
+    size_t errlen)
+{
+	bool badtype = false;
+
+	if ((t->claims = json_part(d1 + 1, (size_t)(d2 - d1 - 1),
+	    (size_t)(d1 - t->token) + 1, "payload", err, errlen)) == NULL ||
+	    refuse_repeats(t->claims, claim_names, "claim", err, errlen) == -1)
+		return -1;
+	t->iss = str_member(t->claims, "iss", &badtype);
+	if (badtype) {
+		snprintf(err, errlen, "\"iss\" is not a string");
+		return -1;
+	}
+	return 0;
+}
+
+int
+jwt_parse_claims(struct jwt *t, const char *token, size_t len, char *err,
+    size_t errlen)
+{
+	const char *d1, *d2;
+
+	if (split(t, token, len, &d1, &d2, err, errlen) == -1)
+		return -1;
+	if (claims(t, d1, d2, err, errlen) == -1) {
+		jwt_free(t);
+		return -1;
+	}
+	return 0;
+}
+
+int
+jwt_parse(struct jwt *t, const char *token, size_t len, char *err,
+    size_t errlen)
+{
+	static const char *const hnames[] = { "alg", "kid", "crit", "typ",
+	    NULL };
+	const char *d1, *d2;
+	size_t slen, bad;
+	bool badtype = false;
+	long n;
+
+	if (split(t, token, len, &d1, &d2, err, errlen) == -1)
+		return -1;
+	slen = len - (size_t)(d2 + 1 - token);
 	if ((t->sig = malloc(slen / 4 * 3 + 4)) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
@@ -180,25 +227,19 @@ jwt_parse(struct jwt *t, const char *token, size_t len, char *err,
 		goto fail;
 	}
 	t->sig_len = (size_t)n;
-	if ((t->header = json_part(token, hlen, 0, "header", err,
-	    errlen)) == NULL ||
-	    (t->claims = json_part(d1 + 1, plen, hlen + 1, "payload", err,
-	    errlen)) == NULL)
+	if ((t->header = json_part(token, (size_t)(d1 - token), 0, "header",
+	    err, errlen)) == NULL)
+		goto fail;
+	if (claims(t, d1, d2, err, errlen) == -1)
 		goto fail;
 	if (refuse_repeats(t->header, hnames, "header parameter", err,
-	    errlen) == -1 ||
-	    refuse_repeats(t->claims, cnames, "claim", err, errlen) == -1)
+	    errlen) == -1)
 		goto fail;
 	t->alg = str_member(t->header, "alg", &badtype);
 	t->kid = str_member(t->header, "kid", &badtype);
 	if (badtype) {
 		snprintf(err, errlen, "header \"alg\" or \"kid\" is not a "
 		    "string");
-		goto fail;
-	}
-	t->iss = str_member(t->claims, "iss", &badtype);
-	if (badtype) {
-		snprintf(err, errlen, "\"iss\" is not a string");
 		goto fail;
 	}
 	t->crit = cJSON_GetObjectItemCaseSensitive(t->header, "crit") != NULL;

@@ -675,18 +675,80 @@ cutoffs_of(const struct jwt *j, const struct revkey *k,
 	return 0;
 }
 
+/* The trusted issuer named by j's iss, or NULL with err and *why. */
+static struct trust_issuer *
+issuer_of(struct trust *t, const struct jwt *j, enum jwt_verdict *why,
+    char *err, size_t errlen)
+{
+	size_t i;
+
+	*why = JWT_UNTRUSTED_ISSUER;
+	if (t == NULL || t->n == 0) {
+		snprintf(err, errlen, "no trusted issuer is configured, and "
+		    "token_verification is not revocation-only");
+		return NULL;
+	}
+	for (i = 0; j->iss != NULL && i < t->n; i++)
+		if (strcmp(t->iss[i].cfg->issuer, j->iss) == 0)
+			return &t->iss[i];
+	snprintf(err, errlen, j->iss == NULL ? "the token has no \"iss\"" :
+	    "\"iss\" is not a trusted issuer");
+	return NULL;
+}
+
+/*
+ * A token whose exact bytes were verified for its issuer before and are
+ * still within their time (cache_hit): its claims are read again, its
+ * header and signature not. 1 on a hit (j holds the claims), 0 when it
+ * must be verified (j empty), -1 on a parse error (err).
+ */
+static int
+cached(struct trust *t, const char *tok, size_t len, int64_t now,
+    const unsigned char *h, struct jwt *j, char *err, size_t errlen)
+{
+	struct trust_issuer *ti;
+	enum jwt_verdict why;
+	char e[8];
+
+	if (jwt_parse_claims(j, tok, len, err, errlen) == -1)
+		return -1;
+	ti = issuer_of(t, j, &why, e, sizeof(e));
+	if (ti != NULL && cache_hit(t, h, (size_t)(ti - t->iss), now))
+		return 1;
+	jwt_free(j);
+	return 0;
+}
+
 int
 trust_token_cut(struct trust *t, const char *tok, size_t len, int64_t now,
     struct revkey *k, struct trust_cutoffs *cut, cJSON **claims,
     enum jwt_verdict *why, char *err, size_t errlen)
 {
-	struct trust_issuer *ti = NULL;
+	struct trust_issuer *ti;
 	unsigned char h[32];
 	struct jwt j;
-	size_t i;
 	int rc = -1;
 
 	*why = JWT_MALFORMED;
+	memset(&j, 0, sizeof(j));
+	/* A token verified before is not verified again (cache_hit). */
+	if (t != NULL && !t->revocation_only && t->n > 0 && t->cache != NULL) {
+		if (util_sha256(h, tok, len) != 0) {
+			snprintf(err, errlen, "SHA-256 failed");
+			return -1;
+		}
+		switch (cached(t, tok, len, now, h, &j, err, errlen)) {
+		case -1:
+			return -1;
+		case 1:
+			if (jwt_key(&j, k, err, errlen) == -1 || (cut != NULL &&
+			    cutoffs_of(&j, k, cut, err, errlen) == -1))
+				goto out;
+			*why = JWT_VALID;
+			rc = 0;
+			goto claims;
+		}
+	}
 	if (jwt_parse(&j, tok, len, err, errlen) == -1)
 		return -1;
 	if (jwt_key(&j, k, err, errlen) == -1)
@@ -705,32 +767,8 @@ trust_token_cut(struct trust *t, const char *tok, size_t len, int64_t now,
 		rc = 0;
 		goto out;
 	}
-	*why = JWT_UNTRUSTED_ISSUER;
-	if (t == NULL || t->n == 0) {
-		snprintf(err, errlen, "no trusted issuer is configured, and "
-		    "token_verification is not revocation-only");
+	if ((ti = issuer_of(t, &j, why, err, errlen)) == NULL)
 		goto out;
-	}
-	for (i = 0; j.iss != NULL && i < t->n; i++)
-		if (strcmp(t->iss[i].cfg->issuer, j.iss) == 0) {
-			ti = &t->iss[i];
-			break;
-		}
-	if (ti == NULL) {
-		snprintf(err, errlen, j.iss == NULL ? "the token has no "
-		    "\"iss\"" : "\"iss\" is not a trusted issuer");
-		goto out;
-	}
-	/* A token verified before is not verified again (cache_hit). */
-	if (t->cache != NULL) {
-		if (util_sha256(h, tok, len) != 0)
-			goto out;
-		if (cache_hit(t, h, (size_t)(ti - t->iss), now)) {
-			*why = JWT_VALID;
-			rc = 0;
-			goto claims;
-		}
-	}
 	rc = verify_with(t, ti, &j, now, why, err, errlen);
 	if (rc == 0 && t->cache != NULL)
 		cache_put(t, h, (size_t)(ti - t->iss), &j, now);
