@@ -26,13 +26,18 @@ M jwks "$T/a.jwks" "$T/a-rsa.pem:a-rsa" "$T/a-ec.pem:a-ec" "$T/a-ed.pem:a-ed"
 M jwks "$T/b.jwks" "$T/b-ec.pem:b-ec"
 head -c 48 /dev/urandom | base64 -w0 >"$T/h.secret"
 # Subject and session cutoffs at T0: every token of sub carol (of session
-# sess-9) from A issued before T0 is revoked.
+# sess-9) from A issued before T0 is revoked. Each also has an older
+# cutoff (an hour earlier), listed after it: the later one must win, or
+# the tokens issued in between (the "now-120" ones below) go free.
 T0=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+T1=$(date -u -d '-1 hour' +%Y-%m-%dT%H:%M:%SZ)
 printf '[{"id": "rev-1", "scope": "%s", "reason": "keyCompromise"},
  {"id": "rev-h", "scope": "%s"}, {"id": "rev-b", "scope": "%s"},
  {"sub": "carol", "scope": "%s", "before": "%s"},
+ {"sid": "sess-9", "scope": "%s", "before": "%s"},
+ {"sub": "carol", "scope": "%s", "before": "%s"},
  {"sid": "sess-9", "scope": "%s", "before": "%s"}]\n' \
-    "$A" "$H" "$B" "$A" "$T0" "$A" "$T0" >"$T/revoked.json"
+    "$A" "$H" "$B" "$A" "$T0" "$A" "$T0" "$A" "$T1" "$A" "$T1" >"$T/revoked.json"
 mkdir -p "$T/f" "$T/s" "$T/sn" "$T/sr"
 "$FILTERBUILD" build --key "$T/key.pem" --out "$T/f" --quiet "$T/revoked.json"
 
