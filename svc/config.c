@@ -756,8 +756,24 @@ issuer_member(struct config_issuer *is, const cJSON *m, const char *what,
 		return dup_str(&is->jwks_uri, m, what, err, errlen);
 	if (strcmp(k, "hs_secret_file") == 0)
 		return dup_str(&is->hs_secret_file, m, what, err, errlen);
-	if (strcmp(k, "leeway") == 0)
-		return dur_member(&is->leeway, m, what, err, errlen);
+	if (strcmp(k, "leeway") == 0) {
+		if (dur_member(&is->leeway, m, what, err, errlen) == -1)
+			return -1;
+		/*
+		 * A token is accepted until exp plus the leeway, and a
+		 * source's expired revocation is dropped --expiry-grace
+		 * (10m by default) after exp: a longer leeway would accept a
+		 * revoked token after its revocation is gone.
+		 */
+		if (is->leeway > CONFIG_LEEWAY_MAX) {
+			snprintf(err, errlen, "%s: leeway is at most 5m (a "
+			    "revoked token's revocation is dropped filterbuild "
+			    "--expiry-grace, 10m by default, after its exp)",
+			    what);
+			return -1;
+		}
+		return 0;
+	}
 	if (strcmp(k, "jwks_refresh") == 0)
 		return dur_member(&is->jwks_refresh, m, what, err, errlen);
 	if (strcmp(k, "jwks_max_age") == 0)
