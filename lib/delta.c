@@ -10,7 +10,6 @@
 
 #include <assert.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,21 +45,6 @@ struct delta {
 	const unsigned char **scopes;	/* nscopes pointers to (len, bytes) */
 	uint64_t	*offs;		/* nentries entry offsets in buf */
 };
-
-static void dl_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-dl_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (errlen == 0)
-		return;
-	va_start(ap, fmt);
-	(void)vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 static bool
 dl_zero(const unsigned char *p, size_t n)
@@ -115,19 +99,19 @@ enc_check(const struct delta_entry *e, size_t i, char *err, size_t errlen)
 	const struct revkey *k = &e->rec.key;
 
 	if (e->op != DELTA_ADD && e->op != DELTA_REMOVE) {
-		dl_err(err, errlen, "delta entry %zu: unknown op %d", i,
+		util_errf(err, errlen, "delta entry %zu: unknown op %d", i,
 		    (int)e->op);
 		return -1;
 	}
 	if (!revkey_scope_valid(k->scope, k->scope_len) || k->id_len == 0 ||
 	    k->id_len > REVKEY_ID_MAX) {
-		dl_err(err, errlen, "delta entry %zu: invalid key", i);
+		util_errf(err, errlen, "delta entry %zu: invalid key", i);
 		return -1;
 	}
 	if (e->op == DELTA_ADD && (e->rec.revoked_at < 0 ||
 	    !dl_reason_valid(e->rec.reason, strnlen(e->rec.reason,
 	    TABLE_REASON_MAX)))) {
-		dl_err(err, errlen, "delta entry %zu: revoked_at before 1970 "
+		util_errf(err, errlen, "delta entry %zu: revoked_at before 1970 "
 		    "or an invalid reason", i);
 		return -1;
 	}
@@ -147,21 +131,21 @@ delta_encode(const struct delta_info *info, const struct delta_entry *e,
 
 	assert(info != NULL && key != NULL && out != NULL && outlen != NULL);
 	if (info->kind != DELTA_KIND_DELTA && info->kind != DELTA_KIND_HEAD) {
-		dl_err(err, errlen, "delta: unknown kind %d", (int)info->kind);
+		util_errf(err, errlen, "delta: unknown kind %d", (int)info->kind);
 		return -1;
 	}
 	if (info->kind == DELTA_KIND_HEAD ? n != 0 : info->seq == 0) {
-		dl_err(err, errlen, "delta: a head has no entries and a delta "
+		util_errf(err, errlen, "delta: a head has no entries and a delta "
 		    "a sequence number of at least 1");
 		return -1;
 	}
 	if (n > DELTA_MAX_ENTRIES) {
-		dl_err(err, errlen, "delta: %zu entries, over the cap of %"
+		util_errf(err, errlen, "delta: %zu entries, over the cap of %"
 		    PRIu64, n, DELTA_MAX_ENTRIES);
 		return -1;
 	}
 	if (n > 0 && (ord = calloc(n, sizeof(*ord))) == NULL) {
-		dl_err(err, errlen, "delta: out of memory");
+		util_errf(err, errlen, "delta: out of memory");
 		return -1;
 	}
 	for (i = 0; i < n; i++) {
@@ -194,17 +178,17 @@ delta_encode(const struct delta_info *info, const struct delta_entry *e,
 		body += DELTA_ENTRY_HDR_LEN + x->rec.key.id_len + rlen;
 	}
 	if (nsc > DELTA_MAX_SCOPES) {
-		dl_err(err, errlen, "delta: %zu scopes, over the cap of %d",
+		util_errf(err, errlen, "delta: %zu scopes, over the cap of %d",
 		    nsc, DELTA_MAX_SCOPES);
 		goto out;
 	}
 	total = DELTA_HDR_LEN + body + SIGN_SIG_LEN;
 	if ((uint64_t)total > DELTA_MAX_SIZE) {
-		dl_err(err, errlen, "delta: %zu bytes, over the cap", total);
+		util_errf(err, errlen, "delta: %zu bytes, over the cap", total);
 		goto out;
 	}
 	if ((buf = calloc(1, total)) == NULL) {
-		dl_err(err, errlen, "delta: out of memory");
+		util_errf(err, errlen, "delta: out of memory");
 		goto out;
 	}
 	memcpy(buf + OFF_MAGIC, DELTA_MAGIC, 8);
@@ -222,7 +206,7 @@ delta_encode(const struct delta_info *info, const struct delta_entry *e,
 	util_put_le64(buf + OFF_NENTRIES, (uint64_t)m);
 	util_put_le64(buf + OFF_BODYLEN, (uint64_t)body);
 	if (sign_key_id(key, buf + OFF_SIGNER) != 0) {
-		dl_err(err, errlen, "delta: cannot compute the key id");
+		util_errf(err, errlen, "delta: cannot compute the key id");
 		goto out;
 	}
 	/* Scopes, in order. */
@@ -265,7 +249,7 @@ delta_encode(const struct delta_info *info, const struct delta_entry *e,
 	}
 	assert((size_t)(p - buf) == DELTA_HDR_LEN + body);
 	if (sign_sign(key, buf, total - SIGN_SIG_LEN, p) != 0) {
-		dl_err(err, errlen, "delta: signing failed");
+		util_errf(err, errlen, "delta: signing failed");
 		goto out;
 	}
 	*out = buf;
@@ -294,7 +278,7 @@ dl_body(struct delta *d, char *err, size_t errlen)
 
 	for (i = 0; i < d->info.nscopes; i++) {
 		if (pos >= end) {
-			dl_err(err, errlen, "offset %zu: scope %" PRIu64 " runs "
+			util_errf(err, errlen, "offset %zu: scope %" PRIu64 " runs "
 			    "past the body", pos, i);
 			return -1;
 		}
@@ -302,7 +286,7 @@ dl_body(struct delta *d, char *err, size_t errlen)
 		if (slen > end - pos - 1 ||
 		    !revkey_scope_valid((const char *)b + pos + 1, slen) ||
 		    memchr(b + pos + 1, '\0', slen) != NULL) {
-			dl_err(err, errlen, "offset %zu: scope %" PRIu64 " is "
+			util_errf(err, errlen, "offset %zu: scope %" PRIu64 " is "
 			    "cut or invalid", pos, i);
 			return -1;
 		}
@@ -310,7 +294,7 @@ dl_body(struct delta *d, char *err, size_t errlen)
 			c = memcmp(prev_scope + 1, b + pos + 1, slen < prev_slen ?
 			    slen : prev_slen);
 			if (c > 0 || (c == 0 && prev_slen >= slen)) {
-				dl_err(err, errlen, "offset %zu: scope %" PRIu64
+				util_errf(err, errlen, "offset %zu: scope %" PRIu64
 				    " is not above the one before", pos, i);
 				return -1;
 			}
@@ -322,7 +306,7 @@ dl_body(struct delta *d, char *err, size_t errlen)
 	}
 	for (i = 0; i < d->info.nentries; i++) {
 		if (end - pos < DELTA_ENTRY_HDR_LEN) {
-			dl_err(err, errlen, "offset %zu: entry %" PRIu64 " is cut",
+			util_errf(err, errlen, "offset %zu: entry %" PRIu64 " is cut",
 			    pos, i);
 			return -1;
 		}
@@ -330,19 +314,19 @@ dl_body(struct delta *d, char *err, size_t errlen)
 		idlen = util_get_le16(b + pos + 3);
 		rlen = b[pos + 5];
 		if (b[pos] != DELTA_ADD && b[pos] != DELTA_REMOVE) {
-			dl_err(err, errlen, "offset %zu: entry %" PRIu64 ": "
+			util_errf(err, errlen, "offset %zu: entry %" PRIu64 ": "
 			    "unknown op %u", pos, i, b[pos]);
 			return -1;
 		}
 		if (sidx >= d->info.nscopes || sidx < prev_sidx) {
-			dl_err(err, errlen, "offset %zu: entry %" PRIu64 ": scope "
+			util_errf(err, errlen, "offset %zu: entry %" PRIu64 ": scope "
 			    "index %" PRIu64 " out of range or out of order",
 			    pos, i, sidx);
 			return -1;
 		}
 		if (idlen == 0 || idlen > REVKEY_ID_MAX ||
 		    idlen + rlen > end - pos - DELTA_ENTRY_HDR_LEN) {
-			dl_err(err, errlen, "offset %zu: entry %" PRIu64 ": id "
+			util_errf(err, errlen, "offset %zu: entry %" PRIu64 ": id "
 			    "length %zu invalid or past the body", pos, i,
 			    idlen);
 			return -1;
@@ -352,7 +336,7 @@ dl_body(struct delta *d, char *err, size_t errlen)
 		    DELTA_ENTRY_HDR_LEN + idlen, rlen) ||
 		    (b[pos] == DELTA_REMOVE && (rlen != 0 ||
 		    util_get_le64(b + pos + 6) != 0))) {
-			dl_err(err, errlen, "offset %zu: entry %" PRIu64 ": bad "
+			util_errf(err, errlen, "offset %zu: entry %" PRIu64 ": bad "
 			    "revoked_at or reason", pos, i);
 			return -1;
 		}
@@ -361,14 +345,14 @@ dl_body(struct delta *d, char *err, size_t errlen)
 			c = memcmp(prev_id, b + pos + DELTA_ENTRY_HDR_LEN,
 			    idlen < prev_idlen ? idlen : prev_idlen);
 			if (c > 0 || (c == 0 && prev_idlen >= idlen)) {
-				dl_err(err, errlen, "offset %zu: entry %" PRIu64
+				util_errf(err, errlen, "offset %zu: entry %" PRIu64
 				    " is not above the one before", pos, i);
 				return -1;
 			}
 		}
 		/* A scope listed must be used: one encoding per content. */
 		if (i == 0 ? sidx != 0 : sidx > prev_sidx + 1) {
-			dl_err(err, errlen, "offset %zu: entry %" PRIu64 ": a "
+			util_errf(err, errlen, "offset %zu: entry %" PRIu64 ": a "
 			    "scope is listed but has no entry", pos, i);
 			return -1;
 		}
@@ -379,12 +363,12 @@ dl_body(struct delta *d, char *err, size_t errlen)
 		pos += DELTA_ENTRY_HDR_LEN + idlen + rlen;
 	}
 	if (d->info.nentries > 0 && prev_sidx + 1 != d->info.nscopes) {
-		dl_err(err, errlen, "offset %zu: a scope is listed but has no "
+		util_errf(err, errlen, "offset %zu: a scope is listed but has no "
 		    "entry", pos);
 		return -1;
 	}
 	if (pos != end) {
-		dl_err(err, errlen, "offset %zu: %zu bytes after the last entry",
+		util_errf(err, errlen, "offset %zu: %zu bytes after the last entry",
 		    pos, end - pos);
 		return -1;
 	}
@@ -399,32 +383,32 @@ dl_validate(struct delta *d, char *err, size_t errlen)
 	uint64_t body;
 
 	if (d->len < DELTA_HDR_LEN + SIGN_SIG_LEN) {
-		dl_err(err, errlen, "offset 0: file too short (%zu bytes)",
+		util_errf(err, errlen, "offset 0: file too short (%zu bytes)",
 		    d->len);
 		return -1;
 	}
 	if ((uint64_t)d->len > DELTA_MAX_SIZE) {
-		dl_err(err, errlen, "offset 0: file too large (%zu bytes)",
+		util_errf(err, errlen, "offset 0: file too large (%zu bytes)",
 		    d->len);
 		return -1;
 	}
 	if (memcmp(b + OFF_MAGIC, DELTA_MAGIC, 8) != 0) {
-		dl_err(err, errlen, "offset 0: bad magic (not a delta file)");
+		util_errf(err, errlen, "offset 0: bad magic (not a delta file)");
 		return -1;
 	}
 	if (util_get_le16(b + OFF_FORMAT) != DELTA_FORMAT) {
-		dl_err(err, errlen, "offset %d: unsupported format %u",
+		util_errf(err, errlen, "offset %d: unsupported format %u",
 		    OFF_FORMAT, (unsigned)util_get_le16(b + OFF_FORMAT));
 		return -1;
 	}
 	if (b[OFF_KIND] != DELTA_KIND_DELTA && b[OFF_KIND] != DELTA_KIND_HEAD) {
-		dl_err(err, errlen, "offset %d: unknown kind %u", OFF_KIND,
+		util_errf(err, errlen, "offset %d: unknown kind %u", OFF_KIND,
 		    b[OFF_KIND]);
 		return -1;
 	}
 	if (b[OFF_FLAGS] != 0 || !dl_zero(b + OFF_RSV1, 4) ||
 	    !dl_zero(b + OFF_RSV2, 4)) {
-		dl_err(err, errlen, "offset %d: reserved bytes are not zero",
+		util_errf(err, errlen, "offset %d: reserved bytes are not zero",
 		    OFF_FLAGS);
 		return -1;
 	}
@@ -443,31 +427,31 @@ dl_validate(struct delta *d, char *err, size_t errlen)
 	body = util_get_le64(b + OFF_BODYLEN);
 	if (in->base_version == 0 || in->issued_at <= 0 ||
 	    in->expires_at <= in->issued_at || in->changed_at < 0) {
-		dl_err(err, errlen, "offset %d: base version 0, or times out of "
+		util_errf(err, errlen, "offset %d: base version 0, or times out of "
 		    "order", OFF_BASEVER);
 		return -1;
 	}
 	if (in->kind == DELTA_KIND_DELTA ? in->seq == 0 :
 	    (in->nentries != 0 || in->nscopes != 0)) {
-		dl_err(err, errlen, "offset %d: a delta of sequence 0, or a head "
+		util_errf(err, errlen, "offset %d: a delta of sequence 0, or a head "
 		    "with entries", OFF_SEQ);
 		return -1;
 	}
 	if (in->nentries > DELTA_MAX_ENTRIES || in->nscopes > DELTA_MAX_SCOPES ||
 	    in->nscopes > in->nentries) {
-		dl_err(err, errlen, "offset %d: %" PRIu64 " entries in %u scopes "
+		util_errf(err, errlen, "offset %d: %" PRIu64 " entries in %u scopes "
 		    "is over the caps or inconsistent", OFF_NSCOPES,
 		    in->nentries, in->nscopes);
 		return -1;
 	}
 	if (body != d->len - DELTA_HDR_LEN - SIGN_SIG_LEN) {
-		dl_err(err, errlen, "offset %d: body length %" PRIu64 " does not "
+		util_errf(err, errlen, "offset %d: body length %" PRIu64 " does not "
 		    "match the file size %zu", OFF_BODYLEN, body, d->len);
 		return -1;
 	}
 	/* Each entry takes at least its header and one id byte. */
 	if (in->nentries > body / (DELTA_ENTRY_HDR_LEN + 1)) {
-		dl_err(err, errlen, "offset %d: %" PRIu64 " entries cannot fit "
+		util_errf(err, errlen, "offset %d: %" PRIu64 " entries cannot fit "
 		    "in %" PRIu64 " bytes", OFF_NENTRIES, in->nentries, body);
 		return -1;
 	}
@@ -475,7 +459,7 @@ dl_validate(struct delta *d, char *err, size_t errlen)
 	    sizeof(*d->scopes))) == NULL) || (in->nentries > 0 &&
 	    (d->offs = calloc((size_t)in->nentries, sizeof(*d->offs))) ==
 	    NULL)) {
-		dl_err(err, errlen, "out of memory");
+		util_errf(err, errlen, "out of memory");
 		return -1;
 	}
 	return dl_body(d, err, errlen);
@@ -489,7 +473,7 @@ delta_parse(const unsigned char *buf, size_t len, char *err, size_t errlen)
 	assert(buf != NULL || len == 0);
 	if ((d = calloc(1, sizeof(*d))) == NULL ||
 	    (d->buf = malloc(len > 0 ? len : 1)) == NULL) {
-		dl_err(err, errlen, "out of memory");
+		util_errf(err, errlen, "out of memory");
 		free(d);
 		return NULL;
 	}
@@ -517,7 +501,7 @@ delta_open(const char *path, char *err, size_t errlen)
 		return NULL;
 	d = delta_parse(buf, len, e2, sizeof(e2));
 	if (d == NULL)
-		dl_err(err, errlen, "%s: %s", path, e2);
+		util_errf(err, errlen, "%s: %s", path, e2);
 	free(buf);
 	return d;
 }
@@ -532,12 +516,12 @@ delta_verify(const struct delta *d, const struct sign_ring *ring, char *err,
 	key = sign_ring_find(ring, d->info.signer);
 	if (key == NULL) {
 		util_hex(id, d->info.signer, SIGN_KEYID_LEN);
-		dl_err(err, errlen, "signer %s not trusted", id);
+		util_errf(err, errlen, "signer %s not trusted", id);
 		return -1;
 	}
 	if (!sign_verify(key, d->buf, d->len - SIGN_SIG_LEN,
 	    d->buf + d->len - SIGN_SIG_LEN)) {
-		dl_err(err, errlen, "bad signature");
+		util_errf(err, errlen, "bad signature");
 		return -1;
 	}
 	return 0;
@@ -604,43 +588,43 @@ delta_link(const struct delta *d, const struct delta_pos *pos, char *err,
 
 	if (in->base_version != pos->base_version ||
 	    memcmp(in->base_sha256, pos->base_sha256, 32) != 0) {
-		dl_err(err, errlen, "made for base version %" PRIu64 ", not the "
+		util_errf(err, errlen, "made for base version %" PRIu64 ", not the "
 		    "base %" PRIu64 " in service", in->base_version,
 		    pos->base_version);
 		return DELTA_LINK_OTHER_BASE;
 	}
 	if (in->kind == DELTA_KIND_HEAD) {
 		if (in->seq < pos->seq) {
-			dl_err(err, errlen, "a head for delta %" PRIu64 ", older "
+			util_errf(err, errlen, "a head for delta %" PRIu64 ", older "
 			    "than delta %" PRIu64 " in service", in->seq,
 			    pos->seq);
 			return DELTA_LINK_OLD;
 		}
 		if (in->seq > pos->seq) {
-			dl_err(err, errlen, "a head for delta %" PRIu64 ", but "
+			util_errf(err, errlen, "a head for delta %" PRIu64 ", but "
 			    "only %" PRIu64 " are in service: deltas missing",
 			    in->seq, pos->seq);
 			return DELTA_LINK_GAP;
 		}
 		if (memcmp(in->prev_sha256, pos->last_sha256, 32) != 0) {
-			dl_err(err, errlen, "a head for delta %" PRIu64 " names "
+			util_errf(err, errlen, "a head for delta %" PRIu64 " names "
 			    "another delta of that number (a fork)", in->seq);
 			return DELTA_LINK_FORK;
 		}
 		return DELTA_LINK_HEAD;
 	}
 	if (in->seq <= pos->seq) {
-		dl_err(err, errlen, "delta %" PRIu64 " is a replay: %" PRIu64
+		util_errf(err, errlen, "delta %" PRIu64 " is a replay: %" PRIu64
 		    " is in service", in->seq, pos->seq);
 		return DELTA_LINK_OLD;
 	}
 	if (in->seq != pos->seq + 1) {
-		dl_err(err, errlen, "delta %" PRIu64 " after %" PRIu64 ": deltas "
+		util_errf(err, errlen, "delta %" PRIu64 " after %" PRIu64 ": deltas "
 		    "missing (a gap is never crossed)", in->seq, pos->seq);
 		return DELTA_LINK_GAP;
 	}
 	if (memcmp(in->prev_sha256, pos->last_sha256, 32) != 0) {
-		dl_err(err, errlen, "delta %" PRIu64 " does not chain to the "
+		util_errf(err, errlen, "delta %" PRIu64 " does not chain to the "
 		    "delta %" PRIu64 " in service (a fork)", in->seq, pos->seq);
 		return DELTA_LINK_FORK;
 	}
@@ -658,7 +642,7 @@ delta_src_dir(void *arg, uint64_t seq, unsigned char **buf, size_t *len, char *e
 		delta_file_name(name, seq);
 	if (util_path_join(path, sizeof(path), ddir, seq == DELTA_SEQ_HEAD ?
 	    DELTA_HEAD_NAME : name) != 0) {
-		dl_err(err, errlen, "%s: path too long", ddir);
+		util_errf(err, errlen, "%s: path too long", ddir);
 		return -1;
 	}
 	if (access(path, F_OK) != 0)
@@ -693,7 +677,7 @@ src_delta(delta_src_fn src, void *src_arg, const char *where, uint64_t seq,
 	rc = src(src_arg, seq, &buf, &len, e2, sizeof(e2));
 	if (rc <= 0) {
 		if (rc < 0)
-			dl_err(err, errlen, "%s: %s", where, e2);
+			util_errf(err, errlen, "%s: %s", where, e2);
 		free(buf);
 		return rc;
 	}
@@ -701,9 +685,9 @@ src_delta(delta_src_fn src, void *src_arg, const char *where, uint64_t seq,
 	free(buf);
 	if (*out == NULL) {
 		if (seq == DELTA_SEQ_HEAD)
-			dl_err(err, errlen, "%s: head: %s", where, e2);
+			util_errf(err, errlen, "%s: head: %s", where, e2);
 		else
-			dl_err(err, errlen, "%s: delta %" PRIu64 ": %s", where,
+			util_errf(err, errlen, "%s: delta %" PRIu64 ": %s", where,
 			    seq, e2);
 		return -1;
 	}
@@ -733,7 +717,7 @@ delta_chain_walk_src(delta_src_fn src, void *src_arg, const char *where,
 		    delta_link(d, pos, e2, sizeof(e2)) != DELTA_LINK_NEXT ||
 		    (fn != NULL && fn(arg, d) != 0 &&
 		    snprintf(e2, sizeof(e2), "not applied") > 0)) {
-			dl_err(err, errlen, "%s: delta %" PRIu64 ": %s", where,
+			util_errf(err, errlen, "%s: delta %" PRIu64 ": %s", where,
 			    pos->seq + 1, e2);
 			delta_free(d);
 			return -1;
@@ -747,7 +731,7 @@ delta_chain_walk_src(delta_src_fn src, void *src_arg, const char *where,
 		return rc;
 	if (delta_info(d)->kind != DELTA_KIND_HEAD ||
 	    delta_verify(d, ring, e2, sizeof(e2)) != 0) {
-		dl_err(err, errlen, "%s: head: %s", where,
+		util_errf(err, errlen, "%s: head: %s", where,
 		    delta_info(d)->kind != DELTA_KIND_HEAD ? "not a head" : e2);
 		delta_free(d);
 		return -1;
@@ -756,7 +740,7 @@ delta_chain_walk_src(delta_src_fn src, void *src_arg, const char *where,
 	if (delta_link(d, pos, e2, sizeof(e2)) != DELTA_LINK_HEAD) {
 		if (*head_seq == pos->seq) {
 			/* Same seq, other predecessor: a fork. */
-			dl_err(err, errlen, "%s: head: %s", where, e2);
+			util_errf(err, errlen, "%s: head: %s", where, e2);
 			delta_free(d);
 			return -1;
 		}
@@ -776,20 +760,20 @@ delta_bundle_split(const unsigned char *buf, size_t len, size_t *offs,
 
 	while (pos < len) {
 		if (len - pos < DELTA_HDR_LEN + SIGN_SIG_LEN) {
-			dl_err(err, errlen, "offset %zu: piece %zu is cut", pos,
+			util_errf(err, errlen, "offset %zu: piece %zu is cut", pos,
 			    n);
 			return -1;
 		}
 		body = util_get_le64(buf + pos + OFF_BODYLEN);
 		if (body > DELTA_MAX_SIZE ||
 		    body > len - pos - DELTA_HDR_LEN - SIGN_SIG_LEN) {
-			dl_err(err, errlen, "offset %zu: piece %zu declares %"
+			util_errf(err, errlen, "offset %zu: piece %zu declares %"
 			    PRIu64 " body bytes, more than are there", pos, n,
 			    body);
 			return -1;
 		}
 		if (n == max) {
-			dl_err(err, errlen, "more than %zu pieces", max);
+			util_errf(err, errlen, "more than %zu pieces", max);
 			return -1;
 		}
 		offs[n] = pos;

@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,22 +26,6 @@ void
 publish_set_fsync_hook(int (*fn)(int fd))
 {
 	pub_fsync = fn != NULL ? fn : fsync;
-}
-
-static void
-pub_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-pub_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	(void)vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
 }
 
 void
@@ -90,24 +73,24 @@ pub_current_at(const char *dir, char *name, size_t cap, uint64_t *version,
 	ssize_t n;
 
 	if (util_path_join(path, sizeof(path), dir, PUBLISH_CURRENT) != 0) {
-		pub_err(err, errlen, "%s: path too long", dir);
+		util_errf(err, errlen, "%s: path too long", dir);
 		return -1;
 	}
 	n = readlink(path, buf, sizeof(buf) - 1);
 	if (n < 0) {
 		if (errno == ENOENT)
 			return 1;
-		pub_err(err, errlen, "%s: %s", path, strerror(errno));
+		util_errf(err, errlen, "%s: %s", path, strerror(errno));
 		return -1;
 	}
 	buf[n] = '\0';
 	if (!pub_parse_vname(buf, version)) {
-		pub_err(err, errlen, "%s: points to \"%s\", not a version "
+		util_errf(err, errlen, "%s: points to \"%s\", not a version "
 		    "directory", path, buf);
 		return -1;
 	}
 	if ((size_t)n >= cap) {
-		pub_err(err, errlen, "%s: name too long", path);
+		util_errf(err, errlen, "%s: name too long", path);
 		return -1;
 	}
 	memcpy(name, buf, (size_t)n + 1);
@@ -126,7 +109,7 @@ publish_current(const char *dir, char *vdir, size_t cap, uint64_t *version,
 	if (rc != 0)
 		return rc;
 	if (util_path_join(vdir, cap, dir, name) != 0) {
-		pub_err(err, errlen, "%s: path too long", dir);
+		util_errf(err, errlen, "%s: path too long", dir);
 		return -1;
 	}
 	return 0;
@@ -143,7 +126,7 @@ publish_previous(const char *dir, uint64_t below, char *vdir, size_t cap,
 
 	assert(dir != NULL && vdir != NULL && version != NULL);
 	if ((d = opendir(dir)) == NULL) {
-		pub_err(err, errlen, "%s: %s", dir, strerror(errno));
+		util_errf(err, errlen, "%s: %s", dir, strerror(errno));
 		return -1;
 	}
 	while ((de = readdir(d)) != NULL)
@@ -154,7 +137,7 @@ publish_previous(const char *dir, uint64_t below, char *vdir, size_t cap,
 		return 1;
 	publish_version_name(name, best);
 	if (util_path_join(vdir, cap, dir, name) != 0) {
-		pub_err(err, errlen, "%s: path too long", dir);
+		util_errf(err, errlen, "%s: path too long", dir);
 		return -1;
 	}
 	*version = best;
@@ -307,7 +290,7 @@ pub_write_file(int dfd, const char *name, const unsigned char *buf,
 
 	fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (fd < 0) {
-		pub_err(err, errlen, "%s: %s", name, strerror(errno));
+		util_errf(err, errlen, "%s: %s", name, strerror(errno));
 		return -1;
 	}
 	if (fn != NULL) {
@@ -316,18 +299,18 @@ pub_write_file(int dfd, const char *name, const unsigned char *buf,
 			return -1;
 		}
 	} else if (util_write_all(fd, buf, len) != 0) {
-		pub_err(err, errlen, "%s: write: %s", name, strerror(errno));
+		util_errf(err, errlen, "%s: write: %s", name, strerror(errno));
 		(void)close(fd);
 		return -1;
 	}
 	pub_delay();
 	if (pub_fsync(fd) != 0) {
-		pub_err(err, errlen, "%s: fsync: %s", name, strerror(errno));
+		util_errf(err, errlen, "%s: fsync: %s", name, strerror(errno));
 		(void)close(fd);
 		return -1;
 	}
 	if (close(fd) != 0) {
-		pub_err(err, errlen, "%s: close: %s", name, strerror(errno));
+		util_errf(err, errlen, "%s: close: %s", name, strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -337,7 +320,7 @@ static int
 pub_fsync_dir(int dfd, const char *what, char *err, size_t errlen)
 {
 	if (pub_fsync(dfd) != 0) {
-		pub_err(err, errlen, "%s: fsync: %s", what, strerror(errno));
+		util_errf(err, errlen, "%s: fsync: %s", what, strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -350,13 +333,13 @@ pub_switch(int dfd, const char *dir, const char *name, char *err,
 {
 	(void)unlinkat(dfd, PUB_LINK_TMP, 0);
 	if (symlinkat(name, dfd, PUB_LINK_TMP) != 0) {
-		pub_err(err, errlen, "%s/%s: symlink: %s", dir, PUB_LINK_TMP,
+		util_errf(err, errlen, "%s/%s: symlink: %s", dir, PUB_LINK_TMP,
 		    strerror(errno));
 		return -1;
 	}
 	pub_delay();
 	if (renameat(dfd, PUB_LINK_TMP, dfd, PUBLISH_CURRENT) != 0) {
-		pub_err(err, errlen, "%s/%s: rename: %s", dir, PUBLISH_CURRENT,
+		util_errf(err, errlen, "%s/%s: rename: %s", dir, PUBLISH_CURRENT,
 		    strerror(errno));
 		(void)unlinkat(dfd, PUB_LINK_TMP, 0);
 		return -1;
@@ -372,18 +355,18 @@ pub_open_dir(const char *dir, char *err, size_t errlen)
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0 && errno == ENOENT) {
 		if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
-			pub_err(err, errlen, "%s: mkdir: %s", dir,
+			util_errf(err, errlen, "%s: mkdir: %s", dir,
 			    strerror(errno));
 			return -1;
 		}
 		dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	}
 	if (dfd < 0) {
-		pub_err(err, errlen, "%s: %s", dir, strerror(errno));
+		util_errf(err, errlen, "%s: %s", dir, strerror(errno));
 		return -1;
 	}
 	if (flock(dfd, LOCK_EX | LOCK_NB) != 0) {
-		pub_err(err, errlen, "%s: %s", dir, errno == EWOULDBLOCK ?
+		util_errf(err, errlen, "%s: %s", dir, errno == EWOULDBLOCK ?
 		    "another publish to this directory is in progress" :
 		    strerror(errno));
 		(void)close(dfd);
@@ -407,7 +390,7 @@ publish_pair_stream(const char *dir, uint64_t version,
 
 	assert(dir != NULL && filter != NULL && write_table != NULL);
 	if (version == 0) {
-		pub_err(err, errlen, "%s: version must be at least 1", dir);
+		util_errf(err, errlen, "%s: version must be at least 1", dir);
 		return -1;
 	}
 	dfd = pub_open_dir(dir, err, errlen);
@@ -419,7 +402,7 @@ publish_pair_stream(const char *dir, uint64_t version,
 		goto out_close;
 	have_cur = rc == 0;
 	if (have_cur && version <= cur) {
-		pub_err(err, errlen, "%s: version %" PRIu64 " is not above the "
+		util_errf(err, errlen, "%s: version %" PRIu64 " is not above the "
 		    "current version %" PRIu64, dir, version, cur);
 		goto out_close;
 	}
@@ -428,23 +411,23 @@ publish_pair_stream(const char *dir, uint64_t version,
 
 	/* 1. Both files into a fresh temporary directory inside DIR. */
 	if (util_path_join(tmpl, sizeof(tmpl), dir, PUB_TMP_PREFIX "XXXXXX") != 0) {
-		pub_err(err, errlen, "%s: path too long", dir);
+		util_errf(err, errlen, "%s: path too long", dir);
 		goto out_close;
 	}
 	if (mkdtemp(tmpl) == NULL) {
-		pub_err(err, errlen, "%s: mkdtemp: %s", dir, strerror(errno));
+		util_errf(err, errlen, "%s: mkdtemp: %s", dir, strerror(errno));
 		goto out_close;
 	}
 	base = strrchr(tmpl, '/') + 1;
 	if (strlen(base) >= sizeof(tmpname)) {
-		pub_err(err, errlen, "%s: temporary name too long", dir);
+		util_errf(err, errlen, "%s: temporary name too long", dir);
 		goto out_rmtmp;
 	}
 	memcpy(tmpname, base, strlen(base) + 1);
 	(void)chmod(tmpl, 0755);
 	tfd = open(tmpl, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (tfd < 0) {
-		pub_err(err, errlen, "%s: %s", tmpl, strerror(errno));
+		util_errf(err, errlen, "%s: %s", tmpl, strerror(errno));
 		goto out_rmtmp;
 	}
 	pub_delay();
@@ -460,7 +443,7 @@ publish_pair_stream(const char *dir, uint64_t version,
 
 	/* 2. The directory takes its version name; DIR is made durable. */
 	if (renameat(dfd, tmpname, dfd, vname) != 0) {
-		pub_err(err, errlen, "%s/%s: rename: %s", dir, vname,
+		util_errf(err, errlen, "%s/%s: rename: %s", dir, vname,
 		    strerror(errno));
 		goto out_rmtmp;
 	}
@@ -510,7 +493,7 @@ pub_write_buf(void *arg, int fd, char *err, size_t errlen)
 	const struct pub_buf *b = arg;
 
 	if (util_write_all(fd, b->p, b->len) != 0) {
-		pub_err(err, errlen, "%s: write: %s", PUBLISH_TABLE_NAME,
+		util_errf(err, errlen, "%s: write: %s", PUBLISH_TABLE_NAME,
 		    strerror(errno));
 		return -1;
 	}
@@ -556,12 +539,12 @@ publish_pathv(const char *path, const struct iovec *iov, int iovcnt,
 	    slash == path ? 1 : (int)(slash - path), slash == NULL ? "." :
 	    path);
 	if (*name == '\0' || n < 0 || (size_t)n >= sizeof(dir)) {
-		pub_err(err, errlen, "%s: not a file name", path);
+		util_errf(err, errlen, "%s: not a file name", path);
 		return -1;
 	}
 	n = snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", dir, name);
 	if (n < 0 || (size_t)n >= sizeof(tmp)) {
-		pub_err(err, errlen, "%s: path too long", path);
+		util_errf(err, errlen, "%s: path too long", path);
 		return -1;
 	}
 	/* 1. The bytes into a new temporary file beside path, fsynced. */
@@ -590,7 +573,7 @@ publish_pathv(const char *path, const struct iovec *iov, int iovcnt,
 	if ((flags & PUBLISH_EXCL) != 0) {
 		if (link(tmp, path) != 0) {
 			if (errno == EEXIST) {
-				pub_err(err, errlen, "%s: already exists", path);
+				util_errf(err, errlen, "%s: already exists", path);
 				goto out;
 			}
 			step = "link";
@@ -611,7 +594,7 @@ publish_pathv(const char *path, const struct iovec *iov, int iovcnt,
 	rc = 0;
 	goto out;
 fail:
-	pub_err(err, errlen, "%s: %s: %s", path, step, strerror(errno));
+	util_errf(err, errlen, "%s: %s: %s", path, step, strerror(errno));
 out:
 	saved = errno;
 	if (fd >= 0)
@@ -647,13 +630,13 @@ publish_file(const char *dir, const char *name, const unsigned char *buf,
 	if (util_path_join(path, sizeof(path), dir, name) != 0 ||
 	    strchr(name, '/') != NULL ||
 	    *name == '\0') {
-		pub_err(err, errlen, "%s: bad file name", name);
+		util_errf(err, errlen, "%s: bad file name", name);
 		return -1;
 	}
 	if (stat(dir, &st) != 0 && errno == ENOENT) {
 		/* A new directory, made durable in its parent. */
 		if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
-			pub_err(err, errlen, "%s: mkdir: %s", dir,
+			util_errf(err, errlen, "%s: mkdir: %s", dir,
 			    strerror(errno));
 			return -1;
 		}
@@ -663,7 +646,7 @@ publish_file(const char *dir, const char *name, const unsigned char *buf,
 		    slash == NULL ? "." : dir);
 		if (n < 0 || (size_t)n >= sizeof(parent) ||
 		    (pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
-			pub_err(err, errlen, "%s: cannot open the parent "
+			util_errf(err, errlen, "%s: cannot open the parent "
 			    "directory", dir);
 			return -1;
 		}

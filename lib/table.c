@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,22 +38,6 @@ struct table {
 	uint64_t	 recs_len;
 	unsigned char	 sha[32];
 };
-
-static void
-tb_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-tb_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	(void)vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* Byte-wise order of two encoded keys, a shorter prefix first. */
 static int
@@ -672,12 +655,12 @@ tb_emit(const struct table_builder *b, tb_sink_fn sink, void *arg,
 	int rc = -1;
 
 	if (!b->sorted) {
-		tb_err(err, errlen, "table: records not sorted");
+		util_errf(err, errlen, "table: records not sorted");
 		return -1;
 	}
 	o.buf = malloc(TB_CHUNK);
 	if (o.buf == NULL) {
-		tb_err(err, errlen, "table: out of memory");
+		util_errf(err, errlen, "table: out of memory");
 		return -1;
 	}
 	rlen = tb_records_len(b);
@@ -718,7 +701,7 @@ tb_sink_sha(void *arg, const unsigned char *p, size_t n, char *err,
     size_t errlen)
 {
 	if (EVP_DigestUpdate(arg, p, n) != 1) {
-		tb_err(err, errlen, "table: SHA-256 failed");
+		util_errf(err, errlen, "table: SHA-256 failed");
 		return -1;
 	}
 	return 0;
@@ -735,13 +718,13 @@ table_builder_digest(const struct table_builder *b, unsigned char sha[32],
 	assert(b != NULL && sha != NULL && len != NULL);
 	ctx = EVP_MD_CTX_new();
 	if (ctx == NULL || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) {
-		tb_err(err, errlen, "table: SHA-256 failed");
+		util_errf(err, errlen, "table: SHA-256 failed");
 		goto out;
 	}
 	if (tb_emit(b, tb_sink_sha, ctx, len, err, errlen) != 0)
 		goto out;
 	if (EVP_DigestFinal_ex(ctx, sha, &dlen) != 1 || dlen != 32) {
-		tb_err(err, errlen, "table: SHA-256 failed");
+		util_errf(err, errlen, "table: SHA-256 failed");
 		goto out;
 	}
 	rc = 0;
@@ -763,7 +746,7 @@ tb_sink_mem(void *arg, const unsigned char *p, size_t n, char *err,
 	struct tb_membuf *m = arg;
 
 	if (n > m->cap - m->len) {
-		tb_err(err, errlen, "table: size changed while encoding");
+		util_errf(err, errlen, "table: size changed while encoding");
 		return -1;
 	}
 	memcpy(m->p + m->len, p, n);
@@ -783,13 +766,13 @@ table_builder_encode(const struct table_builder *b, unsigned char **out,
 	*outlen = 0;
 	total = TABLE_HDR_LEN + 8 * (uint64_t)b->n + tb_records_len(b);
 	if (total > SIZE_MAX) {
-		tb_err(err, errlen, "table: too large");
+		util_errf(err, errlen, "table: too large");
 		return -1;
 	}
 	m.cap = (size_t)total;
 	m.p = malloc(m.cap);
 	if (m.p == NULL) {
-		tb_err(err, errlen, "table: out of memory (%" PRIu64 " bytes)",
+		util_errf(err, errlen, "table: out of memory (%" PRIu64 " bytes)",
 		    total);
 		return -1;
 	}
@@ -810,7 +793,7 @@ tb_sink_fd(void *arg, const unsigned char *p, size_t n, char *err,
 	int fd = *(int *)arg;
 
 	if (util_write_all(fd, p, n) != 0) {
-		tb_err(err, errlen, "table: write: %s", strerror(errno));
+		util_errf(err, errlen, "table: write: %s", strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -836,39 +819,39 @@ tb_validate(struct table *t, char *err, size_t errlen)
 	size_t last_scope_len = 0;
 
 	if (t->len < TABLE_HDR_LEN) {
-		tb_err(err, errlen, "offset 0: truncated header (%zu bytes)",
+		util_errf(err, errlen, "offset 0: truncated header (%zu bytes)",
 		    t->len);
 		return -1;
 	}
 	if (memcmp(h, TABLE_MAGIC, 8) != 0) {
-		tb_err(err, errlen, "offset 0: bad magic (not a table file)");
+		util_errf(err, errlen, "offset 0: bad magic (not a table file)");
 		return -1;
 	}
 	if (util_get_le16(h + 8) != TABLE_FORMAT) {
 		if (util_get_le16(h + 8) < TABLE_FORMAT)
-			tb_err(err, errlen, "offset 8: format %u is from an "
+			util_errf(err, errlen, "offset 8: format %u is from an "
 			    "older filterbuild (X.509 scopes were not over the "
 			    "canonical issuer Name); rebuild with this "
 			    "filterbuild", (unsigned)util_get_le16(h + 8));
 		else
-			tb_err(err, errlen, "offset 8: unsupported format %u",
+			util_errf(err, errlen, "offset 8: unsupported format %u",
 			    (unsigned)util_get_le16(h + 8));
 		return -1;
 	}
 	if (util_get_le16(h + 10) != 0 || util_get_le32(h + 12) != 0) {
-		tb_err(err, errlen, "offset 10: reserved bytes not zero");
+		util_errf(err, errlen, "offset 10: reserved bytes not zero");
 		return -1;
 	}
 	count = util_get_le64(h + 16);
 	rlen = util_get_le64(h + 24);
 	if (count > TABLE_MAX_RECORDS ||
 	    count > (t->len - TABLE_HDR_LEN) / 8) {
-		tb_err(err, errlen, "offset 16: record count %" PRIu64
+		util_errf(err, errlen, "offset 16: record count %" PRIu64
 		    " does not fit the file", count);
 		return -1;
 	}
 	if (rlen != t->len - TABLE_HDR_LEN - 8 * count) {
-		tb_err(err, errlen, "offset 24: records length %" PRIu64
+		util_errf(err, errlen, "offset 24: records length %" PRIu64
 		    " does not match the file size %zu", rlen, t->len);
 		return -1;
 	}
@@ -885,13 +868,13 @@ tb_validate(struct table *t, char *err, size_t errlen)
 		size_t sl, il, rl, sz;
 
 		if (off != pos) {
-			tb_err(err, errlen, "offset %" PRIu64 ": index entry %"
+			util_errf(err, errlen, "offset %" PRIu64 ": index entry %"
 			    PRIu64 " is %" PRIu64 ", expected %" PRIu64,
 			    TABLE_HDR_LEN + 8 * i, i, off, pos);
 			return -1;
 		}
 		if (rlen - pos < TABLE_REC_HDR_LEN) {
-			tb_err(err, errlen, "offset %" PRIu64 ": record %" PRIu64
+			util_errf(err, errlen, "offset %" PRIu64 ": record %" PRIu64
 			    " truncated", at, i);
 			return -1;
 		}
@@ -901,26 +884,26 @@ tb_validate(struct table *t, char *err, size_t errlen)
 		rl = rec_reason_len(r);
 		if (sl == 0 || il == 0 || il > REVKEY_ID_MAX ||
 		    rl >= TABLE_REASON_MAX) {
-			tb_err(err, errlen, "offset %" PRIu64 ": record %" PRIu64
+			util_errf(err, errlen, "offset %" PRIu64 ": record %" PRIu64
 			    " has bad lengths (scope %zu, id %zu, reason %zu)",
 			    at, i, sl, il, rl);
 			return -1;
 		}
 		sz = tb_rec_size(sl, il, rl);
 		if (rlen - pos < sz) {
-			tb_err(err, errlen, "offset %" PRIu64 ": record %" PRIu64
+			util_errf(err, errlen, "offset %" PRIu64 ": record %" PRIu64
 			    " runs past the end of the file", at, i);
 			return -1;
 		}
 		if (r[TABLE_REC_HDR_LEN + sl] != 0) {
-			tb_err(err, errlen, "offset %" PRIu64 ": record %" PRIu64
+			util_errf(err, errlen, "offset %" PRIu64 ": record %" PRIu64
 			    " has no key separator", at, i);
 			return -1;
 		}
 		if (last_scope == NULL || last_scope_len != sl ||
 		    memcmp(last_scope, rec_key(r), sl) != 0) {
 			if (!revkey_scope_valid((const char *)rec_key(r), sl)) {
-				tb_err(err, errlen, "offset %" PRIu64
+				util_errf(err, errlen, "offset %" PRIu64
 				    ": record %" PRIu64 " has an invalid scope",
 				    at, i);
 				return -1;
@@ -929,13 +912,13 @@ tb_validate(struct table *t, char *err, size_t errlen)
 			last_scope_len = sl;
 		}
 		if (!tb_reason_ok((const char *)r + sz - rl, rl)) {
-			tb_err(err, errlen, "offset %" PRIu64 ": record %" PRIu64
+			util_errf(err, errlen, "offset %" PRIu64 ": record %" PRIu64
 			    " has control characters in its reason", at, i);
 			return -1;
 		}
 		if (prev != NULL && tb_keycmp(rec_key(prev), rec_key_len(prev),
 		    rec_key(r), rec_key_len(r)) >= 0) {
-			tb_err(err, errlen, "offset %" PRIu64 ": record %" PRIu64
+			util_errf(err, errlen, "offset %" PRIu64 ": record %" PRIu64
 			    " is not in strictly ascending key order", at, i);
 			return -1;
 		}
@@ -943,13 +926,13 @@ tb_validate(struct table *t, char *err, size_t errlen)
 		pos += sz;
 	}
 	if (pos != rlen) {
-		tb_err(err, errlen, "offset %" PRIu64 ": %" PRIu64
+		util_errf(err, errlen, "offset %" PRIu64 ": %" PRIu64
 		    " trailing bytes after the last record",
 		    TABLE_HDR_LEN + 8 * count + pos, rlen - pos);
 		return -1;
 	}
 	if (util_sha256(t->sha, t->buf, t->len) != 0) {
-		tb_err(err, errlen, "SHA-256 failed");
+		util_errf(err, errlen, "SHA-256 failed");
 		return -1;
 	}
 	return 0;
@@ -964,7 +947,7 @@ table_parse(const unsigned char *buf, size_t len, bool take, char *err,
 
 	t = calloc(1, sizeof(*t));
 	if (t == NULL) {
-		tb_err(err, errlen, "table: out of memory");
+		util_errf(err, errlen, "table: out of memory");
 		if (take)
 			free((void *)(uintptr_t)buf);
 		return NULL;
@@ -973,12 +956,12 @@ table_parse(const unsigned char *buf, size_t len, bool take, char *err,
 	t->len = len;
 	t->owned = take;
 	if (buf == NULL) {
-		tb_err(err, errlen, "table: no data");
+		util_errf(err, errlen, "table: no data");
 		table_close(t);
 		return NULL;
 	}
 	if (tb_validate(t, why, sizeof(why)) != 0) {
-		tb_err(err, errlen, "table: %s", why);
+		util_errf(err, errlen, "table: %s", why);
 		table_close(t);
 		return NULL;
 	}
@@ -1004,7 +987,7 @@ table_open_fd(int fd, const char *name, char *err, size_t errlen)
 		return NULL;
 	t = calloc(1, sizeof(*t));
 	if (t == NULL) {
-		tb_err(err, errlen, "%s: out of memory", name);
+		util_errf(err, errlen, "%s: out of memory", name);
 		(void)munmap(map, len);
 		return NULL;
 	}
@@ -1012,7 +995,7 @@ table_open_fd(int fd, const char *name, char *err, size_t errlen)
 	t->len = len;
 	t->mapped = true;
 	if (tb_validate(t, why, sizeof(why)) != 0) {
-		tb_err(err, errlen, "%s: %s", name, why);
+		util_errf(err, errlen, "%s: %s", name, why);
 		table_close(t);
 		return NULL;
 	}
@@ -1027,7 +1010,7 @@ table_open(const char *path, char *err, size_t errlen)
 
 	assert(path != NULL);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
-		tb_err(err, errlen, "%s: %s", path, strerror(errno));
+		util_errf(err, errlen, "%s: %s", path, strerror(errno));
 		return NULL;
 	}
 	t = table_open_fd(fd, path, err, errlen);
@@ -1051,12 +1034,12 @@ table_check_binding(const struct table *t, const unsigned char sha[32],
 {
 	assert(t != NULL && sha != NULL);
 	if ((uint64_t)t->len != len) {
-		tb_err(err, errlen, "table length %zu does not match the "
+		util_errf(err, errlen, "table length %zu does not match the "
 		    "filter's %" PRIu64, t->len, len);
 		return -1;
 	}
 	if (CRYPTO_memcmp(t->sha, sha, 32) != 0) {
-		tb_err(err, errlen,
+		util_errf(err, errlen,
 		    "table SHA-256 does not match the filter's");
 		return -1;
 	}

@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,18 @@ util_hex(char *out, const unsigned char *in, size_t len)
 		out[2 * i + 1] = hexdig[in[i] & 0x0f];
 	}
 	out[2 * len] = '\0';
+}
+
+void
+util_errf(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err == NULL || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	(void)vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
 }
 
 int

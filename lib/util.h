@@ -28,6 +28,13 @@ void util_hex(char *out, const unsigned char *in, size_t len);
 long util_unhex(unsigned char *out, size_t cap, const char *in, size_t len,
     bool allow_colons);
 
+/*
+ * printf into err[errlen] (nothing when err is NULL or errlen 0): the
+ * one writer of the "what went wrong" strings lib functions return.
+ */
+void util_errf(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* "dir/name" into out[cap]. Returns 0, or -1 when it does not fit. */
 int util_path_join(char *out, size_t cap, const char *dir, const char *name);
 
