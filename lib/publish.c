@@ -189,6 +189,24 @@ pub_rmtree(int dfd, const char *name)
 	return pub_rmtree_depth(dfd, name, 1);
 }
 
+/* A stream over dfd's entries from the first, dfd left open; NULL on error. */
+static DIR *
+pub_opendir(int dfd)
+{
+	DIR *d;
+	int fd;
+
+	if ((fd = dup(dfd)) < 0)
+		return NULL;
+	if ((d = fdopendir(fd)) == NULL) {
+		(void)close(fd);
+		return NULL;
+	}
+	/* The dup shares its offset with dfd: start from the beginning. */
+	rewinddir(d);
+	return d;
+}
+
 /*
  * Removes what a killed run may have left: temporary directories, the
  * temporary symlink, and version directories above the current version
@@ -200,19 +218,10 @@ pub_clean_stale(int dfd, bool have_cur, uint64_t cur)
 {
 	DIR *d;
 	struct dirent *de;
-	int fd;
 	uint64_t v;
 
-	fd = dup(dfd);
-	if (fd < 0)
+	if ((d = pub_opendir(dfd)) == NULL)
 		return;
-	d = fdopendir(fd);
-	if (d == NULL) {
-		(void)close(fd);
-		return;
-	}
-	/* The dup shares its offset with dfd: start from the beginning. */
-	rewinddir(d);
 	while ((de = readdir(d)) != NULL) {
 		if (strncmp(de->d_name, PUB_TMP_PREFIX,
 		    strlen(PUB_TMP_PREFIX)) == 0)
@@ -243,20 +252,11 @@ pub_prune(int dfd, unsigned keep, uint64_t cur)
 	uint64_t *vs = NULL, *tmp, v;
 	size_t n = 0, cap = 0, i;
 	char name[PUBLISH_VNAME_LEN + 1];
-	int fd;
 
 	if (keep == 0)
 		keep = 1;
-	fd = dup(dfd);
-	if (fd < 0)
+	if ((d = pub_opendir(dfd)) == NULL)
 		return;
-	d = fdopendir(fd);
-	if (d == NULL) {
-		(void)close(fd);
-		return;
-	}
-	/* The dup shares its offset with dfd: start from the beginning. */
-	rewinddir(d);
 	while ((de = readdir(d)) != NULL) {
 		if (!pub_parse_vname(de->d_name, &v))
 			continue;
