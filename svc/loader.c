@@ -86,40 +86,51 @@ out:
 	return rc;
 }
 
-/* Writes the state durably (publish_path). */
+/*
+ * Writes the state durably (publish_path), through cJSON; versions are
+ * strings so that no JSON reader rounds a 64-bit one.
+ */
 static int
 state_write(struct loader *l, const struct loader_hwm *hwm, size_t n,
     char *err, size_t errlen)
 {
-	struct sbuf b;
-	char hex[65];
+	cJSON *root, *arr, *o;
+	struct iovec iov[2];
+	char hex[65], ver[21], nl[] = "\n", *text = NULL;
 	size_t i;
 	int rc = -1;
 
-	sbuf_init(&b, 256, STATE_MAX);
-	sbuf_adds(&b, "{\"signers\":[");
+	if ((root = cJSON_CreateObject()) == NULL ||
+	    (arr = cJSON_AddArrayToObject(root, "signers")) == NULL)
+		goto oom;
 	for (i = 0; i < n; i++) {
-		sbuf_adds(&b, i ? ",{\"signer\":\"" : "{\"signer\":\"");
+		if ((o = cJSON_CreateObject()) == NULL ||
+		    !cJSON_AddItemToArray(arr, o))
+			goto oom;
 		util_hex(hex, hwm[i].signer, SIGN_KEYID_LEN);
-		sbuf_adds(&b, hex);
-		sbuf_adds(&b, "\",\"version\":\"");
-		sbuf_add_u64(&b, hwm[i].version);
-		sbuf_adds(&b, "\",\"sha256\":\"");
+		if (cJSON_AddStringToObject(o, "signer", hex) == NULL)
+			goto oom;
+		snprintf(ver, sizeof(ver), "%llu",
+		    (unsigned long long)hwm[i].version);
+		if (cJSON_AddStringToObject(o, "version", ver) == NULL)
+			goto oom;
 		util_hex(hex, hwm[i].sha256, 32);
-		sbuf_adds(&b, hex);
-		sbuf_adds(&b, "\"}");
+		if (cJSON_AddStringToObject(o, "sha256", hex) == NULL)
+			goto oom;
 	}
-	sbuf_adds(&b, "]}\n");
-	if (!sbuf_ok(&b)) {
-		snprintf(err, errlen, "rollback state: out of memory");
-		goto out;
-	}
-	if (publish_path(l->state_path, b.p, b.len, 0600, 0, err,
-	    errlen) != 0)
-		goto out;
-	rc = 0;
+	if ((text = cJSON_PrintUnformatted(root)) == NULL)
+		goto oom;
+	iov[0].iov_base = text;
+	iov[0].iov_len = strlen(text);
+	iov[1].iov_base = nl;
+	iov[1].iov_len = 1;
+	rc = publish_pathv(l->state_path, iov, 2, 0600, 0, err, errlen);
+	goto out;
+oom:
+	snprintf(err, errlen, "rollback state: out of memory");
 out:
-	sbuf_free(&b);
+	cJSON_free(text);
+	cJSON_Delete(root);
 	return rc;
 }
 
