@@ -424,9 +424,11 @@ print_json(const char *path, const struct target *t, const struct ffile *f,
 	ok = ok && jnum(root, "keys", (double)in->keys);
 	ok = ok && jnum(root, "bits", (double)in->m);
 	ok = ok && jnum(root, "hashes", in->k);
-	if (in->layout == BLOOM_FUSE)
+	if (in->layout == BLOOM_FUSE || in->layout == BLOOM_FUSE8) {
 		ok = ok && jnum(root, "segment_length",
 		    (double)(UINT64_C(1) << in->seglog));
+		ok = ok && jnum(root, "fingerprint_bits", b->width);
+	}
 	ok = ok && jstr(root, "seed", seed);
 	ok = ok && jnum(root, "fp_rate_target", in->fp_rate_target);
 	ok = ok && jnum(root, "set_bits", (double)bloom_popcount(b));
@@ -590,11 +592,11 @@ print_text(const struct target *t, const struct ffile *f,
 	}
 	printf("keys:              %" PRIu64 "\n", in->keys);
 	printf("bits (m):          %" PRIu64 " (%zu bytes)\n", in->m,
-	    bloom_nbytes(in->m));
+	    bloom_array_len(in->layout, in->m));
 	printf("hashes (k):        %" PRIu32 "\n", in->k);
-	if (in->layout == BLOOM_FUSE)
-		printf("segment length:    %" PRIu64 " cells of 8 bits\n",
-		    UINT64_C(1) << in->seglog);
+	if (in->layout == BLOOM_FUSE || in->layout == BLOOM_FUSE8)
+		printf("segment length:    %" PRIu64 " cells of %" PRIu32
+		    " bits\n", UINT64_C(1) << in->seglog, b->width);
 	printf("seed:              %016" PRIx64 "\n", in->seed);
 	printf("fp rate target:    %g\n", in->fp_rate_target);
 	printf("fill ratio:        %.6f\n", bloom_fill_ratio(b));

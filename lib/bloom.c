@@ -20,6 +20,8 @@ bloom_layout_name(enum bloom_layout layout)
 		return "classic";
 	case BLOOM_BLOCKED:
 		return "blocked";
+	case BLOOM_FUSE8:
+		return "fuse8";
 	case BLOOM_FUSE:
 		return "fuse";
 	}
@@ -30,6 +32,34 @@ size_t
 bloom_nbytes(uint64_t m)
 {
 	return (size_t)((m + 7) / 8);
+}
+
+size_t
+bloom_array_len(enum bloom_layout layout, uint64_t m)
+{
+	return bloom_nbytes(m) + (layout == BLOOM_FUSE ? BLOOM_FUSE_PAD : 0);
+}
+
+static bool
+fuse_layout(enum bloom_layout layout)
+{
+	return layout == BLOOM_FUSE || layout == BLOOM_FUSE8;
+}
+
+uint32_t
+bloom_fuse_width(double p)
+{
+	double w;
+
+	if (!(p > 0.0 && p < 1.0) || p < BLOOM_FUSE_MIN_FP)
+		return 0;
+	/* log2 of a power of two is exact: 2^-w itself gets w. */
+	w = ceil(-log2(p));
+	if (w < BLOOM_FUSE_MIN_WIDTH)
+		w = BLOOM_FUSE_MIN_WIDTH;
+	if (w > BLOOM_FUSE_MAX_WIDTH)
+		return 0;
+	return (uint32_t)w;
 }
 
 int
@@ -77,14 +107,18 @@ blocked_fp(uint64_t n, uint64_t m, uint32_t k)
 	return sum;
 }
 
+static double fuse_expected_fp(uint64_t n, uint64_t m);
+
 double
 bloom_expected_fp(enum bloom_layout layout, uint64_t n, uint64_t m,
     uint32_t k)
 {
 	if (m == 0 || k == 0)
 		return 1.0;
+	if (layout == BLOOM_FUSE8)
+		return BLOOM_FUSE8_FP;
 	if (layout == BLOOM_FUSE)
-		return BLOOM_FUSE_FP;
+		return fuse_expected_fp(n, m);
 	if (layout == BLOOM_BLOCKED && m >= BLOOM_BLOCK_BITS)
 		return blocked_fp(n, m, k);
 	return pow(1.0 - exp(-(double)k * (double)n / (double)m), (double)k);
@@ -128,6 +162,19 @@ fuse_shape(uint64_t n, unsigned attempt, uint32_t *seglog, uint64_t *cells)
 	*cells = segs * seglen;
 }
 
+static double
+fuse_expected_fp(uint64_t n, uint64_t m)
+{
+	uint64_t cells;
+	uint32_t lg;
+
+	fuse_shape(n, 0, &lg, &cells);
+	if (m % cells != 0 || m / cells < BLOOM_FUSE_MIN_WIDTH ||
+	    m / cells > BLOOM_FUSE_MAX_WIDTH)
+		return 1.0;
+	return ldexp(1.0, -(int)(m / cells));
+}
+
 int
 bloom_size(enum bloom_layout layout, uint64_t n, double p, uint64_t *m,
     uint32_t *k)
@@ -141,14 +188,16 @@ bloom_size(enum bloom_layout layout, uint64_t n, double p, uint64_t *m,
 		return -1;
 	if (layout == BLOOM_CLASSIC)
 		return 0;
-	if (layout == BLOOM_FUSE) {
-		uint32_t lg;
+	if (fuse_layout(layout)) {
+		uint32_t lg, w;
 		uint64_t cells;
 
-		if (p < BLOOM_FUSE_FP || n > BLOOM_FUSE_MAX_KEYS)
+		w = layout == BLOOM_FUSE8 ? (p < BLOOM_FUSE8_FP ? 0 : 8) :
+		    bloom_fuse_width(p);
+		if (w == 0 || n > BLOOM_FUSE_MAX_KEYS)
 			return -1;
 		fuse_shape(n, 0, &lg, &cells);
-		*m = cells * 8;
+		*m = cells * w;
 		*k = BLOOM_FUSE_ARITY;
 		return 0;
 	}
@@ -198,29 +247,39 @@ bloom_pick_layout(uint64_t n, double p)
 		return BLOOM_BLOCKED;
 	if (bloom_size(BLOOM_BLOCKED, n, p, &mb, &kb) != 0)
 		return BLOOM_FUSE;
-	return mf <= mb ? BLOOM_FUSE : BLOOM_BLOCKED;
+	return bloom_array_len(BLOOM_FUSE, mf) <=
+	    bloom_array_len(BLOOM_BLOCKED, mb) ? BLOOM_FUSE : BLOOM_BLOCKED;
 }
 
+/*
+ * width is the fingerprint width of BLOOM_FUSE (the caller's argument),
+ * 0 for every other layout.
+ */
 static int
 bloom_check_params(enum bloom_layout layout, uint64_t m, uint32_t k,
-    uint32_t seglog)
+    uint32_t seglog, uint32_t width)
 {
 	uint64_t cells;
+	uint32_t w;
 
 	if (m == 0 || m > BLOOM_MAX_BITS || k == 0 || k > BLOOM_MAX_K)
 		return -1;
-	if (layout == BLOOM_FUSE) {
+	if (fuse_layout(layout)) {
+		if (layout == BLOOM_FUSE8 ? width != 0 :
+		    width < BLOOM_FUSE_MIN_WIDTH || width > BLOOM_FUSE_MAX_WIDTH)
+			return -1;
+		w = layout == BLOOM_FUSE8 ? 8 : width;
 		/* Three whole segments at least; cell indexes fit 32 bits. */
-		if (k != BLOOM_FUSE_ARITY || m % 8 != 0 || seglog < 1 ||
+		if (k != BLOOM_FUSE_ARITY || m % w != 0 || seglog < 1 ||
 		    seglog > BLOOM_FUSE_MAX_SEGLOG)
 			return -1;
-		cells = m / 8;
+		cells = m / w;
 		if (cells % (UINT64_C(1) << seglog) != 0 ||
 		    cells / (UINT64_C(1) << seglog) < 3 || cells > UINT32_MAX)
 			return -1;
 		return 0;
 	}
-	if (seglog != 0)
+	if (seglog != 0 || width != 0)
 		return -1;
 	if (layout == BLOOM_BLOCKED)
 		return m % BLOOM_BLOCK_BITS == 0 ? 0 : -1;
@@ -229,19 +288,28 @@ bloom_check_params(enum bloom_layout layout, uint64_t m, uint32_t k,
 
 static void
 bloom_set_params(struct bloom *b, enum bloom_layout layout, uint64_t m,
-    uint32_t k, uint32_t seglog, uint64_t seed)
+    uint32_t k, uint32_t seglog, uint32_t width, uint64_t seed)
 {
 	b->layout = layout;
 	b->m = m;
 	b->k = k;
 	b->seed = seed;
 	b->nblocks = layout == BLOOM_BLOCKED ? m / BLOOM_BLOCK_BITS : 0;
-	b->nbytes = bloom_nbytes(m);
-	if (layout == BLOOM_FUSE) {
+	b->nbytes = bloom_array_len(layout, m);
+	if (fuse_layout(layout)) {
+		b->width = layout == BLOOM_FUSE8 ? 8 : width;
+		b->fmask = (UINT32_C(1) << b->width) - 1;
 		b->seglog = seglog;
 		b->seglen = UINT64_C(1) << seglog;
-		b->span = m / 8 - 2 * b->seglen;
+		b->span = m / b->width - 2 * b->seglen;
 	}
+}
+
+/* Cells of a fuse filter. */
+static inline uint64_t
+fuse_ncells(const struct bloom *b)
+{
+	return b->m / b->width;
 }
 
 int
@@ -250,27 +318,25 @@ bloom_init(struct bloom *b, enum bloom_layout layout, uint64_t m, uint32_t k,
 {
 	memset(b, 0, sizeof(*b));
 	/* A fuse filter comes only whole, from bloom_build_fuse(). */
-	if (layout == BLOOM_FUSE || bloom_check_params(layout, m, k, 0) != 0)
-		return -1;
-	if (bloom_nbytes(m) > SIZE_MAX)
+	if (fuse_layout(layout) || bloom_check_params(layout, m, k, 0, 0) != 0)
 		return -1;
 	if ((b->bits = calloc(1, bloom_nbytes(m))) == NULL)
 		return -1;
-	bloom_set_params(b, layout, m, k, 0, seed);
+	bloom_set_params(b, layout, m, k, 0, 0, seed);
 	b->owned = true;
 	return 0;
 }
 
 int
 bloom_attach(struct bloom *b, enum bloom_layout layout, uint64_t m,
-    uint32_t k, uint32_t seglog, uint64_t seed, const unsigned char *bits,
-    size_t nbytes)
+    uint32_t k, uint32_t seglog, uint32_t width, uint64_t seed,
+    const unsigned char *bits, size_t nbytes)
 {
 	memset(b, 0, sizeof(*b));
-	if (bloom_check_params(layout, m, k, seglog) != 0 || bits == NULL ||
-	    nbytes != bloom_nbytes(m))
+	if (bloom_check_params(layout, m, k, seglog, width) != 0 ||
+	    bits == NULL || nbytes != bloom_array_len(layout, m))
 		return -1;
-	bloom_set_params(b, layout, m, k, seglog, seed);
+	bloom_set_params(b, layout, m, k, seglog, width, seed);
 	/* A view never writes: bloom_add() asserts ownership. */
 	b->bits = (unsigned char *)(uintptr_t)bits;
 	b->owned = false;
@@ -306,6 +372,55 @@ bloom_probe(const struct bloom_hash *h, uint32_t i, uint64_t m)
 	return (uint64_t)(x % m);
 }
 
+/*
+ * Bit i of the array is bit i % 64 of the little-endian 64-bit word at byte
+ * (i / 64) * 8, the same bit as bit i % 8 of byte i / 8: word loads read the
+ * fixed byte layout on any machine. The same holds for a word at any byte
+ * offset, which is how BLOOM_FUSE reads its cells.
+ */
+static inline uint64_t
+bloom_load64(const unsigned char *p)
+{
+	uint64_t w;
+
+	memcpy(&w, p, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	w = __builtin_bswap64(w);
+#endif
+	return w;
+}
+
+static inline void
+bloom_store64(unsigned char *p, uint64_t w)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	w = __builtin_bswap64(w);
+#endif
+	memcpy(p, &w, 8);
+}
+
+/*
+ * Cell c of a BLOOM_FUSE filter: bits c*w .. c*w+w-1, read with one load
+ * of the 8 bytes from byte c*w/8. The shift is at most 7 and w at most 16,
+ * so the cell lies inside the word; the last cell's word ends at most 7
+ * bytes past the cells, inside the BLOOM_FUSE_PAD bytes of padding.
+ */
+static inline uint32_t
+fuse_get(const struct bloom *b, uint64_t c)
+{
+	uint64_t bit = c * b->width;
+
+	return (uint32_t)(bloom_load64(b->bits + (bit >> 3)) >> (bit & 7)) &
+	    b->fmask;
+}
+
+/* The line holding cell c of a BLOOM_FUSE filter. */
+static inline const unsigned char *
+fuse_addr(const struct bloom *b, uint64_t c)
+{
+	return b->bits + ((c * b->width) >> 3);
+}
+
 /* Index of a key's block: a multiply-shift range reduction of h1. */
 static inline uint64_t
 bloom_block(const struct bloom *b, const struct bloom_hash *h)
@@ -329,20 +444,21 @@ fuse_cells(const struct bloom *b, const struct bloom_hash *h, uint64_t c[3])
 	c[2] = (c[0] + 2 * b->seglen) ^ ((h->h2 >> 21) & mask);
 }
 
-static inline unsigned char
-fuse_fingerprint(const struct bloom_hash *h)
+/* A key's fingerprint: the top w bits of h2, clear of the cell offsets. */
+static inline uint32_t
+fuse_fingerprint(const struct bloom *b, const struct bloom_hash *h)
 {
-	return (unsigned char)(h->h2 >> 56);
+	return (uint32_t)(h->h2 >> (64 - b->width));
 }
 
 static inline bool
-bloom_query_fuse(const struct bloom *b, const struct bloom_hash *h)
+bloom_query_fuse8(const struct bloom *b, const struct bloom_hash *h)
 {
 	uint64_t c[3];
 
 	fuse_cells(b, h, c);
-	return (b->bits[c[0]] ^ b->bits[c[1]] ^ b->bits[c[2]]) ==
-	    fuse_fingerprint(h);
+	return (uint32_t)(b->bits[c[0]] ^ b->bits[c[1]] ^ b->bits[c[2]]) ==
+	    fuse_fingerprint(b, h);
 }
 
 void
@@ -354,7 +470,7 @@ bloom_add_hash(struct bloom *b, const struct bloom_hash *h)
 
 	assert(b->owned);
 	/* Setting bits in a fuse filter would lose keys: never. */
-	if (b->layout == BLOOM_FUSE)
+	if (fuse_layout(b->layout))
 		abort();
 	if (b->layout == BLOOM_BLOCKED) {
 		blk = b->bits + bloom_block(b, h) * (BLOOM_BLOCK_BITS / 8);
@@ -377,28 +493,22 @@ bloom_add_hash(struct bloom *b, const struct bloom_hash *h)
 	}
 }
 
-/*
- * Bit i of the array is bit i % 64 of the little-endian 64-bit word at byte
- * (i / 64) * 8, the same bit as bit i % 8 of byte i / 8: word loads read the
- * fixed byte layout on any machine.
- */
-static inline uint64_t
-bloom_load64(const unsigned char *p)
-{
-	uint64_t w;
-
-	memcpy(&w, p, 8);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	w = __builtin_bswap64(w);
-#endif
-	return w;
-}
 
 /*
  * The blocked query reads all k bits of its one cache line without a
  * data-dependent branch: an absent key costs no misprediction, so the CPU
  * goes on to the next key's load while this one is in flight.
  */
+static inline bool
+bloom_query_fuse(const struct bloom *b, const struct bloom_hash *h)
+{
+	uint64_t c[3];
+
+	fuse_cells(b, h, c);
+	return (fuse_get(b, c[0]) ^ fuse_get(b, c[1]) ^ fuse_get(b, c[2])) ==
+	    fuse_fingerprint(b, h);
+}
+
 static inline bool
 bloom_query_blocked(const struct bloom *b, const struct bloom_hash *h)
 {
@@ -425,6 +535,8 @@ bloom_query_hash(const struct bloom *b, const struct bloom_hash *h)
 		return bloom_query_blocked(b, h);
 	if (b->layout == BLOOM_FUSE)
 		return bloom_query_fuse(b, h);
+	if (b->layout == BLOOM_FUSE8)
+		return bloom_query_fuse8(b, h);
 	pos = h->h1 % b->m;
 	step = h->h2 % b->m;
 	if (step == 0)
@@ -446,6 +558,9 @@ bloom_prefetch(const struct bloom *b, const struct bloom_hash *h)
 		__builtin_prefetch(b->bits + bloom_block(b, h) *
 		    (BLOOM_BLOCK_BITS / 8));
 	} else if (b->layout == BLOOM_FUSE) {
+		fuse_cells(b, h, c);
+		__builtin_prefetch(fuse_addr(b, c[0]));
+	} else if (b->layout == BLOOM_FUSE8) {
 		fuse_cells(b, h, c);
 		__builtin_prefetch(b->bits + c[0]);
 	} else {
@@ -535,12 +650,28 @@ bloom_query_many(const struct bloom *b, const struct bloom_hash *h, size_t n,
 		for (i = 0; i < n + BLOOM_AHEAD_FUSE; i++) {
 			if (i < n) {
 				fuse_cells(b, &h[i], c);
+				__builtin_prefetch(fuse_addr(b, c[0]));
+				__builtin_prefetch(fuse_addr(b, c[1]));
+				__builtin_prefetch(fuse_addr(b, c[2]));
+			}
+			if (i >= BLOOM_AHEAD_FUSE)
+				out[i - BLOOM_AHEAD_FUSE] = bloom_query_fuse(b,
+				    &h[i - BLOOM_AHEAD_FUSE]);
+		}
+		return;
+	}
+	if (b->layout == BLOOM_FUSE8) {
+		uint64_t c[3];
+
+		for (i = 0; i < n + BLOOM_AHEAD_FUSE; i++) {
+			if (i < n) {
+				fuse_cells(b, &h[i], c);
 				__builtin_prefetch(b->bits + c[0]);
 				__builtin_prefetch(b->bits + c[1]);
 				__builtin_prefetch(b->bits + c[2]);
 			}
 			if (i >= BLOOM_AHEAD_FUSE)
-				out[i - BLOOM_AHEAD_FUSE] = bloom_query_fuse(b,
+				out[i - BLOOM_AHEAD_FUSE] = bloom_query_fuse8(b,
 				    &h[i - BLOOM_AHEAD_FUSE]);
 		}
 		return;
@@ -617,9 +748,9 @@ bloom_fill_ratio(const struct bloom *b)
 double
 bloom_estimated_fp(const struct bloom *b)
 {
-	/* An absent key matches a random 8-bit fingerprint: 2^-8. */
-	if (b->layout == BLOOM_FUSE)
-		return BLOOM_FUSE_FP;
+	/* An absent key matches a random w-bit fingerprint: 2^-w. */
+	if (fuse_layout(b->layout))
+		return ldexp(1.0, -(int)b->width);
 	return pow(bloom_fill_ratio(b), (double)b->k);
 }
 
@@ -657,7 +788,7 @@ fuse_work_free(struct fuse_work *w)
 static int
 fuse_peel(const struct bloom *b, struct fuse_work *w, size_t n)
 {
-	uint64_t cells = b->m / 8, c[3];
+	uint64_t cells = fuse_ncells(b), c[3];
 	size_t i, qhead = 0, qtail = 0, npeeled = 0;
 	uint32_t cell, key;
 	int j;
@@ -705,24 +836,42 @@ fuse_next_seed(uint64_t x)
 
 #define FUSE_ATTEMPTS 40
 
-int
-bloom_build_fuse(struct bloom *b, size_t n, uint64_t seed, bloom_key_fn key,
-    void *arg)
+/* Sets cell c of an owned BLOOM_FUSE array to v (below 2^w). */
+static void
+fuse_set(struct bloom *b, uint64_t c, uint32_t v)
+{
+	uint64_t bit = c * b->width, word;
+	unsigned char *p = b->bits + (bit >> 3);
+
+	word = bloom_load64(p);
+	word &= ~((uint64_t)b->fmask << (bit & 7));
+	word |= (uint64_t)v << (bit & 7);
+	bloom_store64(p, word);
+}
+
+/*
+ * Both fuse layouts: width 8 of BLOOM_FUSE8 is byte cells, any width of
+ * BLOOM_FUSE packed cells.
+ */
+static int
+fuse_build(struct bloom *b, enum bloom_layout layout, uint32_t width,
+    size_t n, uint64_t seed, bloom_key_fn key, void *arg)
 {
 	struct fuse_work w;
 	uint64_t cells, maxcells, c[3];
-	uint32_t seglog;
+	uint32_t seglog, wbits, v;
 	unsigned attempt;
 	const void *kb;
 	size_t i, klen, j;
 
 	memset(b, 0, sizeof(*b));
 	memset(&w, 0, sizeof(w));
+	wbits = layout == BLOOM_FUSE8 ? 8 : width;
 	if (n > BLOOM_FUSE_MAX_KEYS)
 		return -1;
 	/* The largest shape any attempt asks for: the work arrays' size. */
 	fuse_shape(n, FUSE_ATTEMPTS - 1, &seglog, &maxcells);
-	if (maxcells > UINT32_MAX || maxcells * 8 > BLOOM_MAX_BITS)
+	if (maxcells > UINT32_MAX || maxcells * wbits > BLOOM_MAX_BITS)
 		return -1;
 	if ((n > 0 && (w.h = calloc(n, sizeof(*w.h))) == NULL) ||
 	    (w.count = calloc((size_t)maxcells, sizeof(uint32_t))) == NULL ||
@@ -734,8 +883,8 @@ bloom_build_fuse(struct bloom *b, size_t n, uint64_t seed, bloom_key_fn key,
 
 	for (attempt = 0; attempt < FUSE_ATTEMPTS; attempt++) {
 		fuse_shape(n, attempt, &seglog, &cells);
-		bloom_set_params(b, BLOOM_FUSE, cells * 8, BLOOM_FUSE_ARITY,
-		    seglog, seed);
+		bloom_set_params(b, layout, cells * wbits, BLOOM_FUSE_ARITY,
+		    seglog, width, seed);
 		for (i = 0; i < n; i++) {
 			kb = key(arg, i, &klen);
 			w.h[i] = bloom_hash(seed, kb, klen);
@@ -747,14 +896,21 @@ bloom_build_fuse(struct bloom *b, size_t n, uint64_t seed, bloom_key_fn key,
 	if (attempt == FUSE_ATTEMPTS)
 		goto fail;
 
-	if ((b->bits = calloc(1, (size_t)cells)) == NULL)
+	if ((b->bits = calloc(1, b->nbytes)) == NULL)
 		goto fail;
 	b->owned = true;
 	for (j = n; j-- > 0;) {
 		fuse_cells(b, &w.h[w.pkey[j]], c);
-		b->bits[w.pcell[j]] = (unsigned char)(fuse_fingerprint(
-		    &w.h[w.pkey[j]]) ^ b->bits[c[0]] ^ b->bits[c[1]] ^
-		    b->bits[c[2]]);
+		if (layout == BLOOM_FUSE8) {
+			b->bits[w.pcell[j]] = (unsigned char)(fuse_fingerprint(
+			    b, &w.h[w.pkey[j]]) ^ b->bits[c[0]] ^
+			    b->bits[c[1]] ^ b->bits[c[2]]);
+			continue;
+		}
+		/* The peeled cell is still 0: XORing it in changes nothing. */
+		v = fuse_fingerprint(b, &w.h[w.pkey[j]]) ^ fuse_get(b, c[0]) ^
+		    fuse_get(b, c[1]) ^ fuse_get(b, c[2]);
+		fuse_set(b, w.pcell[j], v);
 	}
 	fuse_work_free(&w);
 	return 0;
@@ -762,4 +918,22 @@ fail:
 	fuse_work_free(&w);
 	memset(b, 0, sizeof(*b));
 	return -1;
+}
+
+int
+bloom_build_fuse(struct bloom *b, uint32_t width, size_t n, uint64_t seed,
+    bloom_key_fn key, void *arg)
+{
+	if (width < BLOOM_FUSE_MIN_WIDTH || width > BLOOM_FUSE_MAX_WIDTH) {
+		memset(b, 0, sizeof(*b));
+		return -1;
+	}
+	return fuse_build(b, BLOOM_FUSE, width, n, seed, key, arg);
+}
+
+int
+bloom_build_fuse8(struct bloom *b, size_t n, uint64_t seed, bloom_key_fn key,
+    void *arg)
+{
+	return fuse_build(b, BLOOM_FUSE8, 0, n, seed, key, arg);
 }

@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 /*
- * Three layouts share one interface. All set bit i of the array as bit
+ * Four layouts share one interface. All set bit i of the array as bit
  * (i % 8) of byte (i / 8), so a filter answers the same on any machine.
  *
  * BLOOM_CLASSIC: k probes (h1 + i*h2) mod m over the whole array.
@@ -17,27 +17,40 @@
  *   sizing compensates for.
  * BLOOM_FUSE: not a Bloom filter but a binary fuse filter (Graf and Lemire,
  *   "Binary Fuse Filters: Fast and Smaller Than Xor Filters", 2022) behind
- *   the same interface: an array of 8-bit fingerprints cut into segments of
- *   2^seglog entries; a key's three cells lie in three consecutive segments
- *   and the key is "possibly present" when their XOR equals its fingerprint.
- *   FP rate 2^-8 at about 9 bits per key (a Bloom filter needs 11.5 bits for
- *   that rate, 9.6 for 1%), three cache lines per query, no false negatives.
- *   It is built once from all keys (bloom_build_fuse), never added to.
+ *   the same interface: an array of w-bit fingerprints (4 <= w <= 16), cell
+ *   i in bits i*w .. i*w+w-1 of the array, cut into segments of 2^seglog
+ *   cells; a key's three cells lie in three consecutive segments and the
+ *   key is "possibly present" when their XOR equals its fingerprint. FP
+ *   rate 2^-w at about 1.125 w bits per key from 10^6 keys on (a Bloom
+ *   filter needs 1.44 log2(1/p)), three cache lines per query, no false
+ *   negatives. A cell is read with one unaligned 64-bit load and a shift;
+ *   BLOOM_FUSE_PAD zero bytes after the cells keep that load inside the
+ *   array. It is built once from all keys (bloom_build_fuse), never added
+ *   to.
+ * BLOOM_FUSE8: the first fuse layout, byte cells (w = 8, no padding).
+ *   Files of this layout are still read; new filters are BLOOM_FUSE, which
+ *   at w = 8 is the same filter (bloom_build_fuse8 remains for the tests
+ *   that read such files).
  */
 enum bloom_layout {
 	BLOOM_CLASSIC = 1,
 	BLOOM_BLOCKED = 2,
-	BLOOM_FUSE = 3,
+	BLOOM_FUSE8 = 3,
+	BLOOM_FUSE = 4,
 };
 
-/* "classic", "blocked", "fuse" or "unknown". */
+/* "classic", "blocked", "fuse8", "fuse" or "unknown". */
 const char *bloom_layout_name(enum bloom_layout layout);
 
 #define BLOOM_BLOCK_BITS 512u
 #define BLOOM_MAX_BITS   (UINT64_C(1) << 40)	/* 128 GiB of bits: a hard cap */
 #define BLOOM_MAX_K      64u
 #define BLOOM_FUSE_ARITY 3u		/* cells per key: the k of a fuse filter */
-#define BLOOM_FUSE_FP	 (1.0 / 256.0)	/* 8-bit fingerprints */
+#define BLOOM_FUSE8_FP	 (1.0 / 256.0)	/* BLOOM_FUSE8: 8-bit fingerprints */
+#define BLOOM_FUSE_MIN_WIDTH 4u		/* BLOOM_FUSE fingerprint bits ... */
+#define BLOOM_FUSE_MAX_WIDTH 16u	/* ... from 4 to 16 */
+#define BLOOM_FUSE_MIN_FP (1.0 / 65536.0)	/* the lowest target: 2^-16 */
+#define BLOOM_FUSE_PAD	 8u		/* zero bytes after BLOOM_FUSE cells */
 #define BLOOM_FUSE_MAX_SEGLOG 18u	/* segments of at most 2^18 cells */
 /*
  * Keys and cells are indexed by 32 bits: with the largest size factor a
@@ -52,10 +65,12 @@ struct bloom {
 	uint32_t	 k;		/* probes per key */
 	uint64_t	 seed;		/* XXH3 seed */
 	uint64_t	 nblocks;	/* BLOOM_BLOCKED only: m / 512 */
-	uint32_t	 seglog;	/* BLOOM_FUSE only: log2 segment length */
-	uint64_t	 seglen;	/* BLOOM_FUSE: 2^seglog */
-	uint64_t	 span;		/* BLOOM_FUSE: cells a first probe spans */
-	unsigned char	*bits;		/* nbytes = bloom_nbytes(m) */
+	uint32_t	 seglog;	/* fuse layouts only: log2 segment length */
+	uint64_t	 seglen;	/* fuse layouts: 2^seglog */
+	uint64_t	 span;		/* fuse layouts: cells a first probe spans */
+	uint32_t	 width;		/* fuse layouts: fingerprint bits */
+	uint32_t	 fmask;		/* fuse layouts: 2^width - 1 */
+	unsigned char	*bits;		/* nbytes = bloom_array_len(layout, m) */
 	size_t		 nbytes;
 	bool		 owned;		/* bits freed by bloom_free() */
 };
@@ -75,30 +90,52 @@ struct bloom_hash {
 int bloom_size_classic(uint64_t n, double p, uint64_t *m, uint32_t *k);
 
 /*
+ * The fingerprint width a BLOOM_FUSE filter needs for FP rate p:
+ * ceil(log2(1/p)), at least BLOOM_FUSE_MIN_WIDTH. Between two powers of two
+ * the filter is therefore more precise than asked, and larger than
+ * 1.125 log2(1/p) bits per key by the rounding (at 0.1 %: w = 10 for
+ * log2(1/p) = 9.97). Returns 0 when p is not in (0, 1) or below
+ * BLOOM_FUSE_MIN_FP: no width meets it.
+ */
+uint32_t bloom_fuse_width(double p);
+
+/*
  * Sizing for a layout. For BLOOM_BLOCKED, m is a multiple of 512 grown
  * until the layout's expected FP rate (bloom_expected_fp) is at most p.
- * For BLOOM_FUSE, m and k = 3 are what bloom_build_fuse() will first try,
- * and p must be at least BLOOM_FUSE_FP. Returns 0, or -1 as
- * bloom_size_classic() and for a fuse target below 2^-8.
+ * For BLOOM_FUSE, m (cells times bloom_fuse_width(p)) and k = 3 are what
+ * bloom_build_fuse() will first try; for BLOOM_FUSE8, p must be at least
+ * BLOOM_FUSE8_FP. Returns 0, or -1 as bloom_size_classic() and for a fuse
+ * target no width meets.
  */
 int bloom_size(enum bloom_layout layout, uint64_t n, double p, uint64_t *m,
     uint32_t *k);
 
 /*
  * The layout a builder should use for n keys at FP rate p when the
- * operator leaves it open: the fuse layout when it can meet p (p >= 2^-8)
- * and its array is no larger than the blocked layout's, else blocked.
- * At 1 % and 10^5 keys or more that is fuse (smaller, a lower FP rate,
- * faster); at the default 0.1 %, or at 5 %, blocked.
+ * operator leaves it open: BLOOM_FUSE when it can meet p (p >= 2^-16) and
+ * its array (bloom_array_len) is no larger than the blocked layout's, else
+ * blocked. From a few hundred keys on that is fuse at every target from
+ * 2^-16 to 5 % (at the default 0.1 % and 10^6 keys: 11.3 bits per key
+ * against 15.6); below 2^-16, and for the smallest sets, blocked.
  */
 enum bloom_layout bloom_pick_layout(uint64_t n, double p);
 
-/* Expected FP rate of a layout holding n keys in m bits with k probes. */
+/*
+ * Expected FP rate of a layout holding n keys in m bits with k probes. For
+ * BLOOM_FUSE, 2^-w with w the width m implies for n keys at the first
+ * shape bloom_size() gives (1.0 when m is no such shape).
+ */
 double bloom_expected_fp(enum bloom_layout layout, uint64_t n, uint64_t m,
     uint32_t k);
 
 /* Bytes in the bit array of an m-bit filter: ceil(m / 8). */
 size_t bloom_nbytes(uint64_t m);
+
+/*
+ * Bytes a layout's array takes for m bits: bloom_nbytes(m), plus
+ * BLOOM_FUSE_PAD for BLOOM_FUSE. The filter file stores exactly this.
+ */
+size_t bloom_array_len(enum bloom_layout layout, uint64_t m);
 
 /*
  * Creates an empty filter with its own zeroed bit array. Returns 0, or -1
@@ -111,14 +148,18 @@ int bloom_init(struct bloom *b, enum bloom_layout layout, uint64_t m,
 /*
  * Makes b a read-only view over an existing bit array (for example inside
  * an mmap of a filter file). The caller keeps ownership of bits, which must
- * outlive b. seglog is the fuse layout's log2 segment length, 0 for the
- * others. Returns 0, or -1 when the parameters are invalid (a fuse filter
- * needs k = 3, m a multiple of 8 and at least three whole segments of
- * 2^seglog cells, 1 <= seglog <= 18) or nbytes is not bloom_nbytes(m).
+ * outlive b. seglog is the fuse layouts' log2 segment length, width
+ * BLOOM_FUSE's fingerprint bits; both 0 for the layouts without them
+ * (width 0 for BLOOM_FUSE8 too). Returns 0, or -1 when the parameters are
+ * invalid (a fuse filter needs k = 3, 1 <= seglog <= 18, m a whole number
+ * of cells of w bits (8 for BLOOM_FUSE8, 4..16 for BLOOM_FUSE) forming at
+ * least three whole segments of 2^seglog cells, at most 2^32 - 1 cells) or
+ * nbytes is not bloom_array_len(layout, m). The padding is not read here:
+ * a query masks it out, whatever it holds.
  */
 int bloom_attach(struct bloom *b, enum bloom_layout layout, uint64_t m,
-    uint32_t k, uint32_t seglog, uint64_t seed, const unsigned char *bits,
-    size_t nbytes);
+    uint32_t k, uint32_t seglog, uint32_t width, uint64_t seed,
+    const unsigned char *bits, size_t nbytes);
 
 /*
  * The key source of bloom_build_fuse(): key i of n, its bytes and length.
@@ -126,14 +167,22 @@ int bloom_attach(struct bloom *b, enum bloom_layout layout, uint64_t m,
 typedef const void *(*bloom_key_fn)(void *arg, size_t i, size_t *len);
 
 /*
- * Builds a fuse filter holding the n distinct keys key(arg, 0..n-1). The
+ * Builds a BLOOM_FUSE filter with width-bit fingerprints (FP rate
+ * 2^-width) holding the n distinct keys key(arg, 0..n-1). The
  * construction fails for an unlucky seed now and then: it retries with
  * seeds derived from seed (the one used ends in b->seed) and grows the
- * array slightly after repeated failures. Returns 0; -1 when n exceeds
- * BLOOM_FUSE_MAX_KEYS, memory runs out, or no seed works (duplicate keys
- * do that); b is then left zeroed.
+ * array slightly after repeated failures. Returns 0; -1 when width is not
+ * in 4..16, n exceeds BLOOM_FUSE_MAX_KEYS, memory runs out, or no seed
+ * works (duplicate keys do that); b is then left zeroed.
  */
-int bloom_build_fuse(struct bloom *b, size_t n, uint64_t seed,
+int bloom_build_fuse(struct bloom *b, uint32_t width, size_t n,
+    uint64_t seed, bloom_key_fn key, void *arg);
+
+/*
+ * The same for the BLOOM_FUSE8 layout (byte cells, 2^-8), which new
+ * filters no longer use; kept so that tests can write such files.
+ */
+int bloom_build_fuse8(struct bloom *b, size_t n, uint64_t seed,
     bloom_key_fn key, void *arg);
 
 /* Releases an owned bit array and zeroes b. Safe on a zeroed struct. */
@@ -142,7 +191,7 @@ void bloom_free(struct bloom *b);
 /*
  * Hashes a key with the filter's seed. This function can't fail. A fuse
  * filter takes its first cell from h1, the other two cells' offsets from
- * bits 1..18 and 21..38 of h2 and the fingerprint from its top byte.
+ * bits 1..18 and 21..38 of h2 and the fingerprint from its top w bits.
  */
 struct bloom_hash bloom_hash(uint64_t seed, const void *key, size_t len);
 
@@ -176,7 +225,7 @@ void bloom_query_many(const struct bloom *b, const struct bloom_hash *h,
 
 /*
  * Set bits, set bits / m, and the FP rate that fill implies (fill^k; for a
- * fuse filter the fixed 2^-8, whatever its fill).
+ * fuse filter 2^-w, whatever its fill).
  */
 uint64_t bloom_popcount(const struct bloom *b);
 double bloom_fill_ratio(const struct bloom *b);

@@ -32,7 +32,7 @@ struct ffile {
 enum {
 	OFF_MAGIC = 0, OFF_FORMAT = 8, OFF_LAYOUT = 10, OFF_SEGLOG = 11,
 	OFF_NSCOPES = 12, OFF_VERSION = 16, OFF_ISSUED = 24, OFF_EXPIRES = 32,
-	OFF_KEYS = 40, OFF_M = 48, OFF_K = 56, OFF_RSV2 = 60, OFF_SEED = 64,
+	OFF_KEYS = 40, OFF_M = 48, OFF_K = 56, OFF_WIDTH = 60, OFF_RSV2 = 61, OFF_SEED = 64,
 	OFF_FPRATE = 72, OFF_SIGNER = 80, OFF_TSHA = 112, OFF_TLEN = 144,
 	OFF_BITSOFF = 152, OFF_BITSLEN = 160,
 };
@@ -303,21 +303,32 @@ ff_validate(struct ffile *f, char *err, size_t errlen)
 	}
 	layout = h[OFF_LAYOUT];
 	if (layout != BLOOM_CLASSIC && layout != BLOOM_BLOCKED &&
-	    layout != BLOOM_FUSE) {
-		ff_err(err, errlen, "offset %d: unknown layout %u", OFF_LAYOUT,
-		    layout);
+	    layout != BLOOM_FUSE8 && layout != BLOOM_FUSE) {
+		ff_err(err, errlen, "offset %d: unknown layout %u (this reader "
+		    "knows 1 classic, 2 blocked, 3 fuse8, 4 fuse; a newer "
+		    "filterbuild may have written it)", OFF_LAYOUT, layout);
 		return -1;
 	}
 	in->layout = (enum bloom_layout)layout;
 	in->seglog = h[OFF_SEGLOG];
-	if (layout == BLOOM_FUSE ? in->seglog < 1 ||
+	if (layout == BLOOM_FUSE || layout == BLOOM_FUSE8 ? in->seglog < 1 ||
 	    in->seglog > BLOOM_FUSE_MAX_SEGLOG : in->seglog != 0) {
 		ff_err(err, errlen, "offset %d: segment length log %u is not %s",
-		    OFF_SEGLOG, in->seglog, layout == BLOOM_FUSE ?
-		    "in 1..18 (fuse layout)" : "0 (no segments in this layout)");
+		    OFF_SEGLOG, in->seglog, layout == BLOOM_FUSE ||
+		    layout == BLOOM_FUSE8 ? "in 1..18 (fuse layouts)" :
+		    "0 (no segments in this layout)");
 		return -1;
 	}
-	if (util_get_le32(h + OFF_RSV2) != 0) {
+	in->width = h[OFF_WIDTH];
+	if (layout == BLOOM_FUSE ? in->width < BLOOM_FUSE_MIN_WIDTH ||
+	    in->width > BLOOM_FUSE_MAX_WIDTH : in->width != 0) {
+		ff_err(err, errlen, "offset %d: fingerprint width %u is not %s",
+		    OFF_WIDTH, in->width, layout == BLOOM_FUSE ?
+		    "in 4..16 (fuse layout)" :
+		    "0 (no packed fingerprints in this layout)");
+		return -1;
+	}
+	if (h[OFF_RSV2] != 0 || h[OFF_RSV2 + 1] != 0 || h[OFF_RSV2 + 2] != 0) {
 		ff_err(err, errlen, "offset %d: reserved bytes not zero",
 		    OFF_RSV2);
 		return -1;
@@ -364,10 +375,11 @@ ff_validate(struct ffile *f, char *err, size_t errlen)
 		    "not fit the file", OFF_NSCOPES, nscopes);
 		return -1;
 	}
-	if (bits_len != (uint64_t)bloom_nbytes(in->m)) {
+	if (bits_len != (uint64_t)bloom_array_len(in->layout, in->m)) {
 		ff_err(err, errlen, "offset %d: bit array length %" PRIu64
-		    " is not ceil(m/8) = %zu", OFF_BITSLEN, bits_len,
-		    bloom_nbytes(in->m));
+		    " is not %s = %zu", OFF_BITSLEN, bits_len,
+		    in->layout == BLOOM_FUSE ? "ceil(m/8) + 8 (padding)" :
+		    "ceil(m/8)", bloom_array_len(in->layout, in->m));
 		return -1;
 	}
 	if (bits_off > f->len || bits_len > f->len - bits_off ||
@@ -422,20 +434,28 @@ ff_validate(struct ffile *f, char *err, size_t errlen)
 		return -1;
 	}
 	if (in->m % 8 != 0) {
-		unsigned char last = h[bits_off + bits_len - 1];
+		uint64_t lastoff = bits_off + bloom_nbytes(in->m) - 1;
 
-		if ((last >> (in->m % 8)) != 0) {
+		if ((h[lastoff] >> (in->m % 8)) != 0) {
 			ff_err(err, errlen, "offset %" PRIu64 ": bits set past m",
-			    bits_off + bits_len - 1);
+			    lastoff);
 			return -1;
 		}
 	}
+	/* The fuse layout's padding: zero, so a file has one encoding. */
+	if (!ff_zero(h + bits_off + bloom_nbytes(in->m), (size_t)bits_len -
+	    bloom_nbytes(in->m))) {
+		ff_err(err, errlen, "offset %" PRIu64 ": padding after the "
+		    "cells not zero", bits_off + bloom_nbytes(in->m));
+		return -1;
+	}
 	if (bloom_attach(&f->bloom, in->layout, in->m, in->k, in->seglog,
-	    in->seed, h + bits_off, (size_t)bits_len) != 0) {
+	    in->width, in->seed, h + bits_off, (size_t)bits_len) != 0) {
 		ff_err(err, errlen, "offset %d: invalid filter parameters for "
 		    "layout %u (m %" PRIu64 ", k %" PRIu32 ", segment length "
-		    "log %" PRIu32 ")", OFF_LAYOUT, (unsigned)in->layout, in->m,
-		    in->k, in->seglog);
+		    "log %" PRIu32 ", fingerprint width %" PRIu32 ")",
+		    OFF_LAYOUT, (unsigned)in->layout, in->m, in->k, in->seglog,
+		    in->width);
 		return -1;
 	}
 	if (util_sha256(f->sha, f->buf, f->len) != 0) {
@@ -575,7 +595,7 @@ ffile_encode(const struct ffile_info *info, const struct bloom *b,
 		    info->nscopes);
 		return -1;
 	}
-	if (b->bits == NULL || b->nbytes != bloom_nbytes(b->m)) {
+	if (b->bits == NULL || b->nbytes != bloom_array_len(b->layout, b->m)) {
 		ff_err(err, errlen, "filter: bloom has no bit array");
 		return -1;
 	}
@@ -634,6 +654,7 @@ ffile_encode(const struct ffile_info *info, const struct bloom *b,
 	util_put_le16(buf + OFF_FORMAT, FFILE_FORMAT);
 	buf[OFF_LAYOUT] = (unsigned char)b->layout;
 	buf[OFF_SEGLOG] = (unsigned char)b->seglog;
+	buf[OFF_WIDTH] = b->layout == BLOOM_FUSE ? (unsigned char)b->width : 0;
 	util_put_le32(buf + OFF_NSCOPES, info->nscopes);
 	util_put_le64(buf + OFF_VERSION, info->version);
 	util_put_le64(buf + OFF_ISSUED, (uint64_t)info->issued_at);

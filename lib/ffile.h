@@ -120,7 +120,8 @@ struct ffile_info {
 	uint64_t	 keys;
 	uint64_t	 m;
 	uint32_t	 k;
-	uint32_t	 seglog;	/* fuse layout: log2 segment length */
+	uint32_t	 seglog;	/* fuse layouts: log2 segment length */
+	uint32_t	 width;		/* BLOOM_FUSE: fingerprint bits, else 0 */
 	uint64_t	 seed;
 	double		 fp_rate_target;
 	unsigned char	 signer[SIGN_KEYID_LEN];

@@ -36,8 +36,9 @@ pair_filter(struct bloom *b, enum bloom_layout layout, size_t n,
 	size_t i, klen;
 
 	assert(b != NULL && key != NULL);
-	if (layout == BLOOM_FUSE) {
-		if (bloom_build_fuse(b, n, seed, key, arg) == 0)
+	if (layout == BLOOM_FUSE || layout == BLOOM_FUSE8) {
+		if ((layout == BLOOM_FUSE ? bloom_build_fuse(b, k, n, seed, key,
+		    arg) : bloom_build_fuse8(b, n, seed, key, arg)) == 0)
 			return 0;
 		(void)snprintf(err, errlen, "cannot build a fuse filter of %zu "
 		    "keys: out of memory, over %" PRIu64 " keys, or no seed gave "
@@ -68,11 +69,16 @@ pair_layout(size_t n, double fp_rate, enum bloom_layout asked,
     enum bloom_layout *layout, char *err, size_t errlen)
 {
 	*layout = asked != 0 ? asked : bloom_pick_layout(n, fp_rate);
-	if (*layout == BLOOM_FUSE && fp_rate < BLOOM_FUSE_FP) {
-		(void)snprintf(err, errlen, "--layout fuse has the fixed FP rate "
-		    "1/256 (0.00390625), above --fp-rate %g: use --layout "
-		    "blocked or classic, or an --fp-rate of 1/256 or more "
-		    "(0.004 will do)", fp_rate);
+	if (*layout == BLOOM_FUSE && bloom_fuse_width(fp_rate) == 0) {
+		(void)snprintf(err, errlen, "--layout fuse reaches FP rates down "
+		    "to 2^-16 (0.0000152587890625), above --fp-rate %g: use "
+		    "--layout blocked or classic, or an --fp-rate of 2^-16 or "
+		    "more", fp_rate);
+		return -1;
+	}
+	if (*layout == BLOOM_FUSE8 && fp_rate < BLOOM_FUSE8_FP) {
+		(void)snprintf(err, errlen, "the fuse8 layout has the fixed FP "
+		    "rate 1/256, above the target %g", fp_rate);
 		return -1;
 	}
 	return 0;
@@ -122,7 +128,7 @@ pair_build(struct pair *p, const struct table_builder *tb,
 	pair_phase(o, "hashing");
 	if (pair_layout(n, o->fp_rate, o->layout, &layout, err, errlen) != 0)
 		goto fail;
-	if (o->m != 0 && layout != BLOOM_FUSE) {
+	if (o->m != 0 && layout != BLOOM_FUSE && layout != BLOOM_FUSE8) {
 		m = o->m;
 		k = o->k;
 	} else if (bloom_size(layout, n > 0 ? n : 1, o->fp_rate, &m,
@@ -131,6 +137,9 @@ pair_build(struct pair *p, const struct table_builder *tb,
 		    "at fp rate %g", n, o->fp_rate);
 		goto fail;
 	}
+	/* A fuse filter sizes itself; pair_filter takes its width as k. */
+	if (layout == BLOOM_FUSE)
+		k = bloom_fuse_width(o->fp_rate);
 
 	/* 2. The seed, then every key into the filter. */
 	if (o->fixed_seed) {
@@ -168,6 +177,7 @@ pair_build(struct pair *p, const struct table_builder *tb,
 	p->info.m = p->bloom.m;
 	p->info.k = p->bloom.k;
 	p->info.seglog = p->bloom.seglog;
+	p->info.width = p->bloom.layout == BLOOM_FUSE ? p->bloom.width : 0;
 	p->info.seed = p->bloom.seed;
 	return 0;
 fail:

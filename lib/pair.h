@@ -58,9 +58,11 @@ struct pair {
  * input_count_scopes does), hashes the table and signs the filter header
  * (ffile_encode). The same records, options and seed give the same bytes.
  * Returns 0 with p filled (pair_free releases it; tb and scopes must
- * outlive p), or -1 with err (the fuse layout asked for below its fixed
- * FP rate, a size over the caps, no randomness, out of memory) and p
- * zeroed.
+ * outlive p), or -1 with err (the fuse layout asked for below the FP
+ * rates it reaches, a size over the caps, no randomness, out of memory)
+ * and p
+ * zeroed. A BLOOM_FUSE filter gets w = bloom_fuse_width(fp_rate); a
+ * BLOOM_FUSE8 one (tests only) the fixed 8 bits.
  */
 int pair_build(struct pair *p, const struct table_builder *tb,
     const struct ffile_scope *scopes, size_t nscopes,
@@ -80,7 +82,8 @@ void pair_free(struct pair *p);
 /*
  * The layout of a pair of n keys at fp_rate: asked, or when asked is 0
  * bloom_pick_layout's choice. Returns 0 with *layout set, or -1 with err
- * when it is the fuse layout and fp_rate lies below its fixed 1/256.
+ * when it is the fuse layout and fp_rate lies below 2^-16 (no width meets
+ * it), or the fuse8 layout and fp_rate lies below its fixed 1/256.
  * pair_build decides so; a caller may ask first to refuse before other
  * work.
  */
@@ -89,11 +92,12 @@ int pair_layout(size_t n, double fp_rate, enum bloom_layout asked,
 
 /*
  * The filter step alone: a filter of layout over the n keys key(arg, 0..
- * n-1), with m bits and k probes (classic, blocked; ignored for fuse,
- * whose keys must be distinct), seeded with seed. The keys are hashed in
- * order and each filter line is hinted a few keys ahead, so a key source
- * that hints its own records ahead (table_builder_prefetch) hides both
- * misses. Returns 0 with b filled (bloom_free), or -1 with err and b
+ * n-1), with m bits and k probes (classic, blocked); for BLOOM_FUSE k is
+ * the fingerprint width (4..16) and m is ignored, for BLOOM_FUSE8 both
+ * are (the fuse layouts' keys must be distinct); seeded with seed. The
+ * keys are hashed in order and each filter line is hinted a few keys
+ * ahead, so a key source that hints its own records ahead
+ * (table_builder_prefetch) hides both misses. Returns 0 with b filled (bloom_free), or -1 with err and b
  * zeroed.
  */
 int pair_filter(struct bloom *b, enum bloom_layout layout, size_t n,

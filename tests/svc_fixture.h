@@ -31,7 +31,9 @@ struct fx_pair {
  * Builds a signed pair from records; extra_scopes names scopes covered
  * with no key. layout picks the filter layout; for classic and blocked, m
  * and k size the bloom (small m forces false positives), a fuse filter
- * sizes itself and ignores them. Returns 0, or -1.
+ * sizes itself and ignores m; BLOOM_FUSE takes k, when in 4..16, as its
+ * fingerprint width (target 2^-k; else the target 0.01, w = 7). Returns
+ * 0, or -1.
  */
 static inline int
 fx_build_layout(enum bloom_layout layout, EVP_PKEY *key, uint64_t version,
@@ -90,7 +92,9 @@ fx_build_layout(enum bloom_layout layout, EVP_PKEY *key, uint64_t version,
 	po.version = version;
 	po.issued_at = issued;
 	po.expires_at = expires;
-	po.fp_rate = 0.01;
+	/* BLOOM_FUSE: k in 4..16 is the width, through the target 2^-k. */
+	po.fp_rate = layout == BLOOM_FUSE && k >= 4 && k <= 16 ?
+	    1.0 / (double)(UINT32_C(1) << k) : 0.01;
 	po.layout = layout;
 	po.m = m;
 	po.k = k;

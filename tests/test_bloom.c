@@ -240,11 +240,11 @@ Test(bloom, attach_answers_like_the_original)
 		copy = malloc(b.nbytes);
 		cr_assert_not_null(copy);
 		memcpy(copy, b.bits, b.nbytes);
-		cr_assert_eq(bloom_attach(&v, layouts[li], m, k, 0, 99, copy,
+		cr_assert_eq(bloom_attach(&v, layouts[li], m, k, 0, 0, 99, copy,
 		    b.nbytes), 0);
-		cr_assert_eq(bloom_attach(&v, layouts[li], m, k, 0, 99, copy,
+		cr_assert_eq(bloom_attach(&v, layouts[li], m, k, 0, 0, 99, copy,
 		    b.nbytes - 1), -1);
-		cr_assert_eq(bloom_attach(&v, layouts[li], m, k, 0, 99, copy,
+		cr_assert_eq(bloom_attach(&v, layouts[li], m, k, 0, 0, 99, copy,
 		    b.nbytes), 0);
 		for (i = 0; i < 10000; i++) {
 			n = mkkey(key, sizeof(key), "k", i);
@@ -267,9 +267,9 @@ Test(bloom, rejects_bad_parameters)
 	cr_assert_eq(bloom_init(&b, BLOOM_CLASSIC, 100, BLOOM_MAX_K + 1, 0), -1);
 	cr_assert_eq(bloom_init(&b, BLOOM_BLOCKED, 1000, 3, 0), -1);
 	cr_assert_eq(bloom_init(&b, (enum bloom_layout)9, 512, 3, 0), -1);
-	cr_assert_eq(bloom_attach(&b, BLOOM_CLASSIC, BLOOM_MAX_BITS + 1, 3, 0, 0,
+	cr_assert_eq(bloom_attach(&b, BLOOM_CLASSIC, BLOOM_MAX_BITS + 1, 3, 0, 0, 0,
 	    bits, sizeof(bits)), -1);
-	cr_assert_eq(bloom_attach(&b, BLOOM_BLOCKED, 512, 3, 0, 0, bits,
+	cr_assert_eq(bloom_attach(&b, BLOOM_BLOCKED, 512, 3, 0, 0, 0, bits,
 	    sizeof(bits)), 0);
 	cr_assert(!bloom_query(&b, "a", 1));
 }
@@ -352,9 +352,9 @@ fuse_build(struct bloom *b, const char *tag, size_t n, uint64_t seed)
 {
 	struct fuse_keys fk = { tag, 0, { 0 } };
 
-	cr_assert_eq(bloom_build_fuse(b, n, seed, fuse_key, &fk), 0,
+	cr_assert_eq(bloom_build_fuse8(b, n, seed, fuse_key, &fk), 0,
 	    "fuse build of %zu keys", n);
-	cr_assert_eq(b->layout, BLOOM_FUSE);
+	cr_assert_eq(b->layout, BLOOM_FUSE8);
 	cr_assert_eq(b->k, BLOOM_FUSE_ARITY);
 	cr_assert(b->owned);
 	cr_assert_eq(b->m % 8, 0);
@@ -380,9 +380,9 @@ Test(bloom, fuse_1e6_no_false_negatives_fp_near_1_in_256_and_small)
 		fp += bloom_query(&b, key, n);
 	}
 	rate = (double)fp / 1e6;
-	cr_assert(rate >= 0.85 * BLOOM_FUSE_FP && rate <= 1.15 * BLOOM_FUSE_FP,
+	cr_assert(rate >= 0.85 * BLOOM_FUSE8_FP && rate <= 1.15 * BLOOM_FUSE8_FP,
 	    "fuse: measured FP rate %g is not 1/256 +-15%%", rate);
-	cr_assert_eq(bloom_estimated_fp(&b), BLOOM_FUSE_FP);
+	cr_assert_eq(bloom_estimated_fp(&b), BLOOM_FUSE8_FP);
 	/*
 	 * Smaller than the classic Bloom filter for 1 % while 2.5x more
 	 * precise: about 9.1 bits per key against 9.59.
@@ -426,7 +426,7 @@ Test(bloom, fuse_duplicate_keys_fail_cleanly)
 	struct fuse_keys fk = { "dup", 0, { 0 } };
 	struct bloom b;
 
-	cr_assert_eq(bloom_build_fuse(&b, 1000, 1, fuse_dup_key, &fk), -1);
+	cr_assert_eq(bloom_build_fuse8(&b, 1000, 1, fuse_dup_key, &fk), -1);
 	cr_assert_null(b.bits);
 	cr_assert_eq(b.m, 0);
 	bloom_free(&b);
@@ -439,41 +439,42 @@ Test(bloom, fuse_sizing_and_parameters)
 	uint64_t m;
 	uint32_t k;
 
-	cr_assert_eq(bloom_size(BLOOM_FUSE, 1000000, 0.01, &m, &k), 0);
+	cr_assert_eq(bloom_size(BLOOM_FUSE8, 1000000, 0.01, &m, &k), 0);
 	cr_assert_eq(k, 3);
 	cr_assert_eq(m % 8, 0);
 	/* 2^-8 is the only rate it offers: a lower target is refused. */
-	cr_assert_eq(bloom_size(BLOOM_FUSE, 1000000, 0.001, &m, &k), -1);
-	cr_assert_eq(bloom_size(BLOOM_FUSE, 1000, 1.0 / 256, &m, &k), 0);
-	cr_assert_eq(bloom_expected_fp(BLOOM_FUSE, 1000, m, k), BLOOM_FUSE_FP);
+	cr_assert_eq(bloom_size(BLOOM_FUSE8, 1000000, 0.001, &m, &k), -1);
+	cr_assert_eq(bloom_size(BLOOM_FUSE8, 1000, 1.0 / 256, &m, &k), 0);
+	cr_assert_eq(bloom_expected_fp(BLOOM_FUSE8, 1000, m, k), BLOOM_FUSE8_FP);
 	/* The largest set fits 32-bit cell indexes; one more key is refused. */
-	cr_assert_eq(bloom_size(BLOOM_FUSE, BLOOM_FUSE_MAX_KEYS, 0.01, &m, &k),
+	cr_assert_eq(bloom_size(BLOOM_FUSE8, BLOOM_FUSE_MAX_KEYS, 0.01, &m, &k),
 	    0);
 	cr_assert_lt(m / 8 * 6 / 5, (uint64_t)UINT32_MAX,
 	    "%llu cells, grown 20 %% by retries, must stay below 2^32",
 	    (unsigned long long)(m / 8));
-	cr_assert_eq(bloom_size(BLOOM_FUSE, BLOOM_FUSE_MAX_KEYS + 1, 0.01, &m,
+	cr_assert_eq(bloom_size(BLOOM_FUSE8, BLOOM_FUSE_MAX_KEYS + 1, 0.01, &m,
 	    &k), -1);
 	cr_assert_eq(bloom_pick_layout(BLOOM_FUSE_MAX_KEYS + 1, 0.01),
 	    BLOOM_BLOCKED);
 	/* Only built whole; never bloom_init()ed and filled bit by bit. */
-	cr_assert_eq(bloom_init(&b, BLOOM_FUSE, 384, 3, 0), -1);
+	cr_assert_eq(bloom_init(&b, BLOOM_FUSE8, 384, 3, 0), -1);
 
 	/* 48 cells = three segments of 16: the smallest valid shape. */
-	cr_assert_eq(bloom_attach(&v, BLOOM_FUSE, 384, 3, 4, 1, bits, 48), 0);
+	cr_assert_eq(bloom_attach(&v, BLOOM_FUSE8, 384, 3, 4, 0, 1, bits, 48), 0);
 	cr_assert_eq(v.seglen, 16);
 	bloom_free(&v);
-	cr_assert_eq(bloom_attach(&v, BLOOM_FUSE, 384, 4, 4, 1, bits, 48), -1);
-	cr_assert_eq(bloom_attach(&v, BLOOM_FUSE, 384, 3, 0, 1, bits, 48), -1);
-	cr_assert_eq(bloom_attach(&v, BLOOM_FUSE, 384, 3, 5, 1, bits, 48), -1,
+	cr_assert_eq(bloom_attach(&v, BLOOM_FUSE8, 384, 4, 4, 0, 1, bits, 48), -1);
+	cr_assert_eq(bloom_attach(&v, BLOOM_FUSE8, 384, 3, 0, 0, 1, bits, 48), -1);
+	cr_assert_eq(bloom_attach(&v, BLOOM_FUSE8, 384, 3, 5, 0, 1, bits, 48), -1,
 	    "48 cells are not whole segments of 32");
-	cr_assert_eq(bloom_attach(&v, BLOOM_FUSE, 384, 3, 19, 1, bits, 48), -1);
-	cr_assert_eq(bloom_attach(&v, BLOOM_FUSE, 256, 3, 4, 1, bits, 32), -1,
+	cr_assert_eq(bloom_attach(&v, BLOOM_FUSE8, 384, 3, 19, 0, 1, bits, 48), -1);
+	cr_assert_eq(bloom_attach(&v, BLOOM_FUSE8, 256, 3, 4, 0, 1, bits, 32), -1,
 	    "two segments are too few");
-	cr_assert_eq(bloom_attach(&v, BLOOM_FUSE, 380, 3, 2, 1, bits, 48), -1,
+	cr_assert_eq(bloom_attach(&v, BLOOM_FUSE8, 380, 3, 2, 0, 1, bits, 48), -1,
 	    "m not a multiple of 8");
-	cr_assert_eq(bloom_attach(&v, BLOOM_CLASSIC, 384, 3, 4, 1, bits, 48), -1,
+	cr_assert_eq(bloom_attach(&v, BLOOM_CLASSIC, 384, 3, 4, 0, 1, bits, 48), -1,
 	    "a segment length outside the fuse layout");
+	cr_assert_str_eq(bloom_layout_name(BLOOM_FUSE8), "fuse8");
 	cr_assert_str_eq(bloom_layout_name(BLOOM_FUSE), "fuse");
 	cr_assert_str_eq(bloom_layout_name(BLOOM_BLOCKED), "blocked");
 	cr_assert_str_eq(bloom_layout_name(BLOOM_CLASSIC), "classic");
@@ -509,7 +510,7 @@ Test(bloom, fuse_attach_and_query_many_answer_like_the_original)
 	size_t i, ni, klen;
 
 	fuse_build(&b, "many", 500, 77);
-	cr_assert_eq(bloom_attach(&v, BLOOM_FUSE, b.m, b.k, b.seglog, b.seed,
+	cr_assert_eq(bloom_attach(&v, BLOOM_FUSE8, b.m, b.k, b.seglog, 0, b.seed,
 	    b.bits, b.nbytes), 0);
 	for (i = 0; i < 1000; i++) {
 		klen = mkkey(key, sizeof(key), "many", i);
@@ -533,39 +534,369 @@ Test(bloom, fuse_attach_and_query_many_answer_like_the_original)
 /* The builder's default: the smaller of fuse and blocked that meets p. */
 Test(bloom, pick_layout_takes_the_smaller_that_meets_p)
 {
-	static const uint64_t ns[] = { 0, 1, 10, 1000, 100000, 1000000,
+	static const uint64_t ns[] = { 0, 1, 10, 100, 1000, 100000, 1000000,
 	    10000000 };
-	static const double ps[] = { 0.5, 0.05, 0.02, 0.01, 0.005,
-	    1.0 / 256, 0.0039, 0.001, 1e-6 };
+	static const double ps[] = { 0.5, 0.1, 0.05, 0.02, 0.01, 0.005,
+	    1.0 / 256, 0.0039, 0.001, 1.0 / 65536, 1.5e-5, 1e-6 };
 	enum bloom_layout l;
-	uint64_t mf, mb;
+	uint64_t mf, mb, n;
 	uint32_t kf, kb;
 	size_t ni, pi;
 
 	for (ni = 0; ni < sizeof(ns) / sizeof(ns[0]); ni++) {
+		n = ns[ni] ? ns[ni] : 1;
 		for (pi = 0; pi < sizeof(ps) / sizeof(ps[0]); pi++) {
 			l = bloom_pick_layout(ns[ni], ps[pi]);
-			cr_assert_eq(bloom_size(BLOOM_BLOCKED, ns[ni] ? ns[ni] :
-			    1, ps[pi], &mb, &kb), 0);
-			if (ps[pi] < BLOOM_FUSE_FP) {
+			cr_assert_eq(bloom_size(BLOOM_BLOCKED, n, ps[pi], &mb,
+			    &kb), 0);
+			if (ps[pi] < BLOOM_FUSE_MIN_FP) {
 				cr_assert_eq(l, BLOOM_BLOCKED, "n %llu p %g: "
 				    "fuse cannot meet p",
 				    (unsigned long long)ns[ni], ps[pi]);
 				continue;
 			}
-			cr_assert_eq(bloom_size(BLOOM_FUSE, ns[ni] ? ns[ni] :
-			    1, ps[pi], &mf, &kf), 0);
-			cr_assert_eq(l, mf <= mb ? BLOOM_FUSE : BLOOM_BLOCKED,
-			    "n %llu p %g: fuse %llu bits, blocked %llu",
-			    (unsigned long long)ns[ni], ps[pi],
+			cr_assert_eq(bloom_size(BLOOM_FUSE, n, ps[pi], &mf, &kf),
+			    0);
+			cr_assert_eq(l, bloom_array_len(BLOOM_FUSE, mf) <=
+			    bloom_array_len(BLOOM_BLOCKED, mb) ? BLOOM_FUSE :
+			    BLOOM_BLOCKED, "n %llu p %g: fuse %llu bits, "
+			    "blocked %llu", (unsigned long long)ns[ni], ps[pi],
 			    (unsigned long long)mf, (unsigned long long)mb);
 		}
 	}
-	/* The cases the docs name. */
+	/* The cases the docs name; 0.1 % is the default --fp-rate. */
+	cr_assert_eq(bloom_pick_layout(1000000, 0.001), BLOOM_FUSE);
+	cr_assert_eq(bloom_pick_layout(10000000, 0.001), BLOOM_FUSE);
+	cr_assert_eq(bloom_pick_layout(100000, 0.001), BLOOM_FUSE);
+	cr_assert_eq(bloom_pick_layout(1000, 0.001), BLOOM_FUSE);
 	cr_assert_eq(bloom_pick_layout(1000000, 0.01), BLOOM_FUSE);
-	cr_assert_eq(bloom_pick_layout(10000000, 0.01), BLOOM_FUSE);
-	cr_assert_eq(bloom_pick_layout(100000, 0.01), BLOOM_FUSE);
-	cr_assert_eq(bloom_pick_layout(10000000, 0.001), BLOOM_BLOCKED);
-	cr_assert_eq(bloom_pick_layout(10000000, 0.05), BLOOM_BLOCKED);
-	cr_assert_eq(bloom_pick_layout(10000000, 0.0039), BLOOM_BLOCKED);
+	cr_assert_eq(bloom_pick_layout(10000000, 0.05), BLOOM_FUSE);
+	cr_assert_eq(bloom_pick_layout(10000000, 1.0 / 65536), BLOOM_FUSE);
+	cr_assert_eq(bloom_pick_layout(10000000, 1e-6), BLOOM_BLOCKED);
+	cr_assert_eq(bloom_pick_layout(10000000, 0.5), BLOOM_BLOCKED);
+	cr_assert_eq(bloom_pick_layout(10, 0.001), BLOOM_BLOCKED);
+}
+
+/*
+ * BLOOM_FUSE: w-bit fingerprints, bit-packed. Keys here are 16 raw bytes
+ * (a tag and an index), cheap to make, so that every width can face 10^6
+ * non-members within the test budget.
+ */
+struct wkeys {
+	uint64_t	 tag;
+	uint64_t	 base;
+	unsigned char	 buf[16];
+};
+
+static const void *
+wkey(void *arg, size_t i, size_t *len)
+{
+	struct wkeys *wk = arg;
+	uint64_t v = wk->base + i;
+
+	memcpy(wk->buf, &wk->tag, 8);
+	memcpy(wk->buf + 8, &v, 8);
+	*len = 16;
+	return wk->buf;
+}
+
+static void
+wbuild(struct bloom *b, uint32_t w, size_t n, uint64_t tag, uint64_t seed)
+{
+	struct wkeys wk = { tag, 0, { 0 } };
+
+	cr_assert_eq(bloom_build_fuse(b, w, n, seed, wkey, &wk), 0,
+	    "fuse w=%u build of %zu keys", w, n);
+	cr_assert_eq(b->layout, BLOOM_FUSE);
+	cr_assert_eq(b->width, w);
+	cr_assert_eq(b->k, BLOOM_FUSE_ARITY);
+	cr_assert(b->owned);
+	cr_assert_eq(b->m % w, 0);
+	cr_assert_eq((b->m / w) % b->seglen, 0);
+	cr_assert_geq(b->m / w / b->seglen, 3);
+	cr_assert_eq(b->nbytes, bloom_nbytes(b->m) + BLOOM_FUSE_PAD);
+	cr_assert_eq(bloom_estimated_fp(b), ldexp(1.0, -(int)w));
+}
+
+/* Every key built in answers "possibly present", one way or the other. */
+static void
+wexpect_all_present(const struct bloom *b, size_t n, uint64_t tag)
+{
+	struct wkeys wk = { tag, 0, { 0 } };
+	struct bloom_hash h[256];
+	bool out[256];
+	const void *kp;
+	size_t i, j, len, nb;
+
+	for (i = 0; i < n; i += nb) {
+		nb = n - i < 256 ? n - i : 256;
+		for (j = 0; j < nb; j++) {
+			kp = wkey(&wk, i + j, &len);
+			cr_assert(bloom_query(b, kp, len), "w=%u n=%zu: false "
+			    "negative for key %zu", b->width, n, i + j);
+			h[j] = bloom_hash(b->seed, kp, len);
+		}
+		bloom_query_many(b, h, nb, out);
+		for (j = 0; j < nb; j++)
+			cr_assert(out[j], "w=%u n=%zu: batched false negative "
+			    "for key %zu", b->width, n, i + j);
+	}
+}
+
+/* Non-members that match, out of q. */
+static uint64_t
+wcount_fp(const struct bloom *b, uint64_t tag, uint64_t q)
+{
+	struct wkeys wk = { tag, 0, { 0 } };
+	const void *kp;
+	uint64_t i, fp = 0;
+	size_t len;
+
+	for (i = 0; i < q; i++) {
+		kp = wkey(&wk, i, &len);
+		fp += bloom_query(b, kp, len);
+	}
+	return fp;
+}
+
+Test(bloom, fuse_width_from_target)
+{
+	cr_assert_eq(bloom_fuse_width(0.001), 10);
+	cr_assert_eq(bloom_fuse_width(1.0 / 1024), 10);
+	cr_assert_eq(bloom_fuse_width(1.0 / 1024 * 0.999), 11);
+	cr_assert_eq(bloom_fuse_width(0.01), 7);
+	cr_assert_eq(bloom_fuse_width(1.0 / 256), 8);
+	cr_assert_eq(bloom_fuse_width(1.0 / 65536), 16);
+	cr_assert_eq(bloom_fuse_width(1.0 / 65536 * 0.999), 0);
+	cr_assert_eq(bloom_fuse_width(1e-6), 0);
+	cr_assert_eq(bloom_fuse_width(1.0 / 16), 4);
+	cr_assert_eq(bloom_fuse_width(0.06), 5);
+	cr_assert_eq(bloom_fuse_width(0.5), 4, "at least 4 bits");
+	cr_assert_eq(bloom_fuse_width(0.0), 0);
+	cr_assert_eq(bloom_fuse_width(1.0), 0);
+	cr_assert_eq(bloom_fuse_width(NAN), 0);
+}
+
+/*
+ * Every width from 4 to 16: each key built in is found (one by one and
+ * batched), and 10^6 non-members match at 2^-w within five standard
+ * deviations of the binomial count (under 2 % of the rate at w = 4; at
+ * w = 16, 15 expected, 0..35 allowed). The filter holds 2^14 keys so that
+ * the lookups, not the build, take the time.
+ */
+Test(bloom, fuse_every_width_no_false_negatives_fp_near_2_to_minus_w)
+{
+	struct bloom b;
+	uint64_t fp, q = 1000000;
+	double expect, sigma;
+	uint32_t w;
+
+	for (w = BLOOM_FUSE_MIN_WIDTH; w <= BLOOM_FUSE_MAX_WIDTH; w++) {
+		wbuild(&b, w, 16384, 0x11, 1000 + w);
+		wexpect_all_present(&b, 16384, 0x11);
+		fp = wcount_fp(&b, 0x22, q);
+		expect = (double)q * ldexp(1.0, -(int)w);
+		sigma = sqrt(expect * (1.0 - ldexp(1.0, -(int)w)));
+		cr_assert(fabs((double)fp - expect) <= 5.0 * sigma + 1.0,
+		    "w=%u: %llu of %llu non-members match, %.1f expected",
+		    w, (unsigned long long)fp, (unsigned long long)q, expect);
+		bloom_free(&b);
+	}
+}
+
+/*
+ * The default target: 0.1 % gives w = 10; at 10^6 keys the array is at
+ * most 1.15 log2(1/p) bits per key (1.125 x 10 / 9.97 = 1.128), no key
+ * built in is missed, and the FP rate over 10^6 non-members is 2^-10
+ * within 10 %.
+ */
+Test(bloom, fuse_default_target_1e6_keys_size_and_fp)
+{
+	struct bloom b;
+	uint64_t m, fp;
+	uint32_t k;
+	double bpk, rate;
+
+	cr_assert_eq(bloom_size(BLOOM_FUSE, 1000000, 0.001, &m, &k), 0);
+	wbuild(&b, bloom_fuse_width(0.001), 1000000, 0x33, 7);
+	cr_assert_eq(b.m, m, "the first shape worked, as at nearly any seed");
+	bpk = (double)b.nbytes * 8 / 1e6;
+	cr_assert(bpk <= 1.15 * log2(1000.0), "%.3f bits per key", bpk);
+	cr_assert(bpk > 11.0, "%.3f bits per key: smaller than 1.1 w?", bpk);
+	wexpect_all_present(&b, 1000000, 0x33);
+	fp = wcount_fp(&b, 0x44, 1000000);
+	rate = (double)fp / 1e6;
+	cr_assert(fabs(rate - 1.0 / 1024) <= 0.1 / 1024, "measured FP %g", rate);
+	bloom_free(&b);
+}
+
+/*
+ * Sizes that stress the shape rules (n = 0, 1, 2, tiny sets in three
+ * minimal segments, sizes across segment-length steps), at several widths,
+ * unaligned ones included: exhaustively no false negatives, and absent
+ * keys far from all matching.
+ */
+Test(bloom, fuse_small_sizes_at_several_widths)
+{
+	static const size_t ns[] = { 0, 1, 2, 3, 4, 5, 7, 10, 31, 100, 257,
+	    1000, 4097, 30000 };
+	static const uint32_t ws[] = { 4, 5, 7, 8, 10, 13, 16 };
+	struct bloom b;
+	uint64_t fp;
+	size_t ni, wi;
+
+	for (wi = 0; wi < sizeof(ws) / sizeof(ws[0]); wi++) {
+		for (ni = 0; ni < sizeof(ns) / sizeof(ns[0]); ni++) {
+			wbuild(&b, ws[wi], ns[ni], 0x55, 31 * wi + ni);
+			wexpect_all_present(&b, ns[ni], 0x55);
+			fp = wcount_fp(&b, 0x66, 4096);
+			cr_assert_lt(fp, 4096 * 2 * ldexp(1.0, -(int)ws[wi]) +
+			    20, "w=%u n=%zu: %llu of 4096 absent keys match",
+			    ws[wi], ns[ni], (unsigned long long)fp);
+			bloom_free(&b);
+		}
+	}
+}
+
+Test(bloom, fuse_bad_widths_and_duplicates_fail_cleanly)
+{
+	struct wkeys wk = { 0x77, 0, { 0 } };
+	struct fuse_keys fk = { "dup", 0, { 0 } };
+	struct bloom b;
+
+	cr_assert_eq(bloom_build_fuse(&b, 3, 10, 1, wkey, &wk), -1);
+	cr_assert_null(b.bits);
+	cr_assert_eq(bloom_build_fuse(&b, 17, 10, 1, wkey, &wk), -1);
+	cr_assert_null(b.bits);
+	cr_assert_eq(bloom_build_fuse(&b, 0, 10, 1, wkey, &wk), -1);
+	cr_assert_eq(bloom_build_fuse(&b, 12, 1000, 1, fuse_dup_key, &fk), -1);
+	cr_assert_null(b.bits);
+	cr_assert_eq(b.m, 0);
+	bloom_free(&b);
+}
+
+/*
+ * Width 8 is the old byte layout packed: the same seeds, the same retry
+ * (seed 1234 fails to peel for these keys, the next works), the same
+ * cell bytes, then BLOOM_FUSE_PAD zero bytes.
+ */
+Test(bloom, fuse_width_8_is_fuse8_plus_padding_and_retries_alike)
+{
+	struct fuse_keys fk = { "layout", 0, { 0 } };
+	struct bloom b, b8;
+	unsigned char md[32];
+	char hex[65];
+	size_t i;
+
+	cr_assert_eq(bloom_build_fuse(&b, 8, 100, 1234, fuse_key, &fk), 0);
+	cr_assert_eq(bloom_build_fuse8(&b8, 100, 1234, fuse_key, &fk), 0);
+	cr_assert_eq(b.seed, UINT64_C(13478418381427711195), "retried seed");
+	cr_assert_eq(b.seed, b8.seed);
+	cr_assert_eq(b.m, b8.m);
+	cr_assert_eq(b.nbytes, b8.nbytes + BLOOM_FUSE_PAD);
+	cr_assert_eq(memcmp(b.bits, b8.bits, b8.nbytes), 0);
+	for (i = b8.nbytes; i < b.nbytes; i++)
+		cr_assert_eq(b.bits[i], 0, "padding byte %zu", i);
+	bloom_free(&b8);
+	bloom_free(&b);
+
+	/* An unaligned width: fixed bytes on any machine too. */
+	wbuild(&b, 11, 1000, 0x88, 4321);
+	cr_assert_eq(util_sha256(md, b.bits, b.nbytes), 0);
+	util_hex(hex, md, 32);
+	cr_assert_eq(b.seed, 4321);
+	cr_assert_eq(b.m, 15488);	/* 11 segments of 128 cells of 11 bits */
+	cr_assert_eq(b.seglog, 7);
+	cr_assert_str_eq(hex,
+	    "4b84ab8afcfca8f51d3ec91f837cb767b81a4986d027331e6ac4656fdf1f86fd");
+	bloom_free(&b);
+}
+
+Test(bloom, fuse_attach_shape_checks_and_query_many)
+{
+	static const size_t ns[] = { 0, 1, 7, 8, 9, 1000 };
+	struct bloom_hash h[1000];
+	unsigned char bits[3 * 16 * 2 + BLOOM_FUSE_PAD] = { 0 };
+	struct wkeys wk = { 0x99, 0, { 0 } };
+	bool out[1000];
+	struct bloom b, v;
+	const void *kp;
+	size_t i, ni, klen;
+
+	/* 48 cells of 10 bits: three segments of 16, 60 bytes + 8. */
+	cr_assert_eq(bloom_attach(&v, BLOOM_FUSE, 480, 3, 4, 10, 1, bits, 68),
+	    0);
+	cr_assert_eq(v.seglen, 16);
+	cr_assert_eq(v.width, 10);
+	bloom_free(&v);
+	cr_assert_eq(bloom_attach(&v, BLOOM_FUSE, 480, 3, 4, 10, 1, bits, 60),
+	    -1, "no padding");
+	cr_assert_eq(bloom_attach(&v, BLOOM_FUSE, 480, 3, 4, 0, 1, bits, 68),
+	    -1, "width 0");
+	cr_assert_eq(bloom_attach(&v, BLOOM_FUSE, 144, 3, 4, 3, 1, bits, 26),
+	    -1, "width 3");
+	cr_assert_eq(bloom_attach(&v, BLOOM_FUSE, 816, 3, 4, 17, 1, bits, 62),
+	    -1, "width 17");
+	cr_assert_eq(bloom_attach(&v, BLOOM_FUSE, 470, 3, 4, 10, 1, bits, 67),
+	    -1, "m not whole cells");
+	cr_assert_eq(bloom_attach(&v, BLOOM_FUSE, 320, 3, 4, 10, 1, bits, 48),
+	    -1, "two segments");
+	cr_assert_eq(bloom_attach(&v, BLOOM_FUSE, 480, 4, 4, 10, 1, bits, 68),
+	    -1, "k 4");
+	cr_assert_eq(bloom_attach(&v, BLOOM_FUSE, 480, 3, 5, 10, 1, bits, 68),
+	    -1, "48 cells are not whole segments of 32");
+	cr_assert_eq(bloom_attach(&v, BLOOM_FUSE8, 384, 3, 4, 8, 1, bits, 48),
+	    -1, "a width in the byte layout");
+	cr_assert_eq(bloom_attach(&v, BLOOM_BLOCKED, 512, 3, 0, 8, 1, bits,
+	    64), -1, "a width outside the fuse layouts");
+	cr_assert_eq(bloom_init(&b, BLOOM_FUSE, 480, 3, 0), -1);
+
+	wbuild(&b, 13, 500, 0x99, 77);
+	cr_assert_eq(bloom_attach(&v, BLOOM_FUSE, b.m, b.k, b.seglog, b.width,
+	    b.seed, b.bits, b.nbytes), 0);
+	for (i = 0; i < 1000; i++) {
+		kp = wkey(&wk, i, &klen);
+		h[i] = bloom_hash(b.seed, kp, klen);
+		cr_assert_eq(bloom_query(&v, kp, klen), bloom_query(&b, kp,
+		    klen));
+	}
+	for (ni = 0; ni < sizeof(ns) / sizeof(ns[0]); ni++) {
+		memset(out, 0xff, sizeof(out));
+		bloom_query_many(&v, h, ns[ni], out);
+		for (i = 0; i < ns[ni]; i++)
+			cr_assert_eq(out[i], bloom_query_hash(&v, &h[i]),
+			    "n %zu key %zu", ns[ni], i);
+	}
+	for (i = 0; i < 500; i++)
+		cr_assert(out[i], "false negative %zu", i);
+	bloom_free(&v);
+	bloom_free(&b);
+}
+
+Test(bloom, fuse_sizing_by_width)
+{
+	uint64_t m, m8;
+	uint32_t k, w;
+
+	for (w = 4; w <= 16; w++) {
+		cr_assert_eq(bloom_size(BLOOM_FUSE, 1000000, ldexp(1.0,
+		    -(int)w), &m, &k), 0);
+		cr_assert_eq(k, 3);
+		cr_assert_eq(m % w, 0);
+		cr_assert_eq(bloom_expected_fp(BLOOM_FUSE, 1000000, m, k),
+		    ldexp(1.0, -(int)w));
+		/* 1.125 w bits per key from 10^6 keys, plus whole segments. */
+		cr_assert((double)bloom_array_len(BLOOM_FUSE, m) * 8 / 1e6 <=
+		    1.15 * w, "w=%u: %llu bits", w, (unsigned long long)m);
+	}
+	cr_assert_eq(bloom_size(BLOOM_FUSE8, 1000000, 1.0 / 256, &m8, &k), 0);
+	cr_assert_eq(bloom_size(BLOOM_FUSE, 1000000, 1.0 / 256, &m, &k), 0);
+	cr_assert_eq(m, m8, "width 8 has the byte layout's shape");
+	cr_assert_eq(bloom_size(BLOOM_FUSE, 1000000, 1e-6, &m, &k), -1);
+	cr_assert_eq(bloom_size(BLOOM_FUSE, BLOOM_FUSE_MAX_KEYS + 1, 0.01, &m,
+	    &k), -1);
+	cr_assert_eq(bloom_size(BLOOM_FUSE, BLOOM_FUSE_MAX_KEYS, 1.0 / 65536,
+	    &m, &k), 0);
+	cr_assert_eq(bloom_expected_fp(BLOOM_FUSE, 1000000, m, k), 1.0,
+	    "a shape for another n implies no width");
 }

@@ -61,7 +61,7 @@ make_filter(struct fx *fx, enum bloom_layout layout)
 	fx->key = sign_keygen();
 	cr_assert_not_null(fx->key);
 	cr_assert_eq(bloom_size(layout, NIDS, 0.01, &m, &kk), 0);
-	if (layout == BLOOM_FUSE) {
+	if (layout == BLOOM_FUSE || layout == BLOOM_FUSE8) {
 		struct fuse_src *fs = calloc(1, sizeof(*fs));
 
 		cr_assert_not_null(fs);
@@ -69,11 +69,15 @@ make_filter(struct fx *fx, enum bloom_layout layout)
 			mkkey(&k, i % 2 ? "default" : "tenant-a", i);
 			fs->len[i] = revkey_encode(&k, fs->enc[i]);
 		}
-		cr_assert_eq(bloom_build_fuse(b, NIDS, 0x1234567890abcdefULL,
-		    fuse_src_key, fs), 0);
+		/* BLOOM_FUSE at 0.01: 7-bit cells, not byte-aligned. */
+		cr_assert_eq(layout == BLOOM_FUSE8 ? bloom_build_fuse8(b, NIDS,
+		    0x1234567890abcdefULL, fuse_src_key, fs) :
+		    bloom_build_fuse(b, bloom_fuse_width(0.01), NIDS,
+		    0x1234567890abcdefULL, fuse_src_key, fs), 0);
 		free(fs);
 		cr_assert_eq(b->k, 3);
-		cr_assert_eq(b->m % (8 * b->seglen), 0);
+		cr_assert_eq(b->width, layout == BLOOM_FUSE ? 7 : 8);
+		cr_assert_eq(b->m % (b->width * b->seglen), 0);
 	} else {
 		cr_assert_eq(bloom_init(b, layout, m, kk,
 		    0x1234567890abcdefULL), 0);
@@ -161,15 +165,21 @@ round_trip(enum bloom_layout layout)
 	cr_assert_eq(in->keys, NIDS);
 	/* A fuse build may have moved on to a derived seed: the one used. */
 	cr_assert_eq(in->seed, fx.b.seed);
-	if (layout != BLOOM_FUSE)
+	if (layout != BLOOM_FUSE && layout != BLOOM_FUSE8)
 		cr_assert_eq(in->seed, 0x1234567890abcdefULL);
 	cr_assert_eq(in->m, fx.b.m);
 	cr_assert_eq(in->k, fx.b.k);
 	cr_assert_eq(in->seglog, fx.b.seglog);
-	cr_assert_eq(in->seglog, layout == BLOOM_FUSE ? fx.b.seglog : 0);
+	cr_assert_eq(in->seglog, layout == BLOOM_FUSE ||
+	    layout == BLOOM_FUSE8 ? fx.b.seglog : 0);
+	cr_assert_eq(in->width, layout == BLOOM_FUSE ? fx.b.width : 0);
 	cr_assert_eq(ffile_bloom(f)->layout, layout);
 	cr_assert_eq(ffile_bloom(f)->seglen, fx.b.seglen);
+	cr_assert_eq(ffile_bloom(f)->width, fx.b.width);
+	cr_assert_eq(ffile_bloom(f)->nbytes, fx.b.nbytes);
 	cr_assert_eq(fx.buf[11], in->seglog, "header byte 11");
+	cr_assert_eq(fx.buf[60], in->width, "header byte 60");
+	cr_assert_eq(util_get_le64(fx.buf + 160), fx.b.nbytes);
 	cr_assert_eq(in->fp_rate_target, 0.01);
 	cr_assert_eq(in->table_len, 1234);
 	cr_assert_eq(in->nscopes, 2);
@@ -235,6 +245,7 @@ round_trip(enum bloom_layout layout)
 Test(ffile, round_trip_classic) { round_trip(BLOOM_CLASSIC); }
 Test(ffile, round_trip_blocked) { round_trip(BLOOM_BLOCKED); }
 Test(ffile, round_trip_fuse) { round_trip(BLOOM_FUSE); }
+Test(ffile, round_trip_fuse8) { round_trip(BLOOM_FUSE8); }
 
 static void
 flip_any_byte(enum bloom_layout layout)
@@ -272,6 +283,11 @@ Test(ffile, flip_any_byte_fails_parse_or_verify_fuse)
 	flip_any_byte(BLOOM_FUSE);
 }
 
+Test(ffile, flip_any_byte_fails_parse_or_verify_fuse8)
+{
+	flip_any_byte(BLOOM_FUSE8);
+}
+
 static void
 truncations_and_trailing_bytes(enum bloom_layout layout)
 {
@@ -301,6 +317,7 @@ Test(ffile, truncations_and_trailing_bytes_rejected)
 Test(ffile, truncations_and_trailing_bytes_rejected_fuse)
 {
 	truncations_and_trailing_bytes(BLOOM_FUSE);
+	truncations_and_trailing_bytes(BLOOM_FUSE8);
 }
 
 static void
@@ -339,6 +356,7 @@ Test(ffile, hostile_header_fields_rejected)
 Test(ffile, hostile_header_fields_rejected_fuse)
 {
 	hostile_header_fields(BLOOM_FUSE);
+	hostile_header_fields(BLOOM_FUSE8);
 }
 
 /*
@@ -424,7 +442,8 @@ Test(ffile, seglog_byte_must_be_zero_blocked)
 	seglog_byte_nonzero_refused(BLOOM_BLOCKED);
 }
 
-Test(ffile, fuse_seglog_byte_outside_1_to_18_refused)
+static void
+fuse_seglog_byte_outside_1_to_18_refused(enum bloom_layout layout)
 {
 	static const unsigned char vals[] = { 0, 19, 20, 64, 255 };
 	struct fx fx;
@@ -432,7 +451,7 @@ Test(ffile, fuse_seglog_byte_outside_1_to_18_refused)
 	char what[64];
 	size_t i;
 
-	make_filter(&fx, BLOOM_FUSE);
+	make_filter(&fx, layout);
 	cr_assert(fx.buf[11] >= 1 && fx.buf[11] <= 18, "byte 11 = %u",
 	    fx.buf[11]);
 	cr_assert_eq(fx.buf[11], fx.b.seglog);
@@ -450,6 +469,12 @@ Test(ffile, fuse_seglog_byte_outside_1_to_18_refused)
 	fx_free(&fx);
 }
 
+Test(ffile, fuse_seglog_byte_outside_1_to_18_refused)
+{
+	fuse_seglog_byte_outside_1_to_18_refused(BLOOM_FUSE);
+	fuse_seglog_byte_outside_1_to_18_refused(BLOOM_FUSE8);
+}
+
 /*
  * A fuse file re-encoded with another m: the bit array cut or grown to
  * ceil(m/8) bytes, m and the bit array length rewritten, signed again.
@@ -460,7 +485,7 @@ fuse_with_m(const struct fx *fx, uint64_t m, size_t *len)
 {
 	uint64_t bits_off = util_get_le64(fx->buf + 152);
 	uint64_t old_nbytes = util_get_le64(fx->buf + 160);
-	size_t nbytes = bloom_nbytes(m);
+	size_t nbytes = bloom_array_len(fx->b.layout, m);
 	unsigned char *buf;
 
 	*len = (size_t)bits_off + nbytes + SIGN_SIG_LEN;
@@ -470,22 +495,26 @@ fuse_with_m(const struct fx *fx, uint64_t m, size_t *len)
 	    nbytes : (size_t)old_nbytes));
 	util_put_le64(buf + 48, m);
 	util_put_le64(buf + 160, nbytes);
-	/* No bits past m: that is another check's refusal. */
+	/* No bits past m, zero padding: other checks' refusals. */
+	memset(buf + bits_off + bloom_nbytes(m), 0, nbytes - bloom_nbytes(m));
 	if (m % 8 != 0)
-		buf[bits_off + nbytes - 1] = 0;
+		buf[bits_off + bloom_nbytes(m) - 1] &=
+		    (unsigned char)((1u << (m % 8)) - 1);
 	resign(fx, buf, *len);
 	return buf;
 }
 
-Test(ffile, fuse_m_not_whole_segments_refused)
+static void
+fuse_m_not_whole_segments_refused(enum bloom_layout layout)
 {
 	struct fx fx;
 	unsigned char *buf;
-	uint64_t cells, seglen;
+	uint64_t cells, seglen, w;
 	size_t len;
 
-	make_filter(&fx, BLOOM_FUSE);
-	cells = fx.b.m / 8;
+	make_filter(&fx, layout);
+	w = fx.b.width;
+	cells = fx.b.m / w;
 	seglen = fx.b.seglen;
 	cr_assert(cells / seglen > 3, "%" PRIu64 " segments", cells / seglen);
 
@@ -495,21 +524,144 @@ Test(ffile, fuse_m_not_whole_segments_refused)
 	expect_accepted(&fx, buf, len, "fuse file re-encoded unchanged");
 	free(buf);
 
-	buf = fuse_with_m(&fx, (cells - 1) * 8, &len);
+	buf = fuse_with_m(&fx, (cells - 1) * w, &len);
 	expect_refused(buf, len, "invalid filter parameters",
 	    "fuse file one cell short of whole segments");
 	free(buf);
-	buf = fuse_with_m(&fx, (cells + seglen / 2) * 8, &len);
+	buf = fuse_with_m(&fx, (cells + seglen / 2) * w, &len);
 	expect_refused(buf, len, "invalid filter parameters",
 	    "fuse file half a segment over");
 	free(buf);
-	buf = fuse_with_m(&fx, cells * 8 - 4, &len);
+	buf = fuse_with_m(&fx, cells * w - 4, &len);
 	expect_refused(buf, len, "invalid filter parameters",
 	    "fuse file with m not whole cells");
 	free(buf);
-	buf = fuse_with_m(&fx, 2 * seglen * 8, &len);
+	buf = fuse_with_m(&fx, 2 * seglen * w, &len);
 	expect_refused(buf, len, "invalid filter parameters",
 	    "fuse file of two whole segments (three needed)");
+	free(buf);
+	fx_free(&fx);
+}
+
+Test(ffile, fuse_m_not_whole_segments_refused)
+{
+	fuse_m_not_whole_segments_refused(BLOOM_FUSE);
+	fuse_m_not_whole_segments_refused(BLOOM_FUSE8);
+}
+
+/*
+ * Header byte 60, BLOOM_FUSE's fingerprint width: 4..16 there, 0 in every
+ * other layout; bytes 61..63 reserved, 0. Each tampered copy is signed
+ * again, so only the field is wrong.
+ */
+static void
+width_byte_refused(enum bloom_layout layout, const unsigned char *vals,
+    size_t nvals, size_t off)
+{
+	struct fx fx;
+	unsigned char *copy;
+	char what[80];
+	size_t i;
+
+	make_filter(&fx, layout);
+	copy = malloc(fx.len);
+	cr_assert_not_null(copy);
+	for (i = 0; i < nvals; i++) {
+		memcpy(copy, fx.buf, fx.len);
+		copy[off] = vals[i];
+		resign(&fx, copy, fx.len);
+		cr_assert(snprintf(what, sizeof(what), "%s file with byte %zu "
+		    "= %u", bloom_layout_name(layout), off, vals[i]) > 0);
+		expect_refused(copy, fx.len, off == 60 ? "offset 60" :
+		    "offset 61", what);
+	}
+	free(copy);
+	fx_free(&fx);
+}
+
+Test(ffile, fuse_width_byte_outside_4_to_16_refused)
+{
+	static const unsigned char bad[] = { 0, 1, 3, 17, 32, 255 };
+	static const unsigned char any[] = { 4, 8, 16 };
+	static const unsigned char one[] = { 1 };
+
+	width_byte_refused(BLOOM_FUSE, bad, sizeof(bad), 60);
+	width_byte_refused(BLOOM_FUSE8, any, sizeof(any), 60);
+	width_byte_refused(BLOOM_CLASSIC, any, sizeof(any), 60);
+	width_byte_refused(BLOOM_BLOCKED, any, sizeof(any), 60);
+	width_byte_refused(BLOOM_FUSE, one, 1, 61);
+	width_byte_refused(BLOOM_FUSE, one, 1, 63);
+}
+
+/*
+ * Another valid width with the same m: the parse takes it only when m is
+ * then whole segments of whole cells, and a query then never reads past
+ * the array (m bits, whatever the width): ASan checks the reads here.
+ */
+Test(ffile, fuse_other_width_same_m_stays_in_bounds)
+{
+	struct fx fx;
+	unsigned char *copy;
+	struct ffile *f;
+	struct revkey k;
+	char err[256];
+	unsigned w;
+	int i;
+
+	make_filter(&fx, BLOOM_FUSE);
+	copy = malloc(fx.len);
+	cr_assert_not_null(copy);
+	for (w = 4; w <= 16; w++) {
+		memcpy(copy, fx.buf, fx.len);
+		copy[60] = (unsigned char)w;
+		resign(&fx, copy, fx.len);
+		f = ffile_parse(copy, fx.len, false, err, sizeof(err));
+		if (f == NULL) {
+			cr_assert(w != 7 && strstr(err, "invalid filter "
+			    "parameters") != NULL, "w=%u: %s", w, err);
+			continue;
+		}
+		for (i = 0; i < 2000; i++) {
+			mkkey(&k, "default", i);
+			(void)ffile_query(f, &k);
+		}
+		ffile_close(f);
+	}
+	free(copy);
+	fx_free(&fx);
+}
+
+/* The padding after BLOOM_FUSE's cells: 8 bytes, all zero. */
+Test(ffile, fuse_padding_nonzero_or_missing_refused)
+{
+	struct fx fx;
+	unsigned char *copy, *buf;
+	uint64_t bits_off, nbytes;
+	size_t i, len;
+
+	make_filter(&fx, BLOOM_FUSE);
+	bits_off = util_get_le64(fx.buf + 152);
+	nbytes = util_get_le64(fx.buf + 160);
+	cr_assert_eq(nbytes, bloom_nbytes(fx.b.m) + BLOOM_FUSE_PAD);
+	copy = malloc(fx.len);
+	cr_assert_not_null(copy);
+	for (i = 0; i < BLOOM_FUSE_PAD; i++) {
+		memcpy(copy, fx.buf, fx.len);
+		cr_assert_eq(copy[bits_off + nbytes - 1 - i], 0);
+		copy[bits_off + nbytes - 1 - i] = 0x80;
+		resign(&fx, copy, fx.len);
+		expect_refused(copy, fx.len, "padding after the cells",
+		    "fuse file with a padding byte set");
+	}
+	free(copy);
+	/* The array without its padding: lengths no longer agree. */
+	len = fx.len - BLOOM_FUSE_PAD;
+	buf = calloc(1, len);
+	cr_assert_not_null(buf);
+	memcpy(buf, fx.buf, (size_t)(bits_off + nbytes - BLOOM_FUSE_PAD));
+	util_put_le64(buf + 160, nbytes - BLOOM_FUSE_PAD);
+	resign(&fx, buf, len);
+	expect_refused(buf, len, "offset 160", "fuse file without padding");
 	free(buf);
 	fx_free(&fx);
 }
@@ -524,6 +676,7 @@ Test(ffile, fuse_k_not_3_refused)
 
 	make_filter(&fx, BLOOM_FUSE);
 	cr_assert_eq(util_get_le32(fx.buf + 56), 3);
+	cr_assert_eq(fx.buf[60], 7);
 	copy = malloc(fx.len);
 	cr_assert_not_null(copy);
 	for (i = 0; i < sizeof(ks) / sizeof(ks[0]); i++) {

@@ -318,12 +318,16 @@ expect_serving(struct snapshot_slot *sl, uint64_t v, enum bloom_layout layout)
 	    (unsigned long long)v, bloom_layout_name(s->info->layout),
 	    bloom_layout_name(layout));
 	cr_assert_eq(ffile_bloom(s->ff)->layout, layout);
-	if (layout == BLOOM_FUSE) {
+	if (layout == BLOOM_FUSE || layout == BLOOM_FUSE8) {
 		cr_assert(s->info->seglog >= 1 && s->info->seglog <= 18);
 		cr_assert_eq(s->info->k, 3);
-		cr_assert_eq(s->estimated_fp, 1.0 / 256.0);
+		/* fx_build_layout's k = 5 is BLOOM_FUSE's width here. */
+		cr_assert_eq(s->info->width, layout == BLOOM_FUSE ? 5 : 0);
+		cr_assert_eq(s->estimated_fp, layout == BLOOM_FUSE ?
+		    1.0 / 32.0 : 1.0 / 256.0);
 	} else {
 		cr_assert_eq(s->info->seglog, 0);
+		cr_assert_eq(s->info->width, 0);
 	}
 	cr_assert(s->fill_ratio > 0.0 && s->fill_ratio < 1.0, "fill %g",
 	    s->fill_ratio);
@@ -384,9 +388,27 @@ Test(loader, switches_layouts_and_refuses_a_bad_fuse_segment_length)
 	publish_layout(BLOOM_FUSE, 7, now, 0, 0);
 	cr_assert_eq(loader_poll(&l, &sl, false), 0);
 	expect_serving(&sl, 7, BLOOM_FUSE);
+
+	/* The byte-cell layout of older builders is still served. */
+	publish_layout(BLOOM_FUSE8, 8, now, 0, 0);
+	cr_assert_eq(loader_poll(&l, &sl, false), 0);
+	expect_serving(&sl, 8, BLOOM_FUSE8);
+	/* A fingerprint width outside 4..16, or one in the byte layout. */
+	publish_layout(BLOOM_FUSE, 9, now, 60, 17);
+	cr_assert_eq(loader_poll(&l, &sl, false), -1);
+	loader_stats(&l, &ev, NULL, NULL);
+	cr_assert(strstr(ev.reason, "offset 60") != NULL, "%s", ev.reason);
+	publish_layout(BLOOM_FUSE8, 10, now, 60, 8);
+	cr_assert_eq(loader_poll(&l, &sl, false), -1);
+	loader_stats(&l, &ev, NULL, NULL);
+	cr_assert(strstr(ev.reason, "offset 60") != NULL, "%s", ev.reason);
+	expect_serving(&sl, 8, BLOOM_FUSE8);
+	publish_layout(BLOOM_FUSE, 11, now, 0, 0);
+	cr_assert_eq(loader_poll(&l, &sl, false), 0);
+	expect_serving(&sl, 11, BLOOM_FUSE);
 	loader_stats(&l, &ev, &acc, &rej);
-	cr_assert_eq(acc, 4);
-	cr_assert_eq(rej, 3);
+	cr_assert_eq(acc, 6);
+	cr_assert_eq(rej, 5);
 	loader_free(&l);
 	snapshot_slot_free(&sl);
 }

@@ -192,7 +192,8 @@ check_golden(const char *layout_name, enum bloom_layout layout,
 
 Test(pair, classic_as_filterbuild_published_it) { check_golden("classic", BLOOM_CLASSIC, 0.004); }
 Test(pair, blocked_as_filterbuild_published_it) { check_golden("blocked", BLOOM_BLOCKED, 0.004); }
-Test(pair, fuse_as_filterbuild_published_it) { check_golden("fuse", BLOOM_FUSE, 0.004); }
+/* fuse.rcf is of the byte-cell layout filterbuild wrote then, now fuse8. */
+Test(pair, fuse8_as_filterbuild_published_it) { check_golden("fuse", BLOOM_FUSE8, 0.004); }
 Test(pair, auto_layout_as_filterbuild_published_it) { check_golden("auto", 0, 0.001); }
 
 /*
@@ -220,8 +221,11 @@ Test(pair, fixture_bytes_unchanged)
 		    "f2f58577b4e17ecc0e188842c8c8b141" },
 		{ BLOOM_BLOCKED, 1024, 6, "a50578a70f560c866c082721c575c9a7"
 		    "34d2697a52a672a3d4a60991ba370698" },
-		{ BLOOM_FUSE, 0, 0, "8bd271e57e4a11301e4eda48dae1550b"
+		{ BLOOM_FUSE8, 0, 0, "8bd271e57e4a11301e4eda48dae1550b"
 		    "817bcc52191564a3219a8fab0dccfef2" },
+		/* Layout 4, 7-bit cells: recorded when it was added. */
+		{ BLOOM_FUSE, 0, 0, "f9ce8ad6523961d272daabc2e5ab30cc"
+		    "b0a62aed979ce28d2f7f501bedc1df42" },
 	};
 	static const char table[] = "74450e86b030ef3fc66809b19bc2d648"
 	    "3efc7394fb4e6bd9da9ce7111ac80180";
@@ -236,8 +240,8 @@ Test(pair, fixture_bytes_unchanged)
 		    1700003600, recs, 5, extra, 1, want[i].m, want[i].k, &p), 0);
 		cr_assert_eq(util_sha256(sha, p.filter, p.flen), 0);
 		util_hex(hex, sha, 32);
-		cr_assert_str_eq(hex, want[i].filter, "layout %d",
-		    want[i].layout);
+		cr_assert_str_eq(hex, want[i].filter, "layout %d: %s",
+		    want[i].layout, hex);
 		cr_assert_eq(util_sha256(sha, p.table, p.tlen), 0);
 		util_hex(hex, sha, 32);
 		cr_assert_str_eq(hex, table);
@@ -248,7 +252,7 @@ Test(pair, fixture_bytes_unchanged)
 
 /*
  * Only a CRL scope's nextUpdate after issued_at lowers the validity; the
- * fuse layout is refused below its fixed FP rate, and p is left zeroed.
+ * fuse layout is refused below 2^-16, and p is left zeroed.
  */
 Test(pair, expiry_clamp_and_refusals)
 {
@@ -293,7 +297,17 @@ Test(pair, expiry_clamp_and_refusals)
 	pair_free(&p);
 
 	po.layout = BLOOM_FUSE;
+	po.fp_rate = 0.00001;
+	cr_assert_eq(pair_build(&p, &tb, sc, 3, &po, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "down to 2^-16") != NULL, "%s", err);
+	cr_assert_null(p.filter);
 	po.fp_rate = 0.001;
+	cr_assert_eq(pair_build(&p, &tb, sc, 3, &po, err, sizeof(err)), 0, "%s",
+	    err);
+	cr_assert_eq(p.bloom.width, 10);
+	cr_assert_eq(p.info.width, 10);
+	pair_free(&p);
+	po.layout = BLOOM_FUSE8;
 	cr_assert_eq(pair_build(&p, &tb, sc, 3, &po, err, sizeof(err)), -1);
 	cr_assert(strstr(err, "fixed FP rate 1/256") != NULL, "%s", err);
 	cr_assert_null(p.filter);
