@@ -116,20 +116,29 @@ check "blocked layout verify" expect_rc 0 verify --pub p.pem dblk
 check "classic layout builds and verifies" expect_rc 0 build --key k.pem --out dcls --layout classic ids.txt
 check "classic layout verify" expect_rc 0 verify --pub p.pem dcls
 "$FB" inspect --json dcls | grep -q '"layout":[[:space:]]*"classic"' || fail "classic layout not recorded"
-check "blocked is the default layout at the default --fp-rate" expect_rc 0 build --key k.pem --out ddef ids.txt
-"$FB" inspect --json ddef | grep -q '"layout":[[:space:]]*"blocked"' || fail "default layout is not blocked"
-# The default is auto: at 1 % and 10^5 ids the fuse layout is smaller than
-# blocked and meets the target, so it is picked; at 5 % blocked is smaller.
+# The default is auto: at the default --fp-rate 0.001 and 10^5 ids the fuse
+# layout (10-bit fingerprints, about 11.8 bits per key) is smaller than
+# blocked (15.6) and meets the target, so it is picked; so it is at 1 %
+# (7 bits); at 30 % (fuse's 4 bits are more than blocked needs) and below
+# 2^-16 (no width meets it) blocked is.
 seq 1 100000 | sed 's/^/auto-/' > auto.txt
-check "auto (the default) at --fp-rate 0.01 builds" expect_rc 0 build --key k.pem --out dauto \
-	--fp-rate 0.01 auto.txt
+check "auto (the default) at the default --fp-rate builds" expect_rc 0 build --key k.pem --out ddef auto.txt
 grep -q "fuse layout" out || fail "the build summary does not name the layout auto picked: $(cat out)"
+"$FB" inspect --json ddef > ddef.json || fail "inspect ddef"
+grep -q '"layout":[[:space:]]*"fuse"' ddef.json || fail "default layout at 0.1 % is not fuse"
+grep -q '"fingerprint_bits":[[:space:]]*10,' ddef.json || fail "0.1 % did not give 10-bit fingerprints: $(grep bits ddef.json)"
+check "auto at the default --fp-rate verifies" expect_rc 0 verify --pub p.pem ddef
+check "auto at --fp-rate 0.01 builds" expect_rc 0 build --key k.pem --out dauto \
+	--fp-rate 0.01 auto.txt
 "$FB" inspect --json dauto | grep -q '"layout":[[:space:]]*"fuse"' || fail "auto at 1 % did not pick fuse"
 check "auto at 1 % verifies" expect_rc 0 verify --pub p.pem dauto
-check "explicit --layout auto at --fp-rate 0.05" expect_rc 0 build --key k.pem --out dauto5 \
-	--layout auto --fp-rate 0.05 auto.txt
-"$FB" inspect --json dauto5 | grep -q '"layout":[[:space:]]*"blocked"' || fail "auto at 5 % did not pick blocked"
-# The fuse layout: a binary fuse filter of 8-bit fingerprints (FP 1/256).
+check "explicit --layout auto at --fp-rate 0.3" expect_rc 0 build --key k.pem --out dauto5 \
+	--layout auto --fp-rate 0.3 auto.txt
+"$FB" inspect --json dauto5 | grep -q '"layout":[[:space:]]*"blocked"' || fail "auto at 30 % did not pick blocked"
+check "auto at --fp-rate 1e-6" expect_rc 0 build --key k.pem --out dauto6 \
+	--fp-rate 0.000001 auto.txt
+"$FB" inspect --json dauto6 | grep -q '"layout":[[:space:]]*"blocked"' || fail "auto below 2^-16 did not pick blocked"
+# The fuse layout at 1 %: 7-bit fingerprints (FP 1/128).
 check "fuse layout builds" expect_rc 0 build --key k.pem --out dfuse --layout fuse \
 	--fp-rate 0.01 --issuer pki/ca.pem ids.txt ids.json pki/crl.pem
 check "fuse layout verify" expect_rc 0 verify --pub p.pem dfuse
@@ -140,21 +149,22 @@ grep -q '"layout":[[:space:]]*"fuse"' out || fail "fuse layout not recorded: $(g
 grep -q '"hashes":[[:space:]]*3,' out || fail "a fuse filter does not report 3 cells per key"
 SEGLEN=$(sed -n 's/.*"segment_length":[[:space:]]*\([0-9]*\).*/\1/p' out)
 BITS=$(sed -n 's/.*"bits":[[:space:]]*\([0-9]*\).*/\1/p' out)
-if [ -z "$SEGLEN" ] || [ -z "$BITS" ]; then
-	fail "fuse inspect --json lacks segment_length or bits"
+FW=$(sed -n 's/.*"fingerprint_bits":[[:space:]]*\([0-9]*\).*/\1/p' out)
+if [ -z "$SEGLEN" ] || [ -z "$BITS" ] || [ "$FW" != 7 ]; then
+	fail "fuse inspect --json lacks segment_length or bits, or fingerprint_bits '$FW' is not 7"
 elif [ $((SEGLEN & (SEGLEN - 1))) -ne 0 ] || [ "$SEGLEN" -lt 2 ] ||
-    [ "$SEGLEN" -gt 262144 ] || [ $((BITS % (8 * SEGLEN))) -ne 0 ] ||
-    [ $((BITS / (8 * SEGLEN))) -lt 3 ]; then
-	fail "fuse shape: segment_length $SEGLEN, bits $BITS (want a power of 2 in 2..2^18, three or more whole segments)"
+    [ "$SEGLEN" -gt 262144 ] || [ $((BITS % (FW * SEGLEN))) -ne 0 ] ||
+    [ $((BITS / (FW * SEGLEN))) -lt 3 ]; then
+	fail "fuse shape: segment_length $SEGLEN, bits $BITS, width $FW (want a power of 2 in 2..2^18, three or more whole segments)"
 else
-	pass "fuse shape: segment_length $SEGLEN, $((BITS / 8 / SEGLEN)) segments"
+	pass "fuse shape: segment_length $SEGLEN, $((BITS / FW / SEGLEN)) segments of $FW-bit cells"
 fi
-grep -q '"estimated_fp_rate":[[:space:]]*0.00390625,' out || fail "fuse estimated FP rate is not 1/256"
+grep -q '"estimated_fp_rate":[[:space:]]*0.0078125,' out || fail "fuse estimated FP rate is not 1/128"
 grep -q '"signature_ok":[[:space:]]*true' out || fail "fuse inspect --pub: signature not valid"
 grep -q '"records_missing_from_filter":[[:space:]]*0' out || fail "false negatives in the fuse filter"
 check "fuse inspect text" expect_rc 0 inspect --pub p.pem dfuse
 grep -qE '^layout: +fuse$' out || fail "inspect text layout is not fuse"
-grep -qE '^segment length: +[0-9]+ cells' out || fail "inspect text lacks the segment length"
+grep -qE '^segment length: +[0-9]+ cells of 7 bits$' out || fail "inspect text lacks the segment length and width"
 # Records and table are the layout-independent half: same as the classic pair's.
 "$FB" build --key k.pem --out dfusecls --layout classic --quiet --issuer pki/ca.pem \
 	ids.txt ids.json pki/crl.pem
@@ -165,23 +175,28 @@ check "fuse table is the classic build's table" cmp -s dfuse/current/table.rct d
 check "fuse from an empty list builds" expect_rc 0 build --key k.pem --out dfuse0 --layout fuse \
 	--fp-rate 0.01 --allow-shrink /dev/null
 check "and verifies" expect_rc 0 verify --pub p.pem dfuse0
-# Its rate is fixed at 1/256: a lower target (the default 0.001) is refused,
-# saying why, and DIR keeps exactly what it had.
+# Its lowest rate is 2^-16 (16-bit fingerprints): a lower target is
+# refused, saying why, and DIR keeps exactly what it had.
 snap dfuse > before.snap
-check "fuse with the default --fp-rate is refused" expect_rc 1 build --key k.pem --out dfuse --layout fuse ids.txt
-grep -q "1/256" err || fail "fuse refusal does not mention 1/256: $(cat err)"
+check "fuse below 2^-16 is refused" expect_rc 1 build --key k.pem --out dfuse --layout fuse --fp-rate 0.000001 ids.txt
+grep -q "2^-16" err || fail "fuse refusal does not mention 2^-16: $(cat err)"
 check "fuse refusal is one line" test "$(wc -l < err)" = 1
-check "fuse with --fp-rate 0.002 is refused" expect_rc 1 build --key k.pem --out dfuse --layout fuse --fp-rate 0.002 ids.txt
-check "fuse with --fp-rate 0.0039 (just below 1/256) is refused" expect_rc 1 build --key k.pem \
-	--out dfuse --layout fuse --fp-rate 0.0039 ids.txt
+check "fuse with --fp-rate 0.0000152 (just below 2^-16) is refused" expect_rc 1 build --key k.pem \
+	--out dfuse --layout fuse --fp-rate 0.0000152 ids.txt
 snap dfuse > after.snap
 check "refused fuse builds leave DIR untouched" diff -u before.snap after.snap
 check "fuse refusal left version 1 current" test "$(readlink dfuse/current)" = v00000000000000000001
 # (ids.txt alone drops the first build's other scopes: --allow-shrink.)
-check "fuse at exactly 1/256 builds" expect_rc 0 build --key k.pem --out dfuse --layout fuse --fp-rate 0.00390625 --allow-shrink --quiet ids.txt
-check "fuse at 0.004 builds" expect_rc 0 build --key k.pem --out dfuse --layout fuse --fp-rate 0.004 --quiet ids.txt
-check "the fuse rebuilds published versions 2 and 3" test "$(readlink dfuse/current)" = v00000000000000000003
-check "a fuse refusal into a new DIR creates nothing" expect_rc 1 build --key k.pem --out dnofuse --layout fuse ids.txt
+check "fuse at exactly 2^-16 builds" expect_rc 0 build --key k.pem --out dfuse --layout fuse --fp-rate 0.0000152587890625 --allow-shrink --quiet ids.txt
+"$FB" inspect --json dfuse | grep -q '"fingerprint_bits":[[:space:]]*16,' || fail "2^-16 did not give 16-bit fingerprints"
+check "fuse at the default 0.001 builds" expect_rc 0 build --key k.pem --out dfuse --layout fuse --quiet ids.txt
+"$FB" inspect --json dfuse | grep -q '"fingerprint_bits":[[:space:]]*10,' || fail "0.001 did not give 10-bit fingerprints"
+check "fuse at 0.5 builds (4 bits, the narrowest)" expect_rc 0 build --key k.pem --out dfuse --layout fuse --fp-rate 0.5 --quiet ids.txt
+"$FB" inspect --json --pub p.pem dfuse > f4.json || fail "inspect 4-bit fuse"
+grep -q '"fingerprint_bits":[[:space:]]*4,' f4.json || fail "0.5 did not give 4-bit fingerprints"
+grep -q '"records_missing_from_filter":[[:space:]]*0' f4.json || fail "false negatives in the 4-bit fuse filter"
+check "the fuse rebuilds published versions 2, 3 and 4" test "$(readlink dfuse/current)" = v00000000000000000004
+check "a fuse refusal into a new DIR creates nothing" expect_rc 1 build --key k.pem --out dnofuse --layout fuse --fp-rate 0.000001 ids.txt
 check "no DIR left behind" test ! -e dnofuse
 check "unknown layout is a usage error" expect_rc 2 build --key k.pem --out dfuse --layout bogus ids.txt
 grep -q "bogus" err || fail "unknown layout error does not name it: $(cat err)"
