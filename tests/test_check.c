@@ -749,3 +749,86 @@ Test(check, settle_slot_records_positives_once_and_answers_from_them)
 	snapshot_release(s);
 	snapshot_release(s8);
 }
+
+/*
+ * The fuse layout at several fingerprint widths behind the check path:
+ * every key built in answers revoked from the table, one at a time and
+ * batched; with no table and no authority every one of them fails closed,
+ * never not_revoked. Absent keys answer as one at a time does.
+ */
+Test(check, fuse_widths_every_key_built_in_is_revoked_or_fails_closed)
+{
+	static const uint32_t ws[] = { 4, 7, 10, 13, 16 };
+	enum { NK = 3000, NA = 500 };
+	struct fx_rec *rs = calloc(NK, sizeof(*rs));
+	char (*ids)[24] = calloc(NK + NA, sizeof(*ids));
+	struct revkey *keys = calloc(NK + NA, sizeof(*keys));
+	struct check_result *res = calloc(NK + NA, sizeof(*res));
+	int *rcs = calloc(NK + NA, sizeof(*rcs));
+	struct metrics_tally t;
+	struct fx_pair p;
+	struct snapshot *s;
+	struct ffile *ff;
+	struct table *tab;
+	char err[256];
+	size_t wi, i;
+	int with_table;
+
+	cr_assert(rs != NULL && ids != NULL && keys != NULL && res != NULL &&
+	    rcs != NULL);
+	if (key == NULL)
+		cr_assert_not_null(key = sign_keygen());
+	for (i = 0; i < NK + NA; i++) {
+		snprintf(ids[i], sizeof(ids[i]), "%s-%zu", i < NK ? "rev" :
+		    "absent", i);
+		if (i < NK) {
+			rs[i].scope = "default";
+			rs[i].id = ids[i];
+			rs[i].reason = "keyCompromise";
+			rs[i].revoked_at = 1600000000;
+		}
+		key_text(&keys[i], "default", ids[i]);
+	}
+	for (wi = 0; wi < sizeof(ws) / sizeof(ws[0]); wi++) {
+		for (with_table = 0; with_table < 2; with_table++) {
+			cr_assert_eq(fx_build_layout(BLOOM_FUSE, key, 1, NOW - 10,
+			    NOW + 3600, rs, NK, NULL, 0, 0, ws[wi], &p), 0);
+			ff = ffile_parse(p.filter, p.flen, true, err,
+			    sizeof(err));
+			cr_assert_not_null(ff, "%s", err);
+			cr_assert_eq(ffile_info(ff)->layout, BLOOM_FUSE);
+			cr_assert_eq(ffile_info(ff)->width, ws[wi]);
+			tab = NULL;
+			if (with_table) {
+				tab = table_parse(p.table, p.tlen, true, err,
+				    sizeof(err));
+				cr_assert_not_null(tab, "%s", err);
+			} else {
+				free(p.table);
+			}
+			s = snapshot_new(ff, tab, NOW);
+			cr_assert_not_null(s);
+			memset(&t, 0, sizeof(t));
+			check_keys_tally(s, keys, NK + NA, res, rcs, &t);
+			for (i = 0; i < NK; i++) {
+				if (with_table) {
+					cr_assert_eq(rcs[i], 0);
+					cr_assert_eq(res[i].status,
+					    CHECK_REVOKED, "w=%u %s", ws[wi],
+					    ids[i]);
+				} else {
+					cr_assert_eq(rcs[i], -1, "w=%u %s: "
+					    "not failed closed", ws[wi],
+					    ids[i]);
+				}
+			}
+			same_as_one_at_a_time(s, keys, NK + NA);
+			snapshot_release(s);
+		}
+	}
+	free(rcs);
+	free(res);
+	free(keys);
+	free(ids);
+	free(rs);
+}
