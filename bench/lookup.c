@@ -1,6 +1,7 @@
-/* lookup.c - in-process filter lookups: revcheck's bloom (classic, blocked) against libbloom */
+/* lookup.c - in-process filter lookups: revcheck's bloom (classic, blocked, fuse) against libbloom */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +31,25 @@
  * bloom_query_many, which hints each key's cache lines a few keys before
  * reading them, as revcheckd's POST /v1/check batches do, see
  * docs/BENCHMARKS.md). build_s of fuse is the whole construction (hashing and
- * peeling); of the others the adds.
+ * peeling); of the others the adds. The fuse filter has ceil(log2(1/P))-bit
+ * fingerprints (7 at the default P = 0.01).
+ *
+ * Usage: lookup --widths [N [QUERIES]]
+ *
+ * The fuse layout at every fingerprint width w = 4..16 (target p = 2^-w),
+ * and at p = 0.001 (the default --fp-rate: w = 10), against libbloom built
+ * for the same p. Prints one line per target:
+ *
+ *   fusew n=N w=W p=P bytes=B bits_per_key=X ratio=R fp=F fp_queries=Q
+ *     fp_rel=E fuse_ns=A fuse_batch_ns=C lb_ns=L fuse_present_ns=..
+ *     fuse_batch_present_ns=.. lb_present_ns=.. lb_bytes=.. build_s=S
+ *
+ * bytes is the whole array (cells and padding); ratio is bits_per_key /
+ * log2(1/p); fp is measured over fp_queries absent keys, at least 10^6
+ * and 2000 x 2^w (so the count has about 2000 hits: 1 sigma = 2.2 %);
+ * fp_rel is fp / 2^-w - 1, the filter's own rate. The *_ns are the best
+ * of WIDTH_REPS passes over QUERIES (default 10^6) absent keys, and as
+ * many present ones.
  */
 
 #define KEY_LEN		28	/* "default\0" + "tok-" + 16 hex digits */
@@ -171,6 +190,7 @@ best_k(enum bloom_layout layout, uint64_t n, uint64_t m)
 }
 
 #define MAX_ROWS 10
+#define WIDTH_REPS 3
 
 struct row {
 	const char	*name;
@@ -215,6 +235,8 @@ build_ours(struct bloom *b, enum bloom_layout layout, uint64_t n, double p,
 	    &k) != 0) {
 		return -1;
 	}
+	if (layout == BLOOM_FUSE)
+		k = bloom_fuse_width(p);	/* pair_filter's width */
 	bench_keys = present;
 	t0 = now_s();
 	if (pair_filter(b, layout, (size_t)n, m, k, UINT64_C(0x5eed),
@@ -245,6 +267,136 @@ add_ours(struct row *rows, size_t *nrows, const char *name,
 	}
 }
 
+/* Best-of-WIDTH_REPS time of q queries of a target, in ns per lookup. */
+static double
+time_queries(const struct target *t, const unsigned char *keys, uint64_t q,
+    uint64_t *hits)
+{
+	double t0, ns, best = 0;
+	int rep;
+
+	for (rep = 0; rep < WIDTH_REPS; rep++) {
+		t0 = now_s();
+		*hits = run_queries(t, keys, q);
+		ns = (now_s() - t0) * 1e9 / (double)q;
+		if (rep == 0 || ns < best)
+			best = ns;
+	}
+	return best;
+}
+
+/*
+ * Absent keys of domain 2 that match, out of q, made and hashed BATCH at
+ * a time (no array of q keys: at w = 16 q is 1.3 x 10^8).
+ */
+static uint64_t
+count_fp(const struct bloom *b, uint64_t q)
+{
+	unsigned char kb[BATCH][KEY_SLOT];
+	struct bloom_hash h[BATCH];
+	bool res[BATCH];
+	uint64_t i, fp = 0;
+	size_t j, nb;
+
+	for (i = 0; i < q; i += nb) {
+		nb = q - i < BATCH ? (size_t)(q - i) : BATCH;
+		for (j = 0; j < nb; j++) {
+			make_key(kb[j], i + j, 0);
+			kb[j][8] = 'f';		/* "fok-": never a present key */
+			h[j] = bloom_hash(b->seed, kb[j], KEY_LEN);
+		}
+		bloom_query_many(b, h, nb, res);
+		for (j = 0; j < nb; j++)
+			fp += res[j];
+	}
+	return fp;
+}
+
+static int
+widths(uint64_t n, uint64_t q)
+{
+	unsigned char *present, *absent;
+	struct target tf, tb, tl;
+	struct lbshim *lb;
+	struct bloom b;
+	uint64_t qp = q < n ? q : n, i, hits, fpq, fp;
+	double p, t0, build_s, bpk, fns, fbns, lns, fpns, fbpns, lpns, target;
+	char err[256];
+	uint32_t w, wi;
+	int rc = 0;
+
+	present = make_keys(n, 0);
+	absent = make_keys(q, 1);
+	bench_keys = present;
+	/* w = 4..16 at p = 2^-w, then w = 10 at p = 0.001. */
+	for (wi = 4; wi <= 17; wi++) {
+		p = wi <= 16 ? ldexp(1.0, -(int)wi) : 0.001;
+		w = bloom_fuse_width(p);
+		target = ldexp(1.0, -(int)w);
+		t0 = now_s();
+		if (pair_filter(&b, BLOOM_FUSE, (size_t)n, 0, w,
+		    UINT64_C(0x5eed), bench_key, NULL, err, sizeof(err)) != 0) {
+			fprintf(stderr, "lookup: fuse w=%u: %s\n", w, err);
+			rc = 1;
+			continue;
+		}
+		build_s = now_s() - t0;
+		if ((lb = lbshim_new((int)n, p, err, sizeof(err))) == NULL) {
+			fprintf(stderr, "lookup: libbloom p=%g: %s\n", p, err);
+			bloom_free(&b);
+			rc = 1;
+			continue;
+		}
+		for (i = 0; i < n; i++)
+			lbshim_add(lb, present + i * KEY_SLOT, KEY_LEN);
+		tf.v = V_SINGLE;
+		tf.b = &b;
+		tf.lb = NULL;
+		tb = tf;
+		tb.v = V_BATCH;
+		tl.v = V_LIBBLOOM;
+		tl.lb = lb;
+		tl.b = NULL;
+		fns = time_queries(&tf, absent, q, &hits);
+		fbns = time_queries(&tb, absent, q, &hits);
+		lns = time_queries(&tl, absent, q, &hits);
+		fpns = time_queries(&tf, present, qp, &hits);
+		if (hits != qp) {
+			fprintf(stderr, "lookup: fuse w=%u: %" PRIu64 " false "
+			    "negatives\n", w, qp - hits);
+			rc = 1;
+		}
+		fbpns = time_queries(&tb, present, qp, &hits);
+		if (hits != qp) {
+			fprintf(stderr, "lookup: fuse w=%u batched: %" PRIu64
+			    " false negatives\n", w, qp - hits);
+			rc = 1;
+		}
+		lpns = time_queries(&tl, present, qp, &hits);
+		fpq = (uint64_t)(2000.0 / target);
+		if (fpq < 1000000)
+			fpq = 1000000;
+		fp = count_fp(&b, fpq);
+		bpk = (double)b.nbytes * 8.0 / (double)n;
+		printf("fusew n=%" PRIu64 " w=%u p=%.10g bytes=%zu "
+		    "bits_per_key=%.3f ratio=%.4f fp=%.4e fp_queries=%" PRIu64
+		    " fp_rel=%+.4f fuse_ns=%.2f fuse_batch_ns=%.2f lb_ns=%.2f "
+		    "fuse_present_ns=%.2f fuse_batch_present_ns=%.2f "
+		    "lb_present_ns=%.2f lb_bytes=%zu lb_k=%d build_s=%.3f\n",
+		    n, w, p, b.nbytes, bpk, bpk / -log2(p),
+		    (double)fp / (double)fpq, fpq,
+		    (double)fp / (double)fpq / target - 1.0, fns, fbns, lns,
+		    fpns, fbpns, lpns, lbshim_bytes(lb), lbshim_hashes(lb),
+		    build_s);
+		fflush(stdout);
+		lbshim_free(lb);
+		bloom_free(&b);
+	}
+	free(present);
+	free(absent);
+	return rc;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -259,6 +411,17 @@ main(int argc, char **argv)
 	long lb_bits = 0;
 	int rc = 0, rep;
 
+	if (argc > 1 && strcmp(argv[1], "--widths") == 0) {
+		n = 1000000;
+		q = 1000000;
+		if ((argc > 2 && parse_u64(argv[2], &n) != 0) ||
+		    (argc > 3 && parse_u64(argv[3], &q) != 0) || argc > 4 ||
+		    n > INT32_MAX) {
+			fprintf(stderr, "usage: lookup --widths [N [QUERIES]]\n");
+			return 2;
+		}
+		return widths(n, q);
+	}
 	if ((argc > 1 && parse_u64(argv[1], &n) != 0) ||
 	    (argc > 2 && parse_u64(argv[2], &q) != 0) ||
 	    (argc > 3 && (p = strtod(argv[3], NULL), !(p > 0 && p < 1))) ||

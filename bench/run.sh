@@ -16,6 +16,8 @@
 #   BENCH_HTTP_N=1000000  keys in the filter and the Redis set for HTTP
 #   BENCH_OUT=bench/results.json
 #   BENCH_FB_OPTS="--layout blocked --valid-for 1d"  extra filterbuild build options
+#   BENCH_WIDTHS_N=1000000  keys for the fuse width rows (fuse_w*)
+#   BENCH_ONLY=fuse_widths  run only the fuse width rows
 
 set -u
 export LC_ALL=C
@@ -120,6 +122,28 @@ emit() {
 	write_json
 }
 
+# emit_within NAME OURS WANT REL UNIT NOTE: OURS must be WANT within +-REL
+# (a fraction); ratio is OURS / WANT.
+emit_within() {
+	local name=$1 ours=$2 want=$3 rel=$4 unit=$5 note=$6 ratio verdict line pct
+	ratio=$(awk -v o="$ours" -v w="$want" 'BEGIN {
+		if (o == "" || w == "" || w + 0 <= 0) { print "-"; exit }
+		printf "%.3f", o / w }')
+	pct=$(awk -v r="$rel" 'BEGIN { printf "%g", r * 100 }')
+	if [ "$ratio" = "-" ]; then
+		verdict=""
+	elif awk -v r="$ratio" -v e="$rel" 'BEGIN { exit !(r >= 1 - e && r <= 1 + e) }'; then
+		verdict="target within ${pct} %: MET"
+	else
+		verdict="target within ${pct} %: NOT MET"
+	fi
+	line="$name: ours=$ours peer=$want ratio=$ratio $unit (ratio 1 is the target${note:+; $note})${verdict:+ $verdict}"
+	echo "$line"
+	RESULTS_TXT+=("$line")
+	JSON_ROWS+=("{\"name\": $(jstr "$name"), \"ours\": $(num "$ours"), \"peer\": $(num "$want"), \"ratio\": $(num "$ratio"), \"unit\": $(jstr "$unit"), \"better\": \"within\", \"target\": $(num "$rel"), \"verdict\": $(jstr "${verdict:-none}"), \"note\": $(jstr "$note")}")
+	write_json
+}
+
 skip() {
 	local name=$1 why=$2
 	echo "$name: skipped ($why)"
@@ -217,6 +241,48 @@ else
 	cat "$T/cc.log" >&2
 fi
 
+# ---------------------------------------------------------------- 1b. fuse widths (issue 14, target 1)
+# The fuse layout at every fingerprint width w = 4..16 (p = 2^-w) and at
+# the default p = 0.001 (w = 10), 10^6 keys, against libbloom at the same
+# p: bits per key against log2(1/p) (at most 1.15x: the ratio
+# log2(1/p) / bits per key at least 0.870), the measured FP rate against
+# 2^-w (within 10 %), lookups of absent keys one at a time and batched
+# (at least 3x libbloom's bloom_check).
+
+WIDTHS_N=${BENCH_WIDTHS_N:-1000000}
+if [ "$HAVE_LOOKUP" = 1 ] && timeout 900 "$BB/lookup" --widths "$WIDTHS_N" >"$T/widths" 2>"$T/widths.err" &&
+    [ -s "$T/widths" ]; then
+	sed 's/^/# /' "$T/widths" >&2
+	while read -r line; do
+		w=$(field "$line" w); p=$(field "$line" p)
+		tag=w$w; [ "$p" = 0.001 ] && tag="w${w}_p0.001"
+		lg=$(awk -v p="$p" 'BEGIN { printf "%.4f", -log(p) / log(2) }')
+		bpk=$(field "$line" bits_per_key)
+		emit "fuse_${tag}_bits_per_key" "$bpk" "$lg" bits/key lower 0.870 \
+		    "n=$WIDTHS_N p=$p: fuse array with ${w}-bit cells and padding ($(field "$line" bytes) B) = $(field "$line" ratio)x log2(1/p) = $lg bits; libbloom $(field "$line" lb_bytes) B; ratio >= 0.870 is at most 1.15x"
+		emit_within "fuse_${tag}_fp_rate" "$(field "$line" fp)" \
+		    "$(awk -v w="$w" 'BEGIN { printf "%.6e", 2 ^ -w }')" 0.1 fp-rate \
+		    "n=$WIDTHS_N, measured over $(field "$line" fp_queries) absent keys against the filter's 2^-$w (1 sigma about 2.2 %)"
+		emit "fuse_${tag}_lookup_single" "$(field "$line" fuse_ns)" "$(field "$line" lb_ns)" \
+		    ns/lookup lower 3 "n=$WIDTHS_N p=$p, absent keys, one bloom_query (hash+query) at a time vs libbloom bloom_check at the same p (k=$(field "$line" lb_k))"
+		emit "fuse_${tag}_lookup_batch" "$(field "$line" fuse_batch_ns)" "$(field "$line" lb_ns)" \
+		    ns/lookup lower 3 "n=$WIDTHS_N p=$p, absent keys, batches of 1000: hash, then bloom_query_many, vs libbloom"
+		emit "fuse_${tag}_lookup_present_single" "$(field "$line" fuse_present_ns)" "$(field "$line" lb_present_ns)" \
+		    ns/lookup lower 3 "n=$WIDTHS_N p=$p, present keys, one at a time vs libbloom"
+		emit "fuse_${tag}_lookup_present_batch" "$(field "$line" fuse_batch_present_ns)" "$(field "$line" lb_present_ns)" \
+		    ns/lookup lower 3 "n=$WIDTHS_N p=$p, present keys, batches of 1000 vs libbloom"
+	done <"$T/widths"
+	[ -s "$T/widths.err" ] && sed 's/^/# widths: /' "$T/widths.err" >&2
+elif [ "$HAVE_LOOKUP" = 1 ]; then
+	skip fuse_widths "bench/lookup --widths failed: $(head -c 300 "$T/widths.err" 2>/dev/null)"
+else
+	skip fuse_widths "bench/lookup could not be built (needs $BUILD/librevcheck.a and libbloom-dev)"
+fi
+if [ "${BENCH_ONLY:-}" = fuse_widths ]; then
+	log "BENCH_ONLY=fuse_widths: the fuse width rows only"
+	exit 0
+fi
+
 # ---------------------------------------------------------------- 1. lookups in-process
 
 lookup_rows() {		# N -> lines in $T/lookup.N
@@ -245,7 +311,7 @@ if [ "$HAVE_LOOKUP" = 1 ] && lookup_rows "$N" && grep -q 'variant=libbloom' "$T/
 		    "n=$N p=0.01, blocked layout, one bloom_query (hash+query) at a time vs libbloom"
 		emit "lookup_${kind}_fuse_batch" "$(lk "$N" fuse-batch ${kind}_ns)" \
 		    "$(lk "$N" libbloom ${kind}_ns)" ns/lookup lower 2 \
-		    "n=$N p=0.01, fuse layout (8-bit binary fuse filter: less memory and a lower FP rate than libbloom, rows lookup_*_fuse below), batches of 1000 through bloom_query_many"
+		    "n=$N p=0.01, fuse layout (binary fuse filter of 7-bit cells, FP 2^-7: less memory and a lower FP rate than libbloom, rows lookup_*_fuse below), batches of 1000 through bloom_query_many"
 		emit "lookup_${kind}_fuse_single" "$(lk "$N" fuse ${kind}_ns)" \
 		    "$(lk "$N" libbloom ${kind}_ns)" ns/lookup lower 2 \
 		    "n=$N p=0.01, fuse layout, one bloom_query at a time"

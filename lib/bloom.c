@@ -622,6 +622,49 @@ bloom_classic_start(const struct bloom *b, const struct bloom_hash *h,
 	}
 }
 
+/*
+ * BLOOM_FUSE batches: each key's three cells are computed once, as bit
+ * positions kept in a ring until the key is read BLOOM_AHEAD_FUSE keys
+ * later, their lines hinted meanwhile. The filter's fields are read into
+ * locals once: stores to out could alias them for all the compiler knows,
+ * and reloading them per key cost as much as the loads themselves.
+ */
+static void
+fuse_query_many(const struct bloom *b, const struct bloom_hash *h, size_t n,
+    bool *out)
+{
+	const unsigned char *bits = b->bits;
+	const uint64_t span = b->span, seglen = b->seglen, mask = seglen - 1;
+	const uint64_t fmask = b->fmask, w = b->width;
+	const unsigned fshift = 64 - b->width;
+	uint64_t ring[BLOOM_AHEAD_FUSE][3], c0, v, *rr;
+	size_t i, j;
+
+	for (i = 0; i < n + BLOOM_AHEAD_FUSE; i++) {
+		/* Read key i - AHEAD first: key i takes over its slot. */
+		if (i >= BLOOM_AHEAD_FUSE) {
+			j = i - BLOOM_AHEAD_FUSE;
+			rr = ring[j % BLOOM_AHEAD_FUSE];
+			v = (bloom_load64(bits + (rr[0] >> 3)) >> (rr[0] & 7)) ^
+			    (bloom_load64(bits + (rr[1] >> 3)) >> (rr[1] & 7)) ^
+			    (bloom_load64(bits + (rr[2] >> 3)) >> (rr[2] & 7));
+			out[j] = (v & fmask) == (h[j].h2 >> fshift);
+		}
+		if (i < n) {
+			rr = ring[i % BLOOM_AHEAD_FUSE];
+			c0 = (uint64_t)(((unsigned __int128)h[i].h1 * span) >>
+			    64);
+			rr[0] = c0 * w;
+			rr[1] = ((c0 + seglen) ^ ((h[i].h2 >> 1) & mask)) * w;
+			rr[2] = ((c0 + 2 * seglen) ^ ((h[i].h2 >> 21) & mask)) *
+			    w;
+			__builtin_prefetch(bits + (rr[0] >> 3));
+			__builtin_prefetch(bits + (rr[1] >> 3));
+			__builtin_prefetch(bits + (rr[2] >> 3));
+		}
+	}
+}
+
 void
 bloom_query_many(const struct bloom *b, const struct bloom_hash *h, size_t n,
     bool *out)
@@ -645,19 +688,7 @@ bloom_query_many(const struct bloom *b, const struct bloom_hash *h, size_t n,
 		return;
 	}
 	if (b->layout == BLOOM_FUSE) {
-		uint64_t c[3];
-
-		for (i = 0; i < n + BLOOM_AHEAD_FUSE; i++) {
-			if (i < n) {
-				fuse_cells(b, &h[i], c);
-				__builtin_prefetch(fuse_addr(b, c[0]));
-				__builtin_prefetch(fuse_addr(b, c[1]));
-				__builtin_prefetch(fuse_addr(b, c[2]));
-			}
-			if (i >= BLOOM_AHEAD_FUSE)
-				out[i - BLOOM_AHEAD_FUSE] = bloom_query_fuse(b,
-				    &h[i - BLOOM_AHEAD_FUSE]);
-		}
+		fuse_query_many(b, h, n, out);
 		return;
 	}
 	if (b->layout == BLOOM_FUSE8) {
