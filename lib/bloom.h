@@ -114,9 +114,11 @@ int bloom_size(enum bloom_layout layout, uint64_t n, double p, uint64_t *m,
  * The layout a builder should use for n keys at FP rate p when the
  * operator leaves it open: BLOOM_FUSE when it can meet p (p >= 2^-16) and
  * its array (bloom_array_len) is no larger than the blocked layout's, else
- * blocked. From a few hundred keys on that is fuse at every target from
- * 2^-16 to 5 % (at the default 0.1 % and 10^6 keys: 11.3 bits per key
- * against 15.6); below 2^-16, and for the smallest sets, blocked.
+ * blocked. At the default 0.1 % that is fuse from about 100 keys up (at
+ * 10^6 keys: 11.3 bits per key against 15.6), at 1 % from about 1,000,
+ * at 5 % and 10 % only for large sets (10^6 keys, not 10^4); above about
+ * 10 % and below 2^-16, blocked (but for a few tiny sets, where blocked's
+ * 512-bit minimum is larger).
  */
 enum bloom_layout bloom_pick_layout(uint64_t n, double p);
 
