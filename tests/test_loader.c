@@ -772,3 +772,51 @@ Test(loader, delta_chain_applies_and_refuses_every_bad_link)
 	snapshot_slot_free(&sl);
 	EVP_PKEY_free(other);
 }
+
+/*
+ * The delta overlay over a fuse base (5-bit cells here): the chain decides
+ * the keys it names, the fuse filter and the table every other key, and
+ * no key built into the filter answers not_revoked unless a removal says so.
+ */
+Test(loader, delta_chain_over_a_fuse_base)
+{
+	struct snapshot_slot sl;
+	struct loader l;
+	struct snapshot *s;
+	struct delta_entry e[2];
+	unsigned char base[32], d1[32];
+	enum check_source src;
+	int64_t now = util_now();
+	char err[512], n1[DELTA_NAME_LEN + 1];
+
+	dname(n1, 1);
+	snapshot_slot_init(&sl);
+	cr_assert_eq(loader_init(&l, &cfg, &pol, err, sizeof(err)), 0, "%s",
+	    err);
+	publish_layout(BLOOM_FUSE, 1, now - 100, 0, 0);
+	cr_assert_eq(loader_poll(&l, &sl, false), 0);
+	expect_serving(&sl, 1, BLOOM_FUSE);
+	s = snapshot_acquire(&sl);
+	memcpy(base, s->pos.base_sha256, 32);
+	snapshot_release(s);
+	cr_assert_eq(answer(&sl, "t1", NULL, &src), CHECK_REVOKED);
+	cr_assert_eq(answer(&sl, "t2", NULL, NULL), CHECK_REVOKED);
+
+	e[0] = chain_ent(DELTA_ADD, "t9");
+	e[1] = chain_ent(DELTA_REMOVE, "t1");
+	put_chain_file(key, DELTA_KIND_DELTA, 1, base, 1, base, now - 5,
+	    now + 300, e, 2, n1, 0, d1);
+	cr_assert_eq(loader_poll_chain(&l, &sl), 0);
+	cr_assert_eq(answer(&sl, "t9", NULL, &src), CHECK_REVOKED);
+	cr_assert_eq(src, CHECK_SRC_DELTA);
+	cr_assert_eq(answer(&sl, "t1", NULL, &src), CHECK_NOT_REVOKED);
+	cr_assert_eq(src, CHECK_SRC_DELTA);
+	cr_assert_eq(answer(&sl, "t2", NULL, &src), CHECK_REVOKED,
+	    "a key the chain did not touch answers from the fuse base");
+	cr_assert_eq(src, CHECK_SRC_AUTHORITATIVE);
+	s = snapshot_acquire(&sl);
+	cr_assert_eq(ffile_bloom(s->ff)->layout, BLOOM_FUSE);
+	snapshot_release(s);
+	loader_free(&l);
+	snapshot_slot_free(&sl);
+}
