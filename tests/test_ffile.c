@@ -226,7 +226,8 @@ round_trip(enum bloom_layout layout)
 	/*
 	 * Absent keys: the parsed file answers exactly as the filter that
 	 * was encoded, false positives included, and those stay near the
-	 * target (1% here, 1/256 for fuse; 40 of 4000 expected at most).
+	 * target (1% here, 2^-7 for fuse, 1/256 for fuse8; 40 of 4000
+	 * expected at most).
 	 */
 	for (i = NIDS; i < NIDS + NABSENT; i++) {
 		mkkey(&k, i % 2 ? "default" : "tenant-a", i);
