@@ -320,7 +320,10 @@ check "vector does not verify against another key" expect_rc 1 verify --pub p.pe
 # its pairs (see tests/test_pair.c, which rebuilds them byte for byte with
 # their seeds). Built again here from the same inputs at the same fake
 # time, the table must be the same bytes and the filter header the same in
-# every field the random seed does not decide.
+# every field the random seed does not decide. fuse.rcf is of the byte-cell
+# layout filterbuild wrote then (now fuse8); at 0.004 today's fuse layout
+# has 8-bit cells and the same shape, so only the layout's name and the 8
+# bytes of padding differ.
 G="$SRC/tests/data/pair"
 inspect_fixed() { # inspect_fixed PATH: inspect --json less the seed's fields
 	"$FB" inspect --json "$1" | python3 -c '
@@ -331,6 +334,9 @@ for k in ("path", "filter", "filter_sha256", "seed", "set_bits", "fill_ratio",
     d.pop(k, None)
 if isinstance(d.get("table"), dict):
     d["table"].pop("path", None)
+if d.get("layout") == "fuse8":	# and 8 bytes of padding less
+    d["layout"] = "fuse"
+    d["filter_bytes"] += 8
 print(json.dumps(d, sort_keys=True))'
 }
 for L in classic blocked fuse auto; do
