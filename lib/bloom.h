@@ -21,7 +21,7 @@
  *   i in bits i*w .. i*w+w-1 of the array, cut into segments of 2^seglog
  *   cells; a key's three cells lie in three consecutive segments and the
  *   key is "possibly present" when their XOR equals its fingerprint. FP
- *   rate 2^-w at about 1.125 w bits per key from 10^6 keys on (a Bloom
+ *   rate 2^-w at about 1.13 w bits per key from 10^6 keys on (a Bloom
  *   filter needs 1.44 log2(1/p)), three cache lines per query, no false
  *   negatives. A cell is read with one unaligned 64-bit load and a shift;
  *   BLOOM_FUSE_PAD zero bytes after the cells keep that load inside the
