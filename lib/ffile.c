@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,22 +35,6 @@ enum {
 	OFF_FPRATE = 72, OFF_SIGNER = 80, OFF_TSHA = 112, OFF_TLEN = 144,
 	OFF_BITSOFF = 152, OFF_BITSLEN = 160,
 };
-
-static void
-ff_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-ff_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	(void)vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 static uint64_t
 ff_double_bits(double d)
@@ -128,7 +111,7 @@ ff_parse_scope(const unsigned char *buf, size_t end, size_t *pos,
 
 #define NEED(n, what) do {						\
 	if (end - p < (n)) {						\
-		ff_err(err, errlen, "offset %zu: scope %u: truncated %s", \
+		util_errf(err, errlen, "offset %zu: scope %u: truncated %s", \
 		    p, idx, what);					\
 		return -1;						\
 	}								\
@@ -139,13 +122,13 @@ ff_parse_scope(const unsigned char *buf, size_t end, size_t *pos,
 	nl = util_get_le16(buf + p);
 	p += 2;
 	if (nl == 0 || nl > REVKEY_SCOPE_MAX) {
-		ff_err(err, errlen, "offset %zu: scope %u: name length %zu out "
+		util_errf(err, errlen, "offset %zu: scope %u: name length %zu out "
 		    "of range 1..%d", p - 2, idx, nl, REVKEY_SCOPE_MAX);
 		return -1;
 	}
 	NEED(nl, "name");
 	if (!revkey_scope_valid((const char *)buf + p, nl)) {
-		ff_err(err, errlen, "offset %zu: scope %u: invalid scope name",
+		util_errf(err, errlen, "offset %zu: scope %u: invalid scope name",
 		    p, idx);
 		return -1;
 	}
@@ -156,7 +139,7 @@ ff_parse_scope(const unsigned char *buf, size_t end, size_t *pos,
 	s->keys = util_get_le64(buf + p);
 	p += 8;
 	if (buf[p] != FFILE_SRC_LIST && buf[p] != FFILE_SRC_CRL) {
-		ff_err(err, errlen, "offset %zu: scope %u: unknown source kind "
+		util_errf(err, errlen, "offset %zu: scope %u: unknown source kind "
 		    "%u", p, idx, buf[p]);
 		return -1;
 	}
@@ -165,7 +148,7 @@ ff_parse_scope(const unsigned char *buf, size_t end, size_t *pos,
 	s->flags = buf[p];
 	if ((s->flags & ~FFILE_SCOPE_FLAGS_KNOWN) != 0 ||
 	    (s->source == FFILE_SRC_LIST && s->flags != 0)) {
-		ff_err(err, errlen, "offset %zu: scope %u: unknown flags 0x%02x "
+		util_errf(err, errlen, "offset %zu: scope %u: unknown flags 0x%02x "
 		    "for its source", p, idx, s->flags);
 		return -1;
 	}
@@ -173,13 +156,13 @@ ff_parse_scope(const unsigned char *buf, size_t end, size_t *pos,
 	il = util_get_le16(buf + p);
 	p += 2;
 	if (il > FFILE_ISSUER_MAX) {
-		ff_err(err, errlen, "offset %zu: scope %u: issuer length %zu "
+		util_errf(err, errlen, "offset %zu: scope %u: issuer length %zu "
 		    "over %d", p - 2, idx, il, FFILE_ISSUER_MAX);
 		return -1;
 	}
 	NEED(il, "issuer");
 	if (memchr(buf + p, 0, il) != NULL) {
-		ff_err(err, errlen, "offset %zu: scope %u: NUL byte in issuer",
+		util_errf(err, errlen, "offset %zu: scope %u: NUL byte in issuer",
 		    p, idx);
 		return -1;
 	}
@@ -190,13 +173,13 @@ ff_parse_scope(const unsigned char *buf, size_t end, size_t *pos,
 	cl = buf[p];
 	p += 1;
 	if (cl > FFILE_CRLNUM_MAX) {
-		ff_err(err, errlen, "offset %zu: scope %u: CRL number length "
+		util_errf(err, errlen, "offset %zu: scope %u: CRL number length "
 		    "%zu over %d", p - 1, idx, cl, FFILE_CRLNUM_MAX);
 		return -1;
 	}
 	NEED(cl, "CRL number");
 	if (!ff_is_hex((const char *)buf + p, cl)) {
-		ff_err(err, errlen, "offset %zu: scope %u: CRL number is not "
+		util_errf(err, errlen, "offset %zu: scope %u: CRL number is not "
 		    "hex", p, idx);
 		return -1;
 	}
@@ -211,7 +194,7 @@ ff_parse_scope(const unsigned char *buf, size_t end, size_t *pos,
 	s->npart = buf[p];
 	if (s->npart > FFILE_PART_MAX || (s->npart > 0 &&
 	    s->source != FFILE_SRC_CRL)) {
-		ff_err(err, errlen, "offset %zu: scope %u: %u coverage parts "
+		util_errf(err, errlen, "offset %zu: scope %u: %u coverage parts "
 		    "(at most %d, and only for a CRL)", p, idx, s->npart,
 		    FFILE_PART_MAX);
 		return -1;
@@ -233,7 +216,7 @@ ff_parse_scope(const unsigned char *buf, size_t end, size_t *pos,
 		    (pt->reasons & ~FFILE_REASONS_ALL) != 0 ||
 		    (pt->flags & ~FFILE_PART_FLAGS_KNOWN) != 0 ||
 		    pl > FFILE_PART_CRLNUM_MAX) {
-			ff_err(err, errlen, "offset %zu: scope %u: coverage part "
+			util_errf(err, errlen, "offset %zu: scope %u: coverage part "
 			    "%u: invalid kind, reasons, flags or CRL number "
 			    "length", p, idx, i);
 			return -1;
@@ -241,7 +224,7 @@ ff_parse_scope(const unsigned char *buf, size_t end, size_t *pos,
 		p += FFILE_PART_MIN_LEN;
 		NEED(pl, "coverage part CRL number");
 		if (!ff_is_hex((const char *)buf + p, pl)) {
-			ff_err(err, errlen, "offset %zu: scope %u: coverage part "
+			util_errf(err, errlen, "offset %zu: scope %u: coverage part "
 			    "%u: CRL number is not hex", p, idx, i);
 			return -1;
 		}
@@ -253,7 +236,7 @@ ff_parse_scope(const unsigned char *buf, size_t end, size_t *pos,
 	if (s->source == FFILE_SRC_LIST && (il != 0 || cl != 0 ||
 	    s->this_update != 0 || s->next_update != 0 ||
 	    !ff_zero(s->crl_sha256, 32))) {
-		ff_err(err, errlen, "offset %zu: scope %u: list source with CRL "
+		util_errf(err, errlen, "offset %zu: scope %u: list source with CRL "
 		    "metadata", start, idx);
 		return -1;
 	}
@@ -273,23 +256,23 @@ ff_validate(struct ffile *f, char *err, size_t errlen)
 	double fp;
 
 	if (f->len < FFILE_HDR_LEN + SIGN_SIG_LEN) {
-		ff_err(err, errlen, "offset 0: file too short (%zu bytes)",
+		util_errf(err, errlen, "offset 0: file too short (%zu bytes)",
 		    f->len);
 		return -1;
 	}
 	if ((uint64_t)f->len > FFILE_MAX_SIZE) {
-		ff_err(err, errlen, "offset 0: file too large (%zu bytes)",
+		util_errf(err, errlen, "offset 0: file too large (%zu bytes)",
 		    f->len);
 		return -1;
 	}
 	if (memcmp(h + OFF_MAGIC, FFILE_MAGIC, 8) != 0) {
-		ff_err(err, errlen, "offset 0: bad magic (not a filter file)");
+		util_errf(err, errlen, "offset 0: bad magic (not a filter file)");
 		return -1;
 	}
 	in->format = util_get_le16(h + OFF_FORMAT);
 	if (in->format != FFILE_FORMAT) {
 		if (in->format < FFILE_FORMAT)
-			ff_err(err, errlen, "offset %d: format %u is from an "
+			util_errf(err, errlen, "offset %d: format %u is from an "
 			    "older filterbuild (this one reads format %d: X.509 "
 			    "scopes over the canonical issuer Name, signed CRL "
 			    "flags per scope, coverage parts naming their CRL); "
@@ -297,14 +280,14 @@ ff_validate(struct ffile *f, char *err, size_t errlen)
 			    OFF_FORMAT, (unsigned)in->format,
 			    FFILE_FORMAT);
 		else
-			ff_err(err, errlen, "offset %d: unsupported format %u",
+			util_errf(err, errlen, "offset %d: unsupported format %u",
 			    OFF_FORMAT, (unsigned)in->format);
 		return -1;
 	}
 	layout = h[OFF_LAYOUT];
 	if (layout != BLOOM_CLASSIC && layout != BLOOM_BLOCKED &&
 	    layout != BLOOM_FUSE8 && layout != BLOOM_FUSE) {
-		ff_err(err, errlen, "offset %d: unknown layout %u (this reader "
+		util_errf(err, errlen, "offset %d: unknown layout %u (this reader "
 		    "knows 1 classic, 2 blocked, 3 fuse8, 4 fuse; a newer "
 		    "filterbuild may have written it)", OFF_LAYOUT, layout);
 		return -1;
@@ -313,7 +296,7 @@ ff_validate(struct ffile *f, char *err, size_t errlen)
 	in->seglog = h[OFF_SEGLOG];
 	if (layout == BLOOM_FUSE || layout == BLOOM_FUSE8 ? in->seglog < 1 ||
 	    in->seglog > BLOOM_FUSE_MAX_SEGLOG : in->seglog != 0) {
-		ff_err(err, errlen, "offset %d: segment length log %u is not %s",
+		util_errf(err, errlen, "offset %d: segment length log %u is not %s",
 		    OFF_SEGLOG, in->seglog, layout == BLOOM_FUSE ||
 		    layout == BLOOM_FUSE8 ? "in 1..18 (fuse layouts)" :
 		    "0 (no segments in this layout)");
@@ -322,14 +305,14 @@ ff_validate(struct ffile *f, char *err, size_t errlen)
 	in->width = h[OFF_WIDTH];
 	if (layout == BLOOM_FUSE ? in->width < BLOOM_FUSE_MIN_WIDTH ||
 	    in->width > BLOOM_FUSE_MAX_WIDTH : in->width != 0) {
-		ff_err(err, errlen, "offset %d: fingerprint width %u is not %s",
+		util_errf(err, errlen, "offset %d: fingerprint width %u is not %s",
 		    OFF_WIDTH, in->width, layout == BLOOM_FUSE ?
 		    "in 4..16 (fuse layout)" :
 		    "0 (no packed fingerprints in this layout)");
 		return -1;
 	}
 	if (h[OFF_RSV2] != 0 || h[OFF_RSV2 + 1] != 0 || h[OFF_RSV2 + 2] != 0) {
-		ff_err(err, errlen, "offset %d: reserved bytes not zero",
+		util_errf(err, errlen, "offset %d: reserved bytes not zero",
 		    OFF_RSV2);
 		return -1;
 	}
@@ -349,34 +332,34 @@ ff_validate(struct ffile *f, char *err, size_t errlen)
 	bits_len = util_get_le64(h + OFF_BITSLEN);
 
 	if (in->expires_at <= in->issued_at) {
-		ff_err(err, errlen, "offset %d: expires_at is not after "
+		util_errf(err, errlen, "offset %d: expires_at is not after "
 		    "issued_at", OFF_EXPIRES);
 		return -1;
 	}
 	fp = in->fp_rate_target;
 	if (!isfinite(fp) || !(fp > 0.0 && fp < 1.0)) {
-		ff_err(err, errlen, "offset %d: fp_rate_target not in (0, 1)",
+		util_errf(err, errlen, "offset %d: fp_rate_target not in (0, 1)",
 		    OFF_FPRATE);
 		return -1;
 	}
 	if (in->m == 0 || in->m > BLOOM_MAX_BITS) {
-		ff_err(err, errlen, "offset %d: bit count %" PRIu64 " out of "
+		util_errf(err, errlen, "offset %d: bit count %" PRIu64 " out of "
 		    "range", OFF_M, in->m);
 		return -1;
 	}
 	if (in->k == 0 || in->k > BLOOM_MAX_K) {
-		ff_err(err, errlen, "offset %d: hash count %" PRIu32 " out of "
+		util_errf(err, errlen, "offset %d: hash count %" PRIu32 " out of "
 		    "range 1..%u", OFF_K, in->k, BLOOM_MAX_K);
 		return -1;
 	}
 	if (nscopes > FFILE_MAX_SCOPES ||
 	    nscopes > (f->len - FFILE_HDR_LEN) / FFILE_SCOPE_MIN_LEN) {
-		ff_err(err, errlen, "offset %d: scope count %" PRIu64 " does "
+		util_errf(err, errlen, "offset %d: scope count %" PRIu64 " does "
 		    "not fit the file", OFF_NSCOPES, nscopes);
 		return -1;
 	}
 	if (bits_len != (uint64_t)bloom_array_len(in->layout, in->m)) {
-		ff_err(err, errlen, "offset %d: bit array length %" PRIu64
+		util_errf(err, errlen, "offset %d: bit array length %" PRIu64
 		    " is not %s = %zu", OFF_BITSLEN, bits_len,
 		    in->layout == BLOOM_FUSE ? "ceil(m/8) + 8 (padding)" :
 		    "ceil(m/8)", bloom_array_len(in->layout, in->m));
@@ -384,7 +367,7 @@ ff_validate(struct ffile *f, char *err, size_t errlen)
 	}
 	if (bits_off > f->len || bits_len > f->len - bits_off ||
 	    f->len - bits_off - bits_len != SIGN_SIG_LEN) {
-		ff_err(err, errlen, "offset %d: bit array at %" PRIu64 " of %"
+		util_errf(err, errlen, "offset %d: bit array at %" PRIu64 " of %"
 		    PRIu64 " bytes plus signature does not end the %zu-byte "
 		    "file", OFF_BITSOFF, bits_off, bits_len, f->len);
 		return -1;
@@ -394,7 +377,7 @@ ff_validate(struct ffile *f, char *err, size_t errlen)
 	if (nscopes > 0) {
 		in->scopes = calloc((size_t)nscopes, sizeof(*in->scopes));
 		if (in->scopes == NULL) {
-			ff_err(err, errlen, "out of memory");
+			util_errf(err, errlen, "out of memory");
 			return -1;
 		}
 	}
@@ -406,12 +389,12 @@ ff_validate(struct ffile *f, char *err, size_t errlen)
 		    errlen) != 0)
 			return -1;
 		if (i > 0 && strcmp(in->scopes[i - 1].name, s->name) >= 0) {
-			ff_err(err, errlen, "offset %zu: scope %u (%s) is not in "
+			util_errf(err, errlen, "offset %zu: scope %u (%s) is not in "
 			    "strictly ascending order", pos, i, s->name);
 			return -1;
 		}
 		if (s->keys > UINT64_MAX - sum) {
-			ff_err(err, errlen, "offset %zu: scope %u key count "
+			util_errf(err, errlen, "offset %zu: scope %u key count "
 			    "overflows", pos, i);
 			return -1;
 		}
@@ -419,17 +402,17 @@ ff_validate(struct ffile *f, char *err, size_t errlen)
 	}
 	aligned = (pos + 7) & ~(size_t)7;
 	if (bits_off != aligned) {
-		ff_err(err, errlen, "offset %d: bit array offset %" PRIu64
+		util_errf(err, errlen, "offset %d: bit array offset %" PRIu64
 		    " is not %zu, the 8-aligned end of the scopes",
 		    OFF_BITSOFF, bits_off, aligned);
 		return -1;
 	}
 	if (!ff_zero(h + pos, aligned - pos)) {
-		ff_err(err, errlen, "offset %zu: padding not zero", pos);
+		util_errf(err, errlen, "offset %zu: padding not zero", pos);
 		return -1;
 	}
 	if (sum != in->keys) {
-		ff_err(err, errlen, "offset %d: key count %" PRIu64 " is not the "
+		util_errf(err, errlen, "offset %d: key count %" PRIu64 " is not the "
 		    "sum of the scopes' %" PRIu64, OFF_KEYS, in->keys, sum);
 		return -1;
 	}
@@ -437,7 +420,7 @@ ff_validate(struct ffile *f, char *err, size_t errlen)
 		uint64_t lastoff = bits_off + bloom_nbytes(in->m) - 1;
 
 		if ((h[lastoff] >> (in->m % 8)) != 0) {
-			ff_err(err, errlen, "offset %" PRIu64 ": bits set past m",
+			util_errf(err, errlen, "offset %" PRIu64 ": bits set past m",
 			    lastoff);
 			return -1;
 		}
@@ -445,13 +428,13 @@ ff_validate(struct ffile *f, char *err, size_t errlen)
 	/* The fuse layout's padding: zero, so a file has one encoding. */
 	if (!ff_zero(h + bits_off + bloom_nbytes(in->m), (size_t)bits_len -
 	    bloom_nbytes(in->m))) {
-		ff_err(err, errlen, "offset %" PRIu64 ": padding after the "
+		util_errf(err, errlen, "offset %" PRIu64 ": padding after the "
 		    "cells not zero", bits_off + bloom_nbytes(in->m));
 		return -1;
 	}
 	if (bloom_attach(&f->bloom, in->layout, in->m, in->k, in->seglog,
 	    in->width, in->seed, h + bits_off, (size_t)bits_len) != 0) {
-		ff_err(err, errlen, "offset %d: invalid filter parameters for "
+		util_errf(err, errlen, "offset %d: invalid filter parameters for "
 		    "layout %u (m %" PRIu64 ", k %" PRIu32 ", segment length "
 		    "log %" PRIu32 ", fingerprint width %" PRIu32 ")",
 		    OFF_LAYOUT, (unsigned)in->layout, in->m, in->k, in->seglog,
@@ -459,7 +442,7 @@ ff_validate(struct ffile *f, char *err, size_t errlen)
 		return -1;
 	}
 	if (util_sha256(f->sha, f->buf, f->len) != 0) {
-		ff_err(err, errlen, "SHA-256 failed");
+		util_errf(err, errlen, "SHA-256 failed");
 		return -1;
 	}
 	return 0;
@@ -474,7 +457,7 @@ ffile_parse(const unsigned char *buf, size_t len, bool take, char *err,
 
 	f = calloc(1, sizeof(*f));
 	if (f == NULL) {
-		ff_err(err, errlen, "filter: out of memory");
+		util_errf(err, errlen, "filter: out of memory");
 		if (take)
 			free((void *)(uintptr_t)buf);
 		return NULL;
@@ -483,12 +466,12 @@ ffile_parse(const unsigned char *buf, size_t len, bool take, char *err,
 	f->len = len;
 	f->owned = take;
 	if (buf == NULL) {
-		ff_err(err, errlen, "filter: no data");
+		util_errf(err, errlen, "filter: no data");
 		ffile_close(f);
 		return NULL;
 	}
 	if (ff_validate(f, why, sizeof(why)) != 0) {
-		ff_err(err, errlen, "filter: %s", why);
+		util_errf(err, errlen, "filter: %s", why);
 		ffile_close(f);
 		return NULL;
 	}
@@ -507,7 +490,7 @@ ffile_open(const char *path, char *err, size_t errlen)
 
 	assert(path != NULL);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
-		ff_err(err, errlen, "%s: %s", path, strerror(errno));
+		util_errf(err, errlen, "%s: %s", path, strerror(errno));
 		return NULL;
 	}
 	rc = util_copy_fd(fd, path, FFILE_HDR_LEN + SIGN_SIG_LEN,
@@ -517,7 +500,7 @@ ffile_open(const char *path, char *err, size_t errlen)
 		return NULL;
 	f = calloc(1, sizeof(*f));
 	if (f == NULL) {
-		ff_err(err, errlen, "%s: out of memory", path);
+		util_errf(err, errlen, "%s: out of memory", path);
 		(void)munmap(map, len);
 		return NULL;
 	}
@@ -525,7 +508,7 @@ ffile_open(const char *path, char *err, size_t errlen)
 	f->len = len;
 	f->mapped = true;
 	if (ff_validate(f, why, sizeof(why)) != 0) {
-		ff_err(err, errlen, "%s: %s", path, why);
+		util_errf(err, errlen, "%s: %s", path, why);
 		ffile_close(f);
 		return NULL;
 	}
@@ -591,19 +574,19 @@ ffile_encode(const struct ffile_info *info, const struct bloom *b,
 	*out = NULL;
 	*outlen = 0;
 	if (info->nscopes > FFILE_MAX_SCOPES) {
-		ff_err(err, errlen, "filter: too many scopes (%" PRIu32 ")",
+		util_errf(err, errlen, "filter: too many scopes (%" PRIu32 ")",
 		    info->nscopes);
 		return -1;
 	}
 	if (b->bits == NULL || b->nbytes != bloom_array_len(b->layout, b->m)) {
-		ff_err(err, errlen, "filter: bloom has no bit array");
+		util_errf(err, errlen, "filter: bloom has no bit array");
 		return -1;
 	}
 	hdr = FFILE_HDR_LEN;
 	if (info->nscopes > 0) {
 		sc = malloc(info->nscopes * sizeof(*sc));
 		if (sc == NULL) {
-			ff_err(err, errlen, "filter: out of memory");
+			util_errf(err, errlen, "filter: out of memory");
 			return -1;
 		}
 		memcpy(sc, info->scopes, info->nscopes * sizeof(*sc));
@@ -614,12 +597,12 @@ ffile_encode(const struct ffile_info *info, const struct bloom *b,
 		    memchr(sc[i].issuer, 0, sizeof(sc[i].issuer)) == NULL ||
 		    memchr(sc[i].crl_number, 0,
 		    sizeof(sc[i].crl_number)) == NULL) {
-			ff_err(err, errlen, "filter: scope %zu: unterminated "
+			util_errf(err, errlen, "filter: scope %zu: unterminated "
 			    "string", i);
 			goto out;
 		}
 		if (sc[i].npart > FFILE_PART_MAX) {
-			ff_err(err, errlen, "filter: scope %s: too many coverage "
+			util_errf(err, errlen, "filter: scope %s: too many coverage "
 			    "parts", sc[i].name);
 			goto out;
 		}
@@ -627,13 +610,13 @@ ffile_encode(const struct ffile_info *info, const struct bloom *b,
 			if (strnlen(sc[i].part[j].crl_number,
 			    sizeof(sc[i].part[j].crl_number)) >
 			    FFILE_PART_CRLNUM_MAX) {
-				ff_err(err, errlen, "filter: scope %s: coverage "
+				util_errf(err, errlen, "filter: scope %s: coverage "
 				    "part %zu: unterminated CRL number",
 				    sc[i].name, j);
 				goto out;
 			}
 		if (i > 0 && strcmp(sc[i - 1].name, sc[i].name) == 0) {
-			ff_err(err, errlen, "filter: scope %s listed twice",
+			util_errf(err, errlen, "filter: scope %s listed twice",
 			    sc[i].name);
 			goto out;
 		}
@@ -641,13 +624,13 @@ ffile_encode(const struct ffile_info *info, const struct bloom *b,
 	}
 	bits_off = (hdr + 7) & ~(size_t)7;
 	if (b->nbytes > SIZE_MAX - bits_off - SIGN_SIG_LEN) {
-		ff_err(err, errlen, "filter: too large");
+		util_errf(err, errlen, "filter: too large");
 		goto out;
 	}
 	total = bits_off + b->nbytes + SIGN_SIG_LEN;
 	buf = calloc(1, total);
 	if (buf == NULL) {
-		ff_err(err, errlen, "filter: out of memory (%zu bytes)", total);
+		util_errf(err, errlen, "filter: out of memory (%zu bytes)", total);
 		goto out;
 	}
 	memcpy(buf + OFF_MAGIC, FFILE_MAGIC, 8);
@@ -665,7 +648,7 @@ ffile_encode(const struct ffile_info *info, const struct bloom *b,
 	util_put_le64(buf + OFF_SEED, b->seed);
 	util_put_le64(buf + OFF_FPRATE, ff_double_bits(info->fp_rate_target));
 	if (sign_key_id(key, buf + OFF_SIGNER) != 0) {
-		ff_err(err, errlen, "filter: signing key is not Ed25519");
+		util_errf(err, errlen, "filter: signing key is not Ed25519");
 		goto out;
 	}
 	memcpy(buf + OFF_TSHA, info->table_sha256, 32);
@@ -680,13 +663,13 @@ ffile_encode(const struct ffile_info *info, const struct bloom *b,
 	/* Never sign what we could not read back. */
 	chk = ffile_parse(buf, total, false, why, sizeof(why));
 	if (chk == NULL) {
-		ff_err(err, errlen, "%s", why);
+		util_errf(err, errlen, "%s", why);
 		goto out;
 	}
 	ffile_close(chk);
 	if (sign_sign(key, buf, total - SIGN_SIG_LEN,
 	    buf + total - SIGN_SIG_LEN) != 0) {
-		ff_err(err, errlen, "filter: signing failed");
+		util_errf(err, errlen, "filter: signing failed");
 		goto out;
 	}
 	*out = buf;
@@ -711,19 +694,19 @@ ffile_verify_key(const struct ffile *f, EVP_PKEY *pub, char *err,
 
 	assert(f != NULL && pub != NULL);
 	if (sign_key_id(pub, id) != 0) {
-		ff_err(err, errlen, "public key is not Ed25519");
+		util_errf(err, errlen, "public key is not Ed25519");
 		return -1;
 	}
 	if (memcmp(id, f->info.signer, SIGN_KEYID_LEN) != 0) {
 		util_hex(got, f->info.signer, SIGN_KEYID_LEN);
 		util_hex(want, id, SIGN_KEYID_LEN);
-		ff_err(err, errlen, "signer %s not trusted (key is %s)", got,
+		util_errf(err, errlen, "signer %s not trusted (key is %s)", got,
 		    want);
 		return -1;
 	}
 	if (!sign_verify(pub, f->buf, f->len - SIGN_SIG_LEN,
 	    f->buf + f->len - SIGN_SIG_LEN)) {
-		ff_err(err, errlen, "bad signature");
+		util_errf(err, errlen, "bad signature");
 		return -1;
 	}
 	return 0;
@@ -740,7 +723,7 @@ ffile_verify(const struct ffile *f, const struct sign_ring *ring, char *err,
 	key = sign_ring_find(ring, f->info.signer);
 	if (key == NULL) {
 		util_hex(got, f->info.signer, SIGN_KEYID_LEN);
-		ff_err(err, errlen, "signer %s not trusted", got);
+		util_errf(err, errlen, "signer %s not trusted", got);
 		return -1;
 	}
 	return ffile_verify_key(f, key, err, errlen);
