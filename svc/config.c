@@ -1530,12 +1530,43 @@ config_validate(const struct config *c, char *err, size_t errlen)
 	return validate_trust(c, err, errlen);
 }
 
-/* What SIGHUP applies without a restart (revcheckd.c reload_config). */
+/*
+ * What SIGHUP applies without a restart (revcheckd.c reload_config): each
+ * is read per request, per check or per attempt from the generation in
+ * force (svc/live.h), or, for trusted_key and the log settings, applied
+ * by the main thread. Every other key is read once at start (sockets,
+ * threads, the sync thread, the loader's directories) and keeps its
+ * running value until a restart. The issuers and introspection_clients
+ * lists (no flag) are live too.
+ */
+static const char *const live_keys[] = {
+	"trusted_key", "max_age", "clock_skew", "max_batch", "max_body",
+	"poll_interval", "authz_cert_header", "authz_not_covered",
+	"log_level", "log_format", "token_verification", "token_cache_size",
+	"token_cache_max", "upstream_timeout", "upstream_connect_timeout",
+	"upstream_retries", "upstream_max_waiting",
+};
+
 static bool
 opt_is_live(const struct opt *o)
 {
-	return o->type == OPT_KEYS || o->type == OPT_LEVEL ||
-	    o->type == OPT_LOGFMT;
+	size_t i;
+
+	for (i = 0; i < sizeof(live_keys) / sizeof(live_keys[0]); i++)
+		if (strcmp(live_keys[i], o->key) == 0)
+			return true;
+	return false;
+}
+
+bool
+config_key_is_live(const char *key)
+{
+	const struct opt *o = find_opt(key);
+
+	if (strcmp(key, "issuers") == 0 ||
+	    strcmp(key, "introspection_clients") == 0)
+		return true;
+	return o != NULL && opt_is_live(o);
 }
 
 static bool
@@ -1546,14 +1577,14 @@ str_differs(const char *a, const char *b)
 	return strcmp(a, b) != 0;
 }
 
-/* True when the issuers or introspection clients of a and b differ. */
+/* True when the issuers of a and b differ. */
 static bool
 issuers_differ(const struct config *a, const struct config *b)
 {
 	const struct config_issuer *x, *y;
 	size_t i, j;
 
-	if (a->nissuers != b->nissuers || a->nclients != b->nclients)
+	if (a->nissuers != b->nissuers)
 		return true;
 	for (i = 0; i < a->nissuers; i++) {
 		x = &a->issuers[i];
@@ -1573,6 +1604,17 @@ issuers_differ(const struct config *a, const struct config *b)
 			if (strcmp(x->audiences[j], y->audiences[j]) != 0)
 				return true;
 	}
+	return false;
+}
+
+/* True when the introspection clients of a and b differ. */
+static bool
+clients_differ(const struct config *a, const struct config *b)
+{
+	size_t i;
+
+	if (a->nclients != b->nclients)
+		return true;
 	for (i = 0; i < a->nclients; i++)
 		if (str_differs(a->clients[i].id, b->clients[i].id) ||
 		    str_differs(a->clients[i].secret_file,
@@ -1581,70 +1623,185 @@ issuers_differ(const struct config *a, const struct config *b)
 	return false;
 }
 
+/* The bytes of a key kept at o->off (the types that have one). */
+static size_t
+opt_size(const struct opt *o)
+{
+	switch (o->type) {
+	case OPT_DUR:
+		return sizeof(int64_t);
+	case OPT_U64:
+		return sizeof(uint64_t);
+	case OPT_UINT:
+		return sizeof(unsigned);
+	case OPT_BOOL:
+		return sizeof(bool);
+	default:
+		return 0;
+	}
+}
+
+/* True when key o has another value in a than in b. */
+static bool
+opt_differs(const struct opt *o, const struct config *a,
+    const struct config *b)
+{
+	const char *pa = (const char *)a + o->off;
+	const char *pb = (const char *)b + o->off;
+	size_t i;
+
+	switch (o->type) {
+	case OPT_STR:
+		return str_differs(*(char *const *)(const void *)pa,
+		    *(char *const *)(const void *)pb);
+	case OPT_NOTCOV:
+		return a->authz_not_covered_allow != b->authz_not_covered_allow;
+	case OPT_TOKMODE:
+		return a->revocation_only != b->revocation_only;
+	case OPT_LEVEL:
+		return a->log_level != b->log_level;
+	case OPT_LOGFMT:
+		return a->log_json != b->log_json;
+	case OPT_KEYS:
+		if (a->ntrusted != b->ntrusted)
+			return true;
+		for (i = 0; i < a->ntrusted; i++)
+			if (strcmp(a->trusted_keys[i], b->trusted_keys[i]) != 0)
+				return true;
+		return false;
+	default:
+		return memcmp(pa, pb, opt_size(o)) != 0;
+	}
+}
+
+/* Appends ", name" (or "name" first) to out, truncating to fit. */
+static void
+list_add(char *out, size_t outlen, size_t *len, size_t *n, const char *name)
+{
+	int w;
+
+	w = snprintf(out + *len, outlen - *len, "%s%s", *n > 0 ? ", " : "",
+	    name);
+	if (w > 0 && (size_t)w < outlen - *len)
+		*len += (size_t)w;
+	(*n)++;
+}
+
+size_t
+config_changed_keys(const struct config *a, const struct config *b,
+    bool live, char *out, size_t outlen)
+{
+	const struct opt *o;
+	size_t n = 0, len = 0;
+
+	assert(outlen > 0);
+	out[0] = '\0';
+	for (o = opts; o < opts + NOPTS; o++)
+		if (opt_is_live(o) == live && opt_differs(o, a, b))
+			list_add(out, outlen, &len, &n, o->key);
+	if (live && issuers_differ(a, b))
+		list_add(out, outlen, &len, &n, "issuers");
+	if (live && clients_differ(a, b))
+		list_add(out, outlen, &len, &n, "introspection_clients");
+	return n;
+}
+
 size_t
 config_restart_keys(const struct config *a, const struct config *b,
     char *out, size_t outlen)
 {
-	const struct opt *o;
-	size_t n = 0, len = 0;
-	bool diff;
-	int w;
+	return config_changed_keys(a, b, false, out, outlen);
+}
 
-	assert(outlen > 0);
-	out[0] = '\0';
+/* *dst becomes a copy of src (NULL stays NULL); false when out of memory. */
+static bool
+dup_into(char **dst, const char *src)
+{
+	*dst = NULL;
+	return src == NULL || (*dst = strdup(src)) != NULL;
+}
+
+int
+config_copy(struct config *dst, const struct config *src, char *err,
+    size_t errlen)
+{
+	const struct config_issuer *si;
+	struct config_issuer *di;
+	const struct opt *o;
+	size_t i, j;
+	bool ok;
+
+	/* Every pointer is replaced before anything can fail. */
+	memcpy(dst, src, sizeof(*dst));
+	for (o = opts; o < opts + NOPTS; o++)
+		if (o->type == OPT_STR)
+			*(char **)(void *)((char *)dst + o->off) = NULL;
+	memset(dst->trusted_keys, 0, sizeof(dst->trusted_keys));
+	memset(dst->issuers, 0, sizeof(dst->issuers));
+	memset(dst->clients, 0, sizeof(dst->clients));
+	ok = dup_into(&dst->config_file, src->config_file);
+	for (o = opts; ok && o < opts + NOPTS; o++)
+		if (o->type == OPT_STR)
+			ok = dup_into((char **)(void *)((char *)dst + o->off),
+			    *(char *const *)(const void *)((const char *)src +
+			    o->off));
+	for (i = 0; ok && i < src->ntrusted; i++)
+		ok = dup_into(&dst->trusted_keys[i], src->trusted_keys[i]);
+	for (i = 0; ok && i < src->nissuers; i++) {
+		si = &src->issuers[i];
+		di = &dst->issuers[i];
+		*di = *si;
+		di->issuer = di->jwks_file = di->jwks_uri = NULL;
+		di->hs_secret_file = di->jwks_ca_file = NULL;
+		memset(di->audiences, 0, sizeof(di->audiences));
+		ok = dup_into(&di->issuer, si->issuer) &&
+		    dup_into(&di->jwks_file, si->jwks_file) &&
+		    dup_into(&di->jwks_uri, si->jwks_uri) &&
+		    dup_into(&di->hs_secret_file, si->hs_secret_file) &&
+		    dup_into(&di->jwks_ca_file, si->jwks_ca_file);
+		for (j = 0; ok && j < si->naud; j++)
+			ok = dup_into(&di->audiences[j], si->audiences[j]);
+	}
+	for (i = 0; ok && i < src->nclients; i++)
+		ok = dup_into(&dst->clients[i].id, src->clients[i].id) &&
+		    dup_into(&dst->clients[i].secret_file,
+		    src->clients[i].secret_file);
+	if (!ok) {
+		config_free(dst);
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+int
+config_keep_restart(struct config *b, const struct config *a, char *err,
+    size_t errlen)
+{
+	const struct opt *o;
+	char *dup, **p;
+
 	for (o = opts; o < opts + NOPTS; o++) {
 		if (opt_is_live(o))
 			continue;
-		switch (o->type) {
-		case OPT_STR:
-			diff = str_differs(*(char *const *)((const char *)a +
-			    o->off), *(char *const *)((const char *)b +
-			    o->off));
-			break;
-		case OPT_DUR:
-			diff = *(const int64_t *)((const char *)a + o->off) !=
-			    *(const int64_t *)((const char *)b + o->off);
-			break;
-		case OPT_U64:
-			diff = *(const uint64_t *)((const char *)a + o->off) !=
-			    *(const uint64_t *)((const char *)b + o->off);
-			break;
-		case OPT_UINT:
-			diff = *(const unsigned *)((const char *)a + o->off) !=
-			    *(const unsigned *)((const char *)b + o->off);
-			break;
-		case OPT_NOTCOV:
-			diff = a->authz_not_covered_allow !=
-			    b->authz_not_covered_allow;
-			break;
-		case OPT_BOOL:
-			diff = *(const bool *)((const char *)a + o->off) !=
-			    *(const bool *)((const char *)b + o->off);
-			break;
-		case OPT_TOKMODE:
-			diff = a->revocation_only != b->revocation_only;
-			break;
-		default:
-			diff = true;
-			break;
-		}
-		if (!diff)
-			continue;
-		w = snprintf(out + len, outlen - len, "%s%s", n > 0 ? ", " : "",
-		    o->key);
-		if (w > 0 && (size_t)w < outlen - len)
-			len += (size_t)w;
-		n++;
+		/* Every restart-only key has an offset (no special type). */
+		assert(o->type == OPT_STR || opt_size(o) > 0);
+		if (o->type == OPT_STR) {
+			if (!dup_into(&dup, *(char *const *)(const void *)(
+			    (const char *)a + o->off))) {
+				snprintf(err, errlen, "out of memory");
+				return -1;
+			}
+			p = (char **)(void *)((char *)b + o->off);
+			free(*p);
+			*p = dup;
+		} else
+			memcpy((char *)b + o->off, (const char *)a + o->off,
+			    opt_size(o));
+		b->keys_set = (b->keys_set & ~KEY_BIT(o)) |
+		    (a->keys_set & KEY_BIT(o));
 	}
-	/* The issuers are loaded once at start (svc/trust.c). */
-	if (issuers_differ(a, b)) {
-		w = snprintf(out + len, outlen - len, "%sissuers",
-		    n > 0 ? ", " : "");
-		if (w > 0 && (size_t)w < outlen - len)
-			len += (size_t)w;
-		n++;
-	}
-	return n;
+	return 0;
 }
 
 /* Prints "  --flag ARG", then help from column 28, then (default). */

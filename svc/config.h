@@ -182,12 +182,37 @@ int config_parse_listen(const char *s, struct sockaddr_storage *ss,
 
 /*
  * SIGHUP: which settings differ between the running configuration a and a
- * freshly read b, other than the ones applied live (trusted_key,
- * log_level and log_format). Writes their keys, comma-separated, to out (truncated to
- * fit) and returns how many there are. This function can't fail.
+ * freshly read b, among the ones SIGHUP applies (live: the keys listed in
+ * config.c's live_keys, "issuers" and "introspection_clients") or among
+ * the ones that need a restart (!live). Writes their keys, comma-separated,
+ * to out (truncated to fit) and returns how many there are. This function
+ * can't fail.
  */
+size_t config_changed_keys(const struct config *a, const struct config *b,
+    bool live, char *out, size_t outlen);
+
+/* config_changed_keys(a, b, false, ...): the restart-only keys changed. */
 size_t config_restart_keys(const struct config *a, const struct config *b,
     char *out, size_t outlen);
+
+/* True when SIGHUP applies key (a config-file key name). */
+bool config_key_is_live(const char *key);
+
+/*
+ * Makes dst a deep copy of src (every string duplicated; dst is
+ * overwritten, not freed first). Returns 0, or -1 with err when memory
+ * runs out (dst is then zeroed).
+ */
+int config_copy(struct config *dst, const struct config *src, char *err,
+    size_t errlen);
+
+/*
+ * SIGHUP: gives every restart-only key of b the value it has in a (the
+ * running configuration), so that b is what will be in force. Returns 0,
+ * or -1 with err when memory runs out (b then holds a mix: free it).
+ */
+int config_keep_restart(struct config *b, const struct config *a, char *err,
+    size_t errlen);
 
 /* Prints the usage text (matches revcheckd(8)). */
 void config_usage(FILE *fp);

@@ -150,8 +150,33 @@ add_delta(struct sbuf *b, const struct snapshot *s, int64_t now)
 	sbuf_adds(b, "}");
 }
 
+/*
+ * ,"config":{...}: the generation of the settings in force, when it was
+ * applied, and the restart-only keys the last SIGHUP found changed (still
+ * at their running values until a restart), or null.
+ */
 static void
-add_filter(struct sbuf *b, const struct server_ctx *ctx,
+add_config(struct sbuf *b, const struct live *lv)
+{
+	sbuf_adds(b, ",\"config\":{\"generation\":");
+	sbuf_add_u64(b, lv->gen);
+	sbuf_adds(b, ",\"applied_at\":");
+	add_time(b, lv->applied_at);
+	sbuf_adds(b, ",\"file\":");
+	if (lv->cfg.config_file != NULL)
+		sbuf_add_jstrs(b, lv->cfg.config_file);
+	else
+		sbuf_adds(b, "null");
+	sbuf_adds(b, ",\"restart_pending\":");
+	if (lv->pending[0] != '\0')
+		sbuf_add_jstrs(b, lv->pending);
+	else
+		sbuf_adds(b, "null");
+	sbuf_adds(b, "}");
+}
+
+static void
+add_filter(struct sbuf *b, const struct server_req *r,
     const struct snapshot *s, int64_t now)
 {
 	const struct ffile_info *fi = s->info;
@@ -159,8 +184,8 @@ add_filter(struct sbuf *b, const struct server_ctx *ctx,
 	char hex[65];
 	uint32_t i;
 
-	sr = stale_check(fi, &ctx->policy, now, atomic_load(
-	    &ctx->slot->newer_seen_at));
+	sr = stale_check(fi, &r->live->policy, now, atomic_load(
+	    &r->ctx->slot->newer_seen_at));
 	sbuf_adds(b, "{\"version\":");
 	sbuf_add_u64(b, fi->version);
 	sbuf_adds(b, ",\"issued_at\":");
@@ -249,7 +274,7 @@ handle_status(const struct server_req *r)
 	sbuf_add_i64(&b, now - ctx->started_at);
 	sbuf_adds(&b, "},\"filter\":");
 	if ((s = snapshot_acquire(ctx->slot)) != NULL) {
-		add_filter(&b, ctx, s, now);
+		add_filter(&b, r, s, now);
 		snapshot_release(s);
 	} else
 		sbuf_adds(&b, "null");
@@ -278,7 +303,8 @@ handle_status(const struct server_req *r)
 	sbuf_add_u64(&b, ctx->loader != NULL ? loader_highest(ctx->loader) :
 	    0);
 	sbuf_adds(&b, "}");
-	trust_status_json(&b, ctx->trust);
+	add_config(&b, r->live);
+	trust_status_json(&b, &r->live->trust);
 	if (ctx->status_extra != NULL)
 		ctx->status_extra(&b, ctx->status_extra_arg);
 	sbuf_adds(&b, "}\n");
@@ -364,7 +390,7 @@ handle_metrics(const struct server_req *r)
 	sbuf_init(&b, 4096, 0);
 	s = snapshot_acquire(ctx->slot);
 	if (s != NULL)
-		sr = stale_check(s->info, &ctx->policy, now,
+		sr = stale_check(s->info, &r->live->policy, now,
 		    atomic_load(&ctx->slot->newer_seen_at));
 	sbuf_adds(&b, "# HELP revcheckd_build_info The running version.\n"
 	    "# TYPE revcheckd_build_info gauge\n"
@@ -461,7 +487,11 @@ handle_metrics(const struct server_req *r)
 	sbuf_addf(&b, "revcheckd_reloads_total{result=\"accepted\"} %llu\n"
 	    "revcheckd_reloads_total{result=\"refused\"} %llu\n",
 	    (unsigned long long)acc, (unsigned long long)rej);
-	trust_metrics(&b, ctx->trust);
+	trust_metrics(&b, &r->live->trust);
+	gauge(&b, "config_generation", "Generation of the settings in force "
+	    "(1 at start, +1 per applied SIGHUP).", (double)r->live->gen);
+	gauge(&b, "config_applied_timestamp_seconds", "When the settings in "
+	    "force were applied (unix time).", (double)r->live->applied_at);
 	metrics_render_requests(&b);
 	metrics_render_histograms(&b);
 	if (ctx->metrics_extra != NULL)
@@ -490,7 +520,7 @@ handle_readyz(const struct server_req *r)
 	char msg[96];
 	struct sbuf b;
 
-	g = check_begin(r->ctx->slot, &r->ctx->policy, util_now(), &s, &why);
+	g = check_begin(r->ctx->slot, &r->live->policy, util_now(), &s, &why);
 	if (g == CHECK_GATE_NO_FILTER)
 		return server_error(r, MHD_HTTP_SERVICE_UNAVAILABLE,
 		    "no_filter", "no verified filter is loaded", 0);

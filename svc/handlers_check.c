@@ -19,7 +19,7 @@
 static unsigned
 retry_after(const struct server_req *r)
 {
-	unsigned p = r->ctx->cfg->poll_interval;
+	unsigned p = r->live->cfg.poll_interval;
 
 	return p > 0 ? p : 1;
 }
@@ -114,7 +114,7 @@ answer_keys(const struct server_req *r, const struct revkey *keys,
 	char ver[24], *body;
 	size_t len, i, w;
 
-	g = check_begin(r->ctx->slot, &r->ctx->policy, util_now(), &s,
+	g = check_begin(r->ctx->slot, &r->live->policy, util_now(), &s,
 	    &why);
 	if (g != CHECK_GATE_OK)
 		return gate_error(r, g, why);
@@ -212,13 +212,13 @@ check_batch(const struct server_req *r, const cJSON *items)
 	size_t len, n, i = 0;
 
 	n = (size_t)cJSON_GetArraySize(items);
-	if (n > r->ctx->cfg->max_batch) {
+	if (n > r->live->cfg.max_batch) {
 		snprintf(e, sizeof(e), "batch of %zu items is over the limit "
-		    "of %llu", n, (unsigned long long)r->ctx->cfg->max_batch);
+		    "of %llu", n, (unsigned long long)r->live->cfg.max_batch);
 		return server_error(r, MHD_HTTP_CONTENT_TOO_LARGE,
 		    "payload_too_large", e, 0);
 	}
-	g = check_begin(r->ctx->slot, &r->ctx->policy, util_now(), &s,
+	g = check_begin(r->ctx->slot, &r->live->policy, util_now(), &s,
 	    &why);
 	if (g != CHECK_GATE_OK)
 		return gate_error(r, g, why);
@@ -230,7 +230,7 @@ check_batch(const struct server_req *r, const cJSON *items)
 	cJSON_ArrayForEach(it, items) {
 		if (i++ > 0)
 			sbuf_adds(&b, ",");
-		if (check_key_from_json_cut(it, r->ctx->trust, &k, &cut, &jv,
+		if (check_key_from_json_cut(it, &r->live->trust, &k, &cut, &jv,
 		    e, sizeof(e)) == -1) {
 			metrics_tally_inc(&tally, MET_BAD_ITEMS);
 			if (check_invalid_token(jv))
@@ -289,7 +289,7 @@ check_batch_items(const struct server_req *r, const struct batch_item *items,
 
 	if ((w = malloc(sizeof(*w))) == NULL)
 		return MHD_NO;
-	g = check_begin(r->ctx->slot, &r->ctx->policy, util_now(), &s,
+	g = check_begin(r->ctx->slot, &r->live->policy, util_now(), &s,
 	    &why);
 	if (g != CHECK_GATE_OK) {
 		free(w);
@@ -355,7 +355,7 @@ try_batch_items(const struct server_req *r, enum MHD_Result *ret)
 	struct batch_item *items;
 	size_t cap, n;
 
-	cap = batch_items_bound(r->body_len, r->ctx->cfg->max_batch);
+	cap = batch_items_bound(r->body_len, r->live->cfg.max_batch);
 	if ((items = malloc(cap * sizeof(*items))) == NULL)
 		return 0;
 	if (batch_parse(r->body, r->body_len, items, cap, &n) == -1) {
@@ -407,7 +407,7 @@ check_post(const struct server_req *r)
 		ret = server_error(r, MHD_HTTP_BAD_REQUEST, "bad_request",
 		    "\"chain\" needs \"cert\", the certificate it leads to",
 		    0);
-	else if (check_key_from_json_cut(root, r->ctx->trust, &k, &cut, &jv,
+	else if (check_key_from_json_cut(root, &r->live->trust, &k, &cut, &jv,
 	    e, sizeof(e)) == -1)
 		ret = check_invalid_token(jv) ? invalid_token(r, jv, e) :
 		    server_error(r, MHD_HTTP_BAD_REQUEST, "bad_request", e, 0);
@@ -595,7 +595,7 @@ authz_reply(const struct server_req *r, unsigned status, const char *verdict,
 enum MHD_Result
 handle_authz(const struct server_req *r)
 {
-	const struct config *c = r->ctx->cfg;
+	const struct config *c = &r->live->cfg;
 	struct revkey keys[1 + CHECK_CHAIN_MAX_CERTS];
 	enum check_status st[1 + CHECK_CHAIN_MAX_CERTS];
 	struct check_result res;
@@ -627,7 +627,7 @@ handle_authz(const struct server_req *r)
 		tl = strlen(tok);
 		while (tl > 0 && tok[tl - 1] == ' ')
 			tl--;
-		if (trust_token_cut(r->ctx->trust, tok, tl, util_now(),
+		if (trust_token_cut(&r->live->trust, tok, tl, util_now(),
 		    &keys[nk], &cut, NULL, &jv, e, sizeof(e)) == -1) {
 			log_debug("authz: token refused: %s: %s",
 			    jwt_verdict_str(jv), e);
@@ -649,7 +649,7 @@ handle_authz(const struct server_req *r)
 	if (nk == 0)
 		return authz_reply(r, MHD_HTTP_UNAUTHORIZED, "no_credential",
 		    NULL);
-	g = check_begin(r->ctx->slot, &r->ctx->policy, util_now(), &s,
+	g = check_begin(r->ctx->slot, &r->live->policy, util_now(), &s,
 	    &why);
 	if (g != CHECK_GATE_OK)
 		return authz_reply(r, MHD_HTTP_SERVICE_UNAVAILABLE,
@@ -715,7 +715,7 @@ introspect_caller_ok(const struct server_req *r)
 	if (strncasecmp(auth, "Bearer ", 7) == 0) {
 		for (p = auth + 7; *p == ' '; p++)
 			;
-		return trust_client_ok(r->ctx->trust, NULL, 0,
+		return trust_client_ok(&r->live->trust, NULL, 0,
 		    (const unsigned char *)p, strlen(p));
 	}
 	if (strncasecmp(auth, "Basic ", 6) != 0)
@@ -732,7 +732,7 @@ introspect_caller_ok(const struct server_req *r)
 	if (p[n - 2] == '=')
 		dl--;
 	if ((colon = memchr(buf, ':', (size_t)dl)) != NULL)
-		ok = trust_client_ok(r->ctx->trust, (const char *)buf,
+		ok = trust_client_ok(&r->live->trust, (const char *)buf,
 		    (size_t)(colon - buf), colon + 1,
 		    (size_t)dl - (size_t)(colon - buf) - 1);
 	OPENSSL_cleanse(buf, sizeof(buf));
@@ -862,7 +862,7 @@ handle_introspect(const struct server_req *r)
 		    "encoded", 0);
 	}
 	free(hint);	/* only JWTs are known: the hint changes nothing */
-	f = trust_token_cut(r->ctx->trust, tok, strlen(tok), util_now(), &k,
+	f = trust_token_cut(&r->live->trust, tok, strlen(tok), util_now(), &k,
 	    &cut, &claims, &jv, e, sizeof(e));
 	free(tok);
 	if (f == -1) {
@@ -871,7 +871,7 @@ handle_introspect(const struct server_req *r)
 		return introspect_reply(r, MHD_HTTP_OK,
 		    "{\"active\":false}\n", NULL, 0);
 	}
-	g = check_begin(r->ctx->slot, &r->ctx->policy, util_now(), &s, &why);
+	g = check_begin(r->ctx->slot, &r->live->policy, util_now(), &s, &why);
 	if (g != CHECK_GATE_OK) {
 		cJSON_Delete(claims);
 		return gate_error(r, g, why);

@@ -143,7 +143,7 @@ loader_init(struct loader *l, const struct config *c,
 	sign_ring_init(&l->ring);
 	pthread_mutex_init(&l->load_mu, NULL);
 	pthread_mutex_init(&l->ev_mu, NULL);
-	l->policy = *p;
+	loader_set_policy(l, p);
 	l->edge = c->filter_dir == NULL;
 	if (config_filter_owner(c, &l->owner_uid, &l->owner_set, err,
 	    errlen) == -1)
@@ -222,6 +222,22 @@ loader_set_keys(struct loader *l, struct snapshot_slot *sl,
 	sign_ring_free(&old);
 	log_info("trusted keys: %zu loaded", c->ntrusted);
 	return 0;
+}
+
+void
+loader_set_policy(struct loader *l, const struct stale_policy *p)
+{
+	atomic_store(&l->pol_max_age, p->max_age);
+	atomic_store(&l->pol_clock_skew, p->clock_skew);
+	atomic_store(&l->pol_max_lag, p->max_lag);
+}
+
+void
+loader_policy(const struct loader *l, struct stale_policy *p)
+{
+	p->max_age = atomic_load(&l->pol_max_age);
+	p->clock_skew = atomic_load(&l->pol_clock_skew);
+	p->max_lag = atomic_load(&l->pol_max_lag);
 }
 
 int
@@ -372,9 +388,11 @@ admissible(const struct loader *l, const struct ffile *ff, int64_t now,
 {
 	const struct ffile_info *fi = ffile_info(ff);
 	const struct loader_hwm *top = highest_entry(l);
+	struct stale_policy pol;
 	enum stale_reason sr;
 
-	sr = stale_check(fi, &l->policy, now, 0);
+	loader_policy(l, &pol);
+	sr = stale_check(fi, &pol, now, 0);
 	if (sr != STALE_FRESH) {
 		snprintf(why, whylen, "stale: %s", stale_reason_str(sr));
 		return false;

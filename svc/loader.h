@@ -4,6 +4,7 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -46,7 +47,10 @@ struct loader {
 	bool		 owner_set;	/* filter_owner configured */
 	uid_t		 owner_uid;	/* it, besides root and the daemon */
 	struct sign_ring ring;
-	struct stale_policy policy;
+	/* The staleness policy: set by SIGHUP, read by the sync thread. */
+	_Atomic int64_t	 pol_max_age;
+	_Atomic int64_t	 pol_clock_skew;
+	_Atomic int64_t	 pol_max_lag;
 	struct loader_hwm hwm[LOADER_MAX_SIGNERS];
 	size_t		 nhwm;
 	/* What the last poll looked at, to skip unchanged directories. */
@@ -167,6 +171,13 @@ int loader_apply_chain(struct loader *l, struct snapshot_slot *sl,
  * service.
  */
 int loader_reverify(struct loader *l, struct snapshot_slot *sl);
+
+/*
+ * The staleness policy a filter must meet to be loaded: set at init and
+ * by SIGHUP (loader_set_policy, any thread), read by loader_policy.
+ */
+void loader_set_policy(struct loader *l, const struct stale_policy *p);
+void loader_policy(const struct loader *l, struct stale_policy *p);
 
 /*
  * Reopens the audit log (after logrotate moved it; called on SIGHUP).

@@ -13,6 +13,7 @@
 
 #include "check.h"
 #include "config.h"
+#include "live.h"
 #include "loader.h"
 #include "log.h"
 #include "notify.h"
@@ -204,50 +205,89 @@ check_config(const struct config *c)
 }
 
 /*
- * SIGHUP: reads the file and flags again. The trusted keys, log_level and
- * log_format take effect now; any other setting that changed is named in
- * the log and keeps its running value until a restart. A configuration
- * that does not validate changes nothing.
+ * The generation in force. Only this (the main) thread swaps it, so the
+ * slot's own reference keeps it alive for as long as this thread uses it.
+ */
+static struct live *
+live_cur(struct live_slot *ls)
+{
+	return atomic_load(&ls->cur);
+}
+
+/*
+ * SIGHUP: reads the file and flags again and builds the next generation
+ * of the settings in force (live.h): every live setting, the trusted
+ * issuers (JWKS files and URLs, secrets: a new set, with an empty
+ * verified-token cache, so no token verified under the old set is taken
+ * on trust) and the introspection clients, then the trusted filter keys.
+ * Only when all of it loaded is anything changed: the generation is
+ * swapped in whole, the loader and the authority client take its policy
+ * and limits, and log_level and log_format apply. Restart-only settings
+ * that changed keep their running values and are named in the log (and
+ * in /v1/status, config.restart_pending). A configuration that does not
+ * validate or load changes nothing.
  */
 static void
-reload_config(struct config *c, struct loader *l, struct snapshot_slot *sl)
+reload_config(struct config *c, struct loader *l, struct snapshot_slot *sl,
+    struct live_slot *ls, struct sync *sync)
 {
+	struct live *cur = live_cur(ls), *nl = NULL;
 	struct config nc;
-	char err[1024], changed[768];
+	char err[1024], changed[768], restart[512];
 	char *tmp[CONFIG_MAX_KEYS];
-	size_t n;
+	size_t n, nlive, nrestart;
 
 	config_init(&nc);
 	if (config_from_args(&nc, saved_argc, saved_argv, err,
 	    sizeof(err)) == -1 || config_validate(&nc, err,
-	    sizeof(err)) == -1) {
-		log_err("SIGHUP: configuration not reloaded, nothing changed: "
-		    "%s", err);
-		goto out;
-	}
-	if (loader_set_keys(l, sl, &nc, err, sizeof(err)) == -1) {
-		log_err("SIGHUP: configuration not reloaded, nothing changed: "
-		    "%s", err);
-		goto out;
-	}
-	/* c keeps the paths in force (only this thread reads them). */
+	    sizeof(err)) == -1)
+		goto refuse;
+	nrestart = config_restart_keys(&cur->cfg, &nc, restart,
+	    sizeof(restart));
+	/* What will be in force: the new live keys, the running rest. */
+	if (config_keep_restart(&nc, &cur->cfg, err, sizeof(err)) == -1 ||
+	    config_validate(&nc, err, sizeof(err)) == -1)
+		goto refuse;
+	nlive = config_changed_keys(&cur->cfg, &nc, true, changed,
+	    sizeof(changed));
+	if ((nl = live_new(&nc, cur->gen + 1, util_now(), err,
+	    sizeof(err))) == NULL)
+		goto refuse;	/* err names the issuer and the file */
+	snprintf(nl->pending, sizeof(nl->pending), "%s", restart);
+	if (live_start(nl, err, sizeof(err)) == -1 ||
+	    loader_set_keys(l, sl, &nc, err, sizeof(err)) == -1)
+		goto refuse;
+	/* Everything loaded: from here on nothing can fail. */
+	live_swap(ls, nl);
+	loader_set_policy(l, &nl->policy);
+	sync_set_limits(sync, &nl->cfg);
+	log_set_level((enum log_level)nl->cfg.log_level);
+	log_set_json(nl->cfg.log_json);
+	/* c keeps the key paths in force (only this thread reads them). */
 	memcpy(tmp, c->trusted_keys, sizeof(tmp));
 	memcpy(c->trusted_keys, nc.trusted_keys, sizeof(tmp));
 	memcpy(nc.trusted_keys, tmp, sizeof(tmp));
 	n = c->ntrusted;
 	c->ntrusted = nc.ntrusted;
 	nc.ntrusted = n;
-	if (nc.log_level != c->log_level || nc.log_json != c->log_json) {
-		log_set_level((enum log_level)nc.log_level);
-		log_set_json(nc.log_json);
-		c->log_level = nc.log_level;
-		c->log_json = nc.log_json;
-		log_info("SIGHUP: log_level and log_format applied");
-	}
-	if (config_restart_keys(c, &nc, changed, sizeof(changed)) > 0)
+	c->log_level = nl->cfg.log_level;
+	c->log_json = nl->cfg.log_json;
+	log_info("SIGHUP: configuration generation %llu applied: %s%s; "
+	    "trusted keys, issuers' keys and secrets re-read, verified-token "
+	    "cache emptied", (unsigned long long)nl->gen,
+	    nlive > 0 ? "changed " : "no live setting changed",
+	    nlive > 0 ? changed : "");
+	trust_log(&nl->trust);
+	nl = NULL;
+	if (nrestart > 0)
 		log_warn("SIGHUP: %s changed; not applied until a restart "
-		    "(the running values stay)", changed);
+		    "(the running values stay)", restart);
+	goto out;
+refuse:
+	log_err("SIGHUP: configuration not reloaded, nothing changed: %s",
+	    err);
 out:
+	live_release(nl);
 	config_free(&nc);
 }
 
@@ -351,43 +391,42 @@ run(struct config *c)
 	struct server *srv = NULL;
 	struct sync *sync = NULL;
 	struct pollfd pfd[2];
-	struct stale_policy pol;
-	struct trust trust;
+	struct live_slot live;
+	struct live *lv;
 	char err[512], drain[64];
 	double last_poll, last_try, last_wd = 0, now;
 	uint64_t wd_usec;
 	bool ready = false;
 	int ino = -1, timeout, rc = 1, n, fstate = -1;
 
-	pol.max_age = c->max_age;
-	pol.clock_skew = c->clock_skew;
-	pol.max_lag = c->max_lag;
 	if (state_dir_prepare(c->state_dir, true, err, sizeof(err)) == -1) {
 		log_err("%s", err);
 		return 1;
 	}
-	if (trust_init(&trust, c, err, sizeof(err)) == -1) {
+	/* Generation 1 of the settings in force (SIGHUP makes the next). */
+	if ((lv = live_new(c, 1, util_now(), err, sizeof(err))) == NULL) {
 		log_err("issuers: %s", err);
 		return 1;
 	}
-	trust_log(&trust);
+	live_slot_init(&live);
+	live_swap(&live, lv);
+	trust_log(&lv->trust);
 	if (!c->revocation_only && c->nissuers == 0)
 		log_warn("no trusted token issuer is configured: every token "
 		    "is refused (set \"issuers\", or token_verification "
 		    "\"revocation-only\" when a gateway verifies tokens)");
 	snapshot_slot_init(&slot);
-	if (loader_init(&loader, c, &pol, err, sizeof(err)) == -1) {
+	if (loader_init(&loader, c, &lv->policy, err, sizeof(err)) == -1) {
 		log_err("%s", err);
 		snapshot_slot_free(&slot);
-		trust_free(&trust);
+		live_slot_free(&live);
 		return 1;
 	}
 	memset(&ctx, 0, sizeof(ctx));
 	ctx.cfg = c;
 	ctx.slot = &slot;
 	ctx.loader = &loader;
-	ctx.policy = pol;
-	ctx.trust = &trust;
+	ctx.live = &live;
 	ctx.started_at = util_now();
 	if (setup_signals() == -1) {
 		log_err("signals: %s", strerror(errno));
@@ -410,7 +449,7 @@ run(struct config *c)
 			ctx.degraded_arg = sync;
 		}
 	}
-	if (trust_start(&trust, err, sizeof(err)) == -1) {
+	if (live_start(lv, err, sizeof(err)) == -1) {
 		log_err("%s", err);
 		goto out;
 	}
@@ -427,14 +466,15 @@ run(struct config *c)
 	wd_usec = notify_watchdog_usec();
 
 	while (!got_term) {
-		if (!ready && fresh_loaded(&slot, &pol)) {
+		lv = live_cur(&live);
+		if (!ready && fresh_loaded(&slot, &lv->policy)) {
 			ready = true;
 			notify_send("READY=1");
 			log_info("ready: serving filter version %llu",
 			    (unsigned long long)loader_highest(&loader));
-		} else if (ready && !fresh_loaded(&slot, &pol))
+		} else if (ready && !fresh_loaded(&slot, &lv->policy))
 			ready = false;	/* re-announce once fresh again */
-		timeout = (int)(c->poll_interval * 1000);
+		timeout = (int)(lv->cfg.poll_interval * 1000);
 		if (wd_usec != 0 && (uint64_t)timeout * 2000 > wd_usec)
 			timeout = (int)(wd_usec / 2000);
 		if (timeout > 1000)
@@ -461,7 +501,8 @@ run(struct config *c)
 			got_hup = 0;
 			log_info("SIGHUP: reloading");
 			notify_reloading();
-			reload_config(c, &loader, &slot);
+			reload_config(c, &loader, &slot, &live, sync);
+			lv = live_cur(&live);
 			loader_reopen_audit(&loader);
 			loader_reverify(&loader, &slot);
 			loader_poll(&loader, &slot, true);
@@ -474,14 +515,14 @@ run(struct config *c)
 			loader_poll(&loader, &slot, false);
 			last_poll = now;
 		}
-		if (now - last_poll >= c->poll_interval) {
+		if (now - last_poll >= lv->cfg.poll_interval) {
 			loader_poll(&loader, &slot, false);
 			last_poll = now;
 		}
 		/* Deltas arrive within DELTA_POLL_MS (filterbuild follow). */
 		(void)loader_poll_chain(&loader, &slot);
-		log_filter_state(&slot, &pol, &fstate);
-		if (!fresh_loaded(&slot, &pol) &&
+		log_filter_state(&slot, &lv->policy, &fstate);
+		if (!fresh_loaded(&slot, &lv->policy) &&
 		    now - last_try >= RETRY_EMPTY) {
 			loader_poll(&loader, &slot, true);
 			last_try = now;
@@ -516,7 +557,7 @@ out:
 		close(ino);
 	snapshot_slot_free(&slot);
 	loader_free(&loader);
-	trust_free(&trust);
+	live_slot_free(&live);
 	if (rc == 0)
 		log_info("stopped");
 	return rc;

@@ -529,25 +529,24 @@ run_handler(struct server_req *r, const struct route *rt, void **con_cls)
 }
 
 static enum MHD_Result
-on_access(void *cls, struct MHD_Connection *conn, const char *url,
-    const char *method, const char *version, const char *upload,
-    size_t *upsize, void **con_cls)
+access_in(struct server_ctx *ctx, struct live *lv,
+    struct MHD_Connection *conn, const char *url, const char *method,
+    const char *upload, size_t *upsize, void **con_cls)
 {
-	struct server_ctx *ctx = cls;
 	struct reqstate *st = *con_cls;
 	struct server_req r;
 	const struct route *rt;
 	const char *cl, *te;
 	uint64_t clen = 0;
-	uint64_t max = ctx->cfg->max_body;
+	uint64_t max = lv->cfg.max_body;
 	size_t ncap;
 	char *nb;
 	unsigned mb;
 
-	(void)version;
 	memset(&r, 0, sizeof(r));
 	r.conn = conn;
 	r.ctx = ctx;
+	r.live = lv;
 	r.method = method;
 	r.url = url;
 	r.body = "";
@@ -759,6 +758,29 @@ on_access(void *cls, struct MHD_Connection *conn, const char *url,
 			    "bad_request", "a JSON body is required", 0);
 	}
 	return run_handler(&r, st->rt, con_cls);
+}
+
+/*
+ * Every call for a request reads one generation of the settings in force
+ * (live.h), inside a read section that ends with the call, so a SIGHUP
+ * never frees what a handler is reading. A request suspended for its
+ * positives reads the generation in force when it runs again.
+ */
+static enum MHD_Result
+on_access(void *cls, struct MHD_Connection *conn, const char *url,
+    const char *method, const char *version, const char *upload,
+    size_t *upsize, void **con_cls)
+{
+	struct server_ctx *ctx = cls;
+	struct live *lv;
+	enum MHD_Result ret = MHD_NO;
+
+	(void)version;
+	if ((lv = live_enter(ctx->live)) != NULL)
+		ret = access_in(ctx, lv, conn, url, method, upload, upsize,
+		    con_cls);
+	live_leave();
+	return ret;
 }
 
 static void

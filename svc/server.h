@@ -10,6 +10,7 @@
 #include <microhttpd.h>
 
 #include "check.h"
+#include "live.h"
 #include "config.h"
 #include "loader.h"
 #include "metrics.h"
@@ -20,11 +21,16 @@
 
 /* What every handler may read. Owned by main; outlives the server. */
 struct server_ctx {
+	/* The configuration at start: what only a restart changes. */
 	const struct config	*cfg;
 	struct snapshot_slot	*slot;
 	struct loader		*loader;
-	struct stale_policy	 policy;
-	struct trust		*trust;		/* NULL refuses every token */
+	/*
+	 * The settings in force (live.h): the staleness policy, the trusted
+	 * issuers, every per-request setting. Each request reads one
+	 * generation, as r->live.
+	 */
+	struct live_slot	*live;
 	int64_t			 started_at;
 	_Atomic bool		 draining;	/* replies carry Connection: close */
 	/*
@@ -54,6 +60,7 @@ struct server_ctx {
 struct server_req {
 	struct MHD_Connection	*conn;
 	struct server_ctx	*ctx;
+	struct live		*live;		/* in force for this call */
 	const char		*method;
 	const char		*url;
 	const char		*body;

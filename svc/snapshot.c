@@ -241,6 +241,24 @@ snapshot_swap(struct snapshot_slot *sl, struct snapshot *s)
 	snapshot_release(old);
 }
 
+bool
+snapshot_read_enter(void)
+{
+	struct reader *r = me;
+
+	if (r == NULL && (r = perthread_get(&readers, (void **)&me)) == NULL)
+		return false;
+	if (r->nest++ == 0)
+		atomic_store(&r->epoch, atomic_load(&epoch_now));
+	return true;
+}
+
+void
+snapshot_synchronize(void)
+{
+	grace_period();
+}
+
 uint64_t
 snapshot_freed_count(void)
 {

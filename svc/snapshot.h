@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "delta.h"
@@ -141,6 +142,17 @@ void snapshot_leave(void);
  * returns once the old snapshot is out of every section.
  */
 void snapshot_swap(struct snapshot_slot *sl, struct snapshot *s);
+
+/*
+ * The same read sections for other data published through an atomic
+ * pointer (svc/live.c): snapshot_read_enter starts one on the calling
+ * thread (false when memory ran out: the thread could not register, and
+ * must read another way; snapshot_leave is still safe), and
+ * snapshot_synchronize waits until every section entered before the
+ * call has ended. The rules of snapshot_enter and snapshot_swap hold.
+ */
+bool snapshot_read_enter(void);
+void snapshot_synchronize(void);
 
 /* How many snapshots have been freed so far (tests: exactly once each). */
 uint64_t snapshot_freed_count(void);

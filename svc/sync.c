@@ -818,6 +818,21 @@ sync_stop(struct sync *s)
 	curl_global_cleanup();
 }
 
+void
+sync_set_limits(struct sync *s, const struct config *c)
+{
+	struct upstream_limits lim;
+
+	if (s == NULL || s->up == NULL)
+		return;
+	memset(&lim, 0, sizeof(lim));
+	lim.timeout = c->upstream_timeout;
+	lim.connect_timeout = c->upstream_connect_timeout;
+	lim.retries = c->upstream_retries;
+	lim.max_waiting = c->upstream_max_waiting;
+	upstream_set_limits(s->up, &lim);
+}
+
 int
 sync_settle(void *arg, struct check_settle *st, void (*done)(void *),
     void *done_arg)

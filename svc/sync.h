@@ -56,6 +56,13 @@ void sync_stop(struct sync *s);
 void sync_kick(struct sync *s);
 
 /*
+ * SIGHUP: the authority client takes c's upstream_timeout,
+ * upstream_connect_timeout, upstream_retries and upstream_max_waiting
+ * (upstream_set_limits). The sync settings are fixed at start. NULL-safe.
+ */
+void sync_set_limits(struct sync *s, const struct config *c);
+
+/*
  * For server_ctx.settle (arg is the struct sync): upstream_settle() on
  * the edge's authority. -1 at once without one, or when it is full.
  */

@@ -30,7 +30,11 @@ struct job {
 struct upstream {
 	char		*url;
 	char		*ca_file;	/* lim.ca_file points here */
-	struct upstream_limits lim;
+	struct upstream_limits lim;	/* max_waiting: under mu */
+	/* lim's timeout, connect_timeout and retries: SIGHUP changes them. */
+	_Atomic int64_t	 a_timeout;
+	_Atomic int64_t	 a_connect;
+	_Atomic unsigned a_retries;
 	struct curl_slist *hdrs;	/* shared, read-only once built */
 	pthread_mutex_t	 mu;		/* guards everything below but the atomics */
 	pthread_cond_t	 cv;		/* a job queued, or quiescing */
@@ -295,16 +299,16 @@ ask_chunk(struct upstream *u, CURL *h, struct check_settle *st, size_t from,
 			goto fail;
 		}
 		ms = (long)(left * 1000);
-		if (ms > (long)u->lim.timeout * 1000)
-			ms = (long)u->lim.timeout * 1000;
+		if (ms > (long)atomic_load(&u->a_timeout) * 1000)
+			ms = (long)atomic_load(&u->a_timeout) * 1000;
 		sbuf_free(&a.b);
 		sbuf_init(&a.b, 4096, 0);
 		a.too_big = false;
 		curl_easy_setopt(h, CURLOPT_WRITEDATA, &a);
 		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, ms);
 		curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
-		    ms < (long)u->lim.connect_timeout * 1000 ? ms :
-		    (long)u->lim.connect_timeout * 1000);
+		    ms < (long)atomic_load(&u->a_connect) * 1000 ? ms :
+		    (long)atomic_load(&u->a_connect) * 1000);
 		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)q.len);
 		curl_easy_setopt(h, CURLOPT_POSTFIELDS, q.p);
 		atomic_fetch_add(&u->requests, 1);
@@ -374,17 +378,24 @@ out:
 	return answered;
 }
 
+/* When a request first asked now must have all its answers. */
+static double
+request_deadline(struct upstream *u)
+{
+	return util_monotime() + (double)atomic_load(&u->a_timeout) *
+	    (atomic_load(&u->a_retries) + 1);
+}
+
 /* Settles every key of st without an outcome, in chunks, with h. */
 static void
 settle_run(struct upstream *u, CURL *h, struct check_settle *st)
 {
-	unsigned attempts_left = u->lim.retries;
+	unsigned attempts_left = atomic_load(&u->a_retries);
 	size_t from, to, first = st->asked, i;
 	bool ok = true, behind = false;
 
 	if (st->deadline == 0)
-		st->deadline = util_monotime() + (double)u->lim.timeout *
-		    (u->lim.retries + 1);
+		st->deadline = request_deadline(u);
 	for (from = st->asked; from < st->n; from = to) {
 		to = st->n - from > UPSTREAM_BATCH ? from + UPSTREAM_BATCH :
 		    st->n;
@@ -479,6 +490,9 @@ upstream_new(const char *url, const struct upstream_limits *lim, char *err,
 		u->lim.concurrency = MAX_THREADS;
 	if (u->lim.max_waiting == 0)
 		u->lim.max_waiting = 1;
+	atomic_init(&u->a_timeout, lim->timeout);
+	atomic_init(&u->a_connect, lim->connect_timeout);
+	atomic_init(&u->a_retries, lim->retries);
 	pthread_mutex_init(&u->mu, NULL);
 	pthread_cond_init(&u->cv, NULL);
 	pthread_cond_init(&u->idle_cv, NULL);
@@ -561,8 +575,7 @@ upstream_settle(struct upstream *u, struct check_settle *st,
 		return -1;
 	}
 	if (st->deadline == 0)
-		st->deadline = util_monotime() + (double)u->lim.timeout *
-		    (u->lim.retries + 1);
+		st->deadline = request_deadline(u);
 	u->waiting++;
 	if (u->tail != NULL)
 		u->tail->next = j;
@@ -595,6 +608,19 @@ upstream_check(void *arg, const struct snapshot *s, const struct revkey *k,
 	if (h != NULL)
 		curl_easy_cleanup(h);
 	return rc;
+}
+
+void
+upstream_set_limits(struct upstream *u, const struct upstream_limits *lim)
+{
+	if (u == NULL)
+		return;
+	atomic_store(&u->a_timeout, lim->timeout);
+	atomic_store(&u->a_connect, lim->connect_timeout);
+	atomic_store(&u->a_retries, lim->retries);
+	pthread_mutex_lock(&u->mu);
+	u->lim.max_waiting = lim->max_waiting > 0 ? lim->max_waiting : 1;
+	pthread_mutex_unlock(&u->mu);
 }
 
 const char *

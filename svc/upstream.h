@@ -93,6 +93,15 @@ int upstream_check(void *arg, const struct snapshot *s,
     const struct revkey *k, struct check_result *r);
 
 /*
+ * SIGHUP: takes lim's timeout, connect_timeout, retries and max_waiting
+ * (the rest is fixed at upstream_new). A request already settling keeps
+ * the deadline it was given; its later attempts use the new timeouts.
+ * Safe from any thread. NULL-safe.
+ */
+void upstream_set_limits(struct upstream *u,
+    const struct upstream_limits *lim);
+
+/*
  * Why positives cannot be settled now ("authority_unavailable" after a
  * request to the origin failed and none has succeeded since,
  * "authority_behind" when its last answer was from an older filter,

@@ -718,11 +718,16 @@ Test(config, sighup_names_the_settings_that_need_a_restart)
 	cr_assert(b.log_json);
 	cr_assert_eq(config_restart_keys(&a, &b, out, sizeof(out)), 0, "%s",
 	    out);
+	cr_assert_eq(config_changed_keys(&a, &b, true, out, sizeof(out)), 3);
+	cr_assert_str_eq(out, "trusted_key, log_level, log_format");
 	cr_assert_eq(load(&b, "{\"max_batch\": 7, \"filter_dir\": \"/g\", "
-	    "\"authz_not_covered\": \"allow\"}", err, sizeof(err)), 0, "%s",
-	    err);
-	cr_assert_eq(config_restart_keys(&a, &b, out, sizeof(out)), 3);
-	cr_assert_str_eq(out, "filter_dir, max_batch, authz_not_covered");
+	    "\"authz_not_covered\": \"allow\", \"threads\": 3, "
+	    "\"max_age\": \"1h\"}", err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(config_restart_keys(&a, &b, out, sizeof(out)), 2);
+	cr_assert_str_eq(out, "filter_dir, threads");
+	cr_assert_eq(config_changed_keys(&a, &b, true, out, sizeof(out)), 6);
+	cr_assert_str_eq(out, "trusted_key, max_age, max_batch, "
+	    "authz_not_covered, log_level, log_format");
 	cr_assert_eq(load(&b, "{\"log_format\": \"xml\"}", err, sizeof(err)),
 	    -1);
 	cr_assert(strstr(err, "log_format") != NULL, "%s", err);
@@ -868,7 +873,7 @@ Test(config, issuers_validated)
 #undef ISS_BASE
 }
 
-/* SIGHUP does not reload the issuers: a change is named for a restart. */
+/* SIGHUP reloads the issuers: a change is named among the live ones. */
 Test(config, sighup_names_changed_issuers)
 {
 #define ISS(aud) "{\"issuers\":[{\"issuer\":\"i\",\"jwks_file\":\"/j\"," \
@@ -885,13 +890,17 @@ Test(config, sighup_names_changed_issuers)
 	config_free(&b);
 	config_init(&b);
 	cr_assert_eq(load(&b, ISS("other"), err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(config_restart_keys(&a, &b, out, sizeof(out)), 1);
+	cr_assert_eq(config_restart_keys(&a, &b, out, sizeof(out)), 0, "%s",
+	    out);
+	cr_assert_eq(config_changed_keys(&a, &b, true, out, sizeof(out)), 1);
 	cr_assert_str_eq(out, "issuers");
 	config_free(&b);
 	config_init(&b);
 	cr_assert_eq(load(&b, "{\"token_verification\":\"revocation-only\"}",
 	    err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(config_restart_keys(&a, &b, out, sizeof(out)), 2);
+	cr_assert_eq(config_restart_keys(&a, &b, out, sizeof(out)), 0, "%s",
+	    out);
+	cr_assert_eq(config_changed_keys(&a, &b, true, out, sizeof(out)), 2);
 	cr_assert_str_eq(out, "token_verification, issuers");
 	config_free(&a);
 	config_free(&b);
@@ -930,4 +939,54 @@ Test(config, filter_owner_name_uid_and_unknown)
 		c.filter_owner = NULL;
 	}
 	config_free(&c);
+}
+
+/*
+ * SIGHUP: the configuration put in force keeps every restart-only key at
+ * its running value and takes every live one from the file; a copy owns
+ * its strings.
+ */
+Test(config, sighup_keeps_restart_only_values)
+{
+	struct config a, b, cp;
+	char err[256], out[256];
+
+	config_init(&a);
+	config_init(&b);
+	cr_assert_eq(load(&a, "{\"filter_dir\": \"/f\", \"trusted_key\": "
+	    "\"/a.pub\", \"listen\": \"127.0.0.1:1\", \"threads\": 2, "
+	    "\"max_age\": 60, \"max_batch\": 10, \"issuers\": [{\"issuer\": "
+	    "\"i\", \"jwks_file\": \"/j\", \"audiences\": [\"api\"], "
+	    "\"algorithms\": [\"ES256\"]}]}", err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(load(&b, "{\"filter_dir\": \"/g\", \"trusted_key\": "
+	    "\"/b.pub\", \"listen\": \"127.0.0.1:2\", \"threads\": 4, "
+	    "\"max_age\": 120, \"max_batch\": 5}", err, sizeof(err)), 0, "%s",
+	    err);
+	cr_assert_eq(config_keep_restart(&b, &a, err, sizeof(err)), 0);
+	cr_assert_str_eq(b.filter_dir, "/f");
+	cr_assert_str_eq(b.listen, "127.0.0.1:1");
+	cr_assert_eq(b.threads, 2);
+	cr_assert_eq(b.max_age, 120);
+	cr_assert_eq(b.max_batch, 5);
+	cr_assert_str_eq(b.trusted_keys[0], "/b.pub");
+	cr_assert_eq(b.nissuers, 0);
+	cr_assert_eq(config_restart_keys(&a, &b, out, sizeof(out)), 0, "%s",
+	    out);
+	cr_assert_eq(config_changed_keys(&a, &b, true, out, sizeof(out)), 4);
+	cr_assert_str_eq(out, "trusted_key, max_age, max_batch, issuers");
+	cr_assert(config_key_is_live("issuers"));
+	cr_assert(config_key_is_live("upstream_timeout"));
+	cr_assert(!config_key_is_live("listen"));
+	cr_assert(!config_key_is_live("conn_timeout"));
+	cr_assert_eq(config_copy(&cp, &a, err, sizeof(err)), 0);
+	cr_assert_neq(cp.filter_dir, a.filter_dir);
+	cr_assert_neq(cp.issuers[0].issuer, a.issuers[0].issuer);
+	cr_assert_eq(config_changed_keys(&a, &cp, true, out, sizeof(out)), 0,
+	    "%s", out);
+	cr_assert_eq(config_restart_keys(&a, &cp, out, sizeof(out)), 0, "%s",
+	    out);
+	config_free(&a);
+	cr_assert_str_eq(cp.issuers[0].audiences[0], "api");
+	config_free(&cp);
+	config_free(&b);
 }

@@ -40,6 +40,7 @@ static struct config cfg;
 static struct snapshot_slot slot;
 static struct loader loader;
 static struct server_ctx ctx;
+static struct live_slot live;
 static struct server *srv;
 static char tmpdir[64];
 static char replies[16 * 1024 * 1024];
@@ -61,6 +62,7 @@ teardown(void)
 	srv = NULL;
 	snapshot_slot_free(&slot);
 	loader_free(&loader);
+	live_slot_free(&live);
 	config_free(&cfg);
 	if (tmpdir[0] != '\0')
 		nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
@@ -90,6 +92,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	const char *src = getenv("REVCHECK_SRC");
 	struct stale_policy pol;
+	struct live *lv;
 	char err[512], *p, *fp, *tp;
 	unsigned char *now;
 	size_t len;
@@ -155,7 +158,11 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	ctx.cfg = &cfg;
 	ctx.slot = &slot;
 	ctx.loader = &loader;
-	ctx.policy = pol;
+	if ((lv = live_new(&cfg, 1, util_now(), err, sizeof(err))) == NULL)
+		die("live", err);
+	live_slot_init(&live);
+	live_swap(&live, lv);
+	ctx.live = &live;
 	ctx.started_at = util_now();
 	if ((srv = server_start(&ctx, err, sizeof(err))) == NULL)
 		die("server_start", err);
