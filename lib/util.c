@@ -361,7 +361,8 @@ util_read_file_st(const char *path, size_t max, unsigned char **out,
 	*outlen = 0;
 	if (is_stdin) {
 		fd = STDIN_FILENO;
-	} else if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+	} else if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY |
+	    (stp != NULL ? O_NONBLOCK : 0))) == -1) {
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		return -1;
 	}
@@ -370,6 +371,10 @@ util_read_file_st(const char *path, size_t max, unsigned char **out,
 			snprintf(err, errlen, "%s: %s", path, strerror(errno));
 			goto fail;
 		}
+	} else if (stp != NULL && !S_ISREG(st.st_mode)) {
+		/* A FIFO or device named in a config must not hang a read. */
+		snprintf(err, errlen, "%s: not a regular file", path);
+		goto fail;
 	} else if (S_ISREG(st.st_mode)) {
 		if ((uint64_t)st.st_size > max) {
 			snprintf(err, errlen, "%s: file is %lld bytes, over the "
@@ -377,6 +382,12 @@ util_read_file_st(const char *path, size_t max, unsigned char **out,
 			goto fail;
 		}
 		cap = (size_t)st.st_size + 1;
+		/* Opened without blocking only for the open itself. */
+		if (stp != NULL && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) &
+		    ~O_NONBLOCK) == -1) {
+			snprintf(err, errlen, "%s: %s", path, strerror(errno));
+			goto fail;
+		}
 	} else if (S_ISDIR(st.st_mode)) {
 		snprintf(err, errlen, "%s: is a directory", path);
 		goto fail;

@@ -99,9 +99,14 @@ int util_read_file(const char *path, size_t max, unsigned char **out,
     size_t *outlen, char *err, size_t errlen);
 
 /*
- * util_read_file, and when stp is not NULL also fills *stp with fstat() of
- * the descriptor that was read (so checks on owner and mode apply to the
- * very bytes returned); a failing fstat is then an error.
+ * util_read_file, and when stp is not NULL (a file a configuration names:
+ * a key, a JWKS, a secret, a filter) also fills *stp with fstat() of the
+ * descriptor that was read (so checks on owner and mode apply to the very
+ * bytes returned); a failing fstat is then an error. With stp the file is
+ * opened with O_NONBLOCK (cleared once it proved regular) and anything but
+ * a regular file is refused ("not a regular file"), so that a FIFO or a
+ * device given as a path cannot hang the caller. Without stp, pipes and
+ * "-" (standard input) are read as before (filterbuild inputs).
  */
 int util_read_file_st(const char *path, size_t max, unsigned char **out,
     size_t *outlen, struct stat *stp, char *err, size_t errlen);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
+#include <openssl/crypto.h>
 
 #include "loader.h"
 #include "log.h"
@@ -571,31 +572,46 @@ owner_ok(const struct loader *l, const char *path, const struct stat *st,
 }
 
 int
+loader_read_trusted(const struct config *c, const char *path, size_t max,
+    unsigned char **out, size_t *len, char *err, size_t errlen)
+{
+	struct stat st;
+	uid_t owner = 0;
+	bool owner_set;
+
+	*out = NULL;
+	*len = 0;
+	if (config_filter_owner(c, &owner, &owner_set, err, errlen) == -1)
+		return -1;
+	if (util_read_file_st(path, max, out, len, &st, err, errlen) == -1)
+		return -1;
+	if (file_ok(owner, owner_set, path, &st, err, errlen) == -1) {
+		OPENSSL_cleanse(*out, *len);
+		free(*out);
+		*out = NULL;
+		*len = 0;
+		return -1;
+	}
+	return 0;
+}
+
+int
 loader_load_ring(struct sign_ring *r, const struct config *c, char *err,
     size_t errlen)
 {
 	unsigned char *pem;
-	struct stat st;
-	uid_t owner = 0;
-	bool owner_set;
 	size_t i, len;
 	char e[512];
 	int rc;
 
-	if (config_filter_owner(c, &owner, &owner_set, err, errlen) == -1)
-		return -1;
 	for (i = 0; i < c->ntrusted; i++) {
-		if (util_read_file_st(c->trusted_keys[i], SIGN_PEM_MAX, &pem,
-		    &len, &st, e, sizeof(e)) == -1) {
-			snprintf(err, errlen, "trusted_key: %s", e);
-			return -1;
-		}
-		rc = file_ok(owner, owner_set, c->trusted_keys[i], &st, e,
-		    sizeof(e));
-		if (rc == 0)
+		rc = loader_read_trusted(c, c->trusted_keys[i], SIGN_PEM_MAX,
+		    &pem, &len, e, sizeof(e));
+		if (rc == 0) {
 			rc = sign_ring_add_pem(r, pem, len, c->trusted_keys[i],
 			    e, sizeof(e));
-		free(pem);
+			free(pem);
+		}
 		if (rc == -1) {
 			snprintf(err, errlen, "trusted_key: %s", e);
 			return -1;
@@ -640,8 +656,17 @@ loader_load_files(struct loader *l, struct snapshot_slot *sl,
 		return -1;
 	}
 	if (table_path != NULL) {
-		fd = open(table_path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+		/* Not blocking on open: a FIFO must not hang the loader. */
+		fd = open(table_path, O_RDONLY | O_CLOEXEC | O_NOCTTY |
+		    O_NONBLOCK);
 		if (fd == -1 || fstat(fd, &st) == -1)
+			snprintf(e, sizeof(e), "%.400s: %s", table_path,
+			    strerror(errno));
+		else if (!S_ISREG(st.st_mode))
+			snprintf(e, sizeof(e), "%.400s: not a regular file",
+			    table_path);
+		else if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) &
+		    ~O_NONBLOCK) == -1)
 			snprintf(e, sizeof(e), "%.400s: %s", table_path,
 			    strerror(errno));
 		else if (owner_ok(l, table_path, &st, e, sizeof(e)) == 0)
@@ -844,9 +869,56 @@ chain_changed(struct loader *l, const char *ddir, const struct snapshot *s)
 	return changed;
 }
 
+/* An origin's chain directory, and whose files it may hold. */
+struct chain_src {
+	const struct loader *l;
+	const char	*ddir;
+};
+
+/*
+ * delta_src_dir with the checks of the filter and table: each delta and
+ * the head are read from a regular file (opened without blocking), owned
+ * by root, the daemon's user or filter_owner and writable by neither group
+ * nor others, checked on the descriptor that was read.
+ */
+static int
+chain_src_dir(void *arg, uint64_t seq, unsigned char **buf, size_t *len,
+    char *err, size_t errlen)
+{
+	const struct chain_src *cs = arg;
+	char path[PATH_MAX + 64], name[DELTA_NAME_LEN + 1];
+	struct stat st;
+	int n;
+
+	if (seq == DELTA_SEQ_HEAD)
+		n = snprintf(path, sizeof(path), "%s/" DELTA_HEAD_NAME,
+		    cs->ddir);
+	else {
+		delta_file_name(name, seq);
+		n = snprintf(path, sizeof(path), "%s/%s", cs->ddir, name);
+	}
+	if (n < 0 || (size_t)n >= sizeof(path)) {
+		snprintf(err, errlen, "%.400s: path too long", cs->ddir);
+		return -1;
+	}
+	if (access(path, F_OK) != 0)
+		return 0;
+	if (util_read_file_st(path, (size_t)DELTA_MAX_SIZE, buf, len, &st,
+	    err, errlen) != 0)
+		return -1;
+	if (owner_ok(cs->l, path, &st, err, errlen) == -1) {
+		free(*buf);
+		*buf = NULL;
+		*len = 0;
+		return -1;
+	}
+	return 1;
+}
+
 int
 loader_poll_chain(struct loader *l, struct snapshot_slot *sl)
 {
+	struct chain_src cs;
 	char ddir[PATH_MAX];
 	struct snapshot *s;
 	const char *slash;
@@ -865,7 +937,9 @@ loader_poll_chain(struct loader *l, struct snapshot_slot *sl)
 		copy_str(l->chain_dir, sizeof(l->chain_dir), ddir);
 	snapshot_release(s);
 	pthread_mutex_unlock(&l->load_mu);
-	return go ? loader_apply_chain(l, sl, delta_src_dir, ddir, ddir) : 1;
+	cs.l = l;
+	cs.ddir = ddir;
+	return go ? loader_apply_chain(l, sl, chain_src_dir, &cs, ddir) : 1;
 }
 
 int
@@ -925,6 +999,8 @@ loader_apply_chain(struct loader *l, struct snapshot_slot *sl,
 	ch.last_change_at = w.last_change_at;
 	if (src == delta_src_dir)
 		ch.chain_dir = src_arg;
+	else if (src == chain_src_dir)
+		ch.chain_dir = ((const struct chain_src *)src_arg)->ddir;
 	ns = snapshot_with_chain(s, &ch, util_now());
 	if (ns == NULL) {
 		chain_refused(l, "out of memory for a snapshot");

@@ -196,6 +196,18 @@ int loader_set_keys(struct loader *l, struct snapshot_slot *sl,
     const struct config *c, char *err, size_t errlen);
 
 /*
+ * Reads a file the configuration names and the daemon trusts (a trusted
+ * key, a JWKS file, an HS or introspection client secret): a regular file
+ * only (opened without blocking, so a FIFO cannot hang the daemon), owned
+ * by root, the daemon's uid or c's filter_owner, and writable by neither
+ * group nor others, all checked with fstat on the descriptor that was
+ * read. Returns 0 with *out (NUL-terminated; the caller frees it), or -1
+ * with err naming the file and what was wrong.
+ */
+int loader_read_trusted(const struct config *c, const char *path,
+    size_t max, unsigned char **out, size_t *len, char *err, size_t errlen);
+
+/*
  * Loads c's trusted key files into r (initialised by the caller), each
  * read with its fstat: owned by root, the daemon's uid or c's
  * filter_owner, and writable by neither group nor others, checked on the

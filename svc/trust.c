@@ -9,6 +9,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
+#include "loader.h"
 #include "log.h"
 #include "trust.h"
 #include "util.h"
@@ -17,15 +18,15 @@
 #define JWKS_CONNECT_TIMEOUT	5
 
 int
-trust_read_secret(const char *path, size_t min, unsigned char **out,
-    size_t *len, char *err, size_t errlen)
+trust_read_secret(const struct config *c, const char *path, size_t min,
+    unsigned char **out, size_t *len, char *err, size_t errlen)
 {
 	unsigned char *buf = NULL;
 	size_t n = 0;
 
 	*out = NULL;
 	*len = 0;
-	if (util_read_file(path, TRUST_SECRET_MAX, &buf, &n, err,
+	if (loader_read_trusted(c, path, TRUST_SECRET_MAX, &buf, &n, err,
 	    errlen) == -1)
 		return -1;
 	if (n > 0 && buf[n - 1] == '\n')
@@ -71,8 +72,8 @@ set_free(struct jwks *s)
 
 /* Loads one issuer's JWKS file (not its URI) and secret. */
 static int
-issuer_load(struct trust_issuer *ti, const struct config_issuer *ci,
-    char *err, size_t errlen)
+issuer_load(struct trust_issuer *ti, const struct config *c,
+    const struct config_issuer *ci, char *err, size_t errlen)
 {
 	unsigned char *buf = NULL;
 	size_t len = 0;
@@ -81,8 +82,8 @@ issuer_load(struct trust_issuer *ti, const struct config_issuer *ci,
 
 	ti->cfg = ci;
 	if (ci->jwks_file != NULL) {
-		if (util_read_file(ci->jwks_file, JWKS_MAX_LEN, &buf, &len, e,
-		    sizeof(e)) == -1) {
+		if (loader_read_trusted(c, ci->jwks_file, JWKS_MAX_LEN, &buf,
+		    &len, e, sizeof(e)) == -1) {
 			snprintf(err, errlen, "issuer %s: %s", ci->issuer, e);
 			return -1;
 		}
@@ -96,8 +97,8 @@ issuer_load(struct trust_issuer *ti, const struct config_issuer *ci,
 			    "signed tokens are refused", ci->issuer,
 			    ci->jwks_file);
 	}
-	if (ci->hs_secret_file != NULL && trust_read_secret(ci->hs_secret_file,
-	    JWT_HS_MIN, &ti->hs, &ti->hs_len, e, sizeof(e)) == -1) {
+	if (ci->hs_secret_file != NULL && trust_read_secret(c,
+	    ci->hs_secret_file, JWT_HS_MIN, &ti->hs, &ti->hs_len, e, sizeof(e)) == -1) {
 		snprintf(err, errlen, "issuer %s: hs_secret_file: %s",
 		    ci->issuer, e);
 		goto out;
@@ -124,7 +125,7 @@ load_clients(struct trust *t, const struct config *c, char *err,
 		cl = &t->clients[i];
 		t->nclients = i + 1;
 		cl->id = c->clients[i].id;
-		if (trust_read_secret(c->clients[i].secret_file,
+		if (trust_read_secret(c, c->clients[i].secret_file,
 		    TRUST_CLIENT_SECRET_MIN, &cl->secret, &cl->len, e,
 		    sizeof(e)) == -1) {
 			snprintf(err, errlen, "introspection client %s: %s",
@@ -196,7 +197,7 @@ trust_init(struct trust *t, const struct config *c, char *err,
 	}
 	for (i = 0; i < c->nissuers; i++) {
 		t->n = i + 1;
-		if (issuer_load(&t->iss[i], &c->issuers[i], err,
+		if (issuer_load(&t->iss[i], c, &c->issuers[i], err,
 		    errlen) == -1) {
 			trust_free(t);
 			return -1;

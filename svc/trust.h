@@ -110,7 +110,9 @@ struct trust {
 };
 
 /*
- * Loads every issuer's JWKS file and HS secret named in c. c must
+ * Loads every issuer's JWKS file and HS secret named in c, and the
+ * introspection clients' secrets, each read with loader_read_trusted
+ * (regular file, owner and mode checked on the descriptor). c must
  * outlive t. Issuers with jwks_uri start without keys (their tokens get
  * keys_unavailable) until trust_start fetched them. Returns 0, or -1
  * with err naming the issuer and the file; t is then empty (trust_free
@@ -148,12 +150,14 @@ void trust_stop(struct trust *t);
 void trust_free(struct trust *t);
 
 /*
- * Reads a secret file: at most TRUST_SECRET_MAX bytes, one trailing
- * newline dropped, at least min bytes left. Returns 0 with *out (the
- * caller wipes and frees it), or -1 with err naming the file.
+ * Reads a secret file named in c: at most TRUST_SECRET_MAX bytes, with
+ * the checks of loader_read_trusted (a regular file, owner and mode on
+ * the descriptor read), one trailing newline dropped, at least min bytes
+ * left. Returns 0 with *out (the caller wipes and frees it), or -1 with
+ * err naming the file.
  */
-int trust_read_secret(const char *path, size_t min, unsigned char **out,
-    size_t *len, char *err, size_t errlen);
+int trust_read_secret(const struct config *c, const char *path, size_t min,
+    unsigned char **out, size_t *len, char *err, size_t errlen);
 
 /*
  * The revocation key of a token, after proving the token valid: in

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -134,6 +136,47 @@ Test(util, read_file_caps_and_errors)
 	cr_assert(strstr(err, "No such file") != NULL);
 	cr_assert_eq(util_read_file("/tmp", 100, &buf, &len, err, sizeof(err)),
 	    -1);
+}
+
+/*
+ * A file a configuration names is read with util_read_file_st: a FIFO
+ * (which nothing writes, so a plain open would wait forever) and a device
+ * are refused at once, a regular file is read with its fstat.
+ */
+Test(util, read_file_st_refuses_fifos_and_devices_without_blocking,
+    .timeout = 5)
+{
+	char dir[] = "/tmp/util-fifo-XXXXXX", path[64], err[256];
+	unsigned char *buf = NULL;
+	struct timespec t0, t1;
+	struct stat st;
+	size_t len;
+	FILE *fp;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/key.pem", dir);
+	cr_assert_eq(mkfifo(path, 0600), 0, "%s", strerror(errno));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	cr_assert_eq(util_read_file_st(path, 100, &buf, &len, &st, err,
+	    sizeof(err)), -1);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	cr_assert_null(buf);
+	cr_assert(strstr(err, "not a regular file") != NULL, "%s", err);
+	cr_assert_lt(t1.tv_sec - t0.tv_sec, 2, "the FIFO blocked the read");
+	cr_assert_eq(util_read_file_st("/dev/zero", 100, &buf, &len, &st, err,
+	    sizeof(err)), -1);
+	cr_assert(strstr(err, "not a regular file") != NULL, "%s", err);
+	unlink(path);
+	cr_assert_not_null(fp = fopen(path, "w"));
+	fputs("abc", fp);
+	fclose(fp);
+	cr_assert_eq(util_read_file_st(path, 100, &buf, &len, &st, err,
+	    sizeof(err)), 0, "%s", err);
+	cr_assert_eq(len, 3);
+	cr_assert(S_ISREG(st.st_mode));
+	free(buf);
+	unlink(path);
+	rmdir(dir);
 }
 
 Test(util, buf_append_grows_and_stops_at_the_cap)
