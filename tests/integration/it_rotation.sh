@@ -137,16 +137,16 @@ wait_log "$T/O.log" 'SIGHUP: configuration not reloaded, nothing changed: truste
     rc_fail "a SIGHUP with a missing key file was not refused by name"
 rc_curl "$O_URL/v1/check?id=tok-rev-1"; rc_expect_json status revoked "still serving after the refused reload"
 
-# ---------------------------------------------------------------- restart-only settings are named
-write_origin "$(keys_json "$T/b.pub")" ', "max_batch": 7, "log_level": "debug"'
+# ---------------------------------------------------------------- live and restart-only settings
+write_origin "$(keys_json "$T/b.pub")" ', "max_batch": 7, "log_level": "debug", "max_conns": 100'
 kill -HUP "$O_PID"
-wait_log "$T/O.log" 'SIGHUP: max_batch changed; not applied until a restart' ||
-    rc_fail "a changed max_batch was not named"
-wait_log "$T/O.log" 'SIGHUP: log_level and log_format applied' ||
-    rc_fail "log_level was not applied live"
+wait_log "$T/O.log" 'SIGHUP: max_conns changed; not applied until a restart' ||
+    rc_fail "a changed max_conns (restart-only) was not named"
+wait_log "$T/O.log" 'SIGHUP: configuration generation [0-9]+ applied: changed max_batch, log_level' ||
+    rc_fail "max_batch and log_level were not applied live"
 printf '{"items":[%s]}' "$(for i in 1 2 3 4 5 6 7 8; do printf '{"id":"x%d"}%s' $i "$([ $i -lt 8 ] && echo ,)"; done)" >"$T/batch8.json"
 rc_curl -H 'Content-Type: application/json' --data-binary @"$T/batch8.json" "$O_URL/v1/check"
-rc_expect_status 200 "a batch of 8 still passes: max_batch keeps its running value"
+rc_expect_status 413 "a batch of 8 is over the max_batch of 7 applied by SIGHUP"
 
 # ---------------------------------------------------------------- removing the serving key withdraws the filter
 write_origin "$(keys_json "$T/a.pub")"

@@ -6,7 +6,8 @@
 # code and the pthread calls), then runs an origin that reloads a new
 # filter every 0.3 s and an edge that syncs from it every second and
 # settles positives upstream, both under keep-alive load for TSAN_SECONDS
-# (default 10). Asserts no "WARNING: ThreadSanitizer" in either log and a
+# (default 10); every reload is a SIGHUP to both, which also swaps in a
+# new generation of the settings in force. Asserts no "WARNING: ThreadSanitizer" in either log and a
 # clean SIGTERM. Suppressions: tests/integration/tsan.supp (see there).
 # Skipped in the sanitizer pass of `make test` (ASan and TSan cannot mix
 # in one binary; this one builds its own, but the pass is long enough),
@@ -49,7 +50,9 @@ rc_start E --trusted-key "$T/key.pub" --state-dir "$T/se" --sync-interval 1 --th
 rc_wait_ready "$E_URL" 20 || rc_fail "edge not ready"
 
 touch "$T/run"
-( n=0; while [ -e "$T/run" ]; do publish && n=$((n + 1)); kill -HUP "$O_PID"; sleep 0.3; done; echo "$n" >"$T/published" ) &
+# Each SIGHUP also swaps in a new generation of the settings (live.h)
+# under the requests reading it, on the origin and on the edge.
+( n=0; while [ -e "$T/run" ]; do publish && n=$((n + 1)); kill -HUP "$O_PID"; kill -HUP "$E_PID"; sleep 0.3; done; echo "$n" >"$T/published" ) &
 pub=$!
 JWT=$(rc_jwt "" clean-jti)
 python3 "$D/rawhttp.py" load "$O_PORT" "$SECS" 4 "JWT=$JWT" >"$T/load.O" &
