@@ -566,6 +566,33 @@ out:
 	return rc;
 }
 
+int
+jwks_copy(struct jwks *dst, const struct jwks *src)
+{
+	size_t i;
+
+	memset(dst, 0, sizeof(*dst));
+	if (src->n == 0)
+		return 0;
+	if ((dst->keys = calloc(src->n, sizeof(*dst->keys))) == NULL)
+		return -1;
+	for (i = 0; i < src->n; i++) {
+		if (EVP_PKEY_up_ref(src->keys[i].pkey) != 1) {
+			jwks_free(dst);
+			return -1;
+		}
+		dst->keys[i] = src->keys[i];
+		dst->keys[i].pool = NULL;
+		dst->n = i + 1;
+		if (src->keys[i].pool != NULL &&
+		    (dst->keys[i].pool = pool_new()) == NULL) {
+			jwks_free(dst);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 void
 jwks_free(struct jwks *s)
 {

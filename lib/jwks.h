@@ -90,6 +90,13 @@ const char *jwa_name(enum jwa a);
 int jwks_parse(struct jwks *s, const char *buf, size_t len,
     const char *origin, char *err, size_t errlen);
 
+/*
+ * Makes dst (initialised here) a copy of src sharing its keys (each
+ * EVP_PKEY gets a reference) with context pools of its own. Returns 0,
+ * or -1 when memory runs out (dst is then empty).
+ */
+int jwks_copy(struct jwks *dst, const struct jwks *src);
+
 /* Releases every key and zeroes s. Safe on a zeroed struct. */
 void jwks_free(struct jwks *s);
 

@@ -35,8 +35,9 @@ live_new(const struct config *c, uint64_t gen, int64_t now, char *err,
 }
 
 int
-live_start(struct live *lv, char *err, size_t errlen)
+live_start(struct live *lv, struct live *prev, char *err, size_t errlen)
 {
+	trust_inherit(&lv->trust, prev != NULL ? &prev->trust : NULL);
 	return trust_start(&lv->trust, err, errlen);
 }
 

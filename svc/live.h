@@ -52,8 +52,14 @@ struct live_slot {
 struct live *live_new(const struct config *c, uint64_t gen, int64_t now,
     char *err, size_t errlen);
 
-/* trust_start for the generation's issuers: fetches every jwks_uri. */
-int live_start(struct live *lv, char *err, size_t errlen);
+/*
+ * Starts the generation's JWKS fetching: the sets fetched by prev (the
+ * generation in force, or NULL at start) for an unchanged jwks_uri are
+ * carried over and fetched again in the background (trust_inherit), any
+ * other jwks_uri is fetched now (trust_start). Returns 0, or -1 with err.
+ */
+int live_start(struct live *lv, struct live *prev, char *err,
+    size_t errlen);
 
 /* Adds a reference to lv (held) and returns it. */
 struct live *live_ref(struct live *lv);

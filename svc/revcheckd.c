@@ -254,7 +254,7 @@ reload_config(struct config *c, struct loader *l, struct snapshot_slot *sl,
 	    sizeof(err))) == NULL)
 		goto refuse;	/* err names the issuer and the file */
 	snprintf(nl->pending, sizeof(nl->pending), "%s", restart);
-	if (live_start(nl, err, sizeof(err)) == -1 ||
+	if (live_start(nl, cur, err, sizeof(err)) == -1 ||
 	    loader_set_keys(l, sl, &nc, err, sizeof(err)) == -1)
 		goto refuse;
 	/* Everything loaded: from here on nothing can fail. */
@@ -449,7 +449,7 @@ run(struct config *c)
 			ctx.degraded_arg = sync;
 		}
 	}
-	if (live_start(lv, err, sizeof(err)) == -1) {
+	if (live_start(lv, NULL, err, sizeof(err)) == -1) {
 		log_err("%s", err);
 		goto out;
 	}

@@ -381,6 +381,54 @@ refresh_main(void *arg)
 	return NULL;
 }
 
+/* True when a and b fetch the same set the same way. */
+static bool
+same_source(const struct config_issuer *a, const struct config_issuer *b)
+{
+	return a->jwks_uri != NULL && b->jwks_uri != NULL &&
+	    strcmp(a->issuer, b->issuer) == 0 &&
+	    strcmp(a->jwks_uri, b->jwks_uri) == 0 &&
+	    (a->jwks_ca_file == NULL) == (b->jwks_ca_file == NULL) &&
+	    (a->jwks_ca_file == NULL ||
+	    strcmp(a->jwks_ca_file, b->jwks_ca_file) == 0);
+}
+
+void
+trust_inherit(struct trust *t, struct trust *prev)
+{
+	struct trust_issuer *ti;
+	const struct trust_issuer *pi;
+	struct jwks *s;
+	size_t i, j;
+
+	if (prev == NULL || prev->n == 0)
+		return;
+	pthread_rwlock_rdlock(&prev->lock);
+	for (i = 0; i < t->n; i++) {
+		ti = &t->iss[i];
+		for (j = 0; j < prev->n; j++) {
+			pi = &prev->iss[j];
+			if (!same_source(ti->cfg, pi->cfg) || pi->keys == NULL)
+				continue;
+			if ((s = calloc(1, sizeof(*s))) == NULL)
+				break;
+			if (jwks_copy(s, pi->keys) == -1) {
+				free(s);
+				break;	/* fetched by trust_start instead */
+			}
+			ti->keys = s;
+			ti->keys_at = pi->keys_at;	/* its age goes on */
+			ti->fetches_ok = pi->fetches_ok;
+			ti->fetches_failed = pi->fetches_failed;
+			memcpy(ti->last_error, pi->last_error,
+			    sizeof(ti->last_error));
+			ti->next_fetch = 0;	/* fetched again at once */
+			break;
+		}
+	}
+	pthread_rwlock_unlock(&prev->lock);
+}
+
 void
 trust_log(const struct trust *t)
 {
@@ -411,8 +459,9 @@ trust_start(struct trust *t, char *err, size_t errlen)
 		return -1;
 	}
 	t->curl_init = true;
+	/* A set carried over (trust_inherit) is fetched by the thread. */
 	for (i = 0; i < t->n; i++)
-		if (t->iss[i].cfg->jwks_uri != NULL)
+		if (t->iss[i].cfg->jwks_uri != NULL && t->iss[i].keys == NULL)
 			refresh(t, &t->iss[i], now);
 	t->stop = false;
 	if ((e = pthread_create(&t->thread, NULL, refresh_main, t)) != 0) {

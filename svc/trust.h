@@ -122,8 +122,20 @@ int trust_init(struct trust *t, const struct config *c, char *err,
     size_t errlen);
 
 /*
- * Fetches every jwks_uri once (a failure is logged, not fatal: those
- * issuers' tokens are refused until a fetch succeeds), then starts the
+ * SIGHUP: gives each jwks_uri issuer of t (built, not started) whose
+ * issuer, jwks_uri and jwks_ca_file are those of an issuer of prev a
+ * copy of prev's set in service, with its fetch time (so jwks_max_age
+ * still counts from the fetch) and counters, and schedules a fetch at
+ * once: a reload neither waits on the URL nor loses the last good set
+ * while the URL fails. NULL-safe for prev.
+ */
+void trust_inherit(struct trust *t, struct trust *prev);
+
+/*
+ * Fetches every jwks_uri without a set yet (one carried over by
+ * trust_inherit is fetched by the thread) once (a failure is logged, not
+ * fatal: those issuers' tokens are refused until a fetch succeeds), then
+ * starts the
  * refresh thread: each set is fetched again every jwks_refresh, and
  * sooner when a token named a kid the set does not hold, but never twice
  * within jwks_min_interval. Does nothing without a jwks_uri. Returns 0,

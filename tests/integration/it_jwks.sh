@@ -5,7 +5,7 @@
 # (rc_tls_cert); keys and tokens are made by PyJWT (jwtmint.py). Daemon D
 # refreshes every 2 s: a new kid is accepted without a restart, a removed
 # key's tokens are refused once the set says so, the last good set is kept
-# while nginx is down, and after jwks_max_age the issuer's tokens are
+# while nginx is down (across a SIGHUP too), and after jwks_max_age the issuer's tokens are
 # refused (keys_unavailable). Daemon L refreshes hourly, at most once per
 # 8 s: a burst of unknown kids fetches the set once, a new kid is then
 # accepted after one fetch. A plain-http jwks_uri is refused.
@@ -142,6 +142,13 @@ rc_expect_eq "$(lfetches)" "$after" "L: no fetch for it within jwks_min_interval
 kill -TERM "$NG_PID"; wait "$NG_PID" 2>/dev/null || true; NG_PID=
 rc_curl -H "Authorization: Bearer $T2" "$D_URL/v1/authz"
 rc_expect_status 200 "JWKS URL down: the last good set is kept"
+# A SIGHUP meanwhile builds a new trust set: the set of an unchanged
+# jwks_uri is carried over with its age (no wait on the dead URL, no
+# loss of the last good set), and fetched again in the background.
+kill -HUP "$D_PID"
+rc_wait_json "$D_URL/v1/status" config.generation 2 10 || rc_fail "D did not apply the SIGHUP"
+rc_curl -H "Authorization: Bearer $T2" "$D_URL/v1/authz"
+rc_expect_status 200 "JWKS URL down, after SIGHUP: the last good set is still kept"
 wait_code "$D_URL" "$T2" 401 30 "past jwks_max_age the issuer's tokens are refused"
 rc_curl -H "Authorization: Bearer $T2" "$D_URL/v1/authz"
 rc_expect_eq "$(rc_header X-Revcheck-Status)" keys_unavailable "too old: keys_unavailable"
