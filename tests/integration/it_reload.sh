@@ -218,5 +218,52 @@ rc_curl "$D_URL/v1/status"
 rc_expect_json config.restart_pending null "reverted: nothing waits for a restart"
 rc_expect_eq "$(grep -c 'configuration generation [0-9]* applied' "$T/D.log")" $((GEN - 1)) \
     "one 'applied' line per applied SIGHUP"
+
+# ---------------------------------------------------------------- edge: the authority's timeouts and retries
+# An authority that accepts and never answers (rawhttp.py serve hang):
+# a positive waits exactly (retries + 1) x upstream_timeout, then 503.
+HANG_PID=
+python3 "$RC_SRC/tests/integration/rawhttp.py" serve 0 hang >"$T/hang.port" 2>/dev/null &
+HANG_PID=$!
+stop_hang() { [ -z "$HANG_PID" ] || kill "$HANG_PID" 2>/dev/null || true; }
+RC_AT_EXIT+=(stop_hang)
+for _ in $(seq 1 50); do
+	HANG_PORT=$(head -n 1 "$T/hang.port" 2>/dev/null || true)
+	[ -n "$HANG_PORT" ] && break
+	sleep 0.1
+done
+econf() {	# econf TIMEOUT RETRIES [MORE]
+	printf '{"trusted_key": "%s", "state_dir": "%s", "upstream_insecure_http": true,
+  "upstream_filter": "%s/v1/filter", "upstream_check": "http://127.0.0.1:%s/v1/check",
+  "token_verification": "revocation-only",
+  "upstream_timeout": "%s", "upstream_connect_timeout": "1", "upstream_retries": %s%s}\n' \
+	    "$T/key.pub" "$T/se" "$D_URL" "$HANG_PORT" "$1" "$2" "${3:+, $3}" >"$T/e.json"
+}
+mkdir -p "$T/se"
+econf 1 0 '"sync_interval": "1"'
+rc_start E -c "$T/e.json"
+rc_wait_version "$E_URL" 1 10 || rc_fail "E did not sync version 1"
+positive_ms() {	# the milliseconds a filter positive waits on the hung authority
+	local t0 code
+	t0=$(date +%s%3N)
+	code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 20 \
+	    "$E_URL/v1/check?id=rev-1&scope=https%3A%2F%2Fa.example") || true
+	[ "$code" = 503 ] || rc_fail "a positive on the hung authority: HTTP $code, want 503"
+	echo $(( $(date +%s%3N) - t0 ))
+}
+ms=$(positive_ms)
+[ "$ms" -ge 800 ] && [ "$ms" -lt 2500 ] &&
+    rc_ok "upstream_timeout 1s, no retry: the positive waits ${ms} ms, then 503" ||
+    rc_fail "upstream_timeout 1s: waited ${ms} ms"
+econf 1 2 '"sync_interval": "5"'
+kill -HUP "$E_PID"
+rc_wait_json "$E_URL/v1/status" config.generation 2 10 || rc_fail "E did not apply the SIGHUP"
+rc_expect_json config.restart_pending sync_interval "edge: sync_interval needs a restart"
+ms=$(positive_ms)
+[ "$ms" -ge 2700 ] && [ "$ms" -lt 5000 ] &&
+    rc_ok "upstream_retries 2 applied by SIGHUP: the positive waits ${ms} ms (3 attempts of 1 s)" ||
+    rc_fail "upstream_retries 2: waited ${ms} ms"
+rc_stop E || rc_fail "E did not stop cleanly"
+stop_hang
 rc_stop D || rc_fail "D did not stop cleanly"
 rc_done

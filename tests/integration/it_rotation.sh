@@ -138,7 +138,7 @@ wait_log "$T/O.log" 'SIGHUP: configuration not reloaded, nothing changed: truste
 rc_curl "$O_URL/v1/check?id=tok-rev-1"; rc_expect_json status revoked "still serving after the refused reload"
 
 # ---------------------------------------------------------------- live and restart-only settings
-write_origin "$(keys_json "$T/b.pub")" ', "max_batch": 7, "log_level": "debug", "max_conns": 100'
+write_origin "$(keys_json "$T/b.pub")" ', "max_batch": 7, "log_level": "debug", "max_conns": 5000'
 kill -HUP "$O_PID"
 wait_log "$T/O.log" 'SIGHUP: max_conns changed; not applied until a restart' ||
     rc_fail "a changed max_conns (restart-only) was not named"
