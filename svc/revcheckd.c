@@ -278,6 +278,9 @@ reload_config(struct config *c, struct loader *l, struct snapshot_slot *sl,
 	    nlive > 0 ? "changed " : "no live setting changed",
 	    nlive > 0 ? changed : "");
 	trust_log(&nl->trust);
+	if (!nl->cfg.revocation_only && nl->cfg.nissuers == 0)
+		log_warn("no trusted token issuer is configured: every token "
+		    "is refused");
 	nl = NULL;
 	if (nrestart > 0)
 		log_warn("SIGHUP: %s changed; not applied until a restart "
