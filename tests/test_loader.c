@@ -2,6 +2,7 @@
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../svc/check.h"
@@ -817,6 +818,59 @@ Test(loader, delta_chain_over_a_fuse_base)
 	s = snapshot_acquire(&sl);
 	cr_assert_eq(ffile_bloom(s->ff)->layout, BLOOM_FUSE);
 	snapshot_release(s);
+	loader_free(&l);
+	snapshot_slot_free(&sl);
+}
+
+/*
+ * The chain's files pass the checks of the filter and table, on the
+ * descriptor that is read: a group-writable delta and a FIFO in its place
+ * (which a plain open would wait on forever) are refused, and the same
+ * delta written properly then applies.
+ */
+Test(loader, delta_chain_files_are_regular_and_not_group_writable,
+    .timeout = 20)
+{
+	struct snapshot_slot sl;
+	struct loader l;
+	struct snapshot *s;
+	struct delta_entry e[1];
+	unsigned char base[32];
+	int64_t now = util_now();
+	uint64_t seq;
+	char err[512], n1[DELTA_NAME_LEN + 1], path[512];
+
+	dname(n1, 1);
+	snapshot_slot_init(&sl);
+	cr_assert_eq(loader_init(&l, &cfg, &pol, err, sizeof(err)), 0, "%s",
+	    err);
+	publish(key, 1, now - 100, now + 60, 0, false);
+	cr_assert_eq(loader_poll(&l, &sl, false), 0);
+	s = snapshot_acquire(&sl);
+	memcpy(base, s->pos.base_sha256, 32);
+	snapshot_release(s);
+	snprintf(path, sizeof(path), "%s/v%020d/" DELTA_DIR "/%s", fdir, 1, n1);
+	e[0] = chain_ent(DELTA_ADD, "t9");
+
+	put_chain_file(key, DELTA_KIND_DELTA, 1, base, 1, base, now - 5,
+	    now + 600, e, 1, n1, 0, NULL);
+	cr_assert_eq(chmod(path, 0664), 0);
+	cr_assert_eq(loader_poll_chain(&l, &sl), -1, "a group-writable delta");
+	cr_assert_eq(answer(&sl, "t9", &seq, NULL), CHECK_NOT_REVOKED);
+	cr_assert_eq(seq, 0);
+
+	cr_assert_eq(unlink(path), 0);
+	cr_assert_eq(mkfifo(path, 0644), 0);
+	cr_assert_eq(loader_poll_chain(&l, &sl), -1, "a FIFO as a delta");
+	cr_assert_eq(answer(&sl, "t9", &seq, NULL), CHECK_NOT_REVOKED);
+
+	cr_assert_eq(unlink(path), 0);
+	put_chain_file(key, DELTA_KIND_DELTA, 1, base, 1, base, now - 5,
+	    now + 600, e, 1, n1, 0, NULL);
+	cr_assert_eq(chmod(path, 0644), 0);
+	cr_assert_eq(loader_poll_chain(&l, &sl), 0, "the same delta, 0644");
+	cr_assert_eq(answer(&sl, "t9", &seq, NULL), CHECK_REVOKED);
+	cr_assert_eq(seq, 1);
 	loader_free(&l);
 	snapshot_slot_free(&sl);
 }
