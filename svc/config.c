@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cjson/cJSON.h>
 
@@ -1007,11 +1008,13 @@ config_load_file(struct config *c, const char *path, char *err,
     size_t errlen)
 {
 	unsigned char *buf = NULL;
+	struct stat st;
 	size_t len = 0;
 	char e[512];
 	int rc;
 
-	if (util_read_file(path, CONFIG_MAX_FILE, &buf, &len, e,
+	/* A regular file only: a FIFO must not hang a start or a SIGHUP. */
+	if (util_read_file_st(path, CONFIG_MAX_FILE, &buf, &len, &st, e,
 	    sizeof(e)) == -1) {
 		snprintf(err, errlen, "%s", e);
 		return -1;

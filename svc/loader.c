@@ -135,6 +135,43 @@ out:
 	return rc;
 }
 
+/*
+ * Opens the audit log for appending, creating it (0640). Opened without
+ * blocking, so that a FIFO without a reader (ENXIO) cannot hang the
+ * start or a SIGHUP, and a FIFO is refused (a reader that stops would
+ * block every load); a regular file or a device such as /dev/null is
+ * then switched back to blocking writes. Returns the descriptor, or -1
+ * with err.
+ */
+static int
+open_audit(const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+	int fd;
+
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY |
+	    O_NONBLOCK, 0640);
+	if (fd == -1) {
+		snprintf(err, errlen, "audit_log: %s: %s", path,
+		    strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) == -1 || fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) &
+	    ~O_NONBLOCK) == -1) {
+		snprintf(err, errlen, "audit_log: %s: %s", path,
+		    strerror(errno));
+		close(fd);
+		return -1;
+	}
+	if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) {
+		snprintf(err, errlen, "audit_log: %s: a FIFO or socket, not a "
+		    "file", path);
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 int
 loader_init(struct loader *l, const struct config *c,
     const struct stale_policy *p, char *err, size_t errlen)
@@ -179,13 +216,8 @@ loader_init(struct loader *l, const struct config *c,
 	}
 	if (state_read(l, err, errlen) == -1)
 		goto fail;
-	l->audit_fd = open(l->audit_path, O_WRONLY | O_APPEND | O_CREAT |
-	    O_CLOEXEC, 0640);
-	if (l->audit_fd == -1) {
-		snprintf(err, errlen, "audit_log: %s: %s", l->audit_path,
-		    strerror(errno));
+	if ((l->audit_fd = open_audit(l->audit_path, err, errlen)) == -1)
 		goto fail;
-	}
 	return 0;
 fail:
 	loader_free(l);
@@ -1028,12 +1060,11 @@ out:
 int
 loader_reopen_audit(struct loader *l)
 {
+	char e[PATH_MAX + 64];
 	int fd, old;
 
-	fd = open(l->audit_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
-	    0640);
-	if (fd == -1) {
-		log_err("audit log %s: %s", l->audit_path, strerror(errno));
+	if ((fd = open_audit(l->audit_path, e, sizeof(e))) == -1) {
+		log_err("%s", e);
 		return -1;
 	}
 	pthread_mutex_lock(&l->load_mu);

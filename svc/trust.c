@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include <curl/curl.h>
@@ -16,6 +17,7 @@
 
 #define JWKS_FETCH_TIMEOUT	10	/* seconds for one fetch, all included */
 #define JWKS_CONNECT_TIMEOUT	5
+#define TRUST_CA_MAX		(16 * 1024 * 1024)	/* bytes of a CA bundle */
 
 int
 trust_read_secret(const struct config *c, const char *path, size_t min,
@@ -76,6 +78,7 @@ issuer_load(struct trust_issuer *ti, const struct config *c,
     const struct config_issuer *ci, char *err, size_t errlen)
 {
 	unsigned char *buf = NULL;
+	struct stat st;
 	size_t len = 0;
 	char e[512];
 	int rc = -1;
@@ -96,6 +99,22 @@ issuer_load(struct trust_issuer *ti, const struct config *c,
 			log_warn("issuer %s: %s holds no usable key; its "
 			    "signed tokens are refused", ci->issuer,
 			    ci->jwks_file);
+	}
+	/*
+	 * libcurl opens the CA file on a fetch (on the main thread at start
+	 * and on SIGHUP): it must be a regular file now, not a FIFO.
+	 */
+	if (ci->jwks_ca_file != NULL) {
+		free(buf);
+		buf = NULL;
+		if (util_read_file_st(ci->jwks_ca_file, TRUST_CA_MAX, &buf,
+		    &len, &st, e, sizeof(e)) == -1) {
+			snprintf(err, errlen, "issuer %s: jwks_ca_file: %s",
+			    ci->issuer, e);
+			goto out;
+		}
+		free(buf);
+		buf = NULL;
 	}
 	if (ci->hs_secret_file != NULL && trust_read_secret(c,
 	    ci->hs_secret_file, JWT_HS_MIN, &ti->hs, &ti->hs_len, e, sizeof(e)) == -1) {

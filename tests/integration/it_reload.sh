@@ -7,8 +7,8 @@
 # /v1/status config.generation moves on); each restart-only one is named
 # in the log and in config.restart_pending and keeps its running value; a
 # configuration with one broken part (a missing, FIFO or group-writable
-# JWKS file) changes nothing at all, not even the settings that were
-# fine; an issuer removed by SIGHUP has its tokens refused at once, even
+# JWKS file, a FIFO as a client secret, CA file or the config file itself)
+# changes nothing at all, not even the settings that were fine; an issuer removed by SIGHUP has its tokens refused at once, even
 # ones the verified-token cache holds.
 . "$(dirname "$0")/lib.sh"
 
@@ -142,8 +142,17 @@ cp "$T/b.jwks" "$T/gw.jwks"
 chmod 664 "$T/gw.jwks"
 conf "$(iss_a), $(iss_b "$T/gw.jwks")" '"poll_interval": 2, "max_batch": 3'
 hup_refused "a group-writable JWKS file" 'gw.jwks: writable by group or others'
+conf "$(iss_a)" "\"introspection_clients\": [{\"id\": \"gw\", \"secret_file\": \"$T/fifo.jwks\"}]"
+hup_refused "a FIFO as a client secret" 'introspection client gw: .*fifo.jwks: not a regular file'
+conf "$(iss_a), {\"issuer\": \"$B\", \"jwks_uri\": \"https://127.0.0.1:1/j\", \"jwks_ca_file\": \"$T/fifo.jwks\", \"audiences\": [\"api\"], \"algorithms\": [\"ES256\"]}"
+hup_refused "a FIFO as a jwks_ca_file" 'jwks_ca_file: .*fifo.jwks: not a regular file'
 conf "$(iss_a)" '"poll_interval": 2, "max_batch": 3, "max_age": "oops"'
 hup_refused "a bad max_age" 'max_age'
+mv "$T/rc.json" "$T/rc.json.keep"
+mkfifo "$T/rc.json"
+hup_refused "a FIFO as the config file" 'rc.json: not a regular file'
+rm -f "$T/rc.json"
+mv "$T/rc.json.keep" "$T/rc.json"
 authz "$TB" 401 "after the refused reloads issuer B is still not trusted" untrusted_issuer
 authz "$TA2" 200 "after the refused reloads issuer A still verifies"
 printf '{"items":[{"id":"x1"},{"id":"x2"},{"id":"x3"},{"id":"x4"}]}' >"$T/batch4.json"
@@ -218,6 +227,15 @@ rc_curl "$D_URL/v1/status"
 rc_expect_json config.restart_pending null "reverted: nothing waits for a restart"
 rc_expect_eq "$(grep -c 'configuration generation [0-9]* applied' "$T/D.log")" $((GEN - 1)) \
     "one 'applied' line per applied SIGHUP"
+
+# ---------------------------------------------------------------- a FIFO as the audit log stops nothing but the start
+mkfifo "$T/audit.fifo"
+mkdir -p "$T/s2"
+out=$(timeout 10 "$REVCHECKD" --listen "127.0.0.1:$(rc_free_port)" --filter-dir "$T/f" \
+    --trusted-key "$T/key.pub" --state-dir "$T/s2" --audit-log "$T/audit.fifo" 2>&1) && rc=0 || rc=$?
+[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && rc_ok "a FIFO as audit_log: the start fails at once (exit $rc)" ||
+    rc_fail "a FIFO as audit_log: exit $rc"
+rc_expect_match "$out" 'audit_log: .*audit.fifo: (a FIFO or socket|No such device)' "the audit log FIFO is named"
 
 # ---------------------------------------------------------------- edge: the authority's timeouts and retries
 # An authority that accepts and never answers (rawhttp.py serve hang):
