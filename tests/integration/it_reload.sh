@@ -160,14 +160,15 @@ rc_curl -H 'Content-Type: application/json' --data-binary @"$T/batch4.json" "$D_
 rc_expect_status 200 "the max_batch of 3 in the refused configurations was not applied"
 
 # ---------------------------------------------------------------- request limits and the log format
-conf "$(iss_a)" '"poll_interval": 2, "max_batch": 3, "max_body": 200, "log_format": "json"'
+conf "$(iss_a)" '"poll_interval": 2, "max_batch": 3, "max_body": 200, "log_format": "json", "token_cache_size": 5'
 hup
+rc_expect_json token_verification.cache.size 5 "token_cache_size 5 applied: the new cache has 5 slots"
 rc_curl -H 'Content-Type: application/json' --data-binary @"$T/batch4.json" "$D_URL/v1/check"
 rc_expect_status 413 "max_batch 3 applied: a batch of 4 is refused"
 head -c 300 /dev/zero | tr '\0' ' ' >"$T/big.json"
 rc_curl -H 'Content-Type: application/json' --data-binary @"$T/big.json" "$D_URL/v1/check"
 rc_expect_status 413 "max_body 200 applied: a body of 300 bytes is refused"
-wait_log "$T/D.log" '^\{.*SIGHUP: configuration generation '"$GEN"' applied: changed max_batch, max_body, log_format' ||
+wait_log "$T/D.log" '^\{.*SIGHUP: configuration generation '"$GEN"' applied: changed max_batch, max_body, log_format, token_cache_size' ||
     rc_fail "log_format json was not applied (the applied line is not a JSON object)"
 
 # ---------------------------------------------------------------- staleness policy: max_age, Retry-After
@@ -194,6 +195,11 @@ hup
 authz "$UNSIGNED" 200 "revocation-only applied: the gateway's token is only checked for revocation"
 rc_curl "$D_URL/v1/status"
 rc_expect_json token_verification.mode revocation-only "status: the mode in force"
+UNCOVERED=$(rc_jwt "https://c.example" ok-c)
+authz "$UNCOVERED" 403 "a token of a scope the filter does not cover: denied" not_covered
+conf "" '"token_verification": "revocation-only", "authz_not_covered": "allow"'
+hup
+authz "$UNCOVERED" 200 "authz_not_covered allow applied: the same token passes" not_covered
 FORM='Content-Type: application/x-www-form-urlencoded'
 rc_curl -u "gw:$GW1" -H "$FORM" --data-urlencode "token=$TA2" "$D_URL/v1/introspect"
 rc_expect_status 401 "no introspection client yet"
