@@ -296,46 +296,44 @@ loader_free(struct loader *l)
 	pthread_mutex_destroy(&l->ev_mu);
 }
 
-/* Adds name: s, or null for "". Returns false when out of memory. */
-static bool
-add_str_or_null(cJSON *o, const char *name, const char *s)
+/* A string member's value, or null for "". */
+static void
+str_or_null(struct sbuf *b, const char *s)
 {
-	return (s[0] != '\0' ? cJSON_AddStringToObject(o, name, s) :
-	    cJSON_AddNullToObject(o, name)) != NULL;
+	if (s[0] != '\0')
+		sbuf_add_jstrs(b, s);
+	else
+		sbuf_adds(b, "null");
 }
 
 void
 loader_event_json(struct sbuf *b, const struct loader_event *ev)
 {
-	char ts[UTIL_RFC3339_LEN], ver[21], *text = NULL;
-	cJSON *o;
-	bool ok;
+	char ts[UTIL_RFC3339_LEN];
 
 	if (ev->time == 0) {
 		sbuf_adds(b, "null");
 		return;
 	}
 	util_rfc3339(ts, ev->time);
-	/* A version is printed whole, not through a double. */
-	snprintf(ver, sizeof(ver), "%llu", (unsigned long long)ev->version);
-	ok = (o = cJSON_CreateObject()) != NULL &&
-	    cJSON_AddStringToObject(o, "time", ts) != NULL &&
-	    cJSON_AddStringToObject(o, "event", "load") != NULL &&
-	    cJSON_AddStringToObject(o, "result", ev->accepted ? "accepted" :
-	    "refused") != NULL &&
-	    (ev->version != 0 ? cJSON_AddRawToObject(o, "version", ver) :
-	    cJSON_AddNullToObject(o, "version")) != NULL &&
-	    add_str_or_null(o, "signer", ev->signer) &&
-	    add_str_or_null(o, "sha256", ev->sha256) &&
-	    cJSON_AddStringToObject(o, "source", ev->source) != NULL &&
-	    add_str_or_null(o, "reason", ev->reason) &&
-	    (text = cJSON_PrintUnformatted(o)) != NULL;
-	if (ok)
-		sbuf_adds(b, text);
+	sbuf_adds(b, "{\"time\":\"");
+	sbuf_adds(b, ts);
+	sbuf_adds(b, "\",\"event\":\"load\",\"result\":\"");
+	sbuf_adds(b, ev->accepted ? "accepted" : "refused");
+	sbuf_adds(b, "\",\"version\":");
+	if (ev->version != 0)
+		sbuf_add_u64(b, ev->version);
 	else
-		b->oom = true;	/* as a failed append would */
-	cJSON_free(text);
-	cJSON_Delete(o);
+		sbuf_adds(b, "null");
+	sbuf_adds(b, ",\"signer\":");
+	str_or_null(b, ev->signer);
+	sbuf_adds(b, ",\"sha256\":");
+	str_or_null(b, ev->sha256);
+	sbuf_adds(b, ",\"source\":");
+	sbuf_add_jstrs(b, ev->source);
+	sbuf_adds(b, ",\"reason\":");
+	str_or_null(b, ev->reason);
+	sbuf_adds(b, "}");
 }
 
 /* One JSON line to the audit log and stderr; updates last and counters. */
