@@ -1,5 +1,6 @@
 /* test_loader.c - verification, rollback state, refusals and the audit log */
 #include <criterion/criterion.h>
+#include <cjson/cJSON.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <sys/stat.h>
@@ -67,6 +68,39 @@ teardown(void)
 }
 
 TestSuite(loader, .init = setup, .fini = teardown);
+
+/*
+ * A load event names a path and a reason that can hold any bytes (a file
+ * name, an upstream's message): its JSON, for the audit log and
+ * /v1/status, is valid UTF-8 with every such byte escaped or replaced, as
+ * sbuf_add_jstr promises (cJSON would pass invalid UTF-8 through).
+ */
+Test(loader, event_json_is_valid_for_any_bytes)
+{
+	struct loader_event ev;
+	struct sbuf b;
+	cJSON *o;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.time = 1700000000;
+	ev.version = UINT64_MAX;
+	snprintf(ev.source, sizeof(ev.source), "/srv/f\xff\xfe/<x>\"\n");
+	snprintf(ev.reason, sizeof(ev.reason), "bad \xc3 byte\x01");
+	sbuf_init(&b, 64, 0);
+	loader_event_json(&b, &ev);
+	sbuf_adds(&b, "");
+	cr_assert(sbuf_ok(&b));
+	cr_assert(sbuf_utf8_valid(b.p, b.len), "invalid UTF-8: %.*s",
+	    (int)b.len, b.p);
+	cr_assert_null(memchr(b.p, '<', b.len), "%.*s", (int)b.len, b.p);
+	cr_assert(strstr(b.p, "\"version\":18446744073709551615,") != NULL,
+	    "the version printed whole: %.*s", (int)b.len, b.p);
+	o = cJSON_ParseWithLength(b.p, b.len);
+	cr_assert_not_null(o, "not JSON: %.*s", (int)b.len, b.p);
+	cr_assert_str_eq(cJSON_GetObjectItem(o, "event")->valuestring, "load");
+	cJSON_Delete(o);
+	sbuf_free(&b);
+}
 
 /* Publishes version v built at issued_at; tamper flips one filter byte. */
 static void
