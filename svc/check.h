@@ -6,11 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <cjson/cJSON.h>
-
 #include "metrics.h"
 #include "revkey.h"
-#include "sbuf.h"
 #include "snapshot.h"
 #include "stale.h"
 #include "table.h"
@@ -21,14 +18,6 @@ enum check_status {
 	CHECK_REVOKED,
 	CHECK_NOT_COVERED,
 };
-
-/*
- * Caps on a certificate chain (POST /v1/check {"cert", "chain"} and the
- * authz client-certificate header): certificates in all, the leaf
- * included, and bytes of their text added up.
- */
-#define CHECK_CHAIN_MAX_CERTS	8
-#define CHECK_CHAIN_MAX_BYTES	(64 * 1024)
 
 enum check_source {
 	CHECK_SRC_FILTER = 0,
@@ -164,42 +153,6 @@ void check_keys_tally(const struct snapshot *s, const struct revkey *keys,
     size_t n, struct check_result *r, int *rc, struct metrics_tally *t);
 
 /*
- * Parses a POST /v1/check body: valid UTF-8, exactly one JSON value with
- * nothing but whitespace after it, and that value an object. Returns the
- * root, which the caller deletes, or NULL with *why set to a static
- * message (safe to show: it never contains the input).
- */
-cJSON *check_parse_body(const char *body, size_t len, const char **why);
-
-/*
- * Derives the key of one check object: {"id", "scope"?}, {"cert"} or
- * {"token"}; exactly one of id, cert and token. A token is proven valid
- * first (trust_token with tr; NULL refuses it). Returns 0, or -1 with err
- * (safe to show: it never contains the input) and *why: JWT_VALID for a
- * bad request, JWT_MALFORMED for an unreadable token, any other verdict
- * for a token that failed verification (401 invalid_token).
- */
-int check_key_from_json(const cJSON *obj, struct trust *tr,
-    struct revkey *k, enum jwt_verdict *why, char *err, size_t errlen);
-
-/*
- * The key of {"id": id, "scope": scope} (scope NULL: no "scope", the
- * default), from bytes that need not be NUL-terminated (a batch item
- * read in place): the rule and the message check_key_from_json gives for
- * that object. Returns 0, or -1 with err (safe to show).
- */
-int check_key_from_id(struct revkey *k, const char *scope, size_t scope_len,
-    const char *id, size_t id_len, char *err, size_t errlen);
-
-/*
- * The same, also filling cut for a {"token"} object (cut->has_sub and
- * has_sid stay false for the other kinds). cut may be NULL.
- */
-int check_key_from_json_cut(const cJSON *obj, struct trust *tr,
-    struct revkey *k, struct trust_cutoffs *cut, enum jwt_verdict *why,
-    char *err, size_t errlen);
-
-/*
  * Applies a token's subject and session cutoffs after its jti was
  * answered not_revoked in r: a cutoff key found revoked at time T
  * revokes the token when it has no iat or iat < T (and always when T is
@@ -211,55 +164,12 @@ int check_key_from_json_cut(const cJSON *obj, struct trust *tr,
 int check_cutoffs(const struct snapshot *s, const struct trust_cutoffs *c,
     struct check_result *r);
 
-/* True when why (from check_key_from_json) means 401 invalid_token. */
-bool check_invalid_token(enum jwt_verdict why);
-
-/*
- * Derives the key of every certificate in text and appends them to
- * keys[*n..max). text is one or more PEM "CERTIFICATE" blocks with only
- * whitespace around and between them, or (without PEM armour) exactly one
- * DER certificate. Every block must be a certificate: a block that does
- * not parse, any other text, no certificate at all or more than max keys
- * in all returns -1 with err saying which (1-based position in text) and
- * why (safe to show: it never contains the input); *n is then undefined.
- * Returns 0 with *n advanced.
- */
-int check_keys_from_pem(const char *text, size_t len, struct revkey *keys,
-    size_t max, size_t *n, char *err, size_t errlen);
-
-/*
- * Derives the keys of {"cert": PEM, "chain": [PEM, ...]} ("chain"
- * optional): the certificates of "cert" first, then those of each chain
- * element in order, at most CHECK_CHAIN_MAX_CERTS and CHECK_CHAIN_MAX_BYTES
- * of text. "id", "token" and "scope" may not be present. Returns 0 with
- * keys[0..*n) set, or -1 with err (safe to show).
- */
-int check_chain_from_json(const cJSON *obj, struct revkey *keys, size_t *n,
-    char *err, size_t errlen);
-
 /*
  * The verdict order over a chain: revoked, then not_covered, then
  * not_revoked. Returns the index of the first of the n results (n > 0)
  * with the worst status. This function can't fail.
  */
 size_t check_worst(const struct check_result *r, size_t n);
-
-/*
- * Appends the answer of a chain: the fields of the worst result (as
- * check_render), "decided_by" (its index) and "chain", one answer object
- * per certificate in order; ok[i] false renders certificate i as an
- * error object named by r[i].fail (check_fail_str). worst must be an index with ok[worst].
- */
-void check_render_chain(struct sbuf *b, const struct snapshot *s,
-    const struct revkey *keys, const struct check_result *r, const bool *ok,
-    size_t n, size_t worst);
-
-/* Appends the answer object for one key (see docs/API.md). */
-void check_render(struct sbuf *b, const struct snapshot *s,
-    const struct revkey *k, const struct check_result *r);
-
-/* Appends {"error": code, "message": msg} with both strings escaped. */
-void check_render_error(struct sbuf *b, const char *code, const char *msg);
 
 const char *check_status_str(enum check_status st);
 /* "authority_unavailable" or "authority_behind". */

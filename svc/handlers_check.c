@@ -9,6 +9,7 @@
 
 #include "batch.h"
 #include "check.h"
+#include "checkio.h"
 #include "jwt.h"
 #include "log.h"
 #include "server.h"
@@ -103,8 +104,8 @@ static enum MHD_Result
 answer_keys(const struct server_req *r, const struct revkey *keys,
     size_t n, bool chain, const struct trust_cutoffs *cut)
 {
-	struct check_result res[CHECK_CHAIN_MAX_CERTS];
-	bool ok[CHECK_CHAIN_MAX_CERTS];
+	struct check_result res[CHECKIO_CHAIN_MAX_CERTS];
+	bool ok[CHECKIO_CHAIN_MAX_CERTS];
 	size_t unsettled = SIZE_MAX;	/* the first unsettled certificate */
 	struct server_hdr h[2];
 	const struct snapshot *s;
@@ -136,9 +137,9 @@ answer_keys(const struct server_req *r, const struct revkey *keys,
 	}
 	sbuf_init(&b, 256 + n * 256, 0);
 	if (chain)
-		check_render_chain(&b, s, keys, res, ok, n, w);
+		checkio_render_chain(&b, s, keys, res, ok, n, w);
 	else
-		check_render(&b, s, &keys[0], &res[0]);
+		checkio_render(&b, s, &keys[0], &res[0]);
 	sbuf_adds(&b, "\n");
 	snprintf(ver, sizeof(ver), "%llu", (unsigned long long)s->version);
 	check_end(s);
@@ -189,7 +190,7 @@ check_get(const struct server_req *r)
 static void
 render_unsettled(struct sbuf *b, enum check_fail f)
 {
-	check_render_error(b, check_fail_str(f), f == CHECK_FAIL_BEHIND ?
+	server_render_error(b, check_fail_str(f), f == CHECK_FAIL_BEHIND ?
 	    "possibly revoked; the authority answered from an older filter "
 	    "version" : "possibly revoked; the authority cannot be reached");
 }
@@ -230,19 +231,19 @@ check_batch(const struct server_req *r, const cJSON *items)
 	cJSON_ArrayForEach(it, items) {
 		if (i++ > 0)
 			sbuf_adds(&b, ",");
-		if (check_key_from_json_cut(it, &r->live->trust, &k, &cut, &jv,
+		if (checkio_key_from_json_cut(it, &r->live->trust, &k, &cut, &jv,
 		    e, sizeof(e)) == -1) {
 			metrics_tally_inc(&tally, MET_BAD_ITEMS);
-			if (check_invalid_token(jv))
+			if (checkio_invalid_token(jv))
 				render_invalid(&b, jv, e);
 			else
-				check_render_error(&b, "bad_request", e);
+				server_render_error(&b, "bad_request", e);
 		} else if (check_key_tally(s, &k, &res, &tally) == -1 ||
 		    check_cutoffs(s, &cut, &res) == -1) {
 			metrics_tally_inc(&tally, MET_BAD_ITEMS);
 			render_unsettled(&b, res.fail);
 		} else
-			check_render(&b, s, &k, &res);
+			checkio_render(&b, s, &k, &res);
 	}
 	sbuf_adds(&b, "]}\n");
 	metrics_tally_flush(&tally);
@@ -304,7 +305,7 @@ check_batch_items(const struct server_req *r, const struct batch_item *items,
 		m = n - i < BATCH_CHUNK ? n - i : BATCH_CHUNK;
 		/* The items whose keys derive, packed for one decision. */
 		for (j = k = 0; j < m; j++) {
-			w->ok[j] = check_key_from_id(&w->keys[k],
+			w->ok[j] = checkio_key_from_id(&w->keys[k],
 			    items[i + j].scope, items[i + j].scope_len,
 			    items[i + j].id, items[i + j].id_len, e,
 			    sizeof(e)) == 0;
@@ -316,19 +317,19 @@ check_batch_items(const struct server_req *r, const struct batch_item *items,
 				sbuf_addlit(&b, ",");
 			if (!w->ok[j]) {
 				/* Derived again for its message (rare). */
-				(void)check_key_from_id(&w->scratch,
+				(void)checkio_key_from_id(&w->scratch,
 				    items[i + j].scope,
 				    items[i + j].scope_len, items[i + j].id,
 				    items[i + j].id_len, e, sizeof(e));
 				metrics_tally_inc(&tally, MET_BAD_ITEMS);
-				check_render_error(&b, "bad_request", e);
+				server_render_error(&b, "bad_request", e);
 				continue;
 			}
 			if (w->rc[k] == -1) {
 				metrics_tally_inc(&tally, MET_BAD_ITEMS);
 				render_unsettled(&b, w->res[k].fail);
 			} else
-				check_render(&b, s, &w->keys[k], &w->res[k]);
+				checkio_render(&b, s, &w->keys[k], &w->res[k]);
 			k++;
 		}
 	}
@@ -370,7 +371,7 @@ try_batch_items(const struct server_req *r, enum MHD_Result *ret)
 static enum MHD_Result
 check_post(const struct server_req *r)
 {
-	struct revkey keys[CHECK_CHAIN_MAX_CERTS];
+	struct revkey keys[CHECKIO_CHAIN_MAX_CERTS];
 	const cJSON *items;
 	const char *why = NULL;
 	struct revkey k;
@@ -383,7 +384,7 @@ check_post(const struct server_req *r)
 
 	if (try_batch_items(r, &ret))
 		return ret;
-	if ((root = check_parse_body(r->body, r->body_len, &why)) == NULL)
+	if ((root = checkio_parse_body(r->body, r->body_len, &why)) == NULL)
 		return server_error(r, MHD_HTTP_BAD_REQUEST, "bad_request",
 		    why, 0);
 	items = cJSON_GetObjectItemCaseSensitive(root, "items");
@@ -395,7 +396,7 @@ check_post(const struct server_req *r)
 			ret = check_batch(r, items);
 	} else if (cJSON_GetObjectItemCaseSensitive(root, "cert") != NULL) {
 		/* One certificate answers as before; a chain per certificate. */
-		if (check_chain_from_json(root, keys, &n, e, sizeof(e)) == -1)
+		if (checkio_chain_from_json(root, keys, &n, e, sizeof(e)) == -1)
 			ret = server_error(r, MHD_HTTP_BAD_REQUEST,
 			    "bad_request", e, 0);
 		else if (n == 1 && cJSON_GetObjectItemCaseSensitive(root,
@@ -407,9 +408,9 @@ check_post(const struct server_req *r)
 		ret = server_error(r, MHD_HTTP_BAD_REQUEST, "bad_request",
 		    "\"chain\" needs \"cert\", the certificate it leads to",
 		    0);
-	else if (check_key_from_json_cut(root, &r->live->trust, &k, &cut, &jv,
+	else if (checkio_key_from_json_cut(root, &r->live->trust, &k, &cut, &jv,
 	    e, sizeof(e)) == -1)
-		ret = check_invalid_token(jv) ? invalid_token(r, jv, e) :
+		ret = checkio_invalid_token(jv) ? invalid_token(r, jv, e) :
 		    server_error(r, MHD_HTTP_BAD_REQUEST, "bad_request", e, 0);
 	else
 		ret = answer_keys(r, &k, 1, false, &cut);
@@ -478,7 +479,7 @@ cert_header_keys(struct revkey *keys, size_t max, size_t *n, const char *v,
 		goto out;
 	}
 	if (memmem(buf, len, "-----BEGIN", 10) != NULL) {
-		rc = check_keys_from_pem(buf, len, keys, max, n, e, sizeof(e));
+		rc = checkio_keys_from_pem(buf, len, keys, max, n, e, sizeof(e));
 		if (rc == -1)
 			snprintf(err, errlen, "certificate header: %s", e);
 		goto out;
@@ -596,8 +597,8 @@ enum MHD_Result
 handle_authz(const struct server_req *r)
 {
 	const struct config *c = &r->live->cfg;
-	struct revkey keys[1 + CHECK_CHAIN_MAX_CERTS];
-	enum check_status st[1 + CHECK_CHAIN_MAX_CERTS];
+	struct revkey keys[1 + CHECKIO_CHAIN_MAX_CERTS];
+	enum check_status st[1 + CHECKIO_CHAIN_MAX_CERTS];
 	struct check_result res;
 	const struct snapshot *s;
 	enum stale_reason why;
@@ -641,7 +642,7 @@ handle_authz(const struct server_req *r)
 	first_cert = nk;
 	if (cert != NULL && cert[0] != '\0') {
 		/* A chain: every certificate is a credential of its own. */
-		if (cert_header_keys(keys, nk + CHECK_CHAIN_MAX_CERTS, &nk,
+		if (cert_header_keys(keys, nk + CHECKIO_CHAIN_MAX_CERTS, &nk,
 		    cert, e, sizeof(e)) == -1)
 			return authz_reply(r, MHD_HTTP_UNAUTHORIZED,
 			    "bad_credential", NULL);

@@ -231,9 +231,3 @@ sbuf_add_label(struct sbuf *b, const char *s, size_t len)
 	}
 	sbuf_adds(b, "\"");
 }
-
-bool
-sbuf_utf8_valid(const void *p, size_t n)
-{
-	return util_utf8_valid(p, n);
-}

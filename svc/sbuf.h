@@ -54,7 +54,4 @@ void sbuf_add_jstrs(struct sbuf *b, const char *s);
  */
 void sbuf_add_label(struct sbuf *b, const char *s, size_t len);
 
-/* True when p[0..n) is well-formed UTF-8 (no overlongs, no surrogates). */
-bool sbuf_utf8_valid(const void *p, size_t n);
-
 #endif

@@ -411,6 +411,16 @@ server_queue(const struct server_req *r, unsigned status,
 	return ret;
 }
 
+void
+server_render_error(struct sbuf *b, const char *code, const char *msg)
+{
+	sbuf_adds(b, "{\"error\":");
+	sbuf_add_jstrs(b, code);
+	sbuf_adds(b, ",\"message\":");
+	sbuf_add_jstrs(b, msg);
+	sbuf_adds(b, "}");
+}
+
 enum MHD_Result
 server_error(const struct server_req *r, unsigned status, const char *code,
     const char *msg, unsigned retry_after)
@@ -422,7 +432,7 @@ server_error(const struct server_req *r, unsigned status, const char *code,
 	const struct route *rt;
 
 	sbuf_init(&b, 128, 0);
-	check_render_error(&b, code, msg);
+	server_render_error(&b, code, msg);
 	sbuf_adds(&b, "\n");
 	if ((body = sbuf_take(&b, &len)) == NULL)
 		return MHD_NO;

@@ -146,6 +146,13 @@ enum MHD_Result server_queue(const struct server_req *r, unsigned status,
     const struct server_hdr *hdrs, size_t nhdrs);
 
 /*
+ * Appends the error object {"error": code, "message": msg}, both strings
+ * escaped: the shape of every error answer, and of a batch item or chain
+ * certificate that gets none. Can't fail (sbuf's sticky error).
+ */
+void server_render_error(struct sbuf *b, const char *code, const char *msg);
+
+/*
  * Replies {"error": code, "message": msg} with the given status. Adds
  * Retry-After for 503 when retry_after > 0. msg must not hold raw input
  * (it is escaped anyway).

@@ -153,7 +153,7 @@ id_askable(const struct revkey *k, char *idt, size_t *idlen)
 	 * about another id, so it is not asked at all.
 	 */
 	return memchr(idt, '\0', *idlen) == NULL &&
-	    sbuf_utf8_valid(idt, *idlen);
+	    util_utf8_valid(idt, *idlen);
 }
 
 /*

@@ -6,7 +6,7 @@
 #include <cjson/cJSON.h>
 
 #include "../svc/batch.h"
-#include "../svc/check.h"
+#include "../svc/checkio.h"
 
 #define MAX	16
 
@@ -34,7 +34,7 @@ parse(const char *text, struct batch_item *items, size_t max, size_t *n)
 }
 
 /*
- * What the general path (check_parse_body and cJSON) reads from the same
+ * What the general path (checkio_parse_body and cJSON) reads from the same
  * body must be the same items, ids and scopes: the fast path may only
  * accept bodies whose meaning it knows exactly.
  */
@@ -46,7 +46,7 @@ same_as_cjson(const char *text, const struct batch_item *items, size_t n)
 	cJSON *root;
 	size_t i = 0;
 
-	root = check_parse_body(text, strlen(text), &why);
+	root = checkio_parse_body(text, strlen(text), &why);
 	cr_assert_not_null(root, "cJSON refuses what the fast path took: %s",
 	    why);
 	arr = cJSON_GetObjectItemCaseSensitive(root, "items");

@@ -8,6 +8,7 @@
 #include <openssl/x509.h>
 
 #include "../svc/check.h"
+#include "../svc/checkio.h"
 #include "../svc/metrics.h"
 #include "../svc/sbuf.h"
 #include "../svc/snapshot.h"
@@ -310,7 +311,7 @@ Test(check, json_items)
 #define J(text, want) do {						\
 	j = cJSON_Parse(text);						\
 	cr_assert_not_null(j, "%s", text);				\
-	cr_assert_eq(check_key_from_json(j, &tr, &k, &jv, err,		\
+	cr_assert_eq(checkio_key_from_json(j, &tr, &k, &jv, err,		\
 	    sizeof(err)), want,						\
 	    "%s: %s", text, err);					\
 	cJSON_Delete(j);						\
@@ -388,7 +389,7 @@ Test(check, body_with_control_byte_or_escaped_nul_is_refused)
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		why = NULL;
-		j = check_parse_body(cases[i].b, cases[i].n, &why);
+		j = checkio_parse_body(cases[i].b, cases[i].n, &why);
 		cr_assert_eq(j != NULL, cases[i].ok, "case %zu: %s", i,
 		    why != NULL ? why : "accepted");
 		cJSON_Delete(j);
@@ -407,7 +408,7 @@ Test(check, render_is_json_and_escaped)
 	key_text(&k, "default", "tok-revoked");
 	cr_assert_eq(check_key(s, &k, &r), 0);
 	sbuf_init(&b, 0, 0);
-	check_render(&b, s, &k, &r);
+	checkio_render(&b, s, &k, &r);
 	cr_assert_str_eq(b.p, "{\"status\":\"revoked\",\"source\":"
 	    "\"authoritative\",\"scope\":\"default\",\"id\":\"tok-revoked\","
 	    "\"filter_version\":42,\"revoked_at\":\"2020-09-13T12:26:40Z\","
@@ -416,7 +417,7 @@ Test(check, render_is_json_and_escaped)
 	cr_assert_eq(revkey_set(&k, "default", "<\"\n\xff>", 5), 0);
 	cr_assert_eq(check_key(s, &k, &r), 0);
 	sbuf_init(&b, 0, 0);
-	check_render(&b, s, &k, &r);
+	checkio_render(&b, s, &k, &r);
 	j = cJSON_Parse(b.p);
 	cr_assert_not_null(j, "%s", b.p);
 	cr_assert(strstr(b.p, "<") == NULL);
@@ -539,14 +540,14 @@ pem_cat(const char *first, ...)
 
 Test(check, pem_chain_every_block_is_a_certificate_or_all_is_refused)
 {
-	struct revkey keys[CHECK_CHAIN_MAX_CERTS];
+	struct revkey keys[CHECKIO_CHAIN_MAX_CERTS];
 	char *a = chain_cert(0x21, "chain A"), *b = chain_cert(0x11, "chain B");
 	char *t, err[256];
 	size_t n;
 
 #define PEM(text, max, want) do {					\
 	n = 0;								\
-	cr_assert_eq(check_keys_from_pem(text, strlen(text), keys, max,	\
+	cr_assert_eq(checkio_keys_from_pem(text, strlen(text), keys, max,	\
 	    &n, err, sizeof(err)), want, "%s", err);			\
 } while (0)
 	t = pem_cat("\n ", a, "\r\n", b, "\n\n", NULL);
@@ -584,7 +585,7 @@ Test(check, pem_chain_every_block_is_a_certificate_or_all_is_refused)
 	    8, -1);
 	PEM(" \n\t", 8, -1);
 	n = 0;
-	cr_assert_eq(check_keys_from_pem("", 0, keys, 8, &n, err,
+	cr_assert_eq(checkio_keys_from_pem("", 0, keys, 8, &n, err,
 	    sizeof(err)), -1);
 #undef PEM
 	free(a);
@@ -593,7 +594,7 @@ Test(check, pem_chain_every_block_is_a_certificate_or_all_is_refused)
 
 Test(check, chain_json_caps_and_members)
 {
-	struct revkey keys[CHECK_CHAIN_MAX_CERTS];
+	struct revkey keys[CHECKIO_CHAIN_MAX_CERTS];
 	char *a = chain_cert(0x22, "chain leaf"), *b = chain_cert(0x11, "chain int");
 	enum jwt_verdict jv;
 	char err[300];
@@ -603,18 +604,18 @@ Test(check, chain_json_caps_and_members)
 	cr_assert_not_null(o = cJSON_CreateObject());
 	cJSON_AddStringToObject(o, "cert", a);
 	cr_assert_not_null(arr = cJSON_AddArrayToObject(o, "chain"));
-	for (i = 1; i < CHECK_CHAIN_MAX_CERTS; i++)
+	for (i = 1; i < CHECKIO_CHAIN_MAX_CERTS; i++)
 		cJSON_AddItemToArray(arr, cJSON_CreateString(b));
-	cr_assert_eq(check_chain_from_json(o, keys, &n, err, sizeof(err)), 0,
+	cr_assert_eq(checkio_chain_from_json(o, keys, &n, err, sizeof(err)), 0,
 	    "%s", err);
-	cr_assert_eq(n, CHECK_CHAIN_MAX_CERTS);
+	cr_assert_eq(n, CHECKIO_CHAIN_MAX_CERTS);
 	cr_assert(keys[0].id[0] == 0x22 && keys[7].id[0] == 0x11);
 	cJSON_AddItemToArray(arr, cJSON_CreateString(b));
-	cr_assert_eq(check_chain_from_json(o, keys, &n, err, sizeof(err)), -1,
+	cr_assert_eq(checkio_chain_from_json(o, keys, &n, err, sizeof(err)), -1,
 	    "one certificate over the cap");
 	cr_assert(strstr(err, "more than 8") != NULL, "%s", err);
 	/* The same chain is no batch item: refused, never cut to the leaf. */
-	cr_assert_eq(check_key_from_json(o, NULL, &keys[0], &jv, err,
+	cr_assert_eq(checkio_key_from_json(o, NULL, &keys[0], &jv, err,
 	    sizeof(err)), -1);
 	cr_assert(strstr(err, "chain") != NULL, "%s", err);
 	cJSON_Delete(o);
@@ -625,9 +626,9 @@ Test(check, chain_json_caps_and_members)
 
 		cr_assert_not_null(o = cJSON_CreateObject());
 		cJSON_AddStringToObject(o, "cert", two);
-		cr_assert_eq(check_key_from_json(o, NULL, &keys[0], &jv, err,
+		cr_assert_eq(checkio_key_from_json(o, NULL, &keys[0], &jv, err,
 		    sizeof(err)), -1);
-		cr_assert_eq(check_chain_from_json(o, keys, &n, err,
+		cr_assert_eq(checkio_chain_from_json(o, keys, &n, err,
 		    sizeof(err)), 0, "%s", err);
 		cr_assert_eq(n, 2, "a single check reads both");
 		cJSON_Delete(o);
@@ -671,21 +672,21 @@ Test(check, json_token_refused_without_issuer)
 	cJSON *j = cJSON_Parse(body);
 
 	cr_assert_not_null(j);
-	cr_assert_eq(check_key_from_json(j, &required, &k, &jv, err,
+	cr_assert_eq(checkio_key_from_json(j, &required, &k, &jv, err,
 	    sizeof(err)), -1);
 	cr_assert_eq(jv, JWT_UNTRUSTED_ISSUER, "%s", err);
-	cr_assert(check_invalid_token(jv));
+	cr_assert(checkio_invalid_token(jv));
 	jv = JWT_VALID;
-	cr_assert_eq(check_key_from_json(j, NULL, &k, &jv, err, sizeof(err)),
+	cr_assert_eq(checkio_key_from_json(j, NULL, &k, &jv, err, sizeof(err)),
 	    -1);
 	cr_assert_eq(jv, JWT_UNTRUSTED_ISSUER, "%s", err);
 	/* An unreadable token stays a bad request. */
 	cJSON_Delete(j);
 	j = cJSON_Parse("{\"token\":\"not.a.jwt\"}");
-	cr_assert_eq(check_key_from_json(j, &required, &k, &jv, err,
+	cr_assert_eq(checkio_key_from_json(j, &required, &k, &jv, err,
 	    sizeof(err)), -1);
 	cr_assert_eq(jv, JWT_MALFORMED);
-	cr_assert_not(check_invalid_token(jv));
+	cr_assert_not(checkio_invalid_token(jv));
 	cJSON_Delete(j);
 }
 

@@ -3,6 +3,7 @@
 #include <cjson/cJSON.h>
 
 #include "../svc/sbuf.h"
+#include "util.h"
 
 static char *
 esc(const void *p, size_t n)
@@ -64,7 +65,7 @@ Test(sbuf, every_byte_string_is_valid_json)
 	for (i = 0; i < 256; i++)
 		in[i] = (unsigned char)i;
 	s = esc(in, sizeof(in));
-	cr_assert(sbuf_utf8_valid(s, strlen(s)));
+	cr_assert(util_utf8_valid(s, strlen(s)));
 	j = cJSON_Parse(s);
 	cr_assert_not_null(j);
 	cr_assert(cJSON_IsString(j));
@@ -109,14 +110,4 @@ Test(sbuf, cap_sets_oom_once)
 	sbuf_adds(&b, "0123456789");
 	cr_assert(!sbuf_ok(&b));
 	cr_assert_null(sbuf_take(&b, &len));
-}
-
-Test(sbuf, utf8_validation)
-{
-	cr_assert(sbuf_utf8_valid("plain", 5));
-	cr_assert(sbuf_utf8_valid("\xf0\x9f\x98\x80", 4));
-	cr_assert(!sbuf_utf8_valid("\xf0\x9f\x98", 3));
-	cr_assert(!sbuf_utf8_valid("\xc0\x80", 2));
-	cr_assert(!sbuf_utf8_valid("\xed\xb0\x80", 3));
-	cr_assert(!sbuf_utf8_valid("\xf4\x90\x80\x80", 4));
 }

@@ -202,3 +202,13 @@ Test(util, buf_append_grows_and_stops_at_the_cap)
 	cr_assert(p[99999] == 'a');
 	free(p);
 }
+
+Test(util, utf8_validation)
+{
+	cr_assert(util_utf8_valid("plain", 5));
+	cr_assert(util_utf8_valid("\xf0\x9f\x98\x80", 4));
+	cr_assert(!util_utf8_valid("\xf0\x9f\x98", 3));
+	cr_assert(!util_utf8_valid("\xc0\x80", 2));
+	cr_assert(!util_utf8_valid("\xed\xb0\x80", 3));
+	cr_assert(!util_utf8_valid("\xf4\x90\x80\x80", 4));
+}

@@ -7,7 +7,7 @@
 #include <cjson/cJSON.h>
 
 #include "batch.h"
-#include "check.h"
+#include "checkio.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -16,10 +16,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /*
  * The fast path may only take a body whose meaning it knows exactly: for
- * every body batch_parse accepts, check_parse_body must accept it too and
+ * every body batch_parse accepts, checkio_parse_body must accept it too and
  * cJSON must see the same items, with the same id and scope bytes and no
- * other member, and each item's key (check_key_from_id) must be the one
- * check_key_from_json derives from the cJSON item, or both must refuse
+ * other member, and each item's key (checkio_key_from_id) must be the one
+ * checkio_key_from_json derives from the cJSON item, or both must refuse
  * it with the same message. Anything else the fast path must refuse (the
  * general path answers). A mismatch aborts.
  */
@@ -43,7 +43,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		goto out;
 	if (n > cap)
 		abort();
-	if ((root = check_parse_body(body, size, &why)) == NULL)
+	if ((root = checkio_parse_body(body, size, &why)) == NULL)
 		abort();
 	arr = cJSON_GetObjectItemCaseSensitive(root, "items");
 	if (!cJSON_IsArray(arr) || cJSON_GetArraySize(root) != 1 ||
@@ -68,8 +68,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    items[i].scope_len) != 0))
 			abort();
 		e1[0] = e2[0] = '\0';
-		r1 = check_key_from_json(it, NULL, &k1, &jv, e1, sizeof(e1));
-		r2 = check_key_from_id(&k2, items[i].scope, items[i].scope_len,
+		r1 = checkio_key_from_json(it, NULL, &k1, &jv, e1, sizeof(e1));
+		r2 = checkio_key_from_id(&k2, items[i].scope, items[i].scope_len,
 		    items[i].id, items[i].id_len, e2, sizeof(e2));
 		if (r1 != r2 || (r1 == 0 && revkey_cmp(&k1, &k2) != 0) ||
 		    (r1 == -1 && strcmp(e1, e2) != 0))

@@ -3,7 +3,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "check.h"
+#include "checkio.h"
 #include "revkey.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -13,7 +13,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	unsigned char enc[REVKEY_ENC_MAX];
 	char err[256], text[REVKEY_ID_TEXT_MAX];
-	struct revkey k, chain[CHECK_CHAIN_MAX_CERTS];
+	struct revkey k, chain[CHECKIO_CHAIN_MAX_CERTS];
 	size_t n = 0, i;
 
 	if (revkey_from_cert_bytes(&k, data, size, err, sizeof(err)) == 0) {
@@ -23,9 +23,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		(void)revkey_id_text(&k, text);
 	}
 	/* A chain: every key it gives is whole; never more than the cap. */
-	if (check_keys_from_pem((const char *)data, size, chain,
-	    CHECK_CHAIN_MAX_CERTS, &n, err, sizeof(err)) == 0) {
-		if (n == 0 || n > CHECK_CHAIN_MAX_CERTS)
+	if (checkio_keys_from_pem((const char *)data, size, chain,
+	    CHECKIO_CHAIN_MAX_CERTS, &n, err, sizeof(err)) == 0) {
+		if (n == 0 || n > CHECKIO_CHAIN_MAX_CERTS)
 			__builtin_trap();
 		for (i = 0; i < n; i++)
 			if (!revkey_scope_valid(chain[i].scope,

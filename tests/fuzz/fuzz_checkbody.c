@@ -7,9 +7,10 @@
 
 #include <cjson/cJSON.h>
 
-#include "check.h"
+#include "checkio.h"
 #include "ffile.h"
 #include "log.h"
+#include "server.h"
 #include "sbuf.h"
 #include "sign.h"
 #include "snapshot.h"
@@ -96,7 +97,7 @@ answer(struct sbuf *b, const struct revkey *k)
 		abort();
 	if (check_key(snap, k, &res) != 0)
 		abort();	/* an origin never needs the authority */
-	check_render(b, snap, k, &res);
+	checkio_render(b, snap, k, &res);
 }
 
 int
@@ -111,7 +112,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char e[300], *text;
 	size_t len, i = 0;
 
-	if ((root = check_parse_body((const char *)data, size, &why)) ==
+	if ((root = checkio_parse_body((const char *)data, size, &why)) ==
 	    NULL) {
 		if (why == NULL)
 			abort();
@@ -130,29 +131,29 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (i++ > 0)
 				sbuf_adds(&b, ",");
 			e[0] = '\0';
-			if (check_key_from_json(it, &fuzz_trust, &k, &jv, e,
+			if (checkio_key_from_json(it, &fuzz_trust, &k, &jv, e,
 			    sizeof(e)) == -1) {
 				if (e[0] == '\0')
 					abort();
-				check_render_error(&b, "bad_request", e);
+				server_render_error(&b, "bad_request", e);
 			} else
 				answer(&b, &k);
 		}
 		sbuf_adds(&b, "]}");
 	} else {
 		e[0] = '\0';
-		if (check_key_from_json(root, &fuzz_trust, &k, &jv, e,
+		if (checkio_key_from_json(root, &fuzz_trust, &k, &jv, e,
 		    sizeof(e)) == -1) {
 			if (e[0] == '\0')
 				abort();
-			check_render_error(&b, "bad_request", e);
+			server_render_error(&b, "bad_request", e);
 		} else
 			answer(&b, &k);
 	}
 	/* Whatever came in, what goes out is one valid JSON object. */
 	if ((text = sbuf_take(&b, &len)) == NULL)
 		abort();
-	if (!sbuf_utf8_valid(text, len) ||
+	if (!util_utf8_valid(text, len) ||
 	    (out = cJSON_ParseWithLength(text, len)) == NULL ||
 	    !cJSON_IsObject(out))
 		abort();
