@@ -60,19 +60,51 @@ static const struct route routes[] = {
 /* Bytes of an over-cap chunked body drained before hanging up. */
 #define DRAIN_MAX	(UINT64_C(1) << 20)
 
-/* Per-request state, only for requests that carry a body. */
+/*
+ * Where a request is. libmicrohttpd calls on_access once the headers are
+ * in, once per piece of body, once more at the end of the body, and
+ * again after a suspended request resumes; the phase says which call
+ * this is. on_uri starts every request (NEW or BAD_URI), on_completed
+ * ends it (IDLE):
+ *
+ *   NEW, BAD_URI  --first call-->  ANSWERED (refused: a reply is queued)
+ *                                  NO_BODY  (routed, nothing announced)
+ *                                  BODY     (routed, a body announced)
+ *   NO_BODY       --next call-->   ANSWERED (the handler ran)
+ *   BODY          --body pieces--> BODY; --end of body--> ANSWERED
+ *   ANSWERED      --any call-->    ANSWERED (what else is sent is dropped)
+ *   any handler run               DEFERRED (suspended until its
+ *                                  positives settle, on an edge)
+ *   DEFERRED      --resumed-->     ANSWERED or DEFERRED (handler ran again)
+ */
+enum req_phase {
+	REQ_IDLE = 0,	/* between requests */
+	REQ_NEW,	/* on_uri passed it; on_access not called yet */
+	REQ_BAD_URI,	/* on_uri refused the raw URI: 400 at the first call */
+	REQ_NO_BODY,	/* routed, no body: the handler runs at the next call */
+	REQ_BODY,	/* reading (or discarding) the announced body */
+	REQ_DEFERRED,	/* suspended until its positives are settled */
+	REQ_ANSWERED,	/* its reply is queued */
+};
+
+/*
+ * One request's state. It lives in its connection's conn_track (one
+ * request at a time per connection), so a request allocates nothing but
+ * its body; only a connection that could not be tracked gets one of its
+ * own (ct NULL), freed by on_completed.
+ */
 struct reqstate {
-	const struct route *rt;
+	enum req_phase	 phase;
+	struct conn_track *ct;		/* its connection, or NULL */
+	const struct route *rt;		/* set from NO_BODY and BODY on */
 	char		*body;
 	size_t		 len;
 	size_t		 cap;		/* reserved from body_bytes too */
 	uint64_t	 seen;
 	bool		 keep;		/* accumulate (else discard) */
-	bool		 replied;	/* the handler ran (or a reply was queued) */
-	bool		 deferred;	/* suspended until its positives settle */
+	bool		 too_large;	/* over the cap: 413 at the end */
 	double		 started;	/* when its handler first ran */
 	struct check_settle *settle;	/* its positives (edge), or NULL */
-	bool		 too_large;	/* over the cap: 413 at the end */
 };
 
 struct server {
@@ -92,58 +124,24 @@ struct server {
  * never one already reused by another connection. A request moves its
  * connection's deadline without the lock (an atomic store into its own
  * entry, which only the close notification frees, on the connection's
- * own thread): the lock is taken per connection, never per request.
+ * own thread, or the request's on_completed when the connection closed
+ * in the middle of it): the lock is taken per connection, never per
+ * request. The entry also holds the connection's current request.
  */
 struct conn_track {
 	struct conn_track *prev;
 	struct conn_track *next;
 	MHD_socket	 fd;
 	_Atomic double	 deadline;	/* monotonic; 0 while in a request */
+	bool		 closed;	/* closed in a request: on_completed frees */
+	struct reqstate	 req;		/* the request on this connection */
 };
 
 static pthread_mutex_t track_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct conn_track track_head = { &track_head, &track_head,
-    MHD_INVALID_SOCKET, 0 };
-
-/* Marks requests that have been routed but need no per-request state. */
-static int no_state;
-
-/* Marks requests whose raw URI was refused before routing (see on_uri). */
-static int bad_uri;
+static struct conn_track track_head = { .prev = &track_head,
+    .next = &track_head, .fd = MHD_INVALID_SOCKET };
 
 
-/*
- * Sees the raw request URI before libmicrohttpd unescapes it, which takes
- * a malformed escape ("%zz", a lone "%") literally. Refuses malformed
- * escapes and control bytes anywhere, and an escaped NUL in the path,
- * which would cut the path short where it is compared. The return value
- * becomes the request's first con_cls: &bad_uri makes on_access answer
- * 400 before routing.
- */
-static void *
-on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
-{
-	const unsigned char *p;
-	bool in_path = true;
-
-	(void)cls;
-	(void)conn;
-	for (p = (const unsigned char *)uri; *p != '\0'; p++) {
-		if (*p < 0x20 || *p == 0x7f)
-			return &bad_uri;
-		if (*p == '?')
-			in_path = false;
-		if (*p != '%')
-			continue;
-		if (util_hexval((unsigned char)p[1]) < 0 ||
-		    util_hexval((unsigned char)p[2]) < 0)
-			return &bad_uri;
-		if (in_path && p[1] == '0' && p[2] == '0')
-			return &bad_uri;
-		p += 2;
-	}
-	return NULL;
-}
 /*
  * Requests being handled, counted per thread (perthread.h) so that no
  * two requests write the same cache line: a thread adds one when a
@@ -200,6 +198,86 @@ body_release(size_t n)
 	atomic_fetch_sub(&body_bytes, n);
 }
 
+/* Gives back what a request holds: its body and its positives. */
+static void
+req_release(struct reqstate *st)
+{
+	free(st->body);
+	body_release(st->cap);
+	check_settle_free(st->settle);
+	st->body = NULL;
+	st->cap = 0;
+	st->settle = NULL;
+}
+
+/* Sets the deadline of the request's connection (see conn_track). */
+static void
+req_deadline(const struct reqstate *st, double deadline)
+{
+	if (st->ct != NULL)
+		atomic_store(&st->ct->deadline, deadline);
+}
+
+/*
+ * True when the raw request URI (before libmicrohttpd unescapes it, which
+ * takes a malformed escape such as "%zz" or a lone "%" literally) is
+ * acceptable: no malformed escape, no control byte anywhere, and no
+ * escaped NUL in the path, which would cut the path short where it is
+ * compared.
+ */
+static bool
+uri_ok(const char *uri)
+{
+	const unsigned char *p;
+	bool in_path = true;
+
+	for (p = (const unsigned char *)uri; *p != '\0'; p++) {
+		if (*p < 0x20 || *p == 0x7f)
+			return false;
+		if (*p == '?')
+			in_path = false;
+		if (*p != '%')
+			continue;
+		if (util_hexval((unsigned char)p[1]) < 0 ||
+		    util_hexval((unsigned char)p[2]) < 0)
+			return false;
+		if (in_path && p[1] == '0' && p[2] == '0')
+			return false;
+		p += 2;
+	}
+	return true;
+}
+
+/*
+ * Starts every request: its state (the connection's, or one of its own
+ * when the connection is untracked) becomes the request's con_cls, NEW,
+ * or BAD_URI when the raw URI is refused, which on_access answers 400
+ * before routing. NULL (out of memory) makes on_access close the
+ * connection.
+ */
+static void *
+on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci;
+	struct conn_track *ct = NULL;
+	struct reqstate *st;
+
+	(void)cls;
+	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	if (ci != NULL)
+		ct = ci->socket_context;
+	if (ct != NULL) {
+		st = &ct->req;
+		/* on_completed ended the last one; never leak if it did not. */
+		req_release(st);
+		memset(st, 0, sizeof(*st));
+		st->ct = ct;
+	} else if ((st = calloc(1, sizeof(*st))) == NULL)
+		return NULL;
+	st->phase = uri_ok(uri) ? REQ_NEW : REQ_BAD_URI;
+	return st;
+}
+
 struct hdr_count {
 	const char	*name;
 	unsigned	 n;
@@ -240,18 +318,6 @@ server_inflight(void)
 }
 
 static void
-track_deadline(struct MHD_Connection *conn, double deadline)
-{
-	const union MHD_ConnectionInfo *ci;
-	struct conn_track *ct;
-
-	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-	if (ci == NULL || (ct = ci->socket_context) == NULL)
-		return;
-	atomic_store(&ct->deadline, deadline);
-}
-
-static void
 on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
     enum MHD_ConnectionNotificationCode code)
 {
@@ -282,8 +348,12 @@ on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
 	ct->prev->next = ct->next;
 	ct->next->prev = ct->prev;
 	pthread_mutex_unlock(&track_mu);
-	free(ct);
 	*socket_context = NULL;
+	/* Closed in the middle of a request: its on_completed frees ct. */
+	if (ct->req.phase != REQ_IDLE)
+		ct->closed = true;
+	else
+		free(ct);
 }
 
 unsigned
@@ -326,16 +396,6 @@ method_bit(const char *m)
 	if (strcmp(m, "POST") == 0)
 		return M_POST;
 	return 0x80;	/* any other method */
-}
-
-/* True when a con_cls value is a routes[] entry (a body-less request). */
-static bool
-is_route(const void *p)
-{
-	uintptr_t u = (uintptr_t)p, lo = (uintptr_t)routes;
-
-	return u >= lo && u < lo + sizeof(routes) &&
-	    (u - lo) % sizeof(routes[0]) == 0;
 }
 
 static const struct route *
@@ -467,16 +527,6 @@ is_media_type(const char *ct, const char *want)
 	return *ct == '\0' || *ct == ';';
 }
 
-/* The request state behind a con_cls value, or NULL for the markers. */
-static struct reqstate *
-as_state(void *p)
-{
-	if (p == NULL || p == (void *)&no_state || p == (void *)&bad_uri ||
-	    is_route(p))
-		return NULL;
-	return p;
-}
-
 static void
 resume_conn(void *conn)
 {
@@ -484,51 +534,41 @@ resume_conn(void *conn)
 }
 
 /*
- * Runs a route's handler. On an edge (ctx->settle) the positives it meets
- * are collected in the request's check_settle: while some are pending,
- * its reply is dropped (server_queue), the connection suspended and the
- * keys handed to ctx->settle, so no worker thread waits on the origin;
- * on_access runs the handler again once they are settled (or refused at
- * once, when too many requests wait: their positives then fail). Counts
- * made by a dropped pass are dropped with it.
+ * Runs a route's handler; the request is ANSWERED after it, or DEFERRED.
+ * On an edge (ctx->settle) the positives it meets are collected in the
+ * request's check_settle: while some are pending, its reply is dropped
+ * (server_queue), the connection suspended and the keys handed to
+ * ctx->settle, so no worker thread waits on the origin; on_access runs
+ * the handler again once they are settled (or refused at once, when too
+ * many requests wait: their positives then fail). Counts made by a
+ * dropped pass are dropped with it.
  */
 static enum MHD_Result
-run_handler(struct server_req *r, const struct route *rt, void **con_cls)
+run_handler(struct server_req *r, struct reqstate *st)
 {
 	struct server_ctx *ctx = r->ctx;
-	struct reqstate *st = as_state(*con_cls);
-	struct check_settle *tmp = NULL, **slot;
 	struct metrics_tally cap;
 	enum MHD_Result ret;
 	bool deferred = false;
 
+	st->phase = REQ_ANSWERED;
 	if (ctx->settle == NULL)
-		return rt->fn(r);
-	slot = st != NULL ? &st->settle : &tmp;
-	r->settle = slot;
+		return st->rt->fn(r);
+	r->settle = &st->settle;
 	r->deferred = &deferred;
-	check_settle_bind(slot);
+	check_settle_bind(&st->settle);
 	metrics_capture_begin(&cap);
-	ret = rt->fn(r);
+	ret = st->rt->fn(r);
 	metrics_capture_end(!deferred);
 	check_settle_bind(NULL);
 	if (!deferred) {
-		check_settle_free(tmp);
+		check_settle_free(st->settle);
+		st->settle = NULL;
 		return ret;
-	}
-	if (st == NULL) {
-		if ((st = calloc(1, sizeof(*st))) == NULL) {
-			check_settle_free(tmp);
-			return MHD_NO;
-		}
-		st->rt = rt;
-		st->replied = true;
-		st->settle = tmp;
-		*con_cls = st;
 	}
 	if (st->settle->passes++ == 0)
 		st->started = r->started;
-	st->deferred = true;
+	st->phase = REQ_DEFERRED;
 	MHD_suspend_connection(r->conn);
 	if (ctx->settle(ctx->settle_arg, st->settle, resume_conn,
 	    r->conn) == -1) {
@@ -538,6 +578,194 @@ run_handler(struct server_req *r, const struct route *rt, void **con_cls)
 	return MHD_YES;
 }
 
+/*
+ * The first call (NEW or BAD_URI): the headers are in, the body (if any)
+ * is not. Refuses what it must (ANSWERED), or routes the request to
+ * NO_BODY or BODY. The request's deadline keeps running until its handler
+ * does.
+ */
+static enum MHD_Result
+req_start(struct server_req *r, struct reqstate *st)
+{
+	struct MHD_Connection *conn = r->conn;
+	const struct route *rt;
+	const char *cl, *te;
+	uint64_t clen = 0, max = r->live->cfg.max_body;
+	size_t ncap;
+	unsigned mb;
+	bool bad_uri = st->phase == REQ_BAD_URI;
+
+	inflight_add(1);
+	st->phase = REQ_ANSWERED;	/* until routed */
+	if (bad_uri)
+		return server_error(r, MHD_HTTP_BAD_REQUEST, "bad_request",
+		    "malformed percent-encoding or control bytes in the URL",
+		    0);
+	if ((rt = route_find(r->url)) == NULL)
+		return server_error(r, MHD_HTTP_NOT_FOUND, "not_found",
+		    "no such endpoint", 0);
+	r->ep = rt->ep;
+	mb = method_bit(r->method);
+	if ((rt->methods & mb) == 0)
+		return server_error(r, MHD_HTTP_METHOD_NOT_ALLOWED,
+		    "method_not_allowed", "method not allowed on this "
+		    "endpoint", 0);
+	cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+	    MHD_HTTP_HEADER_CONTENT_LENGTH);
+	te = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+	    MHD_HTTP_HEADER_TRANSFER_ENCODING);
+	/*
+	 * Both framings at once is the request-smuggling shape (RFC 9112
+	 * 6.1: a server may reject it; a proxy in front may have framed the
+	 * body the other way): refused, and the connection closed, since
+	 * where this body ends is unknown.
+	 */
+	if (cl != NULL && te != NULL) {
+		r->close = true;
+		return server_error(r, MHD_HTTP_BAD_REQUEST, "bad_request",
+		    "both Content-Length and Transfer-Encoding", 0);
+	}
+	/*
+	 * A second Authorization header could carry a revoked token behind
+	 * a clean first one: which one counts is ambiguous, so neither does.
+	 */
+	if (server_header_count(conn, MHD_HTTP_HEADER_AUTHORIZATION) > 1) {
+		r->close = true;
+		return server_error(r, MHD_HTTP_BAD_REQUEST, "bad_request",
+		    "repeated Authorization header", 0);
+	}
+	if ((rt->body_methods & mb) != 0 &&
+	    !is_media_type(MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+	    MHD_HTTP_HEADER_CONTENT_TYPE), rt->body_type != NULL ?
+	    rt->body_type : "application/json"))
+		return server_error(r, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
+		    "unsupported_media_type", rt->body_type != NULL ?
+		    "the body must be application/x-www-form-urlencoded" :
+		    "the body must be application/json", 0);
+	if (cl != NULL && util_parse_u64(cl, UINT64_MAX, &clen) == 0 &&
+	    clen > max)
+		return server_error(r, MHD_HTTP_CONTENT_TOO_LARGE,
+		    "payload_too_large", "request body over the configured "
+		    "limit", 0);
+	if (te != NULL && strcasecmp(te, "chunked") != 0)
+		return server_error(r, MHD_HTTP_NOT_IMPLEMENTED,
+		    "not_implemented", "only the chunked transfer coding is "
+		    "supported", 0);
+	st->rt = rt;
+	if ((cl == NULL || clen == 0) && te == NULL) {
+		if ((rt->body_methods & mb) != 0)
+			return server_error(r, MHD_HTTP_BAD_REQUEST,
+			    "bad_request", "a JSON body is required", 0);
+		/*
+		 * Answer on the next call: a reply queued while the headers
+		 * are being processed makes libmicrohttpd close the
+		 * connection.
+		 */
+		st->phase = REQ_NO_BODY;
+		return MHD_YES;
+	}
+	st->keep = (rt->body_methods & mb) != 0;
+	if (st->keep) {
+		/* Grow with the data, not with what is announced. */
+		ncap = clen > 0 && clen < BODY_START ? (size_t)clen + 1 :
+		    BODY_START;
+		if (!body_reserve(ncap)) {
+			metrics_inc(MET_BODY_REFUSED);
+			st->keep = false;
+			r->close = true;
+			return server_error(r, MHD_HTTP_SERVICE_UNAVAILABLE,
+			    "overloaded", "too many request bodies are being "
+			    "read at once", 1);
+		}
+		st->cap = ncap;
+		if ((st->body = malloc(st->cap)) == NULL)
+			return MHD_NO;
+	}
+	st->phase = REQ_BODY;
+	return MHD_YES;
+}
+
+/* One piece of an announced body (BODY): kept, or counted and dropped. */
+static enum MHD_Result
+req_body(struct reqstate *st, uint64_t max, const char *upload,
+    size_t *upsize)
+{
+	size_t ncap;
+	char *nb;
+
+	if (*upsize > max || st->seen > max - *upsize) {
+		/*
+		 * libmicrohttpd takes no reply in the middle of a body, and
+		 * only a chunked body gets this far (a Content-Length over the
+		 * cap is refused before it is read). Drop what was kept,
+		 * drain a bounded amount more to answer 413, then hang up.
+		 */
+		st->too_large = true;
+		free(st->body);
+		body_release(st->cap);
+		st->body = NULL;
+		st->cap = 0;
+		st->keep = false;
+		if (st->seen > max + DRAIN_MAX) {
+			*upsize = 0;
+			return MHD_NO;
+		}
+	}
+	if (st->keep) {
+		if (st->len + *upsize + 1 > st->cap) {
+			ncap = st->cap;
+			while (ncap < st->len + *upsize + 1)
+				ncap *= 2;
+			if (ncap > max + 1)
+				ncap = (size_t)max + 1;
+			/*
+			 * No reply can be queued in the middle of a body:
+			 * past the budget, hang up.
+			 */
+			if (!body_reserve(ncap - st->cap)) {
+				metrics_inc(MET_BODY_REFUSED);
+				log_warn("closing a connection: request bodies "
+				    "buffered at once reached max_body_total");
+				*upsize = 0;
+				return MHD_NO;
+			}
+			if ((nb = realloc(st->body, ncap)) == NULL) {
+				body_release(ncap - st->cap);
+				return MHD_NO;
+			}
+			st->body = nb;
+			st->cap = ncap;
+		}
+		memcpy(st->body + st->len, upload, *upsize);
+		st->len += *upsize;
+	}
+	st->seen += *upsize;
+	*upsize = 0;
+	return MHD_YES;
+}
+
+/* The end of an announced body (BODY): 413, 400 or the handler. */
+static enum MHD_Result
+req_body_end(struct server_req *r, struct reqstate *st)
+{
+	st->phase = REQ_ANSWERED;
+	req_deadline(st, 0);	/* the whole body is in */
+	if (st->too_large)
+		return server_error(r, MHD_HTTP_CONTENT_TOO_LARGE,
+		    "payload_too_large", "request body over the configured "
+		    "limit", 0);
+	if (st->keep) {
+		st->body[st->len] = '\0';
+		r->body = st->body;
+		r->body_len = st->len;
+		if (st->len == 0)
+			return server_error(r, MHD_HTTP_BAD_REQUEST,
+			    "bad_request", "a JSON body is required", 0);
+	}
+	return run_handler(r, st);
+}
+
+/* Steps the request's state machine (see enum req_phase). */
 static enum MHD_Result
 access_in(struct server_ctx *ctx, struct live *lv,
     struct MHD_Connection *conn, const char *url, const char *method,
@@ -545,14 +773,9 @@ access_in(struct server_ctx *ctx, struct live *lv,
 {
 	struct reqstate *st = *con_cls;
 	struct server_req r;
-	const struct route *rt;
-	const char *cl, *te;
-	uint64_t clen = 0;
-	uint64_t max = lv->cfg.max_body;
-	size_t ncap;
-	char *nb;
-	unsigned mb;
 
+	if (st == NULL)
+		return MHD_NO;	/* on_uri ran out of memory */
 	memset(&r, 0, sizeof(r));
 	r.conn = conn;
 	r.ctx = ctx;
@@ -560,214 +783,40 @@ access_in(struct server_ctx *ctx, struct live *lv,
 	r.method = method;
 	r.url = url;
 	r.body = "";
-	r.ep = EP_OTHER;
+	r.ep = st->rt != NULL ? st->rt->ep : EP_OTHER;
 	r.started = util_monotime();
 
-	if (st == NULL || st == (void *)&bad_uri) {
-		/*
-		 * First call: the headers are in, the body (if any) is not.
-		 * The request's deadline keeps running until its handler does.
-		 */
-		inflight_add(1);
-		*con_cls = &no_state;
-		if (st == (void *)&bad_uri)
-			return server_error(&r, MHD_HTTP_BAD_REQUEST,
-			    "bad_request", "malformed percent-encoding or "
-			    "control bytes in the URL", 0);
-		if ((rt = route_find(url)) == NULL)
-			return server_error(&r, MHD_HTTP_NOT_FOUND,
-			    "not_found", "no such endpoint", 0);
-		r.ep = rt->ep;
-		mb = method_bit(method);
-		if ((rt->methods & mb) == 0)
-			return server_error(&r, MHD_HTTP_METHOD_NOT_ALLOWED,
-			    "method_not_allowed", "method not allowed on "
-			    "this endpoint", 0);
-		cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-		    MHD_HTTP_HEADER_CONTENT_LENGTH);
-		te = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-		    MHD_HTTP_HEADER_TRANSFER_ENCODING);
-		/*
-		 * Both framings at once is the request-smuggling shape
-		 * (RFC 9112 6.1: a server may reject it; a proxy in front
-		 * may have framed the body the other way): refused, and the
-		 * connection closed, since where this body ends is unknown.
-		 */
-		if (cl != NULL && te != NULL) {
-			r.close = true;
-			return server_error(&r, MHD_HTTP_BAD_REQUEST,
-			    "bad_request", "both Content-Length and "
-			    "Transfer-Encoding", 0);
-		}
-		/*
-		 * A second Authorization header could carry a revoked token
-		 * behind a clean first one: which one counts is ambiguous,
-		 * so neither does.
-		 */
-		if (server_header_count(conn,
-		    MHD_HTTP_HEADER_AUTHORIZATION) > 1) {
-			r.close = true;
-			return server_error(&r, MHD_HTTP_BAD_REQUEST,
-			    "bad_request", "repeated Authorization header", 0);
-		}
-		if ((rt->body_methods & mb) != 0 &&
-		    !is_media_type(MHD_lookup_connection_value(conn,
-		    MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE),
-		    rt->body_type != NULL ? rt->body_type :
-		    "application/json"))
-			return server_error(&r,
-			    MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
-			    "unsupported_media_type", rt->body_type != NULL ?
-			    "the body must be application/x-www-form-urlencoded"
-			    : "the body must be application/json", 0);
-		if (cl != NULL && util_parse_u64(cl, UINT64_MAX, &clen) == 0 &&
-		    clen > max)
-			return server_error(&r, MHD_HTTP_CONTENT_TOO_LARGE,
-			    "payload_too_large", "request body over the "
-			    "configured limit", 0);
-		if (te != NULL && strcasecmp(te, "chunked") != 0)
-			return server_error(&r, MHD_HTTP_NOT_IMPLEMENTED,
-			    "not_implemented", "only the chunked transfer "
-			    "coding is supported", 0);
-		if ((cl == NULL || clen == 0) && te == NULL) {
-			if ((rt->body_methods & mb) != 0)
-				return server_error(&r,
-				    MHD_HTTP_BAD_REQUEST, "bad_request",
-				    "a JSON body is required", 0);
-			/*
-			 * Answer on the next call: a reply queued while
-			 * the headers are being processed makes
-			 * libmicrohttpd close the connection.
-			 */
-			*con_cls = (void *)rt;
-			return MHD_YES;
-		}
-		if ((st = calloc(1, sizeof(*st))) == NULL)
-			return MHD_NO;
-		*con_cls = st;		/* freed on completion, whatever happens */
-		st->rt = rt;
-		st->keep = (rt->body_methods & mb) != 0;
-		if (st->keep) {
-			/* Grow with the data, not with what is announced. */
-			ncap = clen > 0 && clen < BODY_START ?
-			    (size_t)clen + 1 : BODY_START;
-			if (!body_reserve(ncap)) {
-				metrics_inc(MET_BODY_REFUSED);
-				st->keep = false;
-				st->replied = true;
-				r.close = true;
-				return server_error(&r,
-				    MHD_HTTP_SERVICE_UNAVAILABLE, "overloaded",
-				    "too many request bodies are being read "
-				    "at once", 1);
-			}
-			st->cap = ncap;
-			if ((st->body = malloc(st->cap)) == NULL)
-				return MHD_NO;
-		}
-		return MHD_YES;
-	}
-	if (st == (void *)&no_state) {
-		*upsize = 0;	/* a reply is queued; drop the rest */
-		return MHD_YES;
-	}
-	if (is_route(st)) {
-		rt = (const struct route *)(void *)st;
+	switch (st->phase) {
+	case REQ_NEW:
+	case REQ_BAD_URI:
+		return req_start(&r, st);
+	case REQ_NO_BODY:
 		if (*upsize > 0) {
 			*upsize = 0;	/* no body was announced: drop it */
 			return MHD_YES;
 		}
-		*con_cls = &no_state;
-		r.ep = rt->ep;
-		track_deadline(conn, 0);	/* the request is in */
-		return run_handler(&r, rt, con_cls);
-	}
-	r.ep = st->rt->ep;
-	if (st->deferred) {
+		req_deadline(st, 0);	/* the request is in */
+		return run_handler(&r, st);
+	case REQ_BODY:
+		if (*upsize > 0)
+			return req_body(st, lv->cfg.max_body, upload, upsize);
+		return req_body_end(&r, st);
+	case REQ_DEFERRED:
 		/* Resumed: its positives have their outcome; answer now. */
 		*upsize = 0;
-		st->deferred = false;
 		r.started = st->started;	/* the wait counts in its time */
 		if (st->body != NULL) {
 			r.body = st->body;
 			r.body_len = st->len;
 		}
-		return run_handler(&r, st->rt, con_cls);
-	}
-	if (*upsize > 0) {
-		if (st->replied) {
-			*upsize = 0;
-			return MHD_YES;
-		}
-		if (*upsize > max || st->seen > max - *upsize) {
-			/*
-			 * libmicrohttpd takes no reply in the middle of a
-			 * body, and only a chunked body gets this far (a
-			 * Content-Length over the cap is refused before it
-			 * is read). Drop what was kept, drain a bounded
-			 * amount more to answer 413, then hang up.
-			 */
-			st->too_large = true;
-			free(st->body);
-			body_release(st->cap);
-			st->body = NULL;
-			st->cap = 0;
-			st->keep = false;
-			if (st->seen > max + DRAIN_MAX) {
-				*upsize = 0;
-				return MHD_NO;
-			}
-		}
-		if (st->keep) {
-			if (st->len + *upsize + 1 > st->cap) {
-				ncap = st->cap;
-				while (ncap < st->len + *upsize + 1)
-					ncap *= 2;
-				if (ncap > max + 1)
-					ncap = (size_t)max + 1;
-				/*
-				 * No reply can be queued in the middle of a
-				 * body: past the budget, hang up.
-				 */
-				if (!body_reserve(ncap - st->cap)) {
-					metrics_inc(MET_BODY_REFUSED);
-					log_warn("closing a connection: request "
-					    "bodies buffered at once reached "
-					    "max_body_total");
-					*upsize = 0;
-					return MHD_NO;
-				}
-				if ((nb = realloc(st->body, ncap)) == NULL) {
-					body_release(ncap - st->cap);
-					return MHD_NO;
-				}
-				st->body = nb;
-				st->cap = ncap;
-			}
-			memcpy(st->body + st->len, upload, *upsize);
-			st->len += *upsize;
-		}
-		st->seen += *upsize;
-		*upsize = 0;
+		return run_handler(&r, st);
+	case REQ_ANSWERED:
+		*upsize = 0;	/* a reply is queued; drop the rest */
 		return MHD_YES;
+	case REQ_IDLE:
+		break;
 	}
-	if (st->replied)
-		return MHD_YES;
-	st->replied = true;
-	track_deadline(conn, 0);	/* the whole body is in */
-	if (st->too_large)
-		return server_error(&r, MHD_HTTP_CONTENT_TOO_LARGE,
-		    "payload_too_large", "request body over the configured "
-		    "limit", 0);
-	if (st->keep) {
-		st->body[st->len] = '\0';
-		r.body = st->body;
-		r.body_len = st->len;
-		if (st->len == 0)
-			return server_error(&r, MHD_HTTP_BAD_REQUEST,
-			    "bad_request", "a JSON body is required", 0);
-	}
-	return run_handler(&r, st->rt, con_cls);
+	return MHD_NO;	/* not in a request: cannot happen */
 }
 
 /*
@@ -797,24 +846,27 @@ static void
 on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     enum MHD_RequestTerminationCode toe)
 {
-	struct reqstate *st = *con_cls;
-
 	const struct server_ctx *ctx = cls;
+	struct reqstate *st = *con_cls;
+	bool counted;
 
+	(void)conn;
 	(void)toe;
-	if (st == NULL || st == (void *)&bad_uri) {
-		*con_cls = NULL;	/* refused before on_access counted it */
-		return;
-	}
-	track_deadline(conn, util_monotime() + ctx->cfg->conn_timeout);
-	if (st != (void *)&no_state && !is_route(st)) {
-		free(st->body);
-		body_release(st->cap);
-		check_settle_free(st->settle);
-		free(st);
-	}
 	*con_cls = NULL;
-	inflight_add(-1);
+	if (st == NULL)
+		return;
+	/* NEW and BAD_URI: refused before on_access counted it. */
+	counted = st->phase != REQ_NEW && st->phase != REQ_BAD_URI;
+	if (counted)
+		req_deadline(st, util_monotime() + ctx->cfg->conn_timeout);
+	req_release(st);
+	st->phase = REQ_IDLE;
+	if (st->ct == NULL)
+		free(st);
+	else if (st->ct->closed)
+		free(st->ct);
+	if (counted)
+		inflight_add(-1);
 }
 
 __attribute__((format(printf, 2, 0)))
