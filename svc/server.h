@@ -9,7 +9,6 @@
 
 #include <microhttpd.h>
 
-#include "check.h"
 #include "live.h"
 #include "config.h"
 #include "loader.h"
@@ -18,6 +17,8 @@
 #include "snapshot.h"
 #include "stale.h"
 #include "trust.h"
+
+struct check_settle;	/* check.h: an edge request's pending positives */
 
 /* What every handler may read. Owned by main; outlives the server. */
 struct server_ctx {
