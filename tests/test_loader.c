@@ -90,7 +90,7 @@ Test(loader, event_json_is_valid_for_any_bytes)
 	loader_event_json(&b, &ev);
 	sbuf_adds(&b, "");
 	cr_assert(sbuf_ok(&b));
-	cr_assert(sbuf_utf8_valid(b.p, b.len), "invalid UTF-8: %.*s",
+	cr_assert(util_utf8_valid(b.p, b.len), "invalid UTF-8: %.*s",
 	    (int)b.len, b.p);
 	cr_assert_null(memchr(b.p, '<', b.len), "%.*s", (int)b.len, b.p);
 	cr_assert(strstr(b.p, "\"version\":18446744073709551615,") != NULL,
