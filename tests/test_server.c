@@ -27,12 +27,14 @@
 
 static struct config cfg;
 static struct snapshot_slot slot;
+static struct live_slot lslot;
 static struct server_ctx ctx;
 static struct server *srv;
 
 static void
 setup(void)
 {
+	struct live *lv;
 	char err[256];
 
 	signal(SIGPIPE, SIG_IGN);
@@ -45,9 +47,14 @@ setup(void)
 	cfg.conn_timeout = 5;
 	cfg.max_body = 1024;
 	snapshot_slot_init(&slot);
+	live_slot_init(&lslot);
+	lv = live_new(&cfg, 1, util_now(), err, sizeof(err));
+	cr_assert_not_null(lv, "live_new: %s", err);
+	live_swap(&lslot, lv);
 	memset(&ctx, 0, sizeof(ctx));
 	ctx.cfg = &cfg;
 	ctx.slot = &slot;
+	ctx.live = &lslot;
 	ctx.started_at = util_now();
 	srv = server_start(&ctx, err, sizeof(err));
 	cr_assert_not_null(srv, "server_start: %s", err);
@@ -57,6 +64,7 @@ static void
 teardown(void)
 {
 	server_stop(srv, 1000);
+	live_slot_free(&lslot);
 	snapshot_slot_free(&slot);
 	config_free(&cfg);
 }
