@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -959,9 +960,16 @@ server_stop(struct server *s, unsigned drain_ms)
 	if (s == NULL)
 		return;
 	atomic_store(&s->ctx->draining, true);
+	/*
+	 * No new connection from here: the listening socket is shut down
+	 * (new connects are refused) but stays open until the daemon has
+	 * stopped. A worker thread takes it out of its own epoll set after
+	 * the quiesce, and libmicrohttpd aborts the process when that fails
+	 * with EBADF, which closing it here made a race (seen under strace).
+	 */
 	fd = MHD_quiesce_daemon(s->d);
 	if (fd != MHD_INVALID_SOCKET)
-		close(fd);
+		(void)shutdown(fd, SHUT_RDWR);
 	while (server_inflight() > 0 && waited < drain_ms) {
 		nanosleep(&ts, NULL);
 		waited += 10;
@@ -970,6 +978,8 @@ server_stop(struct server *s, unsigned drain_ms)
 		log_warn("stopping with %lu requests still in flight",
 		    server_inflight());
 	MHD_stop_daemon(s->d);
+	if (fd != MHD_INVALID_SOCKET)
+		close(fd);
 	free(s);
 }
 
