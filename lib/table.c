@@ -477,16 +477,125 @@ out:
 	return ok;
 }
 
+/*
+ * The radix sort: an entry's sort key is its scope rank (2 bytes) then pfx
+ * (8 bytes), most significant byte first. The comparison order of
+ * tb_ent_cmp is that order, refined by the keys themselves and then the
+ * insertion order; the radix passes sort by the 10 bytes, and every group
+ * they leave equal or small is finished by tb_ent_cmp. tb_ent_cmp is a
+ * strict total order (offsets differ), so the result is the one any
+ * correct comparison sort gives.
+ */
+#define TB_DIGITS	10
+#define TB_SMALL	32	/* groups this small: insertion sort */
+
+static unsigned
+tb_digit(const struct table_ent *e, unsigned d)
+{
+	if (d < 2)
+		return (unsigned)(e->off >> (TB_OFF_BITS + 8 * (1 - d))) & 0xff;
+	return (unsigned)(e->pfx >> (8 * (TB_DIGITS - 1 - d))) & 0xff;
+}
+
+static void
+tb_isort(struct table_ent *e, size_t n, struct tb_sort_ctx *c)
+{
+	struct table_ent t;
+	size_t i, j;
+
+	for (i = 1; i < n; i++) {
+		t = e[i];
+		for (j = i; j > 0 && tb_ent_cmp(&t, &e[j - 1], c) < 0; j--)
+			e[j] = e[j - 1];
+		e[j] = t;
+	}
+}
+
+/*
+ * MSD radix sort in place (American flag sort) of n entries that share
+ * the digits before d. A digit every entry shares costs one counting pass
+ * and no moves. The recursion is at most TB_DIGITS deep.
+ */
+static void
+tb_radix(struct table_ent *e, size_t n, unsigned d, struct tb_sort_ctx *c)
+{
+	size_t cnt[256], head[256], end[256], i, s;
+	struct table_ent t, u;
+	unsigned v, dv;
+
+	for (;;) {
+		if (n <= TB_SMALL) {
+			tb_isort(e, n, c);
+			return;
+		}
+		if (d == TB_DIGITS) {
+			/* Equal prefixes: only the keys can order them. */
+			qsort_r(e, n, sizeof(*e), tb_ent_cmp, c);
+			return;
+		}
+		memset(cnt, 0, sizeof(cnt));
+		for (i = 0; i < n; i++)
+			cnt[tb_digit(&e[i], d)]++;
+		if (cnt[tb_digit(&e[0], d)] != n)
+			break;
+		d++;
+	}
+	for (s = 0, v = 0; v < 256; v++) {
+		head[v] = s;
+		s += cnt[v];
+		end[v] = s;
+	}
+	for (v = 0; v < 256; v++) {
+		while (head[v] < end[v]) {
+			t = e[head[v]];
+			for (dv = tb_digit(&t, d); dv != v; dv = tb_digit(&t, d)) {
+				u = e[head[dv]];
+				e[head[dv]++] = t;
+				t = u;
+			}
+			e[head[v]++] = t;
+		}
+	}
+	for (s = 0, v = 0; v < 256; v++) {
+		if (cnt[v] > 1)
+			tb_radix(e + s, cnt[v], d + 1, c);
+		s += cnt[v];
+	}
+}
+
+/*
+ * True when sorted entries i and j hold the same key. The rank and the
+ * prefix are functions of the key, so entries that differ in either hold
+ * different keys and their records need not be read.
+ */
+static bool
+tb_same_key(const struct table_builder *b, size_t i, size_t j)
+{
+	const struct table_ent *x = &b->ents[i], *y = &b->ents[j];
+	const unsigned char *ri, *rj;
+
+	if ((x->off >> TB_OFF_BITS) != (y->off >> TB_OFF_BITS) ||
+	    x->pfx != y->pfx)
+		return false;
+	ri = tb_rec(b, i);
+	rj = tb_rec(b, j);
+	return tb_keycmp(rec_key(ri), rec_key_len(ri), rec_key(rj),
+	    rec_key_len(rj)) == 0;
+}
+
 void
 table_builder_sort_unique(struct table_builder *b)
 {
 	struct tb_sort_ctx ctx;
-	size_t i, j, w;
+	size_t i, j, k, w, rep;
+	uint64_t total;
+	int64_t when;
 
 	assert(b != NULL);
 	if (b->sorted)
 		return;
-	if (!tb_rank_scopes(b)) {
+	b->ranked = tb_rank_scopes(b);
+	if (!b->ranked) {
 		for (i = 0; i < b->n; i++) {
 			const unsigned char *r = tb_rec(b, i);
 
@@ -495,46 +604,63 @@ table_builder_sort_unique(struct table_builder *b)
 		}
 	}
 	ctx.arena = b->arena;
-	qsort_r(b->ents, b->n, sizeof(*b->ents), tb_ent_cmp, &ctx);
+	tb_radix(b->ents, b->n, 0, &ctx);
 
 	/*
 	 * Collapse runs of one key: the representative is the first record
 	 * with a reason (else the first), and it takes the run's revocation
-	 * time as table_merge_revoked() merges them.
+	 * time as table_merge_revoked() merges them. Each kept entry's pfx
+	 * becomes its record's offset in the table's record area.
 	 */
 	w = 0;
+	total = 0;
 	for (i = 0; i < b->n; i = j) {
-		const unsigned char *ri = tb_rec(b, i);
-		size_t rep = i;
-		int64_t when = rec_revoked(ri);
+		if (i + TB_AHEAD < b->n)
+			__builtin_prefetch(tb_rec(b, i + TB_AHEAD));
+		for (j = i + 1; j < b->n && tb_same_key(b, i, j); j++)
+			;
+		rep = i;
+		if (j - i > 1) {
+			when = rec_revoked(tb_rec(b, i));
+			for (k = i + 1; k < j; k++) {
+				const unsigned char *rk = tb_rec(b, k);
 
-		for (j = i + 1; j < b->n; j++) {
-			const unsigned char *rj = tb_rec(b, j);
-
-			table_builder_prefetch(b, j + TB_AHEAD);
-			if (tb_keycmp(rec_key(ri), rec_key_len(ri), rec_key(rj),
-			    rec_key_len(rj)) != 0)
-				break;
-			if (rec_reason_len(tb_rec(b, rep)) == 0 &&
-			    rec_reason_len(rj) != 0)
-				rep = j;
-			when = table_merge_revoked((const char *)rec_key(ri),
-			    when, rec_revoked(rj));
+				if (rec_reason_len(tb_rec(b, rep)) == 0 &&
+				    rec_reason_len(rk) != 0)
+					rep = k;
+				when = table_merge_revoked(
+				    (const char *)rec_key(tb_rec(b, i)), when,
+				    rec_revoked(rk));
+			}
+			util_put_le64(b->arena + (b->ents[rep].off &
+			    TB_OFF_MASK) + 4, (uint64_t)when);
 		}
-		if (j - i > 1)
-			util_put_le64(b->arena + (b->ents[rep].off & TB_OFF_MASK)
-			    + 4, (uint64_t)when);
-		b->ents[w++] = b->ents[rep];
+		b->ents[w].off = b->ents[rep].off;
+		b->ents[w].pfx = total;
+		total += rec_size(tb_rec(b, w));
+		w++;
 	}
 	b->n = w;
+	b->rlen = total;
 	b->sorted = true;
 }
 
 void
 table_builder_prefetch(const struct table_builder *b, size_t i)
 {
-	if (i < b->n)
-		__builtin_prefetch(b->arena + (b->ents[i].off & TB_OFF_MASK));
+	const unsigned char *r;
+	uint64_t sz;
+
+	if (i >= b->n)
+		return;
+	r = tb_rec(b, i);
+	__builtin_prefetch(r);
+	/* Sorted, its size is known: hint its last line too. */
+	if (b->sorted) {
+		sz = (i + 1 < b->n ? b->ents[i + 1].pfx : b->rlen) -
+		    b->ents[i].pfx;
+		__builtin_prefetch(r + sz - 1);
+	}
 }
 
 const unsigned char *
@@ -566,6 +692,14 @@ table_builder_scope_end(const struct table_builder *b, size_t i)
 	size_t sl, tl, j;
 
 	assert(b != NULL && i < b->n);
+	if (b->sorted && b->ranked) {
+		/* Ranks stand for scopes: the records need not be read. */
+		for (j = i + 1; j < b->n; j++)
+			if ((b->ents[j].off >> TB_OFF_BITS) !=
+			    (b->ents[i].off >> TB_OFF_BITS))
+				break;
+		return j;
+	}
 	s = table_builder_scope(b, i, &sl);
 	for (j = i + 1; j < b->n; j++) {
 		t = table_builder_scope(b, j, &tl);
@@ -631,17 +765,11 @@ tb_out_put(struct tb_out *o, const unsigned char *p, size_t n)
 	return 0;
 }
 
+/* The record area's length (computed by table_builder_sort_unique). */
 static uint64_t
 tb_records_len(const struct table_builder *b)
 {
-	uint64_t total = 0;
-	size_t i;
-
-	for (i = 0; i < b->n; i++) {
-		table_builder_prefetch(b, i + TB_AHEAD);
-		total += rec_size(tb_rec(b, i));
-	}
-	return total;
+	return b->sorted ? b->rlen : 0;
 }
 
 static int
@@ -650,7 +778,7 @@ tb_emit(const struct table_builder *b, tb_sink_fn sink, void *arg,
 {
 	struct tb_out o = { NULL, 0, sink, arg, err, errlen };
 	unsigned char hdr[TABLE_HDR_LEN], le[8];
-	uint64_t rlen, off;
+	uint64_t rlen;
 	size_t i;
 	int rc = -1;
 
@@ -671,19 +799,20 @@ tb_emit(const struct table_builder *b, tb_sink_fn sink, void *arg,
 	util_put_le64(hdr + 24, rlen);
 	if (tb_out_put(&o, hdr, sizeof(hdr)) != 0)
 		goto out_free;
-	off = 0;
 	for (i = 0; i < b->n; i++) {
-		util_put_le64(le, off);
+		util_put_le64(le, b->ents[i].pfx);
 		if (tb_out_put(&o, le, 8) != 0)
 			goto out_free;
-		table_builder_prefetch(b, i + TB_AHEAD);
-		off += rec_size(tb_rec(b, i));
 	}
 	for (i = 0; i < b->n; i++) {
 		const unsigned char *r = tb_rec(b, i);
+		uint64_t sz = (i + 1 < b->n ? b->ents[i + 1].pfx : rlen) -
+		    b->ents[i].pfx;
 
 		table_builder_prefetch(b, i + TB_AHEAD);
-		if (tb_out_put(&o, r, rec_size(r)) != 0)
+		/* The size the sort recorded is the record's own. */
+		assert(sz == rec_size(r));
+		if (tb_out_put(&o, r, (size_t)sz) != 0)
 			goto out_free;
 	}
 	if (tb_out_flush(&o) != 0)

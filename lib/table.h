@@ -50,7 +50,12 @@ int64_t table_merge_revoked(const char *scope, int64_t have, int64_t t);
  * instead of sizeof(struct table_rec).
  */
 struct table_ent {
-	uint64_t	 pfx;	/* sort prefix, computed by the sort */
+	/*
+	 * While sorting, the sort prefix; once sorted and unique, the
+	 * record's offset inside the table's record area (so the index and
+	 * every record's size are known without reading the record).
+	 */
+	uint64_t	 pfx;
 	uint64_t	 off;	/* record offset in the arena (low 48 bits) */
 };
 
@@ -61,7 +66,9 @@ struct table_builder {
 	struct table_ent *ents;
 	size_t		 n;
 	size_t		 ncap;
+	uint64_t	 rlen;		/* record area length, once sorted */
 	bool		 sorted;	/* sorted and unique since the last add */
+	bool		 ranked;	/* sorted with a scope rank per entry */
 };
 
 void table_builder_init(struct table_builder *b);
