@@ -186,13 +186,61 @@ table_builder_free(struct table_builder *b)
 		return;
 	free(b->arena);
 	free(b->ents);
+	free(b->offs);
 	table_builder_init(b);
+}
+
+/* The i-th entry's arena offset and scope rank (packed or not). */
+static uint64_t
+tb_ent_off(const struct table_builder *b, size_t i)
+{
+	return b->offs != NULL ? b->offs[i] : b->ents[i].off;
 }
 
 static const unsigned char *
 tb_rec(const struct table_builder *b, size_t i)
 {
-	return b->arena + (b->ents[i].off & TB_OFF_MASK);
+	return b->arena + (tb_ent_off(b, i) & TB_OFF_MASK);
+}
+
+/* The sorted record i's offset in the record area; rlen for i == n. */
+static uint64_t
+tb_out_off(const struct table_builder *b, size_t i)
+{
+	if (i >= b->n)
+		return b->rlen;
+	return b->offs != NULL ? b->offs[i] & TB_OFF_MASK : b->ents[i].pfx;
+}
+
+/*
+ * Back from the packed form to one entry per record (the arena stays
+ * the record area, records are appended after it). 0, or -1 when memory
+ * runs out (b unchanged).
+ */
+static int
+tb_unpack(struct table_builder *b)
+{
+	struct table_ent *e;
+	size_t i, cap = b->n > 0 ? b->n : 1;
+
+	if (b->offs == NULL)
+		return 0;
+	if (cap > SIZE_MAX / sizeof(*e))
+		return -1;
+	e = realloc(b->offs, cap * sizeof(*e));
+	if (e == NULL)
+		return -1;
+	/* Backwards: entry i (16 bytes) covers offsets 2i and 2i + 1. */
+	for (i = b->n; i-- > 0;) {
+		uint64_t o = ((uint64_t *)(void *)e)[i];
+
+		e[i].off = o;
+		e[i].pfx = 0;
+	}
+	b->offs = NULL;
+	b->ents = e;
+	b->ncap = cap;
+	return 0;
 }
 
 int
@@ -210,6 +258,10 @@ table_builder_add(struct table_builder *b, const struct revkey *k,
 	}
 	if ((uint64_t)b->n >= TABLE_MAX_RECORDS) {
 		errno = EINVAL;
+		return -1;
+	}
+	if (tb_unpack(b) != 0) {
+		errno = ENOMEM;
 		return -1;
 	}
 	sz = tb_rec_size(k->scope_len, k->id_len, rlen);
@@ -278,7 +330,7 @@ table_builder_count(const struct table_builder *b)
 void
 table_builder_truncate(struct table_builder *b, size_t n)
 {
-	assert(b != NULL && n <= b->n);
+	assert(b != NULL && n <= b->n && b->offs == NULL);
 	if (n == b->n)
 		return;
 	b->len = n == 0 ? 0 : (size_t)(b->ents[n].off & TB_OFF_MASK);
@@ -290,7 +342,7 @@ table_builder_drop(struct table_builder *b, const bool *keep)
 {
 	size_t i, w = 0;
 
-	assert(b != NULL && (keep != NULL || b->n == 0));
+	assert(b != NULL && (keep != NULL || b->n == 0) && b->offs == NULL);
 	for (i = 0; i < b->n; i++)
 		if (keep[i])
 			b->ents[w++] = b->ents[i];
@@ -583,6 +635,57 @@ tb_same_key(const struct table_builder *b, size_t i, size_t j)
 	    rec_key_len(rj)) == 0;
 }
 
+/*
+ * Moves the sorted records into a new arena in key order (see struct
+ * table_builder): one pass that reads the old arena scattered, so that
+ * every later pass reads in order. The entries are first packed in place
+ * to one offset each, which frees half their memory before the new arena
+ * fills. Without memory for the new arena the builder stays as it is.
+ */
+static void
+tb_pack(struct table_builder *b)
+{
+	unsigned char *na;
+	uint64_t *offs, o, at;
+	size_t i, sz;
+
+	if (b->n == 0 || b->rlen > SIZE_MAX)
+		return;
+	if ((na = malloc((size_t)b->rlen)) == NULL)
+		return;
+	/* Offset i overlaps entry i / 2, already read. */
+	offs = (uint64_t *)(void *)b->ents;
+	for (i = 0; i < b->n; i++) {
+		o = b->ents[i].off;
+		offs[i] = o;
+	}
+	b->ents = NULL;
+	b->offs = offs;
+	if ((offs = realloc(b->offs, b->n * sizeof(*offs))) != NULL)
+		b->offs = offs;
+	b->ncap = 0;
+	at = 0;
+	for (i = 0; i < b->n; i++) {
+		const unsigned char *r = b->arena + (b->offs[i] & TB_OFF_MASK);
+
+		if (i + TB_AHEAD < b->n) {
+			const unsigned char *q = b->arena +
+			    (b->offs[i + TB_AHEAD] & TB_OFF_MASK);
+
+			__builtin_prefetch(q);
+			__builtin_prefetch(q + 63);
+		}
+		sz = rec_size(r);
+		memcpy(na + at, r, sz);
+		b->offs[i] = (b->offs[i] & ~TB_OFF_MASK) | at;
+		at += sz;
+	}
+	assert(at == b->rlen);
+	free(b->arena);
+	b->arena = na;
+	b->len = b->cap = (size_t)b->rlen;
+}
+
 void
 table_builder_sort_unique(struct table_builder *b)
 {
@@ -643,6 +746,7 @@ table_builder_sort_unique(struct table_builder *b)
 	b->n = w;
 	b->rlen = total;
 	b->sorted = true;
+	tb_pack(b);
 }
 
 void
@@ -651,14 +755,14 @@ table_builder_prefetch(const struct table_builder *b, size_t i)
 	const unsigned char *r;
 	uint64_t sz;
 
-	if (i >= b->n)
+	/* Packed, the records are read in order: nothing to hint. */
+	if (i >= b->n || b->offs != NULL)
 		return;
 	r = tb_rec(b, i);
 	__builtin_prefetch(r);
 	/* Sorted, its size is known: hint its last line too. */
 	if (b->sorted) {
-		sz = (i + 1 < b->n ? b->ents[i + 1].pfx : b->rlen) -
-		    b->ents[i].pfx;
+		sz = tb_out_off(b, i + 1) - tb_out_off(b, i);
 		__builtin_prefetch(r + sz - 1);
 	}
 }
@@ -695,8 +799,8 @@ table_builder_scope_end(const struct table_builder *b, size_t i)
 	if (b->sorted && b->ranked) {
 		/* Ranks stand for scopes: the records need not be read. */
 		for (j = i + 1; j < b->n; j++)
-			if ((b->ents[j].off >> TB_OFF_BITS) !=
-			    (b->ents[i].off >> TB_OFF_BITS))
+			if ((tb_ent_off(b, j) >> TB_OFF_BITS) !=
+			    (tb_ent_off(b, i) >> TB_OFF_BITS))
 				break;
 		return j;
 	}
@@ -716,7 +820,7 @@ table_builder_get(const struct table_builder *b, size_t i,
 	assert(b != NULL && out != NULL);
 	if (i >= b->n)
 		return -1;
-	return rec_to_table_rec(tb_rec(b, i), b->len - (b->ents[i].off &
+	return rec_to_table_rec(tb_rec(b, i), b->len - (tb_ent_off(b, i) &
 	    TB_OFF_MASK), out);
 }
 
@@ -772,6 +876,20 @@ tb_records_len(const struct table_builder *b)
 	return b->sorted ? b->rlen : 0;
 }
 
+/* Sends n bytes straight to the sink in chunks of at most TB_CHUNK. */
+static int
+tb_out_direct(struct tb_out *o, const unsigned char *p, size_t n)
+{
+	size_t c;
+
+	for (; n > 0; p += c, n -= c) {
+		c = n < TB_CHUNK ? n : TB_CHUNK;
+		if (o->sink(o->arg, p, c, o->err, o->errlen) != 0)
+			return -1;
+	}
+	return 0;
+}
+
 static int
 tb_emit(const struct table_builder *b, tb_sink_fn sink, void *arg,
     uint64_t *total, char *err, size_t errlen)
@@ -800,14 +918,20 @@ tb_emit(const struct table_builder *b, tb_sink_fn sink, void *arg,
 	if (tb_out_put(&o, hdr, sizeof(hdr)) != 0)
 		goto out_free;
 	for (i = 0; i < b->n; i++) {
-		util_put_le64(le, b->ents[i].pfx);
+		util_put_le64(le, tb_out_off(b, i));
 		if (tb_out_put(&o, le, 8) != 0)
 			goto out_free;
 	}
+	if (b->offs != NULL) {
+		/* Packed: the arena is the record area, sent as it lies. */
+		if (tb_out_flush(&o) != 0 || tb_out_direct(&o, b->arena,
+		    (size_t)rlen) != 0)
+			goto out_free;
+		goto done;
+	}
 	for (i = 0; i < b->n; i++) {
 		const unsigned char *r = tb_rec(b, i);
-		uint64_t sz = (i + 1 < b->n ? b->ents[i + 1].pfx : rlen) -
-		    b->ents[i].pfx;
+		uint64_t sz = tb_out_off(b, i + 1) - tb_out_off(b, i);
 
 		table_builder_prefetch(b, i + TB_AHEAD);
 		/* The size the sort recorded is the record's own. */
@@ -815,6 +939,7 @@ tb_emit(const struct table_builder *b, tb_sink_fn sink, void *arg,
 		if (tb_out_put(&o, r, (size_t)sz) != 0)
 			goto out_free;
 	}
+done:
 	if (tb_out_flush(&o) != 0)
 		goto out_free;
 	if (total != NULL)

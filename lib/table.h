@@ -66,6 +66,14 @@ struct table_builder {
 	struct table_ent *ents;
 	size_t		 n;
 	size_t		 ncap;
+	/*
+	 * Once sorted and unique, the builder packs itself when memory
+	 * allows: the records are moved into a new arena in key order, which
+	 * is then exactly the table's record area (rlen bytes), ents is
+	 * NULL and offs holds each record's offset (low 48 bits; the scope
+	 * rank above), so later passes read memory in order. An add unpacks.
+	 */
+	uint64_t	*offs;
 	uint64_t	 rlen;		/* record area length, once sorted */
 	bool		 sorted;	/* sorted and unique since the last add */
 	bool		 ranked;	/* sorted with a scope rank per entry */

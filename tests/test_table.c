@@ -317,6 +317,96 @@ Test(table, scope_runs)
 	table_builder_free(&b);
 }
 
+/*
+ * The radix sort with every kind of group it can leave: ids whose 8
+ * prefix bytes (after the shared part) are equal in groups larger than
+ * the insertion-sort cutoff but whose keys differ afterwards, keys that
+ * repeat many times with reasons and times to merge, and scopes that
+ * differ only in later bytes. The bytes must be the reference's.
+ */
+Test(table, radix_sort_groups_match_reference)
+{
+	static const char *scopes[] = { "cutoff:sub", "default", "defaulu" };
+	struct table_builder b;
+	struct table_rec *recs;
+	size_t n = 40000, i;
+	char id[64];
+
+	recs = calloc(n, sizeof(*recs));
+	cr_assert_not_null(recs);
+	table_builder_init(&b);
+	srand(23);
+	for (i = 0; i < n; i++) {
+		int v = rand(), kind = rand() % 4;
+
+		if (kind == 0)		/* 8 equal bytes, then 100 tails */
+			cr_assert(snprintf(id, sizeof(id), "tok-%08d%02d",
+			    v % 3, v % 100) > 0);
+		else if (kind == 1)	/* a few keys, many times each */
+			cr_assert(snprintf(id, sizeof(id), "tok-%d", v % 5) > 0);
+		else
+			cr_assert(snprintf(id, sizeof(id), "tok-%x", v) > 0);
+		mkkey(&recs[i].key, scopes[(size_t)v % 3], id);
+		recs[i].revoked_at = rand() % 7;
+		if (rand() % 5 == 0)
+			cr_assert(snprintf(recs[i].reason, sizeof(recs[i].reason),
+			    "r%d", rand() % 9) > 0);
+		cr_assert_eq(table_builder_add_rec(&b, &recs[i]), 0);
+	}
+	same_as_reference(&b, recs, n);
+	free(recs);
+	table_builder_free(&b);
+}
+
+/*
+ * A sorted builder moves its records into key order; adding after that
+ * (and sorting again) must give what one sort of all the records gives,
+ * and every accessor must read the moved records.
+ */
+Test(table, add_after_sort_matches_reference)
+{
+	struct table_builder b;
+	struct table_rec *recs, got;
+	size_t n = 6000, half = 2500, i, m, len;
+	const unsigned char *key;
+	char id[32];
+
+	recs = calloc(n, sizeof(*recs));
+	cr_assert_not_null(recs);
+	table_builder_init(&b);
+	srand(29);
+	for (i = 0; i < n; i++) {
+		int v = rand() % 4000;
+
+		cr_assert(snprintf(id, sizeof(id), "id-%d", v) > 0);
+		mkkey(&recs[i].key, v % 2 ? "a" : "b", id);
+		recs[i].revoked_at = rand() % 5;
+		if (rand() % 3 == 0)
+			cr_assert(snprintf(recs[i].reason, sizeof(recs[i].reason),
+			    "r%d", rand() % 9) > 0);
+		cr_assert_eq(table_builder_add_rec(&b, &recs[i]), 0);
+		if (i + 1 != half)
+			continue;
+		/* Sorted halfway: the accessors over the moved records. */
+		table_builder_sort_unique(&b);
+		m = table_builder_count(&b);
+		cr_assert(m > 0);
+		cr_assert_eq(table_builder_scope_end(&b, 0) +
+		    (m - table_builder_scope_end(&b, 0)), m);
+		cr_assert_eq(table_builder_scope_end(&b,
+		    table_builder_scope_end(&b, 0)), m);
+		cr_assert_eq(table_builder_get(&b, m - 1, &got), 0);
+		key = table_builder_key(&b, m - 1, &len);
+		cr_assert_eq(len, got.key.scope_len + 1 + got.key.id_len);
+		cr_assert_eq(memcmp(key + got.key.scope_len + 1, got.key.id,
+		    got.key.id_len), 0);
+		cr_assert_eq(table_builder_get(&b, m, &got), -1);
+	}
+	same_as_reference(&b, recs, n);
+	free(recs);
+	table_builder_free(&b);
+}
+
 Test(table, rejects_bad_records)
 {
 	struct table_builder b;
