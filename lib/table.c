@@ -642,17 +642,17 @@ tb_same_key(const struct table_builder *b, size_t i, size_t j)
  * to one offset each, which frees half their memory before the new arena
  * fills. Without memory for the new arena the builder stays as it is.
  */
-static void
+static bool
 tb_pack(struct table_builder *b)
 {
 	unsigned char *na;
 	uint64_t *offs, o, at;
 	size_t i, sz;
 
-	if (b->n == 0 || b->rlen > SIZE_MAX)
-		return;
-	if ((na = malloc((size_t)b->rlen)) == NULL)
-		return;
+	/* The old arena's length bounds the new one's; pages untouched
+	 * past the record area are never faulted in. */
+	if (b->n == 0 || (na = malloc(b->len)) == NULL)
+		return false;
 	/* Offset i overlaps entry i / 2, already read. */
 	offs = (uint64_t *)(void *)b->ents;
 	for (i = 0; i < b->n; i++) {
@@ -680,10 +680,31 @@ tb_pack(struct table_builder *b)
 		b->offs[i] = (b->offs[i] & ~TB_OFF_MASK) | at;
 		at += sz;
 	}
-	assert(at == b->rlen);
 	free(b->arena);
 	b->arena = na;
-	b->len = b->cap = (size_t)b->rlen;
+	b->cap = b->len;
+	b->len = (size_t)at;
+	b->rlen = at;
+	return true;
+}
+
+/*
+ * Without the packed form: each sorted entry's pfx becomes its record's
+ * offset in the record area (one pass over the scattered records).
+ */
+static void
+tb_number(struct table_builder *b)
+{
+	uint64_t total = 0;
+	size_t i;
+
+	for (i = 0; i < b->n; i++) {
+		if (i + TB_AHEAD < b->n)
+			__builtin_prefetch(tb_rec(b, i + TB_AHEAD));
+		b->ents[i].pfx = total;
+		total += rec_size(tb_rec(b, i));
+	}
+	b->rlen = total;
 }
 
 void
@@ -691,7 +712,6 @@ table_builder_sort_unique(struct table_builder *b)
 {
 	struct tb_sort_ctx ctx;
 	size_t i, j, k, w, rep;
-	uint64_t total;
 	int64_t when;
 
 	assert(b != NULL);
@@ -712,14 +732,11 @@ table_builder_sort_unique(struct table_builder *b)
 	/*
 	 * Collapse runs of one key: the representative is the first record
 	 * with a reason (else the first), and it takes the run's revocation
-	 * time as table_merge_revoked() merges them. Each kept entry's pfx
-	 * becomes its record's offset in the table's record area.
+	 * time as table_merge_revoked() merges them. Unique keys' records
+	 * are not read here.
 	 */
 	w = 0;
-	total = 0;
 	for (i = 0; i < b->n; i = j) {
-		if (i + TB_AHEAD < b->n)
-			__builtin_prefetch(tb_rec(b, i + TB_AHEAD));
 		for (j = i + 1; j < b->n && tb_same_key(b, i, j); j++)
 			;
 		rep = i;
@@ -738,15 +755,12 @@ table_builder_sort_unique(struct table_builder *b)
 			util_put_le64(b->arena + (b->ents[rep].off &
 			    TB_OFF_MASK) + 4, (uint64_t)when);
 		}
-		b->ents[w].off = b->ents[rep].off;
-		b->ents[w].pfx = total;
-		total += rec_size(tb_rec(b, w));
-		w++;
+		b->ents[w++] = b->ents[rep];
 	}
 	b->n = w;
-	b->rlen = total;
 	b->sorted = true;
-	tb_pack(b);
+	if (!tb_pack(b))
+		tb_number(b);
 }
 
 void
