@@ -616,73 +616,6 @@ tb_radix(struct table_ent *e, size_t n, unsigned d, struct tb_sort_ctx *c)
 }
 
 /*
- * Squeezes the 10-byte sort keys into pfx when they fit in 64 bits: at
- * each of the 10 byte positions a byte becomes its rank among the values
- * used there, in as few bits as those values need, and the positions are
- * concatenated most significant first. That keeps the order of the keys
- * and their equality (tb_ent_cmp and tb_same_key still hold), and ids
- * of a few symbols ("0"-"9", hex) need fewer radix passes: 4 bits a byte
- * instead of 8. Returns the digit the radix sort starts at (the packed
- * key's first byte that can be non-zero), or 0 (pfx unchanged) when the
- * key needs more than 64 bits.
- */
-static unsigned
-tb_squeeze(struct table_builder *b)
-{
-	unsigned char (*used)[256];
-	uint8_t (*map)[256], w[TB_DIGITS];
-	unsigned d, v, cnt, bits = 0;
-	size_t i;
-	uint64_t k;
-
-	if (b->n < 2)
-		return 0;
-	used = calloc(TB_DIGITS, sizeof(*used));
-	map = calloc(TB_DIGITS, sizeof(*map));
-	if (used == NULL || map == NULL) {
-		free(used);
-		free(map);
-		return 0;
-	}
-	for (i = 0; i < b->n; i++) {
-		uint64_t r = b->ents[i].off >> TB_OFF_BITS, p = b->ents[i].pfx;
-
-		used[0][r >> 8] = used[1][r & 0xff] = 1;
-		for (d = 2; d < TB_DIGITS; d++)
-			used[d][(p >> (8 * (TB_DIGITS - 1 - d))) & 0xff] = 1;
-	}
-	for (d = 0; d < TB_DIGITS; d++) {
-		for (cnt = 0, v = 0; v < 256; v++) {
-			map[d][v] = (uint8_t)cnt;
-			cnt += used[d][v];
-		}
-		for (w[d] = 0; (1u << w[d]) < cnt; w[d]++)
-			;
-		bits += w[d];
-	}
-	if (bits > 64) {
-		free(used);
-		free(map);
-		return 0;
-	}
-	/* A position of one value has width 0 and maps it to 0. */
-	for (i = 0; i < b->n; i++) {
-		uint64_t r = b->ents[i].off >> TB_OFF_BITS, p = b->ents[i].pfx;
-
-		k = map[0][r >> 8];
-		k = (k << w[1]) | map[1][r & 0xff];
-		for (d = 2; d < TB_DIGITS; d++)
-			k = (k << w[d]) |
-			    map[d][(p >> (8 * (TB_DIGITS - 1 - d))) & 0xff];
-		b->ents[i].pfx = k;
-	}
-	free(used);
-	free(map);
-	/* Digits 2..9 are pfx's bytes; the leading zero bytes are skipped. */
-	return 2 + (64 - bits) / 8;
-}
-
-/*
  * True when sorted entries i and j hold the same key. The rank and the
  * prefix are functions of the key, so entries that differ in either hold
  * different keys and their records need not be read.
@@ -794,8 +727,7 @@ table_builder_sort_unique(struct table_builder *b)
 		}
 	}
 	ctx.arena = b->arena;
-	/* With the key squeezed into pfx, the rank digits are in it too. */
-	tb_radix(b->ents, b->n, tb_squeeze(b), &ctx);
+	tb_radix(b->ents, b->n, 0, &ctx);
 
 	/*
 	 * Collapse runs of one key: the representative is the first record
