@@ -439,6 +439,18 @@ if [ "$HAVE_FB" = 1 ]; then
 		emit scale_req_peak_memory "$(awk -v r="$BUILD_RSS_10000000" 'BEGIN { printf "%.0f", r * 1024 }')" \
 		    "$(awk -v o="$BUILD_OUT_10000000" 'BEGIN { printf "%.0f", 3 * o }')" bytes lower 1 \
 		    "issue 3 Scale: peak RSS at most 3x the output ($BUILD_OUT_10000000 B) (peer = the limit)"
+		# Issue 14 target 4: 5 s, and the peak beyond the input file's bytes.
+		emit build_10m_seconds "$w" 5 s lower 1 \
+		    "issue 14: 10^7 ids into a signed pair in at most 5 s (peer = the limit)"
+		in_b=$(stat -c %s "$T/ids.txt")
+		emit build_10m_memory "$(awk -v r="$BUILD_RSS_10000000" -v i="$in_b" 'BEGIN { printf "%.0f", r * 1024 - i }')" \
+		    "$(awk -v o="$BUILD_OUT_10000000" 'BEGIN { printf "%.0f", 1.5 * o }')" bytes lower 1 \
+		    "issue 14: peak RSS minus the input file ($in_b B) at most 1.5x the output ($BUILD_OUT_10000000 B) (peer = the limit)"
+		w8=${BUILD_WALL_100000000:-}
+		[ -n "$w8" ] && emit build_100m_cost_per_id \
+		    "$(awk -v w="$w8" 'BEGIN { printf "%.1f", w * 1e9 / 1e8 }')" \
+		    "$(awk -v w="$w" 'BEGIN { printf "%.1f", 1.3 * w * 1e9 / 1e7 }')" ns/id lower 1 \
+		    "issue 14: a build's cost per id at 10^8 at most 1.3x that at 10^7 ($(awk -v w="$w" 'BEGIN { printf "%.1f", w * 1e9 / 1e7 }') ns/id) (peer = the limit)"
 	fi
 	# The same N ids as a fuse filter: construction peels, adds don't.
 	w=$(eval echo "\${BUILD_WALL_$N:-}")
