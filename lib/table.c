@@ -361,6 +361,12 @@ table_builder_drop(struct table_builder *b, const bool *keep)
  */
 struct tb_sort_ctx {
 	const unsigned char *arena;
+	/*
+	 * Per rank: the bytes of the scope's keys before the first pfx
+	 * byte (scope, 0x00, the shared id prefix); NULL when unranked
+	 * (pfx starts at the key's first byte).
+	 */
+	const size_t	*skip;
 };
 
 static int
@@ -438,11 +444,13 @@ tb_slot_find(const struct tb_slot *h, const char *s, size_t len)
 }
 
 /*
- * Ranks every entry's scope. Returns false (ranks unusable) when memory
- * runs out or there are more distinct scopes than ranks.
+ * Ranks every entry's scope and sets its pfx. Returns false (ranks
+ * unusable) when memory runs out or there are more distinct scopes than
+ * ranks; true with *skipp set to each rank's key bytes before pfx (the
+ * caller frees it).
  */
 static bool
-tb_rank_scopes(struct table_builder *b)
+tb_rank_scopes(struct table_builder *b, size_t **skipp)
 {
 	struct tb_slot *h;
 	struct tb_scope *sc = NULL;
@@ -520,6 +528,11 @@ tb_rank_scopes(struct table_builder *b)
 		b->ents[i].pfx = tb_prefix8(rec_key(r) + rec_scope_len(r) + 1 +
 		    skip, rec_id_len(r) - skip);
 	}
+	/* From here on lcp holds each rank's key bytes before pfx. */
+	for (i = 0; i < nsc; i++)
+		lcp[i] += sc[i].len + 1;
+	*skipp = lcp;
+	lcp = NULL;
 	ok = true;
 out:
 	free(h);
@@ -564,16 +577,50 @@ tb_isort(struct table_ent *e, size_t n, struct tb_sort_ctx *c)
 }
 
 /*
+ * Loads the next 8 key bytes of a group into pfx: the group shares rank
+ * and every earlier 8 bytes, taken at the key's offset skip + 8 * level
+ * (zero-padded, as the first ones: the order stays that of the keys).
+ * Returns true when some key has bytes at or past that offset, false
+ * when the group has no more bytes to order it by.
+ */
+static bool
+tb_reload(struct table_ent *e, size_t n, size_t level, struct tb_sort_ctx *c)
+{
+	const unsigned char *r;
+	size_t i, at, kl;
+	bool more = false;
+
+	for (i = 0; i < n; i++) {
+		if (i + TB_AHEAD < n)
+			__builtin_prefetch(c->arena + (e[i + TB_AHEAD].off &
+			    TB_OFF_MASK));
+		r = c->arena + (e[i].off & TB_OFF_MASK);
+		at = (c->skip != NULL ? c->skip[e[i].off >> TB_OFF_BITS] : 0) +
+		    8 * level;
+		kl = rec_key_len(r);
+		e[i].pfx = kl > at ? tb_prefix8(rec_key(r) + at, kl - at) : 0;
+		more |= kl > at;
+	}
+	return more;
+}
+
+/*
  * MSD radix sort in place (American flag sort) of n entries that share
- * the digits before d. A digit every entry shares costs one counting pass
- * and no moves. The recursion is at most TB_DIGITS deep.
+ * the digits before d of their level-th 8 key bytes (level 0: the sort
+ * prefix). A digit every entry shares costs one counting pass and no
+ * moves. A group still equal after 8 bytes loads the next 8 from the
+ * records (a group of copies of one key, or of keys whose ids share more
+ * than 8 bytes past the scope's common prefix) rather than compare
+ * records pairwise. The largest bucket is sorted in the loop, the others
+ * by recursion, so the recursion is at most log2(n) deep.
  */
 static void
-tb_radix(struct table_ent *e, size_t n, unsigned d, struct tb_sort_ctx *c)
+tb_radix(struct table_ent *e, size_t n, unsigned d, size_t level,
+    struct tb_sort_ctx *c)
 {
-	size_t cnt[256], head[256], end[256], i, s;
+	size_t cnt[256], head[256], end[256], i, s, big;
 	struct table_ent t, u;
-	unsigned v, dv;
+	unsigned v, dv, bv;
 
 	for (;;) {
 		if (n <= TB_SMALL) {
@@ -581,37 +628,53 @@ tb_radix(struct table_ent *e, size_t n, unsigned d, struct tb_sort_ctx *c)
 			return;
 		}
 		if (d == TB_DIGITS) {
-			/* Equal prefixes: only the keys can order them. */
-			qsort_r(e, n, sizeof(*e), tb_ent_cmp, c);
-			return;
+			if (!tb_reload(e, n, level + 1, c)) {
+				/* Equal bytes to the end: only lengths and
+				 * insertion order are left. */
+				qsort_r(e, n, sizeof(*e), tb_ent_cmp, c);
+				return;
+			}
+			level++;
+			d = 2;	/* the rank is shared: pfx's bytes only */
+			continue;
 		}
 		memset(cnt, 0, sizeof(cnt));
 		for (i = 0; i < n; i++)
 			cnt[tb_digit(&e[i], d)]++;
-		if (cnt[tb_digit(&e[0], d)] != n)
-			break;
-		d++;
-	}
-	for (s = 0, v = 0; v < 256; v++) {
-		head[v] = s;
-		s += cnt[v];
-		end[v] = s;
-	}
-	for (v = 0; v < 256; v++) {
-		while (head[v] < end[v]) {
-			t = e[head[v]];
-			for (dv = tb_digit(&t, d); dv != v; dv = tb_digit(&t, d)) {
-				u = e[head[dv]];
-				e[head[dv]++] = t;
-				t = u;
-			}
-			e[head[v]++] = t;
+		if (cnt[tb_digit(&e[0], d)] == n) {
+			d++;
+			continue;
 		}
-	}
-	for (s = 0, v = 0; v < 256; v++) {
-		if (cnt[v] > 1)
-			tb_radix(e + s, cnt[v], d + 1, c);
-		s += cnt[v];
+		for (s = 0, v = 0; v < 256; v++) {
+			head[v] = s;
+			s += cnt[v];
+			end[v] = s;
+		}
+		for (v = 0; v < 256; v++) {
+			while (head[v] < end[v]) {
+				t = e[head[v]];
+				for (dv = tb_digit(&t, d); dv != v;
+				    dv = tb_digit(&t, d)) {
+					u = e[head[dv]];
+					e[head[dv]++] = t;
+					t = u;
+				}
+				e[head[v]++] = t;
+			}
+		}
+		for (big = 0, bv = 0, v = 0; v < 256; v++)
+			if (cnt[v] > big) {
+				big = cnt[v];
+				bv = v;
+			}
+		for (s = 0, v = 0; v < 256; s += cnt[v], v++)
+			if (v != bv && cnt[v] > 1)
+				tb_radix(e + s, cnt[v], d + 1, level, c);
+		for (s = 0, v = 0; v < bv; v++)
+			s += cnt[v];
+		e += s;
+		n = big;
+		d++;
 	}
 }
 
@@ -711,13 +774,13 @@ void
 table_builder_sort_unique(struct table_builder *b)
 {
 	struct tb_sort_ctx ctx;
-	size_t i, j, k, w, rep;
+	size_t i, j, k, w, rep, *skip = NULL;
 	int64_t when;
 
 	assert(b != NULL);
 	if (b->sorted)
 		return;
-	b->ranked = tb_rank_scopes(b);
+	b->ranked = tb_rank_scopes(b, &skip);
 	if (!b->ranked) {
 		for (i = 0; i < b->n; i++) {
 			const unsigned char *r = tb_rec(b, i);
@@ -727,7 +790,9 @@ table_builder_sort_unique(struct table_builder *b)
 		}
 	}
 	ctx.arena = b->arena;
-	tb_radix(b->ents, b->n, 0, &ctx);
+	ctx.skip = b->ranked ? skip : NULL;
+	tb_radix(b->ents, b->n, 0, 0, &ctx);
+	free(skip);
 
 	/*
 	 * Collapse runs of one key: the representative is the first record

@@ -359,6 +359,50 @@ Test(table, radix_sort_groups_match_reference)
 }
 
 /*
+ * Ids that share far more than 8 bytes past the scope's common prefix,
+ * in groups much larger than the insertion-sort cutoff: the sort loads
+ * further 8-byte pieces of the keys, level after level, and must still
+ * order ids that end inside a piece, ids that are prefixes of others
+ * and many copies of one long key exactly as the reference does.
+ */
+Test(table, radix_sort_long_shared_ids_match_reference)
+{
+	static const char *mid[] = { "-shared-middle-part-of-it-",
+	    "-shared-middle-part-of-iu-", "" };
+	struct table_builder b;
+	struct table_rec *recs;
+	size_t n = 20000, i;
+	char id[128];
+
+	recs = calloc(n, sizeof(*recs));
+	cr_assert_not_null(recs);
+	table_builder_init(&b);
+	srand(31);
+	for (i = 0; i < n; i++) {
+		int v = rand(), kind = rand() % 4;
+
+		if (kind == 0)		/* one long key, many times */
+			cr_assert(snprintf(id, sizeof(id), "k%s%s", mid[0],
+			    mid[1]) > 0);
+		else if (kind == 1)	/* tails of 0 to 8 characters */
+			cr_assert(snprintf(id, sizeof(id), "k%s%.*x", mid[v % 3],
+			    v % 9, (unsigned)v) > 0);
+		else
+			cr_assert(snprintf(id, sizeof(id), "k%s%s%d", mid[v % 2],
+			    mid[(v / 2) % 2], v % 5000) > 0);
+		mkkey(&recs[i].key, v % 5 ? "tokens" : "cutoff:sub", id);
+		recs[i].revoked_at = rand() % 7;
+		if (rand() % 4 == 0)
+			cr_assert(snprintf(recs[i].reason, sizeof(recs[i].reason),
+			    "r%d", rand() % 9) > 0);
+		cr_assert_eq(table_builder_add_rec(&b, &recs[i]), 0);
+	}
+	same_as_reference(&b, recs, n);
+	free(recs);
+	table_builder_free(&b);
+}
+
+/*
  * A sorted builder moves its records into key order; adding after that
  * (and sorting again) must give what one sort of all the records gives,
  * and every accessor must read the moved records.
@@ -530,7 +574,7 @@ Test(table, open_reports_path)
 /* Many interleaved scopes, and more than the builder can rank: the order
  * is still exactly that of the reference. */
 static void
-many_scopes(size_t nscopes, size_t n)
+many_scopes_named(bool long_names, size_t nscopes, size_t n)
 {
 	struct table_builder b;
 	struct table_rec *recs;
@@ -542,8 +586,8 @@ many_scopes(size_t nscopes, size_t n)
 	cr_assert_not_null(recs);
 	table_builder_init(&b);
 	for (i = 0; i < n; i++) {
-		cr_assert(snprintf(scope, sizeof(scope), "s%zu",
-		    (i * 7919) % nscopes) > 0);
+		cr_assert(snprintf(scope, sizeof(scope), "%s%zu", long_names ?
+		    "a-long-scope-name-" : "s", (i * 7919) % nscopes) > 0);
 		cr_assert(snprintf(id, sizeof(id), "%zu", (i * 31) % 1000) > 0);
 		mkkey(&recs[i].key, scope, id);
 		cr_assert_eq(table_builder_add_rec(&b, &recs[i]), 0);
@@ -561,8 +605,19 @@ many_scopes(size_t nscopes, size_t n)
 	table_builder_free(&b);
 }
 
+static void
+many_scopes(size_t nscopes, size_t n)
+{
+	many_scopes_named(false, nscopes, n);
+}
+
 Test(table, many_interleaved_scopes) { many_scopes(1000, 20000); }
 Test(table, more_scopes_than_ranks) { many_scopes(70000, 80000); }
+/* Unranked, the sort prefix is the key's first 8 bytes: here all alike. */
+Test(table, more_scopes_than_ranks_long_names)
+{
+	many_scopes_named(true, 70000, 80000);
+}
 
 /*
  * The table in service is a private copy: a same-size edit of a revoked
