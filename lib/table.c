@@ -618,9 +618,9 @@ static void
 tb_radix(struct table_ent *e, size_t n, unsigned d, size_t level,
     struct tb_sort_ctx *c)
 {
-	size_t cnt[256], head[256], end[256], i, s, big;
+	size_t cnt[256], head[256], end[256], i, s, ps, big;
 	struct table_ent t, u;
-	unsigned v, dv, bv;
+	unsigned v, dv, bv, pv;
 
 	for (;;) {
 		if (n <= TB_SMALL) {
@@ -667,9 +667,20 @@ tb_radix(struct table_ent *e, size_t n, unsigned d, size_t level,
 				big = cnt[v];
 				bv = v;
 			}
-		for (s = 0, v = 0; v < 256; s += cnt[v], v++)
+		/*
+		 * Buckets of the last digit that hold more than one entry
+		 * are equal in all 8 bytes: sorting them reads records, so
+		 * their records are hinted a few buckets ahead.
+		 */
+		for (s = 0, v = 0, pv = 0, ps = 0; v < 256; s += cnt[v], v++) {
+			for (; d + 1 == TB_DIGITS && pv < 256 &&
+			    ps < s + cnt[v] + 2 * TB_AHEAD; ps += cnt[pv++])
+				for (i = 0; cnt[pv] > 1 && i < cnt[pv]; i++)
+					__builtin_prefetch(c->arena +
+					    (e[ps + i].off & TB_OFF_MASK));
 			if (v != bv && cnt[v] > 1)
 				tb_radix(e + s, cnt[v], d + 1, level, c);
+		}
 		for (s = 0, v = 0; v < bv; v++)
 			s += cnt[v];
 		e += s;
@@ -770,6 +781,26 @@ tb_number(struct table_builder *b)
 	b->rlen = total;
 }
 
+/*
+ * Hints the records tb_same_key will read for sorted entry j: those of
+ * j and j - 1 when their ranks and prefixes are equal.
+ */
+static void
+tb_same_hint(const struct table_builder *b, size_t j)
+{
+	const struct table_ent *x, *y;
+
+	if (j >= b->n)
+		return;
+	x = &b->ents[j - 1];
+	y = &b->ents[j];
+	if (x->pfx == y->pfx && (x->off >> TB_OFF_BITS) ==
+	    (y->off >> TB_OFF_BITS)) {
+		__builtin_prefetch(b->arena + (x->off & TB_OFF_MASK));
+		__builtin_prefetch(b->arena + (y->off & TB_OFF_MASK));
+	}
+}
+
 void
 table_builder_sort_unique(struct table_builder *b)
 {
@@ -802,8 +833,11 @@ table_builder_sort_unique(struct table_builder *b)
 	 */
 	w = 0;
 	for (i = 0; i < b->n; i = j) {
-		for (j = i + 1; j < b->n && tb_same_key(b, i, j); j++)
-			;
+		for (j = i + 1; j < b->n; j++) {
+			tb_same_hint(b, j + TB_AHEAD);
+			if (!tb_same_key(b, i, j))
+				break;
+		}
 		rep = i;
 		if (j - i > 1) {
 			when = rec_revoked(tb_rec(b, i));
