@@ -15,15 +15,6 @@
 A=https://a.example
 B=https://b.example
 M() { rc_jwtmint "$@"; }
-wait_log() {	# wait_log FILE REGEX [COUNT] [SECONDS]: until COUNT lines match
-	local i n
-	for i in $(seq 1 $((${4:-10} * 10))); do
-		n=$(grep -cE -- "$2" "$1" || true)
-		[ "$n" -ge "${3:-1}" ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
 
 "$FILTERBUILD" keygen --out "$T/key.pem" --pub "$T/key.pub" >/dev/null
 M key p256 "$T/a-ec.pem"
@@ -62,7 +53,7 @@ REFUSED=0
 hup_refused() {
 	REFUSED=$((REFUSED + 1))
 	kill -HUP "$D_PID"
-	wait_log "$T/D.log" 'SIGHUP: configuration not reloaded, nothing changed' "$REFUSED" 10 &&
+	rc_wait_log "$T/D.log" 'SIGHUP: configuration not reloaded, nothing changed' "$REFUSED" 10 &&
 	    rc_ok "$1: the reload is refused" || rc_fail "$1: the reload was not refused"
 	rc_expect_match "$(grep 'configuration not reloaded' "$T/D.log" | tail -n 1)" "$2" \
 	    "$1: the log names the cause"
@@ -100,7 +91,7 @@ authz "$TB" 401 "issuer B is not trusted yet" untrusted_issuer
 conf "$(iss_a), $(iss_b)" '"poll_interval": 2'
 hup
 authz "$TB" 200 "SIGHUP added issuer B: its token is accepted"
-wait_log "$T/D.log" "SIGHUP: configuration generation 2 applied: changed issuers" ||
+rc_wait_log "$T/D.log" "SIGHUP: configuration generation 2 applied: changed issuers" ||
     rc_fail "the log does not say the issuers were applied"
 conf "$(iss_a other), $(iss_b)" '"poll_interval": 2'
 hup
@@ -168,7 +159,7 @@ rc_expect_status 413 "max_batch 3 applied: a batch of 4 is refused"
 head -c 300 /dev/zero | tr '\0' ' ' >"$T/big.json"
 rc_curl -H 'Content-Type: application/json' --data-binary @"$T/big.json" "$D_URL/v1/check"
 rc_expect_status 413 "max_body 200 applied: a body of 300 bytes is refused"
-wait_log "$T/D.log" '^\{.*SIGHUP: configuration generation '"$GEN"' applied: changed max_batch, max_body, log_format, token_cache_size' ||
+rc_wait_log "$T/D.log" '^\{.*SIGHUP: configuration generation '"$GEN"' applied: changed max_batch, max_body, log_format, token_cache_size' ||
     rc_fail "log_format json was not applied (the applied line is not a JSON object)"
 
 # ---------------------------------------------------------------- staleness policy: max_age, Retry-After
@@ -219,7 +210,7 @@ rc_expect_status 200 "the client's new secret is accepted"
 # ---------------------------------------------------------------- restart-only settings: named, kept
 conf "$(iss_a)" '"threads": 3, "conn_timeout": 5, "max_conns": 5000, "max_batch": 2'
 hup
-wait_log "$T/D.log" 'SIGHUP: conn_timeout, max_conns, threads changed; not applied until a restart' ||
+rc_wait_log "$T/D.log" 'SIGHUP: conn_timeout, max_conns, threads changed; not applied until a restart' ||
     rc_fail "the restart-only settings were not named in the log"
 rc_curl "$D_URL/v1/status"
 rc_expect_json config.restart_pending "conn_timeout, max_conns, threads" "status: restart_pending names them"

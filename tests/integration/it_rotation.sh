@@ -29,15 +29,6 @@ signer() {	# signer URL: the key id of the filter in service ("" if none)
 	curl -s "$1/v1/status" | python3 -c \
 	    'import json,sys; f=json.load(sys.stdin)["filter"]; print(f["signer"] if f else "")'
 }
-wait_log() {	# wait_log FILE REGEX [COUNT] [SECONDS]: until COUNT lines match
-	local i n
-	for i in $(seq 1 $((${4:-10} * 10))); do
-		n=$(grep -cE -- "$2" "$1" || true)
-		[ "$n" -ge "${3:-1}" ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
 keys_json() {	# keys_json PUB...: the JSON array of trusted keys
 	local k out=""
 	for k in "$@"; do out="$out${out:+, }\"$k\""; done
@@ -83,7 +74,7 @@ LOAD_PID=$!
 
 # ---------------------------------------------------------------- 0. B is not trusted yet
 publish "$T/b.pem"
-wait_log "$T/so/audit.log" '"result":"refused".*"version":2' 1 10 &&
+rc_wait_log "$T/so/audit.log" '"result":"refused".*"version":2' 1 10 &&
     rc_ok "a filter signed by the new key is refused before B is trusted" ||
     rc_fail "the origin did not refuse version 2 signed by an untrusted key"
 rc_expect_eq "$(signer "$O_URL")" "$KA" "the origin keeps serving the A-signed filter"
@@ -91,10 +82,10 @@ rc_expect_eq "$(signer "$O_URL")" "$KA" "the origin keeps serving the A-signed f
 # ---------------------------------------------------------------- 1. trust A and B: SIGHUP, no restart
 write_edge "$(keys_json "$T/a.pub" "$T/b.pub")"
 kill -HUP "$E_PID"
-wait_log "$T/E.log" 'trusted keys: 2 loaded' || rc_fail "edge did not reload its keys"
+rc_wait_log "$T/E.log" 'trusted keys: 2 loaded' || rc_fail "edge did not reload its keys"
 write_origin "$(keys_json "$T/a.pub" "$T/b.pub")"
 kill -HUP "$O_PID"
-wait_log "$T/O.log" 'trusted keys: 2 loaded' || rc_fail "origin did not reload its keys"
+rc_wait_log "$T/O.log" 'trusted keys: 2 loaded' || rc_fail "origin did not reload its keys"
 rc_wait_version "$O_URL" 2 10 && rc_ok "after SIGHUP the origin serves the B-signed version 2" ||
     rc_fail "origin did not load version 2 after SIGHUP"
 rc_wait_version "$E_URL" 2 10 && rc_ok "the edge synced the B-signed version 2" ||
@@ -105,12 +96,12 @@ rc_expect_eq "$(signer "$E_URL")" "$KB" "edge: version 2 is signed by B"
 # ---------------------------------------------------------------- 2. retire A
 write_edge "$(keys_json "$T/b.pub")"
 kill -HUP "$E_PID"
-wait_log "$T/E.log" 'trusted keys: 1 loaded' || rc_fail "edge did not drop key A"
+rc_wait_log "$T/E.log" 'trusted keys: 1 loaded' || rc_fail "edge did not drop key A"
 write_origin "$(keys_json "$T/b.pub")"
 kill -HUP "$O_PID"
-wait_log "$T/O.log" 'trusted keys: 1 loaded' || rc_fail "origin did not drop key A"
+rc_wait_log "$T/O.log" 'trusted keys: 1 loaded' || rc_fail "origin did not drop key A"
 publish "$T/a.pem"
-wait_log "$T/so/audit.log" '"result":"refused".*"version":3' 1 10 &&
+rc_wait_log "$T/so/audit.log" '"result":"refused".*"version":3' 1 10 &&
     rc_ok "once A is retired, a filter signed by A is refused" ||
     rc_fail "the origin did not refuse version 3 signed by the retired key"
 rc_expect_eq "$(signer "$O_URL")" "$KB" "the origin keeps the B-signed filter"
@@ -133,16 +124,16 @@ done
 # ---------------------------------------------------------------- a broken config changes nothing
 write_origin "$(keys_json "$T/b.pub" "$T/missing.pub")"
 kill -HUP "$O_PID"
-wait_log "$T/O.log" 'SIGHUP: configuration not reloaded, nothing changed: trusted_key: .*missing.pub' ||
+rc_wait_log "$T/O.log" 'SIGHUP: configuration not reloaded, nothing changed: trusted_key: .*missing.pub' ||
     rc_fail "a SIGHUP with a missing key file was not refused by name"
 rc_curl "$O_URL/v1/check?id=tok-rev-1"; rc_expect_json status revoked "still serving after the refused reload"
 
 # ---------------------------------------------------------------- live and restart-only settings
 write_origin "$(keys_json "$T/b.pub")" ', "max_batch": 7, "log_level": "debug", "max_conns": 5000'
 kill -HUP "$O_PID"
-wait_log "$T/O.log" 'SIGHUP: max_conns changed; not applied until a restart' ||
+rc_wait_log "$T/O.log" 'SIGHUP: max_conns changed; not applied until a restart' ||
     rc_fail "a changed max_conns (restart-only) was not named"
-wait_log "$T/O.log" 'SIGHUP: configuration generation [0-9]+ applied: changed max_batch, log_level' ||
+rc_wait_log "$T/O.log" 'SIGHUP: configuration generation [0-9]+ applied: changed max_batch, log_level' ||
     rc_fail "max_batch and log_level were not applied live"
 printf '{"items":[%s]}' "$(for i in 1 2 3 4 5 6 7 8; do printf '{"id":"x%d"}%s' $i "$([ $i -lt 8 ] && echo ,)"; done)" >"$T/batch8.json"
 rc_curl -H 'Content-Type: application/json' --data-binary @"$T/batch8.json" "$O_URL/v1/check"
@@ -151,7 +142,7 @@ rc_expect_status 413 "a batch of 8 is over the max_batch of 7 applied by SIGHUP"
 # ---------------------------------------------------------------- removing the serving key withdraws the filter
 write_origin "$(keys_json "$T/a.pub")"
 kill -HUP "$O_PID"
-wait_log "$T/O.log" 'signed by .*no longer a trusted key: taken out of service' ||
+rc_wait_log "$T/O.log" 'signed by .*no longer a trusted key: taken out of service' ||
     rc_fail "the filter signed by a removed key stayed in service"
 rc_curl "$O_URL/v1/check?id=tok-clean-x"
 rc_expect_status 503 "no answer from a filter whose key was removed"
@@ -161,14 +152,14 @@ rc_expect_json error no_filter
 rc_stop O || rc_fail "origin did not stop cleanly"
 rc_curl "$E_URL/v1/check?id=tok-rev-1"
 rc_expect_status 503 "a positive without an authority is 503"
-wait_log "$T/E.log" 'sync failing' 1 10 || rc_fail "edge did not log the failing sync"
+rc_wait_log "$T/E.log" 'sync failing' 1 10 || rc_fail "edge did not log the failing sync"
 rc_curl "$E_URL/v1/check?id=tok-rev-2"
 sleep 3	# several more failed syncs: logged with backoff, not each time
 write_origin "$(keys_json "$T/b.pub")"
 "$REVCHECKD" -c "$T/origin.json" --listen "127.0.0.1:$O_PORT" >>"$T/O2.log" 2>&1 &
 O_PID=$!
 RC_DAEMONS+=(O)
-wait_log "$T/E.log" 'sync recovered' 1 15 || rc_fail "edge did not log the recovered sync"
+rc_wait_log "$T/E.log" 'sync recovered' 1 15 || rc_fail "edge did not log the recovered sync"
 for _ in $(seq 1 50); do
 	rc_curl "$E_URL/v1/check?id=tok-rev-1"
 	[ "$RC_STATUS" = 200 ] && break
@@ -200,10 +191,10 @@ F2=$T/f2
 mkdir -p "$F2" "$T/s2"
 FB build --key "$T/b.pem" --out "$F2" --valid-for 1h --quiet "$T/tokens.txt"
 rc_start S --filter-dir "$F2" --trusted-key "$T/b.pub" --state-dir "$T/s2" --max-age 3s --poll-interval 1
-wait_log "$T/S.log" 'filter state: stale \(max_age\)' 1 10 || rc_fail "going stale was not logged"
+rc_wait_log "$T/S.log" 'filter state: stale \(max_age\)' 1 10 || rc_fail "going stale was not logged"
 sleep 2
 FB build --key "$T/b.pem" --out "$F2" --valid-for 1h --quiet "$T/tokens.txt"
-wait_log "$T/S.log" 'filter state: fresh again, version 2' 1 10 || rc_fail "fresh again was not logged"
+rc_wait_log "$T/S.log" 'filter state: fresh again, version 2' 1 10 || rc_fail "fresh again was not logged"
 rc_expect_eq "$(grep -c 'filter state: stale' "$T/S.log")" 1 "stale: logged once"
 rc_expect_eq "$(grep -c 'filter state: fresh again' "$T/S.log")" 1 "fresh again: logged once"
 

@@ -225,6 +225,18 @@ rc_wait_ready() {
 	return 1
 }
 
+# rc_wait_log FILE REGEX [COUNT] [SECONDS]: until COUNT lines of FILE match
+# REGEX (default 1, within 10 s); 1 when they do not in time.
+rc_wait_log() {
+	local i n
+	for i in $(seq 1 $((${4:-10} * 10))); do
+		n=$(grep -cE -- "$2" "$1" || true)
+		[ "$n" -ge "${3:-1}" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 rc_wait_json() {
 	local url=$1 path=$2 want=$3 secs=${4:-20} i
 	for i in $(seq 1 $((secs * 10))); do
