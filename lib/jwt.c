@@ -264,22 +264,29 @@ int
 jwt_key(const struct jwt *t, struct revkey *k, char *err, size_t errlen)
 {
 	const cJSON *jti = cJSON_GetObjectItemCaseSensitive(t->claims, "jti");
-	const char *scope = REVKEY_DEFAULT_SCOPE;
-	size_t jlen;
 
 	if (jti == NULL || !cJSON_IsString(jti)) {
 		snprintf(err, errlen, jti == NULL ? "no \"jti\" claim" :
 		    "\"jti\" is not a string");
 		return -1;
 	}
-	jlen = strlen(jti->valuestring);
+	return jwt_key_values(k, t->iss, jti->valuestring,
+	    strlen(jti->valuestring), err, errlen);
+}
+
+int
+jwt_key_values(struct revkey *k, const char *iss, const char *jti,
+    size_t jlen, char *err, size_t errlen)
+{
+	const char *scope = REVKEY_DEFAULT_SCOPE;
+
 	if (jlen == 0 || jlen > REVKEY_ID_MAX) {
 		snprintf(err, errlen, "\"jti\" must be 1 to %d bytes",
 		    REVKEY_ID_MAX);
 		return -1;
 	}
-	if (t->iss != NULL) {
-		scope = t->iss;
+	if (iss != NULL) {
+		scope = iss;
 		/*
 		 * Token scopes never enter the X.509 issuer namespace, nor
 		 * the cutoff scopes.
@@ -295,7 +302,7 @@ jwt_key(const struct jwt *t, struct revkey *k, char *err, size_t errlen)
 			return -1;
 		}
 	}
-	if (revkey_set(k, scope, jti->valuestring, jlen) != 0) {
+	if (revkey_set(k, scope, jti, jlen) != 0) {
 		snprintf(err, errlen, "cannot form the key");
 		return -1;
 	}

@@ -96,6 +96,14 @@ void jwt_free(struct jwt *t);
 int jwt_key(const struct jwt *t, struct revkey *k, char *err, size_t errlen);
 
 /*
+ * The same key from the claim values themselves: iss (NULL: none) and
+ * the jti's jlen bytes. jwt_key ends here, and so does a token found in
+ * svc/trust.c's verified-token cache, so the two cannot differ.
+ */
+int jwt_key_values(struct revkey *k, const char *iss, const char *jti,
+    size_t jlen, char *err, size_t errlen);
+
+/*
  * Decodes the payload of a compact JWS and sets k to (iss or "default",
  * jti), without verifying anything: the revocation-only mode. Returns 0,
  * or -1 with err.

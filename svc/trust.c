@@ -9,6 +9,8 @@
 #include <curl/curl.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <xxhash.h>
 
 #include "loader.h"
 #include "log.h"
@@ -205,6 +207,12 @@ trust_init(struct trust *t, const struct config *c, char *err,
 		if ((t->cache = calloc(t->cache_size, sizeof(*t->cache))) ==
 		    NULL) {
 			snprintf(err, errlen, "token_cache_size: out of memory");
+			trust_free(t);
+			return -1;
+		}
+		if (RAND_bytes((unsigned char *)&t->cache_seed,
+		    sizeof(t->cache_seed)) != 1) {
+			snprintf(err, errlen, "token cache: no random seed");
 			trust_free(t);
 			return -1;
 		}
@@ -534,6 +542,8 @@ trust_free(struct trust *t)
 		free(t->clients[i].secret);
 	}
 	free(t->clients);
+	for (i = 0; t->cache != NULL && i < t->cache_size; i++)
+		free(t->cache[i].buf);
 	free(t->cache);
 	if (t->locks) {
 		for (i = 0; i < TRUST_CACHE_LOCKS; i++)
@@ -561,100 +571,213 @@ ask_refresh(struct trust *t, struct trust_issuer *ti)
 	pthread_mutex_unlock(&t->mu);
 }
 
-/* The slot of a token hash. */
+/* The slot of a token's hash. */
 static size_t
-cache_slot(const struct trust *t, const unsigned char *h)
+cache_slot(const struct trust *t, uint64_t h)
 {
-	uint64_t v;
-
-	memcpy(&v, h, sizeof(v));
-	return (size_t)(v % t->cache_size);
+	return (size_t)(h % t->cache_size);
 }
 
 /*
- * True when the token with hash h was verified for issuer idx, is still
- * within its time and the issuer's keys have not changed since. An entry
- * of h found past its time or made under older keys is dropped.
+ * The values of a token that its keys are formed from: its issuer's
+ * scope (iss), jti, and the sub, sid and iat its cutoffs need.
  */
-static bool
-cache_hit(struct trust *t, const unsigned char *h, size_t idx, int64_t now)
+struct tok_values {
+	const char	*iss;
+	const char	*jti;
+	size_t		 jti_len;
+	const char	*sub;		/* NULL: none (or not a string) */
+	size_t		 sub_len;
+	const char	*sid;
+	size_t		 sid_len;
+	bool		 has_iat;
+	int64_t		 iat;
+};
+
+/* The cutoff keys of a token of scope from its values, or -1 with err. */
+static int
+cutoff_values(const char *scope, const struct tok_values *v,
+    struct trust_cutoffs *cut, char *err, size_t errlen)
+{
+	memset(cut, 0, sizeof(*cut));
+	cut->has_iat = v->has_iat;
+	cut->iat = v->has_iat ? v->iat : 0;
+	if (v->sub != NULL) {
+		if (revkey_cutoff(&cut->sub, REVKEY_SUB_PREFIX, scope, v->sub,
+		    v->sub_len) == -1) {
+			snprintf(err, errlen, "\"sub\" cannot be checked "
+			    "against cutoffs (empty or too long)");
+			return -1;
+		}
+		cut->has_sub = true;
+	}
+	if (v->sid != NULL) {
+		if (revkey_cutoff(&cut->sid, REVKEY_SID_PREFIX, scope, v->sid,
+		    v->sid_len) == -1) {
+			snprintf(err, errlen, "\"sid\" cannot be checked "
+			    "against cutoffs (empty or too long)");
+			return -1;
+		}
+		cut->has_sid = true;
+	}
+	return 0;
+}
+
+/* A token's jti key into k and (cut not NULL) its cutoff keys. */
+static int
+keys_of(const struct tok_values *v, struct revkey *k,
+    struct trust_cutoffs *cut, char *err, size_t errlen)
+{
+	if (jwt_key_values(k, v->iss, v->jti, v->jti_len, err, errlen) == -1)
+		return -1;
+	return cut != NULL ? cutoff_values(k->scope, v, cut, err, errlen) : 0;
+}
+
+/* Empties slot e (under its lock); what it held is freed by the caller. */
+static char *
+cache_drop(struct trust_cached *e)
+{
+	char *old = e->buf;
+
+	e->buf = NULL;
+	e->until = 0;
+	return old;
+}
+
+/*
+ * The token tok of len bytes, if it was verified before, is still within
+ * its time and its issuer's keys have not changed since: its keys into k
+ * and cut, and 1 with *idx its issuer. An entry of tok found past its
+ * time or made under older keys is dropped. 0 when tok must be verified;
+ * -1 (err) when its keys cannot be formed, which a verified token's
+ * always could.
+ */
+static int
+cache_find(struct trust *t, const char *tok, size_t len, uint64_t h,
+    int64_t now, struct revkey *k, struct trust_cutoffs *cut, size_t *idx,
+    char *err, size_t errlen)
 {
 	struct trust_cached *e;
+	struct tok_values v;
 	size_t slot = cache_slot(t, h);
 	pthread_mutex_t *mu = &t->cache_mu[slot % TRUST_CACHE_LOCKS];
 	_Atomic uint64_t *evict = NULL;
-	uint64_t gen;
-	bool hit = false;
+	char *old = NULL;
+	int rc = 0;
 
-	pthread_rwlock_rdlock(&t->lock);
-	gen = t->iss[idx].gen;
-	pthread_rwlock_unlock(&t->lock);
 	pthread_mutex_lock(mu);
 	e = &t->cache[slot];
-	if (e->until != 0 && e->issuer == idx &&
-	    memcmp(e->hash, h, sizeof(e->hash)) == 0) {
-		if (e->gen != gen)
-			evict = &t->cache_evict_keys;
-		else if (e->until <= now)
-			evict = &t->cache_evict_expired;
-		else
-			hit = true;
-		if (evict != NULL)
-			e->until = 0;
+	if (e->buf == NULL || e->hash != h || e->len != len ||
+	    memcmp(e->buf, tok, len) != 0) {
+		pthread_mutex_unlock(mu);
+		return 0;
+	}
+	if (e->gen != atomic_load_explicit(&t->iss[e->issuer].gen,
+	    memory_order_acquire))
+		evict = &t->cache_evict_keys;
+	else if (e->until <= now)
+		evict = &t->cache_evict_expired;
+	if (evict != NULL) {
+		old = cache_drop(e);
+	} else {
+		*idx = e->issuer;
+		v.iss = t->iss[e->issuer].cfg->issuer;
+		v.jti = e->buf + e->len;
+		v.jti_len = e->jti_len;
+		v.sub = e->has_sub ? v.jti + e->jti_len : NULL;
+		v.sub_len = e->sub_len;
+		v.sid = e->has_sid ? v.jti + e->jti_len + e->sub_len : NULL;
+		v.sid_len = e->sid_len;
+		v.has_iat = e->has_iat;
+		v.iat = e->iat;
+		rc = keys_of(&v, k, cut, err, errlen) == 0 ? 1 : -1;
 	}
 	pthread_mutex_unlock(mu);
 	if (evict != NULL) {
+		free(old);
 		atomic_fetch_add_explicit(evict, 1, memory_order_relaxed);
 		atomic_fetch_sub_explicit(&t->cache_entries, 1,
 		    memory_order_relaxed);
 	}
-	atomic_fetch_add_explicit(hit ? &t->cache_hits : &t->cache_misses, 1,
-	    memory_order_relaxed);
-	return hit;
+	if (rc == 1)
+		atomic_fetch_add_explicit(&t->cache_hits, 1,
+		    memory_order_relaxed);
+	return rc;
 }
 
 /*
- * Remembers a token just verified at now: until its exp (with the
- * leeway the verification allowed), token_cache_max, or, for fetched
- * keys, the set's maximum age, whichever comes first.
+ * What a verification tells the cache: the generation of the issuer's
+ * keys it used, and until when that set may be relied on (its maximum
+ * age, for fetched keys; INT64_MAX otherwise), both read under the lock
+ * the verification held, so that keys replaced meanwhile make the entry
+ * stale at once.
+ */
+struct verified_by {
+	uint64_t	 gen;
+	int64_t		 keys_until;
+};
+
+/*
+ * Remembers token tok with values v, verified at now for issuer idx
+ * under keys vb: until its exp (with the leeway the verification
+ * allowed), token_cache_max, or the set's maximum age, whichever comes
+ * first.
  */
 static void
-cache_put(struct trust *t, const unsigned char *h, size_t idx,
-    const struct jwt *j, int64_t now)
+cache_put(struct trust *t, const char *tok, size_t len, uint64_t h,
+    size_t idx, const struct jwt *j, const struct tok_values *v,
+    const struct verified_by *vb, int64_t now)
 {
 	const struct trust_issuer *ti = &t->iss[idx];
 	struct trust_cached *e;
-	size_t slot = cache_slot(t, h);
+	size_t slot = cache_slot(t, h), vlen;
 	pthread_mutex_t *mu = &t->cache_mu[slot % TRUST_CACHE_LOCKS];
 	int64_t exp, until = now + t->cache_max;
-	uint64_t gen;
-	bool added = false, replaced = false;
+	char *buf, *old;
+	bool replaced;
 
-	if (jwt_claim_time(j, "exp", &exp) == -1)
+	if (len > TRUST_CACHE_TOKEN_MAX ||
+	    jwt_claim_time(j, "exp", &exp) == -1)
 		return;
 	if (exp <= INT64_MAX - ti->cfg->leeway &&
 	    exp + ti->cfg->leeway < until)
 		until = exp + ti->cfg->leeway;
-	pthread_rwlock_rdlock(&t->lock);
-	gen = ti->gen;
-	if (ti->cfg->jwks_uri != NULL &&
-	    ti->keys_at + ti->cfg->jwks_max_age < until)
-		until = ti->keys_at + ti->cfg->jwks_max_age + 1;
-	pthread_rwlock_unlock(&t->lock);
+	if (vb->keys_until < until)
+		until = vb->keys_until;
 	if (until <= now)
 		return;
+	vlen = v->jti_len + (v->sub != NULL ? v->sub_len : 0) +
+	    (v->sid != NULL ? v->sid_len : 0);
+	if ((buf = malloc(len + vlen)) == NULL)
+		return;		/* verified every time, then */
+	memcpy(buf, tok, len);
+	memcpy(buf + len, v->jti, v->jti_len);
+	if (v->sub != NULL)
+		memcpy(buf + len + v->jti_len, v->sub, v->sub_len);
+	if (v->sid != NULL)
+		memcpy(buf + len + v->jti_len + (v->sub != NULL ?
+		    v->sub_len : 0), v->sid, v->sid_len);
 	pthread_mutex_lock(mu);
 	e = &t->cache[slot];
-	if (e->until == 0)
-		added = true;
-	else if (memcmp(e->hash, h, sizeof(e->hash)) != 0)
-		replaced = true;
-	memcpy(e->hash, h, sizeof(e->hash));
+	replaced = e->buf != NULL && (e->hash != h || e->len != len ||
+	    memcmp(e->buf, tok, len) != 0);
+	old = cache_drop(e);
+	e->buf = buf;
+	e->hash = h;
+	e->len = len;
+	e->jti_len = v->jti_len;
+	e->has_sub = v->sub != NULL;
+	e->sub_len = e->has_sub ? v->sub_len : 0;
+	e->has_sid = v->sid != NULL;
+	e->sid_len = e->has_sid ? v->sid_len : 0;
+	e->has_iat = v->has_iat;
+	e->iat = v->iat;
 	e->until = until;
-	e->gen = gen;
+	e->gen = vb->gen;
 	e->issuer = idx;
 	pthread_mutex_unlock(mu);
-	if (added)
+	free(old);
+	if (old == NULL)
 		atomic_fetch_add_explicit(&t->cache_entries, 1,
 		    memory_order_relaxed);
 	if (replaced)
@@ -662,10 +785,14 @@ cache_put(struct trust *t, const unsigned char *h, size_t idx,
 		    memory_order_relaxed);
 }
 
-/* Verifies j against ti at now, under the read lock. */
+/*
+ * Verifies j against ti at now, under the read lock; on success vb says
+ * which keys proved it.
+ */
 static int
 verify_with(struct trust *t, struct trust_issuer *ti, const struct jwt *j,
-    int64_t now, enum jwt_verdict *why, char *err, size_t errlen)
+    int64_t now, struct verified_by *vb, enum jwt_verdict *why, char *err,
+    size_t errlen)
 {
 	const struct config_issuer *ci = ti->cfg;
 	struct jwt_issuer ji;
@@ -685,6 +812,11 @@ verify_with(struct trust *t, struct trust_issuer *ti, const struct jwt *j,
 	ji.hs_secret = ti->hs;
 	ji.hs_len = ti->hs_len;
 	rc = jwt_verify(j, &ji, now, why, err, errlen);
+	vb->gen = atomic_load_explicit(&ti->gen, memory_order_relaxed);
+	vb->keys_until = INT64_MAX;
+	if (ci->jwks_uri != NULL &&
+	    ti->keys_at <= INT64_MAX - ci->jwks_max_age - 1)
+		vb->keys_until = ti->keys_at + ci->jwks_max_age + 1;
 	pthread_rwlock_unlock(&t->lock);
 	if (rc == -1 && *why == JWT_KEYS_UNAVAILABLE && stale)
 		snprintf(err, errlen, "the issuer's keys are older than "
@@ -713,34 +845,31 @@ trust_token_claims(struct trust *t, const char *tok, size_t len,
 	    errlen);
 }
 
-/* The cutoff keys of j (scope k's), or -1 with err. */
+/*
+ * The values of parsed token j that its keys come from, or -1 with err
+ * (no string jti: what jwt_key says). Borrowed from j.
+ */
 static int
-cutoffs_of(const struct jwt *j, const struct revkey *k,
-    struct trust_cutoffs *cut, char *err, size_t errlen)
+values_of(const struct jwt *j, struct tok_values *v, char *err,
+    size_t errlen)
 {
-	const char *sub = jwt_claim_str(j, "sub");
-	const char *sid = jwt_claim_str(j, "sid");
+	const char *jti = jwt_claim_str(j, "jti");
 
-	memset(cut, 0, sizeof(*cut));
-	cut->has_iat = jwt_claim_time(j, "iat", &cut->iat) == 0;
-	if (sub != NULL) {
-		if (revkey_cutoff(&cut->sub, REVKEY_SUB_PREFIX, k->scope, sub,
-		    strlen(sub)) == -1) {
-			snprintf(err, errlen, "\"sub\" cannot be checked "
-			    "against cutoffs (empty or too long)");
-			return -1;
-		}
-		cut->has_sub = true;
+	memset(v, 0, sizeof(*v));
+	if (jti == NULL) {
+		snprintf(err, errlen,
+		    cJSON_GetObjectItemCaseSensitive(j->claims, "jti") == NULL ?
+		    "no \"jti\" claim" : "\"jti\" is not a string");
+		return -1;
 	}
-	if (sid != NULL) {
-		if (revkey_cutoff(&cut->sid, REVKEY_SID_PREFIX, k->scope, sid,
-		    strlen(sid)) == -1) {
-			snprintf(err, errlen, "\"sid\" cannot be checked "
-			    "against cutoffs (empty or too long)");
-			return -1;
-		}
-		cut->has_sid = true;
-	}
+	v->iss = j->iss;
+	v->jti = jti;
+	v->jti_len = strlen(jti);
+	if ((v->sub = jwt_claim_str(j, "sub")) != NULL)
+		v->sub_len = strlen(v->sub);
+	if ((v->sid = jwt_claim_str(j, "sid")) != NULL)
+		v->sid_len = strlen(v->sid);
+	v->has_iat = jwt_claim_time(j, "iat", &v->iat) == 0;
 	return 0;
 }
 
@@ -765,26 +894,19 @@ issuer_of(struct trust *t, const struct jwt *j, enum jwt_verdict *why,
 	return NULL;
 }
 
-/*
- * A token whose exact bytes were verified for its issuer before and are
- * still within their time (cache_hit): its claims are read again, its
- * header and signature not. 1 on a hit (j holds the claims), 0 when it
- * must be verified (j empty), -1 on a parse error (err).
- */
+/* The claims of token tok (a cache hit: verified before) into *claims. */
 static int
-cached(struct trust *t, const char *tok, size_t len, int64_t now,
-    const unsigned char *h, struct jwt *j, char *err, size_t errlen)
+claims_again(const char *tok, size_t len, cJSON **claims, char *err,
+    size_t errlen)
 {
-	struct trust_issuer *ti;
-	enum jwt_verdict why;
-	char e[8];
+	struct jwt j;
 
-	if (jwt_parse_claims(j, tok, len, err, errlen) == -1)
+	memset(&j, 0, sizeof(j));
+	if (jwt_parse_claims(&j, tok, len, err, errlen) == -1)
 		return -1;
-	ti = issuer_of(t, j, &why, e, sizeof(e));
-	if (ti != NULL && cache_hit(t, h, (size_t)(ti - t->iss), now))
-		return 1;
-	jwt_free(j);
+	*claims = j.claims;
+	j.claims = NULL;
+	jwt_free(&j);
 	return 0;
 }
 
@@ -794,35 +916,41 @@ trust_token_cut(struct trust *t, const char *tok, size_t len, int64_t now,
     enum jwt_verdict *why, char *err, size_t errlen)
 {
 	struct trust_issuer *ti;
-	unsigned char h[32];
+	struct tok_values v;
+	struct verified_by vb;
 	struct jwt j;
+	uint64_t h = 0;
+	size_t idx;
+	bool cache;
 	int rc = -1;
 
 	*why = JWT_MALFORMED;
 	memset(&j, 0, sizeof(j));
-	/* A token verified before is not verified again (cache_hit). */
-	if (t != NULL && !t->revocation_only && t->n > 0 && t->cache != NULL) {
-		if (util_sha256(h, tok, len) != 0) {
-			snprintf(err, errlen, "SHA-256 failed");
-			return -1;
-		}
-		switch (cached(t, tok, len, now, h, &j, err, errlen)) {
+	/*
+	 * A token verified before is not verified again, nor parsed: the
+	 * cache holds its exact bytes and the values its keys are formed
+	 * from.
+	 */
+	cache = t != NULL && !t->revocation_only && t->n > 0 &&
+	    t->cache != NULL;
+	if (cache) {
+		h = XXH3_64bits_withSeed(tok, len, t->cache_seed);
+		switch (cache_find(t, tok, len, h, now, k, cut, &idx, err,
+		    errlen)) {
 		case -1:
 			return -1;
 		case 1:
-			if (jwt_key(&j, k, err, errlen) == -1 || (cut != NULL &&
-			    cutoffs_of(&j, k, cut, err, errlen) == -1))
-				goto out;
+			if (claims != NULL &&
+			    claims_again(tok, len, claims, err, errlen) == -1)
+				return -1;
 			*why = JWT_VALID;
-			rc = 0;
-			goto claims;
+			return 0;
 		}
 	}
 	if (jwt_parse(&j, tok, len, err, errlen) == -1)
 		return -1;
-	if (jwt_key(&j, k, err, errlen) == -1)
-		goto out;
-	if (cut != NULL && cutoffs_of(&j, k, cut, err, errlen) == -1)
+	if (values_of(&j, &v, err, errlen) == -1 ||
+	    keys_of(&v, k, cut, err, errlen) == -1)
 		goto out;
 	if (t != NULL && t->revocation_only) {
 		if (claims != NULL) {
@@ -838,10 +966,13 @@ trust_token_cut(struct trust *t, const char *tok, size_t len, int64_t now,
 	}
 	if ((ti = issuer_of(t, &j, why, err, errlen)) == NULL)
 		goto out;
-	rc = verify_with(t, ti, &j, now, why, err, errlen);
-	if (rc == 0 && t->cache != NULL)
-		cache_put(t, h, (size_t)(ti - t->iss), &j, now);
-claims:
+	if (cache)
+		atomic_fetch_add_explicit(&t->cache_misses, 1,
+		    memory_order_relaxed);
+	rc = verify_with(t, ti, &j, now, &vb, why, err, errlen);
+	if (rc == 0 && cache)
+		cache_put(t, tok, len, h, (size_t)(ti - t->iss), &j, &v, &vb,
+		    now);
 	if (rc == 0 && claims != NULL &&
 	    (*claims = cJSON_Duplicate(j.claims, 1)) == NULL) {
 		snprintf(err, errlen, "out of memory");

@@ -42,8 +42,10 @@ struct trust_issuer {
 	int64_t		 keys_at;	/* when keys were fetched */
 	unsigned char	*hs;		/* wiped on free */
 	size_t		 hs_len;
+	/* Bumped when keys change, under the trust's lock; read without
+	 * it by a cache hit. */
+	_Atomic uint64_t gen;
 	/* jwks_uri only, under the trust's lock (want_refresh: atomic) */
-	uint64_t	 gen;		/* bumped when keys change */
 	int64_t		 next_fetch;	/* scheduled refresh */
 	int64_t		 last_attempt;
 	_Atomic bool	 want_refresh;	/* a token named an unknown kid */
@@ -62,15 +64,30 @@ struct trust_client {
 #define TRUST_CLIENT_SECRET_MIN	16
 
 /*
- * One verified token, known by the SHA-256 of its bytes: valid until
- * "until" while its issuer's keys are still generation gen.
+ * One verified token, known by its exact bytes (buf holds them, then its
+ * jti, sub and sid): valid until "until" while its issuer's keys are
+ * still generation gen. A hit forms the token's keys from these values
+ * with the functions a verification forms them with (jwt_key_values and
+ * trust.c's cutoff_values), so it parses nothing and cannot differ.
  */
 struct trust_cached {
-	unsigned char	 hash[32];
-	int64_t		 until;		/* 0: empty slot */
+	char		*buf;		/* NULL: empty slot */
+	uint64_t	 hash;		/* of the token's bytes, seeded */
+	size_t		 len;		/* token bytes */
+	size_t		 jti_len;
+	size_t		 sub_len;
+	size_t		 sid_len;
+	bool		 has_sub;
+	bool		 has_sid;
+	bool		 has_iat;
+	int64_t		 iat;
+	int64_t		 until;
 	uint64_t	 gen;
 	size_t		 issuer;
 };
+
+/* Longer tokens are verified every time (a bound on the cache's memory). */
+#define TRUST_CACHE_TOKEN_MAX	8192
 
 #define TRUST_CACHE_LOCKS	64
 
@@ -97,6 +114,7 @@ struct trust {
 	struct trust_cached *cache;
 	size_t		 cache_size;
 	int64_t		 cache_max;
+	uint64_t	 cache_seed;	/* random: slots cannot be aimed at */
 	pthread_mutex_t	 cache_mu[TRUST_CACHE_LOCKS];
 	_Atomic uint64_t cache_hits;
 	_Atomic uint64_t cache_misses;

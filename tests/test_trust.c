@@ -4,6 +4,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 
 #include "../svc/config.h"
 #include "jwks.h"
@@ -294,6 +299,239 @@ Test(trust_cache, slot_replacement_counted_and_shown)
 	free(bad);
 	free(t2);
 	free(t1);
+	trust_free(&t);
+	config_free(&c);
+}
+
+/* ---------------------------------------------------------------- hits form the same keys */
+
+static void
+b64url(char *out, size_t outlen, const unsigned char *in, size_t len)
+{
+	unsigned char tmp[4096];
+	size_t i, n;
+
+	cr_assert(len <= 3000 && outlen > 4 * ((len + 2) / 3));
+	n = (size_t)EVP_EncodeBlock(tmp, in, (int)len);
+	while (n > 0 && tmp[n - 1] == '=')
+		n--;
+	for (i = 0; i < n; i++)
+		out[i] = tmp[i] == '+' ? '-' : tmp[i] == '/' ? '_' :
+		    (char)tmp[i];
+	out[n] = '\0';
+}
+
+/* An HS256 token of payload, signed with secret; caller frees. */
+static char *
+hs256(const char *payload, const char *secret)
+{
+	static const char hdr[] = "{\"alg\":\"HS256\",\"typ\":\"JWT\"}";
+	unsigned char mac[EVP_MAX_MD_SIZE];
+	unsigned int maclen = 0;
+	char h[128], p[4096], s[128], *tok;
+	size_t n;
+
+	b64url(h, sizeof(h), (const unsigned char *)hdr, strlen(hdr));
+	b64url(p, sizeof(p), (const unsigned char *)payload, strlen(payload));
+	n = strlen(h) + 1 + strlen(p) + 1 + sizeof(s);
+	cr_assert_not_null(tok = malloc(n));
+	snprintf(tok, n, "%s.%s", h, p);
+	cr_assert_not_null(HMAC(EVP_sha256(), secret, (int)strlen(secret),
+	    (const unsigned char *)tok, strlen(tok), mac, &maclen));
+	b64url(s, sizeof(s), mac, maclen);
+	strcat(tok, ".");
+	strcat(tok, s);
+	return tok;
+}
+
+#define HS_SECRET	"a test secret of more than 32 bytes, for HS256"
+
+/* A trust with issuer https://h.example, HS256 with HS_SECRET. */
+static void
+setup_hs(struct config *c, struct trust *t, char *dir, size_t dirlen)
+{
+	char json[8192], sec[4096], err[512];
+	FILE *fp;
+	int n;
+
+	snprintf(dir, dirlen, "/tmp/test_trust.XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(sec, sizeof(sec), "%s/hs.secret", dir);
+	cr_assert_not_null(fp = fopen(sec, "w"));
+	fputs(HS_SECRET "\n", fp);
+	fclose(fp);
+	config_init(c);
+	n = snprintf(json, sizeof(json), "{\"token_cache_size\": 64, "
+	    "\"issuers\": [{\"issuer\": \"https://h.example\", "
+	    "\"hs_secret_file\": \"%s\", \"audiences\": [\"api\"], "
+	    "\"algorithms\": [\"HS256\"]}]}", sec);
+	cr_assert(n > 0 && (size_t)n < sizeof(json));
+	cr_assert_eq(config_load_buf(c, json, strlen(json), "test.json", err,
+	    sizeof(err)), 0, "%s", err);
+	cr_assert_eq(trust_init(t, c, err, sizeof(err)), 0, "%s", err);
+	unlink(sec);
+	rmdir(dir);
+}
+
+static void
+same_key(const struct revkey *a, const struct revkey *b, const char *what)
+{
+	cr_assert_eq(a->scope_len, b->scope_len, "%s: scope", what);
+	cr_assert_str_eq(a->scope, b->scope, "%s", what);
+	cr_assert_eq(a->id_len, b->id_len, "%s: id length", what);
+	cr_assert_eq(memcmp(a->id, b->id, a->id_len), 0, "%s: id", what);
+}
+
+/*
+ * A cache hit parses nothing: it forms the jti key and the sub and sid
+ * cutoff keys from the values kept at verification. Whatever the claims,
+ * a hit must give exactly the keys the verification gave, or a revoked
+ * subject could pass on its second request.
+ */
+Test(trust_cache, hit_forms_the_keys_a_verification_forms)
+{
+	static const char *const claims[] = {
+		"\"jti\":\"only-jti\"",
+		"\"jti\":\"j2\",\"sub\":\"user-1\",\"iat\":1699999990",
+		"\"jti\":\"j3\",\"sub\":\"user-1\",\"sid\":\"s-9\","
+		    "\"iat\":1699999000",
+		"\"jti\":\"j4\",\"sid\":\"only-sid\"",
+		"\"jti\":\"j5\",\"sub\":12345,\"sid\":[\"x\"]",
+		"\"jti\":\"j6\",\"sub\":\"\\u00e9l\\u00e8ve \\\"q\\\"\","
+		    "\"sid\":\"\\ud83d\\ude00\",\"iat\":1699999999.5",
+		"\"jti\":\"\\u00e9\",\"sub\":\"s\"",
+	};
+	static const bool want_sub[] = { false, true, true, false, false,
+	    true, true };
+	static const bool want_sid[] = { false, false, true, true, false,
+	    true, false };
+	struct config c;
+	struct trust t;
+	struct revkey k1, k2;
+	struct trust_cutoffs c1, c2;
+	enum jwt_verdict why;
+	char dir[64], payload[1024], err[512];
+	size_t i;
+	uint64_t hits;
+
+	setup_hs(&c, &t, dir, sizeof(dir));
+	for (i = 0; i < sizeof(claims) / sizeof(claims[0]); i++) {
+		char *tok;
+
+		snprintf(payload, sizeof(payload), "{\"iss\":"
+		    "\"https://h.example\",\"aud\":\"api\",\"exp\":%d,%s}",
+		    VEC_EXP, claims[i]);
+		tok = hs256(payload, HS_SECRET);
+		hits = atomic_load(&t.cache_hits);
+		memset(&k1, 0xa5, sizeof(k1));
+		memset(&c1, 0xa5, sizeof(c1));
+		cr_assert_eq(trust_token_cut(&t, tok, strlen(tok), VEC_NOW,
+		    &k1, &c1, NULL, &why, err, sizeof(err)), 0, "%s: %s: %s",
+		    payload, jwt_verdict_str(why), err);
+		cr_assert_eq(atomic_load(&t.cache_hits), hits);
+		memset(&k2, 0x5a, sizeof(k2));
+		memset(&c2, 0x5a, sizeof(c2));
+		cr_assert_eq(trust_token_cut(&t, tok, strlen(tok), VEC_NOW,
+		    &k2, &c2, NULL, &why, err, sizeof(err)), 0, "%s", err);
+		cr_assert_eq(atomic_load(&t.cache_hits), hits + 1,
+		    "%s: not answered by the cache", payload);
+		same_key(&k1, &k2, payload);
+		cr_assert_str_eq(k1.scope, "https://h.example");
+		cr_assert_eq(c1.has_sub, want_sub[i], "%s", payload);
+		cr_assert_eq(c1.has_sid, want_sid[i], "%s", payload);
+		cr_assert_eq(c2.has_sub, c1.has_sub, "%s", payload);
+		cr_assert_eq(c2.has_sid, c1.has_sid, "%s", payload);
+		cr_assert_eq(c2.has_iat, c1.has_iat, "%s", payload);
+		cr_assert_eq(c2.iat, c1.iat, "%s", payload);
+		if (c1.has_sub)
+			same_key(&c1.sub, &c2.sub, payload);
+		if (c1.has_sid)
+			same_key(&c1.sid, &c2.sid, payload);
+		free(tok);
+	}
+	trust_free(&t);
+	config_free(&c);
+}
+
+/* tok with the first character of its jti's value changed; caller frees. */
+static char *
+payload_changed(const char *tok)
+{
+	const char *d1 = strchr(tok, '.'), *d2 = strrchr(tok, '.');
+	unsigned char json[4096];
+	char p[6000], *out, *j;
+	size_t bad, n;
+	long len;
+
+	cr_assert(d1 != NULL && d2 > d1);
+	len = util_b64url_decode(json, d1 + 1, (size_t)(d2 - d1 - 1), &bad);
+	cr_assert(len > 0 && (size_t)len < sizeof(json));
+	json[len] = '\0';
+	cr_assert_not_null(j = strstr((char *)json, "\"jti\":\""));
+	j[7] = j[7] == 'x' ? 'y' : 'x';
+	b64url(p, sizeof(p), json, (size_t)len);
+	n = (size_t)(d1 - tok) + 1 + strlen(p) + strlen(d2) + 1;
+	cr_assert_not_null(out = malloc(n));
+	snprintf(out, n, "%.*s.%s%s", (int)(d1 - tok), tok, p, d2);
+	return out;
+}
+
+/*
+ * The cache knows a token by its exact bytes: a copy with one byte
+ * changed anywhere (payload or signature) is verified, never a hit.
+ */
+Test(trust_cache, one_byte_changed_is_never_a_hit)
+{
+	struct config c;
+	struct trust t;
+	char *tok = vec_token("ok-b"), *bad;
+	size_t len = strlen(tok);
+
+	setup(&c, &t, false, "1d", NULL);
+	check(&t, tok, VEC_NOW, "valid", false);
+	check(&t, tok, VEC_NOW, "valid", true);
+	cr_assert_not_null(bad = strdup(tok));
+	/* The last byte of the signature, then one of the payload (a
+	 * character of the jti's value, so that it still parses). */
+	bad[len - 1] = bad[len - 1] == 'A' ? 'B' : 'A';
+	check(&t, bad, VEC_NOW, "bad_signature", false);
+	free(bad);
+	bad = payload_changed(tok);
+	check(&t, bad, VEC_NOW, "bad_signature", false);
+	/* Neither displaced the valid entry. */
+	check(&t, tok, VEC_NOW, "valid", true);
+	free(bad);
+	free(tok);
+	trust_free(&t);
+	config_free(&c);
+}
+
+/* Introspection on a hit gets the very claims the verification gave. */
+Test(trust_cache, hit_gives_the_same_claims)
+{
+	struct config c;
+	struct trust t;
+	struct revkey k;
+	enum jwt_verdict why;
+	cJSON *a = NULL, *b = NULL;
+	char err[512];
+	char *tok = vec_token("ok-b");
+	uint64_t hits;
+
+	setup(&c, &t, false, "1d", NULL);
+	cr_assert_eq(trust_token_claims(&t, tok, strlen(tok), VEC_NOW, &k, &a,
+	    &why, err, sizeof(err)), 0, "%s", err);
+	hits = atomic_load(&t.cache_hits);
+	cr_assert_eq(trust_token_claims(&t, tok, strlen(tok), VEC_NOW, &k, &b,
+	    &why, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(atomic_load(&t.cache_hits), hits + 1);
+	cr_assert_not_null(a);
+	cr_assert_not_null(b);
+	cr_assert(cJSON_Compare(a, b, true));
+	cr_assert_not_null(cJSON_GetObjectItemCaseSensitive(b, "jti"));
+	cJSON_Delete(a);
+	cJSON_Delete(b);
+	free(tok);
 	trust_free(&t);
 	config_free(&c);
 }
