@@ -7,9 +7,13 @@
 #   NAME: ours=X peer=Y ratio=Z UNIT (...)
 # where ratio > 1 always means revcheck is ahead (peer/ours for times and
 # memory, ours/peer for throughput), and writes the same to
-# bench/results.json. Every peer is started here on 127.0.0.1, on a free
-# port, and stopped on exit. Anything missing is skipped with a message;
-# the script exits 0 whatever happens. Knobs (environment):
+# bench/results.json (rendered by python3's json module). Starts with
+# bench/env.sh, so tests/integration/lib.sh's helpers pick the ports, start
+# and stop revcheckd and nginx, and stop everything still running and
+# remove the temp dir $T at exit (RC_KEEP=1 keeps it). Every peer is
+# started here on 127.0.0.1, on a free port, and stopped on exit. Anything
+# missing is skipped with a message; the script exits 0 whatever happens
+# (also when interrupted). Knobs (environment):
 #   BENCH_LARGE=1      add the 10^8-key scaling points (lookups and build)
 #   BENCH_DURATION=5   seconds per wrk run (BENCH_ROUNDS=3 rounds of the HTTP runs)
 #   BENCH_N=10000000   keys for lookups, build, memory and reload
@@ -19,86 +23,83 @@
 #   BENCH_WIDTHS_N=1000000  keys for the fuse width rows (fuse_w*)
 #   BENCH_ONLY=fuse_widths  run only the fuse width rows
 
-set -u
 export LC_ALL=C
-
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+# ROOT, BUILD (absolute), REVCHECKD, FILTERBUILD, $T and lib.sh's helpers;
+# its rc_cleanup runs at exit. `set -u` stays on, `set -e` is off, and
+# pipefail too: a pipeline's status is its last command's, as it always
+# was here.
+. "$(dirname "$0")/env.sh"
+set +o pipefail
 cd "$ROOT" || exit 0
-BUILD=${BUILD:-build/bench}
-case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
 LARGE=${BENCH_LARGE:-0}
 DUR=${BENCH_DURATION:-5}
 N=${BENCH_N:-10000000}
 HTTP_N=${BENCH_HTTP_N:-1000000}
 OUT=${BENCH_OUT:-$ROOT/bench/results.json}
-REVCHECKD=${REVCHECKD:-$BUILD/revcheckd}
-FILTERBUILD=${FILTERBUILD:-$BUILD/filterbuild}
 BB=$BUILD/bench			# our own bench programs
 # Builds use the default FP rate (0.001) with the blocked layout.
 FB_OPTS=${BENCH_FB_OPTS:---layout blocked --valid-for 1d}
-T=$(mktemp -d /tmp/revcheck-bench.XXXXXX) || exit 0
 START=$(date +%s)
 COMMIT=$(git describe --always --dirty 2>/dev/null || echo unknown)
 
-PIDS=()
-cleanup() {
-	local p
-	for p in "${PIDS[@]}"; do
-		kill "$p" 2>/dev/null
-	done
-	for p in "${PIDS[@]}"; do
-		wait "$p" 2>/dev/null
-	done
-	rm -rf "$T"
-}
-trap cleanup EXIT
 trap 'echo "bench: interrupted"; exit 0' INT TERM
 
 log() { printf '# %s\n' "$*" >&2; }
 
 # ---------------------------------------------------------------- results
 
-JSON_ROWS=()
 RESULTS_TXT=()
+ROWS=$T/results.rows		# one JSON object a line, in order
+: >"$ROWS"
+CPU_MODEL=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
 
-# num VALUE: VALUE if it is a plain number, else null (for the JSON).
-num() {
-	if [[ $1 =~ ^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$ ]]; then
-		printf '%s' "$1"
-	else
-		printf 'null'
-	fi
+# add_row FIELD=STRING|FIELD:=NUMBER...: appends a row with these fields,
+# in this order, to the results and rewrites $OUT with all of them (so an
+# interrupted run keeps what it measured). A NUMBER that is not a plain
+# number (empty, "-") is null. python3's json module does all the quoting.
+add_row() {
+	/usr/bin/python3 - "$ROWS" "$OUT" "$(nproc)" "$CPU_MODEL" "$COMMIT" \
+	    "BUILD=${BUILD#"$ROOT"/} BENCH_LARGE=$LARGE bench/run.sh" "$@" <<'PY' || log "could not write $OUT"
+import json, math, os, re, sys, time
+rows, out, cpus, cpu, commit, command = sys.argv[1:7]
+row = {}
+for arg in sys.argv[7:]:
+    key, _, v = arg.partition("=")
+    if key.endswith(":"):
+        key = key[:-1]
+        if re.fullmatch(r"-?[0-9]+", v):
+            v = int(v)
+        elif re.fullmatch(r"-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?", v) and math.isfinite(float(v)):
+            v = float(v)
+        else:
+            v = None
+    row[key] = v
+with open(rows, "a") as f:
+    f.write(json.dumps(row) + "\n")
+with open(rows) as f:
+    lines = f.read().splitlines()
+head = [("date", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())),
+        ("command", command), ("commit", commit), ("cpus", int(cpus)), ("cpu", cpu)]
+with open(out + ".tmp", "w") as f:
+    f.write("{\n")
+    for k, v in head:
+        f.write("  %s: %s,\n" % (json.dumps(k), json.dumps(v)))
+    f.write('  "results": [' + ",".join("\n    " + l for l in lines) + "\n  ]\n}\n")
+os.replace(out + ".tmp", out)
+PY
 }
 
-jstr() {
-	local s=${1//\\/\\\\}
-	s=${s//\"/\\\"}
-	printf '"%s"' "$s"
-}
-
-write_json() {
-	local i sep=""
-	{
-		printf '{\n  "date": %s,\n' "$(jstr "$(date -u +%Y-%m-%dT%H:%M:%SZ)")"
-		printf '  "command": %s,\n' "$(jstr "BUILD=${BUILD#"$ROOT"/} BENCH_LARGE=$LARGE bench/run.sh")"
-		printf '  "commit": %s,\n' "$(jstr "$COMMIT")"
-		printf '  "cpus": %s,\n' "$(nproc)"
-		printf '  "cpu": %s,\n' "$(jstr "$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)")"
-		printf '  "results": ['
-		for i in "${JSON_ROWS[@]}"; do
-			printf '%s\n    %s' "$sep" "$i"
-			sep=","
-		done
-		printf '\n  ]\n}\n'
-	} > "$OUT.tmp" && mv "$OUT.tmp" "$OUT"
-}
-
-# emit NAME OURS PEER UNIT lower|higher TARGET NOTE [EXTRA_JSON [TOL]]
+# emit NAME OURS PEER UNIT lower|higher TARGET NOTE [TOL [KEY=NUMBER...]]
 # TARGET is the minimum ratio the issue asks for, "zero" when OURS must be
-# 0, or "-" for none.
+# 0, or "-" for none; TOL (default 0) how far below TARGET is a tie; each
+# KEY=NUMBER is one more field of the JSON row.
 emit() {
 	local name=$1 ours=$2 peer=$3 unit=$4 better=$5 target=$6 note=$7
-	local extra=${8:-} tol=${9:-0} ratio verdict="" line
+	local tol=${8:-0} ratio verdict="" line kv extra=()
+	shift $(($# < 8 ? $# : 8))
+	for kv in "$@"; do
+		extra+=("${kv%%=*}:=${kv#*=}")
+	done
 	ratio=$(awk -v o="$ours" -v p="$peer" -v b="$better" 'BEGIN {
 		if (o == "" || p == "" || o + 0 <= 0 || p + 0 <= 0) { print "-"; exit }
 		r = (b == "lower") ? p / o : o / p
@@ -118,8 +119,9 @@ emit() {
 	line="$name: ours=$ours peer=$peer ratio=$ratio $unit ($better is better${note:+; $note})${verdict:+ $verdict}"
 	echo "$line"
 	RESULTS_TXT+=("$line")
-	JSON_ROWS+=("{\"name\": $(jstr "$name"), \"ours\": $(num "$ours"), \"peer\": $(num "$peer"), \"ratio\": $(num "$ratio"), \"unit\": $(jstr "$unit"), \"better\": $(jstr "$better"), \"target\": $(num "$target"), \"verdict\": $(jstr "${verdict:-none}"), \"note\": $(jstr "$note")${extra:+, $extra}}")
-	write_json
+	add_row name="$name" ours:="$ours" peer:="$peer" ratio:="$ratio" unit="$unit" \
+	    better="$better" target:="$target" verdict="${verdict:-none}" note="$note" \
+	    "${extra[@]+"${extra[@]}"}"
 }
 
 # emit_within NAME OURS WANT REL UNIT NOTE: OURS must be WANT within +-REL
@@ -140,53 +142,20 @@ emit_within() {
 	line="$name: ours=$ours peer=$want ratio=$ratio $unit (ratio 1 is the target${note:+; $note})${verdict:+ $verdict}"
 	echo "$line"
 	RESULTS_TXT+=("$line")
-	JSON_ROWS+=("{\"name\": $(jstr "$name"), \"ours\": $(num "$ours"), \"peer\": $(num "$want"), \"ratio\": $(num "$ratio"), \"unit\": $(jstr "$unit"), \"better\": \"within\", \"target\": $(num "$rel"), \"verdict\": $(jstr "${verdict:-none}"), \"note\": $(jstr "$note")}")
-	write_json
+	add_row name="$name" ours:="$ours" peer:="$want" ratio:="$ratio" unit="$unit" \
+	    better=within target:="$rel" verdict="${verdict:-none}" note="$note"
 }
 
 skip() {
 	local name=$1 why=$2
 	echo "$name: skipped ($why)"
 	RESULTS_TXT+=("$name: skipped ($why)")
-	JSON_ROWS+=("{\"name\": $(jstr "$name"), \"skipped\": $(jstr "$why")}")
-	write_json
+	add_row name="$name" skipped="$why"
 }
 
 # ---------------------------------------------------------------- helpers
 
 have() { command -v "$1" >/dev/null 2>&1; }
-
-port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
-free_port() {
-	local p i
-	for i in $(seq 1 50); do
-		p=$((20000 + RANDOM % 12000))
-		port_busy "$p" || { echo "$p"; return 0; }
-	done
-	return 1
-}
-
-# wait_http URL SECONDS: until URL answers 2xx.
-wait_http() {
-	local i
-	for i in $(seq 1 $(($2 * 10))); do
-		curl -fsS -o /dev/null --max-time 2 "$1" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
-stop_pid() {
-	local p=$1 i
-	kill "$p" 2>/dev/null || return 0
-	for i in $(seq 1 50); do
-		kill -0 "$p" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -9 "$p" 2>/dev/null
-	wait "$p" 2>/dev/null
-}
 
 # Fields of a "k=v k=v" line.
 field() { tr ' ' '\n' <<<"$1" | awk -F= -v k="$2" '$1 == k { print $2; exit }'; }
@@ -331,18 +300,18 @@ if [ "$HAVE_LOOKUP" = 1 ] && lookup_rows "$N" && grep -q 'variant=libbloom' "$T/
 	# match a classic one bit for bit: its per-block load varies).
 	emit lookup_fp_rate_fuse "$(lk "$N" fuse fp)" "$lbf" fp-rate lower 1 \
 	    "fuse layout built for p=0.01 ($(lk "$N" fuse bytes) B) vs libbloom ($lbb B), measured over $q absent keys (1 sigma = $sigma)" \
-	    "\"ours_bytes\": $(num "$(lk "$N" fuse bytes)"), \"peer_bytes\": $(num "$lbb")" "$tol"
+	    "$tol" ours_bytes="$(lk "$N" fuse bytes)" peer_bytes="$lbb"
 	emit lookup_memory_fuse "$(lk "$N" fuse bytes)" "$lbb" bytes lower 1 \
 	    "fingerprint array of the fuse filter for the same keys vs libbloom's bit array for p=0.01"
 	emit lookup_fp_rate "$(lk "$N" blocked fp)" "$lbf" fp-rate lower 1 \
 	    "blocked layout sized for p=0.01 ($(lk "$N" blocked bytes) B) vs libbloom ($lbb B), measured over $q absent keys (1 sigma = $sigma)" \
-	    "\"ours_bytes\": $(num "$(lk "$N" blocked bytes)"), \"peer_bytes\": $(num "$lbb")" "$tol"
+	    "$tol" ours_bytes="$(lk "$N" blocked bytes)" peer_bytes="$lbb"
 	emit lookup_memory "$(lk "$N" blocked bytes)" "$lbb" bytes lower - \
 	    "bit array of the blocked filter sized for p=0.01 vs libbloom's for p=0.01: what one cache line per key costs"
 	emit lookup_fp_rate_same_memory "$(lk "$N" blocked-samemem fp)" "$lbf" fp-rate lower - \
-	    "blocked layout squeezed into libbloom's bytes ($(lk "$N" blocked-samemem bytes) B), 1 sigma = $sigma" "" "$tol"
+	    "blocked layout squeezed into libbloom's bytes ($(lk "$N" blocked-samemem bytes) B), 1 sigma = $sigma" "$tol"
 	emit lookup_fp_rate_classic "$(lk "$N" classic fp)" "$lbf" fp-rate lower - \
-	    "classic layout at libbloom's memory ($(lk "$N" classic bytes) B, same k: equal in expectation, +-$tol is noise), 1 sigma = $sigma" "" "$tol"
+	    "classic layout at libbloom's memory ($(lk "$N" classic bytes) B, same k: equal in expectation, +-$tol is noise), 1 sigma = $sigma" "$tol"
 elif [ "$HAVE_LOOKUP" = 1 ]; then
 	skip lookup "bench/lookup failed or libbloom missing: $(head -c 300 "$T/lookup.$N.err" 2>/dev/null)"
 else
@@ -479,7 +448,7 @@ if [ -x "$BB/checkmt" ] && [ -d "$T/fb.$HTTP_N" ] &&
 	cs() { grep "^checkmt scaling variant=$1 threads=2 " "$T/checkmt" | tr ' ' '\n' | awk -F= -v k="$2" '$1 == k { print $2 }'; }
 	emit check_path_2_threads "$(cm epoch 2 checks_per_s)" "$(cm epoch 1 checks_per_s)" checks/s higher 1.9 \
 	    "check_begin+check_key+check_end in-process, $HTTP_N-key filter, 2 threads vs 1; per CPU second $(cs epoch cpu_vs_1)x; the shared reference count it replaced $(cs refcount vs_1)x (per CPU second $(cs refcount cpu_vs_1)x); this machine scaled arithmetic $(cs spin vs_1)x meanwhile" \
-	    "\"cpu_vs_1\": $(num "$(cs epoch cpu_vs_1)"), \"refcount_vs_1\": $(num "$(cs refcount vs_1)"), \"spin_vs_1\": $(num "$(cs spin vs_1)")"
+	    0 cpu_vs_1="$(cs epoch cpu_vs_1)" refcount_vs_1="$(cs refcount vs_1)" spin_vs_1="$(cs spin vs_1)"
 else
 	skip check_path_2_threads "bench/checkmt missing or failed: $(head -c 300 "$T/checkmt.err" "$T/checkmt.make" 2>/dev/null)"
 fi
@@ -490,15 +459,14 @@ REDIS_PORT=""
 REDIS_PID=""
 redis_start() {
 	have redis-server && have redis-cli || return 1
-	REDIS_PORT=$(free_port) || return 1
+	REDIS_PORT=$(rc_free_port) || return 1
 	mkdir -p "$T/redis"
 	redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
 	    --dir "$T/redis" --logfile "$T/redis/redis.log" --daemonize no \
 	    --protected-mode yes >/dev/null 2>&1 &
 	REDIS_PID=$!
-	PIDS+=("$REDIS_PID")
-	local i
-	for i in $(seq 1 50); do
+	rc_stop_at_exit "$REDIS_PID"
+	for _ in $(seq 1 50); do
 		redis-cli -p "$REDIS_PORT" ping 2>/dev/null | grep -q PONG && return 0
 		sleep 0.1
 	done
@@ -566,17 +534,16 @@ EOF
 
 # ---------------------------------------------------------------- revcheckd
 
-RC_PID=""
-RC_PORT=""
-# rc_start FILTER_DIR TAG
-rc_start() {
-	RC_PORT=$(free_port) || return 1
-	mkdir -p "$T/state.$2"
-	"$REVCHECKD" --listen "127.0.0.1:$RC_PORT" --filter-dir "$1" --trusted-key "$T/pub.pem" \
-	    --state-dir "$T/state.$2" --log-level warn >"$T/revcheckd.$2.log" 2>&1 &
-	RC_PID=$!
-	PIDS+=("$RC_PID")
-	wait_http "http://127.0.0.1:$RC_PORT/readyz" 60
+# revcheckd_start NAME FILTER_DIR: lib.sh's rc_start NAME (NAME_URL,
+# NAME_PID; log in $T/NAME.log) serving FILTER_DIR, then until it is ready
+# (the filter loaded), at most 60 s.
+revcheckd_start() {
+	local url
+	mkdir -p "$T/state.$1"
+	rc_start "$1" --filter-dir "$2" --trusted-key "$T/pub.pem" \
+	    --state-dir "$T/state.$1" --log-level warn || return 1
+	url=${1}_URL
+	rc_wait_ready "${!url}" 60
 }
 
 HAVE_RC=0
@@ -592,36 +559,31 @@ HAVE_RC=0
 
 ROUNDS=${BENCH_ROUNDS:-3}
 
+# nginx_start: nginx in $T/nginx (lib.sh's rc_nginx_conf and rc_nginx_run,
+# which sets NG_PID) on a free port NPORT, answering every path but "/"
+# (rc_nginx_run's 404 probe) with the fixed JSON of a check: one worker a
+# CPU, 1024 connections each, no access log.
 nginx_start() {
 	have nginx || return 1
-	NPORT=$(free_port) || return 1
-	mkdir -p "$T/nginx/logs" "$T/nginx/tmp"
-	cat >"$T/nginx/nginx.conf" <<EOF
-worker_processes $(nproc);
-pid $T/nginx/nginx.pid;
-error_log $T/nginx/logs/error.log;
-daemon off;
-events { worker_connections 1024; }
-http {
-	access_log off;
-	client_body_temp_path $T/nginx/tmp/body;
-	proxy_temp_path $T/nginx/tmp/proxy;
-	fastcgi_temp_path $T/nginx/tmp/fastcgi;
-	uwsgi_temp_path $T/nginx/tmp/uwsgi;
-	scgi_temp_path $T/nginx/tmp/scgi;
-	server {
-		listen 127.0.0.1:$NPORT;
-		location / {
-			default_type application/json;
-			return 200 '{"status":"not_revoked","source":"filter","scope":"default","id":"abs-0","filter_version":1}\n';
-		}
-	}
+	NPORT=$(rc_free_port) || return 1
+	mkdir -p "$T/nginx"
+	{
+		rc_nginx_conf "$T/nginx" | sed -e "s/^worker_processes 1;/worker_processes $(nproc);/" \
+		    -e 's/worker_connections 64;/worker_connections 1024;/' \
+		    -e "s|access_log $T/nginx/access.log;|access_log off;|"
+		cat <<EOF
+    server {
+        listen 127.0.0.1:$NPORT;
+        location = / { return 404; }
+        location / {
+            default_type application/json;
+            return 200 '{"status":"not_revoked","source":"filter","scope":"default","id":"abs-0","filter_version":1}\n';
+        }
+    }
 }
 EOF
-	nginx -p "$T/nginx" -c "$T/nginx/nginx.conf" >"$T/nginx/logs/stdout.log" 2>&1 &
-	NGINX_PID=$!
-	PIDS+=("$NGINX_PID")
-	wait_http "http://127.0.0.1:$NPORT/v1/check?id=x" 10
+	} >"$T/nginx/nginx.conf"
+	rc_nginx_run "$T/nginx" "$NPORT"
 }
 
 # better_rps VAR_PREFIX RPS P99 [EXTRA...]: keeps the round with the best rps.
@@ -650,16 +612,15 @@ fi
 if have wrk && nginx_start; then
 	HAVE_NGINX=1
 else
-	log "nginx or wrk missing, or nginx did not start: $(tail -c 300 "$T/nginx/logs/error.log" 2>/dev/null)"
+	log "nginx or wrk missing, or nginx did not start: $(tail -c 300 "$T/nginx/error.log" 2>/dev/null)"
 fi
-if [ "$HAVE_RC" = 1 ] && [ -d "$T/fb.$HTTP_N" ] && rc_start "$T/fb.$HTTP_N" http; then
+if [ "$HAVE_RC" = 1 ] && [ -d "$T/fb.$HTTP_N" ] && revcheckd_start HTTPD "$T/fb.$HTTP_N"; then
 	HAVE_RC_HTTP=1
-	RC_HTTP_PID=$RC_PID
-	curl -sS --max-time 5 "http://127.0.0.1:$RC_PORT/v1/check?id=abs-sanity" >"$T/sample.json" 2>&1
+	curl -sS --max-time 5 "$HTTPD_URL/v1/check?id=abs-sanity" >"$T/sample.json" 2>&1
 	log "sample answer: $(head -c 300 "$T/sample.json")"
 	curl -sS --max-time 5 -H 'Content-Type: application/json' \
 	    --data '{"items":[{"id":"abs-1"},{"id":"abs-2"}]}' \
-	    "http://127.0.0.1:$RC_PORT/v1/check" >"$T/sample-batch.json" 2>&1
+	    "$HTTPD_URL/v1/check" >"$T/sample-batch.json" 2>&1
 	log "sample batch answer: $(head -c 300 "$T/sample-batch.json")"
 fi
 
@@ -673,7 +634,7 @@ for round in $(seq 1 "$ROUNDS"); do
 	fi
 	if [ "$HAVE_RC_HTTP" = 1 ]; then
 		timeout $((DUR + 30)) wrk -t2 -c64 -d"${DUR}s" --latency -s "$T/get.lua" \
-		    "http://127.0.0.1:$RC_PORT" >"$T/wrk.get" 2>&1
+		    "$HTTPD_URL" >"$T/wrk.get" 2>&1
 		read -r rps p99 non2xx err < <(wrk_parse "$T/wrk.get")
 		log "round $round revcheckd GET: $rps req/s, p99 $p99 ms, non-2xx $non2xx, socket errors $err"
 		RC_NON2XX=$((RC_NON2XX + non2xx))
@@ -690,15 +651,15 @@ for round in $(seq 1 "$ROUNDS"); do
 	fi
 	if [ "$HAVE_RC_HTTP" = 1 ]; then
 		timeout $((DUR + 30)) wrk -t2 -c16 -d"${DUR}s" --latency -s "$T/post.lua" \
-		    "http://127.0.0.1:$RC_PORT/v1/check" >"$T/wrk.post" 2>&1
+		    "$HTTPD_URL/v1/check" >"$T/wrk.post" 2>&1
 		read -r rps p99 non2xx err < <(wrk_parse "$T/wrk.post")
 		log "round $round revcheckd POST x1000: $rps req/s, p99 $p99 ms, non-2xx $non2xx"
 		B_NON2XX=$((B_NON2XX + non2xx))
 		keep_best B "$rps" "$p99"
 	fi
 done
-[ "$HAVE_NGINX" = 1 ] && stop_pid "$NGINX_PID"
-[ "$HAVE_RC_HTTP" = 1 ] && stop_pid "$RC_HTTP_PID"
+[ "$HAVE_NGINX" = 1 ] && rc_stop_pid "$NG_PID" && NG_PID=
+[ "$HAVE_RC_HTTP" = 1 ] && rc_stop_pid "$HTTPD_PID" && HTTPD_PID=
 
 if [ "$HAVE_RC_HTTP" = 1 ]; then
 	note="GET /v1/check absent ids, $HTTP_N-key filter, wrk -t2 -c64 -d${DUR}s, best of $ROUNDS"
@@ -706,7 +667,7 @@ if [ "$HAVE_RC_HTTP" = 1 ]; then
 	if [ -n "$REDIS_RPS" ]; then
 		emit http_single_vs_redis "$RC_RPS" "$REDIS_RPS" req/s higher 1.0 \
 		    "$note vs redis-benchmark -c 64 SISMEMBER on a $HTTP_N-member set" \
-		    "\"ours_p99_ms\": $(num "$RC_P99"), \"peer_p99_ms\": $(num "$REDIS_P99"), \"ours_non2xx\": $(num "$RC_NON2XX")"
+		    0 ours_p99_ms="$RC_P99" peer_p99_ms="$REDIS_P99" ours_non2xx="$RC_NON2XX"
 		emit http_single_p99_vs_redis "$RC_P99" "$REDIS_P99" ms lower - \
 		    "p99 latency of the best rounds (wrk vs redis-benchmark's own histogram)"
 	else
@@ -715,7 +676,7 @@ if [ "$HAVE_RC_HTTP" = 1 ]; then
 	if [ -n "$NGINX_RPS" ]; then
 		emit http_single_vs_nginx "$RC_RPS" "$NGINX_RPS" req/s higher 0.6 \
 		    "$note vs nginx 'return 200' fixed JSON, same wrk" \
-		    "\"ours_p99_ms\": $(num "$RC_P99"), \"peer_p99_ms\": $(num "$NGINX_P99")"
+		    0 ours_p99_ms="$RC_P99" peer_p99_ms="$NGINX_P99"
 		emit http_single_p99_vs_nginx "$RC_P99" "$NGINX_P99" ms lower - "p99 latency of the best rounds, same wrk"
 	else
 		skip http_single_vs_nginx "nginx did not run (revcheckd: $RC_RPS req/s, p99 $RC_P99 ms)"
@@ -724,10 +685,10 @@ if [ "$HAVE_RC_HTTP" = 1 ]; then
 	note="POST /v1/check, 1000 absent ids per request, wrk -t2 -c16 -d${DUR}s, best of $ROUNDS; p99 $B_P99 ms per request"
 	[ "$B_NON2XX" != 0 ] && note="$note; WARNING $B_NON2XX non-2xx answers"
 	emit http_batch_ids_per_second "$B_IDS" 2000000 ids/s higher 1 \
-	    "$note (peer = the 2M ids/s target)" "\"p99_ms\": $(num "$B_P99"), \"non2xx\": $(num "$B_NON2XX")"
+	    "$note (peer = the 2M ids/s target)" 0 p99_ms="$B_P99" non2xx="$B_NON2XX"
 else
 	why="needs revcheckd ($REVCHECKD), filterbuild, wrk, curl and a $HTTP_N-key build"
-	[ "$HAVE_RC" = 1 ] && [ -d "$T/fb.$HTTP_N" ] && why="revcheckd did not become ready: $(tail -c 300 "$T/revcheckd.http.log" 2>/dev/null)"
+	[ "$HAVE_RC" = 1 ] && [ -d "$T/fb.$HTTP_N" ] && why="revcheckd did not become ready: $(tail -c 300 "$T/HTTPD.log" 2>/dev/null)"
 	skip http_single "$why${NGINX_RPS:+; nginx $NGINX_RPS req/s}${REDIS_RPS:+; redis $REDIS_RPS req/s}"
 	skip http_batch "$why"
 fi
@@ -746,7 +707,7 @@ if [ -n "$REDIS_PID" ] && kill -0 "$REDIS_PID" 2>/dev/null; then
 	else
 		log "redis: loading $N ids failed: $(tail -c 200 "$T/redis-pipe.log")"
 	fi
-	stop_pid "$REDIS_PID"
+	rc_stop_pid "$REDIS_PID"
 fi
 
 if [ -n "${BUILD_WALL_10000000:-}" ] && [ "$N" = 10000000 ] && [ -n "$REDIS_LOAD_WALL" ]; then
@@ -787,25 +748,25 @@ fi
 
 # filter_version: the X-Revcheck-Filter-Version revcheckd answers with.
 filter_version() {
-	curl -sS --max-time 2 -D - -o /dev/null "http://127.0.0.1:$RC_PORT/v1/check?id=x" 2>/dev/null |
+	curl -sS --max-time 2 -D - -o /dev/null "$BIG_URL/v1/check?id=x" 2>/dev/null |
 	    awk -F': ' 'tolower($1) == "x-revcheck-filter-version" { gsub(/\r/, "", $2); print $2 }'
 }
 
-if [ "$HAVE_RC" = 1 ] && [ -d "$T/fb.$N" ] && rc_start "$T/fb.$N" big; then
+if [ "$HAVE_RC" = 1 ] && [ -d "$T/fb.$N" ] && revcheckd_start BIG "$T/fb.$N"; then
 	# Steady state first: this also touches the filter, so the RSS below
 	# counts the pages a serving daemon really has resident.
 	timeout $((DUR + 30)) wrk -t2 -c64 -d"${DUR}s" --latency -s "$T/get.lua" \
-	    "http://127.0.0.1:$RC_PORT" >"$T/wrk.big" 2>&1
+	    "$BIG_URL" >"$T/wrk.big" 2>&1
 	read -r S_RPS S_P99 S_NON2XX S_ERR < <(wrk_parse "$T/wrk.big")
 	log "revcheckd GET with $N keys: $S_RPS req/s, p99 $S_P99 ms, non-2xx $S_NON2XX"
-	RSS=$(( $(rss_kb "$RC_PID" VmRSS) * 1024 ))
-	ANON=$(( $(rss_kb "$RC_PID" RssAnon) * 1024 ))
-	RFILE=$(( $(rss_kb "$RC_PID" RssFile) * 1024 ))
+	RSS=$(( $(rss_kb "$BIG_PID" VmRSS) * 1024 ))
+	ANON=$(( $(rss_kb "$BIG_PID" RssAnon) * 1024 ))
+	RFILE=$(( $(rss_kb "$BIG_PID" RssFile) * 1024 ))
 	log "revcheckd with $N keys: RSS $RSS B (anon $ANON, file-backed $RFILE)"
 	if [ -n "$REDIS_MEM" ]; then
 		emit memory_vs_redis "$RSS" "$REDIS_MEM" bytes lower - \
 		    "revcheckd VmRSS with a $N-key filter after ${DUR}s of checks (anon $ANON B, file-backed $RFILE B) vs Redis used_memory for the same ids (Redis RSS $REDIS_RSS B)" \
-		    "\"ours_anon\": $(num "$ANON"), \"ours_file\": $(num "$RFILE"), \"peer_rss\": $(num "$REDIS_RSS")"
+		    0 ours_anon="$ANON" ours_file="$RFILE" peer_rss="$REDIS_RSS"
 	else
 		skip memory_vs_redis "redis figure missing (revcheckd RSS $RSS B)"
 	fi
@@ -825,16 +786,16 @@ if [ "$HAVE_RC" = 1 ] && [ -d "$T/fb.$N" ] && rc_start "$T/fb.$N" big; then
 	if [ -n "$staged" ] && [ -d "$T/stage/$staged" ]; then
 		t_wrk=$(date +%s.%N)
 		wrk -t2 -c64 -d600s --latency -s "$T/get.lua" \
-		    "http://127.0.0.1:$RC_PORT" >"$T/wrk.reload" 2>&1 &
+		    "$BIG_URL" >"$T/wrk.reload" 2>&1 &
 		WRK_PID=$!
-		PIDS+=("$WRK_PID")
+		rc_stop_at_exit "$WRK_PID"
 		sleep 3
 		t_pub=$(date +%s.%N)
 		mv "$T/stage/$staged" "$T/fb.$N/$staged" &&
 		    ln -s "$staged" "$T/fb.$N/.current.bench" &&
 		    mv -T "$T/fb.$N/.current.bench" "$T/fb.$N/current"
 		v1=$v0
-		for i in $(seq 1 300); do
+		for _ in $(seq 1 300); do
 			v1=$(filter_version)
 			[ -n "$v1" ] && [ "$v1" != "$v0" ] && break
 			sleep 0.1
@@ -842,17 +803,16 @@ if [ "$HAVE_RC" = 1 ] && [ -d "$T/fb.$N" ] && rc_start "$T/fb.$N" big; then
 		t_swap=$(awk -v a="$t_pub" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
 		# wrk stops 3 s after the swap is seen; SIGINT makes it print.
 		sleep 3
-		kill -INT "$WRK_PID" 2>/dev/null
-		wait "$WRK_PID"
+		rc_stop_pid "$WRK_PID" INT
 		RDUR=$(awk -v a="$t_wrk" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }')
 		read -r R_RPS R_P99 R_NON2XX R_ERR < <(wrk_parse "$T/wrk.reload")
-		HWM=$(( $(rss_kb "$RC_PID" VmHWM) * 1024 ))
-		RSS2=$(( $(rss_kb "$RC_PID" VmRSS) * 1024 ))
+		HWM=$(( $(rss_kb "$BIG_PID" VmHWM) * 1024 ))
+		RSS2=$(( $(rss_kb "$BIG_PID" VmRSS) * 1024 ))
 		log "reload: version $v0 -> $v1, seen ${t_swap}s after publish; $R_RPS req/s, p99 $R_P99 ms, non-2xx $R_NON2XX, socket errors $R_ERR"
 		if [ -n "$v1" ] && [ "$v1" != "$v0" ]; then
 			emit reload_non2xx "$R_NON2XX" 0 responses lower zero \
 			    "non-2xx in ${RDUR}s of wrk -t2 -c64 (absent ids) across the swap to a new $N-key filter, version $v0 -> $v1 answering ${t_swap}s after publish; socket errors $R_ERR" \
-			    "\"socket_errors\": $(num "$R_ERR"), \"swap_seen_s\": $(num "$t_swap")"
+			    0 socket_errors="$R_ERR" swap_seen_s="$t_swap"
 			emit reload_p99_vs_steady "$R_P99" "$S_P99" ms lower - \
 			    "p99 over the run with the swap vs ${DUR}s of steady state on the same $N-key daemon"
 			if [ -n "$REDIS_MEM" ]; then
@@ -860,15 +820,16 @@ if [ "$HAVE_RC" = 1 ] && [ -d "$T/fb.$N" ] && rc_start "$T/fb.$N" big; then
 				    "revcheckd peak RSS (VmHWM) from start through the swap, old and new $N-key pairs held at once (RSS after: $RSS2 B) vs Redis used_memory"
 			fi
 		else
-			skip reload "the new filter was not picked up within 30 s (version $v0 -> $v1): $(tail -c 300 "$T/revcheckd.big.log")"
+			skip reload "the new filter was not picked up within 30 s (version $v0 -> $v1): $(tail -c 300 "$T/BIG.log")"
 		fi
 	else
 		skip reload "could not stage a new version (current version '$v0'): $(tail -c 200 "$T/fb.reload.log" 2>/dev/null)"
 	fi
-	stop_pid "$RC_PID"
+	rc_stop_pid "$BIG_PID"
+	BIG_PID=
 else
 	why="needs revcheckd, filterbuild, wrk and a $N-key build"
-	[ "$HAVE_RC" = 1 ] && [ -d "$T/fb.$N" ] && why="revcheckd did not become ready with $N keys: $(tail -c 300 "$T/revcheckd.big.log" 2>/dev/null)"
+	[ "$HAVE_RC" = 1 ] && [ -d "$T/fb.$N" ] && why="revcheckd did not become ready with $N keys: $(tail -c 300 "$T/BIG.log" 2>/dev/null)"
 	skip memory_vs_redis "$why"
 	skip reload "$why"
 fi

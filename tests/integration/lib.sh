@@ -14,6 +14,10 @@
 #            rc_wait_version URL VERSION [SECS]   until /v1/status serves VERSION
 #            rc_wait_json URL PATH VALUE [SECS]   until rc_json PATH of a GET of
 #                                                 URL is VALUE (default 20 s)
+# Processes: rc_stop_at_exit PID                  rc_cleanup stops PID (another
+#                                                 background process) at exit
+#            rc_stop_pid PID [SIGNAL]             SIGNAL (TERM), SIGKILL after 5 s,
+#                                                 reaped; never fails
 # HTTP:      rc_curl [curl args...] URL           sets RC_STATUS, RC_BODY, RC_HEADERS
 #            rc_header NAME                       a header of the last reply
 #            rc_json PATH                         a field of RC_BODY: "status",
@@ -39,6 +43,8 @@ FILTERBUILD=${FILTERBUILD:-$RC_SRC/bin/filterbuild}
 RC_PASS=0
 RC_FAILED=0
 RC_DAEMONS=()
+# Other background processes rc_cleanup stops (rc_stop_at_exit).
+RC_PIDS=()
 # Commands run first at exit, for helpers that own more than revcheckd
 # (pg.sh's server).
 RC_AT_EXIT=()
@@ -51,20 +57,16 @@ rc_cleanup() {
 	for h in "${RC_AT_EXIT[@]+"${RC_AT_EXIT[@]}"}"; do
 		"$h" || true
 	done
+	for pid in "${RC_PIDS[@]+"${RC_PIDS[@]}"}"; do
+		rc_stop_pid "$pid"
+	done
 	if [ -n "${NG_PID:-}" ]; then	# an nginx from rc_nginx_run
 		kill -TERM "$NG_PID" 2>/dev/null || true
 		wait "$NG_PID" 2>/dev/null || true
 	fi
 	for n in "${RC_DAEMONS[@]+"${RC_DAEMONS[@]}"}"; do
 		pid=$(eval "echo \${${n}_PID:-}")
-		if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-			kill -TERM "$pid" 2>/dev/null || true
-			for _ in $(seq 1 50); do
-				kill -0 "$pid" 2>/dev/null || break
-				sleep 0.1
-			done
-			kill -KILL "$pid" 2>/dev/null || true
-		fi
+		rc_stop_pid "$pid"
 	done
 	if [ "${RC_KEEP:-0}" = 1 ]; then
 		echo "# kept $T (RC_KEEP=1)" >&2
@@ -73,6 +75,33 @@ rc_cleanup() {
 	fi
 }
 trap rc_cleanup EXIT
+
+# rc_stop_pid PID [SIGNAL]: sends SIGNAL (default TERM) to PID, waits up
+# to 5 s for it to exit, then SIGKILLs it and reaps it (when it is a child
+# of this shell); forgets PID for rc_cleanup. Returns 0 whatever happened,
+# also for an empty PID or one already gone.
+rc_stop_pid() {
+	local pid=$1 sig=${2:-TERM} p left=()
+	[ -n "$pid" ] || return 0
+	for p in "${RC_PIDS[@]+"${RC_PIDS[@]}"}"; do
+		[ "$p" = "$pid" ] || left+=("$p")
+	done
+	RC_PIDS=("${left[@]+"${left[@]}"}")
+	kill -"$sig" "$pid" 2>/dev/null || return 0
+	for _ in $(seq 1 50); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -KILL "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+	return 0
+}
+
+# rc_stop_at_exit PID: rc_cleanup stops PID (rc_stop_pid) when the script
+# exits, unless rc_stop_pid has stopped it before.
+rc_stop_at_exit() {
+	RC_PIDS+=("$1")
+}
 
 rc_ok() {
 	RC_PASS=$((RC_PASS + 1))
