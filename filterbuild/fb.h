@@ -72,7 +72,8 @@ void fb_getopt_reset(void);
 
 /*
  * Parses an --expiry-grace value: "0" or a duration up to
- * FB_EXPIRY_GRACE_MAX. 0, or -1 when it is not one.
+ * FB_EXPIRY_GRACE_MAX; one shorter than JWT_LEEWAY_MAX is warned about
+ * on stderr. 0, or -1 when it is not one.
  */
 int fb_parse_grace(const char *s, int64_t *out);
 

@@ -5,6 +5,7 @@
 #include <getopt.h>
 
 #include "fb.h"
+#include "jwt.h"
 #include "log.h"
 #include "util.h"
 
@@ -52,12 +53,18 @@ fb_usage_err(const char *cmd, const char *fmt, ...)
 int
 fb_parse_grace(const char *s, int64_t *out)
 {
-	if (strcmp(s, "0") == 0) {
+	if (strcmp(s, "0") == 0)
 		*out = 0;
-		return 0;
-	}
-	return util_parse_duration(s, out) == 0 && *out <= FB_EXPIRY_GRACE_MAX ?
-	    0 : -1;
+	else if (util_parse_duration(s, out) != 0 ||
+	    *out > FB_EXPIRY_GRACE_MAX)
+		return -1;
+	if (*out < JWT_LEEWAY_MAX)
+		fb_err("warning: --expiry-grace %s is shorter than the longest "
+		    "token leeway revcheckd allows (%ds): a token whose row "
+		    "expired less than its issuer's leeway ago is accepted "
+		    "again; keep the grace above every issuer's \"leeway\"",
+		    s, JWT_LEEWAY_MAX);
+	return 0;
 }
 
 void

@@ -14,6 +14,12 @@
 #define JWT_MAX_LEN	16384
 #define JWT_MAX_AUD	16	/* audiences one issuer may accept */
 #define JWT_HS_MIN	32	/* bytes of an HS secret, at least */
+/*
+ * The longest leeway (seconds) revcheckd allows an issuer: a token is
+ * accepted up to exp + leeway, so its revocation must outlive its exp by
+ * more (filterbuild's --expiry-grace, 10 minutes by default).
+ */
+#define JWT_LEEWAY_MAX	300
 
 /*
  * Why a token is not valid. Each has a stable name (jwt_verdict_str)

@@ -28,8 +28,7 @@
 #define CONFIG_MAX_FILE		(1024 * 1024)
 #define CONFIG_MAX_HOST		253	/* a DNS name's longest text form */
 #define CONFIG_MAX_ISSUERS	64
-#define CONFIG_LEEWAY_MAX	300	/* an issuer's leeway: below filterbuild's
-				   default --expiry-grace (10m) */
+#define CONFIG_LEEWAY_MAX	JWT_LEEWAY_MAX	/* an issuer's leeway */
 #define CONFIG_MAX_CLIENTS	64
 
 /* One trusted token issuer ("issuers" in the file; no flag). */

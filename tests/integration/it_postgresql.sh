@@ -56,6 +56,11 @@ rc_curl "$A_URL/v1/check?id=tok-just-expired"; rc_expect_json status revoked \
     --expiry-grace 0 2>"$T/err" || rc_fail "build --expiry-grace 0: $(cat "$T/err")"
 got=$("$FILTERBUILD" inspect --records "$T/g0" | cut -f2 | grep '^tok-' | LC_ALL=C sort | tr '\n' ' ')
 rc_expect_eq "$got" "tok-1 tok-later " "--expiry-grace 0 leaves out what expired a minute ago"
+rc_expect_match "$(cat "$T/err")" "warning: --expiry-grace 0 is shorter than the longest token leeway revcheckd allows \\(300s\\)" \
+    "a grace shorter than a token leeway is warned about"
+"$FILTERBUILD" build --key "$T/key.pem" --out "$T/g10" --quiet --source "$PG_URL" 2>"$T/err" ||
+    rc_fail "build: $(cat "$T/err")"
+[ ! -s "$T/err" ] || rc_fail "the default grace (10m) warned: $(cat "$T/err")"
 rc_curl "$A_URL/v1/check?id=tok-held"; rc_expect_json status not_revoked \
     "a deleted row is not revoked"
 rc_curl "$A_URL/v1/check?id=tok-2"; rc_expect_json status not_revoked "clean id"
