@@ -11,23 +11,6 @@
 #define FILTER_MAX_CACHE 60	/* seconds a cache may keep /v1/filter */
 #define DELTA_BUNDLE_MAX ((size_t)256 << 20)	/* bytes of one /v1/delta */
 
-static void
-add_time(struct sbuf *b, int64_t t)
-{
-	char ts[UTIL_RFC3339_LEN];
-
-	util_rfc3339(ts, t);
-	sbuf_adds(b, "\"");
-	sbuf_adds(b, ts);
-	sbuf_adds(b, "\"");
-}
-
-static void
-add_double(struct sbuf *b, double v)
-{
-	sbuf_addf(b, "%.6g", v);
-}
-
 static double
 observed_fp(void)
 {
@@ -37,85 +20,73 @@ observed_fp(void)
 	return fp + neg == 0 ? 0.0 : (double)fp / (double)(fp + neg);
 }
 
-/* ,"coverage":[...]: the parts a partial CRL covers, [] when whole. */
+/* Adds a 32-byte hash as lowercase hex. */
 static void
-add_coverage(struct sbuf *b, const struct ffile_scope *sc)
+add_hex(cJSON *o, const char *name, const unsigned char *h)
 {
 	char hex[65];
+
+	util_hex(hex, h, 32);
+	cJSON_AddStringToObject(o, name, hex);
+}
+
+/* "coverage":[...]: the parts a partial CRL covers, [] when whole. */
+static void
+add_coverage(cJSON *o, const struct ffile_scope *sc)
+{
+	cJSON *arr, *p, *rs;
 	unsigned i;
 	int bit;
-	bool first;
 
-	sbuf_adds(b, ",\"coverage\":[");
+	arr = cJSON_AddArrayToObject(o, "coverage");
 	for (i = 0; i < sc->npart; i++) {
-		sbuf_adds(b, i > 0 ? ",{\"kind\":\"" : "{\"kind\":\"");
-		sbuf_adds(b, crl_part_kind_name(sc->part[i].kind));
-		sbuf_adds(b, "\",\"reasons\":[");
-		first = true;
-		for (bit = 1; bit <= 8; bit++) {
-			if ((sc->part[i].reasons & (1u << bit)) == 0)
-				continue;
-			sbuf_adds(b, first ? "\"" : ",\"");
-			sbuf_adds(b, crl_reason_flag_name(bit));
-			sbuf_adds(b, "\"");
-			first = false;
-		}
-		util_hex(hex, sc->part[i].dp, 32);
-		sbuf_adds(b, "],\"distribution_point\":\"");
-		sbuf_adds(b, hex);
-		sbuf_adds(b, (sc->part[i].flags & FFILE_PART_INDIRECT) != 0 ?
-		    "\",\"indirect\":true" : "\",\"indirect\":false");
-		sbuf_adds(b, (sc->part[i].flags & FFILE_PART_DELEGATED) != 0 ?
-		    ",\"delegated\":true" : ",\"delegated\":false");
-		util_hex(hex, sc->part[i].crl_issuer, 32);
-		sbuf_adds(b, ",\"crl_issuer_scope_hash\":\"");
-		sbuf_adds(b, hex);
-		sbuf_adds(b, "\",\"crl_number\":");
-		sbuf_add_jstrs(b, sc->part[i].crl_number);
-		sbuf_adds(b, "}");
+		if ((p = json_add(arr, NULL, cJSON_CreateObject())) == NULL)
+			return;
+		cJSON_AddStringToObject(p, "kind",
+		    crl_part_kind_name(sc->part[i].kind));
+		rs = cJSON_AddArrayToObject(p, "reasons");
+		for (bit = 1; bit <= 8; bit++)
+			if ((sc->part[i].reasons & (1u << bit)) != 0)
+				json_add(rs, NULL, cJSON_CreateString(
+				    crl_reason_flag_name(bit)));
+		add_hex(p, "distribution_point", sc->part[i].dp);
+		cJSON_AddBoolToObject(p, "indirect",
+		    (sc->part[i].flags & FFILE_PART_INDIRECT) != 0);
+		cJSON_AddBoolToObject(p, "delegated",
+		    (sc->part[i].flags & FFILE_PART_DELEGATED) != 0);
+		add_hex(p, "crl_issuer_scope_hash", sc->part[i].crl_issuer);
+		json_add_str(p, "crl_number", sc->part[i].crl_number);
 	}
-	sbuf_adds(b, "]");
 }
 
 static void
-add_scope(struct sbuf *b, const struct ffile_scope *sc)
+add_scope(cJSON *arr, const struct ffile_scope *sc)
 {
-	char hex[65];
+	cJSON *o;
 
-	sbuf_adds(b, "{\"scope\":");
-	sbuf_add_jstrs(b, sc->name);
-	sbuf_adds(b, ",\"keys\":");
-	sbuf_add_u64(b, sc->keys);
-	if (sc->source == FFILE_SRC_CRL) {
-		sbuf_adds(b, ",\"source\":\"crl\",\"issuer\":");
-		sbuf_add_jstr(b, sc->issuer, strnlen(sc->issuer,
-		    sizeof(sc->issuer)));
-		sbuf_adds(b, ",\"crl_number\":");
-		sbuf_add_jstr(b, sc->crl_number, strnlen(sc->crl_number,
-		    sizeof(sc->crl_number)));
-		sbuf_adds(b, ",\"this_update\":");
-		add_time(b, sc->this_update);
-		sbuf_adds(b, ",\"next_update\":");
-		if (sc->next_update != 0)
-			add_time(b, sc->next_update);
-		else
-			sbuf_adds(b, "null");
-		util_hex(hex, sc->crl_sha256, 32);
-		sbuf_adds(b, ",\"crl_sha256\":\"");
-		sbuf_adds(b, hex);
-		sbuf_adds(b, (sc->flags & FFILE_SCOPE_UNVERIFIED) != 0 ?
-		    "\",\"crl_verified\":false" : "\",\"crl_verified\":true");
-		sbuf_adds(b, (sc->flags & FFILE_SCOPE_ASSUMED_NEXT) != 0 ?
-		    ",\"next_update_assumed\":true" :
-		    ",\"next_update_assumed\":false");
-		add_coverage(b, sc);
-		if ((sc->flags & FFILE_SCOPE_KEPT) != 0)
-			sbuf_adds(b, ",\"kept_from_previous\":true");
-		if ((sc->flags & FFILE_SCOPE_ATTRIBUTED) != 0)
-			sbuf_adds(b, ",\"attributed\":true");
-		sbuf_adds(b, "}");
-	} else
-		sbuf_adds(b, ",\"source\":\"list\"}");
+	if ((o = json_add(arr, NULL, cJSON_CreateObject())) == NULL)
+		return;
+	json_add_str(o, "scope", sc->name);
+	json_add_u64(o, "keys", sc->keys);
+	if (sc->source != FFILE_SRC_CRL) {
+		cJSON_AddStringToObject(o, "source", "list");
+		return;
+	}
+	cJSON_AddStringToObject(o, "source", "crl");
+	json_add_strn(o, "issuer", sc->issuer, sizeof(sc->issuer));
+	json_add_strn(o, "crl_number", sc->crl_number, sizeof(sc->crl_number));
+	json_add_time(o, "this_update", sc->this_update);
+	json_add_time(o, "next_update", sc->next_update);
+	add_hex(o, "crl_sha256", sc->crl_sha256);
+	cJSON_AddBoolToObject(o, "crl_verified",
+	    (sc->flags & FFILE_SCOPE_UNVERIFIED) == 0);
+	cJSON_AddBoolToObject(o, "next_update_assumed",
+	    (sc->flags & FFILE_SCOPE_ASSUMED_NEXT) != 0);
+	add_coverage(o, sc);
+	if ((sc->flags & FFILE_SCOPE_KEPT) != 0)
+		cJSON_AddTrueToObject(o, "kept_from_previous");
+	if ((sc->flags & FFILE_SCOPE_ATTRIBUTED) != 0)
+		cJSON_AddTrueToObject(o, "attributed");
 }
 
 /*
@@ -124,121 +95,81 @@ add_scope(struct sbuf *b, const struct ffile_scope *sc)
  * change it carried to its application here; null when unknown).
  */
 static void
-add_delta(struct sbuf *b, const struct snapshot *s, int64_t now)
+add_delta(cJSON *f, const struct snapshot *s, int64_t now)
 {
-	sbuf_adds(b, "{\"seq\":");
-	sbuf_add_u64(b, s->pos.seq);
-	sbuf_adds(b, ",\"overlay_keys\":");
-	sbuf_add_u64(b, s->ov != NULL ? overlay_count(s->ov) : 0);
-	sbuf_adds(b, ",\"overlay_bytes\":");
-	sbuf_add_u64(b, s->ov != NULL ? overlay_bytes(s->ov) : 0);
-	sbuf_adds(b, ",\"last_delta_at\":");
+	cJSON *o = cJSON_AddObjectToObject(f, "delta");
+
+	json_add_u64(o, "seq", s->pos.seq);
+	json_add_u64(o, "overlay_keys", s->ov != NULL ? overlay_count(s->ov) :
+	    0);
+	json_add_u64(o, "overlay_bytes", s->ov != NULL ? overlay_bytes(s->ov) :
+	    0);
+	json_add_time(o, "last_delta_at", s->last_delta_at);
 	if (s->last_delta_at != 0)
-		add_time(b, s->last_delta_at);
+		json_add_i64(o, "last_delta_age_seconds",
+		    now - s->last_delta_at);
 	else
-		sbuf_adds(b, "null");
-	sbuf_adds(b, ",\"last_delta_age_seconds\":");
-	if (s->last_delta_at != 0)
-		sbuf_add_i64(b, now - s->last_delta_at);
-	else
-		sbuf_adds(b, "null");
-	sbuf_adds(b, ",\"revocation_lag_seconds\":");
+		cJSON_AddNullToObject(o, "last_delta_age_seconds");
 	if (s->last_change_at != 0 && s->applied_at != 0)
-		sbuf_add_i64(b, s->applied_at - s->last_change_at);
+		json_add_i64(o, "revocation_lag_seconds",
+		    s->applied_at - s->last_change_at);
 	else
-		sbuf_adds(b, "null");
-	sbuf_adds(b, "}");
+		cJSON_AddNullToObject(o, "revocation_lag_seconds");
 }
 
 /*
- * ,"config":{...}: the generation of the settings in force, when it was
+ * "config":{...}: the generation of the settings in force, when it was
  * applied, and the restart-only keys the last SIGHUP found changed (still
  * at their running values until a restart), or null.
  */
 static void
-add_config(struct sbuf *b, const struct live *lv)
+add_config(cJSON *root, const struct live *lv)
 {
-	sbuf_adds(b, ",\"config\":{\"generation\":");
-	sbuf_add_u64(b, lv->gen);
-	sbuf_adds(b, ",\"applied_at\":");
-	add_time(b, lv->applied_at);
-	sbuf_adds(b, ",\"file\":");
-	if (lv->cfg.config_file != NULL)
-		sbuf_add_jstrs(b, lv->cfg.config_file);
-	else
-		sbuf_adds(b, "null");
-	sbuf_adds(b, ",\"restart_pending\":");
-	if (lv->pending[0] != '\0')
-		sbuf_add_jstrs(b, lv->pending);
-	else
-		sbuf_adds(b, "null");
-	sbuf_adds(b, "}");
+	cJSON *o = cJSON_AddObjectToObject(root, "config");
+
+	json_add_u64(o, "generation", lv->gen);
+	json_add_time(o, "applied_at", lv->applied_at);
+	json_add_opt(o, "file", lv->cfg.config_file);
+	json_add_opt(o, "restart_pending", lv->pending);
 }
 
 static void
-add_filter(struct sbuf *b, const struct server_req *r,
+add_filter(cJSON *root, const struct server_req *r,
     const struct snapshot *s, int64_t now)
 {
 	const struct ffile_info *fi = s->info;
 	enum stale_reason sr;
-	char hex[65];
+	cJSON *o, *arr;
 	uint32_t i;
 
 	sr = stale_check(fi, &r->live->policy, now, atomic_load(
 	    &r->ctx->slot->newer_seen_at));
-	sbuf_adds(b, "{\"version\":");
-	sbuf_add_u64(b, fi->version);
-	sbuf_adds(b, ",\"issued_at\":");
-	add_time(b, fi->issued_at);
-	sbuf_adds(b, ",\"expires_at\":");
-	add_time(b, fi->expires_at);
-	sbuf_adds(b, ",\"age_seconds\":");
-	sbuf_add_i64(b, now - fi->issued_at);
-	sbuf_adds(b, ",\"expires_in_seconds\":");
-	sbuf_add_i64(b, fi->expires_at - now);
-	sbuf_adds(b, ",\"stale\":");
-	sbuf_adds(b, sr != STALE_FRESH ? "true" : "false");
-	sbuf_adds(b, ",\"stale_reason\":");
-	if (sr != STALE_FRESH) {
-		sbuf_adds(b, "\"");
-		sbuf_adds(b, stale_reason_str(sr));
-		sbuf_adds(b, "\"");
-	} else
-		sbuf_adds(b, "null");
-	sbuf_adds(b, ",\"loaded_at\":");
-	add_time(b, s->loaded_at);
-	sbuf_adds(b, ",\"keys\":");
-	sbuf_add_u64(b, fi->keys);
-	sbuf_adds(b, ",\"bits\":");
-	sbuf_add_u64(b, fi->m);
-	sbuf_adds(b, ",\"hashes\":");
-	sbuf_add_u64(b, fi->k);
-	sbuf_adds(b, ",\"layout\":\"");
-	sbuf_adds(b, bloom_layout_name(fi->layout));
-	sbuf_adds(b, "\",\"fp_rate_target\":");
-	add_double(b, fi->fp_rate_target);
-	sbuf_adds(b, ",\"fill_ratio\":");
-	add_double(b, s->fill_ratio);
-	sbuf_adds(b, ",\"estimated_fp_rate\":");
-	add_double(b, s->estimated_fp);
-	sbuf_adds(b, ",\"signer\":\"");
-	sbuf_adds(b, s->signer_hex);
-	sbuf_adds(b, "\",\"sha256\":\"");
-	sbuf_adds(b, s->sha_hex);
-	util_hex(hex, fi->table_sha256, 32);
-	sbuf_adds(b, "\",\"table_sha256\":\"");
-	sbuf_adds(b, hex);
-	sbuf_adds(b, "\",\"delta\":");
-	add_delta(b, s, now);
-	sbuf_adds(b, ",\"authority\":\"");
-	sbuf_adds(b, s->tab != NULL ? "table" : "upstream");
-	sbuf_adds(b, "\",\"scopes\":[");
-	for (i = 0; i < fi->nscopes; i++) {
-		if (i > 0)
-			sbuf_adds(b, ",");
-		add_scope(b, &fi->scopes[i]);
-	}
-	sbuf_adds(b, "]}");
+	o = cJSON_AddObjectToObject(root, "filter");
+	json_add_u64(o, "version", fi->version);
+	json_add_time(o, "issued_at", fi->issued_at);
+	json_add_time(o, "expires_at", fi->expires_at);
+	json_add_i64(o, "age_seconds", now - fi->issued_at);
+	json_add_i64(o, "expires_in_seconds", fi->expires_at - now);
+	cJSON_AddBoolToObject(o, "stale", sr != STALE_FRESH);
+	json_add_opt(o, "stale_reason", sr != STALE_FRESH ?
+	    stale_reason_str(sr) : NULL);
+	json_add_time(o, "loaded_at", s->loaded_at);
+	json_add_u64(o, "keys", fi->keys);
+	json_add_u64(o, "bits", fi->m);
+	json_add_u64(o, "hashes", fi->k);
+	cJSON_AddStringToObject(o, "layout", bloom_layout_name(fi->layout));
+	json_add_double(o, "fp_rate_target", fi->fp_rate_target);
+	json_add_double(o, "fill_ratio", s->fill_ratio);
+	json_add_double(o, "estimated_fp_rate", s->estimated_fp);
+	cJSON_AddStringToObject(o, "signer", s->signer_hex);
+	cJSON_AddStringToObject(o, "sha256", s->sha_hex);
+	add_hex(o, "table_sha256", fi->table_sha256);
+	add_delta(o, s, now);
+	cJSON_AddStringToObject(o, "authority", s->tab != NULL ? "table" :
+	    "upstream");
+	arr = cJSON_AddArrayToObject(o, "scopes");
+	for (i = 0; i < fi->nscopes; i++)
+		add_scope(arr, &fi->scopes[i]);
 }
 
 static enum MHD_Result
@@ -261,53 +192,45 @@ handle_status(const struct server_req *r)
 	struct snapshot *s;
 	uint64_t acc = 0, rej = 0;
 	int64_t now = util_now();
+	cJSON *root, *o;
 	struct sbuf b;
 	int m;
 
-	sbuf_init(&b, 4096, 0);
-	sbuf_adds(&b, "{\"service\":{\"version\":\"" REVCHECK_VERSION "\"");
-	sbuf_adds(&b, ",\"mode\":\"");
-	sbuf_adds(&b, ctx->cfg->filter_dir != NULL ? "origin" : "edge");
-	sbuf_adds(&b, "\",\"started_at\":");
-	add_time(&b, ctx->started_at);
-	sbuf_adds(&b, ",\"uptime_seconds\":");
-	sbuf_add_i64(&b, now - ctx->started_at);
-	sbuf_adds(&b, "},\"filter\":");
+	if ((root = cJSON_CreateObject()) == NULL)
+		return MHD_NO;
+	o = cJSON_AddObjectToObject(root, "service");
+	cJSON_AddStringToObject(o, "version", REVCHECK_VERSION);
+	cJSON_AddStringToObject(o, "mode", ctx->cfg->filter_dir != NULL ?
+	    "origin" : "edge");
+	json_add_time(o, "started_at", ctx->started_at);
+	json_add_i64(o, "uptime_seconds", now - ctx->started_at);
 	if ((s = snapshot_acquire(ctx->slot)) != NULL) {
-		add_filter(&b, r, s, now);
+		add_filter(root, r, s, now);
 		snapshot_release(s);
 	} else
-		sbuf_adds(&b, "null");
-	sbuf_adds(&b, ",\"counters\":{");
-	for (m = 0; m < MET_RELOAD_ACCEPTED; m++) {
-		if (m > 0)
-			sbuf_adds(&b, ",");
-		sbuf_adds(&b, "\"");
-		sbuf_adds(&b, metrics_name((enum metric)m));
-		sbuf_adds(&b, "\":");
-		sbuf_add_u64(&b, metrics_get((enum metric)m));
-	}
-	sbuf_adds(&b, ",\"observed_fp_rate\":");
-	add_double(&b, observed_fp());
-	sbuf_adds(&b, "},\"reloads\":{\"last\":");
-	if (ctx->loader != NULL) {
+		cJSON_AddNullToObject(root, "filter");
+	o = cJSON_AddObjectToObject(root, "counters");
+	for (m = 0; m < MET_RELOAD_ACCEPTED; m++)
+		json_add_u64(o, metrics_name((enum metric)m),
+		    metrics_get((enum metric)m));
+	json_add_double(o, "observed_fp_rate", observed_fp());
+	o = cJSON_AddObjectToObject(root, "reloads");
+	if (ctx->loader != NULL)
 		loader_stats(ctx->loader, &ev, &acc, &rej);
-		loader_event_json(&b, &ev);
-	} else
-		sbuf_adds(&b, "null");
-	sbuf_adds(&b, ",\"accepted\":");
-	sbuf_add_u64(&b, acc);
-	sbuf_adds(&b, ",\"refused\":");
-	sbuf_add_u64(&b, rej);
-	sbuf_adds(&b, ",\"highest_version\":");
-	sbuf_add_u64(&b, ctx->loader != NULL ? loader_highest(ctx->loader) :
-	    0);
-	sbuf_adds(&b, "}");
-	add_config(&b, r->live);
-	trust_status_json(&b, &r->live->trust);
+	json_add(o, "last", ctx->loader != NULL ? loader_event_json(&ev) :
+	    cJSON_CreateNull());
+	json_add_u64(o, "accepted", acc);
+	json_add_u64(o, "refused", rej);
+	json_add_u64(o, "highest_version", ctx->loader != NULL ?
+	    loader_highest(ctx->loader) : 0);
+	add_config(root, r->live);
+	trust_status_json(root, &r->live->trust);
 	if (ctx->status_extra != NULL)
-		ctx->status_extra(&b, ctx->status_extra_arg);
-	sbuf_adds(&b, "}\n");
+		ctx->status_extra(root, ctx->status_extra_arg);
+	sbuf_init(&b, 4096, 0);
+	sbuf_add_json(&b, root);
+	sbuf_adds(&b, "\n");
+	cJSON_Delete(root);
 	return reply_sbuf(r, MHD_HTTP_OK, &b, "application/json");
 }
 

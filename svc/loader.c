@@ -296,44 +296,28 @@ loader_free(struct loader *l)
 	pthread_mutex_destroy(&l->ev_mu);
 }
 
-/* A string member's value, or null for "". */
-static void
-str_or_null(struct sbuf *b, const char *s)
+cJSON *
+loader_event_json(const struct loader_event *ev)
 {
-	if (s[0] != '\0')
-		sbuf_add_jstrs(b, s);
-	else
-		sbuf_adds(b, "null");
-}
+	cJSON *o;
 
-void
-loader_event_json(struct sbuf *b, const struct loader_event *ev)
-{
-	char ts[UTIL_RFC3339_LEN];
-
-	if (ev->time == 0) {
-		sbuf_adds(b, "null");
-		return;
-	}
-	util_rfc3339(ts, ev->time);
-	sbuf_adds(b, "{\"time\":\"");
-	sbuf_adds(b, ts);
-	sbuf_adds(b, "\",\"event\":\"load\",\"result\":\"");
-	sbuf_adds(b, ev->accepted ? "accepted" : "refused");
-	sbuf_adds(b, "\",\"version\":");
+	if (ev->time == 0)
+		return cJSON_CreateNull();
+	if ((o = cJSON_CreateObject()) == NULL)
+		return NULL;
+	json_add_time(o, "time", ev->time);
+	cJSON_AddStringToObject(o, "event", "load");
+	cJSON_AddStringToObject(o, "result", ev->accepted ? "accepted" :
+	    "refused");
 	if (ev->version != 0)
-		sbuf_add_u64(b, ev->version);
+		json_add_u64(o, "version", ev->version);
 	else
-		sbuf_adds(b, "null");
-	sbuf_adds(b, ",\"signer\":");
-	str_or_null(b, ev->signer);
-	sbuf_adds(b, ",\"sha256\":");
-	str_or_null(b, ev->sha256);
-	sbuf_adds(b, ",\"source\":");
-	sbuf_add_jstrs(b, ev->source);
-	sbuf_adds(b, ",\"reason\":");
-	str_or_null(b, ev->reason);
-	sbuf_adds(b, "}");
+		cJSON_AddNullToObject(o, "version");
+	json_add_opt(o, "signer", ev->signer);
+	json_add_opt(o, "sha256", ev->sha256);
+	json_add_str(o, "source", ev->source);
+	json_add_opt(o, "reason", ev->reason);
+	return o;
 }
 
 /* One JSON line to the audit log and stderr; updates last and counters. */
@@ -341,9 +325,11 @@ static void
 audit(struct loader *l, const struct loader_event *ev)
 {
 	struct sbuf b;
+	cJSON *o = loader_event_json(ev);
 
 	sbuf_init(&b, 512, 0);
-	loader_event_json(&b, ev);
+	sbuf_add_json(&b, o);
+	cJSON_Delete(o);
 	if (sbuf_ok(&b)) {
 		if (ev->accepted)
 			log_info("audit %s", b.p);

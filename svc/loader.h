@@ -125,10 +125,11 @@ bool loader_admissible(struct loader *l, const struct ffile *ff,
     int64_t now, char *why, size_t whylen);
 
 /*
- * Appends ev as the JSON object of an audit line and of /v1/status
- * reloads.last (docs/API.md), or null when no load was attempted yet.
+ * ev as the JSON object of an audit line and of /v1/status reloads.last
+ * (docs/API.md), or a JSON null when no load was attempted yet; NULL when
+ * out of memory. The caller owns it.
  */
-void loader_event_json(struct sbuf *b, const struct loader_event *ev);
+cJSON *loader_event_json(const struct loader_event *ev);
 
 /*
  * Records a refusal that happened before a filter could be parsed (for

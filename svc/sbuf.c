@@ -1,4 +1,6 @@
 /* sbuf.c - growable byte buffer for response bodies, with JSON string escaping */
+#include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -230,4 +232,160 @@ sbuf_add_label(struct sbuf *b, const char *s, size_t len)
 			sbuf_add(b, &s[i], 1);
 	}
 	sbuf_adds(b, "\"");
+}
+
+cJSON *
+json_add(cJSON *o, const char *name, cJSON *item)
+{
+	bool ok;
+
+	if (item == NULL)
+		return NULL;
+	ok = name != NULL ? cJSON_AddItemToObject(o, name, item) :
+	    cJSON_AddItemToArray(o, item);
+	if (!ok) {
+		cJSON_Delete(item);
+		return NULL;
+	}
+	return item;
+}
+
+void
+json_add_strn(cJSON *o, const char *name, const char *s, size_t n)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i = 0, k = 0, l;
+	char *t;
+
+	n = strnlen(s, n);
+	if (n > SIZE_MAX / 4 || (t = malloc(3 * n + 1)) == NULL)
+		return;
+	while (i < n) {
+		if ((l = util_utf8_len(u + i, n - i)) != 0) {
+			memcpy(t + k, s + i, l);
+			k += l;
+			i += l;
+		} else {
+			memcpy(t + k, "\xef\xbf\xbd", 3);	/* U+FFFD */
+			k += 3;
+			i++;
+		}
+	}
+	t[k] = '\0';
+	json_add(o, name, cJSON_CreateString(t));
+	free(t);
+}
+
+void
+json_add_str(cJSON *o, const char *name, const char *s)
+{
+	json_add_strn(o, name, s, SIZE_MAX);
+}
+
+void
+json_add_opt(cJSON *o, const char *name, const char *s)
+{
+	if (s != NULL && s[0] != '\0')
+		json_add_str(o, name, s);
+	else
+		json_add(o, name, cJSON_CreateNull());
+}
+
+void
+json_add_u64(cJSON *o, const char *name, uint64_t v)
+{
+	char t[24];
+
+	snprintf(t, sizeof(t), "%" PRIu64, v);
+	json_add(o, name, cJSON_CreateRaw(t));
+}
+
+void
+json_add_i64(cJSON *o, const char *name, int64_t v)
+{
+	char t[24];
+
+	snprintf(t, sizeof(t), "%" PRId64, v);
+	json_add(o, name, cJSON_CreateRaw(t));
+}
+
+void
+json_add_double(cJSON *o, const char *name, double v)
+{
+	char t[32];
+
+	if (!isfinite(v)) {
+		json_add(o, name, cJSON_CreateNull());
+		return;
+	}
+	snprintf(t, sizeof(t), "%.6g", v);
+	json_add(o, name, cJSON_CreateRaw(t));
+}
+
+void
+json_add_time(cJSON *o, const char *name, int64_t t)
+{
+	char ts[UTIL_RFC3339_LEN];
+
+	if (t == 0) {
+		json_add(o, name, cJSON_CreateNull());
+		return;
+	}
+	util_rfc3339(ts, t);
+	json_add(o, name, cJSON_CreateString(ts));
+}
+
+/* The byte a cJSON short escape \c stands for, or -1 when it is none. */
+static int
+short_escape(char c)
+{
+	switch (c) {
+	case 'b':
+		return '\b';
+	case 'f':
+		return '\f';
+	case 'n':
+		return '\n';
+	case 'r':
+		return '\r';
+	case 't':
+		return '\t';
+	}
+	return -1;
+}
+
+void
+sbuf_add_json(struct sbuf *b, const cJSON *root)
+{
+	char *text, *p;
+	size_t run;
+	char esc[12];
+	int c;
+
+	if (root == NULL || (text = cJSON_PrintUnformatted(root)) == NULL) {
+		b->oom = true;
+		return;
+	}
+	/*
+	 * Outside strings the text holds none of these bytes, and a '\\'
+	 * always starts an escape: each is rewritten as sbuf_add_jstr
+	 * writes it (\u00XX), other escapes are kept.
+	 */
+	for (p = text; *p != '\0'; p += run) {
+		run = strcspn(p, "<>&\\\x7f");
+		sbuf_add(b, p, run);
+		if ((c = (unsigned char)p[run]) == '\0')
+			break;
+		if (c == '\\' && (c = short_escape(p[run + 1])) < 0) {
+			sbuf_add(b, p + run, 2);
+			run += 2;
+			continue;
+		}
+		if (p[run] == '\\')
+			run++;
+		snprintf(esc, sizeof(esc), "\\u%04x", (unsigned)c);
+		sbuf_add(b, esc, 6);
+		run++;
+	}
+	cJSON_free(text);
 }

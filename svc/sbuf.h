@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <cjson/cJSON.h>
+
 /*
  * A buffer that grows on demand. Appends never fail loudly: the first
  * allocation failure (or growth past max) sets oom, later appends do
@@ -53,5 +55,34 @@ void sbuf_add_jstrs(struct sbuf *b, const char *s);
  * printable ASCII, which is all this has to carry.
  */
 void sbuf_add_label(struct sbuf *b, const char *s, size_t len);
+
+/*
+ * JSON that is not on the check path (status, audit) is built as a cJSON
+ * tree with these and printed once by sbuf_add_json. cJSON numbers are
+ * doubles, and cJSON copies strings byte for byte, so:
+ * - json_add_str/strn add outside text (paths, reasons, messages, names)
+ *   as a sanitized copy: valid UTF-8 kept, every byte of an invalid
+ *   sequence (overlong, surrogate, truncated, stray) replaced by U+FFFD,
+ *   cut at the first NUL (or after n bytes); json_add_opt adds null for
+ *   NULL or "".
+ * - json_add_u64/i64 add every digit (raw decimal text, no double);
+ *   json_add_double prints %.6g, null when not finite; json_add_time an
+ *   RFC 3339 string, null for 0.
+ * - A NULL name appends to an array. On allocation failure a member is
+ *   left out; the document stays valid.
+ * sbuf_add_json prints the tree with '<' '>' '&', DEL and the control
+ * characters cJSON writes as \n etc. escaped as \u00XX, as sbuf_add_jstr
+ * writes them (an invalid byte shows as the character U+FFFD rather than
+ * as \ufffd); a NULL root sets oom.
+ */
+cJSON *json_add(cJSON *o, const char *name, cJSON *item);
+void json_add_strn(cJSON *o, const char *name, const char *s, size_t n);
+void json_add_str(cJSON *o, const char *name, const char *s);
+void json_add_opt(cJSON *o, const char *name, const char *s);
+void json_add_u64(cJSON *o, const char *name, uint64_t v);
+void json_add_i64(cJSON *o, const char *name, int64_t v);
+void json_add_double(cJSON *o, const char *name, double v);
+void json_add_time(cJSON *o, const char *name, int64_t t);
+void sbuf_add_json(struct sbuf *b, const cJSON *root);
 
 #endif

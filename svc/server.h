@@ -35,10 +35,10 @@ struct server_ctx {
 	int64_t			 started_at;
 	_Atomic bool		 draining;	/* replies carry Connection: close */
 	/*
-	 * Edge hook: appends more members to the /v1/status object, each
-	 * starting with ',' (for example ,"sync":{...}). NULL on an origin.
+	 * Edge hook: adds more members to the /v1/status object (for
+	 * example "sync":{...}). NULL on an origin.
 	 */
-	void			(*status_extra)(struct sbuf *b, void *arg);
+	void			(*status_extra)(cJSON *root, void *arg);
 	void			*status_extra_arg;
 	/* Edge hook: appends more series to /metrics. NULL on an origin. */
 	void			(*metrics_extra)(struct sbuf *b, void *arg);

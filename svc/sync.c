@@ -868,83 +868,41 @@ sync_kick(struct sync *s)
 	pthread_mutex_unlock(&s->mu);
 }
 
-static void
-add_time(struct sbuf *b, int64_t t)
-{
-	char ts[UTIL_RFC3339_LEN];
-
-	if (t == 0) {
-		sbuf_adds(b, "null");
-		return;
-	}
-	util_rfc3339(ts, t);
-	sbuf_adds(b, "\"");
-	sbuf_adds(b, ts);
-	sbuf_adds(b, "\"");
-}
-
 void
-sync_status_json(struct sbuf *b, void *arg)
+sync_status_json(cJSON *root, void *arg)
 {
 	struct sync *s = arg;
+	cJSON *o = cJSON_AddObjectToObject(root, "sync");
 
 	pthread_mutex_lock(&s->mu);
-	sbuf_adds(b, ",\"sync\":{\"upstream_filter\":");
-	sbuf_add_jstrs(b, s->cfg->upstream_filter);
-	sbuf_adds(b, ",\"interval_seconds\":");
-	sbuf_add_i64(b, s->cfg->sync_interval);
-	sbuf_adds(b, ",\"max_download\":");
-	sbuf_add_u64(b, s->cfg->max_download);
-	sbuf_adds(b, ",\"max_lag_seconds\":");
-	sbuf_add_i64(b, s->cfg->max_lag);
-	sbuf_adds(b, ",\"last_attempt\":");
-	add_time(b, s->last_attempt);
-	sbuf_adds(b, ",\"last_success\":");
-	add_time(b, s->last_success);
-	sbuf_adds(b, ",\"result\":");
-	sbuf_add_jstrs(b, s->result);
-	sbuf_adds(b, ",\"error\":");
-	if (s->error[0] != '\0')
-		sbuf_add_jstrs(b, s->error);
-	else
-		sbuf_adds(b, "null");
-	sbuf_adds(b, ",\"upstream_version_seen\":");
+	json_add_str(o, "upstream_filter", s->cfg->upstream_filter);
+	json_add_i64(o, "interval_seconds", s->cfg->sync_interval);
+	json_add_u64(o, "max_download", s->cfg->max_download);
+	json_add_i64(o, "max_lag_seconds", s->cfg->max_lag);
+	json_add_time(o, "last_attempt", s->last_attempt);
+	json_add_time(o, "last_success", s->last_success);
+	json_add_str(o, "result", s->result);
+	json_add_opt(o, "error", s->error);
 	if (s->seen != 0)
-		sbuf_add_u64(b, s->seen);
+		json_add_u64(o, "upstream_version_seen", s->seen);
 	else
-		sbuf_adds(b, "null");
-	sbuf_adds(b, ",\"newer_version_seen_at\":");
-	add_time(b, atomic_load(&s->sl->newer_seen_at));
-	sbuf_adds(b, ",\"etag\":");
-	if (s->etag[0] != '\0')
-		sbuf_add_jstrs(b, s->etag);
-	else
-		sbuf_adds(b, "null");
-	sbuf_adds(b, ",\"attempts\":");
-	sbuf_add_u64(b, s->attempts);
-	sbuf_adds(b, ",\"failures\":");
-	sbuf_add_u64(b, s->failures);
-	sbuf_adds(b, ",\"consecutive_failures\":");
-	sbuf_add_u64(b, s->consecutive);
-	sbuf_adds(b, ",\"updates\":");
-	sbuf_add_u64(b, s->updates);
-	sbuf_adds(b, ",\"delta_fetches\":");
-	sbuf_add_u64(b, s->chain_fetches);
-	sbuf_adds(b, ",\"delta_bytes\":");
-	sbuf_add_u64(b, s->chain_bytes);
-	sbuf_adds(b, ",\"delta_error\":");
-	if (s->chain_error[0] != '\0')
-		sbuf_add_jstr(b, s->chain_error, strlen(s->chain_error));
-	else
-		sbuf_adds(b, "null");
-	sbuf_adds(b, ",\"persisted\":");
-	sbuf_add_jstrs(b, s->persist);
-	sbuf_adds(b, ",\"insecure_http\":");
-	sbuf_adds(b, s->cfg->upstream_insecure_http ? "true" : "false");
-	sbuf_adds(b, "}");
+		cJSON_AddNullToObject(o, "upstream_version_seen");
+	json_add_time(o, "newer_version_seen_at",
+	    atomic_load(&s->sl->newer_seen_at));
+	json_add_opt(o, "etag", s->etag);
+	json_add_u64(o, "attempts", s->attempts);
+	json_add_u64(o, "failures", s->failures);
+	json_add_u64(o, "consecutive_failures", s->consecutive);
+	json_add_u64(o, "updates", s->updates);
+	json_add_u64(o, "delta_fetches", s->chain_fetches);
+	json_add_u64(o, "delta_bytes", s->chain_bytes);
+	json_add_opt(o, "delta_error", s->chain_error);
+	json_add_str(o, "persisted", s->persist);
+	cJSON_AddBoolToObject(o, "insecure_http",
+	    s->cfg->upstream_insecure_http);
 	pthread_mutex_unlock(&s->mu);
 	if (s->up != NULL)
-		upstream_status(s->up, b);
+		upstream_status(s->up, root);
 }
 
 static void

@@ -80,10 +80,10 @@ const char *sync_degraded(void *arg);
 void sync_quiesce(struct sync *s);
 
 /*
- * For server_ctx.status_extra: appends ,"sync":{...} and, with an
- * upstream authority, ,"authority":{...}. arg is the struct sync.
+ * For server_ctx.status_extra: adds "sync":{...} and, with an upstream
+ * authority, "authority":{...}. arg is the struct sync.
  */
-void sync_status_json(struct sbuf *b, void *arg);
+void sync_status_json(cJSON *root, void *arg);
 
 /* For server_ctx.metrics_extra: the revcheckd_sync_* series. */
 void sync_metrics(struct sbuf *b, void *arg);

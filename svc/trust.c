@@ -1080,70 +1080,49 @@ trust_metrics(struct sbuf *b, struct trust *t)
 }
 
 void
-trust_status_json(struct sbuf *b, struct trust *t)
+trust_status_json(cJSON *root, struct trust *t)
 {
 	const struct trust_issuer *ti;
 	int64_t now = util_now();
+	cJSON *tv, *arr, *o, *algs;
 	size_t i;
 	int a;
-	bool first;
 
-	sbuf_adds(b, ",\"token_verification\":{\"mode\":\"");
-	sbuf_adds(b, t == NULL || !t->revocation_only ? "required" :
-	    "revocation-only");
-	sbuf_adds(b, "\",\"issuers\":[");
+	tv = cJSON_AddObjectToObject(root, "token_verification");
+	cJSON_AddStringToObject(tv, "mode", t == NULL || !t->revocation_only ?
+	    "required" : "revocation-only");
+	arr = cJSON_AddArrayToObject(tv, "issuers");
 	if (t != NULL && t->n > 0)
 		pthread_rwlock_rdlock(&t->lock);
 	for (i = 0; t != NULL && i < t->n; i++) {
 		ti = &t->iss[i];
-		if (i > 0)
-			sbuf_adds(b, ",");
-		sbuf_adds(b, "{\"issuer\":");
-		sbuf_add_jstrs(b, ti->cfg->issuer);
-		sbuf_adds(b, ",\"keys\":");
-		sbuf_add_u64(b, ti->keys != NULL ? ti->keys->n : 0);
-		sbuf_adds(b, ",\"algorithms\":[");
-		first = true;
-		for (a = JWA_INVALID + 1; a < JWA_COUNT; a++) {
-			if ((ti->cfg->algs & JWA_BIT(a)) == 0)
-				continue;
-			sbuf_adds(b, first ? "\"" : ",\"");
-			sbuf_adds(b, jwa_name((enum jwa)a));
-			sbuf_adds(b, "\"");
-			first = false;
-		}
-		sbuf_adds(b, "]");
-		if (ti->cfg->jwks_uri != NULL) {
-			sbuf_adds(b, ",\"jwks_uri\":");
-			sbuf_add_jstrs(b, ti->cfg->jwks_uri);
-			sbuf_adds(b, ",\"keys_age_seconds\":");
-			if (ti->keys != NULL)
-				sbuf_add_i64(b, now - ti->keys_at);
-			else
-				sbuf_adds(b, "null");
-			sbuf_adds(b, ",\"keys_expired\":");
-			sbuf_adds(b, ti->keys == NULL ||
-			    now - ti->keys_at > ti->cfg->jwks_max_age ?
-			    "true" : "false");
-			sbuf_adds(b, ",\"fetches_ok\":");
-			sbuf_add_u64(b, ti->fetches_ok);
-			sbuf_adds(b, ",\"fetches_failed\":");
-			sbuf_add_u64(b, ti->fetches_failed);
-			sbuf_adds(b, ",\"last_error\":");
-			if (ti->last_error[0] != '\0')
-				sbuf_add_jstrs(b, ti->last_error);
-			else
-				sbuf_adds(b, "null");
-		}
-		sbuf_adds(b, "}");
+		if ((o = json_add(arr, NULL, cJSON_CreateObject())) == NULL)
+			break;
+		json_add_str(o, "issuer", ti->cfg->issuer);
+		json_add_u64(o, "keys", ti->keys != NULL ? ti->keys->n : 0);
+		algs = cJSON_AddArrayToObject(o, "algorithms");
+		for (a = JWA_INVALID + 1; a < JWA_COUNT; a++)
+			if ((ti->cfg->algs & JWA_BIT(a)) != 0)
+				json_add(algs, NULL, cJSON_CreateString(
+				    jwa_name((enum jwa)a)));
+		if (ti->cfg->jwks_uri == NULL)
+			continue;
+		json_add_str(o, "jwks_uri", ti->cfg->jwks_uri);
+		if (ti->keys != NULL)
+			json_add_i64(o, "keys_age_seconds", now - ti->keys_at);
+		else
+			cJSON_AddNullToObject(o, "keys_age_seconds");
+		cJSON_AddBoolToObject(o, "keys_expired", ti->keys == NULL ||
+		    now - ti->keys_at > ti->cfg->jwks_max_age);
+		json_add_u64(o, "fetches_ok", ti->fetches_ok);
+		json_add_u64(o, "fetches_failed", ti->fetches_failed);
+		json_add_opt(o, "last_error", ti->last_error);
 	}
 	if (t != NULL && t->n > 0)
 		pthread_rwlock_unlock(&t->lock);
-	sbuf_adds(b, "],\"cache\":{\"size\":");
-	sbuf_add_u64(b, t != NULL ? t->cache_size : 0);
-	sbuf_adds(b, ",\"hits\":");
-	sbuf_add_u64(b, t != NULL ? atomic_load(&t->cache_hits) : 0);
-	sbuf_adds(b, ",\"misses\":");
-	sbuf_add_u64(b, t != NULL ? atomic_load(&t->cache_misses) : 0);
-	sbuf_adds(b, "}}");
+	o = cJSON_AddObjectToObject(tv, "cache");
+	json_add_u64(o, "size", t != NULL ? t->cache_size : 0);
+	json_add_u64(o, "hits", t != NULL ? atomic_load(&t->cache_hits) : 0);
+	json_add_u64(o, "misses", t != NULL ? atomic_load(&t->cache_misses) :
+	    0);
 }

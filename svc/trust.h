@@ -240,10 +240,10 @@ bool trust_client_ok(const struct trust *t, const char *id, size_t idlen,
 void trust_metrics(struct sbuf *b, struct trust *t);
 
 /*
- * Appends ,"token_verification":{...} to a /v1/status object: the mode
+ * Adds "token_verification":{...} to a /v1/status object: the mode
  * and, per issuer, its name, key count, algorithms and, for a jwks_uri,
  * the age of its set and the fetch counters and last error.
  */
-void trust_status_json(struct sbuf *b, struct trust *t);
+void trust_status_json(cJSON *root, struct trust *t);
 
 #endif

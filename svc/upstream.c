@@ -643,43 +643,27 @@ upstream_degraded(struct upstream *u)
 }
 
 void
-upstream_status(struct upstream *u, struct sbuf *b)
+upstream_status(struct upstream *u, cJSON *root)
 {
 	char e[sizeof(u->last_error)];
 	const char *deg = upstream_degraded(u);
+	cJSON *o = cJSON_AddObjectToObject(root, "authority");
 	unsigned waiting;
 
 	pthread_mutex_lock(&u->mu);
 	memcpy(e, u->last_error, sizeof(e));
 	waiting = u->waiting;
 	pthread_mutex_unlock(&u->mu);
-	sbuf_adds(b, ",\"authority\":{\"url\":");
-	sbuf_add_jstrs(b, u->url);
-	sbuf_adds(b, ",\"answered\":");
-	sbuf_add_u64(b, atomic_load(&u->answered));
-	sbuf_adds(b, ",\"failed\":");
-	sbuf_add_u64(b, atomic_load(&u->failed));
-	sbuf_adds(b, ",\"behind\":");
-	sbuf_add_u64(b, atomic_load(&u->behind));
-	sbuf_adds(b, ",\"retries\":");
-	sbuf_add_u64(b, atomic_load(&u->retries));
-	sbuf_adds(b, ",\"requests\":");
-	sbuf_add_u64(b, atomic_load(&u->requests));
-	sbuf_adds(b, ",\"waiting\":");
-	sbuf_add_u64(b, waiting);
-	sbuf_adds(b, ",\"refused_busy\":");
-	sbuf_add_u64(b, atomic_load(&u->refused_busy));
-	sbuf_adds(b, ",\"degraded\":");
-	if (deg != NULL)
-		sbuf_add_jstrs(b, deg);
-	else
-		sbuf_adds(b, "null");
-	sbuf_adds(b, ",\"last_error\":");
-	if (e[0] != '\0')
-		sbuf_add_jstrs(b, e);
-	else
-		sbuf_adds(b, "null");
-	sbuf_adds(b, "}");
+	json_add_str(o, "url", u->url);
+	json_add_u64(o, "answered", atomic_load(&u->answered));
+	json_add_u64(o, "failed", atomic_load(&u->failed));
+	json_add_u64(o, "behind", atomic_load(&u->behind));
+	json_add_u64(o, "retries", atomic_load(&u->retries));
+	json_add_u64(o, "requests", atomic_load(&u->requests));
+	json_add_u64(o, "waiting", waiting);
+	json_add_u64(o, "refused_busy", atomic_load(&u->refused_busy));
+	json_add_opt(o, "degraded", deg);
+	json_add_opt(o, "last_error", e);
 }
 
 void

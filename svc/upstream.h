@@ -110,11 +110,11 @@ void upstream_set_limits(struct upstream *u,
 const char *upstream_degraded(struct upstream *u);
 
 /*
- * Appends ,"authority":{"url", "answered", "failed", "behind",
+ * Adds "authority":{"url", "answered", "failed", "behind",
  * "retries", "requests", "waiting", "refused_busy", "degraded",
  * "last_error"} for /v1/status.
  */
-void upstream_status(struct upstream *u, struct sbuf *b);
+void upstream_status(struct upstream *u, cJSON *root);
 
 /*
  * A CURLOPT_XFERINFOFUNCTION whose data is an _Atomic bool: aborts the

@@ -72,8 +72,9 @@ TestSuite(loader, .init = setup, .fini = teardown);
 /*
  * A load event names a path and a reason that can hold any bytes (a file
  * name, an upstream's message): its JSON, for the audit log and
- * /v1/status, is valid UTF-8 with every such byte escaped or replaced, as
- * sbuf_add_jstr promises (cJSON would pass invalid UTF-8 through).
+ * /v1/status, is valid UTF-8 with every such byte escaped or replaced
+ * (json_add_str's sanitized copy: cJSON alone would pass invalid UTF-8
+ * through), and '<' escaped as sbuf_add_jstr does.
  */
 Test(loader, event_json_is_valid_for_any_bytes)
 {
@@ -84,10 +85,14 @@ Test(loader, event_json_is_valid_for_any_bytes)
 	memset(&ev, 0, sizeof(ev));
 	ev.time = 1700000000;
 	ev.version = UINT64_MAX;
-	snprintf(ev.source, sizeof(ev.source), "/srv/f\xff\xfe/<x>\"\n");
+	snprintf(ev.source, sizeof(ev.source), "/srv/f\xff\xfe/<x>\"\n"
+	    "\xc0\xaf\xed\xa0\x80\x7f\\");
 	snprintf(ev.reason, sizeof(ev.reason), "bad \xc3 byte\x01");
+	snprintf(ev.signer, sizeof(ev.signer), "\xf4\x90\x80\x80&>");
 	sbuf_init(&b, 64, 0);
-	loader_event_json(&b, &ev);
+	o = loader_event_json(&ev);
+	sbuf_add_json(&b, o);
+	cJSON_Delete(o);
 	sbuf_adds(&b, "");
 	cr_assert(sbuf_ok(&b));
 	cr_assert(util_utf8_valid(b.p, b.len), "invalid UTF-8: %.*s",
@@ -98,6 +103,12 @@ Test(loader, event_json_is_valid_for_any_bytes)
 	o = cJSON_ParseWithLength(b.p, b.len);
 	cr_assert_not_null(o, "not JSON: %.*s", (int)b.len, b.p);
 	cr_assert_str_eq(cJSON_GetObjectItem(o, "event")->valuestring, "load");
+	cr_assert_str_eq(cJSON_GetObjectItem(o, "source")->valuestring,
+	    "/srv/f\xef\xbf\xbd\xef\xbf\xbd/<x>\"\n\xef\xbf\xbd\xef\xbf\xbd"
+	    "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\x7f\\");
+	cr_assert_str_eq(cJSON_GetObjectItem(o, "reason")->valuestring,
+	    "bad \xef\xbf\xbd byte\x01");
+	cr_assert(cJSON_IsNull(cJSON_GetObjectItem(o, "sha256")));
 	cJSON_Delete(o);
 	sbuf_free(&b);
 }

@@ -111,3 +111,114 @@ Test(sbuf, cap_sets_oom_once)
 	cr_assert(!sbuf_ok(&b));
 	cr_assert_null(sbuf_take(&b, &len));
 }
+
+/*
+ * json_add_strn's sanitized copy printed by sbuf_add_json: always valid
+ * UTF-8 JSON, whatever the bytes; parses back to the bytes with every
+ * invalid one replaced by U+FFFD, cut at a NUL.
+ */
+static char *
+tree_str(const void *p, size_t n, char **printed)
+{
+	struct sbuf b;
+	cJSON *o, *j;
+	char *v;
+	size_t len;
+
+	o = cJSON_CreateObject();
+	json_add_strn(o, "s", p, n);
+	sbuf_init(&b, 0, 0);
+	sbuf_add_json(&b, o);
+	cJSON_Delete(o);
+	*printed = sbuf_take(&b, &len);
+	cr_assert_not_null(*printed);
+	cr_assert(util_utf8_valid(*printed, len), "%s", *printed);
+	j = cJSON_Parse(*printed);
+	cr_assert_not_null(j, "not JSON: %s", *printed);
+	cr_assert(cJSON_IsString(cJSON_GetObjectItem(j, "s")), "%s", *printed);
+	v = strdup(cJSON_GetObjectItem(j, "s")->valuestring);
+	cJSON_Delete(j);
+	cr_assert(util_utf8_valid(v, strlen(v)));
+	return v;
+}
+
+#define FFFD "\xef\xbf\xbd"
+
+Test(sbuf, json_tree_of_hostile_bytes_is_valid)
+{
+	static const struct {
+		const char *in;
+		size_t n;
+		const char *want;
+	} c[] = {
+		{ "\xff\xc3(", 3, FFFD FFFD "(" },
+		{ "\xc0\xaf", 2, FFFD FFFD },			/* overlong '/' */
+		{ "\xe0\x80\xaf", 3, FFFD FFFD FFFD },		/* overlong */
+		{ "\xed\xa0\x80", 3, FFFD FFFD FFFD },		/* surrogate */
+		{ "\xf4\x90\x80\x80", 4, FFFD FFFD FFFD FFFD },	/* > U+10FFFF */
+		{ "x\xf0\x9f\x98", 4, "x" FFFD FFFD FFFD },	/* truncated */
+		{ "\xf0\x9f\x98\x80\xc3\xa9", 6, "\xf0\x9f\x98\x80\xc3\xa9" },
+		{ "a\0b", 3, "a" },				/* NUL cuts */
+		{ "a\"b\\c\n\x01\x1f<&>\x7f", 13, "a\"b\\c\n\x01\x1f<&>\x7f" },
+	};
+	unsigned char all[255];
+	char *v, *p;
+	size_t i;
+
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		v = tree_str(c[i].in, c[i].n, &p);
+		cr_assert_str_eq(v, c[i].want, "case %zu: %s", i, p);
+		cr_assert_null(strpbrk(p, "<>&\x7f"), "%s", p);
+		free(v);
+		free(p);
+	}
+	for (i = 0; i < sizeof(all); i++)
+		all[i] = (unsigned char)(i + 1);
+	v = tree_str(all, sizeof(all), &p);
+	cr_assert_eq(strncmp(v, (const char *)all, 127), 0);
+	free(v);
+	free(p);
+	/* ASCII comes out escaped byte for byte as sbuf_add_jstr writes it. */
+	v = tree_str(all, 127, &p);
+	free(v);
+	v = esc(all, 127);
+	cr_assert_eq(strncmp(p, "{\"s\":", 5), 0);
+	cr_assert_eq(strlen(p), 5 + strlen(v) + 1, "%s", p);
+	cr_assert_eq(strncmp(p + 5, v, strlen(v)), 0, "%s\n%s", p, v);
+	free(v);
+	free(p);
+}
+
+Test(sbuf, json_tree_numbers_times_and_nulls)
+{
+	struct sbuf b;
+	cJSON *o, *a;
+	size_t len;
+	char *s;
+
+	o = cJSON_CreateObject();
+	json_add_u64(o, "u", UINT64_MAX);
+	json_add_i64(o, "i", INT64_MIN);
+	json_add_double(o, "d", 1.0 / 3.0);
+	json_add_double(o, "nan", 0.0 / 0.0);
+	json_add_time(o, "t", 1700000000);
+	json_add_time(o, "t0", 0);
+	json_add_opt(o, "e", "");
+	json_add_opt(o, "n", NULL);
+	a = cJSON_AddArrayToObject(o, "a");
+	json_add_str(a, NULL, "x");
+	json_add_u64(a, NULL, 1);
+	sbuf_init(&b, 0, 0);
+	sbuf_add_json(&b, o);
+	cJSON_Delete(o);
+	s = sbuf_take(&b, &len);
+	cr_assert_str_eq(s, "{\"u\":18446744073709551615,"
+	    "\"i\":-9223372036854775808,\"d\":0.333333,\"nan\":null,"
+	    "\"t\":\"2023-11-14T22:13:20Z\",\"t0\":null,\"e\":null,\"n\":null,"
+	    "\"a\":[\"x\",1]}");
+	free(s);
+	sbuf_init(&b, 0, 0);
+	sbuf_add_json(&b, NULL);
+	cr_assert(!sbuf_ok(&b));
+	sbuf_free(&b);
+}

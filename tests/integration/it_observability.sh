@@ -12,7 +12,8 @@
 # - config/revcheckd-alerts.yml passes `promtool check rules` and
 #   `promtool test rules tests/promtool/revcheckd-alerts.test.yml`;
 # - config/grafana/revcheckd-dashboard.json parses and every metric it
-#   (or an alert rule) names is one the two nodes export.
+#   (or an alert rule) names is one the two nodes export;
+# - /v1/status has exactly the documented members on both nodes.
 . "$(dirname "$0")/lib.sh"
 
 command -v promtool >/dev/null || { rc_fail "promtool is missing (Debian package prometheus; make deps)"; rc_done; exit 1; }
@@ -51,6 +52,7 @@ done
 curl -s "$O_URL/metrics" >"$T/o.prom"
 curl -s "$E_URL/metrics" >"$T/e.prom"
 curl -s "$O_URL/v1/status" >"$T/o.json"
+curl -s "$E_URL/v1/status" >"$T/e.json"
 
 # ---------------------------------------------------------------- promtool check metrics
 for n in o e; do
@@ -104,6 +106,62 @@ eq(o['revcheckd_reloads_total{result="refused"}'], st["reloads"]["refused"], "re
 PY
 	rc_ok "histograms, build info, expiry, CRL times, FP target and refusals match /v1/status" ||
 	rc_fail "metric values: $(cat "$T/values.out")"
+
+# ---------------------------------------------------------------- /v1/status: the document's shape
+# Exactly these members, the top level in this order, on an origin (a
+# list and a CRL scope) and on an edge (plus sync and authority): the
+# document docs/API.md describes, whoever assembles it.
+python3 - "$T/o.json" "$T/e.json" >"$T/keys.out" 2>&1 <<'PY' &&
+import json, sys
+def paths(v, p, out):
+    if isinstance(v, dict):
+        for k, x in v.items():
+            paths(x, f"{p}.{k}" if p else k, out)
+    elif isinstance(v, list):
+        out.add(p + "[]")
+        for x in v:
+            paths(x, p + "[]", out)
+    else:
+        out.add(p)
+    return out
+def words(prefix, names):
+    return {f"{prefix}.{n}" for n in names.split()}
+common = (words("service", "version mode started_at uptime_seconds") |
+    words("filter", "version issued_at expires_at age_seconds expires_in_seconds "
+        "stale stale_reason loaded_at keys bits hashes layout fp_rate_target "
+        "fill_ratio estimated_fp_rate signer sha256 table_sha256 authority scopes[]") |
+    words("filter.delta", "seq overlay_keys overlay_bytes last_delta_at "
+        "last_delta_age_seconds revocation_lag_seconds") |
+    words("filter.scopes[]", "scope keys source issuer crl_number this_update "
+        "next_update crl_sha256 crl_verified next_update_assumed coverage[]") |
+    words("counters", "checks confirmed_revoked false_positive filter_negative "
+        "fallthrough not_covered authority_behind authority_unavailable "
+        "refused_stale refused_no_filter bad_items slow_dropped "
+        "body_memory_refused observed_fp_rate") |
+    words("reloads", "accepted refused highest_version") |
+    words("reloads.last", "time event result version signer sha256 source reason") |
+    words("config", "generation applied_at file restart_pending") |
+    words("token_verification", "mode issuers[] cache.size cache.hits cache.misses"))
+edge = (common | words("sync", "upstream_filter interval_seconds max_download "
+        "max_lag_seconds last_attempt last_success result error "
+        "upstream_version_seen newer_version_seen_at etag attempts failures "
+        "consecutive_failures updates delta_fetches delta_bytes delta_error "
+        "persisted insecure_http") |
+    words("authority", "url answered failed behind retries requests waiting "
+        "refused_busy degraded last_error"))
+top = ["service", "filter", "counters", "reloads", "config", "token_verification"]
+bad = []
+for f, want, order in ((sys.argv[1], common, top), (sys.argv[2], edge, top + ["sync", "authority"])):
+    st = json.load(open(f))
+    got = paths(st, "", set())
+    if got != want:
+        bad.append(f"{f}: extra {sorted(got - want)} missing {sorted(want - got)}")
+    if list(st) != order:
+        bad.append(f"{f}: top-level order {list(st)}")
+assert not bad, "; ".join(bad)
+PY
+	rc_ok "/v1/status has exactly the documented members on an origin and an edge" ||
+	rc_fail "/v1/status members: $(cat "$T/keys.out")"
 
 # ---------------------------------------------------------------- alert rules
 out=$(promtool check rules "$RC_SRC/config/revcheckd-alerts.yml" 2>&1) &&
