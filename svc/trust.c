@@ -594,6 +594,23 @@ struct tok_values {
 	int64_t		 iat;
 };
 
+/* One cutoff key (claim name, value v of len bytes; none when NULL). */
+static int
+cutoff_key(struct revkey *k, bool *has, const char *prefix,
+    const char *name, const char *scope, const char *v, size_t len,
+    char *err, size_t errlen)
+{
+	if (v == NULL)
+		return 0;
+	if (revkey_cutoff(k, prefix, scope, v, len) == -1) {
+		snprintf(err, errlen, "\"%s\" cannot be checked against "
+		    "cutoffs (empty or too long)", name);
+		return -1;
+	}
+	*has = true;
+	return 0;
+}
+
 /* The cutoff keys of a token of scope from its values, or -1 with err. */
 static int
 cutoff_values(const char *scope, const struct tok_values *v,
@@ -602,25 +619,11 @@ cutoff_values(const char *scope, const struct tok_values *v,
 	memset(cut, 0, sizeof(*cut));
 	cut->has_iat = v->has_iat;
 	cut->iat = v->has_iat ? v->iat : 0;
-	if (v->sub != NULL) {
-		if (revkey_cutoff(&cut->sub, REVKEY_SUB_PREFIX, scope, v->sub,
-		    v->sub_len) == -1) {
-			snprintf(err, errlen, "\"sub\" cannot be checked "
-			    "against cutoffs (empty or too long)");
-			return -1;
-		}
-		cut->has_sub = true;
-	}
-	if (v->sid != NULL) {
-		if (revkey_cutoff(&cut->sid, REVKEY_SID_PREFIX, scope, v->sid,
-		    v->sid_len) == -1) {
-			snprintf(err, errlen, "\"sid\" cannot be checked "
-			    "against cutoffs (empty or too long)");
-			return -1;
-		}
-		cut->has_sid = true;
-	}
-	return 0;
+	if (cutoff_key(&cut->sub, &cut->has_sub, REVKEY_SUB_PREFIX, "sub",
+	    scope, v->sub, v->sub_len, err, errlen) == -1)
+		return -1;
+	return cutoff_key(&cut->sid, &cut->has_sid, REVKEY_SID_PREFIX, "sid",
+	    scope, v->sid, v->sid_len, err, errlen);
 }
 
 /* A token's jti key into k and (cut not NULL) its cutoff keys. */
