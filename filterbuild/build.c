@@ -769,15 +769,8 @@ build_main(int argc, char **argv, const struct ffile_info *enforced,
 	}
 	version = o.version != 0 ? o.version : cur + 1;
 
-	key = sign_load_private(o.key, err, sizeof(err));
-	if (key == NULL) {
-		fb_err("%s", err);
+	if ((key = fb_load_signer(&ring, o.key)) == NULL)
 		goto out;
-	}
-	if (sign_ring_add_key(&ring, key) != 0) {
-		fb_err("%s: cannot use the key", o.key);
-		goto out;
-	}
 	for (i = 0; i < o.ntrusted; i++)
 		if (sign_ring_add(&ring, o.trusted[i], err, sizeof(err)) != 0) {
 			fb_err("%s", err);

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "input.h"
+#include "sign.h"
 
 /* Exit codes of every subcommand. */
 #define FB_EXIT_OK	0
@@ -69,6 +70,13 @@ int fb_usage_err(const char *cmd, const char *fmt, ...)
  * the first getopt_long() of a subcommand.
  */
 void fb_getopt_reset(void);
+
+/*
+ * Loads the signing key at path and adds its public half to ring (so a
+ * pair it signs verifies against the ring). The key, or NULL after
+ * saying why on stderr.
+ */
+EVP_PKEY *fb_load_signer(struct sign_ring *ring, const char *path);
 
 /*
  * Parses an --expiry-grace value: "0" or a duration up to

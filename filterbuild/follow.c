@@ -933,15 +933,8 @@ fb_follow(int argc, char **argv)
 		return rc < 0 ? FB_EXIT_OK : rc;
 	memset(&st, 0, sizeof(st));
 	sign_ring_init(&ring);
-	key = sign_load_private(o.key, err, sizeof(err));
-	if (key == NULL) {
-		fb_err("%s", err);
+	if ((key = fb_load_signer(&ring, o.key)) == NULL)
 		goto out;
-	}
-	if (sign_ring_add_key(&ring, key) != 0) {
-		fb_err("%s: cannot use the key", o.key);
-		goto out;
-	}
 
 	/* One follower per directory. */
 	if (mkdir(o.out, 0755) != 0 && errno != EEXIST) {

@@ -67,6 +67,24 @@ fb_parse_grace(const char *s, int64_t *out)
 	return 0;
 }
 
+EVP_PKEY *
+fb_load_signer(struct sign_ring *ring, const char *path)
+{
+	EVP_PKEY *key;
+	char err[512];
+
+	if ((key = sign_load_private(path, err, sizeof(err))) == NULL) {
+		fb_err("%s", err);
+		return NULL;
+	}
+	if (sign_ring_add_key(ring, key) != 0) {
+		fb_err("%s: cannot use the key", path);
+		EVP_PKEY_free(key);
+		return NULL;
+	}
+	return key;
+}
+
 void
 fb_getopt_reset(void)
 {

@@ -195,10 +195,32 @@ render_unsettled(struct sbuf *b, enum check_fail f)
 	    "version" : "possibly revoked; the authority cannot be reached");
 }
 
+/*
+ * Ends a batch's body b (its results rendered), counts its tally and
+ * answers it, tagged with the filter version that decided it.
+ */
+static enum MHD_Result
+batch_reply(const struct server_req *r, struct sbuf *b,
+    struct metrics_tally *tally, uint64_t version)
+{
+	struct server_hdr h[1];
+	char ver[24], *body;
+	size_t len;
+
+	sbuf_adds(b, "]}\n");
+	metrics_tally_flush(tally);
+	snprintf(ver, sizeof(ver), "%llu", (unsigned long long)version);
+	if ((body = sbuf_take(b, &len)) == NULL)
+		return MHD_NO;
+	h[0].name = "X-Revcheck-Filter-Version";
+	h[0].value = ver;
+	return server_reply(r, MHD_HTTP_OK, body, len, "application/json", h,
+	    1);
+}
+
 static enum MHD_Result
 check_batch(const struct server_req *r, const cJSON *items)
 {
-	struct server_hdr h[1];
 	struct check_result res;
 	struct metrics_tally tally;
 	const struct snapshot *s;
@@ -209,8 +231,9 @@ check_batch(const struct server_req *r, const cJSON *items)
 	enum check_gate g;
 	const cJSON *it;
 	struct sbuf b;
-	char e[300], ver[24], *body;
-	size_t len, n, i = 0;
+	uint64_t version;
+	char e[300];
+	size_t n, i = 0;
 
 	n = (size_t)cJSON_GetArraySize(items);
 	if (n > r->live->cfg.max_batch) {
@@ -245,16 +268,9 @@ check_batch(const struct server_req *r, const cJSON *items)
 		} else
 			checkio_render(&b, s, &k, &res);
 	}
-	sbuf_adds(&b, "]}\n");
-	metrics_tally_flush(&tally);
-	snprintf(ver, sizeof(ver), "%llu", (unsigned long long)s->version);
+	version = s->version;
 	check_end(s);
-	if ((body = sbuf_take(&b, &len)) == NULL)
-		return MHD_NO;
-	h[0].name = "X-Revcheck-Filter-Version";
-	h[0].value = ver;
-	return server_reply(r, MHD_HTTP_OK, body, len, "application/json", h,
-	    1);
+	return batch_reply(r, &b, &tally, version);
 }
 
 /* Items decided and rendered a chunk at a time (check_keys_tally). */
@@ -278,15 +294,15 @@ static enum MHD_Result
 check_batch_items(const struct server_req *r, const struct batch_item *items,
     size_t n)
 {
-	struct server_hdr h[1];
 	struct metrics_tally tally;
 	struct batch_work *w;
 	const struct snapshot *s;
 	enum stale_reason why;
 	enum check_gate g;
 	struct sbuf b;
-	char e[300], ver[24], *body;
-	size_t len, i, j, m, k;
+	uint64_t version;
+	char e[300];
+	size_t i, j, m, k;
 
 	if ((w = malloc(sizeof(*w))) == NULL)
 		return MHD_NO;
@@ -333,17 +349,10 @@ check_batch_items(const struct server_req *r, const struct batch_item *items,
 			k++;
 		}
 	}
-	sbuf_adds(&b, "]}\n");
-	metrics_tally_flush(&tally);
-	snprintf(ver, sizeof(ver), "%llu", (unsigned long long)s->version);
+	version = s->version;
 	check_end(s);
 	free(w);
-	if ((body = sbuf_take(&b, &len)) == NULL)
-		return MHD_NO;
-	h[0].name = "X-Revcheck-Filter-Version";
-	h[0].value = ver;
-	return server_reply(r, MHD_HTTP_OK, body, len, "application/json", h,
-	    1);
+	return batch_reply(r, &b, &tally, version);
 }
 
 /*
