@@ -339,8 +339,7 @@ hs256(const char *payload, const char *secret)
 	cr_assert_not_null(HMAC(EVP_sha256(), secret, (int)strlen(secret),
 	    (const unsigned char *)tok, strlen(tok), mac, &maclen));
 	b64url(s, sizeof(s), mac, maclen);
-	strcat(tok, ".");
-	strcat(tok, s);
+	snprintf(tok + strlen(tok), n - strlen(tok), ".%s", s);
 	return tok;
 }
 
