@@ -650,15 +650,14 @@ cache_drop(struct trust_cached *e)
 /*
  * The token tok of len bytes, if it was verified before, is still within
  * its time and its issuer's keys have not changed since: its keys into k
- * and cut, and 1 with *idx its issuer. An entry of tok found past its
- * time or made under older keys is dropped. 0 when tok must be verified;
- * -1 (err) when its keys cannot be formed, which a verified token's
- * always could.
+ * and cut, and 1. An entry of tok found past its time or made under
+ * older keys is dropped. 0 when tok must be verified; -1 (err) when its
+ * keys cannot be formed, which a verified token's always could.
  */
 static int
 cache_find(struct trust *t, const char *tok, size_t len, uint64_t h,
-    int64_t now, struct revkey *k, struct trust_cutoffs *cut, size_t *idx,
-    char *err, size_t errlen)
+    int64_t now, struct revkey *k, struct trust_cutoffs *cut, char *err,
+    size_t errlen)
 {
 	struct trust_cached *e;
 	struct tok_values v;
@@ -683,7 +682,6 @@ cache_find(struct trust *t, const char *tok, size_t len, uint64_t h,
 	if (evict != NULL) {
 		old = cache_drop(e);
 	} else {
-		*idx = e->issuer;
 		v.iss = t->iss[e->issuer].cfg->issuer;
 		v.jti = e->buf + e->len;
 		v.jti_len = e->jti_len;
@@ -923,7 +921,6 @@ trust_token_cut(struct trust *t, const char *tok, size_t len, int64_t now,
 	struct verified_by vb;
 	struct jwt j;
 	uint64_t h = 0;
-	size_t idx;
 	bool cache;
 	int rc = -1;
 
@@ -938,8 +935,7 @@ trust_token_cut(struct trust *t, const char *tok, size_t len, int64_t now,
 	    t->cache != NULL;
 	if (cache) {
 		h = XXH3_64bits_withSeed(tok, len, t->cache_seed);
-		switch (cache_find(t, tok, len, h, now, k, cut, &idx, err,
-		    errlen)) {
+		switch (cache_find(t, tok, len, h, now, k, cut, err, errlen)) {
 		case -1:
 			return -1;
 		case 1:
