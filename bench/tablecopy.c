@@ -205,7 +205,7 @@ main(int argc, char **argv)
 	}
 	table_builder_sort_unique(&b);
 	if ((fd = mkstemp(path)) == -1 ||
-	    table_builder_write(&b, fd, err, sizeof(err)) != 0) {
+	    table_builder_write(&b, fd, NULL, NULL, err, sizeof(err)) != 0) {
 		fprintf(stderr, "tablecopy: %s\n", fd == -1 ? "mkstemp" : err);
 		goto out;
 	}

@@ -881,14 +881,8 @@ build_main(int argc, char **argv, const struct ffile_info *enforced,
 	po.layout = o.layout;
 	po.phase = build_phase;
 	po.phase_arg = &pr;
-	if (pair_build(&pair, &set.builder, set.scopes, set.nscopes, &po, err,
-	    sizeof(err)) != 0) {
-		progress_done(&pr);
-		fb_err("%s", err);
-		goto out;
-	}
-	progress_phase(&pr, "publishing");
-	if (pair_publish(&pair, o.out, o.keep, err, sizeof(err)) != 0) {
+	if (pair_build_publish(&pair, &set.builder, set.scopes, set.nscopes,
+	    &po, o.out, o.keep, err, sizeof(err)) != 0) {
 		progress_done(&pr);
 		fb_err("%s", err);
 		goto out;

@@ -3,6 +3,8 @@
 
 #include <assert.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,77 +110,101 @@ pair_expiry(const struct pair_opts *o, const struct ffile_scope *scopes,
 	return expires;
 }
 
-int
-pair_build(struct pair *p, const struct table_builder *tb,
-    const struct ffile_scope *scopes, size_t nscopes,
-    const struct pair_opts *o, char *err, size_t errlen)
+/*
+ * Steps 1 and 2 of every pair: the layout and its size unless the caller
+ * fixed it, then the seed.
+ */
+static int
+pair_shape(size_t n, const struct pair_opts *o, enum bloom_layout *layout,
+    uint64_t *m, uint32_t *k, uint64_t *seed, char *err, size_t errlen)
 {
-	enum bloom_layout layout;
 	unsigned char seedb[8];
-	uint64_t m, seed;
-	uint32_t k;
-	size_t n;
 
-	assert(p != NULL && tb != NULL && o != NULL && o->key != NULL);
-	memset(p, 0, sizeof(*p));
-	p->tb = tb;
-	n = table_builder_count(tb);
-
-	/* 1. The layout, and its size unless the caller fixed it. */
-	pair_phase(o, "hashing");
-	if (pair_layout(n, o->fp_rate, o->layout, &layout, err, errlen) != 0)
-		goto fail;
-	if (o->m != 0 && layout != BLOOM_FUSE && layout != BLOOM_FUSE8) {
-		m = o->m;
-		k = o->k;
-	} else if (bloom_size(layout, n > 0 ? n : 1, o->fp_rate, &m,
-	    &k) != 0) {
+	if (pair_layout(n, o->fp_rate, o->layout, layout, err, errlen) != 0)
+		return -1;
+	if (o->m != 0 && *layout != BLOOM_FUSE && *layout != BLOOM_FUSE8) {
+		*m = o->m;
+		*k = o->k;
+	} else if (bloom_size(*layout, n > 0 ? n : 1, o->fp_rate, m, k) != 0) {
 		(void)snprintf(err, errlen, "cannot size a filter for %zu keys "
 		    "at fp rate %g", n, o->fp_rate);
-		goto fail;
+		return -1;
 	}
 	/* A fuse filter sizes itself; pair_filter takes its width as k. */
-	if (layout == BLOOM_FUSE)
-		k = bloom_fuse_width(o->fp_rate);
-
-	/* 2. The seed, then every key into the filter. */
+	if (*layout == BLOOM_FUSE)
+		*k = bloom_fuse_width(o->fp_rate);
 	if (o->fixed_seed) {
-		seed = o->seed;
+		*seed = o->seed;
 	} else {
 		if (RAND_bytes(seedb, sizeof(seedb)) != 1) {
 			(void)snprintf(err, errlen, "no randomness for the hash "
 			    "seed");
-			goto fail;
+			return -1;
 		}
-		seed = util_get_le64(seedb);
+		*seed = util_get_le64(seedb);
 	}
-	/* The keys are distinct: the builder is sorted and unique. */
-	if (pair_filter(&p->bloom, layout, n, m, k, seed, pair_key,
-	    (void *)(uintptr_t)tb, err, errlen) != 0)
-		goto fail;
+	return 0;
+}
 
-	/* 3. The header binds the table by its hash; then the signature. */
-	pair_phase(o, "hashing the table");
-	if (table_builder_digest(tb, p->info.table_sha256, &p->info.table_len,
-	    err, errlen) != 0)
-		goto fail;
+/* The filter over every key of p->tb (distinct: sorted and unique). */
+static int
+pair_keys(struct pair *p, const struct pair_opts *o, char *err,
+    size_t errlen)
+{
+	enum bloom_layout layout;
+	uint64_t m, seed;
+	uint32_t k;
+	size_t n = table_builder_count(p->tb);
+
+	if (pair_shape(n, o, &layout, &m, &k, &seed, err, errlen) != 0)
+		return -1;
+	return pair_filter(&p->bloom, layout, n, m, k, seed, pair_key,
+	    (void *)(uintptr_t)p->tb, err, errlen);
+}
+
+/* The signed header, once p->info holds the table's digest and size. */
+static int
+pair_sign(struct pair *p, const struct ffile_scope *scopes, size_t nscopes,
+    const struct pair_opts *o, char *err, size_t errlen)
+{
 	pair_phase(o, "signing");
 	p->info.version = o->version;
 	p->info.issued_at = o->issued_at;
 	p->info.expires_at = pair_expiry(o, scopes, nscopes);
-	p->info.keys = n;
+	p->info.keys = table_builder_count(p->tb);
 	p->info.fp_rate_target = o->fp_rate;
 	p->info.scopes = (struct ffile_scope *)(uintptr_t)scopes;
 	p->info.nscopes = (uint32_t)nscopes;
 	if (ffile_encode(&p->info, &p->bloom, o->key, &p->filter,
 	    &p->filter_len, err, errlen) != 0)
-		goto fail;
+		return -1;
 	p->info.layout = p->bloom.layout;
 	p->info.m = p->bloom.m;
 	p->info.k = p->bloom.k;
 	p->info.seglog = p->bloom.seglog;
 	p->info.width = p->bloom.layout == BLOOM_FUSE ? p->bloom.width : 0;
 	p->info.seed = p->bloom.seed;
+	return 0;
+}
+
+int
+pair_build(struct pair *p, const struct table_builder *tb,
+    const struct ffile_scope *scopes, size_t nscopes,
+    const struct pair_opts *o, char *err, size_t errlen)
+{
+	assert(p != NULL && tb != NULL && o != NULL && o->key != NULL);
+	memset(p, 0, sizeof(*p));
+	p->tb = tb;
+	pair_phase(o, "hashing");
+	if (pair_keys(p, o, err, errlen) != 0)
+		goto fail;
+	/* The header binds the table by its hash; then the signature. */
+	pair_phase(o, "hashing the table");
+	if (table_builder_digest(tb, p->info.table_sha256, &p->info.table_len,
+	    err, errlen) != 0)
+		goto fail;
+	if (pair_sign(p, scopes, nscopes, o, err, errlen) != 0)
+		goto fail;
 	return 0;
 fail:
 	pair_free(p);
@@ -188,7 +214,7 @@ fail:
 static int
 pair_write_table(void *arg, int fd, char *err, size_t errlen)
 {
-	return table_builder_write(arg, fd, err, errlen);
+	return table_builder_write(arg, fd, NULL, NULL, err, errlen);
 }
 
 int
@@ -199,6 +225,85 @@ pair_publish(const struct pair *p, const char *dir, unsigned keep,
 	return publish_pair_stream(dir, p->info.version, p->filter,
 	    p->filter_len, pair_write_table, (void *)(uintptr_t)p->tb, keep,
 	    err, errlen);
+}
+
+/* The table's writer thread of pair_build_publish. */
+struct pair_writer {
+	struct publish_txn	*txn;
+	struct pair		*p;
+	int			 rc;
+	char			 err[512];
+};
+
+static int
+pair_write_bound(void *arg, int fd, char *err, size_t errlen)
+{
+	struct pair *p = arg;
+
+	return table_builder_write(p->tb, fd, p->info.table_sha256,
+	    &p->info.table_len, err, errlen);
+}
+
+static void *
+pair_writer_main(void *arg)
+{
+	struct pair_writer *w = arg;
+
+	w->rc = publish_txn_file(w->txn, PUBLISH_TABLE_NAME, NULL, 0,
+	    pair_write_bound, w->p, w->err, sizeof(w->err));
+	return NULL;
+}
+
+int
+pair_build_publish(struct pair *p, const struct table_builder *tb,
+    const struct ffile_scope *scopes, size_t nscopes,
+    const struct pair_opts *o, const char *dir, unsigned keep, char *err,
+    size_t errlen)
+{
+	struct publish_txn txn;
+	struct pair_writer w;
+	pthread_t tid;
+	bool thread;
+	int rc;
+
+	assert(p != NULL && tb != NULL && o != NULL && o->key != NULL &&
+	    dir != NULL);
+	memset(p, 0, sizeof(*p));
+	p->tb = tb;
+	/* The version and the directory first: refused before any work. */
+	if (publish_txn_begin(&txn, dir, o->version, err, errlen) != 0)
+		return -1;
+	memset(&w, 0, sizeof(w));
+	w.txn = &txn;
+	w.p = p;
+	pair_phase(o, "hashing and writing the table");
+	thread = pthread_create(&tid, NULL, pair_writer_main, &w) == 0;
+	rc = pair_keys(p, o, err, errlen);
+	if (thread)
+		(void)pthread_join(tid, NULL);
+	else if (rc == 0)
+		pair_writer_main(&w);	/* no thread: one after the other */
+	if (rc == 0 && w.rc != 0) {
+		(void)snprintf(err, errlen, "%s", w.err);
+		rc = -1;
+	}
+	if (rc == 0)
+		rc = pair_sign(p, scopes, nscopes, o, err, errlen);
+	if (rc == 0) {
+		pair_phase(o, "publishing");
+		rc = publish_txn_file(&txn, PUBLISH_FILTER_NAME, p->filter,
+		    p->filter_len, NULL, NULL, err, errlen);
+	}
+	if (rc != 0) {
+		publish_txn_abort(&txn);
+		pair_free(p);
+		return -1;
+	}
+	if (publish_txn_commit(&txn, keep, err, errlen) != 0) {
+		pair_free(p);
+		return -1;
+	}
+	return 0;
 }
 
 void

@@ -76,6 +76,22 @@ int pair_build(struct pair *p, const struct table_builder *tb,
 int pair_publish(const struct pair *p, const char *dir, unsigned keep,
     char *err, size_t errlen);
 
+/*
+ * pair_build then pair_publish, with the table written while the filter
+ * is built: a second thread streams the table into the new version's
+ * temporary directory and hashes the same bytes on the way
+ * (table_builder_write), so the table is read once and its write, fsync
+ * and digest overlap the filter's construction; the filter is signed
+ * with that digest once both are done and written beside it. The version
+ * and dir are checked first (publish_txn_begin), before any work. Same
+ * bytes and guarantees as pair_build + pair_publish (on any failure dir
+ * is as it was). Returns 0 with p filled, or -1 with err and p zeroed.
+ */
+int pair_build_publish(struct pair *p, const struct table_builder *tb,
+    const struct ffile_scope *scopes, size_t nscopes,
+    const struct pair_opts *o, const char *dir, unsigned keep, char *err,
+    size_t errlen);
+
 /* Releases what pair_build made and zeroes p. Safe on a zeroed pair. */
 void pair_free(struct pair *p);
 

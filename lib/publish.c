@@ -376,110 +376,159 @@ pub_open_dir(const char *dir, char *err, size_t errlen)
 }
 
 int
+publish_txn_begin(struct publish_txn *t, const char *dir, uint64_t version,
+    char *err, size_t errlen)
+{
+	const char *base;
+	uint64_t cur = 0;
+	int rc;
+
+	assert(t != NULL && dir != NULL);
+	memset(t, 0, sizeof(*t));
+	t->dfd = t->tfd = -1;
+	if (version == 0) {
+		util_errf(err, errlen, "%s: version must be at least 1", dir);
+		return -1;
+	}
+	if (strlen(dir) >= sizeof(t->dir)) {
+		util_errf(err, errlen, "%s: path too long", dir);
+		return -1;
+	}
+	memcpy(t->dir, dir, strlen(dir) + 1);
+	t->version = version;
+	t->dfd = pub_open_dir(dir, err, errlen);
+	if (t->dfd < 0)
+		return -1;
+	rc = pub_current_at(dir, t->cur_name, sizeof(t->cur_name), &cur, err,
+	    errlen);
+	if (rc < 0)
+		goto fail;
+	t->have_cur = rc == 0;
+	if (t->have_cur && version <= cur) {
+		util_errf(err, errlen, "%s: version %" PRIu64 " is not above the "
+		    "current version %" PRIu64, dir, version, cur);
+		goto fail;
+	}
+	pub_clean_stale(t->dfd, t->have_cur, cur);
+	publish_version_name(t->vname, version);
+
+	/* The files go into a fresh temporary directory inside DIR. */
+	if (util_path_join(t->tmpl, sizeof(t->tmpl), dir,
+	    PUB_TMP_PREFIX "XXXXXX") != 0) {
+		util_errf(err, errlen, "%s: path too long", dir);
+		goto fail;
+	}
+	if (mkdtemp(t->tmpl) == NULL) {
+		util_errf(err, errlen, "%s: mkdtemp: %s", dir, strerror(errno));
+		goto fail;
+	}
+	t->made = true;
+	base = strrchr(t->tmpl, '/') + 1;
+	if (strlen(base) >= sizeof(t->tmpname)) {
+		util_errf(err, errlen, "%s: temporary name too long", dir);
+		goto fail;
+	}
+	memcpy(t->tmpname, base, strlen(base) + 1);
+	(void)chmod(t->tmpl, 0755);
+	t->tfd = open(t->tmpl, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (t->tfd < 0) {
+		util_errf(err, errlen, "%s: %s", t->tmpl, strerror(errno));
+		goto fail;
+	}
+	pub_delay();
+	return 0;
+fail:
+	publish_txn_abort(t);
+	return -1;
+}
+
+int
+publish_txn_file(struct publish_txn *t, const char *name,
+    const unsigned char *buf, size_t len, publish_write_fn fn, void *arg,
+    char *err, size_t errlen)
+{
+	assert(t != NULL && t->tfd >= 0 && (buf != NULL || fn != NULL));
+	return pub_write_file(t->tfd, name, buf, len, fn, arg, err, errlen);
+}
+
+int
+publish_txn_commit(struct publish_txn *t, unsigned keep, char *err,
+    size_t errlen)
+{
+	assert(t != NULL && t->tfd >= 0);
+	if (pub_fsync_dir(t->tfd, t->tmpl, err, errlen) != 0)
+		goto fail;
+	pub_delay();
+
+	/* 2. The directory takes its version name; DIR is made durable. */
+	if (renameat(t->dfd, t->tmpname, t->dfd, t->vname) != 0) {
+		util_errf(err, errlen, "%s/%s: rename: %s", t->dir, t->vname,
+		    strerror(errno));
+		goto fail;
+	}
+	t->renamed = true;
+	pub_delay();
+	if (pub_fsync_dir(t->dfd, t->dir, err, errlen) != 0)
+		goto fail;
+
+	/* 3. Switch "current", last. */
+	if (pub_switch(t->dfd, t->dir, t->vname, err, errlen) != 0)
+		goto fail;
+	pub_delay();
+	if (pub_fsync_dir(t->dfd, t->dir, err, errlen) != 0) {
+		/*
+		 * The switch may or may not be durable: point "current" back
+		 * at the old pair (or remove it) so DIR is as it was.
+		 */
+		if (t->have_cur)
+			(void)pub_switch(t->dfd, t->dir, t->cur_name, NULL, 0);
+		else
+			(void)unlinkat(t->dfd, PUBLISH_CURRENT, 0);
+		goto fail;
+	}
+
+	/* 4. Prune older versions; failures here do not undo the publish. */
+	pub_prune(t->dfd, keep, t->version);
+	t->made = false;
+	publish_txn_abort(t);
+	return 0;
+fail:
+	publish_txn_abort(t);
+	return -1;
+}
+
+void
+publish_txn_abort(struct publish_txn *t)
+{
+	if (t->made && t->dfd >= 0)
+		(void)pub_rmtree(t->dfd, t->renamed ? t->vname : t->tmpname);
+	if (t->tfd >= 0)
+		(void)close(t->tfd);
+	if (t->dfd >= 0)
+		(void)close(t->dfd);
+	t->dfd = t->tfd = -1;
+	t->made = false;
+}
+
+int
 publish_pair_stream(const char *dir, uint64_t version,
     const unsigned char *filter, size_t filter_len,
     publish_write_fn write_table, void *arg, unsigned keep, char *err,
     size_t errlen)
 {
-	char cur_name[PUBLISH_VNAME_LEN + 1], vname[PUBLISH_VNAME_LEN + 1];
-	char tmpl[PUB_PATH_MAX], tmpname[64];
-	const char *base;
-	uint64_t cur = 0;
-	bool have_cur, renamed = false;
-	int dfd, tfd = -1, rc, ret = -1;
+	struct publish_txn t;
 
 	assert(dir != NULL && filter != NULL && write_table != NULL);
-	if (version == 0) {
-		util_errf(err, errlen, "%s: version must be at least 1", dir);
+	if (publish_txn_begin(&t, dir, version, err, errlen) != 0)
+		return -1;
+	if (publish_txn_file(&t, PUBLISH_FILTER_NAME, filter, filter_len, NULL,
+	    NULL, err, errlen) != 0 ||
+	    publish_txn_file(&t, PUBLISH_TABLE_NAME, NULL, 0, write_table, arg,
+	    err, errlen) != 0) {
+		publish_txn_abort(&t);
 		return -1;
 	}
-	dfd = pub_open_dir(dir, err, errlen);
-	if (dfd < 0)
-		return -1;
-	rc = pub_current_at(dir, cur_name, sizeof(cur_name), &cur, err,
-	    errlen);
-	if (rc < 0)
-		goto out_close;
-	have_cur = rc == 0;
-	if (have_cur && version <= cur) {
-		util_errf(err, errlen, "%s: version %" PRIu64 " is not above the "
-		    "current version %" PRIu64, dir, version, cur);
-		goto out_close;
-	}
-	pub_clean_stale(dfd, have_cur, cur);
-	publish_version_name(vname, version);
-
-	/* 1. Both files into a fresh temporary directory inside DIR. */
-	if (util_path_join(tmpl, sizeof(tmpl), dir, PUB_TMP_PREFIX "XXXXXX") != 0) {
-		util_errf(err, errlen, "%s: path too long", dir);
-		goto out_close;
-	}
-	if (mkdtemp(tmpl) == NULL) {
-		util_errf(err, errlen, "%s: mkdtemp: %s", dir, strerror(errno));
-		goto out_close;
-	}
-	base = strrchr(tmpl, '/') + 1;
-	if (strlen(base) >= sizeof(tmpname)) {
-		util_errf(err, errlen, "%s: temporary name too long", dir);
-		goto out_rmtmp;
-	}
-	memcpy(tmpname, base, strlen(base) + 1);
-	(void)chmod(tmpl, 0755);
-	tfd = open(tmpl, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (tfd < 0) {
-		util_errf(err, errlen, "%s: %s", tmpl, strerror(errno));
-		goto out_rmtmp;
-	}
-	pub_delay();
-	if (pub_write_file(tfd, PUBLISH_FILTER_NAME, filter, filter_len, NULL,
-	    NULL, err, errlen) != 0)
-		goto out_rmtmp;
-	if (pub_write_file(tfd, PUBLISH_TABLE_NAME, NULL, 0, write_table, arg,
-	    err, errlen) != 0)
-		goto out_rmtmp;
-	if (pub_fsync_dir(tfd, tmpl, err, errlen) != 0)
-		goto out_rmtmp;
-	pub_delay();
-
-	/* 2. The directory takes its version name; DIR is made durable. */
-	if (renameat(dfd, tmpname, dfd, vname) != 0) {
-		util_errf(err, errlen, "%s/%s: rename: %s", dir, vname,
-		    strerror(errno));
-		goto out_rmtmp;
-	}
-	renamed = true;
-	pub_delay();
-	if (pub_fsync_dir(dfd, dir, err, errlen) != 0)
-		goto out_rmtmp;
-
-	/* 3. Switch "current", last. */
-	if (pub_switch(dfd, dir, vname, err, errlen) != 0)
-		goto out_rmtmp;
-	pub_delay();
-	if (pub_fsync_dir(dfd, dir, err, errlen) != 0) {
-		/*
-		 * The switch may or may not be durable: point "current" back
-		 * at the old pair (or remove it) so DIR is as it was.
-		 */
-		if (have_cur)
-			(void)pub_switch(dfd, dir, cur_name, NULL, 0);
-		else
-			(void)unlinkat(dfd, PUBLISH_CURRENT, 0);
-		goto out_rmtmp;
-	}
-
-	/* 4. Prune older versions; failures here do not undo the publish. */
-	pub_prune(dfd, keep, version);
-	ret = 0;
-	goto out_close;
-
-out_rmtmp:
-	(void)pub_rmtree(dfd, renamed ? vname : tmpname);
-out_close:
-	if (tfd >= 0)
-		(void)close(tfd);
-	(void)close(dfd);
-	return ret;
+	return publish_txn_commit(&t, keep, err, errlen);
 }
 
 struct pub_buf {

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,6 +20,9 @@
 #define PUBLISH_CURRENT		"current"
 #define PUBLISH_FILTER_NAME	"filter.rcf"
 #define PUBLISH_TABLE_NAME	"table.rct"
+
+/* "v" and 20 digits: the name of a version's directory. */
+#define PUBLISH_VNAME_LEN 21
 
 /*
  * Resolves DIR/current. On success returns 0, writes the version
@@ -77,6 +81,42 @@ int publish_pair_stream(const char *dir, uint64_t version,
     char *err, size_t errlen);
 
 /*
+ * publish_pair_stream in steps, for a caller that writes the files while
+ * it computes something else (pair_build_publish writes the table while
+ * the filter is built). publish_txn_begin checks the version and locks DIR
+ * exactly as publish_pair_stream does, and makes the temporary directory;
+ * publish_txn_file writes and fsyncs one file into it (from buf, or through
+ * fn when fn is not NULL; distinct files may be written by different
+ * threads at once); publish_txn_commit renames, switches and prunes;
+ * publish_txn_abort removes the temporary directory and unlocks DIR. After a
+ * failed begin or commit the transaction is already aborted; after a
+ * failed publish_txn_file the caller aborts it. Each returns 0, or -1 with
+ * err.
+ */
+struct publish_txn {
+	int		 dfd;		/* DIR, flocked */
+	int		 tfd;		/* the temporary directory */
+	uint64_t	 version;
+	bool		 have_cur;
+	bool		 made;		/* the temporary directory exists */
+	bool		 renamed;	/* ... under its version name */
+	char		 dir[4096];
+	char		 tmpl[4096];
+	char		 tmpname[64];
+	char		 vname[PUBLISH_VNAME_LEN + 1];
+	char		 cur_name[PUBLISH_VNAME_LEN + 1];
+};
+
+int publish_txn_begin(struct publish_txn *t, const char *dir, uint64_t version,
+    char *err, size_t errlen);
+int publish_txn_file(struct publish_txn *t, const char *name,
+    const unsigned char *buf, size_t len, publish_write_fn fn, void *arg,
+    char *err, size_t errlen);
+int publish_txn_commit(struct publish_txn *t, unsigned keep, char *err,
+    size_t errlen);
+void publish_txn_abort(struct publish_txn *t);
+
+/*
  * Test-only: replaces fsync() for the publisher (NULL restores it), so
  * tests can inject an fsync failure.
  */
@@ -110,7 +150,6 @@ int publish_file(const char *dir, const char *name, const unsigned char *buf,
     size_t len, char *err, size_t errlen);
 
 /* Writes "v" and the version as 20 digits into out[22]. */
-#define PUBLISH_VNAME_LEN 21
 void publish_version_name(char out[PUBLISH_VNAME_LEN + 1], uint64_t version);
 
 #endif

@@ -1,6 +1,7 @@
 /* table.c - the authoritative table: sorted records searchable in place */
 #include <assert.h>
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -207,9 +208,14 @@ tb_rec(const struct table_builder *b, size_t i)
 static uint64_t
 tb_out_off(const struct table_builder *b, size_t i)
 {
+	uint64_t o;
+
 	if (i >= b->n)
 		return b->rlen;
-	return b->offs != NULL ? b->offs[i] & TB_OFF_MASK : b->ents[i].pfx;
+	if (b->offs == NULL)
+		return b->ents[i].pfx;
+	o = b->offs[i] & TB_OFF_MASK;
+	return o < b->gap_at ? o : o - b->gap_len;
 }
 
 /*
@@ -240,6 +246,7 @@ tb_unpack(struct table_builder *b)
 	b->offs = NULL;
 	b->ents = e;
 	b->ncap = cap;
+	b->gap_at = b->gap_len = 0;
 	return 0;
 }
 
@@ -690,6 +697,89 @@ tb_radix(struct table_ent *e, size_t n, unsigned d, size_t level,
 }
 
 /*
+ * The radix sort on two cores: the first digit that splits the entries is
+ * distributed in place here (one pass, as tb_radix does), then its buckets
+ * are sorted by two threads at once, each taking whole buckets until it
+ * holds about half the entries. Buckets are disjoint ranges of e and the
+ * context is only read, so the result is tb_radix's. Without a second
+ * thread (or for a small n) it is tb_radix.
+ */
+#define TB_PAR_MIN	(1u << 16)
+
+struct tb_par {
+	struct table_ent	*e;
+	const size_t		*cnt;
+	unsigned		 from, to;	/* buckets [from, to) */
+	size_t			 at;		/* the first one's offset */
+	unsigned		 d;
+	struct tb_sort_ctx	*c;
+};
+
+static void *
+tb_par_main(void *arg)
+{
+	struct tb_par *p = arg;
+	size_t s = p->at;
+	unsigned v;
+
+	for (v = p->from; v < p->to; s += p->cnt[v], v++)
+		if (p->cnt[v] > 1)
+			tb_radix(p->e + s, p->cnt[v], p->d + 1, 0, p->c);
+	return NULL;
+}
+
+static void
+tb_radix2(struct table_ent *e, size_t n, struct tb_sort_ctx *c)
+{
+	size_t cnt[256], head[256], end[256], s, half;
+	struct table_ent t, u;
+	struct tb_par a, b;
+	unsigned d, v, dv;
+	pthread_t tid;
+
+	for (d = 0; n >= TB_PAR_MIN && d < TB_DIGITS; d++) {
+		memset(cnt, 0, sizeof(cnt));
+		for (s = 0; s < n; s++)
+			cnt[tb_digit(&e[s], d)]++;
+		if (cnt[tb_digit(&e[0], d)] != n)
+			break;
+	}
+	if (n < TB_PAR_MIN || d == TB_DIGITS) {
+		tb_radix(e, n, 0, 0, c);
+		return;
+	}
+	for (s = 0, v = 0; v < 256; v++) {
+		head[v] = s;
+		s += cnt[v];
+		end[v] = s;
+	}
+	for (v = 0; v < 256; v++) {
+		while (head[v] < end[v]) {
+			t = e[head[v]];
+			for (dv = tb_digit(&t, d); dv != v;
+			    dv = tb_digit(&t, d)) {
+				u = e[head[dv]];
+				e[head[dv]++] = t;
+				t = u;
+			}
+			e[head[v]++] = t;
+		}
+	}
+	/* The first thread takes buckets [0, v), about half the entries. */
+	for (s = 0, half = n / 2, v = 0; v < 256 && s + cnt[v] / 2 < half; v++)
+		s += cnt[v];
+	a = (struct tb_par){ e, cnt, 0, v, 0, d, c };
+	b = (struct tb_par){ e, cnt, v, 256, s, d, c };
+	if (pthread_create(&tid, NULL, tb_par_main, &a) != 0) {
+		tb_par_main(&a);
+		tb_par_main(&b);
+		return;
+	}
+	tb_par_main(&b);
+	(void)pthread_join(tid, NULL);
+}
+
+/*
  * True when sorted entries i and j hold the same key. The rank and the
  * prefix are functions of the key, so entries that differ in either hold
  * different keys and their records need not be read.
@@ -712,19 +802,62 @@ tb_same_key(const struct table_builder *b, size_t i, size_t j)
 /*
  * Moves the sorted records into a new arena in key order (see struct
  * table_builder): one pass that reads the old arena scattered, so that
- * every later pass reads in order. The entries are first packed in place
- * to one offset each, which frees half their memory before the new arena
- * fills. Without memory for the new arena the builder stays as it is.
+ * every later pass reads in order. Two threads share it: the first moves
+ * the first half of the records forward from the new arena's start, the
+ * second the rest backward from its end (the old arena's length, which
+ * bounds both halves together), so neither needs the other's size; the
+ * untouched gap between them is never faulted in, and tb_out_off and
+ * tb_emit step over it. The entries are first packed in place to one
+ * offset each, which frees half their memory before the new arena fills.
+ * Without memory for the new arena the builder stays as it is.
  */
+struct tb_packer {
+	struct table_builder	*b;
+	unsigned char		*na;
+	size_t			 from, to;	/* entries [from, to) */
+	uint64_t		 at;	/* forward: the end; backward: start */
+	bool			 backward;
+};
+
+static void *
+tb_pack_main(void *arg)
+{
+	struct tb_packer *p = arg;
+	const unsigned char *arena = p->b->arena, *r, *q;
+	uint64_t *offs = p->b->offs;
+	size_t i, k, sz, n = p->to - p->from;
+
+	for (k = 0; k < n; k++) {
+		i = p->backward ? p->to - 1 - k : p->from + k;
+		if (k + TB_AHEAD < n) {
+			q = arena + (offs[p->backward ? i - TB_AHEAD :
+			    i + TB_AHEAD] & TB_OFF_MASK);
+			__builtin_prefetch(q);
+			__builtin_prefetch(q + 63);
+		}
+		r = arena + (offs[i] & TB_OFF_MASK);
+		sz = rec_size(r);
+		if (p->backward)
+			p->at -= sz;
+		memcpy(p->na + p->at, r, sz);
+		offs[i] = (offs[i] & ~TB_OFF_MASK) | p->at;
+		if (!p->backward)
+			p->at += sz;
+	}
+	return NULL;
+}
+
 static bool
 tb_pack(struct table_builder *b)
 {
+	struct tb_packer fw, bw;
 	unsigned char *na;
-	uint64_t *offs, o, at;
-	size_t i, sz;
+	uint64_t *offs, o;
+	pthread_t tid;
+	size_t i, h;
 
 	/* The old arena's length bounds the new one's; pages untouched
-	 * past the record area are never faulted in. */
+	 * in the gap are never faulted in. */
 	if (b->n == 0 || (na = malloc(b->len)) == NULL)
 		return false;
 	/* Offset i overlaps entry i / 2, already read. */
@@ -738,27 +871,23 @@ tb_pack(struct table_builder *b)
 	if ((offs = realloc(b->offs, b->n * sizeof(*offs))) != NULL)
 		b->offs = offs;
 	b->ncap = 0;
-	at = 0;
-	for (i = 0; i < b->n; i++) {
-		const unsigned char *r = b->arena + (b->offs[i] & TB_OFF_MASK);
-
-		if (i + TB_AHEAD < b->n) {
-			const unsigned char *q = b->arena +
-			    (b->offs[i + TB_AHEAD] & TB_OFF_MASK);
-
-			__builtin_prefetch(q);
-			__builtin_prefetch(q + 63);
-		}
-		sz = rec_size(r);
-		memcpy(na + at, r, sz);
-		b->offs[i] = (b->offs[i] & ~TB_OFF_MASK) | at;
-		at += sz;
+	h = b->n >= TB_PAR_MIN ? b->n / 2 : b->n;
+	fw = (struct tb_packer){ b, na, 0, h, 0, false };
+	bw = (struct tb_packer){ b, na, h, b->n, b->len, true };
+	if (h < b->n && pthread_create(&tid, NULL, tb_pack_main, &bw) == 0) {
+		tb_pack_main(&fw);
+		(void)pthread_join(tid, NULL);
+	} else {
+		tb_pack_main(&fw);
+		tb_pack_main(&bw);
 	}
 	free(b->arena);
 	b->arena = na;
 	b->cap = b->len;
-	b->len = (size_t)at;
-	b->rlen = at;
+	b->gap_at = fw.at;
+	b->gap_len = bw.at - fw.at;
+	b->rlen = b->len - b->gap_len;
+	/* Later adds go past the second half. */
 	return true;
 }
 
@@ -822,7 +951,7 @@ table_builder_sort_unique(struct table_builder *b)
 	}
 	ctx.arena = b->arena;
 	ctx.skip = b->ranked ? skip : NULL;
-	tb_radix(b->ents, b->n, 0, 0, &ctx);
+	tb_radix2(b->ents, b->n, &ctx);
 	free(skip);
 
 	/*
@@ -1036,9 +1165,11 @@ tb_emit(const struct table_builder *b, tb_sink_fn sink, void *arg,
 			goto out_free;
 	}
 	if (b->offs != NULL) {
-		/* Packed: the arena is the record area, sent as it lies. */
+		/* Packed: the arena is the record area, sent as it lies on
+		 * both sides of the gap. */
 		if (tb_out_flush(&o) != 0 || tb_out_direct(&o, b->arena,
-		    (size_t)rlen) != 0)
+		    (size_t)b->gap_at) != 0 || tb_out_direct(&o, b->arena +
+		    b->gap_at + b->gap_len, (size_t)(rlen - b->gap_at)) != 0)
 			goto out_free;
 		goto done;
 	}
@@ -1153,13 +1284,23 @@ table_builder_encode(const struct table_builder *b, unsigned char **out,
 	return 0;
 }
 
+/* The file's bytes to fd through the direct writer, and to SHA-256. */
+struct tb_fdsink {
+	struct util_dwriter	 w;
+	EVP_MD_CTX		*ctx;	/* NULL: no digest */
+};
+
 static int
 tb_sink_fd(void *arg, const unsigned char *p, size_t n, char *err,
     size_t errlen)
 {
-	int fd = *(int *)arg;
+	struct tb_fdsink *s = arg;
 
-	if (util_write_all(fd, p, n) != 0) {
+	if (s->ctx != NULL && EVP_DigestUpdate(s->ctx, p, n) != 1) {
+		util_errf(err, errlen, "table: SHA-256 failed");
+		return -1;
+	}
+	if (util_dw_write(&s->w, p, n) != 0) {
 		util_errf(err, errlen, "table: write: %s", strerror(errno));
 		return -1;
 	}
@@ -1167,11 +1308,41 @@ tb_sink_fd(void *arg, const unsigned char *p, size_t n, char *err,
 }
 
 int
-table_builder_write(const struct table_builder *b, int fd, char *err,
-    size_t errlen)
+table_builder_write(const struct table_builder *b, int fd,
+    unsigned char sha[32], uint64_t *len, char *err, size_t errlen)
 {
+	struct tb_fdsink s;
+	unsigned int dlen = 0;
+	int rc = -1;
+
 	assert(b != NULL && fd >= 0);
-	return tb_emit(b, tb_sink_fd, &fd, NULL, err, errlen);
+	memset(&s, 0, sizeof(s));
+	if (sha != NULL && ((s.ctx = EVP_MD_CTX_new()) == NULL ||
+	    EVP_DigestInit_ex(s.ctx, EVP_sha256(), NULL) != 1)) {
+		util_errf(err, errlen, "table: SHA-256 failed");
+		goto out;
+	}
+	if (util_dw_open(&s.w, fd, true) != 0) {
+		util_errf(err, errlen, "table: %s", strerror(errno));
+		goto out;
+	}
+	if (tb_emit(b, tb_sink_fd, &s, len, err, errlen) != 0) {
+		util_dw_abort(&s.w);
+		goto out;
+	}
+	if (util_dw_close(&s.w) != 0) {
+		util_errf(err, errlen, "table: write: %s", strerror(errno));
+		goto out;
+	}
+	if (sha != NULL && (EVP_DigestFinal_ex(s.ctx, sha, &dlen) != 1 ||
+	    dlen != 32)) {
+		util_errf(err, errlen, "table: SHA-256 failed");
+		goto out;
+	}
+	rc = 0;
+out:
+	EVP_MD_CTX_free(s.ctx);
+	return rc;
 }
 
 /* ---------------------------------------------------------------------- */

@@ -74,6 +74,14 @@ struct table_builder {
 	 * rank above), so later passes read memory in order. An add unpacks.
 	 */
 	uint64_t	*offs;
+	/*
+	 * Packed, the arena holds the record area in two parts with an
+	 * unused gap of gap_len bytes at offset gap_at between them (the
+	 * two halves are moved by two threads); an offset past the gap is
+	 * gap_len beyond the record's place in the table file.
+	 */
+	uint64_t	 gap_at;
+	uint64_t	 gap_len;
 	uint64_t	 rlen;		/* record area length, once sorted */
 	bool		 sorted;	/* sorted and unique since the last add */
 	bool		 ranked;	/* sorted with a scope rank per entry */
@@ -148,15 +156,18 @@ int table_builder_get(const struct table_builder *b, size_t i,
  * Size, SHA-256 and bytes of the table file of a sorted builder.
  * table_builder_digest makes one pass without building the file.
  * table_builder_encode gives a malloc'ed buffer the caller owns.
- * table_builder_write streams the file to fd (buffered, EINTR-safe).
+ * table_builder_write streams the file to fd (a new, empty file) with
+ * the direct writer (util_dw_open: O_DIRECT where the file system takes
+ * it), and when sha is not NULL hashes the same bytes on the way (*len
+ * then the size), so that one pass both writes and binds the table.
  * Each returns 0, or -1 with err.
  */
 int table_builder_digest(const struct table_builder *b,
     unsigned char sha[32], uint64_t *len, char *err, size_t errlen);
 int table_builder_encode(const struct table_builder *b, unsigned char **out,
     size_t *outlen, char *err, size_t errlen);
-int table_builder_write(const struct table_builder *b, int fd, char *err,
-    size_t errlen);
+int table_builder_write(const struct table_builder *b, int fd,
+    unsigned char sha[32], uint64_t *len, char *err, size_t errlen);
 
 struct table;	/* opaque: a mapped, validated table */
 

@@ -730,3 +730,117 @@ util_b64url_decode(unsigned char *out, const char *in, size_t len, size_t *bad)
 	}
 	return (long)o;
 }
+
+/* Turns O_DIRECT on or off for w->fd; w->direct says which holds. */
+static int
+dw_direct(struct util_dwriter *w, bool on)
+{
+	int fl = fcntl(w->fd, F_GETFL);
+
+	if (fl == -1)
+		return -1;
+	fl = on ? fl | O_DIRECT : fl & ~O_DIRECT;
+	if (fcntl(w->fd, F_SETFL, fl) == -1)
+		return on ? 0 : -1;	/* refused: stay buffered */
+	w->direct = on;
+	return 0;
+}
+
+/*
+ * Writes n bytes at w->off, by pwrite so that a direct write refused
+ * half way (EINVAL) is written again, buffered, at the same place.
+ */
+static int
+dw_put(struct util_dwriter *w, const unsigned char *p, size_t n)
+{
+	size_t done = 0;
+	ssize_t r;
+
+	while (done < n) {
+		r = pwrite(w->fd, p + done, n - done, (off_t)(w->off + done));
+		if (r == -1) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EINVAL && w->direct) {
+				if (dw_direct(w, false) != 0)
+					return -1;
+				continue;
+			}
+			return -1;
+		}
+		done += (size_t)r;
+	}
+	w->off += n;
+	return 0;
+}
+
+int
+util_dw_open(struct util_dwriter *w, int fd, bool direct)
+{
+	void *buf;
+
+	memset(w, 0, sizeof(*w));
+	w->fd = fd;
+	if (posix_memalign(&buf, UTIL_DW_ALIGN, UTIL_DW_BUF) != 0) {
+		errno = ENOMEM;
+		return -1;
+	}
+	w->buf = buf;
+	return direct ? dw_direct(w, true) : 0;
+}
+
+int
+util_dw_write(struct util_dwriter *w, const void *data, size_t n)
+{
+	const unsigned char *p = data;
+	size_t c;
+
+	while (n > 0) {
+		if (!w->direct && w->len == 0 && n >= UTIL_DW_BUF)
+			return dw_put(w, p, n);
+		c = UTIL_DW_BUF - w->len;
+		if (c > n)
+			c = n;
+		memcpy(w->buf + w->len, p, c);
+		w->len += c;
+		p += c;
+		n -= c;
+		if (w->len == UTIL_DW_BUF) {
+			if (dw_put(w, w->buf, w->len) != 0)
+				return -1;
+			w->len = 0;
+		}
+	}
+	return 0;
+}
+
+int
+util_dw_close(struct util_dwriter *w)
+{
+	uint64_t end = w->off + w->len;
+	size_t pad = 0;
+	int rc = 0;
+
+	if (w->len > 0) {
+		/* A direct write is whole blocks: pad, then cut back. */
+		if (w->direct && w->len % UTIL_DW_ALIGN != 0) {
+			pad = UTIL_DW_ALIGN - w->len % UTIL_DW_ALIGN;
+			memset(w->buf + w->len, 0, pad);
+		}
+		rc = dw_put(w, w->buf, w->len + pad);
+		if (rc == 0 && pad > 0 && ftruncate(w->fd, (off_t)end) != 0)
+			rc = -1;
+	}
+	if (rc == 0 && w->direct)
+		rc = dw_direct(w, false);
+	util_dw_abort(w);
+	return rc;
+}
+
+void
+util_dw_abort(struct util_dwriter *w)
+{
+	free(w->buf);
+	w->buf = NULL;
+	w->len = 0;
+}

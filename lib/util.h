@@ -175,4 +175,38 @@ uint16_t util_get_le16(const unsigned char *p);
 uint32_t util_get_le32(const unsigned char *p);
 uint64_t util_get_le64(const unsigned char *p);
 
+/*
+ * A sequential writer of one new, empty file that keeps what it writes
+ * out of the page cache where the file system allows it (O_DIRECT):
+ * a table of half a gigabyte is then not copied into freshly allocated
+ * cache pages on its way to the disk. Bytes go through a UTIL_DW_BUF
+ * buffer aligned to UTIL_DW_ALIGN; the last, partial block is written
+ * padded and the file cut back to its length (ftruncate). Where O_DIRECT
+ * is refused (tmpfs, some network file systems: EINVAL at fcntl or at the
+ * first write) the same bytes go through the page cache instead. The
+ * caller still fsyncs and closes fd.
+ */
+#define UTIL_DW_ALIGN	4096
+#define UTIL_DW_BUF	(4u << 20)
+
+struct util_dwriter {
+	int		 fd;
+	unsigned char	*buf;
+	size_t		 len;		/* bytes in buf */
+	uint64_t	 off;		/* bytes written before buf */
+	bool		 direct;
+};
+
+/*
+ * Returns 0, or -1 with errno (ENOMEM). fd must be empty, at offset 0.
+ * direct false: through the page cache from the start.
+ */
+int util_dw_open(struct util_dwriter *w, int fd, bool direct);
+/* Returns 0, or -1 with errno. */
+int util_dw_write(struct util_dwriter *w, const void *p, size_t n);
+/* Writes what is buffered; frees the buffer. Returns 0, or -1 with errno. */
+int util_dw_close(struct util_dwriter *w);
+/* Frees the buffer after a failure. */
+void util_dw_abort(struct util_dwriter *w);
+
 #endif

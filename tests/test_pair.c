@@ -1,6 +1,7 @@
 /* test_pair.c - records to a signed pair: the bytes of the code path before pair_build, reproduced */
 #include <criterion/criterion.h>
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,6 +119,31 @@ same_bytes(const unsigned char *a, size_t alen, const unsigned char *b,
 	cr_assert_eq(memcmp(a, b, alen), 0, "%s: bytes differ", what);
 }
 
+/* DIR's current pair holds these filter and table bytes; removes DIR. */
+static void
+check_published(const char *dir, const unsigned char *gold, size_t glen,
+    const unsigned char *gtab, size_t gtlen)
+{
+	char path[512], err[1024];
+	unsigned char *pub;
+	size_t plen;
+
+	cr_assert(snprintf(path, sizeof(path), "%s/current/filter.rcf", dir) >
+	    0);
+	cr_assert_eq(util_read_file(path, 1 << 20, &pub, &plen, err,
+	    sizeof(err)), 0, "%s", err);
+	same_bytes(pub, plen, gold, glen, "published filter");
+	free(pub);
+	cr_assert(snprintf(path, sizeof(path), "%s/current/table.rct", dir) >
+	    0);
+	cr_assert_eq(util_read_file(path, 1 << 20, &pub, &plen, err,
+	    sizeof(err)), 0, "%s", err);
+	same_bytes(pub, plen, gtab, gtlen, "published table");
+	free(pub);
+	cr_assert(snprintf(path, sizeof(path), "rm -rf '%s'", dir) > 0);
+	cr_assert_eq(system(path), 0);
+}
+
 /*
  * One golden filter: the same inputs through pair_build, with the golden's
  * seed (filterbuild draws it at random), give the same filter and table
@@ -127,10 +153,10 @@ static void
 check_golden(const char *layout_name, enum bloom_layout layout,
     double fp_rate)
 {
-	char name[256], dir[] = "/tmp/revcheck-pair-XXXXXX", path[512];
-	char err[1024];
-	unsigned char *gold, *gtab, *tab, *pub;
-	size_t glen, gtlen, tlen, plen;
+	char name[256], dir[] = "/tmp/revcheck-pair-XXXXXX";
+	char dir2[] = "/tmp/revcheck-pair-XXXXXX", err[1024];
+	unsigned char *gold, *gtab, *tab;
+	size_t glen, gtlen, tlen;
 	struct input_set s;
 	struct pair_opts po;
 	struct pair p;
@@ -165,20 +191,16 @@ check_golden(const char *layout_name, enum bloom_layout layout,
 
 	cr_assert_not_null(mkdtemp(dir));
 	cr_assert_eq(pair_publish(&p, dir, 3, err, sizeof(err)), 0, "%s", err);
-	cr_assert(snprintf(path, sizeof(path), "%s/current/filter.rcf", dir) >
-	    0);
-	cr_assert_eq(util_read_file(path, 1 << 20, &pub, &plen, err,
-	    sizeof(err)), 0, "%s", err);
-	same_bytes(pub, plen, gold, glen, "published filter");
-	free(pub);
-	cr_assert(snprintf(path, sizeof(path), "%s/current/table.rct", dir) >
-	    0);
-	cr_assert_eq(util_read_file(path, 1 << 20, &pub, &plen, err,
-	    sizeof(err)), 0, "%s", err);
-	same_bytes(pub, plen, gtab, gtlen, "published table");
-	free(pub);
-	cr_assert(snprintf(path, sizeof(path), "rm -rf '%s'", dir) > 0);
-	cr_assert_eq(system(path), 0);
+	check_published(dir, gold, glen, gtab, gtlen);
+	pair_free(&p);
+
+	/* Built and published in one step (the table written by a second
+	 * thread while the filter is built): the same bytes. */
+	cr_assert_not_null(mkdtemp(dir2));
+	cr_assert_eq(pair_build_publish(&p, &s.builder, s.scopes, s.nscopes,
+	    &po, dir2, 3, err, sizeof(err)), 0, "%s", err);
+	same_bytes(p.filter, p.filter_len, gold, glen, name);
+	check_published(dir2, gold, glen, gtab, gtlen);
 
 	pair_free(&p);
 	free(tab);
@@ -311,6 +333,128 @@ Test(pair, expiry_clamp_and_refusals)
 	cr_assert_eq(pair_build(&p, &tb, sc, 3, &po, err, sizeof(err)), -1);
 	cr_assert(strstr(err, "fixed FP rate 1/256") != NULL, "%s", err);
 	cr_assert_null(p.filter);
+	table_builder_free(&tb);
+	EVP_PKEY_free(key);
+}
+
+static int g_fail_at, g_calls;
+
+static int
+failing_fsync(int fd)
+{
+	if (++g_calls == g_fail_at) {
+		errno = EIO;
+		return -1;
+	}
+	return fsync(fd);
+}
+
+/* Every entry of dir with its type, link target and file hash. */
+static void
+dir_state(const char *dir, char *out, size_t cap)
+{
+	char cmd[512];
+	FILE *fp;
+	size_t n;
+
+	cr_assert(snprintf(cmd, sizeof(cmd), "cd '%s' && find . -printf '%%p "
+	    "%%y %%l\\n' | sort && find . -type f -exec sha256sum {} + | sort",
+	    dir) > 0);
+	fp = popen(cmd, "r");
+	cr_assert_not_null(fp);
+	n = fread(out, 1, cap - 1, fp);
+	out[n] = '\0';
+	cr_assert_eq(pclose(fp), 0);
+}
+
+/*
+ * pair_build_publish refuses a version not above the current one before
+ * any work, and on a failure of the filter step (in the main thread) or of
+ * any fsync (the table's, in the writer thread, included) leaves the
+ * directory exactly as it was: no temporary directory, the same current
+ * pair.
+ */
+Test(pair, build_publish_failures_leave_the_directory_as_it_was)
+{
+	char dir[] = "/tmp/revcheck-pairf-XXXXXX", err[1024];
+	char before[8192], after[8192], cmd[512];
+	struct table_builder tb;
+	struct ffile_scope sc;
+	struct pair_opts po;
+	struct pair p;
+	struct revkey k;
+	EVP_PKEY *key = gold_key();
+	int i;
+
+	table_builder_init(&tb);
+	for (i = 0; i < 3000; i++) {
+		char id[32];
+
+		cr_assert(snprintf(id, sizeof(id), "tok-%d", i) > 0);
+		cr_assert_eq(revkey_set(&k, "default", id, strlen(id)), 0);
+		cr_assert_eq(table_builder_add(&tb, &k, i, NULL), 0);
+	}
+	table_builder_sort_unique(&tb);
+	memset(&sc, 0, sizeof(sc));
+	snprintf(sc.name, sizeof(sc.name), "%s", "default");
+	sc.keys = 3000;
+	sc.source = FFILE_SRC_LIST;
+	memset(&po, 0, sizeof(po));
+	po.key = key;
+	po.version = 1;
+	po.issued_at = 1000;
+	po.expires_at = 4600;
+	po.fp_rate = 0.001;
+	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_eq(pair_build_publish(&p, &tb, &sc, 1, &po, dir, 3, err,
+	    sizeof(err)), 0, "%s", err);
+	pair_free(&p);
+	dir_state(dir, before, sizeof(before));
+
+	/* The same version again: refused, before anything is built. */
+	cr_assert_eq(pair_build_publish(&p, &tb, &sc, 1, &po, dir, 3, err,
+	    sizeof(err)), -1);
+	cr_assert(strstr(err, "not above the current version") != NULL, "%s",
+	    err);
+	cr_assert_null(p.filter);
+	dir_state(dir, after, sizeof(after));
+	cr_assert_str_eq(before, after);
+
+	/* The filter step fails while the table is being written. */
+	po.version = 2;
+	po.layout = BLOOM_FUSE;
+	po.fp_rate = 0.00001;
+	cr_assert_eq(pair_build_publish(&p, &tb, &sc, 1, &po, dir, 3, err,
+	    sizeof(err)), -1);
+	cr_assert(strstr(err, "down to 2^-16") != NULL, "%s", err);
+	cr_assert_null(p.filter);
+	dir_state(dir, after, sizeof(after));
+	cr_assert_str_eq(before, after, "a failed filter step left traces");
+
+	/* Each of the five fsyncs fails in turn (the first is the table's,
+	 * in the writer thread). */
+	po.layout = 0;
+	po.fp_rate = 0.001;
+	for (i = 1; i <= 5; i++) {
+		g_fail_at = i;
+		g_calls = 0;
+		publish_set_fsync_hook(failing_fsync);
+		cr_assert_eq(pair_build_publish(&p, &tb, &sc, 1, &po, dir, 3,
+		    err, sizeof(err)), -1, "fsync %d failure ignored", i);
+		publish_set_fsync_hook(NULL);
+		cr_assert(strstr(err, "fsync") != NULL, "%s", err);
+		cr_assert_eq(g_calls, i, "fsync retried after failure %d", i);
+		cr_assert_null(p.filter);
+		dir_state(dir, after, sizeof(after));
+		cr_assert_str_eq(before, after, "fsync %d failure left traces",
+		    i);
+	}
+	cr_assert_eq(pair_build_publish(&p, &tb, &sc, 1, &po, dir, 3, err,
+	    sizeof(err)), 0, "%s", err);
+	cr_assert_eq(p.info.version, 2);
+	pair_free(&p);
+	cr_assert(snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir) > 0);
+	cr_assert_eq(system(cmd), 0);
 	table_builder_free(&tb);
 	EVP_PKEY_free(key);
 }

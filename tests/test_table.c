@@ -255,7 +255,13 @@ Test(table, digest_and_write_match_encode)
 
 	fd = mkstemp(path);
 	cr_assert(fd >= 0);
-	cr_assert_eq(table_builder_write(&b, fd, err, sizeof(err)), 0);
+	/* Written and hashed in one pass: the same digest and length. */
+	memset(sha, 0, sizeof(sha));
+	dlen = 0;
+	cr_assert_eq(table_builder_write(&b, fd, sha, &dlen, err, sizeof(err)),
+	    0, "%s", err);
+	cr_assert_eq(dlen, len);
+	cr_assert_eq(memcmp(sha, want, 32), 0);
 	cr_assert_eq(close(fd), 0);
 	cr_assert_eq(util_read_file(path, SIZE_MAX / 2, &back, &blen, err,
 	    sizeof(err)), 0);
@@ -687,3 +693,81 @@ Test(table, file_edits_after_open_change_nothing)
 	free(buf);
 	table_builder_free(&b);
 }
+
+/*
+ * Sets of 2^16 records and more are sorted and packed by two threads
+ * (tb_radix2, tb_pack): the first splitting digit is distributed once and
+ * its buckets shared out, and the records are moved from both ends of the
+ * new arena, leaving a gap the writers step over. The bytes must be the
+ * reference's for an even split, for a skewed one (nearly every key in
+ * one bucket of a late digit), for keys alike in all ten radix digits
+ * (no split: the serial sort), and after adds to a packed builder; the
+ * digest and the file written must be those bytes too.
+ */
+static void
+two_core_case(size_t n, unsigned seed, int kind)
+{
+	struct table_builder b;
+	struct table_rec *recs, got;
+	unsigned char *enc, sha[32], want[32], *back;
+	char id[64], err[256], path[] = "/tmp/test_table_XXXXXX";
+	size_t i, m, elen, blen, half = n / 2 + 1000;
+	uint64_t dlen;
+	int fd;
+
+	recs = calloc(n, sizeof(*recs));
+	cr_assert_not_null(recs);
+	table_builder_init(&b);
+	srand(seed);
+	for (i = 0; i < n; i++) {
+		unsigned v = (unsigned)rand();
+
+		if (kind == 0)		/* spread: tok-<hex> */
+			cr_assert(snprintf(id, sizeof(id), "tok-%x", v) > 0);
+		else if (kind == 1)	/* skewed: 1 in 50 elsewhere */
+			cr_assert(snprintf(id, sizeof(id), "%s%05u", v % 50 ?
+			    "aaaa" : "ab", v % 90000) > 0);
+		else			/* alike for 8 bytes past "id" */
+			cr_assert(snprintf(id, sizeof(id),
+			    "id-000000000-%u", v % 70000) > 0);
+		mkkey(&recs[i].key, v % 7 ? "default" : "other", id);
+		recs[i].revoked_at = rand() % 5;
+		if (rand() % 4 == 0)
+			cr_assert(snprintf(recs[i].reason,
+			    sizeof(recs[i].reason), "r%d", rand() % 9) > 0);
+		cr_assert_eq(table_builder_add_rec(&b, &recs[i]), 0);
+		if (kind == 0 && i + 1 == half) {
+			/* Packed halfway, with a gap: then more adds. */
+			table_builder_sort_unique(&b);
+			m = table_builder_count(&b);
+			cr_assert_eq(table_builder_get(&b, m - 1, &got), 0);
+			cr_assert_eq(table_builder_get(&b, 0, &got), 0);
+		}
+	}
+	same_as_reference(&b, recs, n);
+	cr_assert_eq(table_builder_encode(&b, &enc, &elen, err, sizeof(err)),
+	    0, "%s", err);
+	cr_assert_eq(util_sha256(want, enc, elen), 0);
+	cr_assert_eq(table_builder_digest(&b, sha, &dlen, err, sizeof(err)), 0);
+	cr_assert_eq(dlen, elen);
+	cr_assert_eq(memcmp(sha, want, 32), 0);
+	fd = mkstemp(path);
+	cr_assert(fd >= 0);
+	cr_assert_eq(table_builder_write(&b, fd, sha, &dlen, err, sizeof(err)),
+	    0, "%s", err);
+	cr_assert_eq(close(fd), 0);
+	cr_assert_eq(memcmp(sha, want, 32), 0);
+	cr_assert_eq(util_read_file(path, SIZE_MAX / 2, &back, &blen, err,
+	    sizeof(err)), 0, "%s", err);
+	cr_assert_eq(blen, elen);
+	cr_assert_eq(memcmp(back, enc, elen), 0);
+	unlink(path);
+	free(back);
+	free(enc);
+	free(recs);
+	table_builder_free(&b);
+}
+
+Test(table, two_core_sort_spread_and_adds_after_pack) { two_core_case(300000, 41, 0); }
+Test(table, two_core_sort_skewed_split) { two_core_case(150000, 43, 1); }
+Test(table, two_core_sort_no_split) { two_core_case(140000, 47, 2); }

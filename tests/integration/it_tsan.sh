@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# it_tsan.sh - the reload path under ThreadSanitizer: reloads and edge syncs under concurrent checks, no race reported
+# it_tsan.sh - the reload path and filterbuild's threads under ThreadSanitizer: no race reported
 #
-# Builds its own revcheckd with `make BUILD=build/tsan SANITIZE=thread`
-# (libmicrohttpd, libcurl and OpenSSL are not instrumented: TSan sees our
-# code and the pthread calls), then runs an origin that reloads a new
+# Builds its own revcheckd and filterbuild with `make BUILD=build/tsan
+# SANITIZE=thread` (libmicrohttpd, libcurl and OpenSSL are not
+# instrumented: TSan sees our code and the pthread calls). First builds a
+# pair of 2^17 ids with that filterbuild (its sort, pack and table-writer
+# threads); then runs an origin that reloads a new
 # filter every 0.3 s and an edge that syncs from it every second and
 # settles positives upstream, both under keep-alive load for TSAN_SECONDS
 # (default 10); every reload is a SIGHUP to both, which also swaps in a
@@ -22,7 +24,7 @@ if grep -q __asan_init "$REVCHECKD" 2>/dev/null && [ "${TSAN_FORCE:-0}" != 1 ]; 
 fi
 TB=${TSAN_BUILD:-build/tsan}
 if ! env -u MAKEFLAGS -u MFLAGS make -C "$RC_SRC" --no-print-directory BUILD="$TB" \
-    SANITIZE=thread "$TB/revcheckd" >"$T/build.log" 2>&1; then
+    SANITIZE=thread "$TB/revcheckd" "$TB/filterbuild" >"$T/build.log" 2>&1; then
 	if grep -qiE 'cannot find -ltsan|libtsan|unrecognized.*sanitize=thread' "$T/build.log"; then
 		echo "it_tsan: skipped: this compiler cannot build with -fsanitize=thread"
 		exit 0
@@ -34,6 +36,24 @@ fi
 REVCHECKD=$RC_SRC/$TB/revcheckd
 export TSAN_OPTIONS="halt_on_error=0 second_deadlock_stack=1 history_size=4 suppressions=$D/tsan.supp"
 TSAN_RE='WARNING: ThreadSanitizer|ERROR: ThreadSanitizer|ThreadSanitizer: (data race|heap-use-after-free|lock-order)'
+
+# filterbuild's build threads: 2^17 ids are sorted and packed on two
+# threads (above the 2^16 threshold) and the table is written and hashed
+# by a third while the filter is built; the pair must verify.
+awk 'BEGIN { for (i = 0; i < 131072; i++) printf "tok-%x\n", i * 2654435761 % 4294967296 }' >"$T/many.txt"
+if "$RC_SRC/$TB/filterbuild" keygen --out "$T/tk.pem" --pub "$T/tk.pub" >/dev/null 2>"$T/fbt.log" &&
+    "$RC_SRC/$TB/filterbuild" build --key "$T/tk.pem" --out "$T/tf" --quiet "$T/many.txt" 2>>"$T/fbt.log" &&
+    "$FILTERBUILD" verify --pub "$T/tk.pub" "$T/tf" >>"$T/fbt.log" 2>&1; then
+	rc_ok "filterbuild (TSan): 131072 ids built on its threads, the pair verifies"
+else
+	rc_fail "filterbuild (TSan) build or verify failed: $(tail -c 400 "$T/fbt.log")"
+fi
+if grep -qE "$TSAN_RE" "$T/fbt.log"; then
+	rc_fail "filterbuild: ThreadSanitizer report"
+	grep -E -A30 "$TSAN_RE" "$T/fbt.log" | head -n 80 >&2
+else
+	rc_ok "filterbuild: no ThreadSanitizer report"
+fi
 
 F=$T/filters
 mkdir -p "$T/so" "$T/se"
