@@ -815,6 +815,62 @@ fuse_work_free(struct fuse_work *w)
 	memset(w, 0, sizeof(*w));
 }
 
+/*
+ * Hashes the n keys into h ordered by the top FUSE_SORT_BITS bits of h1,
+ * which orders them by their first cell: the keys of one bucket then
+ * touch cells in a window of about three segments, so the counts, the
+ * XORs and the hashes themselves are read and written in cache instead of
+ * at random over the whole filter (the peeling at 10^7 keys took half the
+ * time so). A counting sort that hashes twice, once to count and once to
+ * place, rather than keep a second array of hashes. A filter's cells do
+ * not depend on the order its keys come in, only on which valid solution
+ * the peeling finds; below FUSE_SORT_MIN keys the arrays fit in cache and
+ * the keys keep their order.
+ */
+#define FUSE_SORT_BITS	12
+#define FUSE_SORT_MIN	(1u << 16)
+
+static int
+fuse_hash_keys(struct bloom_hash *h, size_t n, uint64_t seed,
+    bloom_key_fn key, void *arg)
+{
+	size_t pos[1u << FUSE_SORT_BITS], end[1u << FUSE_SORT_BITS];
+	size_t i, s, klen;
+	const unsigned shift = 64 - FUSE_SORT_BITS;
+	struct bloom_hash x;
+	const void *kb;
+	unsigned v;
+
+	if (n < FUSE_SORT_MIN) {
+		for (i = 0; i < n; i++) {
+			kb = key(arg, i, &klen);
+			h[i] = bloom_hash(seed, kb, klen);
+		}
+		return 0;
+	}
+	memset(end, 0, sizeof(end));
+	for (i = 0; i < n; i++) {
+		kb = key(arg, i, &klen);
+		end[bloom_hash(seed, kb, klen).h1 >> shift]++;
+	}
+	for (s = 0, v = 0; v < (1u << FUSE_SORT_BITS); v++) {
+		pos[v] = s;
+		s += end[v];
+		end[v] = s;
+	}
+	for (i = 0; i < n; i++) {
+		kb = key(arg, i, &klen);
+		x = bloom_hash(seed, kb, klen);
+		v = (unsigned)(x.h1 >> shift);
+		/* A key source that changed between the passes would lose
+		 * a key here: refused instead. */
+		if (pos[v] == end[v])
+			return -1;
+		h[pos[v]++] = x;
+	}
+	return 0;
+}
+
 /* One attempt with b's seed and shape. 0 when every key peeled. */
 static int
 fuse_peel(const struct bloom *b, struct fuse_work *w, size_t n)
@@ -892,8 +948,7 @@ fuse_build(struct bloom *b, enum bloom_layout layout, uint32_t width,
 	uint64_t cells, maxcells, c[3];
 	uint32_t seglog, wbits, v;
 	unsigned attempt;
-	const void *kb;
-	size_t i, klen, j;
+	size_t j;
 
 	memset(b, 0, sizeof(*b));
 	memset(&w, 0, sizeof(w));
@@ -916,10 +971,8 @@ fuse_build(struct bloom *b, enum bloom_layout layout, uint32_t width,
 		fuse_shape(n, attempt, &seglog, &cells);
 		bloom_set_params(b, layout, cells * wbits, BLOOM_FUSE_ARITY,
 		    seglog, width, seed);
-		for (i = 0; i < n; i++) {
-			kb = key(arg, i, &klen);
-			w.h[i] = bloom_hash(seed, kb, klen);
-		}
+		if (fuse_hash_keys(w.h, n, seed, key, arg) != 0)
+			goto fail;
 		if (fuse_peel(b, &w, n) == 0)
 			break;
 		seed = fuse_next_seed(seed);

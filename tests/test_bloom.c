@@ -906,3 +906,51 @@ Test(bloom, fuse_sizing_by_width)
 	cr_assert_eq(bloom_expected_fp(BLOOM_FUSE, 1000000, m, k), 1.0,
 	    "a shape for another n implies no width");
 }
+
+/* Key i, but every key is another one from the (n+1)-th call on. */
+struct unstable_keys {
+	struct wkeys	 wk;
+	size_t		 calls;
+	size_t		 n;
+};
+
+static const void *
+unstable_key(void *arg, size_t i, size_t *len)
+{
+	struct unstable_keys *u = arg;
+
+	if (u->calls++ >= u->n)
+		i += 7;
+	return wkey(&u->wk, i, len);
+}
+
+/*
+ * From 2^16 keys the fuse construction orders the hashes by their first
+ * cell (a counting sort that hashes each key twice): duplicate keys still
+ * fail cleanly there, and a key source that gives other keys on the
+ * second pass is refused rather than losing a key, at every width.
+ */
+Test(bloom, fuse_sorted_construction_refuses_duplicates_and_unstable_keys)
+{
+	struct fuse_keys fk = { "dup", 0, { 0 } };
+	struct unstable_keys u;
+	struct bloom b;
+	size_t n = 70000;
+
+	cr_assert_eq(bloom_build_fuse(&b, 10, n, 1, fuse_dup_key, &fk), -1);
+	cr_assert_null(b.bits);
+	cr_assert_eq(bloom_build_fuse8(&b, n, 1, fuse_dup_key, &fk), -1);
+	cr_assert_null(b.bits);
+	memset(&u, 0, sizeof(u));
+	u.wk.tag = 0x99;
+	u.n = n;
+	cr_assert_eq(bloom_build_fuse(&b, 9, n, 5, unstable_key, &u), -1);
+	cr_assert_null(b.bits);
+	cr_assert_eq(b.m, 0);
+	/* The same source, stable: built, and every key answers. */
+	u.calls = 0;
+	u.n = SIZE_MAX;
+	cr_assert_eq(bloom_build_fuse(&b, 9, n, 5, unstable_key, &u), 0);
+	wexpect_all_present(&b, n, 0x99);
+	bloom_free(&b);
+}
