@@ -295,12 +295,40 @@ is_space(unsigned char c)
  * are: a control byte (a space or tab too, with words), or bytes that are
  * not UTF-8. *col is set to the 1-based column of the first bad byte.
  */
+/*
+ * True when every byte of u[0..n) lies in 0x21..0x7e (printable ASCII, no
+ * space): eight bytes at a time, with the exact any-byte-below and
+ * any-byte-above tests of word arithmetic. The ids of a real list nearly
+ * always are; the others take id_refused's byte loop, which decides.
+ */
+static bool
+id_plain(const unsigned char *u, size_t n)
+{
+	const uint64_t ones = UINT64_C(0x0101010101010101), high = ones << 7;
+	uint64_t x;
+	size_t i = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		memcpy(&x, u + i, 8);
+		/* A byte below 0x21, or a byte above 0x7e. */
+		if ((((x - ones * 0x21) & ~x) | (x + ones * (127 - 0x7e)) | x) &
+		    high)
+			return false;
+	}
+	for (; i < n; i++)
+		if (u[i] < 0x21 || u[i] > 0x7e)
+			return false;
+	return true;
+}
+
 static const char *
 id_refused(const char *b, size_t n, bool words, size_t *col)
 {
 	const unsigned char *u = (const unsigned char *)b;
 	size_t i, l;
 
+	if (id_plain(u, n))
+		return NULL;
 	for (i = 0; i < n; i += l) {
 		*col = i + 1;
 		l = 1;
@@ -346,6 +374,7 @@ read_text(struct rd *r, const char *buf, size_t len)
 	char kerr[256];
 	struct revkey k;
 	size_t pos = 0, lineno = 0, col, nids = 0;
+	bool raw = !revkey_scope_is_x509(scope);
 
 	if (set_scope(r, scope) != 0)
 		return -1;
@@ -376,8 +405,14 @@ read_text(struct rd *r, const char *buf, size_t len)
 			    "list", col + (size_t)(b - line), why);
 			return -1;
 		}
-		if (revkey_from_text(&k, scope, b, (size_t)(e - b), kerr,
-		    sizeof(kerr)) != 0) {
+		/*
+		 * Raw ids after the first keep its checked scope; an x509
+		 * scope's serials, and a refused id (for its message), go
+		 * through revkey_from_text.
+		 */
+		if ((nids == 0 || !raw || revkey_set_id(&k, b,
+		    (size_t)(e - b)) != 0) && revkey_from_text(&k, scope, b,
+		    (size_t)(e - b), kerr, sizeof(kerr)) != 0) {
 			rd_err_line(r, lineno, "%s", kerr);
 			return -1;
 		}

@@ -78,11 +78,19 @@ revkey_set(struct revkey *k, const char *scope, const void *id,
 	memcpy(k->scope, scope, slen);
 	k->scope[slen] = '\0';
 	k->scope_len = slen;
-	memcpy(k->id, id, id_len);
-	k->id_len = id_len;
 	k->cert = 0;
 	k->ndp = 0;
 	k->nci = 0;
+	return revkey_set_id(k, id, id_len);
+}
+
+int
+revkey_set_id(struct revkey *k, const void *id, size_t id_len)
+{
+	if (id_len == 0 || id_len > REVKEY_ID_MAX)
+		return -1;
+	memcpy(k->id, id, id_len);
+	k->id_len = id_len;
 	return 0;
 }
 

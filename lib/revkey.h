@@ -108,6 +108,13 @@ int revkey_set(struct revkey *k, const char *scope, const void *id,
     size_t id_len);
 
 /*
+ * Replaces the raw id of a key revkey_set made, keeping its scope (a
+ * list's ids one after the other, without checking the scope again).
+ * Returns 0, or -1 when id_len is 0 or over REVKEY_ID_MAX.
+ */
+int revkey_set_id(struct revkey *k, const void *id, size_t id_len);
+
+/*
  * Sets k from a scope and an id as text, as in lists and HTTP queries: in
  * an X.509 scope the id is a hex serial (colons and a 0x prefix allowed,
  * leading zeros dropped, "-" before a negative serial); in other scopes

@@ -2458,3 +2458,113 @@ Test(input_crl, partition_rollback_refused)
 	X509_CRL_free(c10);
 	EVP_PKEY_free(key);
 }
+
+/*
+ * Every byte value at every place of a 20-byte id (the word-at-a-time
+ * check of plain ids, then the byte loop): a space, a tab, a control
+ * byte, DEL and a lone byte above 0x7f are refused at their column;
+ * every printable byte is an id.
+ */
+Test(input, every_byte_at_every_column_of_an_id)
+{
+	struct input_set s;
+	struct input_opts o = opts("t");
+	char text[32], err[512], want[64];
+	unsigned c;
+
+	o.format = INPUT_TEXT;	/* '[' or '{' first is not JSON here */
+	size_t at;
+	int rc;
+
+	for (c = 0; c < 256; c++) {
+		for (at = 0; at < 20; at++) {
+			/* Spaces at either end are trimmed and a '#' first
+			 * makes a comment: other tests cover those. */
+			if ((at == 0 || at == 19) && strchr(" \t\r\v\f", (int)c)
+			    != NULL)
+				continue;
+			if (at == 0 && c == '#')
+				continue;
+			memset(text, 'a', 20);
+			text[at] = (char)c;
+			text[20] = '\n';
+			input_set_init(&s);
+			err[0] = '\0';
+			rc = input_read_buf(&s, "list.txt", text, 21, &o, err,
+			    sizeof(err));
+			if (c >= 0x21 && c <= 0x7e) {
+				cr_assert_eq(rc, 0, "byte 0x%02x at %zu: %s", c,
+				    at, err);
+				cr_assert_eq(input_set_records(&s), 1);
+			} else if (c == 0) {
+				cr_assert_eq(rc, -1);
+				cr_assert(strstr(err, ":1: NUL byte") != NULL,
+				    "NUL at %zu: %s", at, err);
+			} else if (c == '\n') {
+				/* Two ids, or one and an empty line. */
+				cr_assert_eq(rc, 0, "newline at %zu: %s", at,
+				    err);
+			} else {
+				cr_assert_eq(rc, -1, "byte 0x%02x at %zu "
+				    "accepted", c, at);
+				cr_assert(snprintf(want, sizeof(want),
+				    ":1: column %zu: ", at + 1) > 0);
+				cr_assert(strstr(err, want) != NULL,
+				    "byte 0x%02x at %zu: %s", c, at, err);
+			}
+			input_set_free(&s);
+		}
+	}
+}
+
+/*
+ * After a list's first id only the id changes (the scope was checked
+ * once): an id over REVKEY_ID_MAX bytes anywhere is still refused with
+ * its line and the same message as the first, and the ids before and
+ * after it are the ids, byte for byte.
+ */
+Test(input, long_id_refused_at_any_line)
+{
+	struct input_set s;
+	struct input_opts o = opts("t");
+	char text[3 * REVKEY_ID_MAX], err[512], want[64];
+	struct table_rec rec;
+	size_t line, n, i, at;
+
+	o.format = INPUT_TEXT;
+	for (line = 1; line <= 3; line++) {
+		for (at = 0, i = 1; i <= 3; i++) {
+			n = i == line ? REVKEY_ID_MAX + 1 : REVKEY_ID_MAX;
+			memset(text + at, 'a' + (int)i, n);
+			at += n;
+			text[at++] = '\n';
+		}
+		input_set_init(&s);
+		cr_assert_eq(input_read_buf(&s, "list.txt", text, at, &o, err,
+		    sizeof(err)), -1);
+		cr_assert(snprintf(want, sizeof(want), ":%zu: id is %d bytes, "
+		    "over the limit of %d", line, REVKEY_ID_MAX + 1,
+		    REVKEY_ID_MAX) > 0);
+		cr_assert(strstr(err, want) != NULL, "line %zu: %s", line, err);
+		input_set_free(&s);
+	}
+	/* Three ids at the limit: all three, each its own bytes. */
+	for (at = 0, i = 1; i <= 3; i++) {
+		memset(text + at, 'a' + (int)i, REVKEY_ID_MAX - i);
+		at += REVKEY_ID_MAX - i;
+		text[at++] = '\n';
+	}
+	input_set_init(&s);
+	cr_assert_eq(input_read_buf(&s, "list.txt", text, at, &o, err,
+	    sizeof(err)), 0, "%s", err);
+	table_builder_sort_unique(&s.builder);
+	cr_assert_eq(input_set_records(&s), 3);
+	for (i = 0; i < 3; i++) {
+		cr_assert_eq(table_builder_get(&s.builder, i, &rec), 0);
+		cr_assert_str_eq(rec.key.scope, "t");
+		cr_assert_eq(rec.key.id_len, REVKEY_ID_MAX - (i + 1));
+		cr_assert_eq(rec.key.id[0], 'a' + (int)(i + 1));
+		cr_assert_eq(rec.key.id[rec.key.id_len - 1], 'a' + (int)(i + 1));
+	}
+	input_set_free(&s);
+}
