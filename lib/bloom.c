@@ -794,10 +794,16 @@ bloom_estimated_fp(const struct bloom *b)
  * that its three cells XOR to its fingerprint. A later key never touches
  * an earlier key's cells again, so every key's equation holds at the end.
  */
+struct fuse_cell {
+	uint32_t	 count;
+	uint32_t	 xkey;
+};
+
 struct fuse_work {
 	struct bloom_hash *h;		/* n hashes */
-	uint32_t	*count;		/* per cell: keys using it */
-	uint32_t	*xkey;		/* per cell: XOR of their indexes */
+	/* Per cell, side by side (one line for both): the keys using
+	 * it and the XOR of their indexes. */
+	struct fuse_cell *cell;
 	uint32_t	*queue;		/* cells seen with one key */
 	uint32_t	*pkey;		/* peel order: key ... */
 	uint32_t	*pcell;		/* ... and the cell it was peeled from */
@@ -807,8 +813,7 @@ static void
 fuse_work_free(struct fuse_work *w)
 {
 	free(w->h);
-	free(w->count);
-	free(w->xkey);
+	free(w->cell);
 	free(w->queue);
 	free(w->pkey);
 	free(w->pcell);
@@ -880,31 +885,30 @@ fuse_peel(const struct bloom *b, struct fuse_work *w, size_t n)
 	uint32_t cell, key;
 	int j;
 
-	memset(w->count, 0, (size_t)cells * sizeof(uint32_t));
-	memset(w->xkey, 0, (size_t)cells * sizeof(uint32_t));
+	memset(w->cell, 0, (size_t)cells * sizeof(*w->cell));
 	for (i = 0; i < n; i++) {
 		fuse_cells(b, &w->h[i], c);
 		for (j = 0; j < 3; j++) {
-			w->count[c[j]]++;
-			w->xkey[c[j]] ^= (uint32_t)i;
+			w->cell[c[j]].count++;
+			w->cell[c[j]].xkey ^= (uint32_t)i;
 		}
 	}
 	for (i = 0; i < (size_t)cells; i++)
-		if (w->count[i] == 1)
+		if (w->cell[i].count == 1)
 			w->queue[qtail++] = (uint32_t)i;
 	while (qhead < qtail) {
 		cell = w->queue[qhead++];
-		if (w->count[cell] != 1)
+		if (w->cell[cell].count != 1)
 			continue;	/* emptied since it was queued */
-		key = w->xkey[cell];
+		key = w->cell[cell].xkey;
 		w->pkey[npeeled] = key;
 		w->pcell[npeeled] = cell;
 		npeeled++;
 		fuse_cells(b, &w->h[key], c);
 		for (j = 0; j < 3; j++) {
-			w->count[c[j]]--;
-			w->xkey[c[j]] ^= key;
-			if (w->count[c[j]] == 1)
+			w->cell[c[j]].count--;
+			w->cell[c[j]].xkey ^= key;
+			if (w->cell[c[j]].count == 1)
 				w->queue[qtail++] = (uint32_t)c[j];
 		}
 	}
@@ -960,8 +964,7 @@ fuse_build(struct bloom *b, enum bloom_layout layout, uint32_t width,
 	if (maxcells > UINT32_MAX || maxcells * wbits > BLOOM_MAX_BITS)
 		return -1;
 	if ((n > 0 && (w.h = calloc(n, sizeof(*w.h))) == NULL) ||
-	    (w.count = calloc((size_t)maxcells, sizeof(uint32_t))) == NULL ||
-	    (w.xkey = calloc((size_t)maxcells, sizeof(uint32_t))) == NULL ||
+	    (w.cell = calloc((size_t)maxcells, sizeof(*w.cell))) == NULL ||
 	    (w.queue = calloc((size_t)maxcells, sizeof(uint32_t))) == NULL ||
 	    (n > 0 && (w.pkey = calloc(n, sizeof(uint32_t))) == NULL) ||
 	    (n > 0 && (w.pcell = calloc(n, sizeof(uint32_t))) == NULL))
