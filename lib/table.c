@@ -612,6 +612,36 @@ tb_reload(struct table_ent *e, size_t n, size_t level, struct tb_sort_ctx *c)
 }
 
 /*
+ * One pass of the American flag sort: moves each entry into the bucket of
+ * its digit d, given the count of every bucket, by following cycles.
+ */
+static void
+tb_distribute(struct table_ent *e, const size_t cnt[256], unsigned d)
+{
+	size_t head[256], end[256], s;
+	struct table_ent t, u;
+	unsigned v, dv;
+
+	for (s = 0, v = 0; v < 256; v++) {
+		head[v] = s;
+		s += cnt[v];
+		end[v] = s;
+	}
+	for (v = 0; v < 256; v++) {
+		while (head[v] < end[v]) {
+			t = e[head[v]];
+			for (dv = tb_digit(&t, d); dv != v;
+			    dv = tb_digit(&t, d)) {
+				u = e[head[dv]];
+				e[head[dv]++] = t;
+				t = u;
+			}
+			e[head[v]++] = t;
+		}
+	}
+}
+
+/*
  * MSD radix sort in place (American flag sort) of n entries that share
  * the digits before d of their level-th 8 key bytes (level 0: the sort
  * prefix). A digit every entry shares costs one counting pass and no
@@ -625,9 +655,8 @@ static void
 tb_radix(struct table_ent *e, size_t n, unsigned d, size_t level,
     struct tb_sort_ctx *c)
 {
-	size_t cnt[256], head[256], end[256], i, s, ps, big;
-	struct table_ent t, u;
-	unsigned v, dv, bv, pv;
+	size_t cnt[256], i, s, ps, big;
+	unsigned v, bv, pv;
 
 	for (;;) {
 		if (n <= TB_SMALL) {
@@ -652,23 +681,7 @@ tb_radix(struct table_ent *e, size_t n, unsigned d, size_t level,
 			d++;
 			continue;
 		}
-		for (s = 0, v = 0; v < 256; v++) {
-			head[v] = s;
-			s += cnt[v];
-			end[v] = s;
-		}
-		for (v = 0; v < 256; v++) {
-			while (head[v] < end[v]) {
-				t = e[head[v]];
-				for (dv = tb_digit(&t, d); dv != v;
-				    dv = tb_digit(&t, d)) {
-					u = e[head[dv]];
-					e[head[dv]++] = t;
-					t = u;
-				}
-				e[head[v]++] = t;
-			}
-		}
+		tb_distribute(e, cnt, d);
 		for (big = 0, bv = 0, v = 0; v < 256; v++)
 			if (cnt[v] > big) {
 				big = cnt[v];
@@ -731,10 +744,9 @@ tb_par_main(void *arg)
 static void
 tb_radix2(struct table_ent *e, size_t n, struct tb_sort_ctx *c)
 {
-	size_t cnt[256], head[256], end[256], s, half;
-	struct table_ent t, u;
+	size_t cnt[256], s, half;
 	struct tb_par a, b;
-	unsigned d, v, dv;
+	unsigned d, v;
 	pthread_t tid;
 
 	for (d = 0; n >= TB_PAR_MIN && d < TB_DIGITS; d++) {
@@ -748,23 +760,7 @@ tb_radix2(struct table_ent *e, size_t n, struct tb_sort_ctx *c)
 		tb_radix(e, n, 0, 0, c);
 		return;
 	}
-	for (s = 0, v = 0; v < 256; v++) {
-		head[v] = s;
-		s += cnt[v];
-		end[v] = s;
-	}
-	for (v = 0; v < 256; v++) {
-		while (head[v] < end[v]) {
-			t = e[head[v]];
-			for (dv = tb_digit(&t, d); dv != v;
-			    dv = tb_digit(&t, d)) {
-				u = e[head[dv]];
-				e[head[dv]++] = t;
-				t = u;
-			}
-			e[head[v]++] = t;
-		}
-	}
+	tb_distribute(e, cnt, d);
 	/* The first thread takes buckets [0, v), about half the entries. */
 	for (s = 0, half = n / 2, v = 0; v < 256 && s + cnt[v] / 2 < half; v++)
 		s += cnt[v];
