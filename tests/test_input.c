@@ -2527,7 +2527,7 @@ Test(input, long_id_refused_at_any_line)
 {
 	struct input_set s;
 	struct input_opts o = opts("t");
-	char text[3 * REVKEY_ID_MAX], err[512], want[64];
+	char text[3 * (REVKEY_ID_MAX + 2)], err[512], want[64];
 	struct table_rec rec;
 	size_t line, n, i, at;
 
