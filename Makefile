@@ -117,8 +117,12 @@ $(BUILD)/tests/%: $(BUILD)/tests/%.o $(SVCA) $(LIBA)
 ASAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:detect_odr_violation=0 \
             UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
+# Everything the tests run is built first, on every CPU; the tests
+# themselves then run one binary (and one integration test) at a time.
+NPROC := $(shell nproc 2>/dev/null || echo 1)
+
 test: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$(NPROC) all $(TEST_BIN) $(FUZZ_REPLAY)
 	@$(MAKE) --no-print-directory unit-test
 	@$(MAKE) --no-print-directory fuzz-replay
 	@$(MAKE) --no-print-directory integration-test
