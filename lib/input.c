@@ -291,11 +291,6 @@ is_space(unsigned char c)
 }
 
 /*
- * Why the bytes of one id are not those of a token id, or NULL when they
- * are: a control byte (a space or tab too, with words), or bytes that are
- * not UTF-8. *col is set to the 1-based column of the first bad byte.
- */
-/*
  * True when every byte of u[0..n) lies in 0x21..0x7e (printable ASCII, no
  * space): eight bytes at a time, with the exact any-byte-below and
  * any-byte-above tests of word arithmetic. The ids of a real list nearly
@@ -321,6 +316,11 @@ id_plain(const unsigned char *u, size_t n)
 	return true;
 }
 
+/*
+ * Why the bytes of one id are not those of a token id, or NULL when they
+ * are: a control byte (a space or tab too, with words), or bytes that are
+ * not UTF-8. *col is set to the 1-based column of the first bad byte.
+ */
 static const char *
 id_refused(const char *b, size_t n, bool words, size_t *col)
 {

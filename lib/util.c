@@ -786,7 +786,11 @@ util_dw_open(struct util_dwriter *w, int fd, bool direct)
 		return -1;
 	}
 	w->buf = buf;
-	return direct ? dw_direct(w, true) : 0;
+	if (direct && dw_direct(w, true) != 0) {
+		util_dw_abort(w);
+		return -1;
+	}
+	return 0;
 }
 
 int

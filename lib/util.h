@@ -198,7 +198,8 @@ struct util_dwriter {
 };
 
 /*
- * Returns 0, or -1 with errno (ENOMEM). fd must be empty, at offset 0.
+ * Returns 0, or -1 with errno (ENOMEM, or fcntl's) and nothing to free.
+ * fd must be empty, at offset 0.
  * direct false: through the page cache from the start.
  */
 int util_dw_open(struct util_dwriter *w, int fd, bool direct);
