@@ -12,6 +12,7 @@
 #include "ffile.h"
 #include "input.h"
 #include "pair.h"
+#include "pub_helpers.h"
 #include "publish.h"
 #include "sign.h"
 #include "svc_fixture.h"
@@ -335,36 +336,6 @@ Test(pair, expiry_clamp_and_refusals)
 	cr_assert_null(p.filter);
 	table_builder_free(&tb);
 	EVP_PKEY_free(key);
-}
-
-static int g_fail_at, g_calls;
-
-static int
-failing_fsync(int fd)
-{
-	if (++g_calls == g_fail_at) {
-		errno = EIO;
-		return -1;
-	}
-	return fsync(fd);
-}
-
-/* Every entry of dir with its type, link target and file hash. */
-static void
-dir_state(const char *dir, char *out, size_t cap)
-{
-	char cmd[512];
-	FILE *fp;
-	size_t n;
-
-	cr_assert(snprintf(cmd, sizeof(cmd), "cd '%s' && find . -printf '%%p "
-	    "%%y %%l\\n' | sort && find . -type f -exec sha256sum {} + | sort",
-	    dir) > 0);
-	fp = popen(cmd, "r");
-	cr_assert_not_null(fp);
-	n = fread(out, 1, cap - 1, fp);
-	out[n] = '\0';
-	cr_assert_eq(pclose(fp), 0);
 }
 
 /*

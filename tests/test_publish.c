@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "pub_helpers.h"
 #include "publish.h"
 #include "util.h"
 
@@ -29,24 +30,6 @@ teardown(void)
 	publish_set_fsync_hook(NULL);
 	cr_assert(snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g_dir) > 0);
 	cr_assert_eq(system(cmd), 0);
-}
-
-/* A listing of DIR (names, link targets and file contents) as one string. */
-static void
-snapshot(char *out, size_t cap)
-{
-	char cmd[256];
-	FILE *fp;
-	size_t n;
-
-	cr_assert(snprintf(cmd, sizeof(cmd), "cd '%s' && find . -printf '%%p "
-	    "%%y %%l\\n' | sort && find . -type f -exec sha256sum {} + | sort",
-	    g_dir) > 0);
-	fp = popen(cmd, "r");
-	cr_assert_not_null(fp);
-	n = fread(out, 1, cap - 1, fp);
-	out[n] = '\0';
-	cr_assert_eq(pclose(fp), 0);
 }
 
 static int
@@ -115,12 +98,12 @@ Test(publish, refused_version_leaves_dir_untouched)
 	char err[256], before[8192], after[8192];
 
 	cr_assert_eq(pub(5, "f5", "t5", 3, err, sizeof(err)), 0, "%s", err);
-	snapshot(before, sizeof(before));
+	dir_state(g_dir, before, sizeof(before));
 	cr_assert_eq(pub(5, "x", "y", 3, err, sizeof(err)), -1);
 	cr_assert(strstr(err, "not above") != NULL, "%s", err);
 	cr_assert_eq(pub(4, "x", "y", 3, err, sizeof(err)), -1);
 	cr_assert_eq(pub(0, "x", "y", 3, err, sizeof(err)), -1);
-	snapshot(after, sizeof(after));
+	dir_state(g_dir, after, sizeof(after));
 	cr_assert_str_eq(before, after);
 	expect_current(5, "f5");
 }
@@ -138,25 +121,13 @@ Test(publish, keep_prunes_old_versions)
 	expect_current(7, "f7");
 }
 
-static int g_fail_at, g_calls;
-
-static int
-failing_fsync(int fd)
-{
-	if (++g_calls == g_fail_at) {
-		errno = EIO;
-		return -1;
-	}
-	return fsync(fd);
-}
-
 Test(publish, fsync_failure_aborts_and_restores)
 {
 	char err[256], before[8192], after[8192];
 	int i;
 
 	cr_assert_eq(pub(1, "f1", "t1", 3, err, sizeof(err)), 0);
-	snapshot(before, sizeof(before));
+	dir_state(g_dir, before, sizeof(before));
 	/* A publish makes 5 fsync calls: fail each in turn. */
 	for (i = 1; i <= 5; i++) {
 		g_fail_at = i;
@@ -167,7 +138,7 @@ Test(publish, fsync_failure_aborts_and_restores)
 		cr_assert(strstr(err, "fsync") != NULL, "%s", err);
 		cr_assert_eq(g_calls, i, "fsync retried after failure %d", i);
 		publish_set_fsync_hook(NULL);
-		snapshot(after, sizeof(after));
+		dir_state(g_dir, after, sizeof(after));
 		cr_assert_str_eq(before, after, "fsync %d failure left traces", i);
 	}
 	g_fail_at = 6;
