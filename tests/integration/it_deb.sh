@@ -13,6 +13,7 @@
 #   postinst creates the system user "revcheck" once, and an upgrade
 #   keeps a config the operator edited (the new one lands beside it as
 #   .dpkg-dist) while an unedited one is updated.
+# it-serial: runs make deb in the source tree
 . "$(dirname "$0")/lib.sh"
 
 for t in dpkg-deb dpkg-shlibdeps lintian; do

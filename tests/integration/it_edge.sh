@@ -6,6 +6,7 @@
 # deliberately bad files), and three edges: E1 syncs from the origin's
 # /v1/filter, E2 from nginx, E3 from nginx's bad-file path. Everything on
 # loopback, on free ports; lib.sh stops the daemons, our trap stops nginx.
+# it-serial: asserts versions arrive within two sync intervals
 . "$(dirname "$0")/lib.sh"
 
 FB() { "$FILTERBUILD" "$@"; }

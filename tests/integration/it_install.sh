@@ -4,6 +4,7 @@
 # example configs (revcheckd --check-config, nginx -t) and the two nginx
 # examples running for real on loopback: the static filter origin and the
 # auth_request site (bearer and mTLS) in front of a stub authz service.
+# it-serial: runs make in the source tree
 set -euo pipefail
 
 # The Makefile sets these; run by hand, the last build (bin/) is used.

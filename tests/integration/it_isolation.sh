@@ -17,6 +17,7 @@
 #   - at an edge with the real origin as authority, a batch of 200 copies
 #     of one revoked id and two more positives costs one request to the
 #     origin and three answers, all revoked.
+# it-serial: asserts refusals within 1.5 s and health within 2 s
 . "$(dirname "$0")/lib.sh"
 
 D=$(cd "$(dirname "$0")" && pwd)

@@ -16,6 +16,7 @@
 #   - fd count (/proc/PID/fd) and RSS (VmRSS) after each of several rounds
 #     of all of the above stay flat: fds within +2 of round 1, RSS within
 #     10 % + 4 MB (ASan's quarantine) of round 1.
+# it-serial: asserts no request takes over 2 s, and flat RSS
 . "$(dirname "$0")/lib.sh"
 
 D=$(cd "$(dirname "$0")" && pwd)

@@ -10,6 +10,7 @@
 # JWKS file, a FIFO as a client secret, CA file or the config file itself)
 # changes nothing at all, not even the settings that were fine; an issuer removed by SIGHUP has its tokens refused at once, even
 # ones the verified-token cache holds.
+# it-serial: asserts upstream waits to within a few hundred ms
 . "$(dirname "$0")/lib.sh"
 
 A=https://a.example

@@ -17,6 +17,7 @@
 # bench/soak.lua (one connection per thread) when wrk is installed.
 # Under ASan the daemons run with a 16 MB quarantine (ASan's default 256
 # MB would fill for minutes and read as growth).
+# it-serial: loads both CPUs for SOAK_SECONDS
 . "$(dirname "$0")/lib.sh"
 
 D=$(cd "$(dirname "$0")" && pwd)

@@ -14,6 +14,7 @@
 # Skipped in the sanitizer pass of `make test` (ASan and TSan cannot mix
 # in one binary; this one builds its own, but the pass is long enough),
 # unless TSAN_FORCE=1; skipped too when the compiler cannot build TSan.
+# it-serial: builds a ThreadSanitizer tree and loads both CPUs
 . "$(dirname "$0")/lib.sh"
 
 D=$(cd "$(dirname "$0")" && pwd)

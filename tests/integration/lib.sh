@@ -123,11 +123,13 @@ rc_done() {
 
 # A TCP port in 20000-31999 nobody listens on (checked, not reserved): below
 # the kernel's ephemeral range (32768-60999), so no client connection of
-# another test can be holding it as its local port.
+# another test can be holding it as its local port. run-all.sh gives each
+# of its lanes its own share (IT_PORT_LO, IT_PORT_SPAN), so tests running
+# at once never draw the same port.
 rc_free_port() {
-	local p
+	local p lo=${IT_PORT_LO:-20000} span=${IT_PORT_SPAN:-12000}
 	for _ in $(seq 1 100); do
-		p=$((20000 + RANDOM % 12000))
+		p=$((lo + RANDOM % span))
 		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
 			echo "$p"
 			return 0

@@ -2,14 +2,33 @@
 # run-all.sh - runs every tests/integration/it_*.sh, prints each result, fails if any failed
 #
 # Usage: tests/integration/run-all.sh [PATTERN]   (PATTERN filters names, e.g. revcheckd)
-# Each test gets IT_TIMEOUT seconds (default 300); a test that hangs fails
-# and the others still run.
+#
+# Tests run in IT_JOBS lanes at once (default 2 where there are at least
+# 2 CPUs, else 1): each test has its own temp dir, and each lane its own
+# share of the port range rc_free_port draws from (IT_PORT_LO, IT_PORT_SPAN),
+# so two tests never pick the same port. A test whose header carries the
+# line "# it-serial: REASON" (it changes the machine, loads every CPU, or
+# asserts on timings that another test's load would move) runs alone,
+# after the others. Each test gets IT_TIMEOUT seconds (default 300); a
+# test that hangs fails and the others still run. Results print as tests
+# finish, with the last 40 lines of a failed test's output.
 set -u
 
 dir=$(cd "$(dirname "$0")" && pwd)
 pattern=${1:-}
+if [ -z "${IT_JOBS:-}" ]; then
+	IT_JOBS=1
+	[ "$(nproc 2>/dev/null || echo 1)" -ge 2 ] && IT_JOBS=2
+fi
+case "$IT_JOBS" in
+''|*[!0-9]*|0) echo "run-all: IT_JOBS must be a positive number, not \"$IT_JOBS\"" >&2; exit 2 ;;
+esac
+PORT_LO=20000
+PORT_SPAN=12000
 failed=()
 total=0
+parallel=()
+serial=()
 
 for t in "$dir"/it_*.sh; do
 	[ -e "$t" ] || continue
@@ -18,25 +37,82 @@ for t in "$dir"/it_*.sh; do
 		continue
 	fi
 	total=$((total + 1))
-	start=$(date +%s)
-	log=$(mktemp "${TMPDIR:-/tmp}/$name.XXXXXX.log")
-	if timeout --kill-after=10 "${IT_TIMEOUT:-300}" bash "$t" >"$log" 2>&1; then
-		echo "PASS $name ($(( $(date +%s) - start ))s)"
+	if head -n 40 "$t" | grep -q '^# it-serial:'; then
+		serial+=("$t")
 	else
-		rc=$?
-		why="exit $rc"
-		[ "$rc" -eq 124 ] || [ "$rc" -eq 137 ] && why="timed out after ${IT_TIMEOUT:-300}s"
-		echo "FAIL $name ($why, $(( $(date +%s) - start ))s)"
-		sed 's/^/    /' "$log" | tail -n 40
-		failed+=("$name")
+		parallel+=("$t")
 	fi
-	rm -f "$log"
 done
 
 if [ "$total" -eq 0 ]; then
-	echo "run-all: no integration tests found"
+	echo "run-all: no integration tests found${pattern:+ matching \"$pattern\"}"
 	exit 1
 fi
+
+logdir=$(mktemp -d "${TMPDIR:-/tmp}/run-all.XXXXXX")
+trap 'rm -rf "$logdir"' EXIT
+
+# start SLOT LANES TEST: runs TEST in the background in port share SLOT of
+# LANES; sets the slot's pid, name and start time.
+declare -A pid_slot=()
+slot_name=()
+slot_start=()
+start() {
+	local slot=$1 lanes=$2 t=$3 name span
+	name=$(basename "$t" .sh)
+	span=$((PORT_SPAN / lanes))
+	IT_PORT_LO=$((PORT_LO + slot * span)) IT_PORT_SPAN=$span \
+	    timeout --kill-after=10 "${IT_TIMEOUT:-300}" bash "$t" \
+	    >"$logdir/$name.log" 2>&1 &
+	pid_slot[$!]=$slot
+	slot_name[$slot]=$name
+	slot_start[$slot]=$(date +%s)
+}
+
+# reap: waits for one test to end, prints its result; sets FREE to its slot.
+FREE=
+reap() {
+	local pid rc slot name why secs
+	wait -n -p pid
+	rc=$?
+	slot=${pid_slot[$pid]}
+	unset "pid_slot[$pid]"
+	name=${slot_name[$slot]}
+	secs=$(( $(date +%s) - ${slot_start[$slot]} ))
+	if [ "$rc" -eq 0 ]; then
+		echo "PASS $name (${secs}s)"
+	else
+		why="exit $rc"
+		if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+			why="timed out after ${IT_TIMEOUT:-300}s"
+		fi
+		echo "FAIL $name ($why, ${secs}s)"
+		sed 's/^/    /' "$logdir/$name.log" | tail -n 40
+		failed+=("$name")
+	fi
+	FREE=$slot
+}
+
+# run LANES TEST...: runs the tests, at most LANES at once.
+run() {
+	local lanes=$1 t slot
+	shift
+	for ((slot = 0; slot < lanes && $# > 0; slot++)); do
+		start "$slot" "$lanes" "$1"
+		shift
+	done
+	for t in "$@"; do
+		reap
+		start "$FREE" "$lanes" "$t"
+	done
+	while [ ${#pid_slot[@]} -gt 0 ]; do
+		reap
+	done
+}
+
+[ ${#parallel[@]} -eq 0 ] || run "$IT_JOBS" "${parallel[@]}"
+[ ${#serial[@]} -eq 0 ] || run 1 "${serial[@]}"
+
 if [ ${#failed[@]} -gt 0 ]; then
 	echo "run-all: ${#failed[@]} of $total failed: ${failed[*]}"
 	exit 1
