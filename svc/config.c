@@ -96,6 +96,10 @@ static const struct opt opts[] = {
 	{ "max_body_total", OPT_U64, OFF(max_body_total), 64,
 	    UINT64_C(1) << 36, NEED_ANY,
 	    "67108864", "BYTES", "bodies buffered at once, all requests" },
+	{ "max_header_size", OPT_U64, OFF(max_header_size), 8192,
+	    UINT64_C(1) << 20, NEED_ANY, "32768", "BYTES",
+	    "memory per connection for the request line and\n"
+	    "headers (past it: 414 or 431)" },
 	{ "conn_timeout", OPT_UINT, OFF(conn_timeout), 1, 3600, NEED_ANY,
 	    "30", "S", "deadline for a request's headers and body, and\n"
 	    "idle keep-alive timeout" },

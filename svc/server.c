@@ -923,7 +923,7 @@ server_start(struct server_ctx *ctx, char *err, size_t errlen)
 	    MHD_OPTION_CONNECTION_TIMEOUT, c->conn_timeout,
 	    MHD_OPTION_CONNECTION_LIMIT, c->max_conns,
 	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, c->max_conns_per_ip,
-	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024,
+	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)c->max_header_size,
 	    MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024,
 	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, ctx,
 	    MHD_OPTION_NOTIFY_CONNECTION, on_connection, ctx,

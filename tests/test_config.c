@@ -612,6 +612,40 @@ Test(config, max_body_total_holds_one_max_body)
 	config_free(&c);
 }
 
+/*
+ * The request line and headers live in libmicrohttpd's memory per
+ * connection, cleared for every request: 32 KiB by default (room for a
+ * 16 KiB JWT beside the usual headers), 8 KiB to 1 MiB, read at start.
+ */
+Test(config, max_header_size_bounded_and_restart_only)
+{
+	struct config a, b;
+	char err[256], out[256];
+
+	config_init(&a);
+	config_init(&b);
+	cr_assert_eq(a.max_header_size, 32768);
+	cr_assert_eq(load(&a, "{\"max_header_size\": 8191}", err,
+	    sizeof(err)), -1);
+	cr_assert(strstr(err, "max_header_size") != NULL, "%s", err);
+	cr_assert_eq(load(&a, "{\"max_header_size\": 1048577}", err,
+	    sizeof(err)), -1);
+	cr_assert(strstr(err, "max_header_size") != NULL, "%s", err);
+	cr_assert_eq(load(&a, "{\"filter_dir\": \"/f\", \"trusted_key\": "
+	    "\"/a.pub\", \"max_header_size\": 8192}", err, sizeof(err)), 0,
+	    "%s", err);
+	cr_assert_eq(a.max_header_size, 8192);
+	cr_assert_eq(load(&b, "{\"filter_dir\": \"/f\", \"trusted_key\": "
+	    "\"/a.pub\", \"max_header_size\": 1048576}", err, sizeof(err)), 0,
+	    "%s", err);
+	cr_assert_eq(config_restart_keys(&a, &b, out, sizeof(out)), 1);
+	cr_assert_str_eq(out, "max_header_size");
+	cr_assert_eq(config_keep_restart(&b, &a, err, sizeof(err)), 0);
+	cr_assert_eq(b.max_header_size, 8192);
+	config_free(&a);
+	config_free(&b);
+}
+
 Test(config, edge_keys_refused_on_an_origin)
 {
 	static const char *const keys[] = { "upstream_timeout",

@@ -14,7 +14,11 @@
 #     connection is closed (a request-smuggling shape), even around a
 #     valid body;
 #   - two Authorization headers (a clean bearer first, a revoked one
-#     second) get 400, and so do two client certificate headers.
+#     second) get 400, and so do two client certificate headers;
+#   - header memory (max_header_size, 32 KiB by default; 16 KiB on M): a
+#     JWT of the longest length revcheckd reads (16 KiB) passes beside
+#     other headers and is decided on its jti; headers past the bound get
+#     431, on M that JWT too.
 . "$(dirname "$0")/lib.sh"
 
 D=$(cd "$(dirname "$0")" && pwd)
@@ -28,7 +32,8 @@ rc_start B --filter-dir "$T/f" --trusted-key "$T/key.pub" --state-dir "$T/state"
 rc_wait_ready "$B_URL" 10 || rc_fail "no filter loaded"
 mkdir -p "$T/state-m"
 rc_start M --filter-dir "$T/f" --trusted-key "$T/key.pub" --state-dir "$T/state-m" \
-    --conn-timeout 20 --max-body 65536 --max-body-total 262144 --threads 2
+    --conn-timeout 20 --max-body 65536 --max-body-total 262144 --threads 2 \
+    --max-header-size 16384
 rc_wait_ready "$M_URL" 10 || rc_fail "M: no filter loaded"
 
 PY() { python3 - "$B_PORT" "$@"; }
@@ -166,6 +171,40 @@ out=$(rawsend "GET /v1/authz HTTP/1.1\\r\\nHost: x\\r\\nauthorization: Bearer $R
 rc_expect_eq "${out%% *}" 400 "repeated Authorization in any case: 400"
 out=$(rawsend "GET /v1/authz HTTP/1.1\\r\\nHost: x\\r\\nX-SSL-Client-Cert: a\\r\\nX-SSL-Client-Cert: b\\r\\n\\r\\n")
 rc_expect_eq "${out%% * *}" "400" "a repeated client certificate header: 400"
+
+# ---------------------------------------------------------------- header memory
+jwt_len() {	# jwt_len JTI N: an unsigned JWT of at most N bytes, padded close to N
+	python3 -c 'import base64,json,sys
+b=lambda s: base64.urlsafe_b64encode(s.encode()).decode().rstrip("=")
+jti, n = sys.argv[1], int(sys.argv[2])
+tok = None
+for k in range(max(0, n * 3 // 4 - 64), n):
+    t = b("{\"alg\":\"none\"}") + "." + b(json.dumps({"jti": jti, "pad": "x" * k})) + "." + b("sig")
+    if len(t) > n:
+        break
+    tok = t
+assert tok is not None and len(tok) > n - 8
+print(tok)' "$1" "$2"
+}
+BIGCLEAN=$(jwt_len tok-fine 16384)
+BIGREV=$(jwt_len tok-1 16384)
+PAD=$(head -c 4000 /dev/zero | tr '\0' p)
+hdr_status() {	# hdr_status URL [curl args]: the HTTP status only
+	local url=$1
+	shift
+	curl -s -o /dev/null -w '%{http_code}' --max-time 10 "$@" "$url" || true
+}
+rc_expect_eq "$(hdr_status "$B_URL/v1/authz" -H "Authorization: Bearer $BIGCLEAN" -H "X-Pad: $PAD")" 200 \
+    "a ${#BIGCLEAN}-byte clean JWT beside a 4000-byte header passes the default header memory"
+rc_expect_eq "$(hdr_status "$B_URL/v1/authz" -H "Authorization: Bearer $BIGREV" -H "X-Pad: $PAD")" 403 \
+    "a ${#BIGREV}-byte revoked JWT is read whole and refused"
+BIG=$(head -c 33000 /dev/zero | tr '\0' q)
+rc_expect_eq "$(hdr_status "$B_URL/healthz" -H "X-Big: $BIG")" 431 \
+    "a 33000-byte header is past the default 32 KiB: 431"
+rc_expect_eq "$(hdr_status "$M_URL/v1/authz" -H "Authorization: Bearer $BIGCLEAN")" 431 \
+    "max_header_size 16384 (M): the same JWT gets 431"
+rc_expect_eq "$(hdr_status "$M_URL/healthz" -H "X-Pad: $PAD")" 200 \
+    "max_header_size 16384 (M): a 4000-byte header passes"
 
 kill -0 "$B_PID" && rc_ok "the daemon is alive" || rc_fail "the daemon died"
 rc_stop B || rc_fail "B did not exit 0"
