@@ -60,7 +60,11 @@ NG_URL="http://127.0.0.1:$NPORT"
 # one more per second of the reload run.
 K=$((SECS + 2))
 "$FILTERBUILD" keygen --out "$T/key.pem" --pub "$T/key.pub" >/dev/null
-awk -v n="$TN" 'BEGIN { for (i = 1; i <= n; i++) printf "tok-%016x\n", i * 2654435761 }' >"$T/ids.txt"
+# Distinct ids: mawk's %x stops at 32 bits (larger values all print as
+# ffffffff), so the 64-bit product is printed as two 32-bit halves.
+awk -v n="$TN" 'BEGIN { for (i = 1; i <= n; i++) { v = i * 2654435761; hi = int(v / 4294967296)
+	printf "tok-%08x%08x\n", hi, v - hi * 4294967296 } }' >"$T/ids.txt"
+[ "$(sort -u "$T/ids.txt" | wc -l)" -eq "$TN" ] || { say "skipped (the $TN ids are not distinct)"; exit 0; }
 mkdir -p "$T/f" "$T/s"
 for i in $(seq 1 "$K"); do
 	"$FILTERBUILD" build --key "$T/key.pem" --out "$T/f" --keep $((K + 1)) --valid-for 1d \
