@@ -20,6 +20,7 @@
 #define JWKS_FETCH_TIMEOUT	10	/* seconds for one fetch, all included */
 #define JWKS_CONNECT_TIMEOUT	5
 #define TRUST_CA_MAX		(16 * 1024 * 1024)	/* bytes of a CA bundle */
+#define TRUST_RELOAD_WAIT_MS	2000	/* a SIGHUP's wait for new sets */
 
 int
 trust_read_secret(const struct config *c, const char *path, size_t min,
@@ -428,6 +429,7 @@ trust_inherit(struct trust *t, struct trust *prev)
 	struct jwks *s;
 	size_t i, j;
 
+	t->reload = prev != NULL;
 	if (prev == NULL || prev->n == 0)
 		return;
 	pthread_rwlock_rdlock(&prev->lock);
@@ -472,6 +474,57 @@ trust_log(const struct trust *t)
 		log_info("introspection: %zu client(s)", t->nclients);
 }
 
+/* True while some jwks_uri issuer has neither a set nor a fetch tried. */
+static bool
+first_fetches_pending(struct trust *t)
+{
+	const struct trust_issuer *ti;
+	bool pending = false;
+	size_t i;
+
+	pthread_rwlock_rdlock(&t->lock);
+	for (i = 0; i < t->n && !pending; i++) {
+		ti = &t->iss[i];
+		pending = ti->cfg->jwks_uri != NULL && ti->keys == NULL &&
+		    ti->last_attempt == 0;
+	}
+	pthread_rwlock_unlock(&t->lock);
+	return pending;
+}
+
+/*
+ * A SIGHUP's wait for the refresh thread's first fetches: in the common
+ * case the new issuers' tokens verify as soon as the reload is in force;
+ * a URL that hangs costs the main thread (filter reloads, the watchdog)
+ * TRUST_RELOAD_WAIT_MS, not JWKS_FETCH_TIMEOUT per issuer.
+ */
+static void
+wait_first_fetches(struct trust *t)
+{
+	struct timespec ts = { 0, 20 * 1000 * 1000 };
+	const struct trust_issuer *ti;
+	unsigned waited;
+	size_t i;
+
+	for (waited = 0; waited < TRUST_RELOAD_WAIT_MS; waited += 20) {
+		if (!first_fetches_pending(t))
+			return;
+		nanosleep(&ts, NULL);
+	}
+	pthread_rwlock_rdlock(&t->lock);
+	for (i = 0; i < t->n; i++) {
+		ti = &t->iss[i];
+		if (ti->cfg->jwks_uri != NULL && ti->keys == NULL &&
+		    ti->last_attempt == 0)
+			log_warn("issuer %s: %s not fetched within %u ms of the "
+			    "SIGHUP; the fetch goes on in the background and "
+			    "the issuer's tokens are refused until it succeeds",
+			    ti->cfg->issuer, ti->cfg->jwks_uri,
+			    TRUST_RELOAD_WAIT_MS);
+	}
+	pthread_rwlock_unlock(&t->lock);
+}
+
 int
 trust_start(struct trust *t, char *err, size_t errlen)
 {
@@ -486,8 +539,12 @@ trust_start(struct trust *t, char *err, size_t errlen)
 		return -1;
 	}
 	t->curl_init = true;
-	/* A set carried over (trust_inherit) is fetched by the thread. */
-	for (i = 0; i < t->n; i++)
+	/*
+	 * At start, the first fetches before serving. On a SIGHUP the thread
+	 * makes them (a carried-over set is due at once too), so that a URL
+	 * that hangs does not hold the main thread for a fetch timeout.
+	 */
+	for (i = 0; !t->reload && i < t->n; i++)
 		if (t->iss[i].cfg->jwks_uri != NULL && t->iss[i].keys == NULL)
 			refresh(t, &t->iss[i], now);
 	t->stop = false;
@@ -497,6 +554,8 @@ trust_start(struct trust *t, char *err, size_t errlen)
 		return -1;
 	}
 	t->running = true;
+	if (t->reload)
+		wait_first_fetches(t);
 	return 0;
 }
 

@@ -110,6 +110,7 @@ struct trust {
 	bool		 stop;
 	bool		 running;
 	bool		 curl_init;	/* curl_global_init() by trust_start */
+	bool		 reload;	/* built by a SIGHUP (trust_inherit) */
 	/* Verified-token cache: direct-mapped, a lock per stripe. */
 	struct trust_cached *cache;
 	size_t		 cache_size;
@@ -150,11 +151,14 @@ int trust_init(struct trust *t, const struct config *c, char *err,
 void trust_inherit(struct trust *t, struct trust *prev);
 
 /*
- * Fetches every jwks_uri without a set yet (one carried over by
- * trust_inherit is fetched by the thread) once (a failure is logged, not
- * fatal: those issuers' tokens are refused until a fetch succeeds), then
- * starts the
- * refresh thread: each set is fetched again every jwks_refresh, and
+ * At start, fetches every jwks_uri once before returning (a failure is
+ * logged, not fatal: those issuers' tokens are refused until a fetch
+ * succeeds). For a SIGHUP (trust_inherit was given the previous set) the
+ * refresh thread makes those first fetches, and trust_start waits for
+ * them at most TRUST_RELOAD_WAIT_MS: an issuer whose URL hangs delays
+ * the reload by that, not by a fetch timeout per issuer, and its tokens
+ * are refused (keys_unavailable) until its fetch succeeds. Then the
+ * refresh thread runs: each set is fetched again every jwks_refresh, and
  * sooner when a token named a kid the set does not hold, but never twice
  * within jwks_min_interval. Does nothing without a jwks_uri. Returns 0,
  * or -1 with err when the thread cannot start.

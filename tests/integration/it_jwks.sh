@@ -138,6 +138,51 @@ rc_expect_status 401 "L: a kid still unknown is refused, no second fetch within 
 sleep 1
 rc_expect_eq "$(lfetches)" "$after" "L: no fetch for it within jwks_min_interval"
 
+# ---------------------------------------------------------------- SIGHUP: a new issuer whose URL hangs
+# L gets two more issuers whose jwks_uri accepts connections and never
+# answers (rawhttp.py serve 0 silent: not even a TLS handshake; libcurl
+# gives up after its 5 s connect timeout, so fetching both first took at
+# least 10 s). The reload is in force within about 2 s, not after the
+# fetches: the main thread (filter loads, the watchdog) is not held. The
+# hung issuer's tokens are refused (keys_unavailable) while the first
+# issuer's verify as before.
+python3 "$RC_SRC/tests/integration/rawhttp.py" serve 0 silent >"$T/hang.port" 2>/dev/null &
+HANG_PID=$!
+stop_hang() { kill "$HANG_PID" 2>/dev/null || true; }
+RC_AT_EXIT+=(stop_hang)
+HANG_PORT=
+for _ in $(seq 1 50); do
+	HANG_PORT=$(head -n 1 "$T/hang.port" 2>/dev/null || true)
+	[ -n "$HANG_PORT" ] && break
+	sleep 0.1
+done
+H=https://hang.example
+printf '{"filter_dir": "%s", "trusted_key": "%s", "state_dir": "%s",
+  "issuers": [{"issuer": "%s", "jwks_uri": "%s/l/jwks.json", "jwks_ca_file": "%s",
+    "audiences": ["api"], "algorithms": ["ES256", "RS256", "EdDSA"],
+    "jwks_refresh": "1h", "jwks_min_interval": "8s", "jwks_max_age": "2h"},
+   {"issuer": "%s", "jwks_uri": "https://127.0.0.1:%s/jwks.json", "jwks_ca_file": "%s",
+    "audiences": ["api"], "algorithms": ["ES256"]},
+   {"issuer": "%s-2", "jwks_uri": "https://127.0.0.1:%s/other.json", "jwks_ca_file": "%s",
+    "audiences": ["api"], "algorithms": ["ES256"]}]}\n' \
+    "$T/f" "$T/key.pub" "$T/sl" "$I" "$JWKS_BASE" "$NG/ca.pem" "$H" "$HANG_PORT" "$NG/ca.pem" \
+    "$H" "$HANG_PORT" "$NG/ca.pem" >"$T/l.json"
+t0=$(date +%s%3N)
+kill -HUP "$L_PID"
+rc_wait_json "$L_URL/v1/status" config.generation 2 15 || rc_fail "L did not apply the SIGHUP"
+ms=$(( $(date +%s%3N) - t0 ))
+[ "$ms" -lt 6000 ] && rc_ok "SIGHUP with a hung jwks_uri in force after $ms ms (not a 10 s fetch)" ||
+    rc_fail "SIGHUP with a hung jwks_uri took $ms ms"
+rc_wait_log "$T/L.log" "issuer $H: https://127.0.0.1:$HANG_PORT/jwks.json not fetched within 2000 ms" 1 5 &&
+    rc_ok "the slow first fetch is logged" || rc_fail "no log of the slow first fetch"
+rc_curl -H "Authorization: Bearer $T2" "$L_URL/v1/authz"
+rc_expect_status 200 "L after the SIGHUP: the first issuer's tokens verify"
+TH=$(M sign "$T/k1.pem" ES256 k1 "{\"iss\":\"$H\",\"jti\":\"h-1\",\"aud\":\"api\",\"exp\":\"now+900\"}")
+rc_curl -H "Authorization: Bearer $TH" "$L_URL/v1/authz"
+rc_expect_status 401 "the hung issuer's token is refused"
+rc_expect_eq "$(rc_header X-Revcheck-Status)" keys_unavailable "hung issuer: keys_unavailable"
+stop_hang
+
 # ---------------------------------------------------------------- the URL down, then too old
 kill -TERM "$NG_PID"; wait "$NG_PID" 2>/dev/null || true; NG_PID=
 rc_curl -H "Authorization: Bearer $T2" "$D_URL/v1/authz"

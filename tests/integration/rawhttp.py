@@ -26,7 +26,9 @@
 #   bigchunk PORT TOTAL PATH       streams up to TOTAL chunked bytes, stops
 #                                  at the first answer; prints status, sent
 #   serve PORT MODE                a fake upstream authority that never
-#                                  answers usefully (500, garbage, wrongid);
+#                                  answers usefully (500, garbage, wrongid,
+#                                  hang; silent: accepts, never reads or
+#                                  writes, so a TLS handshake hangs too);
 #                                  PORT 0 picks a free one; prints the port
 #   load PORT SECONDS CLIENTS      keep-alive clients hammering the check
 #                                  endpoints; prints a JSON summary (statuses,
@@ -474,8 +476,20 @@ def cmd_serve(port, mode):
     """A fake upstream authority on 127.0.0.1:PORT that never gives a
     usable answer: "500" (server error), "garbage" (200, not JSON),
     "wrongid" (200, a not_revoked answer for another id), "hang" (reads
-    the request, never answers)."""
+    the request, never answers), "silent" (accepts and holds connections,
+    never reads or writes a byte: a TLS client waits for the handshake)."""
     import http.server
+
+    if mode == "silent":
+        ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        ls.bind((HOST, port))
+        ls.listen(64)
+        print(ls.getsockname()[1], flush=True)
+        held = []
+        while True:
+            c, _ = ls.accept()
+            held.append(c)
 
     class H(http.server.BaseHTTPRequestHandler):
         def log_message(self, *a):
