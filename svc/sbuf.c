@@ -14,8 +14,10 @@ sbuf_init(struct sbuf *b, size_t hint, size_t max)
 {
 	b->p = NULL;
 	b->len = 0;
-	b->cap = hint < 64 ? 64 : hint;
 	b->max = max == 0 ? SIZE_MAX / 2 : max;
+	b->cap = hint < 64 ? 64 : hint;
+	if (b->cap > b->max)
+		b->cap = b->max;	/* sbuf_add's inline test relies on it */
 	b->oom = false;
 }
 
@@ -80,7 +82,7 @@ reserve(struct sbuf *b, size_t n)
 }
 
 void
-sbuf_add(struct sbuf *b, const void *p, size_t n)
+sbuf_add_grow(struct sbuf *b, const void *p, size_t n)
 {
 	if (!reserve(b, n))
 		return;

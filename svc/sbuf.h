@@ -5,13 +5,15 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <cjson/cJSON.h>
 
 /*
  * A buffer that grows on demand. Appends never fail loudly: the first
  * allocation failure (or growth past max) sets oom, later appends do
- * nothing, and the caller checks sbuf_ok() once at the end.
+ * nothing, and the caller checks sbuf_ok() once at the end. cap never
+ * exceeds max, and p (when not NULL) always holds a NUL after len bytes.
  */
 struct sbuf {
 	char	*p;
@@ -31,7 +33,26 @@ bool sbuf_ok(const struct sbuf *b);
 /* Hands the buffer to the caller (free()), leaving b empty. NULL on oom. */
 char *sbuf_take(struct sbuf *b, size_t *len);
 
-void sbuf_add(struct sbuf *b, const void *p, size_t n);
+/* sbuf_add when it has to grow the buffer (or refuse to). */
+void sbuf_add_grow(struct sbuf *b, const void *p, size_t n);
+
+/*
+ * Appends n bytes. Inline while they fit (a batch answer makes a dozen
+ * appends per item): then len + n + 1 <= cap <= max, what the slow path
+ * would check.
+ */
+static inline void
+sbuf_add(struct sbuf *b, const void *p, size_t n)
+{
+	if (b->p != NULL && !b->oom && n < b->cap - b->len) {
+		memcpy(b->p + b->len, p, n);
+		b->len += n;
+		b->p[b->len] = '\0';
+		return;
+	}
+	sbuf_add_grow(b, p, n);
+}
+
 void sbuf_adds(struct sbuf *b, const char *s);
 /* Appends a string literal, its length known at compile time. */
 #define sbuf_addlit(b, lit)	sbuf_add((b), "" lit, sizeof(lit) - 1)

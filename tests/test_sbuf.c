@@ -113,6 +113,53 @@ Test(sbuf, cap_sets_oom_once)
 }
 
 /*
+ * sbuf_add's inline path keeps the slow path's rules: it fills a buffer
+ * to max and no further, appends nothing after an oom (even what would
+ * fit), and grows exactly when len + n + 1 passes cap.
+ */
+Test(sbuf, inline_appends_keep_the_rules)
+{
+	char big[200], *s;
+	struct sbuf b;
+	size_t len, i;
+
+	sbuf_init(&b, 0, 16);
+	cr_assert_eq(b.cap, 16, "cap is clamped to max");
+	sbuf_add(&b, "0123456789abcde", 15);	/* 15 + NUL: exactly max */
+	cr_assert(sbuf_ok(&b));
+	sbuf_add(&b, "x", 1);
+	cr_assert(!sbuf_ok(&b));
+	cr_assert_eq(b.len, 15);
+	cr_assert_null(sbuf_take(&b, &len));
+
+	memset(big, 'b', sizeof(big));
+	sbuf_init(&b, 0, 64);
+	sbuf_add(&b, "0123456789", 10);
+	sbuf_add(&b, big, 100);			/* past max: oom */
+	cr_assert(!sbuf_ok(&b));
+	sbuf_add(&b, "ab", 2);			/* fits in cap, still refused */
+	sbuf_addlit(&b, "cd");
+	cr_assert_eq(b.len, 10);
+	cr_assert_null(sbuf_take(&b, &len));
+
+	sbuf_init(&b, 64, 0);
+	sbuf_add(&b, big, 63);			/* 63 + NUL: cap exactly */
+	cr_assert_eq(b.cap, 64);
+	sbuf_add(&b, "z", 1);			/* one more: grows */
+	cr_assert_gt(b.cap, 64);
+	for (i = 0; i < 1000; i++)
+		sbuf_addlit(&b, "0123456789");
+	cr_assert(sbuf_ok(&b));
+	s = sbuf_take(&b, &len);
+	cr_assert_eq(len, 64 + 10000);
+	cr_assert_eq(strlen(s), len);
+	cr_assert_eq(s[62], 'b');
+	cr_assert_eq(s[63], 'z');
+	cr_assert(strncmp(s + len - 10, "0123456789", 10) == 0);
+	free(s);
+}
+
+/*
  * json_add_strn's sanitized copy printed by sbuf_add_json: always valid
  * UTF-8 JSON, whatever the bytes; parses back to the bytes with every
  * invalid one replaced by U+FFFD, cut at a NUL.
