@@ -1,4 +1,6 @@
 /* test_sbuf.c - response buffer and JSON string escaping of hostile bytes */
+#include <stdio.h>
+
 #include <criterion/criterion.h>
 #include <cjson/cJSON.h>
 
@@ -110,6 +112,39 @@ Test(sbuf, cap_sets_oom_once)
 	sbuf_adds(&b, "0123456789");
 	cr_assert(!sbuf_ok(&b));
 	cr_assert_null(sbuf_take(&b, &len));
+}
+
+/*
+ * The word-at-a-time scan for plain bytes decides as the byte rule does:
+ * every byte value at every position of a 20-byte string of plain bytes
+ * renders as the plain bytes around that byte rendered alone.
+ */
+Test(sbuf, every_byte_at_every_position_of_a_run)
+{
+	char in[20], want[64], *alone, *got;
+	struct sbuf b;
+	size_t len, alen, pos;
+	unsigned c;
+
+	for (c = 0; c < 256; c++) {
+		sbuf_init(&b, 0, 0);
+		sbuf_add_jstr(&b, &(unsigned char){ (unsigned char)c }, 1);
+		alone = sbuf_take(&b, &alen);
+		cr_assert(alen >= 3 && alen < 20);
+		for (pos = 0; pos < sizeof(in); pos++) {
+			memset(in, 'a' + (int)(pos % 26), sizeof(in));
+			in[pos] = (char)c;
+			snprintf(want, sizeof(want), "\"%.*s%.*s%.*s\"",
+			    (int)pos, in, (int)(alen - 2), alone + 1,
+			    (int)(sizeof(in) - pos - 1), in + pos + 1);
+			sbuf_init(&b, 0, 0);
+			sbuf_add_jstr(&b, in, sizeof(in));
+			got = sbuf_take(&b, &len);
+			cr_assert_str_eq(got, want, "byte 0x%02x at %zu", c, pos);
+			free(got);
+		}
+		free(alone);
+	}
 }
 
 /*
