@@ -72,6 +72,27 @@ checkio_key_from_id(struct revkey *k, const char *scope, size_t scope_len,
 }
 
 int
+checkio_key_same_scope(struct revkey *k, const struct revkey *prev,
+    const char *scope, size_t scope_len, const char *id, size_t id_len)
+{
+	assert(k != prev);
+	if (scope == NULL) {
+		scope = REVKEY_DEFAULT_SCOPE;
+		scope_len = sizeof(REVKEY_DEFAULT_SCOPE) - 1;
+	}
+	if (scope_len != prev->scope_len ||
+	    memcmp(scope, prev->scope, scope_len) != 0 || id_len == 0 ||
+	    id_len > REVKEY_ID_MAX)
+		return -1;
+	memcpy(k->scope, prev->scope, scope_len + 1);
+	k->scope_len = scope_len;
+	k->cert = 0;
+	k->ndp = 0;
+	k->nci = 0;
+	return revkey_set_id(k, id, id_len);
+}
+
+int
 checkio_key_from_json(const cJSON *obj, struct trust *tr,
     struct revkey *k, enum jwt_verdict *why, char *err, size_t errlen)
 {

@@ -59,6 +59,18 @@ int checkio_key_from_id(struct revkey *k, const char *scope, size_t scope_len,
     const char *id, size_t id_len, char *err, size_t errlen);
 
 /*
+ * checkio_key_from_id for an item whose scope is that of prev, a key
+ * checkio_key_from_id derived for a scope that is not x509: (scope
+ * NULL: the default) the same bytes, so valid, and an id of 1 to
+ * REVKEY_ID_MAX bytes. Then k is what checkio_key_from_id would give,
+ * without validating the scope again (a batch of ids of one scope), and
+ * 0 is returned; otherwise -1 and k is untouched: derive it the full way,
+ * which also words the refusal. k and prev must not be the same key.
+ */
+int checkio_key_same_scope(struct revkey *k, const struct revkey *prev,
+    const char *scope, size_t scope_len, const char *id, size_t id_len);
+
+/*
  * The same, also filling cut for a {"token"} object (cut->has_sub and
  * has_sid stay false for the other kinds). cut may be NULL.
  */

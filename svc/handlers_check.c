@@ -296,6 +296,7 @@ check_batch_items(const struct server_req *r, const struct batch_item *items,
 {
 	struct metrics_tally tally;
 	struct batch_work *w;
+	const struct revkey *last;
 	const struct snapshot *s;
 	enum stale_reason why;
 	enum check_gate g;
@@ -319,12 +320,27 @@ check_batch_items(const struct server_req *r, const struct batch_item *items,
 	memset(&tally, 0, sizeof(tally));
 	for (i = 0; i < n; i += m) {
 		m = n - i < BATCH_CHUNK ? n - i : BATCH_CHUNK;
-		/* The items whose keys derive, packed for one decision. */
+		/*
+		 * The items whose keys derive, packed for one decision. An
+		 * item of the scope of the last key derived in full (not x509)
+		 * takes that scope as it is; last is always below k.
+		 */
+		last = NULL;
 		for (j = k = 0; j < m; j++) {
+			if (last != NULL && checkio_key_same_scope(&w->keys[k],
+			    last, items[i + j].scope, items[i + j].scope_len,
+			    items[i + j].id, items[i + j].id_len) == 0) {
+				w->ok[j] = true;
+				k++;
+				continue;
+			}
 			w->ok[j] = checkio_key_from_id(&w->keys[k],
 			    items[i + j].scope, items[i + j].scope_len,
 			    items[i + j].id, items[i + j].id_len, e,
 			    sizeof(e)) == 0;
+			if (w->ok[j])
+				last = revkey_scope_is_x509(w->keys[k].scope) ?
+				    NULL : &w->keys[k];
 			k += w->ok[j];
 		}
 		check_keys_tally(s, w->keys, k, w->res, w->rc, &tally);

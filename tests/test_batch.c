@@ -195,3 +195,73 @@ Test(batch, more_items_than_allowed_is_not_read)
 	cr_assert_geq(batch_items_bound(12 + 9 * 1000 + 999, 100000), 1000);
 	cr_assert_eq(batch_items_bound(1 << 20, 1000), 1000);
 }
+
+/* The fields of a key checkio_key_from_id fills, compared one by one. */
+static void
+same_key(const struct revkey *a, const struct revkey *b, const char *what)
+{
+	cr_assert_eq(a->scope_len, b->scope_len, "%s", what);
+	cr_assert_str_eq(a->scope, b->scope, "%s", what);
+	cr_assert_eq(a->id_len, b->id_len, "%s", what);
+	cr_assert(memcmp(a->id, b->id, a->id_len) == 0, "%s", what);
+	cr_assert_eq(a->cert, b->cert, "%s", what);
+	cr_assert_eq(a->ndp, b->ndp, "%s", what);
+	cr_assert_eq(a->nci, b->nci, "%s", what);
+}
+
+/*
+ * A batch item of the scope of the previous key takes the shortcut only
+ * when the full derivation would give the same key: same scope bytes
+ * (the default for none), an id of 1 to REVKEY_ID_MAX bytes; anything
+ * else is left to checkio_key_from_id, which words the refusal.
+ */
+Test(batch, same_scope_shortcut_gives_the_full_key)
+{
+	static struct revkey prev, k, ref;
+	char e[300], longid[REVKEY_ID_MAX + 1];
+
+	cr_assert_eq(checkio_key_from_id(&prev, "tenant-a", 8, "id-1", 4, e,
+	    sizeof(e)), 0, "%s", e);
+	memset(&k, 0xa5, sizeof(k));
+	cr_assert_eq(checkio_key_same_scope(&k, &prev, "tenant-a", 8,
+	    "id-22", 5), 0);
+	cr_assert_eq(checkio_key_from_id(&ref, "tenant-a", 8, "id-22", 5, e,
+	    sizeof(e)), 0, "%s", e);
+	same_key(&k, &ref, "same scope");
+
+	cr_assert_eq(checkio_key_from_id(&prev, NULL, 0, "x", 1, e,
+	    sizeof(e)), 0, "%s", e);
+	cr_assert_eq(checkio_key_same_scope(&k, &prev, NULL, 0, "y", 1), 0);
+	cr_assert_eq(checkio_key_from_id(&ref, NULL, 0, "y", 1, e,
+	    sizeof(e)), 0, "%s", e);
+	same_key(&k, &ref, "the default scope, none given");
+	cr_assert_eq(checkio_key_same_scope(&k, &prev, REVKEY_DEFAULT_SCOPE,
+	    sizeof(REVKEY_DEFAULT_SCOPE) - 1, "z", 1), 0);
+	cr_assert_eq(checkio_key_from_id(&ref, REVKEY_DEFAULT_SCOPE,
+	    sizeof(REVKEY_DEFAULT_SCOPE) - 1, "z", 1, e, sizeof(e)), 0);
+	same_key(&k, &ref, "the default scope, named");
+
+	/* Each of these goes the full way. */
+	cr_assert_eq(checkio_key_from_id(&prev, "tenant-a", 8, "id-1", 4, e,
+	    sizeof(e)), 0, "%s", e);
+	cr_assert_eq(checkio_key_same_scope(&k, &prev, "tenant-ab", 9, "i", 1),
+	    -1, "a longer scope");
+	cr_assert_eq(checkio_key_same_scope(&k, &prev, "tenant-", 7, "i", 1),
+	    -1, "a prefix of the scope");
+	cr_assert_eq(checkio_key_same_scope(&k, &prev, "tenant-b", 8, "i", 1),
+	    -1, "another scope");
+	cr_assert_eq(checkio_key_same_scope(&k, &prev, NULL, 0, "i", 1), -1,
+	    "the default against tenant-a");
+	cr_assert_eq(checkio_key_same_scope(&k, &prev, "tenant-a", 8, "", 0),
+	    -1, "an empty id");
+	memset(longid, 'q', sizeof(longid));
+	cr_assert_eq(checkio_key_same_scope(&k, &prev, "tenant-a", 8, longid,
+	    REVKEY_ID_MAX), 0, "an id of the longest length");
+	cr_assert_eq(checkio_key_from_id(&ref, "tenant-a", 8, longid,
+	    REVKEY_ID_MAX, e, sizeof(e)), 0, "%s", e);
+	same_key(&k, &ref, "an id of the longest length");
+	cr_assert_eq(checkio_key_same_scope(&k, &prev, "tenant-a", 8, longid,
+	    REVKEY_ID_MAX + 1), -1, "an id one byte too long");
+	cr_assert_eq(checkio_key_from_id(&ref, "tenant-a", 8, longid,
+	    REVKEY_ID_MAX + 1, e, sizeof(e)), -1, "refused the full way too");
+}
