@@ -1,6 +1,7 @@
 /* revkey.c - the key model: every revocation entry is a pair (scope, id) */
 #include "revkey.h"
 
+#include <assert.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,6 +67,18 @@ revkey_scope_valid(const char *scope, size_t len)
 	return true;
 }
 
+/* A bare key of scope (slen bytes, valid) and no id yet. */
+static void
+key_bare(struct revkey *k, const char *scope, size_t slen)
+{
+	memcpy(k->scope, scope, slen);
+	k->scope[slen] = '\0';
+	k->scope_len = slen;
+	k->cert = 0;
+	k->ndp = 0;
+	k->nci = 0;
+}
+
 int
 revkey_set(struct revkey *k, const char *scope, const void *id,
     size_t id_len)
@@ -75,12 +88,18 @@ revkey_set(struct revkey *k, const char *scope, const void *id,
 	if (!revkey_scope_valid(scope, slen) || id_len == 0 ||
 	    id_len > REVKEY_ID_MAX)
 		return -1;
-	memcpy(k->scope, scope, slen);
-	k->scope[slen] = '\0';
-	k->scope_len = slen;
-	k->cert = 0;
-	k->ndp = 0;
-	k->nci = 0;
+	key_bare(k, scope, slen);
+	return revkey_set_id(k, id, id_len);
+}
+
+int
+revkey_set_like(struct revkey *k, const struct revkey *like,
+    const void *id, size_t id_len)
+{
+	assert(k != like);
+	if (id_len == 0 || id_len > REVKEY_ID_MAX)
+		return -1;
+	key_bare(k, like->scope, like->scope_len);
 	return revkey_set_id(k, id, id_len);
 }
 

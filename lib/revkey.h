@@ -115,6 +115,16 @@ int revkey_set(struct revkey *k, const char *scope, const void *id,
 int revkey_set_id(struct revkey *k, const void *id, size_t id_len);
 
 /*
+ * Sets k to the scope of like, a key revkey_set made (its scope already
+ * valid), and the raw id: what revkey_set(k, like->scope, id, id_len)
+ * gives, without checking the scope again (a batch's ids of one scope
+ * into keys of their own). k and like must differ. Returns 0, or -1 (k
+ * unchanged) when id_len is 0 or over REVKEY_ID_MAX.
+ */
+int revkey_set_like(struct revkey *k, const struct revkey *like,
+    const void *id, size_t id_len);
+
+/*
  * Sets k from a scope and an id as text, as in lists and HTTP queries: in
  * an X.509 scope the id is a hex serial (colons and a 0x prefix allowed,
  * leading zeros dropped, "-" before a negative serial); in other scopes

@@ -75,21 +75,14 @@ int
 checkio_key_same_scope(struct revkey *k, const struct revkey *prev,
     const char *scope, size_t scope_len, const char *id, size_t id_len)
 {
-	assert(k != prev);
 	if (scope == NULL) {
 		scope = REVKEY_DEFAULT_SCOPE;
 		scope_len = sizeof(REVKEY_DEFAULT_SCOPE) - 1;
 	}
 	if (scope_len != prev->scope_len ||
-	    memcmp(scope, prev->scope, scope_len) != 0 || id_len == 0 ||
-	    id_len > REVKEY_ID_MAX)
+	    memcmp(scope, prev->scope, scope_len) != 0)
 		return -1;
-	memcpy(k->scope, prev->scope, scope_len + 1);
-	k->scope_len = scope_len;
-	k->cert = 0;
-	k->ndp = 0;
-	k->nci = 0;
-	return revkey_set_id(k, id, id_len);
+	return revkey_set_like(k, prev, id, id_len);
 }
 
 int

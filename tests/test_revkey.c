@@ -528,3 +528,33 @@ Test(revkey, crl_issuer_distribution_points)
 	cr_assert(k.ndp >= 1);
 	cr_assert_eq(k.dp_ci[0], 0);
 }
+
+/*
+ * revkey_set_like is revkey_set with the scope of a key revkey_set made:
+ * the same key for any id of 1 to REVKEY_ID_MAX bytes, every field the
+ * key is compared by included; other ids refused with k unchanged.
+ */
+Test(revkey, set_like_is_set_with_the_same_scope)
+{
+	static struct revkey like, k, ref, before;
+	unsigned char id[REVKEY_ID_MAX + 1];
+
+	memset(id, 'i', sizeof(id));
+	cr_assert_eq(revkey_set(&like, "tenant-a", "first", 5), 0);
+	memset(&k, 0x5a, sizeof(k));
+	memset(&ref, 0x5a, sizeof(ref));
+	cr_assert_eq(revkey_set_like(&k, &like, id, REVKEY_ID_MAX), 0);
+	cr_assert_eq(revkey_set(&ref, "tenant-a", id, REVKEY_ID_MAX), 0);
+	cr_assert_eq(k.scope_len, ref.scope_len);
+	cr_assert_str_eq(k.scope, ref.scope);
+	cr_assert_eq(k.id_len, ref.id_len);
+	cr_assert(memcmp(k.id, ref.id, k.id_len) == 0);
+	cr_assert_eq(k.cert, ref.cert);
+	cr_assert_eq(k.ndp, ref.ndp);
+	cr_assert_eq(k.nci, ref.nci);
+	cr_assert_eq(revkey_cmp(&k, &ref), 0);
+	memcpy(&before, &k, sizeof(k));
+	cr_assert_eq(revkey_set_like(&k, &like, id, 0), -1);
+	cr_assert_eq(revkey_set_like(&k, &like, id, REVKEY_ID_MAX + 1), -1);
+	cr_assert(memcmp(&k, &before, sizeof(k)) == 0, "k unchanged");
+}
