@@ -49,12 +49,15 @@ if [ "$total" -eq 0 ]; then
 	exit 1
 fi
 
+declare -A pid_slot=()	# pid of each test running -> its slot
 logdir=$(mktemp -d "${TMPDIR:-/tmp}/run-all.XXXXXX")
-trap 'rm -rf "$logdir"' EXIT
+# Interrupted, the runner stops the tests still running (timeout passes
+# the signal on to each test, whose own exit hook stops its daemons).
+trap 'kill -TERM "${!pid_slot[@]}" 2>/dev/null; wait; rm -rf "$logdir"' EXIT
+trap 'exit 130' INT TERM
 
 # start SLOT LANES TEST: runs TEST in the background in port share SLOT of
 # LANES; sets the slot's pid, name and start time.
-declare -A pid_slot=()
 slot_name=()
 slot_start=()
 start() {
