@@ -147,8 +147,8 @@ run_queries(const struct target *t, const unsigned char *keys, uint64_t q)
 		for (i = 0; i < q; i += nb) {
 			nb = q - i < BATCH ? (size_t)(q - i) : BATCH;
 			for (j = 0; j < nb; j++)
-				h[j] = bloom_hash(t->b->seed,
-				    keys + (i + j) * KEY_SLOT, KEY_LEN);
+				h[j] = bloom_hash(t->b, keys + (i + j) * KEY_SLOT,
+				    KEY_LEN);
 			bloom_query_many(t->b, h, nb, res);
 			for (j = 0; j < nb; j++)
 				hits += res[j];
@@ -318,7 +318,7 @@ count_fp(const struct bloom *b, uint64_t q)
 		for (j = 0; j < nb; j++) {
 			make_key(kb[j], i + j, 0);
 			kb[j][8] = 'f';		/* "fok-": never a present key */
-			h[j] = bloom_hash(b->seed, kb[j], KEY_LEN);
+			h[j] = bloom_hash(b, kb[j], KEY_LEN);
 		}
 		bloom_query_many(b, h, nb, res);
 		for (j = 0; j < nb; j++)

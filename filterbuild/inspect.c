@@ -424,7 +424,7 @@ print_json(const char *path, const struct target *t, const struct ffile *f,
 	ok = ok && jnum(root, "keys", (double)in->keys);
 	ok = ok && jnum(root, "bits", (double)in->m);
 	ok = ok && jnum(root, "hashes", in->k);
-	if (in->layout == BLOOM_FUSE || in->layout == BLOOM_FUSE8) {
+	if (bloom_fuse_packed(in->layout) || in->layout == BLOOM_FUSE8) {
 		ok = ok && jnum(root, "segment_length",
 		    (double)(UINT64_C(1) << in->seglog));
 		ok = ok && jnum(root, "fingerprint_bits", b->width);
@@ -594,7 +594,7 @@ print_text(const struct target *t, const struct ffile *f,
 	printf("bits (m):          %" PRIu64 " (%zu bytes)\n", in->m,
 	    bloom_array_len(in->layout, in->m));
 	printf("hashes (k):        %" PRIu32 "\n", in->k);
-	if (in->layout == BLOOM_FUSE || in->layout == BLOOM_FUSE8)
+	if (bloom_fuse_packed(in->layout) || in->layout == BLOOM_FUSE8)
 		printf("segment length:    %" PRIu64 " cells of %" PRIu32
 		    " bits\n", UINT64_C(1) << in->seglog, b->width);
 	printf("seed:              %016" PRIx64 "\n", in->seed);

@@ -22,6 +22,8 @@ bloom_layout_name(enum bloom_layout layout)
 		return "blocked";
 	case BLOOM_FUSE8:
 		return "fuse8";
+	case BLOOM_FUSE128:
+		return "fuse128";
 	case BLOOM_FUSE:
 		return "fuse";
 	}
@@ -37,13 +39,20 @@ bloom_nbytes(uint64_t m)
 size_t
 bloom_array_len(enum bloom_layout layout, uint64_t m)
 {
-	return bloom_nbytes(m) + (layout == BLOOM_FUSE ? BLOOM_FUSE_PAD : 0);
+	return bloom_nbytes(m) + (bloom_fuse_packed(layout) ? BLOOM_FUSE_PAD :
+	    0);
+}
+
+bool
+bloom_fuse_packed(enum bloom_layout layout)
+{
+	return layout == BLOOM_FUSE || layout == BLOOM_FUSE128;
 }
 
 static bool
 fuse_layout(enum bloom_layout layout)
 {
-	return layout == BLOOM_FUSE || layout == BLOOM_FUSE8;
+	return bloom_fuse_packed(layout) || layout == BLOOM_FUSE8;
 }
 
 uint32_t
@@ -117,7 +126,7 @@ bloom_expected_fp(enum bloom_layout layout, uint64_t n, uint64_t m,
 		return 1.0;
 	if (layout == BLOOM_FUSE8)
 		return BLOOM_FUSE8_FP;
-	if (layout == BLOOM_FUSE)
+	if (bloom_fuse_packed(layout))
 		return fuse_expected_fp(n, m);
 	if (layout == BLOOM_BLOCKED && m >= BLOOM_BLOCK_BITS)
 		return blocked_fp(n, m, k);
@@ -351,8 +360,26 @@ bloom_free(struct bloom *b)
 	memset(b, 0, sizeof(*b));
 }
 
-__attribute__((flatten)) struct bloom_hash
-bloom_hash(uint64_t seed, const void *key, size_t len)
+/*
+ * BLOOM_FUSE's hash: one XXH3-64, remixed for h2 by a multiplication by an
+ * odd constant (a bijection). The first cell comes from the high bits of
+ * h1; the cell offsets from bits 1..38 of h2, which depend only on bits
+ * 0..38 of x; the fingerprint from the top bits of h2, which depend on all
+ * of x.
+ */
+static inline struct bloom_hash
+fuse_hash64(uint64_t seed, const void *key, size_t len)
+{
+	uint64_t x = XXH3_64bits_withSeed(key, len, seed);
+	struct bloom_hash h;
+
+	h.h1 = x;
+	h.h2 = (x * BLOOM_MIX) | 1;
+	return h;
+}
+
+static inline struct bloom_hash
+bloom_hash128(uint64_t seed, const void *key, size_t len)
 {
 	XXH128_hash_t x = XXH3_128bits_withSeed(key, len, seed);
 	struct bloom_hash h;
@@ -360,6 +387,14 @@ bloom_hash(uint64_t seed, const void *key, size_t len)
 	h.h1 = x.low64;
 	h.h2 = x.high64 | 1;	/* never 0, never even */
 	return h;
+}
+
+__attribute__((flatten)) struct bloom_hash
+bloom_hash(const struct bloom *b, const void *key, size_t len)
+{
+	if (b->layout == BLOOM_FUSE)
+		return fuse_hash64(b->seed, key, len);
+	return bloom_hash128(b->seed, key, len);
 }
 
 uint64_t
@@ -533,7 +568,7 @@ bloom_query_hash(const struct bloom *b, const struct bloom_hash *h)
 
 	if (b->layout == BLOOM_BLOCKED)
 		return bloom_query_blocked(b, h);
-	if (b->layout == BLOOM_FUSE)
+	if (bloom_fuse_packed(b->layout))
 		return bloom_query_fuse(b, h);
 	if (b->layout == BLOOM_FUSE8)
 		return bloom_query_fuse8(b, h);
@@ -557,7 +592,7 @@ bloom_prefetch(const struct bloom *b, const struct bloom_hash *h)
 	if (b->layout == BLOOM_BLOCKED) {
 		__builtin_prefetch(b->bits + bloom_block(b, h) *
 		    (BLOOM_BLOCK_BITS / 8));
-	} else if (b->layout == BLOOM_FUSE) {
+	} else if (bloom_fuse_packed(b->layout)) {
 		fuse_cells(b, h, c);
 		__builtin_prefetch(fuse_addr(b, c[0]));
 	} else if (b->layout == BLOOM_FUSE8) {
@@ -687,7 +722,7 @@ bloom_query_many(const struct bloom *b, const struct bloom_hash *h, size_t n,
 		}
 		return;
 	}
-	if (b->layout == BLOOM_FUSE) {
+	if (bloom_fuse_packed(b->layout)) {
 		fuse_query_many(b, h, n, out);
 		return;
 	}
@@ -736,21 +771,37 @@ bloom_query_many(const struct bloom *b, const struct bloom_hash *h, size_t n,
 __attribute__((flatten)) void
 bloom_add(struct bloom *b, const void *key, size_t len)
 {
-	struct bloom_hash h = bloom_hash(b->seed, key, len);
+	struct bloom_hash h = bloom_hash(b, key, len);
 
 	bloom_add_hash(b, &h);
 }
 
+/* Every other case, out of bloom_query()'s way. */
+static __attribute__((noinline, flatten)) bool
+bloom_query_other(const struct bloom *b, const void *key, size_t len)
+{
+	struct bloom_hash h = bloom_hash(b, key, len);
+
+	return bloom_query_hash(b, &h);
+}
+
 /*
- * flatten: XXH3's dispatch and the query inline into one straight path
- * (about a fifth faster per key than a call into XXH3_128bits_withSeed).
+ * The layout filterbuild writes, BLOOM_FUSE, with a key of at most 128
+ * bytes (every revcheck key but the longest scopes and ids) first and
+ * alone: its hash and three cell reads inline into one straight path
+ * that needs few registers and saves none (inlining every layout's query
+ * and XXH3's long-input calls cost it about a tenth at 10^6 keys, where
+ * lookups overlap as far as their instructions allow).
  */
 __attribute__((flatten)) bool
 bloom_query(const struct bloom *b, const void *key, size_t len)
 {
-	struct bloom_hash h = bloom_hash(b->seed, key, len);
+	struct bloom_hash h;
 
-	return bloom_query_hash(b, &h);
+	if (b->layout != BLOOM_FUSE || len > 128)
+		return bloom_query_other(b, key, len);
+	h = fuse_hash64(b->seed, key, len);
+	return bloom_query_fuse(b, &h);
 }
 
 uint64_t
@@ -836,7 +887,7 @@ fuse_work_free(struct fuse_work *w)
 #define FUSE_SORT_MIN	(1u << 16)
 
 static int
-fuse_hash_keys(struct bloom_hash *h, size_t n, uint64_t seed,
+fuse_hash_keys(const struct bloom *b, struct bloom_hash *h, size_t n,
     bloom_key_fn key, void *arg)
 {
 	size_t pos[1u << FUSE_SORT_BITS], end[1u << FUSE_SORT_BITS];
@@ -849,14 +900,14 @@ fuse_hash_keys(struct bloom_hash *h, size_t n, uint64_t seed,
 	if (n < FUSE_SORT_MIN) {
 		for (i = 0; i < n; i++) {
 			kb = key(arg, i, &klen);
-			h[i] = bloom_hash(seed, kb, klen);
+			h[i] = bloom_hash(b, kb, klen);
 		}
 		return 0;
 	}
 	memset(end, 0, sizeof(end));
 	for (i = 0; i < n; i++) {
 		kb = key(arg, i, &klen);
-		end[bloom_hash(seed, kb, klen).h1 >> shift]++;
+		end[bloom_hash(b, kb, klen).h1 >> shift]++;
 	}
 	for (s = 0, v = 0; v < (1u << FUSE_SORT_BITS); v++) {
 		pos[v] = s;
@@ -865,7 +916,7 @@ fuse_hash_keys(struct bloom_hash *h, size_t n, uint64_t seed,
 	}
 	for (i = 0; i < n; i++) {
 		kb = key(arg, i, &klen);
-		x = bloom_hash(seed, kb, klen);
+		x = bloom_hash(b, kb, klen);
 		v = (unsigned)(x.h1 >> shift);
 		/* A key source that changed between the passes would lose
 		 * a key here: refused instead. */
@@ -974,7 +1025,7 @@ fuse_build(struct bloom *b, enum bloom_layout layout, uint32_t width,
 		fuse_shape(n, attempt, &seglog, &cells);
 		bloom_set_params(b, layout, cells * wbits, BLOOM_FUSE_ARITY,
 		    seglog, width, seed);
-		if (fuse_hash_keys(w.h, n, seed, key, arg) != 0)
+		if (fuse_hash_keys(b, w.h, n, key, arg) != 0)
 			goto fail;
 		if (fuse_peel(b, &w, n) == 0)
 			break;
@@ -1016,6 +1067,17 @@ bloom_build_fuse(struct bloom *b, uint32_t width, size_t n, uint64_t seed,
 		return -1;
 	}
 	return fuse_build(b, BLOOM_FUSE, width, n, seed, key, arg);
+}
+
+int
+bloom_build_fuse128(struct bloom *b, uint32_t width, size_t n, uint64_t seed,
+    bloom_key_fn key, void *arg)
+{
+	if (width < BLOOM_FUSE_MIN_WIDTH || width > BLOOM_FUSE_MAX_WIDTH) {
+		memset(b, 0, sizeof(*b));
+		return -1;
+	}
+	return fuse_build(b, BLOOM_FUSE128, width, n, seed, key, arg);
 }
 
 int

@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 /*
- * Four layouts share one interface. All set bit i of the array as bit
+ * Five layouts share one interface. All set bit i of the array as bit
  * (i % 8) of byte (i / 8), so a filter answers the same on any machine.
  *
  * BLOOM_CLASSIC: k probes (h1 + i*h2) mod m over the whole array.
@@ -26,20 +26,29 @@
  *   negatives. A cell is read with one unaligned 64-bit load and a shift;
  *   BLOOM_FUSE_PAD zero bytes after the cells keep that load inside the
  *   array. It is built once from all keys (bloom_build_fuse), never added
- *   to.
- * BLOOM_FUSE8: the first fuse layout, byte cells (w = 8, no padding).
- *   Files of this layout are still read; new filters are BLOOM_FUSE, which
- *   at w = 8 is the same filter (bloom_build_fuse8 remains for the tests
- *   that read such files).
+ *   to. Its keys are hashed with XXH3-64 (bloom_hash), half the work of
+ *   the XXH3-128 of the other layouts: a fuse lookup is mostly its hash.
+ * BLOOM_FUSE128: the same filter with keys hashed by XXH3-128, what
+ *   filterbuild wrote as "fuse" before BLOOM_FUSE. Files of this layout
+ *   are still read; bloom_build_fuse128 remains for the tests that write
+ *   such files. The layout byte is what tells the two hashes apart: a
+ *   reader that took one for the other would miss present keys.
+ * BLOOM_FUSE8: the first fuse layout, byte cells (w = 8, no padding,
+ *   XXH3-128). Files of this layout are still read (bloom_build_fuse8
+ *   remains for the tests).
  */
 enum bloom_layout {
 	BLOOM_CLASSIC = 1,
 	BLOOM_BLOCKED = 2,
 	BLOOM_FUSE8 = 3,
-	BLOOM_FUSE = 4,
+	BLOOM_FUSE128 = 4,
+	BLOOM_FUSE = 5,
 };
 
-/* "classic", "blocked", "fuse8", "fuse" or "unknown". */
+/* True for the layouts of packed w-bit cells: BLOOM_FUSE, BLOOM_FUSE128. */
+bool bloom_fuse_packed(enum bloom_layout layout);
+
+/* "classic", "blocked", "fuse8", "fuse128", "fuse" or "unknown". */
 const char *bloom_layout_name(enum bloom_layout layout);
 
 #define BLOOM_BLOCK_BITS 512u
@@ -50,7 +59,7 @@ const char *bloom_layout_name(enum bloom_layout layout);
 #define BLOOM_FUSE_MIN_WIDTH 4u		/* BLOOM_FUSE fingerprint bits ... */
 #define BLOOM_FUSE_MAX_WIDTH 16u	/* ... from 4 to 16 */
 #define BLOOM_FUSE_MIN_FP (1.0 / 65536.0)	/* the lowest target: 2^-16 */
-#define BLOOM_FUSE_PAD	 8u		/* zero bytes after BLOOM_FUSE cells */
+#define BLOOM_FUSE_PAD	 8u		/* zero bytes after packed cells */
 #define BLOOM_FUSE_MAX_SEGLOG 18u	/* segments of at most 2^18 cells */
 /*
  * Keys and cells are indexed by 32 bits: with the largest size factor a
@@ -75,7 +84,10 @@ struct bloom {
 	bool		 owned;		/* bits freed by bloom_free() */
 };
 
-/* One XXH3-128 hash of a key; h2 is forced odd so probes never collapse. */
+/*
+ * A key's hash: XXH3-128 (XXH3-64 and a remix for BLOOM_FUSE, see
+ * bloom_hash); h2 is forced odd so probes never collapse.
+ */
 struct bloom_hash {
 	uint64_t h1;
 	uint64_t h2;
@@ -135,7 +147,8 @@ size_t bloom_nbytes(uint64_t m);
 
 /*
  * Bytes a layout's array takes for m bits: bloom_nbytes(m), plus
- * BLOOM_FUSE_PAD for BLOOM_FUSE. The filter file stores exactly this.
+ * BLOOM_FUSE_PAD for the packed layouts (BLOOM_FUSE, BLOOM_FUSE128). The
+ * filter file stores exactly this.
  */
 size_t bloom_array_len(enum bloom_layout layout, uint64_t m);
 
@@ -151,10 +164,10 @@ int bloom_init(struct bloom *b, enum bloom_layout layout, uint64_t m,
  * Makes b a read-only view over an existing bit array (for example inside
  * an mmap of a filter file). The caller keeps ownership of bits, which must
  * outlive b. seglog is the fuse layouts' log2 segment length, width
- * BLOOM_FUSE's fingerprint bits; both 0 for the layouts without them
+ * the packed layouts' fingerprint bits; both 0 for the layouts without them
  * (width 0 for BLOOM_FUSE8 too). Returns 0, or -1 when the parameters are
  * invalid (a fuse filter needs k = 3, 1 <= seglog <= 18, m a whole number
- * of cells of w bits (8 for BLOOM_FUSE8, 4..16 for BLOOM_FUSE) forming at
+ * of cells of w bits (8 for BLOOM_FUSE8, 4..16 packed) forming at
  * least three whole segments of 2^seglog cells, at most 2^32 - 1 cells) or
  * nbytes is not bloom_array_len(layout, m). The padding is not read here:
  * a query masks it out, whatever it holds.
@@ -181,9 +194,12 @@ int bloom_build_fuse(struct bloom *b, uint32_t width, size_t n,
     uint64_t seed, bloom_key_fn key, void *arg);
 
 /*
- * The same for the BLOOM_FUSE8 layout (byte cells, 2^-8), which new
- * filters no longer use; kept so that tests can write such files.
+ * The same for the BLOOM_FUSE128 layout (XXH3-128) and the BLOOM_FUSE8
+ * layout (byte cells, 2^-8), which new filters no longer use; kept so
+ * that tests can write such files.
  */
+int bloom_build_fuse128(struct bloom *b, uint32_t width, size_t n,
+    uint64_t seed, bloom_key_fn key, void *arg);
 int bloom_build_fuse8(struct bloom *b, size_t n, uint64_t seed,
     bloom_key_fn key, void *arg);
 
@@ -191,11 +207,15 @@ int bloom_build_fuse8(struct bloom *b, size_t n, uint64_t seed,
 void bloom_free(struct bloom *b);
 
 /*
- * Hashes a key with the filter's seed. This function can't fail. A fuse
- * filter takes its first cell from h1, the other two cells' offsets from
- * bits 1..18 and 21..38 of h2 and the fingerprint from its top w bits.
+ * Hashes a key for filter b, with its seed. Every layout but BLOOM_FUSE
+ * takes h1 and h2 from XXH3-128; BLOOM_FUSE takes x = XXH3-64, h1 = x and
+ * h2 = x * 0x9e3779b97f4a7c15 (mod 2^64), bit 0 set. A hash is only good
+ * for the layout it was made for. This function can't fail. A fuse filter
+ * takes its first cell from h1, the other two cells' offsets from bits
+ * 1..18 and 21..38 of h2 and the fingerprint from its top w bits.
  */
-struct bloom_hash bloom_hash(uint64_t seed, const void *key, size_t len);
+struct bloom_hash bloom_hash(const struct bloom *b, const void *key,
+    size_t len);
 
 /* The i-th classic probe: (h1 + i*h2) mod m in 64-bit arithmetic. */
 uint64_t bloom_probe(const struct bloom_hash *h, uint32_t i, uint64_t m);

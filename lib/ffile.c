@@ -253,6 +253,7 @@ ff_validate(struct ffile *f, char *err, size_t errlen)
 	size_t pos, aligned;
 	uint32_t i;
 	uint8_t layout;
+	bool fuse;
 	double fp;
 
 	if (f->len < FFILE_HDR_LEN + SIGN_SIG_LEN) {
@@ -286,28 +287,29 @@ ff_validate(struct ffile *f, char *err, size_t errlen)
 	}
 	layout = h[OFF_LAYOUT];
 	if (layout != BLOOM_CLASSIC && layout != BLOOM_BLOCKED &&
-	    layout != BLOOM_FUSE8 && layout != BLOOM_FUSE) {
+	    layout != BLOOM_FUSE8 && layout != BLOOM_FUSE128 &&
+	    layout != BLOOM_FUSE) {
 		util_errf(err, errlen, "offset %d: unknown layout %u (this reader "
-		    "knows 1 classic, 2 blocked, 3 fuse8, 4 fuse; a newer "
-		    "filterbuild may have written it)", OFF_LAYOUT, layout);
+		    "knows 1 classic, 2 blocked, 3 fuse8, 4 fuse128, 5 fuse; a "
+		    "newer filterbuild may have written it)", OFF_LAYOUT, layout);
 		return -1;
 	}
 	in->layout = (enum bloom_layout)layout;
 	in->seglog = h[OFF_SEGLOG];
-	if (layout == BLOOM_FUSE || layout == BLOOM_FUSE8 ? in->seglog < 1 ||
-	    in->seglog > BLOOM_FUSE_MAX_SEGLOG : in->seglog != 0) {
+	fuse = bloom_fuse_packed(in->layout) || layout == BLOOM_FUSE8;
+	if (fuse ? in->seglog < 1 || in->seglog > BLOOM_FUSE_MAX_SEGLOG :
+	    in->seglog != 0) {
 		util_errf(err, errlen, "offset %d: segment length log %u is not %s",
-		    OFF_SEGLOG, in->seglog, layout == BLOOM_FUSE ||
-		    layout == BLOOM_FUSE8 ? "in 1..18 (fuse layouts)" :
+		    OFF_SEGLOG, in->seglog, fuse ? "in 1..18 (fuse layouts)" :
 		    "0 (no segments in this layout)");
 		return -1;
 	}
 	in->width = h[OFF_WIDTH];
-	if (layout == BLOOM_FUSE ? in->width < BLOOM_FUSE_MIN_WIDTH ||
+	if (bloom_fuse_packed(in->layout) ? in->width < BLOOM_FUSE_MIN_WIDTH ||
 	    in->width > BLOOM_FUSE_MAX_WIDTH : in->width != 0) {
 		util_errf(err, errlen, "offset %d: fingerprint width %u is not %s",
-		    OFF_WIDTH, in->width, layout == BLOOM_FUSE ?
-		    "in 4..16 (fuse layout)" :
+		    OFF_WIDTH, in->width, bloom_fuse_packed(in->layout) ?
+		    "in 4..16 (packed fuse layouts)" :
 		    "0 (no packed fingerprints in this layout)");
 		return -1;
 	}
@@ -361,7 +363,7 @@ ff_validate(struct ffile *f, char *err, size_t errlen)
 	if (bits_len != (uint64_t)bloom_array_len(in->layout, in->m)) {
 		util_errf(err, errlen, "offset %d: bit array length %" PRIu64
 		    " is not %s = %zu", OFF_BITSLEN, bits_len,
-		    in->layout == BLOOM_FUSE ? "ceil(m/8) + 8 (padding)" :
+		    bloom_fuse_packed(in->layout) ? "ceil(m/8) + 8 (padding)" :
 		    "ceil(m/8)", bloom_array_len(in->layout, in->m));
 		return -1;
 	}
@@ -425,7 +427,7 @@ ff_validate(struct ffile *f, char *err, size_t errlen)
 			return -1;
 		}
 	}
-	/* The fuse layout's padding: zero, so a file has one encoding. */
+	/* The packed layouts' padding: zero, so a file has one encoding. */
 	if (!ff_zero(h + bits_off + bloom_nbytes(in->m), (size_t)bits_len -
 	    bloom_nbytes(in->m))) {
 		util_errf(err, errlen, "offset %" PRIu64 ": padding after the "
@@ -637,7 +639,8 @@ ffile_encode(const struct ffile_info *info, const struct bloom *b,
 	util_put_le16(buf + OFF_FORMAT, FFILE_FORMAT);
 	buf[OFF_LAYOUT] = (unsigned char)b->layout;
 	buf[OFF_SEGLOG] = (unsigned char)b->seglog;
-	buf[OFF_WIDTH] = b->layout == BLOOM_FUSE ? (unsigned char)b->width : 0;
+	buf[OFF_WIDTH] = bloom_fuse_packed(b->layout) ? (unsigned char)b->width :
+	    0;
 	util_put_le32(buf + OFF_NSCOPES, info->nscopes);
 	util_put_le64(buf + OFF_VERSION, info->version);
 	util_put_le64(buf + OFF_ISSUED, (uint64_t)info->issued_at);

@@ -38,9 +38,10 @@ pair_filter(struct bloom *b, enum bloom_layout layout, size_t n,
 	size_t i, klen;
 
 	assert(b != NULL && key != NULL);
-	if (layout == BLOOM_FUSE || layout == BLOOM_FUSE8) {
+	if (bloom_fuse_packed(layout) || layout == BLOOM_FUSE8) {
 		if ((layout == BLOOM_FUSE ? bloom_build_fuse(b, k, n, seed, key,
-		    arg) : bloom_build_fuse8(b, n, seed, key, arg)) == 0)
+		    arg) : layout == BLOOM_FUSE128 ? bloom_build_fuse128(b, k, n,
+		    seed, key, arg) : bloom_build_fuse8(b, n, seed, key, arg)) == 0)
 			return 0;
 		(void)snprintf(err, errlen, "cannot build a fuse filter of %zu "
 		    "keys: out of memory, over %" PRIu64 " keys, or no seed gave "
@@ -55,8 +56,7 @@ pair_filter(struct bloom *b, enum bloom_layout layout, size_t n,
 	for (i = 0; i < n + PAIR_AHEAD; i++) {
 		if (i < n) {
 			kb = key(arg, i, &klen);
-			ring[i & (PAIR_RING - 1)] = bloom_hash(b->seed, kb,
-			    klen);
+			ring[i & (PAIR_RING - 1)] = bloom_hash(b, kb, klen);
 			bloom_prefetch(b, &ring[i & (PAIR_RING - 1)]);
 		}
 		if (i >= PAIR_AHEAD)
@@ -71,7 +71,7 @@ pair_layout(size_t n, double fp_rate, enum bloom_layout asked,
     enum bloom_layout *layout, char *err, size_t errlen)
 {
 	*layout = asked != 0 ? asked : bloom_pick_layout(n, fp_rate);
-	if (*layout == BLOOM_FUSE && bloom_fuse_width(fp_rate) == 0) {
+	if (bloom_fuse_packed(*layout) && bloom_fuse_width(fp_rate) == 0) {
 		(void)snprintf(err, errlen, "--layout fuse reaches FP rates down "
 		    "to 2^-16 (0.0000152587890625), above --fp-rate %g: use "
 		    "--layout blocked or classic, or an --fp-rate of 2^-16 or "
@@ -122,7 +122,7 @@ pair_shape(size_t n, const struct pair_opts *o, enum bloom_layout *layout,
 
 	if (pair_layout(n, o->fp_rate, o->layout, layout, err, errlen) != 0)
 		return -1;
-	if (o->m != 0 && *layout != BLOOM_FUSE && *layout != BLOOM_FUSE8) {
+	if (o->m != 0 && !bloom_fuse_packed(*layout) && *layout != BLOOM_FUSE8) {
 		*m = o->m;
 		*k = o->k;
 	} else if (bloom_size(*layout, n > 0 ? n : 1, o->fp_rate, m, k) != 0) {
@@ -131,7 +131,7 @@ pair_shape(size_t n, const struct pair_opts *o, enum bloom_layout *layout,
 		return -1;
 	}
 	/* A fuse filter sizes itself; pair_filter takes its width as k. */
-	if (*layout == BLOOM_FUSE)
+	if (bloom_fuse_packed(*layout))
 		*k = bloom_fuse_width(o->fp_rate);
 	if (o->fixed_seed) {
 		*seed = o->seed;
@@ -182,7 +182,7 @@ pair_sign(struct pair *p, const struct ffile_scope *scopes, size_t nscopes,
 	p->info.m = p->bloom.m;
 	p->info.k = p->bloom.k;
 	p->info.seglog = p->bloom.seglog;
-	p->info.width = p->bloom.layout == BLOOM_FUSE ? p->bloom.width : 0;
+	p->info.width = bloom_fuse_packed(p->bloom.layout) ? p->bloom.width : 0;
 	p->info.seed = p->bloom.seed;
 	return 0;
 }

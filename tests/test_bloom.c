@@ -7,6 +7,9 @@
 #include "bloom.h"
 #include "util.h"
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 static const enum bloom_layout layouts[] = { BLOOM_CLASSIC, BLOOM_BLOCKED };
 
 static size_t
@@ -92,7 +95,7 @@ Test(bloom, filter_of_2_pow_34_bits_works)
 	for (j = 0; j < 64; j++) {
 		n = mkkey(key, sizeof(key), "big", (uint64_t)j);
 		bloom_add(&b, key, n);
-		h = bloom_hash(42, key, n);
+		h = bloom_hash(&b, key, n);
 		for (i = 0; i < b.k; i++) {
 			p = bloom_probe(&h, i, m);
 			cr_assert(b.bits[p >> 3] & (1u << (p & 7)));
@@ -116,7 +119,7 @@ Test(bloom, classic_sets_exactly_the_probed_bits)
 
 	cr_assert_eq(bloom_init(&b, BLOOM_CLASSIC, 1009, 5, 7), 0);
 	bloom_add(&b, "x", 1);
-	h = bloom_hash(7, "x", 1);
+	h = bloom_hash(&b, "x", 1);
 	cr_assert(h.h2 & 1, "h2 must be odd");
 	for (i = 0; i < 5; i++) {
 		p = bloom_probe(&h, i, b.m);
@@ -300,7 +303,7 @@ Test(bloom, query_many_matches_query_hash)
 			/* Keys 0..999: half present, half absent. */
 			for (i = 0; i < 1000; i++) {
 				klen = mkkey(key, sizeof(key), "many", i);
-				h[i] = bloom_hash(77, key, klen);
+				h[i] = bloom_hash(&b, key, klen);
 			}
 			for (ni = 0; ni < sizeof(ns) / sizeof(ns[0]); ni++) {
 				memset(out, 0xff, sizeof(out));
@@ -520,7 +523,7 @@ Test(bloom, fuse_attach_and_query_many_answer_like_the_original)
 	    b.bits, b.nbytes), 0);
 	for (i = 0; i < 1000; i++) {
 		klen = mkkey(key, sizeof(key), "many", i);
-		h[i] = bloom_hash(b.seed, key, klen);
+		h[i] = bloom_hash(&b, key, klen);
 		cr_assert_eq(bloom_query(&v, key, klen),
 		    bloom_query(&b, key, klen));
 	}
@@ -640,7 +643,7 @@ wexpect_all_present(const struct bloom *b, size_t n, uint64_t tag)
 			kp = wkey(&wk, i + j, &len);
 			cr_assert(bloom_query(b, kp, len), "w=%u n=%zu: false "
 			    "negative for key %zu", b->width, n, i + j);
-			h[j] = bloom_hash(b->seed, kp, len);
+			h[j] = bloom_hash(b, kp, len);
 		}
 		bloom_query_many(b, h, nb, out);
 		for (j = 0; j < nb; j++)
@@ -782,19 +785,22 @@ Test(bloom, fuse_bad_widths_and_duplicates_fail_cleanly)
 }
 
 /*
- * Width 8 is the old byte layout packed: the same seeds, the same retry
- * (seed 1234 fails to peel for these keys, the next works), the same
- * cell bytes, then BLOOM_FUSE_PAD zero bytes.
+ * Width 8 of BLOOM_FUSE128 is the old byte layout packed (both hash with
+ * XXH3-128): the same seeds, the same retry (seed 1234 fails to peel for
+ * these keys, the next works), the same cell bytes, then BLOOM_FUSE_PAD
+ * zero bytes.
  */
 Test(bloom, fuse_width_8_is_fuse8_plus_padding_and_retries_alike)
 {
+	struct wkeys wk = { 0x88, 0, { 0 } };
 	struct fuse_keys fk = { "layout", 0, { 0 } };
 	struct bloom b, b8;
 	unsigned char md[32];
 	char hex[65];
 	size_t i;
 
-	cr_assert_eq(bloom_build_fuse(&b, 8, 100, 1234, fuse_key, &fk), 0);
+	cr_assert_eq(bloom_build_fuse128(&b, 8, 100, 1234, fuse_key, &fk), 0);
+	cr_assert_eq(b.layout, BLOOM_FUSE128);
 	cr_assert_eq(bloom_build_fuse8(&b8, 100, 1234, fuse_key, &fk), 0);
 	cr_assert_eq(b.seed, UINT64_C(13478418381427711195), "retried seed");
 	cr_assert_eq(b.seed, b8.seed);
@@ -806,8 +812,8 @@ Test(bloom, fuse_width_8_is_fuse8_plus_padding_and_retries_alike)
 	bloom_free(&b8);
 	bloom_free(&b);
 
-	/* An unaligned width: fixed bytes on any machine too. */
-	wbuild(&b, 11, 1000, 0x88, 4321);
+	/* An unaligned width: fixed bytes on any machine too, per layout. */
+	cr_assert_eq(bloom_build_fuse128(&b, 11, 1000, 4321, wkey, &wk), 0);
 	cr_assert_eq(util_sha256(md, b.bits, b.nbytes), 0);
 	util_hex(hex, md, 32);
 	cr_assert_eq(b.seed, 4321);
@@ -816,6 +822,141 @@ Test(bloom, fuse_width_8_is_fuse8_plus_padding_and_retries_alike)
 	cr_assert_str_eq(hex,
 	    "4b84ab8afcfca8f51d3ec91f837cb767b81a4986d027331e6ac4656fdf1f86fd");
 	bloom_free(&b);
+	wbuild(&b, 11, 1000, 0x88, 4321);
+	cr_assert_eq(util_sha256(md, b.bits, b.nbytes), 0);
+	util_hex(hex, md, 32);
+	cr_assert_eq(b.seed, 4321);
+	cr_assert_eq(b.m, 15488);
+	cr_assert_eq(b.seglog, 7);
+	cr_assert_str_eq(hex,
+	    "5839c5ea89014dc94932a9fd815815a290d9f11fe249261a54a378014c54756a");
+	bloom_free(&b);
+}
+
+/*
+ * docs/FORMAT.md section 2.5, written out again here from the text and
+ * XXH3 itself rather than through lib/bloom.c's helpers: every key built
+ * into a filter of either packed layout has its three cells, read as the
+ * format says, XOR to its fingerprint. Layout 5 hashes with XXH3-64
+ * (h1 = x, h2 = x * 0x9e3779b97f4a7c15 | 1), layout 4 with XXH3-128.
+ */
+static uint32_t
+spec_cell(const struct bloom *b, uint64_t c)
+{
+	uint64_t bit = c * b->width, word = 0;
+	int i;
+
+	for (i = 0; i < 8; i++)		/* LE64, on any machine */
+		word |= (uint64_t)b->bits[bit / 8 + (uint64_t)i] << (8 * i);
+	return (uint32_t)((word >> (bit % 8)) & ((UINT64_C(1) << b->width) -
+	    1));
+}
+
+static bool
+spec_present(const struct bloom *b, const void *key, size_t len)
+{
+	uint64_t h1, h2, cells, seglen, span, c0, c1, c2;
+
+	if (b->layout == BLOOM_FUSE) {
+		h1 = XXH3_64bits_withSeed(key, len, b->seed);
+		h2 = (h1 * UINT64_C(0x9e3779b97f4a7c15)) | 1;
+	} else {
+		XXH128_hash_t x = XXH3_128bits_withSeed(key, len, b->seed);
+
+		h1 = x.low64;
+		h2 = x.high64 | 1;
+	}
+	cells = b->m / b->width;
+	seglen = UINT64_C(1) << b->seglog;
+	span = cells - 2 * seglen;
+	c0 = (uint64_t)(((unsigned __int128)h1 * span) >> 64);
+	c1 = (c0 + seglen) ^ ((h2 >> 1) & (seglen - 1));
+	c2 = (c0 + 2 * seglen) ^ ((h2 >> 21) & (seglen - 1));
+	return (spec_cell(b, c0) ^ spec_cell(b, c1) ^ spec_cell(b, c2)) ==
+	    (uint32_t)(h2 >> (64 - b->width));
+}
+
+Test(bloom, fuse_layouts_follow_format_md)
+{
+	static const uint32_t ws[] = { 4, 7, 10, 13, 16 };
+	struct wkeys wk = { 0xf0, 0, { 0 } };
+	struct bloom b;
+	const void *kp;
+	size_t i, wi, len, n = 20000, fp;
+	int l;
+
+	for (l = 0; l < 2; l++) {
+		for (wi = 0; wi < sizeof(ws) / sizeof(ws[0]); wi++) {
+			cr_assert_eq((l == 0 ? bloom_build_fuse :
+			    bloom_build_fuse128)(&b, ws[wi], n, 99 + wi, wkey,
+			    &wk), 0);
+			cr_assert_eq(b.layout, l == 0 ? BLOOM_FUSE :
+			    BLOOM_FUSE128);
+			for (i = 0; i < n; i++) {
+				wk.base = 0;
+				kp = wkey(&wk, i, &len);
+				cr_assert(spec_present(&b, kp, len), "layout %d "
+				    "w=%u key %zu: cells do not XOR to the "
+				    "fingerprint FORMAT.md gives", b.layout,
+				    ws[wi], i);
+			}
+			/* Absent keys: the library and the text agree. */
+			wk.base = UINT64_C(1) << 40;
+			for (i = fp = 0; i < n; i++) {
+				kp = wkey(&wk, i, &len);
+				cr_assert_eq(spec_present(&b, kp, len),
+				    bloom_query(&b, kp, len));
+				fp += bloom_query(&b, kp, len);
+			}
+			cr_assert_lt(fp, n / 4, "w=%u: %zu of %zu absent keys "
+			    "match", ws[wi], fp, n);
+			wk.base = 0;
+			bloom_free(&b);
+		}
+	}
+}
+
+/*
+ * The layout byte is what tells the two hashes apart: layout-4 cells read
+ * as layout 5 (or the other way round) miss most of the keys built in. A
+ * reader that ignored it would answer "not revoked" for revoked ids; the
+ * loader takes the hash from the layout, and a file's layout is signed.
+ * Each read as its own layout: 10^6 keys, no false negative.
+ */
+Test(bloom, fuse_and_fuse128_are_told_apart_by_their_layout)
+{
+	struct wkeys wk = { 0xab, 0, { 0 } };
+	struct bloom b4, b5, v;
+	const void *kp;
+	size_t i, len, n = 1000000, miss;
+
+	cr_assert_eq(bloom_build_fuse128(&b4, 10, n, 5, wkey, &wk), 0);
+	cr_assert_eq(bloom_build_fuse(&b5, 10, n, 5, wkey, &wk), 0);
+	cr_assert_str_eq(bloom_layout_name(BLOOM_FUSE128), "fuse128");
+	cr_assert_eq(bloom_array_len(BLOOM_FUSE128, b4.m), b4.nbytes);
+	cr_assert_eq(b4.nbytes, bloom_nbytes(b4.m) + BLOOM_FUSE_PAD);
+	wexpect_all_present(&b4, n, 0xab);
+	wexpect_all_present(&b5, n, 0xab);
+	cr_assert_eq(bloom_attach(&v, BLOOM_FUSE, b4.m, b4.k, b4.seglog,
+	    b4.width, b4.seed, b4.bits, b4.nbytes), 0);
+	for (i = miss = 0; i < 10000; i++) {
+		kp = wkey(&wk, i, &len);
+		miss += !bloom_query(&v, kp, len);
+	}
+	cr_assert_gt(miss, 9900, "layout-4 cells read as layout 5: %zu of "
+	    "10000 keys missed", miss);
+	bloom_free(&v);
+	cr_assert_eq(bloom_attach(&v, BLOOM_FUSE128, b5.m, b5.k, b5.seglog,
+	    b5.width, b5.seed, b5.bits, b5.nbytes), 0);
+	for (i = miss = 0; i < 10000; i++) {
+		kp = wkey(&wk, i, &len);
+		miss += !bloom_query(&v, kp, len);
+	}
+	cr_assert_gt(miss, 9900, "layout-5 cells read as layout 4: %zu of "
+	    "10000 keys missed", miss);
+	bloom_free(&v);
+	bloom_free(&b4);
+	bloom_free(&b5);
 }
 
 Test(bloom, fuse_attach_shape_checks_and_query_many)
@@ -862,7 +1003,7 @@ Test(bloom, fuse_attach_shape_checks_and_query_many)
 	    b.seed, b.bits, b.nbytes), 0);
 	for (i = 0; i < 1000; i++) {
 		kp = wkey(&wk, i, &klen);
-		h[i] = bloom_hash(b.seed, kp, klen);
+		h[i] = bloom_hash(&b, kp, klen);
 		cr_assert_eq(bloom_query(&v, kp, klen), bloom_query(&b, kp,
 		    klen));
 	}

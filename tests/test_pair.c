@@ -247,8 +247,12 @@ Test(pair, fixture_bytes_unchanged)
 		{ BLOOM_FUSE8, 0, 0, "8bd271e57e4a11301e4eda48dae1550b"
 		    "817bcc52191564a3219a8fab0dccfef2" },
 		/* Layout 4, 7-bit cells: recorded when it was added. */
-		{ BLOOM_FUSE, 0, 0, "f9ce8ad6523961d272daabc2e5ab30cc"
+		{ BLOOM_FUSE128, 0, 0, "f9ce8ad6523961d272daabc2e5ab30cc"
 		    "b0a62aed979ce28d2f7f501bedc1df42" },
+		/* Layout 5 (XXH3-64), 7-bit cells: recorded when it was
+		 * added. */
+		{ BLOOM_FUSE, 0, 0, "2159dc30e6acf7cdb39493d4cce7ba62"
+		    "8642c93bf504cf2e3360148dd2cab436" },
 	};
 	static const char table[] = "74450e86b030ef3fc66809b19bc2d648"
 	    "3efc7394fb4e6bd9da9ce7111ac80180";
