@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -337,6 +338,27 @@ util_monotime(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int
+util_lower_thread_priority(int delta)
+{
+	id_t tid = (id_t)gettid();
+	int cur, want;
+
+	if (delta <= 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	/* -1 is also a valid nice value: errno tells them apart. */
+	errno = 0;
+	cur = getpriority(PRIO_PROCESS, tid);
+	if (cur == -1 && errno != 0)
+		return -1;
+	want = cur > 19 - delta ? 19 : cur + delta;
+	if (setpriority(PRIO_PROCESS, tid, want) == -1)
+		return -1;
+	return want;
 }
 
 int

@@ -90,6 +90,15 @@ int64_t util_now(void);
 double util_monotime(void);
 
 /*
+ * Adds delta (> 0) to the calling thread's nice value, at most 19: the
+ * thread then yields to the others of the process (Linux keeps a nice
+ * value per thread; threads it creates afterwards inherit it). An
+ * unprivileged thread cannot take it back. Returns the new nice value, or
+ * -1 with errno (EPERM where seccomp denies setpriority).
+ */
+int util_lower_thread_priority(int delta);
+
+/*
  * Reads a whole file (or standard input when path is "-") into a fresh
  * NUL-terminated buffer of at most max bytes. On success returns 0 and the
  * caller owns *out (free()). On failure returns -1, *out is NULL and err

@@ -109,6 +109,10 @@ static const struct opt opts[] = {
 	    NEED_ANY, "256", "N", "per-IP connection limit" },
 	{ "threads", OPT_UINT, OFF(threads), 0, 1024, NEED_ANY,
 	    "0", "N", "HTTP worker threads; 0: one per CPU" },
+	{ "loader_nice", OPT_UINT, OFF(loader_nice), 0, 19, NEED_ANY,
+	    "10", "N", "nice added to the thread that reads and verifies\n"
+	    "new filters (the main thread; an edge's sync\n"
+	    "thread), so that it yields to the HTTP workers;\n0: none" },
 	{ "poll_interval", OPT_UINT, OFF(poll_interval), 1, 3600, NEED_ANY,
 	    "2", "S", "filter directory poll fallback" },
 	{ "authz_cert_header", OPT_STR, OFF(authz_cert_header), 0, 0,

@@ -79,6 +79,7 @@ struct config {
 	unsigned	 max_conns;
 	unsigned	 max_conns_per_ip;
 	unsigned	 threads;	/* 0: one per CPU */
+	unsigned	 loader_nice;	/* added to the loading thread's nice */
 	unsigned	 poll_interval;	/* seconds between readlink polls */
 	char		*authz_cert_header;
 	bool		 authz_not_covered_allow;

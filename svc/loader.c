@@ -1073,3 +1073,21 @@ loader_stats(struct loader *l, struct loader_event *last,
 		*rejected = l->rejected;
 	pthread_mutex_unlock(&l->ev_mu);
 }
+
+void
+loader_lower_priority(const struct config *c, const char *who)
+{
+	int n;
+
+	if (c->loader_nice == 0)
+		return;
+	if ((n = util_lower_thread_priority((int)c->loader_nice)) == -1) {
+		log_warn("%s thread: cannot lower its priority by loader_nice "
+		    "%u: %s; filter loads compete with the HTTP workers (allow "
+		    "setpriority, or set loader_nice 0)", who, c->loader_nice,
+		    strerror(errno));
+		return;
+	}
+	log_info("%s thread: filter loads run at nice %d (loader_nice %u)",
+	    who, n, c->loader_nice);
+}

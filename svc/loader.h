@@ -232,4 +232,13 @@ void loader_stats(struct loader *l, struct loader_event *last,
 /* The highest version accepted from any signer (0: none yet). */
 uint64_t loader_highest(struct loader *l);
 
+/*
+ * Lowers the calling thread's priority by the config's loader_nice (none
+ * at 0): called by the thread that reads, hashes and verifies new filters
+ * (who: "main" or "sync") once the HTTP workers exist, so that a reload
+ * takes the CPU they leave rather than delay their answers. Logs what it
+ * did; a refusal (seccomp, EPERM) is a warning and changes nothing else.
+ */
+void loader_lower_priority(const struct config *c, const char *who);
+
 #endif

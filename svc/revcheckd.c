@@ -460,6 +460,9 @@ run(struct config *c)
 		log_err("%s", err);
 		goto out;
 	}
+	/* The workers exist: what this thread starts from now inherits it. */
+	if (c->filter_dir != NULL)
+		loader_lower_priority(c, "main");
 	log_info("revcheckd %s listening on %s (%s mode, filter dir %s)",
 	    REVCHECK_VERSION, c->listen, c->filter_dir ? "origin" : "edge",
 	    c->filter_dir ? c->filter_dir : "-");

@@ -627,6 +627,8 @@ sync_main(void *arg)
 	struct sync *s = arg;
 	struct timespec dl;
 
+	(void)pthread_setname_np(pthread_self(), "revcheckd-sync");
+	loader_lower_priority(s->cfg, "sync");
 	pthread_mutex_lock(&s->mu);
 	while (!s->stop) {
 		s->kick = false;

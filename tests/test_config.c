@@ -646,6 +646,34 @@ Test(config, max_header_size_bounded_and_restart_only)
 	config_free(&b);
 }
 
+/*
+ * loader_nice: 10 by default, 0..19, read once at start (the thread's
+ * nice value cannot be taken back without privilege).
+ */
+Test(config, loader_nice_bounded_and_restart_only)
+{
+	struct config a, b;
+	char err[256], out[256];
+
+	config_init(&a);
+	config_init(&b);
+	cr_assert_eq(a.loader_nice, 10);
+	cr_assert_eq(load(&a, "{\"loader_nice\": 20}", err, sizeof(err)), -1);
+	cr_assert(strstr(err, "loader_nice") != NULL, "%s", err);
+	cr_assert_eq(load(&a, "{\"loader_nice\": -1}", err, sizeof(err)), -1);
+	cr_assert_eq(load(&a, "{\"filter_dir\": \"/f\", \"trusted_key\": "
+	    "\"/a.pub\", \"loader_nice\": 0}", err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(a.loader_nice, 0);
+	cr_assert_eq(load(&b, "{\"filter_dir\": \"/f\", \"trusted_key\": "
+	    "\"/a.pub\", \"loader_nice\": 19}", err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(b.loader_nice, 19);
+	cr_assert_eq(config_restart_keys(&a, &b, out, sizeof(out)), 1);
+	cr_assert_str_eq(out, "loader_nice");
+	cr_assert(!config_key_is_live("loader_nice"));
+	config_free(&a);
+	config_free(&b);
+}
+
 Test(config, edge_keys_refused_on_an_origin)
 {
 	static const char *const keys[] = { "upstream_timeout",

@@ -1,6 +1,8 @@
 /* test_util.c - hex, times, durations, numbers and whole-file reads */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <pthread.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -278,4 +280,62 @@ Test(util, direct_writer_writes_exactly_the_bytes)
 			dw_round_trip(dirs[d], false, sizes[i]);
 		}
 	}
+}
+
+struct prio_probe {
+	int	 delta;
+	int	 before;
+	int	 ret;
+	int	 after;
+	int	 err;
+};
+
+static void *
+prio_thread(void *arg)
+{
+	struct prio_probe *p = arg;
+
+	errno = 0;
+	p->before = getpriority(PRIO_PROCESS, (id_t)gettid());
+	p->ret = util_lower_thread_priority(p->delta);
+	p->err = errno;
+	p->after = getpriority(PRIO_PROCESS, (id_t)gettid());
+	return NULL;
+}
+
+static void
+run_prio(struct prio_probe *p)
+{
+	pthread_t th;
+
+	cr_assert_eq(pthread_create(&th, NULL, prio_thread, p), 0);
+	cr_assert_eq(pthread_join(th, NULL), 0);
+}
+
+/*
+ * The calling thread's nice value only: raised by delta, at most 19; the
+ * rest of the process keeps its own; 0 or less is refused.
+ */
+Test(util, lower_thread_priority_is_per_thread_and_capped)
+{
+	struct prio_probe p;
+	int mine = getpriority(PRIO_PROCESS, (id_t)gettid());
+
+	memset(&p, 0, sizeof(p));
+	p.delta = 5;
+	run_prio(&p);
+	cr_assert_eq(p.ret, p.before + 5 > 19 ? 19 : p.before + 5, "%d %d",
+	    p.ret, p.before);
+	cr_assert_eq(p.after, p.ret);
+	cr_assert_eq(getpriority(PRIO_PROCESS, (id_t)gettid()), mine,
+	    "the calling thread only");
+	p.delta = 40;
+	run_prio(&p);
+	cr_assert_eq(p.ret, 19);
+	cr_assert_eq(p.after, 19);
+	p.delta = 0;
+	run_prio(&p);
+	cr_assert_eq(p.ret, -1);
+	cr_assert_eq(p.err, EINVAL);
+	cr_assert_eq(p.after, p.before, "nothing changed");
 }
