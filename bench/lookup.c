@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "bloom.h"
+#include "bloomhash.h"
 #include "lbshim.h"
 #include "pair.h"
 
@@ -27,8 +28,9 @@
  * lookup; fp is the measured false-positive rate over the absent keys.
  * Variants: libbloom (bloom_check), classic, blocked and fuse (bloom_query:
  * hash plus query, one key at a time), classic-batch, blocked-batch and
- * fuse-batch (the library's batch call: hash BATCH keys, then
- * bloom_query_many, which hints each key's cache lines a few keys before
+ * fuse-batch (the library's batch call: hash BATCH keys with
+ * bloomhash.h's inline bloom_hash, then bloom_query_many, which hints each
+ * key's cache lines a few keys before
  * reading them, as revcheckd's POST /v1/check batches do, see
  * docs/BENCHMARKS.md). build_s of fuse is the whole construction (hashing and
  * peeling); of the others the adds. The fuse filter has ceil(log2(1/P))-bit
@@ -147,8 +149,8 @@ run_queries(const struct target *t, const unsigned char *keys, uint64_t q)
 		for (i = 0; i < q; i += nb) {
 			nb = q - i < BATCH ? (size_t)(q - i) : BATCH;
 			for (j = 0; j < nb; j++)
-				h[j] = bloom_hash(t->b, keys + (i + j) * KEY_SLOT,
-				    KEY_LEN);
+				h[j] = bloom_hash_inline(t->b,
+				    keys + (i + j) * KEY_SLOT, KEY_LEN);
 			bloom_query_many(t->b, h, nb, res);
 			for (j = 0; j < nb; j++)
 				hits += res[j];

@@ -6,8 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
+#include "bloomhash.h"
 
 /* Golden-ratio multiplier that remixes h2 between blocked probes. */
 #define BLOOM_MIX UINT64_C(0x9e3779b97f4a7c15)
@@ -360,41 +359,11 @@ bloom_free(struct bloom *b)
 	memset(b, 0, sizeof(*b));
 }
 
-/*
- * BLOOM_FUSE's hash: one XXH3-64, remixed for h2 by a multiplication by an
- * odd constant (a bijection). The first cell comes from the high bits of
- * h1; the cell offsets from bits 1..38 of h2, which depend only on bits
- * 0..38 of x; the fingerprint from the top bits of h2, which depend on all
- * of x.
- */
-static inline struct bloom_hash
-fuse_hash64(uint64_t seed, const void *key, size_t len)
-{
-	uint64_t x = XXH3_64bits_withSeed(key, len, seed);
-	struct bloom_hash h;
-
-	h.h1 = x;
-	h.h2 = (x * BLOOM_MIX) | 1;
-	return h;
-}
-
-static inline struct bloom_hash
-bloom_hash128(uint64_t seed, const void *key, size_t len)
-{
-	XXH128_hash_t x = XXH3_128bits_withSeed(key, len, seed);
-	struct bloom_hash h;
-
-	h.h1 = x.low64;
-	h.h2 = x.high64 | 1;	/* never 0, never even */
-	return h;
-}
-
+/* The hashes themselves are in bloomhash.h, inline for batch loops. */
 __attribute__((flatten)) struct bloom_hash
 bloom_hash(const struct bloom *b, const void *key, size_t len)
 {
-	if (b->layout == BLOOM_FUSE)
-		return fuse_hash64(b->seed, key, len);
-	return bloom_hash128(b->seed, key, len);
+	return bloom_hash_inline(b, key, len);
 }
 
 uint64_t
@@ -800,7 +769,7 @@ bloom_query(const struct bloom *b, const void *key, size_t len)
 
 	if (b->layout != BLOOM_FUSE || len > 128)
 		return bloom_query_other(b, key, len);
-	h = fuse_hash64(b->seed, key, len);
+	h = bloom_hash_xxh64(b->seed, key, len);
 	return bloom_query_fuse(b, &h);
 }
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <xxhash.h>
+#include "bloomhash.h"
 
 #include "check.h"
 #include "crl.h"
@@ -369,8 +369,8 @@ check_keys_tally(const struct snapshot *s, const struct revkey *keys,
 			if (decide_before_filter(s, &keys[j], sc, &r[j], t))
 				continue;
 			idx[len] = j;
-			h[len++] = bloom_hash(b, enc, revkey_encode(&keys[j],
-			    enc));
+			h[len++] = bloom_hash_inline(b, enc,
+			    revkey_encode(&keys[j], enc));
 		}
 		/* 2. One pass over the filter, each key's lines hinted ahead. */
 		bloom_query_many(b, h, len, maybe);
