@@ -1027,26 +1027,30 @@ fail:
 	return -1;
 }
 
-int
-bloom_build_fuse(struct bloom *b, uint32_t width, size_t n, uint64_t seed,
-    bloom_key_fn key, void *arg)
+/* The packed layouts: a width in 4..16. */
+static int
+fuse_build_packed(struct bloom *b, enum bloom_layout layout, uint32_t width,
+    size_t n, uint64_t seed, bloom_key_fn key, void *arg)
 {
 	if (width < BLOOM_FUSE_MIN_WIDTH || width > BLOOM_FUSE_MAX_WIDTH) {
 		memset(b, 0, sizeof(*b));
 		return -1;
 	}
-	return fuse_build(b, BLOOM_FUSE, width, n, seed, key, arg);
+	return fuse_build(b, layout, width, n, seed, key, arg);
+}
+
+int
+bloom_build_fuse(struct bloom *b, uint32_t width, size_t n, uint64_t seed,
+    bloom_key_fn key, void *arg)
+{
+	return fuse_build_packed(b, BLOOM_FUSE, width, n, seed, key, arg);
 }
 
 int
 bloom_build_fuse128(struct bloom *b, uint32_t width, size_t n, uint64_t seed,
     bloom_key_fn key, void *arg)
 {
-	if (width < BLOOM_FUSE_MIN_WIDTH || width > BLOOM_FUSE_MAX_WIDTH) {
-		memset(b, 0, sizeof(*b));
-		return -1;
-	}
-	return fuse_build(b, BLOOM_FUSE128, width, n, seed, key, arg);
+	return fuse_build_packed(b, BLOOM_FUSE128, width, n, seed, key, arg);
 }
 
 int

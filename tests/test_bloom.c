@@ -916,6 +916,24 @@ Test(bloom, fuse_layouts_follow_format_md)
 	}
 }
 
+/* Keys 0..9999 of wk missed by b's cells read as layout as. */
+static size_t
+misses_read_as(const struct bloom *b, enum bloom_layout as, struct wkeys *wk)
+{
+	struct bloom v;
+	const void *kp;
+	size_t i, len, miss = 0;
+
+	cr_assert_eq(bloom_attach(&v, as, b->m, b->k, b->seglog, b->width,
+	    b->seed, b->bits, b->nbytes), 0);
+	for (i = 0; i < 10000; i++) {
+		kp = wkey(wk, i, &len);
+		miss += !bloom_query(&v, kp, len);
+	}
+	bloom_free(&v);
+	return miss;
+}
+
 /*
  * The layout byte is what tells the two hashes apart: layout-4 cells read
  * as layout 5 (or the other way round) miss most of the keys built in. A
@@ -926,9 +944,8 @@ Test(bloom, fuse_layouts_follow_format_md)
 Test(bloom, fuse_and_fuse128_are_told_apart_by_their_layout)
 {
 	struct wkeys wk = { 0xab, 0, { 0 } };
-	struct bloom b4, b5, v;
-	const void *kp;
-	size_t i, len, n = 1000000, miss;
+	struct bloom b4, b5;
+	size_t n = 1000000, miss;
 
 	cr_assert_eq(bloom_build_fuse128(&b4, 10, n, 5, wkey, &wk), 0);
 	cr_assert_eq(bloom_build_fuse(&b5, 10, n, 5, wkey, &wk), 0);
@@ -937,24 +954,12 @@ Test(bloom, fuse_and_fuse128_are_told_apart_by_their_layout)
 	cr_assert_eq(b4.nbytes, bloom_nbytes(b4.m) + BLOOM_FUSE_PAD);
 	wexpect_all_present(&b4, n, 0xab);
 	wexpect_all_present(&b5, n, 0xab);
-	cr_assert_eq(bloom_attach(&v, BLOOM_FUSE, b4.m, b4.k, b4.seglog,
-	    b4.width, b4.seed, b4.bits, b4.nbytes), 0);
-	for (i = miss = 0; i < 10000; i++) {
-		kp = wkey(&wk, i, &len);
-		miss += !bloom_query(&v, kp, len);
-	}
+	miss = misses_read_as(&b4, BLOOM_FUSE, &wk);
 	cr_assert_gt(miss, 9900, "layout-4 cells read as layout 5: %zu of "
 	    "10000 keys missed", miss);
-	bloom_free(&v);
-	cr_assert_eq(bloom_attach(&v, BLOOM_FUSE128, b5.m, b5.k, b5.seglog,
-	    b5.width, b5.seed, b5.bits, b5.nbytes), 0);
-	for (i = miss = 0; i < 10000; i++) {
-		kp = wkey(&wk, i, &len);
-		miss += !bloom_query(&v, kp, len);
-	}
+	miss = misses_read_as(&b5, BLOOM_FUSE128, &wk);
 	cr_assert_gt(miss, 9900, "layout-5 cells read as layout 4: %zu of "
 	    "10000 keys missed", miss);
-	bloom_free(&v);
 	bloom_free(&b4);
 	bloom_free(&b5);
 }
@@ -1094,4 +1099,56 @@ Test(bloom, fuse_sorted_construction_refuses_duplicates_and_unstable_keys)
 	cr_assert_eq(bloom_build_fuse(&b, 9, n, 5, unstable_key, &u), 0);
 	wexpect_all_present(&b, n, 0x99);
 	bloom_free(&b);
+}
+
+/*
+ * Keys of every length from 1 to 400 bytes (XXH3 takes other paths past
+ * 16, 128 and 240 bytes, and bloom_query() takes BLOOM_FUSE's keys of
+ * more than 128 bytes out of line): in both packed layouts every key
+ * built in is found one at a time, in a batch and by FORMAT.md's text.
+ */
+struct lenkeys {
+	unsigned char	 buf[400];
+};
+
+static const void *
+lenkey(void *arg, size_t i, size_t *len)
+{
+	struct lenkeys *lk = arg;
+	size_t j;
+
+	*len = i + 1;
+	for (j = 0; j < *len; j++)
+		lk->buf[j] = (unsigned char)(j * 7 + i);
+	lk->buf[0] = (unsigned char)i;	/* distinct: length and first byte */
+	return lk->buf;
+}
+
+Test(bloom, fuse_keys_of_every_length_to_400_bytes)
+{
+	struct lenkeys lk;
+	struct bloom_hash h[400];
+	bool out[400];
+	struct bloom b;
+	const void *kp;
+	size_t i, len;
+	int l;
+
+	for (l = 0; l < 2; l++) {
+		cr_assert_eq((l == 0 ? bloom_build_fuse : bloom_build_fuse128)(&b,
+		    9, 400, 3, lenkey, &lk), 0);
+		for (i = 0; i < 400; i++) {
+			kp = lenkey(&lk, i, &len);
+			cr_assert(bloom_query(&b, kp, len), "layout %d: key of "
+			    "%zu bytes missed", b.layout, len);
+			cr_assert(spec_present(&b, kp, len), "layout %d: key of "
+			    "%zu bytes: FORMAT.md disagrees", b.layout, len);
+			h[i] = bloom_hash(&b, kp, len);
+		}
+		bloom_query_many(&b, h, 400, out);
+		for (i = 0; i < 400; i++)
+			cr_assert(out[i], "layout %d: batched key of %zu bytes "
+			    "missed", b.layout, i + 1);
+		bloom_free(&b);
+	}
 }
