@@ -745,6 +745,12 @@ bloom_add(struct bloom *b, const void *key, size_t len)
 	bloom_add_hash(b, &h);
 }
 
+/*
+ * Keys up to this length take bloom_query()'s inline path: XXH3's
+ * 0..128-byte branches, none of its calls for longer input.
+ */
+#define BLOOM_QUERY_INLINE_MAX	128
+
 /* Every other case, out of bloom_query()'s way. */
 static __attribute__((noinline, flatten)) bool
 bloom_query_other(const struct bloom *b, const void *key, size_t len)
@@ -767,7 +773,7 @@ bloom_query(const struct bloom *b, const void *key, size_t len)
 {
 	struct bloom_hash h;
 
-	if (b->layout != BLOOM_FUSE || len > 128)
+	if (b->layout != BLOOM_FUSE || len > BLOOM_QUERY_INLINE_MAX)
 		return bloom_query_other(b, key, len);
 	h = bloom_hash_xxh64(b->seed, key, len);
 	return bloom_query_fuse(b, &h);
