@@ -176,13 +176,53 @@ bool util_utf8_valid(const void *p, size_t n);
 long util_b64url_decode(unsigned char *out, const char *in, size_t len,
     size_t *bad);
 
-/* Little-endian stores and loads, independent of the host's byte order. */
-void util_put_le16(unsigned char *p, uint16_t v);
-void util_put_le32(unsigned char *p, uint32_t v);
-void util_put_le64(unsigned char *p, uint64_t v);
-uint16_t util_get_le16(const unsigned char *p);
-uint32_t util_get_le32(const unsigned char *p);
-uint64_t util_get_le64(const unsigned char *p);
+/*
+ * Little-endian stores and loads, independent of the host's byte order.
+ * Inline: a table's index and records are read through them once per
+ * record at every load and per probe at every lookup (the compiler turns
+ * each into one load or store on a little-endian host).
+ */
+static inline void
+util_put_le16(unsigned char *p, uint16_t v)
+{
+	p[0] = (unsigned char)v;
+	p[1] = (unsigned char)(v >> 8);
+}
+
+static inline void
+util_put_le32(unsigned char *p, uint32_t v)
+{
+	p[0] = (unsigned char)v;
+	p[1] = (unsigned char)(v >> 8);
+	p[2] = (unsigned char)(v >> 16);
+	p[3] = (unsigned char)(v >> 24);
+}
+
+static inline void
+util_put_le64(unsigned char *p, uint64_t v)
+{
+	util_put_le32(p, (uint32_t)v);
+	util_put_le32(p + 4, (uint32_t)(v >> 32));
+}
+
+static inline uint16_t
+util_get_le16(const unsigned char *p)
+{
+	return (uint16_t)(p[0] | (p[1] << 8));
+}
+
+static inline uint32_t
+util_get_le32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	    (uint32_t)p[3] << 24;
+}
+
+static inline uint64_t
+util_get_le64(const unsigned char *p)
+{
+	return (uint64_t)util_get_le32(p) | (uint64_t)util_get_le32(p + 4) << 32;
+}
 
 /*
  * A sequential writer of one new, empty file that keeps what it writes
