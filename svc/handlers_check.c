@@ -614,6 +614,32 @@ authz_reply(const struct server_req *r, unsigned status, const char *verdict,
 }
 
 /*
+ * The token of an Authorization header value "Bearer" 1*(SP / HTAB)
+ * token (RFC 6750 section 2.1; the scheme in any case), trailing blanks
+ * dropped, with its length in *len; NULL for any other value.
+ */
+static const char *
+bearer_token(const char *auth, size_t *len)
+{
+	const char *tok;
+	size_t tl;
+
+	if (strncasecmp(auth, "Bearer", 6) != 0 ||
+	    (auth[6] != ' ' && auth[6] != '\t'))
+		return NULL;
+	tok = auth + 6;
+	while (*tok == ' ' || *tok == '\t')
+		tok++;
+	tl = strlen(tok);
+	while (tl > 0 && (tok[tl - 1] == ' ' || tok[tl - 1] == '\t'))
+		tl--;
+	if (tl == 0)
+		return NULL;
+	*len = tl;
+	return tok;
+}
+
+/*
  * Every credential present is checked; the worst verdict wins (revoked,
  * then not_covered, then not_revoked), so adding a clean credential can
  * never hide a revoked one.
@@ -646,13 +672,19 @@ handle_authz(const struct server_req *r)
 	    MHD_HTTP_HEADER_AUTHORIZATION);
 	cert = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
 	    c->authz_cert_header);
-	if (auth != NULL && strncasecmp(auth, "Bearer ", 7) == 0) {
-		tok = auth + 7;
-		while (*tok == ' ')
-			tok++;
-		tl = strlen(tok);
-		while (tl > 0 && tok[tl - 1] == ' ')
-			tl--;
+	if (auth != NULL) {
+		/*
+		 * An Authorization header is a credential: one this cannot
+		 * check (another scheme such as DPoP or Basic, no space
+		 * after the scheme, no token) is refused, never passed over,
+		 * or a clean certificate beside it would answer for it.
+		 */
+		if ((tok = bearer_token(auth, &tl)) == NULL) {
+			log_debug("authz: Authorization header refused: not "
+			    "\"Bearer\", spaces and a token");
+			return authz_reply(r, MHD_HTTP_UNAUTHORIZED,
+			    "bad_credential", NULL);
+		}
 		if (trust_token_cut(&r->live->trust, tok, tl, util_now(),
 		    &keys[nk], &cut, NULL, &jv, e, sizeof(e)) == -1) {
 			log_debug("authz: token refused: %s: %s",

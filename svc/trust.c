@@ -907,13 +907,18 @@ trust_token_claims(struct trust *t, const char *tok, size_t len,
 
 /*
  * The values of parsed token j that its keys come from, or -1 with err
- * (no string jti: what jwt_key says). Borrowed from j.
+ * (no string jti: what jwt_key says). Borrowed from j. A sub or sid that
+ * is there but not a string (a number, an array) is refused like such a
+ * jti: the subject and session cutoffs are keyed on the string, and a
+ * token whose subject they cannot name would pass them unseen.
  */
 static int
 values_of(const struct jwt *j, struct tok_values *v, char *err,
     size_t errlen)
 {
+	static const char *const opt[] = { "sub", "sid" };
 	const char *jti = jwt_claim_str(j, "jti");
+	size_t i;
 
 	memset(v, 0, sizeof(*v));
 	if (jti == NULL) {
@@ -921,6 +926,15 @@ values_of(const struct jwt *j, struct tok_values *v, char *err,
 		    cJSON_GetObjectItemCaseSensitive(j->claims, "jti") == NULL ?
 		    "no \"jti\" claim" : "\"jti\" is not a string");
 		return -1;
+	}
+	for (i = 0; i < sizeof(opt) / sizeof(opt[0]); i++) {
+		if (cJSON_GetObjectItemCaseSensitive(j->claims, opt[i]) !=
+		    NULL && jwt_claim_str(j, opt[i]) == NULL) {
+			snprintf(err, errlen, "\"%s\" is not a string "
+			    "(subject and session cutoffs could not apply)",
+			    opt[i]);
+			return -1;
+		}
 	}
 	v->iss = j->iss;
 	v->jti = jti;

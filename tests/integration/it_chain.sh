@@ -165,6 +165,25 @@ rc_curl -H "X-SSL-Client-Cert: $(der64 "$P/leafok.pem"),,$(der64 "$P/intgood.pem
 rc_expect_status 401 "authz: empty element in a base64 chain"
 rc_curl -H "X-SSL-Client-Cert: $(der64 "$P/leafok.pem"),QUJD" "$U/v1/authz"
 rc_expect_status 401 "authz: a base64 element that is no certificate"
+# An Authorization header beside a clean certificate is a credential of
+# its own: one that cannot be checked (another scheme, no blank after
+# "Bearer", no token) is refused, never passed over for the certificate.
+clean=$(esc "$P/leafok.pem" "$P/intgood.pem")
+tok=$(rc_jwt "" tok-1)
+for a in "DPoP $tok" "Basic dXNlcjpwYXNz" "Bearer$tok" "Bearer" "Bearer   " "Token $tok"; do
+	rc_curl -H "X-SSL-Client-Cert: $clean" -H "Authorization: $a" "$U/v1/authz"
+	rc_expect_status 401 "authz: clean certificate with Authorization '${a:0:12}'"
+	rc_expect_json verdict bad_credential "authz: Authorization '${a:0:12}': verdict"
+done
+rc_curl -H "X-SSL-Client-Cert: $clean" -H "Authorization;" "$U/v1/authz"
+rc_expect_status 401 "authz: clean certificate with an empty Authorization header"
+# "Bearer", then spaces or tabs: the token is checked (tokens here are
+# refused: the daemon trusts no issuer), whatever the scheme's case.
+for a in "Bearer $tok" "bearer $tok" "BEARER  $tok" "Bearer	$tok" "Bearer $tok	"; do
+	rc_curl -H "X-SSL-Client-Cert: $clean" -H "Authorization: $a" "$U/v1/authz"
+	rc_expect_status 401 "authz: clean certificate with a refused token ('${a:0:8}')"
+	rc_expect_json verdict untrusted_issuer "authz: the token was read ('${a:0:8}')"
+done
 
 rc_stop A
 rc_done

@@ -132,6 +132,18 @@ cut "sub carol without iat (cannot be proven newer)" 403 "{$C,\"jti\":\"c3\",\"s
 cut "another sub issued before the cutoff" 200 "{$C,\"jti\":\"c4\",\"sub\":\"dave\",\"iat\":\"now-120\"}"
 cut "session sess-9 issued before the cutoff" 403 "{$C,\"jti\":\"c5\",\"sub\":\"erin\",\"sid\":\"sess-9\",\"iat\":\"now-120\"}"
 cut "another session issued before the cutoff" 200 "{$C,\"jti\":\"c6\",\"sub\":\"erin\",\"sid\":\"sess-1\",\"iat\":\"now-120\"}"
+# A sub or sid that is not a string could not be named by a cutoff:
+# refused, never let through the cutoffs unseen.
+cut "sub carol as an array" 401 "{$C,\"jti\":\"c8\",\"sub\":[\"carol\"],\"iat\":\"now-120\"}"
+cut "sub as a number" 401 "{$C,\"jti\":\"c9\",\"sub\":12345,\"iat\":\"now-120\"}"
+cut "sub as an object" 401 "{$C,\"jti\":\"c10\",\"sub\":{\"n\":\"carol\"},\"iat\":\"now-120\"}"
+cut "sid sess-9 as an array" 401 "{$C,\"jti\":\"c11\",\"sub\":\"erin\",\"sid\":[\"sess-9\"],\"iat\":\"now-120\"}"
+cut "sid as null" 401 "{$C,\"jti\":\"c12\",\"sub\":\"erin\",\"sid\":null,\"iat\":\"now-120\"}"
+arr=$(M sign "$T/a-ec.pem" ES256 a-ec "{$C,\"jti\":\"c13\",\"sub\":[\"carol\"],\"iat\":\"now-120\"}")
+rc_curl -H 'Content-Type: application/json' --data-binary "{\"token\":\"$arr\"}" "$D_URL/v1/check"
+rc_expect_status 400 "check: a token whose sub is an array"
+rc_expect_json message 'bad token: "sub" is not a string (subject and session cutoffs could not apply)' \
+    "check: the refusal names the claim"
 old=$(M sign "$T/a-ec.pem" ES256 a-ec "{$C,\"jti\":\"c7\",\"sub\":\"carol\",\"iat\":\"now-120\"}")
 rc_curl -H 'Content-Type: application/json' --data-binary "{\"token\":\"$old\"}" "$D_URL/v1/check"
 rc_expect_json status revoked "check: a token under a subject cutoff is revoked"
