@@ -106,6 +106,7 @@ struct reqstate {
 	bool		 too_large;	/* over the cap: 413 at the end */
 	double		 started;	/* when its handler first ran */
 	struct check_settle *settle;	/* its positives (edge), or NULL */
+	const char	*bad_uri;	/* REQ_BAD_URI: why (static) */
 };
 
 struct server {
@@ -220,33 +221,43 @@ req_deadline(const struct reqstate *st, double deadline)
 }
 
 /*
- * True when the raw request URI (before libmicrohttpd unescapes it, which
+ * Why the raw request URI (before libmicrohttpd unescapes it, which
  * takes a malformed escape such as "%zz" or a lone "%" literally) is
- * acceptable: no malformed escape, no control byte anywhere, and no
- * escaped NUL in the path, which would cut the path short where it is
- * compared.
+ * refused, or NULL when it is acceptable: no malformed escape, no control
+ * byte anywhere, no escaped NUL in the path, which would cut the path
+ * short where it is compared, and no raw "+" in the query.
+ * libmicrohttpd decodes a query's "+" as a space (form encoding), while
+ * a client that pastes a base64 token id into a URL means a plus: the
+ * two ids differ, and the wrong one would be checked. "%2B" and "%20"
+ * say which.
  */
-static bool
-uri_ok(const char *uri)
+static const char *
+uri_refused(const char *uri)
 {
+	static const char bad[] = "malformed percent-encoding or control "
+	    "bytes in the URL";
 	const unsigned char *p;
 	bool in_path = true;
 
 	for (p = (const unsigned char *)uri; *p != '\0'; p++) {
 		if (*p < 0x20 || *p == 0x7f)
-			return false;
+			return bad;
 		if (*p == '?')
 			in_path = false;
+		if (*p == '+' && !in_path)
+			return "a raw '+' in the query is ambiguous (a space "
+			    "in form encoding): send %2B for a plus, %20 "
+			    "for a space";
 		if (*p != '%')
 			continue;
 		if (util_hexval((unsigned char)p[1]) < 0 ||
 		    util_hexval((unsigned char)p[2]) < 0)
-			return false;
+			return bad;
 		if (in_path && p[1] == '0' && p[2] == '0')
-			return false;
+			return bad;
 		p += 2;
 	}
-	return true;
+	return NULL;
 }
 
 /*
@@ -275,7 +286,8 @@ on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 		st->ct = ct;
 	} else if ((st = calloc(1, sizeof(*st))) == NULL)
 		return NULL;
-	st->phase = uri_ok(uri) ? REQ_NEW : REQ_BAD_URI;
+	st->bad_uri = uri_refused(uri);
+	st->phase = st->bad_uri == NULL ? REQ_NEW : REQ_BAD_URI;
 	return st;
 }
 
@@ -600,8 +612,7 @@ req_start(struct server_req *r, struct reqstate *st)
 	st->phase = REQ_ANSWERED;	/* until routed */
 	if (bad_uri)
 		return server_error(r, MHD_HTTP_BAD_REQUEST, "bad_request",
-		    "malformed percent-encoding or control bytes in the URL",
-		    0);
+		    st->bad_uri, 0);
 	if ((rt = route_find(r->url)) == NULL)
 		return server_error(r, MHD_HTTP_NOT_FOUND, "not_found",
 		    "no such endpoint", 0);
@@ -625,6 +636,19 @@ req_start(struct server_req *r, struct reqstate *st)
 		r->close = true;
 		return server_error(r, MHD_HTTP_BAD_REQUEST, "bad_request",
 		    "both Content-Length and Transfer-Encoding", 0);
+	}
+	/*
+	 * So is either framing header twice: libmicrohttpd reads the first,
+	 * a proxy may have framed the body by the last (RFC 9112 6.3 asks
+	 * differing lengths to be refused; the same length twice gains
+	 * nothing and is refused alike, as is "chunked" then "gzip").
+	 */
+	if (server_header_count(conn, MHD_HTTP_HEADER_CONTENT_LENGTH) > 1 ||
+	    server_header_count(conn, MHD_HTTP_HEADER_TRANSFER_ENCODING) > 1) {
+		r->close = true;
+		return server_error(r, MHD_HTTP_BAD_REQUEST, "bad_request",
+		    cl != NULL ? "repeated Content-Length header" :
+		    "repeated Transfer-Encoding header", 0);
 	}
 	/*
 	 * A second Authorization header could carry a revoked token behind
