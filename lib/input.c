@@ -361,6 +361,8 @@ rd_refuse_empty(struct rd *r, const char *scope)
 	return -1;
 }
 
+#define UTF8_BOM	"\xef\xbb\xbf"
+
 /*
  * A token list is lines of single ids. Anything else (a PEM file, a
  * document, binary data) would publish its lines as ids, and garbage in
@@ -370,7 +372,7 @@ rd_refuse_empty(struct rd *r, const char *scope)
 static int
 read_text(struct rd *r, const char *buf, size_t len)
 {
-	const char *scope = opts_scope(r->o), *line, *nl, *b, *e, *why;
+	const char *scope = opts_scope(r->o), *line, *nl, *b, *e, *why, *bom;
 	char kerr[256];
 	struct revkey k;
 	size_t pos = 0, lineno = 0, col, nids = 0;
@@ -378,6 +380,13 @@ read_text(struct rd *r, const char *buf, size_t len)
 
 	if (set_scope(r, scope) != 0)
 		return -1;
+	/*
+	 * A UTF-8 byte order mark (Notepad, many exporters) is no part of
+	 * the first id: kept, it would make that id one no check ever asks
+	 * about, and un-revoke it. Anywhere else the mark is refused below.
+	 */
+	if (len >= 3 && memcmp(buf, UTF8_BOM, 3) == 0)
+		pos = 3;
 	while (pos < len) {
 		line = buf + pos;
 		nl = memchr(line, '\n', len - pos);
@@ -403,6 +412,13 @@ read_text(struct rd *r, const char *buf, size_t len)
 		if ((why = id_refused(b, (size_t)(e - b), true, &col)) != NULL) {
 			rd_err_line(r, lineno, "column %zu: %s: not a token "
 			    "list", col + (size_t)(b - line), why);
+			return -1;
+		}
+		if ((bom = memmem(b, (size_t)(e - b), UTF8_BOM, 3)) !=
+		    NULL) {
+			rd_err_line(r, lineno, "column %zu: a byte order mark "
+			    "(U+FEFF) inside an id: no check would ask for "
+			    "that id", (size_t)(bom - line) + 1);
 			return -1;
 		}
 		/*
@@ -1594,7 +1610,7 @@ sniff(const unsigned char *buf, size_t len)
 	while (i < len && is_space(buf[i]))
 		i++;
 	/* A UTF-8 byte order mark before JSON is tolerated. */
-	if (i + 3 <= len && memcmp(buf + i, "\xef\xbb\xbf", 3) == 0)
+	if (i + 3 <= len && memcmp(buf + i, UTF8_BOM, 3) == 0)
 		i += 3;
 	while (i < len && is_space(buf[i]))
 		i++;

@@ -364,6 +364,68 @@ Test(input, text_nul_byte_is_an_error)
 	rmdir(dir);
 }
 
+/* A UTF-8 byte order mark starts a text list; it is not the first id's. */
+Test(input, text_byte_order_mark_skipped)
+{
+	static const char text[] = "\xef\xbb\xbftok-bom\r\ntok-2\r\n";
+	static const char comment[] = "\xef\xbb\xbf# a comment\ntok-3\n";
+	struct input_set s;
+	struct input_opts o = opts("default");
+	char dir[] = "/tmp/revcheck-input-XXXXXX", path[256], err[512] = "";
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/ids.txt", dir);
+	write_file(path, text, sizeof(text) - 1);
+	input_set_init(&s);
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(input_set_records(&s), 2);
+	cr_assert(find_str(&s, "default", "tok-bom") >= 0,
+	    "the first id kept the byte order mark");
+	cr_assert(find_str(&s, "default", "tok-2") >= 0);
+	input_set_free(&s);
+
+	/* A comment behind the mark is still a comment. */
+	write_file(path, comment, sizeof(comment) - 1);
+	input_set_init(&s);
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(input_set_records(&s), 1);
+	cr_assert(find_str(&s, "default", "tok-3") >= 0);
+	input_set_free(&s);
+	unlink(path);
+	rmdir(dir);
+}
+
+/* Anywhere but the start, U+FEFF is refused: it hides inside an id. */
+Test(input, text_byte_order_mark_inside_refused)
+{
+	static const char *const bad[] = {
+		"tok-1\n\xef\xbb\xbftok-2\n",	/* a second mark */
+		"tok-1\ntok\xef\xbb\xbf-2\n",	/* inside */
+		"tok-1\ntok-2\xef\xbb\xbf\n",	/* at its end */
+	};
+	struct input_set s;
+	struct input_opts o = opts("default");
+	char dir[] = "/tmp/revcheck-input-XXXXXX", path[256], err[512];
+	size_t i;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/ids.txt", dir);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		write_file(path, bad[i], strlen(bad[i]));
+		input_set_init(&s);
+		err[0] = '\0';
+		o.format = INPUT_TEXT;
+		cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), -1,
+		    "case %zu accepted", i);
+		cr_assert(strstr(err, ":2: ") != NULL &&
+		    strstr(err, "byte order mark") != NULL, "case %zu: %s", i,
+		    err);
+		input_set_free(&s);
+	}
+	unlink(path);
+	rmdir(dir);
+}
+
 Test(input, stdin_dash)
 {
 	struct input_set s;
