@@ -82,7 +82,7 @@ int util_parse_double(const char *s, double *out);
  * Seconds since the epoch. REVCHECK_FAKE_NOW (decimal seconds), when set in
  * the environment at the first call, pins the clock for the process's whole
  * life: tests use it to build expired or future files; it is read once, so
- * an answer costs no getenv.
+ * an answer costs no getenv. revcheckd refuses to start with it set.
  */
 int64_t util_now(void);
 

@@ -588,6 +588,18 @@ main(int argc, char **argv)
 		}
 		goto out;
 	}
+	/*
+	 * REVCHECK_FAKE_NOW is filterbuild's test hook for building expired
+	 * and future filters. The daemon's clock is the same function: set
+	 * here, it would freeze, and no filter would ever expire.
+	 */
+	if ((c.action == CONFIG_CHECK || c.action == CONFIG_RUN) &&
+	    getenv("REVCHECK_FAKE_NOW") != NULL) {
+		fprintf(stderr, "revcheckd: REVCHECK_FAKE_NOW is set in the "
+		    "environment: a test hook that would freeze the daemon's "
+		    "clock (no filter would ever go stale); unset it\n");
+		goto out;
+	}
 	switch (c.action) {
 	case CONFIG_HELP:
 		config_usage(stdout);

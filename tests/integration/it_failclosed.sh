@@ -43,6 +43,17 @@ for n in S1 S2; do
 	rc_wait_ready "$u" 10 || rc_fail "$n not ready"
 	rc_curl "$u/v1/check?id=tok-1"; rc_expect_json status revoked "$n answers while fresh"
 done
+# filterbuild's clock hook would freeze the daemon's clock (S1's filter
+# would never expire): the daemon refuses to run or check a config with it.
+for a in "--check-config" "--listen 127.0.0.1:1"; do
+	# shellcheck disable=SC2086
+	if out=$(REVCHECK_FAKE_NOW=$now timeout 10 "$REVCHECKD" --filter-dir "$T/fexp" \
+	    --trusted-key "$T/key.pub" --state-dir "$T/s1" $a 2>&1); then
+		rc_fail "revcheckd $a ran with REVCHECK_FAKE_NOW set"
+	else
+		rc_expect_match "$out" 'REVCHECK_FAKE_NOW is set' "revcheckd $a: refused with REVCHECK_FAKE_NOW"
+	fi
+done
 
 # ---------------------------------------------------------------- origin and edges
 # The classic layout: at a few keys a blocked filter rounds up to one
