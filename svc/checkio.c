@@ -8,6 +8,49 @@
 #include "server.h"
 #include "util.h"
 
+/*
+ * The member names a check reads. One given twice in an object is
+ * ambiguous: cJSON takes the first, another parser on the way (a proxy,
+ * a client's log) may take the last, and the answer would be about
+ * another id than the one the caller sees.
+ */
+static const struct {
+	const char	*name;
+	const char	*why;
+} read_names[] = {
+	{ "id", "a repeated \"id\" member" },
+	{ "scope", "a repeated \"scope\" member" },
+	{ "cert", "a repeated \"cert\" member" },
+	{ "token", "a repeated \"token\" member" },
+	{ "chain", "a repeated \"chain\" member" },
+	{ "items", "a repeated \"items\" member" },
+};
+
+/* Why: a read name repeated in an object anywhere in v; NULL if none. */
+static const char *
+repeated_member(const cJSON *v)
+{
+	const cJSON *m;
+	const char *r;
+	unsigned seen = 0;
+	size_t i;
+
+	for (m = v->child; m != NULL; m = m->next) {
+		for (i = 0; cJSON_IsObject(v) && m->string != NULL &&
+		    i < sizeof(read_names) / sizeof(read_names[0]); i++) {
+			if (strcmp(m->string, read_names[i].name) != 0)
+				continue;
+			if (seen & (1u << i))
+				return read_names[i].why;
+			seen |= 1u << i;
+		}
+		if ((cJSON_IsObject(m) || cJSON_IsArray(m)) &&
+		    (r = repeated_member(m)) != NULL)
+			return r;
+	}
+	return NULL;
+}
+
 cJSON *
 checkio_parse_body(const char *body, size_t len, const char **why)
 {
@@ -37,6 +80,10 @@ checkio_parse_body(const char *body, size_t len, const char **why)
 	if (!cJSON_IsObject(root)) {
 		cJSON_Delete(root);
 		*why = "the body must be a JSON object";
+		return NULL;
+	}
+	if ((*why = repeated_member(root)) != NULL) {
+		cJSON_Delete(root);
 		return NULL;
 	}
 	return root;
@@ -112,7 +159,8 @@ checkio_key_from_json_cut(const cJSON *obj, struct trust *tr,
 	/*
 	 * One pass over the members rather than four lookups (a batch does
 	 * this per item); the first of a repeated name wins, as with
-	 * cJSON_GetObjectItemCaseSensitive().
+	 * cJSON_GetObjectItemCaseSensitive() (a request body with one was
+	 * refused by checkio_parse_body).
 	 */
 	id = scope = cert = token = chain = NULL;
 	for (m = obj->child; m != NULL; m = m->next) {

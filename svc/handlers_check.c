@@ -168,6 +168,11 @@ check_get(const struct server_req *r)
 	struct revkey k;
 	char e[256], msg[300];
 
+	/* Which copy counts would be ambiguous, as in a JSON body. */
+	if (server_arg_count(r->conn, "id") > 1 ||
+	    server_arg_count(r->conn, "scope") > 1)
+		return server_error(r, MHD_HTTP_BAD_REQUEST, "bad_request",
+		    "a repeated query parameter (\"id\" or \"scope\")", 0);
 	if (MHD_lookup_connection_value_n(r->conn, MHD_GET_ARGUMENT_KIND,
 	    "id", 2, &id, &idlen) != MHD_YES || id == NULL)
 		return server_error(r, MHD_HTTP_BAD_REQUEST, "bad_request",

@@ -318,6 +318,16 @@ server_header_count(struct MHD_Connection *conn, const char *name)
 	return hc.n;
 }
 
+unsigned
+server_arg_count(struct MHD_Connection *conn, const char *name)
+{
+	struct hdr_count hc = { name, 0 };
+
+	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, count_header,
+	    &hc);
+	return hc.n;
+}
+
 unsigned long
 server_inflight(void)
 {

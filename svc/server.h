@@ -127,6 +127,8 @@ unsigned long server_inflight(void);
 
 /* How many times the request carries header name (case-insensitive). */
 unsigned server_header_count(struct MHD_Connection *conn, const char *name);
+/* The same for query parameter name (as libmicrohttpd looks them up). */
+unsigned server_arg_count(struct MHD_Connection *conn, const char *name);
 
 /*
  * Queues a reply and counts it. body is malloc'ed and taken over (freed
