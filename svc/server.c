@@ -701,9 +701,16 @@ req_start(struct server_req *r, struct reqstate *st)
 	}
 	st->keep = (rt->body_methods & mb) != 0;
 	if (st->keep) {
-		/* Grow with the data, not with what is announced. */
+		/*
+		 * Grow with the data, not with what is announced; a chunked
+		 * body starts at BODY_START, or at max_body + 1 when that is
+		 * less (so that it never holds more of max_body_total than
+		 * one body may use).
+		 */
 		ncap = clen > 0 && clen < BODY_START ? (size_t)clen + 1 :
 		    BODY_START;
+		if (max < BODY_START && ncap > (size_t)max + 1)
+			ncap = (size_t)max + 1;
 		if (!body_reserve(ncap)) {
 			metrics_inc(MET_BODY_REFUSED);
 			st->keep = false;
