@@ -309,26 +309,50 @@ util_parse_duration(const char *s, int64_t *out)
 	return 0;
 }
 
-static pthread_once_t fake_now_once = PTHREAD_ONCE_INIT;
+static pthread_once_t clock_once = PTHREAD_ONCE_INIT;
 static int64_t fake_now = -1;		/* -1: REVCHECK_FAKE_NOW not set */
+static int64_t wall0, boot0;		/* the clocks at the first call */
+
+/* Seconds of CLOCK_BOOTTIME: never stepped, and counts suspend too. */
+static int64_t
+boot_seconds(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_BOOTTIME, &ts) != 0)
+		return 0;
+	return (int64_t)ts.tv_sec;
+}
 
 static void
-fake_now_read(void)
+clock_init(void)
 {
 	const char *fake = getenv("REVCHECK_FAKE_NOW");
 	uint64_t v;
 
 	if (fake != NULL && util_parse_u64(fake, INT64_MAX, &v) == 0)
 		fake_now = (int64_t)v;
+	wall0 = (int64_t)time(NULL);
+	boot0 = boot_seconds();
+}
+
+int64_t
+util_clock_floor(int64_t wall, int64_t wall_first, int64_t boot,
+    int64_t boot_first)
+{
+	int64_t floor = wall_first + (boot - boot_first);
+
+	return wall > floor ? wall : floor;
 }
 
 int64_t
 util_now(void)
 {
-	(void)pthread_once(&fake_now_once, fake_now_read);
+	(void)pthread_once(&clock_once, clock_init);
 	if (fake_now >= 0)
 		return fake_now;
-	return (int64_t)time(NULL);
+	return util_clock_floor((int64_t)time(NULL), wall0, boot_seconds(),
+	    boot0);
 }
 
 double

@@ -83,8 +83,20 @@ int util_parse_double(const char *s, double *out);
  * the environment at the first call, pins the clock for the process's whole
  * life: tests use it to build expired or future files; it is read once, so
  * an answer costs no getenv. revcheckd refuses to start with it set.
+ *
+ * Never less than the wall clock at the first call plus the time the
+ * system has run since (CLOCK_BOOTTIME): forward it follows the wall
+ * clock, stepped back (by an operator, by NTP, or by someone who spoofs
+ * NTP to an edge, so that an expired filter would look fresh again) it
+ * keeps counting from where it was. A clock that was ahead and is put
+ * right therefore stays ahead until the process restarts: filters look
+ * older, never newer.
  */
 int64_t util_now(void);
+
+/* util_now()'s rule: max(wall, wall_first + (boot - boot_first)). */
+int64_t util_clock_floor(int64_t wall, int64_t wall_first, int64_t boot,
+    int64_t boot_first);
 
 /* Monotonic seconds as a double, for rates and progress. */
 double util_monotime(void);

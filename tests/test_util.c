@@ -339,3 +339,26 @@ Test(util, lower_thread_priority_is_per_thread_and_capped)
 	cr_assert_eq(p.err, EINVAL);
 	cr_assert_eq(p.after, p.before, "nothing changed");
 }
+
+/*
+ * util_now() never runs back: the wall clock stepped back (an operator,
+ * NTP, NTP spoofed to an edge) would make an expired filter fresh again.
+ */
+Test(util, clock_floor_never_runs_back)
+{
+	/* Forward with the wall clock. */
+	cr_assert_eq(util_clock_floor(1000, 1000, 50, 50), 1000);
+	cr_assert_eq(util_clock_floor(1100, 1000, 150, 50), 1100);
+	cr_assert_eq(util_clock_floor(5000, 1000, 60, 50), 5000);
+	/* Stepped back two minutes, 200 s after the first call. */
+	cr_assert_eq(util_clock_floor(1080, 1000, 250, 50), 1200);
+	/* Put right after running ahead: stays ahead (older, never newer). */
+	cr_assert_eq(util_clock_floor(900, 1000, 50, 50), 1000);
+	/* The real clocks: not before the wall clock, and monotone. */
+	{
+		int64_t a = util_now(), b = util_now();
+
+		cr_assert_geq(a, (int64_t)time(NULL) - 1);
+		cr_assert_geq(b, a);
+	}
+}

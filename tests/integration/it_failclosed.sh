@@ -37,6 +37,17 @@ mkdir -p "$T/s1" "$T/s2"
 # the daemons run revocation-only (it_jwt.sh covers verification).
 RO=(--token-verification revocation-only)
 rc_start S1 --filter-dir "$T/fexp" --trusted-key "$T/key.pub" --state-dir "$T/s1" "${RO[@]}"
+# S3 serves the same soon-expiring filter under libfaketime, whose clock
+# the test steps back once the filter has expired (as an operator's date
+# command, or NTP spoofed to an edge, would): it must stay expired.
+LIBFT=$(ls /usr/lib/*/faketime/libfaketime.so.1 2>/dev/null | head -n 1)
+[ -n "$LIBFT" ] || rc_fail "libfaketime is missing (make deps installs faketime)"
+echo "+0" >"$T/clock.rc"
+mkdir -p "$T/s3"
+LD_PRELOAD=$LIBFT FAKETIME_TIMESTAMP_FILE=$T/clock.rc FAKETIME_NO_CACHE=1 \
+    FAKETIME_DONT_FAKE_MONOTONIC=1 \
+    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+    rc_start S3 --filter-dir "$T/fexp" --trusted-key "$T/key.pub" --state-dir "$T/s3" "${RO[@]}"
 rc_start S2 --filter-dir "$T/fage" --trusted-key "$T/key.pub" --state-dir "$T/s2" --max-age 4s "${RO[@]}"
 for n in S1 S2; do
 	u=$(eval echo "\$${n}_URL")
@@ -187,17 +198,22 @@ stale() {
 	rc_curl "$u/readyz"; rc_expect_status 503 "$what: readyz"
 	rc_curl "$u/v1/status"; rc_expect_json filter.stale_reason "$why" "$what: reason"
 }
-for n in S1 S2; do
+for n in S1 S2 S3; do
 	u=$(eval echo "\$${n}_URL")
 	end=$(( $(now_ms) + 15000 ))
 	while [ "$(now_ms)" -lt "$end" ] && [ "$(curl -s -o /dev/null -w '%{http_code}' "$u/readyz")" = 200 ]; do sleep 0.1; done
 done
 stale "expired filter" "$S1_URL" expired
+# S3's wall clock goes back two minutes, to before the filter expired:
+# the daemon's clock never runs back (util_now), so it stays expired.
+echo "-120" >"$T/clock.rc"
+sleep 1.5
+stale "expired filter, wall clock stepped back" "$S3_URL" expired
 stale "filter over --max-age" "$S2_URL" max_age
-for n in S1 S2; do
+for n in S1 S2 S3; do
 	if grep -q '"status":"not_revoked"' "$T/$n.log" 2>/dev/null; then rc_fail "$n answered from a stale filter"; fi
 done
-for n in S1 S2 E1 E2 E3 E4 E5 E6; do
+for n in S1 S2 S3 E1 E2 E3 E4 E5 E6; do
 	rc_stop "$n" && rc_ok "$n: SIGTERM exit 0" || rc_fail "$n: SIGTERM non-zero exit"
 	if grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T/$n.log"; then
 		rc_fail "$n: sanitizer report in the daemon's stderr"
