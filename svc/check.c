@@ -197,7 +197,7 @@ check_begin(struct snapshot_slot *sl, const struct stale_policy *p,
 		metrics_inc(MET_REFUSED_NO_FILTER);
 		return CHECK_GATE_NO_FILTER;
 	}
-	r = stale_check(s->info, p, now, atomic_load_explicit(
+	r = snapshot_stale(s, p, now, atomic_load_explicit(
 	    &sl->newer_seen_at, memory_order_relaxed));
 	if (r != STALE_FRESH) {
 		snapshot_leave();

@@ -142,7 +142,7 @@ add_filter(cJSON *root, const struct server_req *r,
 	cJSON *o, *arr;
 	uint32_t i;
 
-	sr = stale_check(fi, &r->live->policy, now, atomic_load(
+	sr = snapshot_stale(s, &r->live->policy, now, atomic_load(
 	    &r->ctx->slot->newer_seen_at));
 	o = cJSON_AddObjectToObject(root, "filter");
 	json_add_u64(o, "version", fi->version);
@@ -313,7 +313,7 @@ handle_metrics(const struct server_req *r)
 	sbuf_init(&b, 4096, 0);
 	s = snapshot_acquire(ctx->slot);
 	if (s != NULL)
-		sr = stale_check(s->info, &r->live->policy, now,
+		sr = snapshot_stale(s, &r->live->policy, now,
 		    atomic_load(&ctx->slot->newer_seen_at));
 	sbuf_adds(&b, "# HELP revcheckd_build_info The running version.\n"
 	    "# TYPE revcheckd_build_info gauge\n"

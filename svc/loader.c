@@ -27,7 +27,11 @@ copy_str(char *out, size_t cap, const char *s)
 	return (n < 0 || (size_t)n >= cap) ? -1 : 0;
 }
 
-/* Reads the rollback state: {"signers": [{"signer", "version", "sha256"}]}. */
+/*
+ * Reads the rollback state: {"signers": [{"signer", "version", "sha256",
+ * "delta_seq"}]}; "delta_seq" (the chain position served on that base)
+ * is absent from files written before it existed, and then 0.
+ */
 static int
 state_read(struct loader *l, char *err, size_t errlen)
 {
@@ -35,7 +39,7 @@ state_read(struct loader *l, char *err, size_t errlen)
 	size_t len = 0;
 	char e[512];
 	cJSON *root = NULL;
-	const cJSON *arr, *it, *sg, *ver, *sha;
+	const cJSON *arr, *it, *sg, *ver, *sha, *dseq;
 	struct loader_hwm *h;
 	int rc = -1;
 
@@ -58,6 +62,7 @@ state_read(struct loader *l, char *err, size_t errlen)
 		sg = cJSON_GetObjectItemCaseSensitive(it, "signer");
 		ver = cJSON_GetObjectItemCaseSensitive(it, "version");
 		sha = cJSON_GetObjectItemCaseSensitive(it, "sha256");
+		dseq = cJSON_GetObjectItemCaseSensitive(it, "delta_seq");
 		if (l->nhwm >= LOADER_MAX_SIGNERS) {
 			snprintf(err, errlen, "%s: more than %d signers",
 			    l->state_path, LOADER_MAX_SIGNERS);
@@ -73,7 +78,9 @@ state_read(struct loader *l, char *err, size_t errlen)
 		    util_unhex(h->sha256, sizeof(h->sha256), sha->valuestring,
 		    64, false) != 32 ||
 		    util_parse_u64(ver->valuestring, UINT64_MAX,
-		    &h->version) == -1) {
+		    &h->version) == -1 || (dseq != NULL &&
+		    (!cJSON_IsString(dseq) || util_parse_u64(dseq->valuestring,
+		    UINT64_MAX, &h->delta_seq) == -1))) {
 			snprintf(err, errlen, "%s: corrupt rollback state "
 			    "entry %zu", l->state_path, l->nhwm);
 			goto out;
@@ -117,6 +124,12 @@ state_write(struct loader *l, const struct loader_hwm *hwm, size_t n,
 			goto oom;
 		util_hex(hex, hwm[i].sha256, 32);
 		if (cJSON_AddStringToObject(o, "sha256", hex) == NULL)
+			goto oom;
+		if (hwm[i].delta_seq == 0)
+			continue;
+		snprintf(ver, sizeof(ver), "%llu",
+		    (unsigned long long)hwm[i].delta_seq);
+		if (cJSON_AddStringToObject(o, "delta_seq", ver) == NULL)
 			goto oom;
 	}
 	if ((text = cJSON_PrintUnformatted(root)) == NULL)
@@ -230,6 +243,9 @@ loader_set_keys(struct loader *l, struct snapshot_slot *sl,
 {
 	struct sign_ring nr, old;
 	struct snapshot *s;
+	char who[2 * SIGN_KEYID_LEN + 1];
+	const char *what;
+	unsigned i;
 
 	sign_ring_init(&nr);
 	if (loader_load_ring(&nr, c, err, errlen) == -1) {
@@ -240,14 +256,35 @@ loader_set_keys(struct loader *l, struct snapshot_slot *sl,
 	old = l->ring;
 	l->ring = nr;
 	if ((s = snapshot_acquire(sl)) != NULL) {
-		if (sign_ring_find(&l->ring, s->info->signer) == NULL) {
-			log_warn("filter version %llu is signed by %s, which "
-			    "is no longer a trusted key: taken out of "
+		what = "is signed";
+		who[0] = '\0';
+		if (sign_ring_find(&l->ring, s->info->signer) == NULL)
+			copy_str(who, sizeof(who), s->signer_hex);
+		else
+			what = "has a delta or head signed";
+		for (i = 0; who[0] == '\0' && i < s->nchain_signers; i++)
+			if (sign_ring_find(&l->ring,
+			    s->chain_signers[i]) == NULL)
+				util_hex(who, s->chain_signers[i],
+				    SIGN_KEYID_LEN);
+		/* Signers not remembered may be the key just removed. */
+		if (who[0] == '\0' && s->chain_signers_lost)
+			copy_str(who, sizeof(who), "a signer not recorded, "
+			    "which may be");
+		if (who[0] != '\0') {
+			log_warn("filter version %llu (delta %llu) %s by %s, "
+			    "which is no longer a trusted key: taken out of "
 			    "service", (unsigned long long)s->version,
-			    s->signer_hex);
+			    (unsigned long long)s->pos.seq, what, who);
 			snapshot_swap(sl, NULL);
-			/* Whatever is published gets looked at again. */
+			/*
+			 * Whatever is published gets looked at again: the
+			 * base reloads owing its chain (chain_behind) until
+			 * deltas by trusted keys reach the seq once served.
+			 */
 			l->last_target[0] = '\0';
+			l->serving_filter[0] = '\0';
+			l->serving_table[0] = '\0';
 		}
 		snapshot_release(s);
 	}
@@ -507,6 +544,9 @@ loader_accept(struct loader *l, struct snapshot_slot *sl, struct ffile *ff,
 		n++;
 	}
 	if (fi->version >= next[i].version) {
+		/* Another base starts its chain afresh. */
+		if (memcmp(next[i].sha256, ffile_sha256(ff), 32) != 0)
+			next[i].delta_seq = 0;
 		next[i].version = fi->version;
 		memcpy(next[i].sha256, ffile_sha256(ff), 32);
 	}
@@ -527,7 +567,23 @@ loader_accept(struct loader *l, struct snapshot_slot *sl, struct ffile *ff,
 		snprintf(ev.reason, sizeof(ev.reason), "out of memory");
 		goto refuse;
 	}
+	/*
+	 * The deltas once served on this base are owed before it answers:
+	 * from the base alone, a key a delta revoked would be not_revoked.
+	 */
+	if (memcmp(next[i].sha256, ffile_sha256(s->ff), 32) == 0)
+		s->chain_need = next[i].delta_seq;
+	if (s->chain_need > 0)
+		log_info("filter version %llu: deltas up to %llu were served "
+		    "on it; checks answer 503 chain_behind until the chain "
+		    "reaches it again", (unsigned long long)fi->version,
+		    (unsigned long long)s->chain_need);
 	snapshot_swap(sl, s);
+	/*
+	 * The chain poll's cache describes the snapshot before; the same
+	 * base loaded again (after SIGHUP took it out) walks its chain anew.
+	 */
+	l->chain_seq = UINT64_MAX;
 	ev.accepted = true;
 	audit(l, &ev);
 	pthread_mutex_unlock(&l->load_mu);
@@ -815,7 +871,25 @@ struct chain_walk {
 	int64_t		 last_change_at;
 	int64_t		 last_delta_at;
 	uint64_t	 applied;
+	/* Who signed the deltas applied, for loader_set_keys. */
+	unsigned char	 signers[SNAPSHOT_CHAIN_SIGNERS][SIGN_KEYID_LEN];
+	unsigned	 nsigners;
+	bool		 signers_lost;
 };
+
+static void
+walk_signer(struct chain_walk *w, const unsigned char id[SIGN_KEYID_LEN])
+{
+	unsigned i;
+
+	for (i = 0; i < w->nsigners; i++)
+		if (memcmp(w->signers[i], id, SIGN_KEYID_LEN) == 0)
+			return;
+	if (w->nsigners == SNAPSHOT_CHAIN_SIGNERS)
+		w->signers_lost = true;
+	else
+		memcpy(w->signers[w->nsigners++], id, SIGN_KEYID_LEN);
+}
 
 /* delta_chain_walk's callback: one verified, linked delta into the clone. */
 static int
@@ -831,6 +905,7 @@ chain_apply(void *arg, const struct delta *d)
 	w->last_delta_at = in->issued_at;
 	if (in->changed_at != 0)
 		w->last_change_at = in->changed_at;
+	walk_signer(w, in->signer);
 	w->applied++;
 	return 0;
 }
@@ -958,6 +1033,47 @@ loader_poll_chain(struct loader *l, struct snapshot_slot *sl)
 	return go ? loader_apply_chain(l, sl, chain_src_dir, &cs, ddir) : 1;
 }
 
+/*
+ * Persists seq as the chain position served on s's base, before a
+ * snapshot holding it is swapped in (load_mu held): after a restart the
+ * base must not answer alone while it lacks those deltas. 0, or -1 with
+ * err; nothing is written when the state already says seq or more.
+ */
+static int
+chain_persist(struct loader *l, const struct snapshot *s, uint64_t seq,
+    char *err, size_t errlen)
+{
+	struct loader_hwm next[LOADER_MAX_SIGNERS];
+	size_t i, n = l->nhwm;
+	char e[256];
+
+	for (i = 0; i < n; i++)
+		if (memcmp(l->hwm[i].signer, s->info->signer,
+		    SIGN_KEYID_LEN) == 0 && memcmp(l->hwm[i].sha256,
+		    s->pos.base_sha256, 32) == 0)
+			break;
+	if (i == n) {
+		snprintf(err, errlen, "the rollback state no longer names "
+		    "base version %llu (a newer base was accepted)",
+		    (unsigned long long)s->pos.base_version);
+		return -1;
+	}
+	if (l->hwm[i].delta_seq >= seq)
+		return 0;
+	memcpy(next, l->hwm, n * sizeof(next[0]));
+	next[i].delta_seq = seq;
+	if (state_write(l, next, n, e, sizeof(e)) == -1) {
+		snprintf(err, errlen, "cannot persist the chain position "
+		    "(delta %llu) in the rollback state: %.200s",
+		    (unsigned long long)seq, e);
+		return -1;
+	}
+	pthread_mutex_lock(&l->ev_mu);
+	l->hwm[i].delta_seq = seq;
+	pthread_mutex_unlock(&l->ev_mu);
+	return 0;
+}
+
 int
 loader_apply_chain(struct loader *l, struct snapshot_slot *sl,
     delta_src_fn src, void *src_arg, const char *where)
@@ -968,6 +1084,8 @@ loader_apply_chain(struct loader *l, struct snapshot_slot *sl,
 	struct snapshot *s, *ns;
 	struct delta *head = NULL;
 	uint64_t head_seq;
+	unsigned i;
+	bool head_used = false;
 	int rc = 1;
 
 	pthread_mutex_lock(&l->load_mu);
@@ -1003,6 +1121,7 @@ loader_apply_chain(struct loader *l, struct snapshot_slot *sl,
 	if (head != NULL && delta_info(head)->issued_at >= w.issued_at) {
 		w.issued_at = delta_info(head)->issued_at;
 		w.expires_at = delta_info(head)->expires_at;
+		head_used = true;
 	}
 	if (w.applied == 0 && w.issued_at == s->info->issued_at) {
 		overlay_free(w.ov);
@@ -1020,6 +1139,21 @@ loader_apply_chain(struct loader *l, struct snapshot_slot *sl,
 	ns = snapshot_with_chain(s, &ch, util_now());
 	if (ns == NULL) {
 		chain_refused(l, "out of memory for a snapshot");
+		rc = -1;
+		goto out;
+	}
+	for (i = 0; i < w.nsigners; i++)
+		snapshot_add_chain_signer(ns, w.signers[i]);
+	if (w.signers_lost)
+		ns->chain_signers_lost = true;
+	if (head_used)
+		snapshot_add_chain_signer(ns, delta_info(head)->signer);
+	/* Durable before served, as the base's high-water mark is. */
+	if (ch.pos.seq > s->pos.seq &&
+	    chain_persist(l, s, ch.pos.seq, e, sizeof(e)) == -1) {
+		chain_refused(l, e);
+		snapshot_release(ns);
+		l->chain_seq = UINT64_MAX;	/* the next poll tries again */
 		rc = -1;
 		goto out;
 	}

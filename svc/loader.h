@@ -31,11 +31,17 @@ struct loader_event {
 	char		 source[PATH_MAX];
 };
 
-/* Highest accepted version per signer, persisted in the state dir. */
+/*
+ * Highest accepted version per signer, persisted in the state dir, and
+ * how far the delta chain of that exact base was served: a restart that
+ * finds fewer deltas (files lost, an edge whose origin is down) must not
+ * answer from the base alone, which lacks revocations it once served.
+ */
 struct loader_hwm {
 	unsigned char	 signer[SIGN_KEYID_LEN];
 	uint64_t	 version;
 	unsigned char	 sha256[32];
+	uint64_t	 delta_seq;	/* highest delta seq served on sha256 */
 };
 
 struct loader {
@@ -109,7 +115,9 @@ int loader_load_files(struct loader *l, struct snapshot_slot *sl,
  * signature against the ring, the table binding, freshness, and the
  * rollback rules (a version below the highest accepted, or the highest
  * version with other bytes, is refused); persists the new high-water mark
- * before swapping the snapshot in. Writes one audit line either way.
+ * before swapping the snapshot in. Writes one audit line either way. A
+ * base on which the state records deltas served gets that seq as its
+ * chain_need: it answers 503 chain_behind until the chain catches up.
  * Returns 0 installed, 1 already installed (nothing written), -1 refused.
  */
 int loader_accept(struct loader *l, struct snapshot_slot *sl,
@@ -155,7 +163,11 @@ int loader_poll_chain(struct loader *l, struct snapshot_slot *sl);
 /*
  * The rule of loader_poll_chain over any source of chain files (an
  * edge's download of /v1/delta): applies what verifies and links, then
- * the head. where names the source in messages. Same results.
+ * the head. where names the source in messages. Same results. The
+ * highest delta seq applied is persisted in the rollback state before
+ * the snapshot holding it is swapped in (a state that cannot be written
+ * refuses the chain), and the signers of the deltas and head applied are
+ * recorded in the snapshot for loader_set_keys.
  */
 int loader_apply_chain(struct loader *l, struct snapshot_slot *sl,
     delta_src_fn src, void *src_arg, const char *where);
@@ -188,9 +200,11 @@ int loader_reopen_audit(struct loader *l);
 
 /*
  * Replaces the trusted keys with c's (SIGHUP): every key loads or nothing
- * changes. A filter in service whose signer is no longer trusted leaves
- * service at once (logged; the node answers no_filter until a filter by a
- * trusted key loads): removing a key withdraws trust, it does not wait.
+ * changes. A filter in service whose signer, or the signer of a delta or
+ * head applied to it, is no longer trusted leaves service at once
+ * (logged; the node answers no_filter until a filter by a trusted key
+ * loads, then chain_behind until deltas by trusted keys reach the seq
+ * once served): removing a key withdraws trust, it does not wait.
  * Returns 0, or -1 with err naming the key file; the old keys stay.
  */
 int loader_set_keys(struct loader *l, struct snapshot_slot *sl,

@@ -308,7 +308,7 @@ log_filter_state(struct snapshot_slot *sl, const struct stale_policy *p,
 	int st;
 
 	if (s != NULL) {
-		sr = stale_check(s->info, p, util_now(),
+		sr = snapshot_stale(s, p, util_now(),
 		    atomic_load(&sl->newer_seen_at));
 		v = s->version;
 		snapshot_release(s);
@@ -337,7 +337,7 @@ fresh_loaded(struct snapshot_slot *sl, const struct stale_policy *p)
 
 	if (s == NULL)
 		return false;
-	ok = stale_check(s->info, p, util_now(),
+	ok = snapshot_stale(s, p, util_now(),
 	    atomic_load(&sl->newer_seen_at)) == STALE_FRESH;
 	snapshot_release(s);
 	return ok;

@@ -138,6 +138,34 @@ snapshot_with_chain(struct snapshot *cur, struct snapshot_chain *ch,
 	return s;
 }
 
+void
+snapshot_add_chain_signer(struct snapshot *s,
+    const unsigned char signer[SIGN_KEYID_LEN])
+{
+	unsigned i;
+
+	for (i = 0; i < s->nchain_signers; i++)
+		if (memcmp(s->chain_signers[i], signer, SIGN_KEYID_LEN) == 0)
+			return;
+	if (s->nchain_signers == SNAPSHOT_CHAIN_SIGNERS) {
+		s->chain_signers_lost = true;
+		return;
+	}
+	memcpy(s->chain_signers[s->nchain_signers++], signer,
+	    SIGN_KEYID_LEN);
+}
+
+enum stale_reason
+snapshot_stale(const struct snapshot *s, const struct stale_policy *p,
+    int64_t now, int64_t newer_seen_at)
+{
+	enum stale_reason r = stale_check(s->info, p, now, newer_seen_at);
+
+	if (r == STALE_FRESH && s->pos.seq < s->chain_need)
+		r = STALE_CHAIN_BEHIND;
+	return r;
+}
+
 struct snapshot *
 snapshot_ref(struct snapshot *s)
 {

@@ -11,7 +11,11 @@
 #include "delta.h"
 #include "ffile.h"
 #include "overlay.h"
+#include "stale.h"
 #include "table.h"
+
+/* Distinct delta and head signers a snapshot remembers (then: unknown). */
+#define SNAPSHOT_CHAIN_SIGNERS	8
 
 /*
  * A snapshot is one verified filter and (on an origin) its authoritative
@@ -47,6 +51,20 @@ struct snapshot {
 	int64_t		 last_delta_at;	/* issued_at of the last delta, 0 none */
 	int64_t		 last_change_at; /* newest change it covers, 0 unknown */
 	int64_t		 applied_at;	/* when the last delta was applied */
+	/*
+	 * The delta seq the rollback state says was once served on this
+	 * base: below it the snapshot lacks changes it once answered with,
+	 * and answers nothing (STALE_CHAIN_BEHIND) until the chain is back.
+	 */
+	uint64_t	 chain_need;
+	/*
+	 * Who signed the deltas and heads applied (a withdrawn key takes
+	 * the snapshot out of service); chain_signers_lost when there were
+	 * more than fit, which counts as signed by a key since withdrawn.
+	 */
+	unsigned char	 chain_signers[SNAPSHOT_CHAIN_SIGNERS][SIGN_KEYID_LEN];
+	unsigned	 nchain_signers;
+	bool		 chain_signers_lost;
 	/* An origin's chain directory, served by /v1/delta; "" otherwise. */
 	char		 chain_dir[PATH_MAX];
 	uint64_t	 version;
@@ -98,6 +116,20 @@ struct snapshot_chain {
  */
 struct snapshot *snapshot_with_chain(struct snapshot *cur,
     struct snapshot_chain *ch, int64_t now);
+
+/*
+ * Records that a delta or head signed by signer is applied in s, which
+ * must not be in service yet. This function can't fail.
+ */
+void snapshot_add_chain_signer(struct snapshot *s,
+    const unsigned char signer[SIGN_KEYID_LEN]);
+
+/*
+ * stale_check() for a snapshot: its freshness, then its chain position
+ * (STALE_CHAIN_BEHIND when it holds fewer deltas than chain_need).
+ */
+enum stale_reason snapshot_stale(const struct snapshot *s,
+    const struct stale_policy *p, int64_t now, int64_t newer_seen_at);
 
 /*
  * Adds a reference to s and returns it: s must be held (a reference, or

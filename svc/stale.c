@@ -34,6 +34,8 @@ stale_reason_str(enum stale_reason r)
 		return "issued_in_future";
 	case STALE_LAG:
 		return "version_lag";
+	case STALE_CHAIN_BEHIND:
+		return "chain_behind";
 	}
 	return "unknown";
 }

@@ -12,6 +12,7 @@ enum stale_reason {
 	STALE_MAX_AGE,		/* now - issued_at > local max_age */
 	STALE_FUTURE,		/* issued_at > now + clock_skew */
 	STALE_LAG,		/* edge: a newer version seen, not loaded in max_lag */
+	STALE_CHAIN_BEHIND,	/* fewer deltas than were once served on this base */
 };
 
 struct stale_policy {

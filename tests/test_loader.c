@@ -919,3 +919,306 @@ Test(loader, delta_chain_files_are_regular_and_not_group_writable,
 	loader_free(&l);
 	snapshot_slot_free(&sl);
 }
+
+/* ---- the chain position across restarts (rollback state) --------------- */
+
+/*
+ * What a check would get from the slot now: "ok", "no_filter" or the
+ * stale reason (stale_reason_str) that refuses it.
+ */
+static const char *
+gate(struct snapshot_slot *sl)
+{
+	const struct snapshot *s;
+	enum stale_reason why;
+	enum check_gate g;
+
+	g = check_begin(sl, &pol, util_now(), &s, &why);
+	check_end(s);
+	if (g == CHECK_GATE_OK)
+		return "ok";
+	if (g == CHECK_GATE_NO_FILTER)
+		return "no_filter";
+	return stale_reason_str(why);
+}
+
+/* The rollback state's "delta_seq" of its only signer, "" when absent. */
+static void
+state_delta_seq(char *out, size_t cap)
+{
+	char path[256];
+	unsigned char *buf;
+	size_t len;
+	cJSON *root, *it, *ds;
+
+	snprintf(path, sizeof(path), "%s/%s", sdir, LOADER_STATE_NAME);
+	cr_assert_eq(util_read_file(path, 1 << 20, &buf, &len, out, cap), 0);
+	cr_assert_not_null(root = cJSON_ParseWithLength((char *)buf, len));
+	cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItem(root,
+	    "signers")), 1);
+	it = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "signers"), 0);
+	ds = cJSON_GetObjectItem(it, "delta_seq");
+	snprintf(out, cap, "%s", cJSON_IsString(ds) ? ds->valuestring : "");
+	cJSON_Delete(root);
+	free(buf);
+}
+
+/* Base version 1 with deltas 1 (adds t9) and 2 (adds t10) applied. */
+static void
+base_with_two_deltas(struct loader *l, struct snapshot_slot *sl,
+    EVP_PKEY *dkey, int64_t now)
+{
+	struct delta_entry e[1];
+	struct snapshot *s;
+	unsigned char base[32], d1[32];
+	char err[512], n1[DELTA_NAME_LEN + 1], n2[DELTA_NAME_LEN + 1];
+
+	dname(n1, 1);
+	dname(n2, 2);
+	snapshot_slot_init(sl);
+	cr_assert_eq(loader_init(l, &cfg, &pol, err, sizeof(err)), 0, "%s",
+	    err);
+	publish(key, 1, now - 100, now + 600, 0, false);
+	cr_assert_eq(loader_poll(l, sl, false), 0);
+	s = snapshot_acquire(sl);
+	memcpy(base, s->pos.base_sha256, 32);
+	snapshot_release(s);
+	e[0] = chain_ent(DELTA_ADD, "t9");
+	put_chain_file(dkey, DELTA_KIND_DELTA, 1, base, 1, base, now - 5,
+	    now + 600, e, 1, n1, 0, d1);
+	e[0] = chain_ent(DELTA_ADD, "t10");
+	put_chain_file(dkey, DELTA_KIND_DELTA, 1, base, 2, d1, now - 4,
+	    now + 600, e, 1, n2, 0, NULL);
+	cr_assert_eq(loader_poll_chain(l, sl), 0);
+	cr_assert_str_eq(gate(sl), "ok");
+	cr_assert_eq(answer(sl, "t9", NULL, NULL), CHECK_REVOKED);
+	cr_assert_eq(answer(sl, "t10", NULL, NULL), CHECK_REVOKED);
+}
+
+/* Moves v1's delta/ directory aside (to) or back (from). */
+static void
+move_deltas(bool back)
+{
+	char a[256], b[256];
+
+	snprintf(a, sizeof(a), "%s/v%020d/" DELTA_DIR, fdir, 1);
+	snprintf(b, sizeof(b), "%s/deltas-aside", dir);
+	cr_assert_eq(back ? rename(b, a) : rename(a, b), 0);
+}
+
+/*
+ * The chain position is persisted with the base's high-water mark before
+ * the snapshot holding it serves, and read back by the next start.
+ */
+Test(loader, state_keeps_the_chain_position)
+{
+	struct snapshot_slot sl;
+	struct loader l;
+	int64_t now = util_now();
+	char ds[512];
+
+	base_with_two_deltas(&l, &sl, key, now);
+	state_delta_seq(ds, sizeof(ds));
+	cr_assert_str_eq(ds, "2", "the state names delta 2: \"%s\"", ds);
+	loader_free(&l);
+	snapshot_slot_free(&sl);
+
+	/* A restart with the same files: the chain comes back, answers. */
+	snapshot_slot_init(&sl);
+	cr_assert_eq(loader_init(&l, &cfg, &pol, ds, sizeof(ds)), 0, "%s",
+	    ds);
+	cr_assert_eq(loader_poll(&l, &sl, false), 0);
+	cr_assert_str_eq(gate(&sl), "chain_behind",
+	    "the base alone does not answer, even for a moment");
+	cr_assert_eq(loader_poll_chain(&l, &sl), 0);
+	cr_assert_str_eq(gate(&sl), "ok");
+	cr_assert_eq(answer(&sl, "t10", NULL, NULL), CHECK_REVOKED);
+	state_delta_seq(ds, sizeof(ds));
+	cr_assert_str_eq(ds, "2");
+	loader_free(&l);
+	snapshot_slot_free(&sl);
+}
+
+/*
+ * The audit's repro: deltas applied, their files gone, a restart. The
+ * base alone would say not_revoked for t9: it answers 503 chain_behind
+ * until the files are back (the chain catches up) or a newer base loads.
+ */
+Test(loader, restart_without_deltas_is_chain_behind_until_caught_up)
+{
+	struct snapshot_slot sl;
+	struct loader l;
+	int64_t now = util_now();
+	uint64_t seq;
+	char err[512];
+
+	base_with_two_deltas(&l, &sl, key, now);
+	loader_free(&l);
+	snapshot_slot_free(&sl);
+	move_deltas(false);
+
+	snapshot_slot_init(&sl);
+	cr_assert_eq(loader_init(&l, &cfg, &pol, err, sizeof(err)), 0, "%s",
+	    err);
+	cr_assert_eq(loader_poll(&l, &sl, false), 0);
+	cr_assert_eq(loader_poll_chain(&l, &sl), 1, "no chain to apply");
+	cr_assert_str_eq(gate(&sl), "chain_behind",
+	    "never not_revoked from the base alone");
+	cr_assert_eq(loader_poll_chain(&l, &sl), 1);
+	cr_assert_str_eq(gate(&sl), "chain_behind");
+
+	/* The deltas restored: the chain reaches seq 2 and answers again. */
+	move_deltas(true);
+	cr_assert_eq(loader_poll_chain(&l, &sl), 0);
+	cr_assert_str_eq(gate(&sl), "ok");
+	cr_assert_eq(answer(&sl, "t9", &seq, NULL), CHECK_REVOKED);
+	cr_assert_eq(seq, 2);
+
+	/* Gone again, restart, then a newer base replaces the behind one. */
+	loader_free(&l);
+	snapshot_slot_free(&sl);
+	move_deltas(false);
+	snapshot_slot_init(&sl);
+	cr_assert_eq(loader_init(&l, &cfg, &pol, err, sizeof(err)), 0, "%s",
+	    err);
+	cr_assert_eq(loader_poll(&l, &sl, false), 0);
+	cr_assert_str_eq(gate(&sl), "chain_behind");
+	publish(key, 2, now, now + 600, 0, false);
+	cr_assert_eq(loader_poll(&l, &sl, false), 0);
+	cr_assert_eq(serving(&sl), 2);
+	cr_assert_str_eq(gate(&sl), "ok", "a new base owes no chain");
+	state_delta_seq(err, sizeof(err));
+	cr_assert_str_eq(err, "", "a new base starts its chain at 0");
+	loader_free(&l);
+	snapshot_slot_free(&sl);
+}
+
+/*
+ * A rollback state written before the chain position existed (no
+ * "delta_seq") still reads, and owes no chain; a "delta_seq" that is not
+ * a number is corrupt and refuses the start like any corrupt state.
+ */
+Test(loader, old_state_format_is_read)
+{
+	struct snapshot_slot sl;
+	struct loader l;
+	struct snapshot *s;
+	int64_t now = util_now();
+	char err[512], path[256], sha[65], signer[65];
+	FILE *fp;
+
+	snapshot_slot_init(&sl);
+	cr_assert_eq(loader_init(&l, &cfg, &pol, err, sizeof(err)), 0, "%s",
+	    err);
+	publish(key, 1, now - 100, now + 600, 0, false);
+	cr_assert_eq(loader_poll(&l, &sl, false), 0);
+	s = snapshot_acquire(&sl);
+	snprintf(sha, sizeof(sha), "%s", s->sha_hex);
+	snprintf(signer, sizeof(signer), "%s", s->signer_hex);
+	snapshot_release(s);
+	loader_free(&l);
+	snapshot_slot_free(&sl);
+
+	snprintf(path, sizeof(path), "%s/%s", sdir, LOADER_STATE_NAME);
+	cr_assert_not_null(fp = fopen(path, "w"));
+	fprintf(fp, "{\"signers\":[{\"signer\":\"%s\",\"version\":\"1\","
+	    "\"sha256\":\"%s\"}]}\n", signer, sha);
+	fclose(fp);
+	snapshot_slot_init(&sl);
+	cr_assert_eq(loader_init(&l, &cfg, &pol, err, sizeof(err)), 0, "%s",
+	    err);
+	cr_assert_eq(loader_highest(&l), 1);
+	cr_assert_eq(loader_poll(&l, &sl, false), 0);
+	cr_assert_str_eq(gate(&sl), "ok");
+	loader_free(&l);
+	snapshot_slot_free(&sl);
+
+	cr_assert_not_null(fp = fopen(path, "w"));
+	fprintf(fp, "{\"signers\":[{\"signer\":\"%s\",\"version\":\"1\","
+	    "\"sha256\":\"%s\",\"delta_seq\":\"two\"}]}\n", signer, sha);
+	fclose(fp);
+	cr_assert_eq(loader_init(&l, &cfg, &pol, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "corrupt") != NULL, "%s", err);
+}
+
+/* Writes k's public key as a second trusted key and trusts it too. */
+static void
+trust_second(EVP_PKEY *k)
+{
+	char priv[256], pub2[256], err[256];
+
+	snprintf(priv, sizeof(priv), "%s/key2.pem", dir);
+	snprintf(pub2, sizeof(pub2), "%s/key2.pub", dir);
+	cr_assert_eq(sign_save(k, priv, pub2, false, err, sizeof(err)), 0,
+	    "%s", err);
+	cfg.trusted_keys[cfg.ntrusted++] = strdup(pub2);
+}
+
+/*
+ * Removing the key that signed a delta withdraws the snapshot holding it
+ * at once (not only a base's signer), and the base reloaded without it
+ * answers chain_behind: never base-only answers.
+ */
+Test(loader, withdrawn_delta_signer_takes_the_chain_out_of_service)
+{
+	struct snapshot_slot sl;
+	struct loader l;
+	EVP_PKEY *k2 = sign_keygen();
+	char err[512];
+	int rc;
+
+	trust_second(k2);
+	base_with_two_deltas(&l, &sl, k2, util_now());
+	free(cfg.trusted_keys[--cfg.ntrusted]);
+	cfg.trusted_keys[cfg.ntrusted] = NULL;
+	cr_assert_eq(loader_set_keys(&l, &sl, &cfg, err, sizeof(err)), 0,
+	    "%s", err);
+	cr_assert_eq(serving(&sl), 0, "out of service at once");
+	cr_assert_str_eq(gate(&sl), "no_filter");
+	cr_assert_eq(loader_poll(&l, &sl, false), 0, "the base reloads");
+	rc = loader_poll_chain(&l, &sl);
+	cr_assert_eq(rc, -1, "its deltas no longer verify: %d", rc);
+	cr_assert_str_eq(gate(&sl), "chain_behind");
+	loader_free(&l);
+	snapshot_slot_free(&sl);
+	EVP_PKEY_free(k2);
+}
+
+/* The same for a head that extended freshness, signed by the withdrawn key. */
+Test(loader, withdrawn_head_signer_takes_the_chain_out_of_service)
+{
+	struct snapshot_slot sl;
+	struct loader l;
+	struct snapshot *s;
+	EVP_PKEY *k2 = sign_keygen();
+	int64_t now = util_now();
+	char err[512];
+
+	trust_second(k2);
+	base_with_two_deltas(&l, &sl, key, now);
+	s = snapshot_acquire(&sl);
+	put_chain_file(k2, DELTA_KIND_HEAD, 1, s->pos.base_sha256, 2,
+	    s->pos.last_sha256, now, now + 86400, NULL, 0, DELTA_HEAD_NAME, 0,
+	    NULL);
+	snapshot_release(s);
+	cr_assert_eq(loader_poll_chain(&l, &sl), 0);
+	s = snapshot_acquire(&sl);
+	cr_assert_eq(s->info->expires_at, now + 86400);
+	snapshot_release(s);
+	free(cfg.trusted_keys[--cfg.ntrusted]);
+	cfg.trusted_keys[cfg.ntrusted] = NULL;
+	cr_assert_eq(loader_set_keys(&l, &sl, &cfg, err, sizeof(err)), 0,
+	    "%s", err);
+	cr_assert_eq(serving(&sl), 0, "out of service at once");
+	/* Reloaded: the deltas by the trusted key apply, the head does not. */
+	cr_assert_eq(loader_poll(&l, &sl, false), 0);
+	(void)loader_poll_chain(&l, &sl);
+	cr_assert_str_eq(gate(&sl), "ok");
+	s = snapshot_acquire(&sl);
+	cr_assert_eq(s->pos.seq, 2);
+	cr_assert_eq(s->info->expires_at, now + 600, "no withdrawn freshness");
+	snapshot_release(s);
+	loader_free(&l);
+	snapshot_slot_free(&sl);
+	EVP_PKEY_free(k2);
+}

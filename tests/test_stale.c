@@ -84,6 +84,7 @@ Test(stale, reason_names_are_stable)
 	cr_assert_str_eq(stale_reason_str(STALE_MAX_AGE), "max_age");
 	cr_assert_str_eq(stale_reason_str(STALE_FUTURE), "issued_in_future");
 	cr_assert_str_eq(stale_reason_str(STALE_LAG), "version_lag");
+	cr_assert_str_eq(stale_reason_str(STALE_CHAIN_BEHIND), "chain_behind");
 }
 
 Test(stale, remaining_seconds)
