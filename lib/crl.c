@@ -353,23 +353,33 @@ crl_part_named(const struct ffile_part *p)
 	return !dp_is_zero(p->dp);
 }
 
-/* True when k lists the name hash dp at a distribution point tagged ci. */
-static bool
+_Static_assert(REVKEY_REASONS_ALL == FFILE_REASONS_ALL,
+    "a distribution point's reasons and a part's are the same bits");
+
+/*
+ * The reasons for which k's distribution points tagged ci that list the
+ * name hash dp look to a CRL of that name (their reasons fields, RFC 5280
+ * section 6.3.3 (d)): 0 when none lists it.
+ */
+static uint16_t
 key_names(const struct revkey *k, const unsigned char dp[32], uint8_t ci)
 {
+	uint16_t mask = 0;
 	unsigned i;
 
 	for (i = 0; k != NULL && i < k->ndp; i++)
 		if (k->dp_ci[i] == ci && memcmp(k->dp[i], dp, 32) == 0)
-			return true;
-	return false;
+			mask |= k->dp_reasons[i];
+	return mask;
 }
 
 /*
  * The reasons the parts of sc cover for a certificate of kind, with its
  * names (k NULL: a bare id, which lists none). With ci 0 these are the
  * parts of the certificate's own issuer's scope, matched against the
- * names of its distribution points without cRLIssuer. With ci j + 1, sc
+ * names of its distribution points without cRLIssuer; a part matched
+ * through a name counts for the reasons of the distribution points
+ * listing it too. With ci j + 1, sc
  * is the scope of the CRL issuer k->ci[j]: only parts of its indirect
  * CRLs count, a part with a name only when the distribution point that
  * names that issuer lists the name (RFC 5280 section 6.3.3 (b)).
@@ -389,9 +399,16 @@ parts_reasons(const struct ffile_scope *sc, uint8_t kind,
 		if (ci != 0 && ((p->flags & FFILE_PART_INDIRECT) == 0 ||
 		    memcmp(p->crl_issuer, k->ci[ci - 1], 32) != 0))
 			continue;
-		if (!dp_is_zero(p->dp) && !key_names(k, p->dp, ci))
-			continue;
-		mask |= p->reasons;
+		/*
+		 * Through a distribution point with a reasons field, a CRL
+		 * counts only for the reasons both name: one the CA publishes
+		 * for keyCompromise alone does not list a superseded
+		 * certificate, whatever its own onlySomeReasons says.
+		 */
+		if (!dp_is_zero(p->dp))
+			mask |= p->reasons & key_names(k, p->dp, ci);
+		else
+			mask |= p->reasons;
 	}
 	return mask;
 }

@@ -1892,6 +1892,7 @@ cert_key(uint8_t cert, const unsigned char *dp)
 	k.cert = cert;
 	if (dp != NULL) {
 		memcpy(k.dp[0], dp, 32);
+		k.dp_reasons[0] = REVKEY_REASONS_ALL;
 		k.ndp = 1;
 	}
 	return k;
@@ -1951,6 +1952,22 @@ Test(crl, coverage_parts)
 	cr_assert(!crl_key_covered(&sc, &user_dp2));
 	cr_assert(!crl_key_covered(&sc, &user), "no distribution point");
 	cr_assert(!crl_key_covered(&sc, &bare));
+	/*
+	 * Points with reasons fields (dp1 for keyCompromise, dp2 for the
+	 * rest): a CRL of each name counts only for its point's reasons,
+	 * whatever its own onlySomeReasons (RFC 5280 section 6.3.3 (d)).
+	 */
+	user_dp1.dp_reasons[0] = kc;
+	memcpy(user_dp1.dp[1], dp2, 32);
+	user_dp1.dp_reasons[1] = other;
+	user_dp1.ndp = 2;
+	cr_assert(!crl_key_covered(&sc, &user_dp1), "dp1 for one reason");
+	sc.npart = 2;
+	sc.part[1] = sc.part[0];
+	memcpy(sc.part[1].dp, dp2, 32);
+	cr_assert(crl_key_covered(&sc, &user_dp1), "dp1 and dp2: every reason");
+	user_dp1.dp_reasons[1] = (uint16_t)(other & ~(1u << 4));
+	cr_assert(!crl_key_covered(&sc, &user_dp1), "superseded on neither");
 	/* A list scope is never partial. */
 	sc.source = FFILE_SRC_LIST;
 	sc.npart = 0;

@@ -79,6 +79,17 @@ basicConstraints = critical,CA:FALSE
 crlDistributionPoints = URI:http://shapes.test/p2.crl
 [ leaf_plain ]
 basicConstraints = critical,CA:FALSE
+# Reason-split distribution points: kc.crl for key compromises only,
+# rest.crl for every other reason (RFC 5280 section 4.2.1.13 reasons).
+[ leaf_kc ]
+basicConstraints = critical,CA:FALSE
+crlDistributionPoints = dp_kc, dp_rest
+[ dp_kc ]
+fullname = URI:http://shapes.test/kc.crl
+reasons = keyCompromise, CACompromise
+[ dp_rest ]
+fullname = URI:http://shapes.test/rest.crl
+reasons = affiliationChanged, superseded, cessationOfOperation, certificateHold, privilegeWithdrawn, AACompromise
 [ leaf_ci ]
 basicConstraints = critical,CA:FALSE
 crlDistributionPoints = dp_ci
@@ -111,6 +122,14 @@ onlyuser = TRUE
 issuingDistributionPoint = critical, @idp_ca
 [ idp_ca ]
 onlyCA = TRUE
+[ crl_kc ]
+issuingDistributionPoint = critical, @idp_kc
+[ idp_kc ]
+fullname = URI:http://shapes.test/kc.crl
+[ crl_rest ]
+issuingDistributionPoint = critical, @idp_rest
+[ idp_rest ]
+fullname = URI:http://shapes.test/rest.crl
 [ crl_base ]
 freshestCRL = URI:http://shapes.test/delta.crl
 [ crl_indirect ]
@@ -166,6 +185,7 @@ openssl x509 -req -in "$P/neg.csr" -CA "$P/root.pem" -CAkey "$P/root.key" -set_s
     -days 30 -out "$P/neg.pem" 2>/dev/null
 # A positive twin of the negative serial (42 = 0x2a): it must stay valid.
 issue root leaf_plain pos 2A
+issue root leaf_kc leafK 0E
 revoke root leafA keyCompromise
 revoke root leafC superseded
 revoke root neg keyCompromise
@@ -259,6 +279,16 @@ rc_expect_match "$(cat "$T/err")" "coverage part [0-9] \\(user certificates\\) h
 rc_expect_eq "$(readlink "$T/f/current")" "$v" "nothing published"
 publish --allow-crl-rollback "$P/user-old.crl" "$P/ca.crl"
 rc_expect_match "$(cat "$T/err")" 'older than the one version.*\(--allow-crl-rollback\)' "an allowed partition rollback is logged"
+
+# Reason-split distribution points: leafK looks to kc.crl only for key
+# compromises (its reasons field), so kc.crl alone, though its IDP has no
+# onlySomeReasons, does not show it unrevoked (RFC 5280 section 6.3.3 (d)).
+gencrl root "$P/kc.crl" crl_kc
+gencrl root "$P/rest.crl" crl_rest
+publish "$P/kc.crl"
+expect leafK not_covered "kc.crl alone: leafK's point names it for two reasons only"
+publish "$P/kc.crl" "$P/rest.crl"
+expect leafK not_revoked "kc.crl and rest.crl: every reason, leafK not revoked"
 
 # ---------------------------------------------------------------- delta CRLs
 gencrl root "$P/base.crl" crl_base
