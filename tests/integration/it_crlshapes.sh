@@ -369,4 +369,27 @@ publish --issuer "$P/reB.pem" "$P/re.crl"
 expect reLeaf1 revoked "re-encoded issuer Name: reLeaf1 revoked"
 expect reLeaf2 not_revoked "re-encoded issuer Name: reLeaf2 covered, not revoked"
 
+# ---------------------------------------------------------------- RSASSA-PSS signatures
+# PSS names its digests in its parameters, not its OID: SHA-1 there (the
+# default when hashAlgorithm is absent) is as weak as sha1WithRSA.
+casect pss pss.pem pss.key pss >>"$C"
+newdb pss 01
+openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$P/pss.key" 2>/dev/null
+selfsigned "$P/pss.key" "/O=revcheck shapes/CN=Shapes PSS CA" "$P/pss.pem"
+openssl ca -config "$C" -name ca_pss -batch -gencrl -md sha1 -sigopt rsa_padding_mode:pss \
+    -out "$P/pss-sha1.crl" 2>"$T/ca.err" || rc_fail "gencrl pss-sha1: $(tail -3 "$T/ca.err")"
+openssl ca -config "$C" -name ca_pss -batch -gencrl -md sha256 -sigopt rsa_padding_mode:pss \
+    -sigopt rsa_pss_saltlen:32 -out "$P/pss-sha256.crl" 2>"$T/ca.err" ||
+	rc_fail "gencrl pss-sha256: $(tail -3 "$T/ca.err")"
+rc_expect_match "$(openssl crl -in "$P/pss-sha1.crl" -noout -text)" 'Hash Algorithm: sha1' "the CRL is RSASSA-PSS with SHA-1"
+if FB build --key "$T/key.pem" --out "$T/pss" --quiet --issuer "$P/pss.pem" "$P/pss-sha1.crl" 2>"$T/err"; then
+	rc_fail "an RSASSA-PSS/SHA-1 CRL was accepted"
+fi
+rc_expect_match "$(cat "$T/err")" 'RSASSA-PSS with SHA1 and MGF1 with SHA1, a weak digest: refused unless --allow-weak-crl-sig' \
+    "RSASSA-PSS/SHA-1 refused"
+FB build --key "$T/key.pem" --out "$T/pss" --quiet --allow-weak-crl-sig --issuer "$P/pss.pem" \
+    "$P/pss-sha1.crl" 2>"$T/err" || rc_fail "PSS/SHA-1 with --allow-weak-crl-sig: $(cat "$T/err")"
+FB build --key "$T/key.pem" --out "$T/pss2" --quiet --issuer "$P/pss.pem" "$P/pss-sha256.crl" 2>"$T/err" ||
+	rc_fail "an RSASSA-PSS/SHA-256 CRL was refused: $(cat "$T/err")"
+
 rc_done
