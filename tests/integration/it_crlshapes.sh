@@ -279,6 +279,19 @@ rc_expect_match "$(cat "$T/err")" "coverage part [0-9] \\(user certificates\\) h
 rc_expect_eq "$(readlink "$T/f/current")" "$v" "nothing published"
 publish --allow-crl-rollback "$P/user-old.crl" "$P/ca.crl"
 rc_expect_match "$(cat "$T/err")" 'older than the one version.*\(--allow-crl-rollback\)' "an allowed partition rollback is logged"
+# A change of coverage is no way around it: after a newer full CRL, the
+# partitions it replaced (an earlier thisUpdate) are refused.
+sleep 1
+gencrl root "$P/full2.crl"
+publish "$P/full2.crl"
+v=$(readlink "$T/f/current")
+if FB build --key "$T/key.pem" --out "$T/f" --quiet --allow-shrink --issuer "$P/root.pem" \
+    "$P/user.crl" "$P/ca.crl" 2>"$T/err"; then
+	rc_fail "older partitions replaced a newer full CRL"
+fi
+rc_expect_match "$(cat "$T/err")" "coverage part [0-9] \((user|ca) certificates\) \(CRL number \"[0-9a-f]+\", thisUpdate [0-9]+\) is older than the CRL version [0-9]+ used for the whole scope.*--allow-crl-rollback" \
+    "older partitions after a full CRL refused"
+rc_expect_eq "$(readlink "$T/f/current")" "$v" "nothing published"
 
 # Reason-split distribution points: leafK looks to kc.crl only for key
 # compromises (its reasons field), so kc.crl alone, though its IDP has no
