@@ -13,6 +13,7 @@
 
 #include <openssl/err.h>
 #include <openssl/objects.h>
+#include <openssl/rsa.h>
 #include <openssl/x509_vfy.h>
 #include <openssl/x509v3.h>
 
@@ -88,17 +89,90 @@ crl_check_critical(const X509_CRL *crl, char *why, size_t whylen)
 	return 0;
 }
 
+static const int weak_md[] = {
+	NID_md2, NID_md4, NID_md5, NID_mdc2, NID_sha1,
+};
+
+/*
+ * The digests of an RSASSA-PSS signature (RFC 4055 section 3.1) from its
+ * AlgorithmIdentifier: *md the message hash, *mgf_md the MGF1 hash, each
+ * SHA-1 when absent (the defaults). Returns 0, or -1 with why when the
+ * parameters are missing or cannot be decoded, or name another mask
+ * generation function than MGF1 (nothing to judge them by).
+ */
+static int
+pss_digests(const X509_ALGOR *alg, int *md, int *mgf_md, char *why,
+    size_t whylen)
+{
+	const ASN1_OBJECT *obj;
+	const void *pval;
+	ASN1_TYPE at;
+	RSA_PSS_PARAMS *pss = NULL;
+	X509_ALGOR *mh = NULL;
+	int ptype, rc = -1;
+
+	X509_ALGOR_get0(&obj, &ptype, &pval, alg);
+	if (ptype != V_ASN1_SEQUENCE || pval == NULL)
+		goto out;
+	memset(&at, 0, sizeof(at));
+	at.type = V_ASN1_SEQUENCE;
+	at.value.sequence = (ASN1_STRING *)(uintptr_t)pval;
+	if ((pss = ASN1_TYPE_unpack_sequence(ASN1_ITEM_rptr(RSA_PSS_PARAMS),
+	    &at)) == NULL)
+		goto out;
+	*md = pss->hashAlgorithm == NULL ? NID_sha1 :
+	    OBJ_obj2nid(pss->hashAlgorithm->algorithm);
+	*mgf_md = NID_sha1;
+	if (pss->maskGenAlgorithm != NULL) {
+		if (OBJ_obj2nid(pss->maskGenAlgorithm->algorithm) != NID_mgf1 ||
+		    (mh = ASN1_TYPE_unpack_sequence(ASN1_ITEM_rptr(X509_ALGOR),
+		    pss->maskGenAlgorithm->parameter)) == NULL)
+			goto out;
+		*mgf_md = OBJ_obj2nid(mh->algorithm);
+	}
+	rc = 0;
+out:
+	if (rc != 0)
+		(void)snprintf(why, whylen, "signed with RSASSA-PSS whose "
+		    "parameters are missing, undecodable or not MGF1: its "
+		    "digest cannot be judged, refused");
+	X509_ALGOR_free(mh);
+	RSA_PSS_PARAMS_free(pss);
+	ERR_clear_error();
+	return rc;
+}
+
 int
 crl_check_sigalg(const X509_CRL *crl, bool allow_weak, char *why,
     size_t whylen)
 {
-	static const int weak[] = {
-		NID_md2, NID_md4, NID_md5, NID_mdc2, NID_sha1,
-	};
+	const ASN1_BIT_STRING *psig;
+	const X509_ALGOR *alg;
 	int sig = X509_CRL_get_signature_nid(crl), md = NID_undef, pk;
+	int mgf_md = NID_undef;
 
-	if (allow_weak || !OBJ_find_sigid_algs(sig, &md, &pk) ||
-	    !nid_in(md, weak, sizeof(weak) / sizeof(weak[0])))
+	if (allow_weak)
+		return 0;
+	/*
+	 * RSASSA-PSS names its digests in its parameters, not in its OID
+	 * (OBJ_find_sigid_algs gives NID_undef): an absent hashAlgorithm is
+	 * SHA-1, so they must be read, or a SHA-1 CRL passes as strong.
+	 */
+	if (sig == NID_rsassaPss) {
+		X509_CRL_get0_signature(crl, &psig, &alg);
+		if (pss_digests(alg, &md, &mgf_md, why, whylen) != 0)
+			return -1;
+		if (!nid_in(md, weak_md, sizeof(weak_md) / sizeof(weak_md[0])) &&
+		    !nid_in(mgf_md, weak_md, sizeof(weak_md) /
+		    sizeof(weak_md[0])))
+			return 0;
+		(void)snprintf(why, whylen, "signed with RSASSA-PSS with %s "
+		    "and MGF1 with %s, a weak digest: refused unless "
+		    "--allow-weak-crl-sig", OBJ_nid2sn(md), OBJ_nid2sn(mgf_md));
+		return -1;
+	}
+	if (!OBJ_find_sigid_algs(sig, &md, &pk) ||
+	    !nid_in(md, weak_md, sizeof(weak_md) / sizeof(weak_md[0])))
 		return 0;
 	(void)snprintf(why, whylen, "signed with %s, a weak digest (%s): "
 	    "refused unless --allow-weak-crl-sig", OBJ_nid2sn(sig),
@@ -353,23 +427,33 @@ crl_part_named(const struct ffile_part *p)
 	return !dp_is_zero(p->dp);
 }
 
-/* True when k lists the name hash dp at a distribution point tagged ci. */
-static bool
+_Static_assert(REVKEY_REASONS_ALL == FFILE_REASONS_ALL,
+    "a distribution point's reasons and a part's are the same bits");
+
+/*
+ * The reasons for which k's distribution points tagged ci that list the
+ * name hash dp look to a CRL of that name (their reasons fields, RFC 5280
+ * section 6.3.3 (d)): 0 when none lists it.
+ */
+static uint16_t
 key_names(const struct revkey *k, const unsigned char dp[32], uint8_t ci)
 {
+	uint16_t mask = 0;
 	unsigned i;
 
 	for (i = 0; k != NULL && i < k->ndp; i++)
 		if (k->dp_ci[i] == ci && memcmp(k->dp[i], dp, 32) == 0)
-			return true;
-	return false;
+			mask |= k->dp_reasons[i];
+	return mask;
 }
 
 /*
  * The reasons the parts of sc cover for a certificate of kind, with its
  * names (k NULL: a bare id, which lists none). With ci 0 these are the
  * parts of the certificate's own issuer's scope, matched against the
- * names of its distribution points without cRLIssuer. With ci j + 1, sc
+ * names of its distribution points without cRLIssuer; a part matched
+ * through a name counts for the reasons of the distribution points
+ * listing it too. With ci j + 1, sc
  * is the scope of the CRL issuer k->ci[j]: only parts of its indirect
  * CRLs count, a part with a name only when the distribution point that
  * names that issuer lists the name (RFC 5280 section 6.3.3 (b)).
@@ -389,9 +473,16 @@ parts_reasons(const struct ffile_scope *sc, uint8_t kind,
 		if (ci != 0 && ((p->flags & FFILE_PART_INDIRECT) == 0 ||
 		    memcmp(p->crl_issuer, k->ci[ci - 1], 32) != 0))
 			continue;
-		if (!dp_is_zero(p->dp) && !key_names(k, p->dp, ci))
-			continue;
-		mask |= p->reasons;
+		/*
+		 * Through a distribution point with a reasons field, a CRL
+		 * counts only for the reasons both name: one the CA publishes
+		 * for keyCompromise alone does not list a superseded
+		 * certificate, whatever its own onlySomeReasons says.
+		 */
+		if (!dp_is_zero(p->dp))
+			mask |= p->reasons & key_names(k, p->dp, ci);
+		else
+			mask |= p->reasons;
 	}
 	return mask;
 }

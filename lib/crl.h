@@ -69,7 +69,8 @@ int crl_idp_parts(X509_CRL *crl, struct ffile_scope *sc, bool *indirect,
  * CRL of another issuer listed); a partially covered scope only when the
  * parts that apply to the certificate k was derived from (its kind; a
  * part with a distribution point name only when a distribution point of
- * the certificate without cRLIssuer lists that name) cover every reason.
+ * the certificate without cRLIssuer lists that name, and then only for
+ * the reasons that point's reasons field names) cover every reason.
  * A bare id (no certificate) is covered only when the parts without a
  * name cover user and CA certificates for every reason. This function
  * can't fail.

@@ -1995,71 +1995,166 @@ crl_age_cmp(const struct ffile_scope *a, const struct ffile_scope *b)
 	    b->this_update);
 }
 
-/* The part of sc for the same certificates and CRL issuer as p, or NULL. */
-static const struct ffile_part *
-scope_part(const struct ffile_scope *sc, const struct ffile_part *p)
+/*
+ * One CRL a scope's description names, with what it covers: the scope's
+ * own CRL when it is covered whole (a part of any kind, every reason, no
+ * name, from the issuer the scope is named after), else one coverage
+ * part.
+ */
+struct crl_cover {
+	const struct ffile_part *part;	/* NULL: the whole scope */
+	struct ffile_part whole;	/* coverage of the whole scope */
+	const char	*number;
+	int64_t		 this_update;
+};
+
+/*
+ * The CRLs sc's description names into c[FFILE_PART_MAX]: its count.
+ * A scope flagged attributed without parts names none (it covers nothing
+ * of its own).
+ */
+static unsigned
+scope_covers(const struct ffile_scope *sc, struct crl_cover *c)
 {
+	const char *hex = sc->name + sizeof(REVKEY_X509_PREFIX) - 1;
 	unsigned i;
 
-	for (i = 0; i < sc->npart; i++)
-		if (part_same(&sc->part[i], p))
-			return &sc->part[i];
-	return NULL;
+	if (sc->npart == 0) {
+		if ((sc->flags & FFILE_SCOPE_ATTRIBUTED) != 0)
+			return 0;
+		memset(&c[0], 0, sizeof(c[0]));
+		c[0].whole.kind = FFILE_PART_ANY;
+		c[0].whole.reasons = FFILE_REASONS_ALL;
+		/* Not an X.509 scope name: its CRL meets no part's issuer. */
+		if (!revkey_scope_is_x509(sc->name) || util_unhex(
+		    c[0].whole.crl_issuer, 32, hex, strlen(hex), false) != 32)
+			memset(c[0].whole.crl_issuer, 0xff, 32);
+		c[0].number = sc->crl_number;
+		c[0].this_update = sc->this_update;
+		return 1;
+	}
+	for (i = 0; i < sc->npart && i < FFILE_PART_MAX; i++) {
+		c[i].part = &sc->part[i];
+		c[i].whole = sc->part[i];
+		c[i].number = sc->part[i].crl_number;
+		c[i].this_update = sc->part[i].this_update;
+	}
+	return i;
 }
 
 /*
- * A CRL older than the one prev used, for the whole scope (both covered
- * whole by the issuer's own CRL) or for one coverage part: writes the
- * finding into msg and returns true.
+ * True when some certificate is covered by both a and b for some reason:
+ * CRLs of one issuer whose kinds, reasons and distribution points meet
+ * (a part without a name covers every certificate of its kind).
+ */
+static bool
+cover_overlaps(const struct ffile_part *a, const struct ffile_part *b)
+{
+	if (memcmp(a->crl_issuer, b->crl_issuer, 32) != 0)
+		return false;
+	if (a->kind != FFILE_PART_ANY && b->kind != FFILE_PART_ANY &&
+	    a->kind != b->kind)
+		return false;
+	if ((a->reasons & b->reasons) == 0)
+		return false;
+	return !crl_part_named(a) || !crl_part_named(b) ||
+	    memcmp(a->dp, b->dp, 32) == 0;
+}
+
+/* What a CRL of the scope covers, as text for a message. */
+static void
+cover_text(const struct crl_cover *c, unsigned i, char *out, size_t cap)
+{
+	const struct ffile_part *p = c->part;
+
+	if (p == NULL) {
+		(void)snprintf(out, cap, "the whole scope");
+		return;
+	}
+	(void)snprintf(out, cap, "coverage part %u (%s certificates%s%s)", i,
+	    crl_part_kind_name(p->kind), crl_part_named(p) ?
+	    ", one distribution point" : "", p->reasons != FFILE_REASONS_ALL ?
+	    ", some reasons" : "");
+}
+
+/*
+ * A CRL older than one prev used for the same certificates: writes the
+ * finding into msg and returns true. Every CRL now describing the scope
+ * is compared with every CRL of the same issuer that prev used for it
+ * wherever their coverage overlaps, so a change of coverage (a full CRL
+ * replaced by partitions, or the other way round) is no way around the
+ * check. For the same coverage the CRL number orders them (RFC 5280
+ * section 5.2.3: monotonic per CRL scope); for another coverage the
+ * numbers may count another sequence, so only an earlier thisUpdate
+ * shows it older (crl_age_cmp2 with the numbers left out).
  */
 static bool
 scope_rolled_back(const struct ffile_scope *now, const struct ffile_scope *old,
     uint64_t version, char *msg, size_t msglen)
 {
-	const struct ffile_part *np;
-	char hex[65];
-	unsigned i;
+	struct crl_cover nc[FFILE_PART_MAX], oc[FFILE_PART_MAX];
+	char hex[65], ntext[96], otext[96];
+	unsigned i, j, nn, no;
+	bool same = false;
 	int n;
 
 	if (now->source != FFILE_SRC_CRL || old->source != FFILE_SRC_CRL)
 		return false;
-	if (now->npart == 0 && old->npart == 0) {
-		if (((now->flags | old->flags) & FFILE_SCOPE_ATTRIBUTED) != 0 ||
-		    memcmp(now->crl_sha256, old->crl_sha256, 32) == 0 ||
-		    crl_age_cmp(now, old) >= 0)
-			return false;
+	nn = scope_covers(now, nc);
+	no = scope_covers(old, oc);
+	for (i = 0; i < no; i++) {
+		for (j = 0; j < nn; j++) {
+			if (!cover_overlaps(&nc[j].whole, &oc[i].whole))
+				continue;
+			same = (nc[j].part == NULL && oc[i].part == NULL) ||
+			    (nc[j].part != NULL && oc[i].part != NULL &&
+			    part_same(nc[j].part, oc[i].part));
+			if (same && nc[j].part == NULL &&
+			    memcmp(now->crl_sha256, old->crl_sha256, 32) == 0)
+				continue;	/* the same CRL */
+			if (crl_age_cmp2(same ? nc[j].number : "",
+			    nc[j].this_update, same ? oc[i].number : "",
+			    oc[i].this_update) >= 0)
+				continue;
+			goto found;
+		}
+	}
+	return false;
+found:
+	if (nc[j].part == NULL && oc[i].part == NULL) {
 		n = snprintf(msg, msglen, "the CRL of \"%s\" (CRL number "
 		    "\"%s\", thisUpdate %" PRId64 ") is older than the one "
 		    "version %" PRIu64 " used (CRL number \"%s\", thisUpdate "
 		    "%" PRId64 "): a replayed CRL un-revokes what was revoked "
 		    "since", now->issuer, now->crl_number, now->this_update,
 		    version, old->crl_number, old->this_update);
-		if (n < 0)
-			msg[0] = '\0';
-		return true;
-	}
-	for (i = 0; i < old->npart; i++) {
-		np = scope_part(now, &old->part[i]);
-		if (np == NULL || crl_age_cmp2(np->crl_number, np->this_update,
-		    old->part[i].crl_number, old->part[i].this_update) >= 0)
-			continue;
-		util_hex(hex, np->crl_issuer, 32);
+	} else if (same) {
+		util_hex(hex, nc[j].part->crl_issuer, 32);
+		cover_text(&nc[j], j, ntext, sizeof(ntext));
 		n = snprintf(msg, msglen, "scope \"%s\" (\"%s\"): the CRL of "
-		    "issuer x509:%s for coverage part %u (%s certificates%s%s) "
-		    "has CRL number \"%s\", thisUpdate %" PRId64 ", older "
-		    "than the one version %" PRIu64 " used (CRL number \"%s\", "
-		    "thisUpdate %" PRId64 "): a replayed partition un-revokes "
-		    "what was revoked since", now->name, now->issuer, hex, i,
-		    crl_part_kind_name(np->kind), crl_part_named(np) ?
-		    ", one distribution point" : "",
-		    np->reasons != FFILE_REASONS_ALL ? ", some reasons" : "",
-		    np->crl_number, np->this_update, version,
-		    old->part[i].crl_number, old->part[i].this_update);
-		if (n < 0)
-			msg[0] = '\0';
-		return true;
+		    "issuer x509:%s for %s has CRL number \"%s\", thisUpdate %"
+		    PRId64 ", older than the one version %" PRIu64 " used (CRL "
+		    "number \"%s\", thisUpdate %" PRId64 "): a replayed "
+		    "partition un-revokes what was revoked since", now->name,
+		    now->issuer, hex, ntext, nc[j].number, nc[j].this_update,
+		    version, oc[i].number, oc[i].this_update);
+	} else {
+		util_hex(hex, nc[j].whole.crl_issuer, 32);
+		cover_text(&nc[j], j, ntext, sizeof(ntext));
+		cover_text(&oc[i], i, otext, sizeof(otext));
+		n = snprintf(msg, msglen, "scope \"%s\" (\"%s\"): the CRL of "
+		    "issuer x509:%s for %s (CRL number \"%s\", thisUpdate %"
+		    PRId64 ") is older than the CRL version %" PRIu64 " used "
+		    "for %s, which covers some of the same certificates (CRL "
+		    "number \"%s\", thisUpdate %" PRId64 "): a replayed CRL "
+		    "of another coverage un-revokes what was revoked since",
+		    now->name, now->issuer, hex, ntext, nc[j].number,
+		    nc[j].this_update, version, otext, oc[i].number,
+		    oc[i].this_update);
 	}
-	return false;
+	if (n < 0)
+		msg[0] = '\0';
+	return true;
 }
 
 /* The scope named name in s, or NULL. Linear: called once per scope. */
@@ -2249,8 +2344,8 @@ parts_union(struct ffile_scope *out, const struct ffile_part *p,
 
 /*
  * Sets sc from the CRLs of its scope that are kept: its issuer's own CRLs
- * describe it (the newest one's metadata, the union of their coverage,
- * the earliest nextUpdate); an indirect CRL of another issuer that speaks
+ * describe it (the newest one's metadata, of those covering it whole
+ * when one does; the union of their coverage; the earliest nextUpdate); an indirect CRL of another issuer that speaks
  * for it adds its delegated parts, and describes it only when no CRL of
  * its own does (then flagged attributed). 0, or -1 with err.
  */
@@ -2259,6 +2354,7 @@ scope_from_kept(const struct input_set *s, const bool *keep,
     struct ffile_scope *sc, char *err, size_t errlen)
 {
 	const struct ffile_scope *c, *newest = NULL, *newest_via = NULL;
+	const struct ffile_scope *newest_whole = NULL;
 	struct ffile_scope *out;
 	int64_t next = 0, next_via = 0;
 	bool whole = false;
@@ -2289,8 +2385,12 @@ scope_from_kept(const struct input_set *s, const bool *keep,
 			if (next == 0 || c->next_update < next)
 				next = c->next_update;
 			flags |= c->flags;
-			if (c->npart == 0)
+			if (c->npart == 0) {
 				whole = true;
+				if (newest_whole == NULL || c->this_update >
+				    newest_whole->this_update)
+					newest_whole = c;
+			}
 		}
 		for (j = 0; j < c->npart && !whole; j++)
 			if (parts_union(out, &c->part[j], c->issuer, err,
@@ -2301,6 +2401,13 @@ scope_from_kept(const struct input_set *s, const bool *keep,
 	if (newest == NULL && newest_via == NULL)
 		goto done;
 	j = whole ? 0 : out->npart;
+	/*
+	 * Covered whole, the scope is described by its newest CRL that
+	 * covers it whole, not by a partition given with it: the rollback
+	 * check compares that CRL with the one the previous version used.
+	 */
+	if (whole)
+		newest = newest_whole;
 	if (newest == NULL) {
 		newest = newest_via;
 		next = next_via;

@@ -503,16 +503,39 @@ revkey_dp_hash(const GENERAL_NAME *gn, unsigned char out[32])
 	return rc;
 }
 
-/* Adds one name's hash to k, tagged ci (0 or 1 + cRLIssuer index). */
+/*
+ * The reasons a distribution point's CRLs cover (RFC 5280 section
+ * 4.2.1.13): its reasons field as ReasonFlags bits 1..8, every reason
+ * without one.
+ */
+static uint16_t
+cert_dp_reasons(const DIST_POINT *dp)
+{
+	uint16_t mask = 0;
+	int b;
+
+	if (dp->reasons == NULL)
+		return REVKEY_REASONS_ALL;
+	for (b = 1; b <= 8; b++)
+		if (ASN1_BIT_STRING_get_bit(dp->reasons, b))
+			mask |= (uint16_t)(1u << b);
+	return mask;
+}
+
+/*
+ * Adds one name's hash to k, tagged ci (0 or 1 + cRLIssuer index), with
+ * the reasons of the distribution point it belongs to.
+ */
 static void
 cert_dp_add(struct revkey *k, const GENERAL_NAME *gn, const X509_NAME *dn,
-    uint8_t ci)
+    uint8_t ci, uint16_t reasons)
 {
 	if (k->ndp >= REVKEY_DP_MAX)
 		return;
 	if ((dn != NULL ? revkey_dp_name_hash(dn, k->dp[k->ndp]) :
 	    revkey_dp_hash(gn, k->dp[k->ndp])) != 0)
 		return;
+	k->dp_reasons[k->ndp] = reasons;
 	k->dp_ci[k->ndp++] = ci;
 }
 
@@ -527,17 +550,20 @@ cert_dp_names(struct revkey *k, DIST_POINT *dp, const X509_NAME *base,
     uint8_t ci)
 {
 	GENERAL_NAMES *names;
+	uint16_t reasons = cert_dp_reasons(dp);
 	int i;
 
 	if (dp->distpoint->type == 1) {
 		if (DIST_POINT_set_dpname(dp->distpoint, base) == 1 &&
 		    dp->distpoint->dpname != NULL)
-			cert_dp_add(k, NULL, dp->distpoint->dpname, ci);
+			cert_dp_add(k, NULL, dp->distpoint->dpname, ci,
+			    reasons);
 		return;
 	}
 	names = dp->distpoint->name.fullname;
 	for (i = 0; i < sk_GENERAL_NAME_num(names); i++)
-		cert_dp_add(k, sk_GENERAL_NAME_value(names, i), NULL, ci);
+		cert_dp_add(k, sk_GENERAL_NAME_value(names, i), NULL, ci,
+		    reasons);
 }
 
 /*
@@ -565,7 +591,7 @@ cert_dp_crl_issuer(struct revkey *k, DIST_POINT *dp)
 		}
 		for (j = 0; j < sk_GENERAL_NAME_num(dp->CRLissuer); j++)
 			cert_dp_add(k, sk_GENERAL_NAME_value(dp->CRLissuer, j),
-			    NULL, k->nci);
+			    NULL, k->nci, cert_dp_reasons(dp));
 	}
 }
 

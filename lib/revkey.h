@@ -46,7 +46,11 @@
  * 4.2.1.13). dp_ci[i] says to which distribution point dp[i] belongs: 0
  * for one without cRLIssuer, j + 1 for one whose cRLIssuer is ci[j] (for
  * such a point without a distributionPoint name, its cRLIssuer names
- * stand for it, as RFC 5280 section 6.3.3 (b)(2)(i) says). A bare id
+ * stand for it, as RFC 5280 section 6.3.3 (b)(2)(i) says). dp_reasons[i]
+ * holds the reasons field of that distribution point (ReasonFlags bits
+ * 1..8; REVKEY_REASONS_ALL when it has none): a CRL found through the
+ * point's name covers the certificate only for those reasons (section
+ * 6.3.3 (d)); 0 covers it for none. A bare id
  * (text, JSON, a query) has cert 0 and knows none of it. Not part of the
  * encoded key.
  */
@@ -54,6 +58,7 @@
 #define REVKEY_CI_MAX		4
 #define REVKEY_CERT_KNOWN	0x01	/* derived from a certificate */
 #define REVKEY_CERT_CA		0x02	/* basicConstraints cA */
+#define REVKEY_REASONS_ALL	0x01fe	/* ReasonFlags bits 1..8 */
 
 struct revkey {
 	char		scope[REVKEY_SCOPE_MAX + 1];	/* NUL-terminated */
@@ -64,6 +69,7 @@ struct revkey {
 	uint8_t		ndp;		/* distribution point names kept */
 	unsigned char	dp[REVKEY_DP_MAX][32];
 	uint8_t		dp_ci[REVKEY_DP_MAX];	/* 0, or 1 + index in ci */
+	uint16_t	dp_reasons[REVKEY_DP_MAX];	/* the point's reasons */
 	uint8_t		nci;		/* cRLIssuer names kept */
 	unsigned char	ci[REVKEY_CI_MAX][32];	/* SHA-256 of each one's
 					   canonical Name: its scope's hex */
@@ -163,8 +169,9 @@ int revkey_from_issuer_serial(struct revkey *k, const X509_NAME *issuer,
 
 /*
  * Key of a certificate: its issuer and serial, with what it says about
- * itself (CA or not, its CRL distribution point names, and the cRLIssuer
- * of a distribution point with its names, tagged as that issuer's). More
+ * itself (CA or not, its CRL distribution point names with each point's
+ * reasons, and the cRLIssuer of a distribution point with its names,
+ * tagged as that issuer's). More
  * names than kept are left out, which only means fewer matches. 0 or -1.
  */
 int revkey_from_cert(struct revkey *k, const X509 *cert, char *err,

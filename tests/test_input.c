@@ -1954,6 +1954,7 @@ cert_key(uint8_t cert, const unsigned char *dp)
 	k.cert = cert;
 	if (dp != NULL) {
 		memcpy(k.dp[0], dp, 32);
+		k.dp_reasons[0] = REVKEY_REASONS_ALL;
 		k.ndp = 1;
 	}
 	return k;
@@ -2013,6 +2014,22 @@ Test(crl, coverage_parts)
 	cr_assert(!crl_key_covered(&sc, &user_dp2));
 	cr_assert(!crl_key_covered(&sc, &user), "no distribution point");
 	cr_assert(!crl_key_covered(&sc, &bare));
+	/*
+	 * Points with reasons fields (dp1 for keyCompromise, dp2 for the
+	 * rest): a CRL of each name counts only for its point's reasons,
+	 * whatever its own onlySomeReasons (RFC 5280 section 6.3.3 (d)).
+	 */
+	user_dp1.dp_reasons[0] = kc;
+	memcpy(user_dp1.dp[1], dp2, 32);
+	user_dp1.dp_reasons[1] = other;
+	user_dp1.ndp = 2;
+	cr_assert(!crl_key_covered(&sc, &user_dp1), "dp1 for one reason");
+	sc.npart = 2;
+	sc.part[1] = sc.part[0];
+	memcpy(sc.part[1].dp, dp2, 32);
+	cr_assert(crl_key_covered(&sc, &user_dp1), "dp1 and dp2: every reason");
+	user_dp1.dp_reasons[1] = (uint16_t)(other & ~(1u << 4));
+	cr_assert(!crl_key_covered(&sc, &user_dp1), "superseded on neither");
 	/* A list scope is never partial. */
 	sc.source = FFILE_SRC_LIST;
 	sc.npart = 0;
@@ -2300,9 +2317,12 @@ crl_add_ci_entry(X509_CRL *crl, long serial, const char *cn, int ndn)
 	GENERAL_NAMES_free(gens);
 }
 
-/* Signs crl (entries kept in the order added) as ca's CRL number num. */
+/*
+ * Signs crl (entries kept in the order added) as ca's CRL number num,
+ * thisUpdate ago seconds before now.
+ */
 static void
-crl_finish(X509_CRL *crl, EVP_PKEY *key, long num)
+crl_finish_at(X509_CRL *crl, EVP_PKEY *key, long num, long ago)
 {
 	ASN1_INTEGER *n = ASN1_INTEGER_new();
 	ASN1_TIME *t;
@@ -2314,13 +2334,20 @@ crl_finish(X509_CRL *crl, EVP_PKEY *key, long num)
 	cr_assert(X509_CRL_set_version(crl, 1));
 	cr_assert(X509_CRL_set_issuer_name(crl,
 	    X509_get_subject_name(pki_cas[0])));
-	t = ASN1_TIME_set(NULL, now - 60);
+	t = ASN1_TIME_set(NULL, now - ago);
 	cr_assert(X509_CRL_set1_lastUpdate(crl, t));
 	ASN1_TIME_free(t);
 	t = ASN1_TIME_set(NULL, now + 86400);
 	cr_assert(X509_CRL_set1_nextUpdate(crl, t));
 	ASN1_TIME_free(t);
 	cr_assert(X509_CRL_sign(crl, key, EVP_sha256()) > 0);
+}
+
+/* Signs crl as ca's CRL number num, thisUpdate a minute ago. */
+static void
+crl_finish(X509_CRL *crl, EVP_PKEY *key, long num)
+{
+	crl_finish_at(crl, key, num, 60);
 }
 
 /*
@@ -2518,6 +2545,132 @@ Test(input_crl, partition_rollback_refused)
 	X509_CRL_free(u4);
 	X509_CRL_free(c9);
 	X509_CRL_free(c10);
+	EVP_PKEY_free(key);
+}
+
+/*
+ * The scope of one build from CRLs of ca (NULL-terminated), resolved: into
+ * *sc, as a previous version would have described it.
+ */
+static void
+resolved_scope(struct ffile_scope *sc, X509_CRL *const *crls)
+{
+	struct input_opts o = opts("x");
+	struct input_set s;
+	char err[1024];
+
+	input_set_init(&s);
+	for (; *crls != NULL; crls++)
+		cr_assert_eq(crl_read(&s, *crls, &o, err, sizeof(err)), 0,
+		    "%s", err);
+	cr_assert_eq(input_resolve_crls(&s, true, false, err, sizeof(err)), 0,
+	    "%s", err);
+	cr_assert_eq(s.nscopes, 1);
+	*sc = s.scopes[0];
+	input_set_free(&s);
+}
+
+/* input_check_previous of a build from crls against prev: its result. */
+static int
+check_against(const struct ffile_info *prev, X509_CRL *const *crls,
+    bool allow, char *err, size_t errlen)
+{
+	struct input_opts o = opts("x");
+	struct input_prev_opts po;
+	struct input_set s;
+	int rc;
+
+	memset(&po, 0, sizeof(po));
+	po.max_shrink_pct = 100;
+	po.quiet = true;
+	po.allow_rollback = allow;
+	input_set_init(&s);
+	for (; *crls != NULL; crls++)
+		cr_assert_eq(crl_read(&s, *crls, &o, err, errlen), 0, "%s",
+		    err);
+	cr_assert_eq(input_resolve_crls(&s, true, false, err, errlen), 0,
+	    "%s", err);
+	rc = input_check_previous(&s, prev, &po, err, errlen);
+	input_set_free(&s);
+	return rc;
+}
+
+/*
+ * A change of coverage is no way around the rollback check: an older
+ * user-only partition after a newer full CRL, an older full CRL after
+ * newer user-only and CA-only partitions, and an older full CRL given
+ * with a newer partition are refused (across coverages by thisUpdate);
+ * newer CRLs of another coverage are not.
+ */
+Test(input_crl, coverage_change_rollback_refused)
+{
+	EVP_PKEY *key = load_key("ca.key");
+	struct ffile_info prev;
+	struct ffile_scope psc;
+	X509_CRL *f5, *u10, *f11, *u12, *c13, *f14;
+	char err[1024];
+
+	f5 = X509_CRL_new();
+	u10 = X509_CRL_new();
+	f11 = X509_CRL_new();
+	u12 = X509_CRL_new();
+	c13 = X509_CRL_new();
+	f14 = X509_CRL_new();
+	cr_assert(f5 != NULL && u10 != NULL && f11 != NULL && u12 != NULL &&
+	    c13 != NULL && f14 != NULL);
+	crl_add_idp(u10, false, 1);
+	crl_add_idp(u12, false, 1);
+	crl_add_idp(c13, false, 2);
+	crl_finish_at(f5, key, 5, 900);
+	crl_finish_at(u10, key, 10, 600);
+	crl_finish_at(f11, key, 11, 300);
+	crl_finish_at(u12, key, 12, 200);
+	crl_finish_at(c13, key, 13, 200);
+	crl_finish_at(f14, key, 14, 100);
+	memset(&prev, 0, sizeof(prev));
+	prev.version = 3;
+	prev.nscopes = 1;
+	prev.scopes = &psc;
+
+	/* Version 3 used the full CRL 11. */
+	resolved_scope(&psc, (X509_CRL *[]){ f11, NULL });
+	cr_assert_eq(psc.npart, 0);
+	cr_assert_eq(check_against(&prev, (X509_CRL *[]){ u10, NULL }, false,
+	    err, sizeof(err)), -1, "older user-only partition accepted");
+	cr_assert(strstr(err, "for coverage part 0 (user certificates) (CRL "
+	    "number \"0a\"") != NULL, "%s", err);
+	cr_assert(strstr(err, "older than the CRL version 3 used for the "
+	    "whole scope") != NULL, "%s", err);
+	cr_assert(strstr(err, "--allow-crl-rollback") != NULL, "%s", err);
+	cr_assert_eq(check_against(&prev, (X509_CRL *[]){ u10, NULL }, true,
+	    err, sizeof(err)), 0, "%s", err);
+	/* Newer partitions (CRL numbers of their own) are no rollback. */
+	cr_assert_eq(check_against(&prev, (X509_CRL *[]){ u12, c13, NULL },
+	    false, err, sizeof(err)), 0, "%s", err);
+	/* An older full CRL given with a newer partition still is one. */
+	cr_assert_eq(check_against(&prev, (X509_CRL *[]){ f5, u12, NULL },
+	    false, err, sizeof(err)), -1, "older full CRL beside a partition "
+	    "accepted");
+	cr_assert(strstr(err, "(CRL number \"05\"") != NULL, "%s", err);
+
+	/* Version 3 used the user-only CRL 12 and the CA-only CRL 13. */
+	resolved_scope(&psc, (X509_CRL *[]){ u12, c13, NULL });
+	cr_assert_eq(psc.npart, 2);
+	cr_assert_eq(check_against(&prev, (X509_CRL *[]){ f11, NULL }, false,
+	    err, sizeof(err)), -1, "older full CRL accepted");
+	cr_assert(strstr(err, "for the whole scope (CRL number \"0b\"") !=
+	    NULL, "%s", err);
+	cr_assert(strstr(err, "(user certificates), which covers some of "
+	    "the same certificates (CRL number \"0c\"") != NULL, "%s", err);
+	cr_assert_eq(check_against(&prev, (X509_CRL *[]){ f14, NULL }, false,
+	    err, sizeof(err)), 0, "%s", err);
+
+	X509_CRL_free(f5);
+	X509_CRL_free(u10);
+	X509_CRL_free(f11);
+	X509_CRL_free(u12);
+	X509_CRL_free(c13);
+	X509_CRL_free(f14);
 	EVP_PKEY_free(key);
 }
 

@@ -79,6 +79,17 @@ basicConstraints = critical,CA:FALSE
 crlDistributionPoints = URI:http://shapes.test/p2.crl
 [ leaf_plain ]
 basicConstraints = critical,CA:FALSE
+# Reason-split distribution points: kc.crl for key compromises only,
+# rest.crl for every other reason (RFC 5280 section 4.2.1.13 reasons).
+[ leaf_kc ]
+basicConstraints = critical,CA:FALSE
+crlDistributionPoints = dp_kc, dp_rest
+[ dp_kc ]
+fullname = URI:http://shapes.test/kc.crl
+reasons = keyCompromise, CACompromise
+[ dp_rest ]
+fullname = URI:http://shapes.test/rest.crl
+reasons = affiliationChanged, superseded, cessationOfOperation, certificateHold, privilegeWithdrawn, AACompromise
 [ leaf_ci ]
 basicConstraints = critical,CA:FALSE
 crlDistributionPoints = dp_ci
@@ -111,6 +122,14 @@ onlyuser = TRUE
 issuingDistributionPoint = critical, @idp_ca
 [ idp_ca ]
 onlyCA = TRUE
+[ crl_kc ]
+issuingDistributionPoint = critical, @idp_kc
+[ idp_kc ]
+fullname = URI:http://shapes.test/kc.crl
+[ crl_rest ]
+issuingDistributionPoint = critical, @idp_rest
+[ idp_rest ]
+fullname = URI:http://shapes.test/rest.crl
 [ crl_base ]
 freshestCRL = URI:http://shapes.test/delta.crl
 [ crl_indirect ]
@@ -166,6 +185,7 @@ openssl x509 -req -in "$P/neg.csr" -CA "$P/root.pem" -CAkey "$P/root.key" -set_s
     -days 30 -out "$P/neg.pem" 2>/dev/null
 # A positive twin of the negative serial (42 = 0x2a): it must stay valid.
 issue root leaf_plain pos 2A
+issue root leaf_kc leafK 0E
 revoke root leafA keyCompromise
 revoke root leafC superseded
 revoke root neg keyCompromise
@@ -259,6 +279,29 @@ rc_expect_match "$(cat "$T/err")" "coverage part [0-9] \\(user certificates\\) h
 rc_expect_eq "$(readlink "$T/f/current")" "$v" "nothing published"
 publish --allow-crl-rollback "$P/user-old.crl" "$P/ca.crl"
 rc_expect_match "$(cat "$T/err")" 'older than the one version.*\(--allow-crl-rollback\)' "an allowed partition rollback is logged"
+# A change of coverage is no way around it: after a newer full CRL, the
+# partitions it replaced (an earlier thisUpdate) are refused.
+sleep 1
+gencrl root "$P/full2.crl"
+publish "$P/full2.crl"
+v=$(readlink "$T/f/current")
+if FB build --key "$T/key.pem" --out "$T/f" --quiet --allow-shrink --issuer "$P/root.pem" \
+    "$P/user.crl" "$P/ca.crl" 2>"$T/err"; then
+	rc_fail "older partitions replaced a newer full CRL"
+fi
+rc_expect_match "$(cat "$T/err")" "coverage part [0-9] \((user|ca) certificates\) \(CRL number \"[0-9a-f]+\", thisUpdate [0-9]+\) is older than the CRL version [0-9]+ used for the whole scope.*--allow-crl-rollback" \
+    "older partitions after a full CRL refused"
+rc_expect_eq "$(readlink "$T/f/current")" "$v" "nothing published"
+
+# Reason-split distribution points: leafK looks to kc.crl only for key
+# compromises (its reasons field), so kc.crl alone, though its IDP has no
+# onlySomeReasons, does not show it unrevoked (RFC 5280 section 6.3.3 (d)).
+gencrl root "$P/kc.crl" crl_kc
+gencrl root "$P/rest.crl" crl_rest
+publish "$P/kc.crl"
+expect leafK not_covered "kc.crl alone: leafK's point names it for two reasons only"
+publish "$P/kc.crl" "$P/rest.crl"
+expect leafK not_revoked "kc.crl and rest.crl: every reason, leafK not revoked"
 
 # ---------------------------------------------------------------- delta CRLs
 gencrl root "$P/base.crl" crl_base
@@ -338,5 +381,28 @@ rc_expect_match "$(openssl verify -crl_check -CAfile "$P/reA.pem" -CRLfile "$P/r
 publish --issuer "$P/reB.pem" "$P/re.crl"
 expect reLeaf1 revoked "re-encoded issuer Name: reLeaf1 revoked"
 expect reLeaf2 not_revoked "re-encoded issuer Name: reLeaf2 covered, not revoked"
+
+# ---------------------------------------------------------------- RSASSA-PSS signatures
+# PSS names its digests in its parameters, not its OID: SHA-1 there (the
+# default when hashAlgorithm is absent) is as weak as sha1WithRSA.
+casect pss pss.pem pss.key pss >>"$C"
+newdb pss 01
+openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$P/pss.key" 2>/dev/null
+selfsigned "$P/pss.key" "/O=revcheck shapes/CN=Shapes PSS CA" "$P/pss.pem"
+openssl ca -config "$C" -name ca_pss -batch -gencrl -md sha1 -sigopt rsa_padding_mode:pss \
+    -out "$P/pss-sha1.crl" 2>"$T/ca.err" || rc_fail "gencrl pss-sha1: $(tail -3 "$T/ca.err")"
+openssl ca -config "$C" -name ca_pss -batch -gencrl -md sha256 -sigopt rsa_padding_mode:pss \
+    -sigopt rsa_pss_saltlen:32 -out "$P/pss-sha256.crl" 2>"$T/ca.err" ||
+	rc_fail "gencrl pss-sha256: $(tail -3 "$T/ca.err")"
+rc_expect_match "$(openssl crl -in "$P/pss-sha1.crl" -noout -text)" 'Hash Algorithm: sha1' "the CRL is RSASSA-PSS with SHA-1"
+if FB build --key "$T/key.pem" --out "$T/pss" --quiet --issuer "$P/pss.pem" "$P/pss-sha1.crl" 2>"$T/err"; then
+	rc_fail "an RSASSA-PSS/SHA-1 CRL was accepted"
+fi
+rc_expect_match "$(cat "$T/err")" 'RSASSA-PSS with SHA1 and MGF1 with SHA1, a weak digest: refused unless --allow-weak-crl-sig' \
+    "RSASSA-PSS/SHA-1 refused"
+FB build --key "$T/key.pem" --out "$T/pss" --quiet --allow-weak-crl-sig --issuer "$P/pss.pem" \
+    "$P/pss-sha1.crl" 2>"$T/err" || rc_fail "PSS/SHA-1 with --allow-weak-crl-sig: $(cat "$T/err")"
+FB build --key "$T/key.pem" --out "$T/pss2" --quiet --issuer "$P/pss.pem" "$P/pss-sha256.crl" 2>"$T/err" ||
+	rc_fail "an RSASSA-PSS/SHA-256 CRL was refused: $(cat "$T/err")"
 
 rc_done
