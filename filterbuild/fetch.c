@@ -41,6 +41,7 @@ struct xfer {
 	uint64_t	 max;
 	bool		 too_big;
 	bool		 bad_header;
+	bool		 chunked;	/* the final response's body is chunked */
 };
 
 /* An error message into err; a cut message ends in "...". */
@@ -336,6 +337,12 @@ on_header(char *data, size_t sz, size_t nm, void *arg)
 	if (n >= 5 && memcmp(data, "HTTP/", 5) == 0) {
 		x->e.etag[0] = '\0';
 		x->e.lastmod[0] = '\0';
+		x->chunked = false;
+		return n;
+	}
+	if (n > 18 && strncasecmp(data, "Transfer-Encoding:", 18) == 0 &&
+	    memmem(data + 18, n - 18, "chunked", 7) != NULL) {
+		x->chunked = true;
 		return n;
 	}
 	if (n > 5 && strncasecmp(data, "ETag:", 5) == 0) {
@@ -421,8 +428,10 @@ http_get(const char *url, const struct fetch_opts *o,
 	char ebuf[CURL_ERROR_SIZE], h1[FETCH_MAX_VALIDATOR + 32];
 	char h2[FETCH_MAX_VALIDATOR + 32];
 	struct curl_slist *hl = NULL, *t;
+	curl_off_t clen = -1;
 	CURLcode cc;
 	CURL *h;
+	long ver = 0;
 	int rc = -1;
 
 	if ((h = curl_easy_init()) == NULL) {
@@ -499,6 +508,23 @@ http_get(const char *url, const struct fetch_opts *o,
 	}
 	if (*code != 200 && *code != 304) {
 		ferr(err, errlen, "%s: HTTP %ld", url, *code);
+		goto out;
+	}
+	/*
+	 * An HTTP/1 body with neither a length nor chunks ends where the
+	 * connection closes: cut short, it looks complete to libcurl, and a
+	 * token list has no end of its own. The ids after the cut would be
+	 * published as not revoked. (HTTP/2 and 3 frame every body.)
+	 */
+	if (*code == 200 && curl_easy_getinfo(h, CURLINFO_HTTP_VERSION,
+	    &ver) == CURLE_OK && (ver == CURL_HTTP_VERSION_1_0 ||
+	    ver == CURL_HTTP_VERSION_1_1) && !x->chunked &&
+	    (curl_easy_getinfo(h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T,
+	    &clen) != CURLE_OK || clen < 0)) {
+		ferr(err, errlen, "%s: the response has neither "
+		    "Content-Length nor chunked encoding, so a connection "
+		    "closed early would look like the whole list: refused",
+		    url);
 		goto out;
 	}
 	rc = 0;

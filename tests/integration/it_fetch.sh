@@ -168,6 +168,53 @@ refused "an unreachable URL" "http://127.0.0.1:$dead/ca.crl: " \
     "$H/ca.crl" "http://127.0.0.1:$dead/ca.crl"
 refused "a URL input that is not a CRL" "big.crl" "$H/big.crl"
 
+# ------------------------------------------------ a body without framing
+# HTTP/1.0, no Content-Length, no chunks: the body ends where the server
+# closes, so a cut-off token list would look whole. A raw server sends
+# 100 ids that way (/unframed), and the same with a Content-Length
+# (/framed, accepted) and cut after 633 bytes (/cut, what a dropped
+# connection gives): the unframed ones are refused, whole or not.
+cat >"$T/raw.py" <<'EOF'
+import socket, sys
+body = "".join("tok-%04d\n" % i for i in range(1, 101)).encode()
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", 0))
+s.listen(8)
+open(sys.argv[1], "w").write(str(s.getsockname()[1]))
+while True:
+    c, _ = s.accept()
+    req = c.recv(65536).decode(errors="replace")
+    path = req.split(" ")[1] if " " in req else "/"
+    if path == "/framed":
+        head = "HTTP/1.0 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body)
+        c.sendall(head.encode() + body)
+    elif path == "/cut":
+        c.sendall(b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\n" + body[:633])
+    else:
+        c.sendall(b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\n" + body)
+    c.close()
+EOF
+python3 "$T/raw.py" "$T/raw.port" &
+RAW_PID=$!
+for _ in $(seq 1 50); do [ -s "$T/raw.port" ] && break; sleep 0.1; done
+R=http://127.0.0.1:$(cat "$T/raw.port")
+TF=$T/tokfilters
+rawbuild() { ST=0; OUT=$(FB build --key "$T/key.pem" --out "$TF" --cache-dir "$C" "$@" 2>&1) || ST=$?; }
+rawbuild "$R/framed"
+rc_expect_eq "$ST" 0 "an HTTP/1.0 list with Content-Length is fetched"
+rc_expect_match "$OUT" "100 keys" "all 100 ids published"
+for p in unframed cut; do
+	before=$(readlink "$TF/current")
+	rawbuild "$R/$p"
+	rc_expect_eq "$ST" 1 "/$p (no Content-Length, no chunks): the build fails"
+	rc_expect_match "$OUT" "$R/$p: the response has neither Content-Length nor chunked encoding" \
+	    "/$p: the error says why"
+	rc_expect_eq "$(readlink "$TF/current")" "$before" "/$p: nothing published"
+done
+kill "$RAW_PID" 2>/dev/null
+wait "$RAW_PID" 2>/dev/null || true
+
 # ------------------------------------------------ TLS verified
 build --fetch-ca "$NG/ca.pem" "$S/ca.crl"
 rc_expect_eq "$ST" 0 "https with the test CA trusted"
