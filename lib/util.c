@@ -617,7 +617,7 @@ util_json_refused(const char *p, size_t len)
 	for (i = 0; i < len; i++) {
 		c = (unsigned char)p[i];
 		if (c < 0x20 && c != '\t' && c != '\n' && c != '\r')
-			return "a raw control byte in the body";
+			return "a raw control byte";
 		if (!instr) {
 			instr = c == '"';
 			continue;

@@ -687,10 +687,6 @@ apply_json(struct config *c, const struct opt *o, const cJSON *v,
 			goto fail;
 		return 0;
 	}
-	if (cJSON_IsBool(v) && o->type == OPT_NOTCOV) {
-		c->authz_not_covered_allow = cJSON_IsTrue(v);
-		return 0;
-	}
 	if (cJSON_IsBool(v) && o->type == OPT_BOOL)
 		return set_opt(c, o, cJSON_IsTrue(v) ? "true" : "false", err,
 		    errlen);
@@ -921,12 +917,42 @@ load_clients(struct config *c, const cJSON *v, const char *origin,
 	return 0;
 }
 
+/*
+ * The first key given twice in an object anywhere in v (a config is small:
+ * each pair of an object's keys is compared), with *where the key of the
+ * object or array holding it (NULL at the top level); NULL if none.
+ */
+static const char *
+repeated_key(const cJSON *v, const char **where)
+{
+	const cJSON *a, *b;
+	const char *r;
+
+	for (a = v->child; a != NULL; a = a->next) {
+		/* "_comment" and friends are never read: any number. */
+		if (cJSON_IsObject(v) && a->string != NULL &&
+		    a->string[0] != '_')
+			for (b = a->next; b != NULL; b = b->next)
+				if (b->string != NULL &&
+				    strcmp(a->string, b->string) == 0)
+					return a->string;
+		if ((cJSON_IsObject(a) || cJSON_IsArray(a)) &&
+		    (r = repeated_key(a, where)) != NULL) {
+			if (*where == NULL)
+				*where = a->string != NULL ? a->string :
+				    v->string;
+			return r;
+		}
+	}
+	return NULL;
+}
+
 int
 config_load_buf(struct config *c, const char *buf, size_t len,
     const char *origin, char *err, size_t errlen)
 {
 	char *copy;
-	const char *end = NULL, *want;
+	const char *end = NULL, *want, *why, *dup, *where = NULL;
 	cJSON *root = NULL;
 	const cJSON *it;
 	const struct opt *o;
@@ -979,6 +1005,23 @@ config_load_buf(struct config *c, const char *buf, size_t len,
 	if (!cJSON_IsObject(root)) {
 		snprintf(err, errlen, "%s: top level must be a JSON object",
 		    origin);
+		goto out;
+	}
+	/*
+	 * What a reviewer reads must be what the daemon applies: cJSON cuts
+	 * a key or value at an escaped NUL ("authz_not_covered\u0000_OFF"
+	 * would be authz_not_covered), and a key given twice would let the
+	 * later copy win unseen.
+	 */
+	if ((why = util_json_refused(copy, len)) != NULL) {
+		snprintf(err, errlen, "%s: %s in the file (a key or value cut "
+		    "there would read as another)", origin, why);
+		goto out;
+	}
+	if ((dup = repeated_key(root, &where)) != NULL) {
+		snprintf(err, errlen, "%s: key \"%.64s\" is given twice%s%s",
+		    origin, dup, where != NULL ? " in " : "",
+		    where != NULL ? where : "");
 		goto out;
 	}
 	cJSON_ArrayForEach(it, root) {

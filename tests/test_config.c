@@ -841,6 +841,50 @@ expect_refused(const char *json, const char *want, bool at_validate)
 	config_free(&c);
 }
 
+/*
+ * What a reviewer reads is what the daemon applies: a key given twice (the
+ * later copy won), or a key or value with an escaped NUL (cJSON cut it
+ * there: "authz_not_covered\u0000_OFF" was authz_not_covered), is refused.
+ */
+Test(config, repeated_keys_and_escaped_nul_refused)
+{
+	static const struct {
+		const char *json, *want;
+	} bad[] = {
+		{ "{\"authz_not_covered\": \"deny\", \"max_batch\": 5, "
+		    "\"authz_not_covered\": \"allow\"}",
+		    "key \"authz_not_covered\" is given twice" },
+		{ "{\"issuers\": [{\"issuer\": \"https://a\", "
+		    "\"audiences\": [\"x\"], \"audiences\": [\"y\"]}]}",
+		    "key \"audiences\" is given twice in issuers" },
+		{ "{\"introspection_clients\": [{\"id\": \"a\", "
+		    "\"id\": \"b\"}]}",
+		    "key \"id\" is given twice in introspection_clients" },
+		{ "{\"authz_not_covered\\u0000_OFF\": \"allow\"}",
+		    "\\u0000 in a string in the file" },
+		{ "{\"listen\": \"127.0.0.1:80\\u0000x\"}",
+		    "\\u0000 in a string in the file" },
+		{ "{\"listen\": \"127.0.0.1:80\001\"}",
+		    "a raw control byte in the file" },
+		/* Only the strings "deny" and "allow": true was allow. */
+		{ "{\"authz_not_covered\": true}",
+		    "key \"authz_not_covered\": wrong type" },
+	};
+	static const char comments[] = "{\"_\": \"a\", \"_\": \"b\", "
+	    "\"max_batch\": 7}";
+	struct config c;
+	char err[256];
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		expect_refused(bad[i].json, bad[i].want, false);
+	/* Comment keys are never read: they may repeat. */
+	config_init(&c);
+	cr_assert_eq(load(&c, comments, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(c.max_batch, 7);
+	config_free(&c);
+}
+
 /* Each issuer mistake is refused by name, never silently accepted. */
 Test(config, issuers_refused)
 {
