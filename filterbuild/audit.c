@@ -17,7 +17,7 @@
 #define AUDIT_MAX_BODY		(1024 * 1024)	/* a /v1/status reply */
 #define AUDIT_URL_MAX		2048
 #define AUDIT_DEFAULT_TIMEOUT	5		/* seconds per node */
-#define AUDIT_MAX_PROBLEMS	4
+#define AUDIT_MAX_PROBLEMS	8
 
 /* What one node said, or why it said nothing. */
 struct node {
@@ -28,23 +28,31 @@ struct node {
 	char		 mode[16];
 	bool		 has_filter;
 	uint64_t	 version;
+	char		 sha[65];	/* filter.sha256 of the base, "": none */
 	int64_t		 age;
 	int64_t		 expires_in;
 	bool		 stale;
 	char		 stale_reason[32];
 	char		 sync_result[32];	/* "" on an origin */
 	char		 sync_error[256];
+	char		 delta_error[256];	/* sync.delta_error, "": none */
 	uint64_t	 seen;		/* upstream_version_seen, 0: none */
 	uint64_t	 highest;	/* reloads.highest_version */
 	double		 fp_rate;
-	/* The delta chain in service (filter.delta); -1: unknown. */
+	/* The delta chain in service (filter.delta); 0 when not reported. */
 	uint64_t	 delta_seq;
+	/* The highest seq any audited node serves over the same base. */
+	uint64_t	 delta_top;
+	uint64_t	 delta_behind;
 	uint64_t	 overlay_keys;
 	int64_t		 delta_age;
 	int64_t		 lag;
 	uint64_t	 behind;
 	const char	*problems[AUDIT_MAX_PROBLEMS];
 	size_t		 nproblems;
+	/* The text of the problems that carry numbers or a message. */
+	char		 delta_msg[128];
+	char		 delta_error_msg[300];
 };
 
 struct body {
@@ -57,7 +65,8 @@ static void
 audit_usage(FILE *fp)
 {
 	fputs("usage: filterbuild audit [--json] [--max-age DUR] "
-	    "[--max-lag N] [--timeout DUR] URL...\n\n"
+	    "[--max-lag N]\n"
+	    "                        [--max-delta-lag N] [--timeout DUR] URL...\n\n"
 	    "Asks each revcheckd node (URL is its base, http://host:port) for\n"
 	    "GET /v1/status and prints one row per node: version, delta\n"
 	    "sequence, age, time until expiry, revocation lag of the last\n"
@@ -68,14 +77,20 @@ audit_usage(FILE *fp)
 	    "                   (N with s, m, h or d; default: no limit)\n"
 	    "  --max-lag N      a node more than N versions behind the newest\n"
 	    "                   version seen anywhere fails (default 0)\n"
+	    "  --max-delta-lag N\n"
+	    "                   a node more than N deltas behind another node\n"
+	    "                   on the same base fails (default 0)\n"
 	    "  --timeout DUR    per-node request timeout (default 5s)\n"
 	    "  --help           this text\n\n"
 	    "The newest version seen is the highest of every node's filter\n"
 	    "version, highest accepted version and (edges) verified upstream\n"
-	    "version. https is verified against the system's CAs.\n"
+	    "version. Nodes on the same base (version and filter sha256) are\n"
+	    "compared by delta sequence: a node behind misses revocations.\n"
+	    "https is verified against the system's CAs.\n"
 	    "Exit status: 0 every node fresh and up to date; 1 a node is\n"
-	    "unreachable, has no filter, is stale, too old or behind, or (an\n"
-	    "edge) its last sync failed; 2 usage error.\n", fp);
+	    "unreachable, has no filter, is stale, too old, behind in\n"
+	    "version or in deltas, or (an edge) its last sync or delta sync\n"
+	    "failed; 2 usage error.\n", fp);
 }
 
 static size_t
@@ -159,6 +174,7 @@ parse_status(struct node *n, const char *buf, size_t len)
 	if (cJSON_IsObject(f)) {
 		n->has_filter = true;
 		n->version = unum(f, "version");
+		str(n->sha, sizeof(n->sha), f, "sha256");
 		n->age = num(f, "age_seconds", 0);
 		n->expires_in = num(f, "expires_in_seconds", 0);
 		st = field(f, "stale");
@@ -186,10 +202,50 @@ parse_status(struct node *n, const char *buf, size_t len)
 	if (cJSON_IsObject(sy)) {
 		str(n->sync_result, sizeof(n->sync_result), sy, "result");
 		str(n->sync_error, sizeof(n->sync_error), sy, "error");
+		str(n->delta_error, sizeof(n->delta_error), sy,
+		    "delta_error");
 		n->seen = unum(sy, "upstream_version_seen");
 	}
 	cJSON_Delete(root);
 	return 0;
+}
+
+/*
+ * Whether a and b serve the same base: the same version and, when both
+ * name it, the same filter sha256 (two bases of one version, a rebuild,
+ * carry different chains whose sequences do not compare).
+ */
+static bool
+same_base(const struct node *a, const struct node *b)
+{
+	if (!a->reachable || !a->has_filter || !b->reachable ||
+	    !b->has_filter || a->version != b->version)
+		return false;
+	return a->sha[0] == '\0' || b->sha[0] == '\0' ||
+	    strcmp(a->sha, b->sha) == 0;
+}
+
+/*
+ * For each node with a filter: the highest delta seq that any audited
+ * node serves over its base. A node below it answers not_revoked for what
+ * the deltas it misses revoke, however fresh its base and clean its last
+ * sync result: an edge whose chain fetches fail keeps a "unchanged" base
+ * sync and only says so in sync.delta_error.
+ */
+static void
+delta_tops(struct node *nodes, size_t nn)
+{
+	size_t i, j;
+
+	for (i = 0; i < nn; i++) {
+		nodes[i].delta_top = nodes[i].delta_seq;
+		for (j = 0; j < nn; j++)
+			if (same_base(&nodes[i], &nodes[j]) &&
+			    nodes[j].delta_seq > nodes[i].delta_top)
+				nodes[i].delta_top = nodes[j].delta_seq;
+		nodes[i].delta_behind = nodes[i].delta_top -
+		    nodes[i].delta_seq;
+	}
 }
 
 static void
@@ -327,6 +383,11 @@ print_json(const struct node *nodes, size_t nn, uint64_t newest, size_t bad)
 			if (n->has_filter) {
 				cJSON_AddNumberToObject(o, "version",
 				    (double)n->version);
+				if (n->sha[0] != '\0')
+					cJSON_AddStringToObject(o, "sha256",
+					    n->sha);
+				else
+					cJSON_AddNullToObject(o, "sha256");
 				cJSON_AddNumberToObject(o, "age_seconds",
 				    (double)n->age);
 				cJSON_AddNumberToObject(o,
@@ -348,6 +409,10 @@ print_json(const struct node *nodes, size_t nn, uint64_t newest, size_t bad)
 				    (double)n->delta_seq);
 				cJSON_AddNumberToObject(p, "overlay_keys",
 				    (double)n->overlay_keys);
+				cJSON_AddNumberToObject(p, "highest_seq_on_base",
+				    (double)n->delta_top);
+				cJSON_AddNumberToObject(p, "behind",
+				    (double)n->delta_behind);
 				if (n->delta_age >= 0)
 					cJSON_AddNumberToObject(p,
 					    "last_delta_age_seconds",
@@ -370,6 +435,12 @@ print_json(const struct node *nodes, size_t nn, uint64_t newest, size_t bad)
 				if (n->sync_error[0] != '\0')
 					cJSON_AddStringToObject(o,
 					    "sync_error", n->sync_error);
+				if (n->delta_error[0] != '\0')
+					cJSON_AddStringToObject(o,
+					    "delta_error", n->delta_error);
+				else
+					cJSON_AddNullToObject(o,
+					    "delta_error");
 				if (n->seen != 0)
 					cJSON_AddNumberToObject(o,
 					    "upstream_version_seen",
@@ -402,6 +473,7 @@ fb_audit(int argc, char **argv)
 		{ "json",    no_argument,	NULL, 'j' },
 		{ "max-age", required_argument, NULL, 'a' },
 		{ "max-lag", required_argument, NULL, 'l' },
+		{ "max-delta-lag", required_argument, NULL, 'd' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "help",    no_argument,	NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -409,7 +481,7 @@ fb_audit(int argc, char **argv)
 	struct node *nodes = NULL;
 	bool json = false;
 	int64_t max_age = 0, timeout = AUDIT_DEFAULT_TIMEOUT;
-	uint64_t max_lag = 0, newest = 0;
+	uint64_t max_lag = 0, max_dlag = 0, newest = 0;
 	size_t nn, i, bad = 0, blen;
 	CURL *h = NULL;
 	int ch, k, ret = FB_EXIT_FAIL;
@@ -428,6 +500,11 @@ fb_audit(int argc, char **argv)
 			if (util_parse_u64(optarg, UINT32_MAX, &max_lag) == -1)
 				return fb_usage_err("audit", "--max-lag: \"%.64s"
 				    "\" is not a number of versions", optarg);
+			break;
+		case 'd':
+			if (util_parse_u64(optarg, UINT32_MAX, &max_dlag) == -1)
+				return fb_usage_err("audit", "--max-delta-lag: "
+				    "\"%.64s\" is not a number of deltas", optarg);
 			break;
 		case 't':
 			if (util_parse_duration(optarg, &timeout) == -1 ||
@@ -492,6 +569,7 @@ fb_audit(int argc, char **argv)
 		if (nodes[i].highest > newest)
 			newest = nodes[i].highest;
 	}
+	delta_tops(nodes, nn);
 	for (i = 0; i < nn; i++) {
 		struct node *n = &nodes[i];
 
@@ -506,11 +584,27 @@ fb_audit(int argc, char **argv)
 			 * its syncs do: it will not see the next version. */
 			if (n->sync_error[0] != '\0')
 				problem(n, "last sync failed");
+			/* The chain fetch fails apart from the base sync:
+			 * the edge keeps its base and misses every delta. */
+			if (n->delta_error[0] != '\0') {
+				snprintf(n->delta_error_msg,
+				    sizeof(n->delta_error_msg),
+				    "delta sync failed: %.256s", n->delta_error);
+				problem(n, n->delta_error_msg);
+			}
 			if (max_age > 0 && n->age > max_age)
 				problem(n, "older than --max-age");
 			n->behind = newest - n->version;
 			if (n->behind > max_lag)
 				problem(n, "behind the newest version");
+			if (n->delta_behind > max_dlag) {
+				snprintf(n->delta_msg, sizeof(n->delta_msg),
+				    "delta %" PRIu64 " behind: at seq %" PRIu64
+				    ", another node at %" PRIu64,
+				    n->delta_behind, n->delta_seq,
+				    n->delta_top);
+				problem(n, n->delta_msg);
+			}
 		}
 		if (n->nproblems > 0)
 			bad++;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# it_audit.sh - filterbuild audit over a live fleet: origin and two edges, then stale, behind, unreachable nodes
+# it_audit.sh - filterbuild audit over a live fleet: origin and two edges, then stale, behind, unreachable nodes and failing delta syncs
 . "$(dirname "$0")/lib.sh"
 
 FB() { "$FILTERBUILD" "$@"; }
@@ -69,6 +69,11 @@ rc_expect_eq "$AUD_RC" 2 "audit of a non-http URL is a usage error"
 audit --max-lag many "$O_URL"
 rc_expect_eq "$AUD_RC" 2 "bad --max-lag"
 rc_expect_match "$AUD_ERR" 'max-lag' "bad --max-lag named"
+out=$("$FILTERBUILD" audit --help) && rc_expect_match "$out" '--max-delta-lag' \
+    "audit --help: --max-delta-lag"
+audit --max-delta-lag -1 "$O_URL"
+rc_expect_eq "$AUD_RC" 2 "bad --max-delta-lag"
+rc_expect_match "$AUD_ERR" 'max-delta-lag' "bad --max-delta-lag named"
 
 # ---------------------------------------------------------------- a healthy fleet
 audit "$O_URL" "$E1_URL" "$E2_URL/"
@@ -99,6 +104,37 @@ rc_expect_eq "$AUD_RC" 1 "an edge one version behind fails"
 rc_expect_match "$(printf '%s\n' "$AUD_OUT" | grep "^$E2_URL ")" 'behind' "E2 reported behind"
 audit --max-lag 1 "$O_URL" "$E1_URL" "$E2_URL"
 rc_expect_eq "$AUD_RC" 0 "--max-lag 1 tolerates it"
+
+# ---------------------------------------------------------------- a failing delta sync
+# E3 syncs through a proxy that fails every /v1/delta with 500: its base
+# sync stays "unchanged" with no error, only sync.delta_error says that it
+# misses the chain (and so every revocation a delta carries). The audit
+# must fail it, not print OK.
+python3 "$(dirname "$0")/delta500.py" "$O_PORT" "$T/proxy.port" &
+rc_stop_at_exit $!
+for _ in $(seq 1 100); do [ -s "$T/proxy.port" ] && break; sleep 0.1; done
+P_URL="http://127.0.0.1:$(cat "$T/proxy.port")"
+mkdir -p "$T/s3"
+rc_start E3 --trusted-key "$T/key.pub" --state-dir "$T/s3" --sync-interval 1 \
+    --upstream-insecure-http --upstream-filter "$P_URL/v1/filter" --upstream-check "$O_URL/v1/check"
+rc_wait_version "$E3_URL" 2 10 || rc_fail "E3 did not sync version 2 through the proxy"
+rc_wait_json "$E3_URL/v1/status" sync.delta_error "delta chain: HTTP 500" 10 ||
+    rc_fail "E3 never reported its failing delta fetches"
+audit "$O_URL" "$E1_URL" "$E3_URL"
+rc_expect_eq "$AUD_RC" 1 "an edge whose delta sync fails fails the audit"
+rc_expect_match "$(printf '%s\n' "$AUD_OUT" | grep "^$E3_URL ")" \
+    'delta sync failed: delta chain: HTTP 500' "table: E3's delta sync failure named"
+rc_expect_eq "$(printf '%s\n' "$AUD_OUT" | grep -c ' OK$')" 2 "table: origin and E1 still OK"
+rc_expect_match "$AUD_OUT" 'newest version seen: 2; 1 of 3 nodes' "summary counts E3"
+audit --json "$O_URL" "$E3_URL"
+rc_expect_eq "$(jq_py 'j["nodes"][1]["delta_error"]')" "delta chain: HTTP 500" \
+    "--json: E3's delta_error"
+rc_expect_eq "$(jq_py '"delta_error" in j["nodes"][0]')" False \
+    "--json: no delta_error on the origin (no sync)"
+rc_expect_eq "$(jq_py '[n["ok"] for n in j["nodes"]]')" "[True, False]" "--json: only E3 fails"
+rc_expect_eq "$(jq_py 'j["nodes"][1]["problems"]')" "['delta sync failed: delta chain: HTTP 500']" \
+    "--json: E3's problem"
+rc_stop E3 || rc_fail "E3 did not exit 0"
 
 # ---------------------------------------------------------------- a stale node, an unreachable one
 # D runs before its short-lived filter is published, so that a slow start
