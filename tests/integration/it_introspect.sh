@@ -169,6 +169,9 @@ OIDCOAuthIntrospectionEndpointAuth client_secret_basic
 OIDCOAuthClientID gw
 OIDCOAuthClientSecret $GW_SECRET
 OIDCOAuthRemoteUserClaim sub
+# Without it, mod_auth_openidc caches an active answer until the token's
+# exp: a revocation would not reach this gateway for the token's lifetime.
+OIDCOAuthTokenIntrospectionInterval -1
 <Location /api/>
     AuthType oauth20
     Require valid-user
@@ -218,6 +221,19 @@ for c in "revoked:$REVOKED" "forged:$FORGED" "expired:$EXPIRED" "stripped:$(M st
 done
 through "none" ""
 rc_expect_status 401 "Apache: no token"
+# A token that got through once, then revoked (a new filter version):
+# the next request is refused, not answered from mod_auth_openidc's cache.
+LATE=$(tok ok-late)
+through "later revoked, first use" "$LATE"
+rc_expect_status 200 "Apache: a valid token gets through before it is revoked"
+printf '[{"id": "rev-1", "scope": "%s"}, {"id": "ok-late", "scope": "%s"}]\n' "$I" "$I" \
+    >"$T/revoked2.json"
+"$FILTERBUILD" build --key "$T/key.pem" --out "$T/f" --quiet "$T/revoked2.json"
+rc_wait_version "$D_URL" 2 || rc_fail "revcheckd did not load version 2"
+through "later revoked" "$LATE"
+rc_expect_status 401 "Apache: a token revoked after its first use is refused"
+served && rc_fail "Apache: revoked after first use: content served" ||
+    rc_ok "Apache: revoked after first use: content withheld"
 rc_curl "$D_URL/metrics"
 rc_expect_match "$RC_BODY" 'endpoint="introspect"' "revcheckd counted the introspection requests"
 
