@@ -14,7 +14,8 @@
 # (nghttp2-client, HTTP/1.1, --rps per connection) offers half of it to
 # revcheckd (GET /v1/check, all ids different and absent) and to nginx in
 # turn, then to revcheckd again while a new version of its filter is
-# published every second (prebuilt; `current` switched atomically, the
+# published every second (prebuilt, each with one id more, so that each
+# reload reads a whole new table; `current` switched atomically, the
 # daemon polls every second). Latencies are h2load's per-request log
 # (--log-file: from the request's start to the end of its response).
 # h2load sends a connection's next request only after the previous
@@ -66,9 +67,13 @@ awk -v n="$TN" 'BEGIN { for (i = 1; i <= n; i++) { v = i * 2654435761; hi = int(
 	printf "tok-%08x%08x\n", hi, v - hi * 4294967296 } }' >"$T/ids.txt"
 [ "$(sort -u "$T/ids.txt" | wc -l)" -eq "$TN" ] || { say "skipped (the $TN ids are not distinct)"; exit 0; }
 mkdir -p "$T/f" "$T/s"
+# Each version revokes one id more: its table differs from the one in
+# service, so every reload reads, hashes and checks a whole table (a
+# version over the same records would share the table in service).
 for i in $(seq 1 "$K"); do
+	echo "tok-version-$i" >"$T/extra.$i.txt"
 	"$FILTERBUILD" build --key "$T/key.pem" --out "$T/f" --keep $((K + 1)) --valid-for 1d \
-	    --quiet "$T/ids.txt" >"$T/fb.log" 2>&1 ||
+	    --quiet "$T/ids.txt" "$T/extra.$i.txt" >"$T/fb.log" 2>&1 ||
 	    { say "skipped (filterbuild failed: $(tail -c 300 "$T/fb.log"))"; exit 0; }
 done
 mapfile -t VERS < <(cd "$T/f" && ls -d v[0-9]* | sort)
