@@ -521,7 +521,7 @@ handle_filter(const struct server_req *r)
 	const unsigned char *bytes;
 	const char *inm;
 	char cc[48], ver[24];
-	int64_t now = util_now(), left;
+	int64_t now = util_now(), left, base_exp;
 	size_t len;
 
 	if ((s = snapshot_acquire(r->ctx->slot)) == NULL)
@@ -532,7 +532,22 @@ handle_filter(const struct server_req *r)
 		return server_error(r, MHD_HTTP_SERVICE_UNAVAILABLE,
 		    "filter_stale", "the filter has expired", 1);
 	}
-	left = s->info->expires_at - now;
+	/*
+	 * What goes out is the base file, and an edge verifies the base's
+	 * own signed expires_at before it looks at any delta. With a chain
+	 * in service s->info holds the newest head's times, which stay fresh
+	 * after the base has expired: check the base itself, or an edge is
+	 * sent a file it must refuse while this origin looks healthy.
+	 */
+	base_exp = ffile_info(s->ff)->expires_at;
+	if (now >= base_exp) {
+		snapshot_release(s);
+		return server_error(r, MHD_HTTP_SERVICE_UNAVAILABLE,
+		    "filter_stale", "the base filter has expired (its delta "
+		    "chain is fresh; the publisher must re-base)", 1);
+	}
+	/* A cache may keep these bytes only while the base itself is valid. */
+	left = base_exp - now;
 	if (left > FILTER_MAX_CACHE)
 		left = FILTER_MAX_CACHE;
 	snprintf(cc, sizeof(cc), "public, max-age=%lld", (long long)left);
