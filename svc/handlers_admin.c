@@ -123,14 +123,29 @@ add_delta(cJSON *f, const struct snapshot *s, int64_t now)
  * at their running values until a restart), or null.
  */
 static void
-add_config(cJSON *root, const struct live *lv)
+add_config(cJSON *root, const struct server_req *r)
 {
-	cJSON *o = cJSON_AddObjectToObject(root, "config");
+	const struct live *lv = r->live;
+	struct live_reload lr;
+	cJSON *o = cJSON_AddObjectToObject(root, "config"), *l;
 
 	json_add_u64(o, "generation", lv->gen);
 	json_add_time(o, "applied_at", lv->applied_at);
 	json_add_opt(o, "file", lv->cfg.config_file);
 	json_add_opt(o, "restart_pending", lv->pending);
+	/*
+	 * A refused SIGHUP leaves the generation as it was: say so here,
+	 * or the operator who sent it sees nothing wrong.
+	 */
+	live_last_reload(r->ctx->live, &lr);
+	if (lr.time == 0) {
+		json_add(o, "last_reload", cJSON_CreateNull());
+		return;
+	}
+	l = cJSON_AddObjectToObject(o, "last_reload");
+	json_add_time(l, "time", lr.time);
+	json_add_str(l, "result", lr.applied ? "applied" : "refused");
+	json_add_opt(l, "error", lr.applied ? NULL : lr.error);
 }
 
 static void
@@ -223,7 +238,7 @@ handle_status(const struct server_req *r)
 	json_add_u64(o, "refused", rej);
 	json_add_u64(o, "highest_version", ctx->loader != NULL ?
 	    loader_highest(ctx->loader) : 0);
-	add_config(root, r->live);
+	add_config(root, r);
 	trust_status_json(root, &r->live->trust);
 	if (ctx->status_extra != NULL)
 		ctx->status_extra(root, ctx->status_extra_arg);
@@ -411,6 +426,13 @@ handle_metrics(const struct server_req *r)
 	    "revcheckd_reloads_total{result=\"refused\"} %llu\n",
 	    (unsigned long long)acc, (unsigned long long)rej);
 	trust_metrics(&b, &r->live->trust);
+	sbuf_adds(&b, "# HELP revcheckd_config_reloads_total SIGHUP reloads "
+	    "of the configuration by result (refused: nothing changed).\n"
+	    "# TYPE revcheckd_config_reloads_total counter\n");
+	sbuf_addf(&b, "revcheckd_config_reloads_total{result=\"applied\"} "
+	    "%llu\nrevcheckd_config_reloads_total{result=\"refused\"} %llu\n",
+	    (unsigned long long)metrics_get(MET_CONFIG_RELOAD_APPLIED),
+	    (unsigned long long)metrics_get(MET_CONFIG_RELOAD_REFUSED));
 	gauge(&b, "config_generation", "Generation of the settings in force "
 	    "(1 at start, +1 per applied SIGHUP).", (double)r->live->gen);
 	gauge(&b, "config_applied_timestamp_seconds", "When the settings in "

@@ -140,7 +140,7 @@ common = (words("service", "version mode started_at uptime_seconds") |
         "body_memory_refused observed_fp_rate") |
     words("reloads", "accepted refused highest_version") |
     words("reloads.last", "time event result version signer sha256 source reason") |
-    words("config", "generation applied_at file restart_pending") |
+    words("config", "generation applied_at file restart_pending last_reload") |
     words("token_verification", "mode issuers[] cache.size cache.hits cache.misses"))
 edge = (common | words("sync", "upstream_filter interval_seconds max_download "
         "max_lag_seconds last_attempt last_success result error "
