@@ -465,7 +465,9 @@ handle_readyz(const struct server_req *r)
 	char msg[96];
 	struct sbuf b;
 
-	g = check_begin(r->ctx->slot, &r->live->policy, util_now(), &s, &why);
+	/* A probe is no refused check: the refusal counters stay as they are. */
+	g = check_probe_begin(r->ctx->slot, &r->live->policy, util_now(), &s,
+	    &why);
 	if (g == CHECK_GATE_NO_FILTER)
 		return server_error(r, MHD_HTTP_SERVICE_UNAVAILABLE,
 		    "no_filter", "no verified filter is loaded", 0);
