@@ -826,6 +826,26 @@ follow_delta(struct follow_state *st, const struct follow_opts *o,
 }
 
 /*
+ * True when the base is near its own expires_at. Heads keep the chain
+ * fresh past it, but a node that comes up (or falls behind) fetches the
+ * base first and refuses an expired one, and an origin does not serve
+ * it: without a valid base a new edge cannot start. So re-base while the
+ * base still has a quarter of --valid-for (at least one head interval)
+ * left, whatever --rebase-every says: a node that fetched the old base
+ * just before still has time to move to the new one.
+ */
+static bool
+follow_base_expiring(const struct follow_state *st,
+    const struct follow_opts *o, int64_t now)
+{
+	int64_t margin = o->valid_for / 4;
+
+	if (margin < o->head_every)
+		margin = o->head_every;
+	return ffile_info(st->base)->expires_at - now <= margin;
+}
+
+/*
  * One round: read the changes since the cursor and publish them as a
  * delta (or re-base). Returns 0, or -1 when the connection must be
  * dropped.
@@ -871,7 +891,7 @@ follow_round(struct follow_state *st, const struct follow_opts *o,
 		goto out;
 	}
 	if (b.rebase || (o->rebase_every > 0 && b.now - st->base_at >=
-	    o->rebase_every)) {
+	    o->rebase_every) || follow_base_expiring(st, o, b.now)) {
 		if (follow_rebase(st, o, key, ring) != 0)
 			st->have = false;
 		goto out;

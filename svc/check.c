@@ -183,9 +183,10 @@ check_source_str(enum check_source src)
 	    "delta" : "authoritative";
 }
 
-enum check_gate
-check_begin(struct snapshot_slot *sl, const struct stale_policy *p,
-    int64_t now, const struct snapshot **out, enum stale_reason *why)
+static enum check_gate
+gate_begin(struct snapshot_slot *sl, const struct stale_policy *p,
+    int64_t now, const struct snapshot **out, enum stale_reason *why,
+    bool count)
 {
 	struct snapshot *s;
 	enum stale_reason r;
@@ -194,7 +195,8 @@ check_begin(struct snapshot_slot *sl, const struct stale_policy *p,
 	*why = STALE_FRESH;
 	if ((s = snapshot_enter(sl)) == NULL) {
 		snapshot_leave();
-		metrics_inc(MET_REFUSED_NO_FILTER);
+		if (count)
+			metrics_inc(MET_REFUSED_NO_FILTER);
 		return CHECK_GATE_NO_FILTER;
 	}
 	r = snapshot_stale(s, p, now, atomic_load_explicit(
@@ -202,11 +204,26 @@ check_begin(struct snapshot_slot *sl, const struct stale_policy *p,
 	if (r != STALE_FRESH) {
 		snapshot_leave();
 		*why = r;
-		metrics_inc(MET_REFUSED_STALE);
+		if (count)
+			metrics_inc(MET_REFUSED_STALE);
 		return CHECK_GATE_STALE;
 	}
 	*out = s;
 	return CHECK_GATE_OK;
+}
+
+enum check_gate
+check_begin(struct snapshot_slot *sl, const struct stale_policy *p,
+    int64_t now, const struct snapshot **out, enum stale_reason *why)
+{
+	return gate_begin(sl, p, now, out, why, true);
+}
+
+enum check_gate
+check_probe_begin(struct snapshot_slot *sl, const struct stale_policy *p,
+    int64_t now, const struct snapshot **out, enum stale_reason *why)
+{
+	return gate_begin(sl, p, now, out, why, false);
 }
 
 void

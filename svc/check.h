@@ -120,6 +120,16 @@ enum check_gate check_begin(struct snapshot_slot *sl,
     const struct stale_policy *p, int64_t now, const struct snapshot **out,
     enum stale_reason *why);
 
+/*
+ * check_begin for a probe (/readyz): the same gate, but a refusal is not
+ * counted. revcheckd_refused_*_total count checks a client did not get
+ * answered; a load balancer polling an unready node would otherwise make
+ * them grow with the probe rate, and hide how many real requests failed.
+ */
+enum check_gate check_probe_begin(struct snapshot_slot *sl,
+    const struct stale_policy *p, int64_t now, const struct snapshot **out,
+    enum stale_reason *why);
+
 /* Ends the section check_begin started for s. Can't fail. */
 void check_end(const struct snapshot *s);
 

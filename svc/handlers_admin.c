@@ -123,14 +123,29 @@ add_delta(cJSON *f, const struct snapshot *s, int64_t now)
  * at their running values until a restart), or null.
  */
 static void
-add_config(cJSON *root, const struct live *lv)
+add_config(cJSON *root, const struct server_req *r)
 {
-	cJSON *o = cJSON_AddObjectToObject(root, "config");
+	const struct live *lv = r->live;
+	struct live_reload lr;
+	cJSON *o = cJSON_AddObjectToObject(root, "config"), *l;
 
 	json_add_u64(o, "generation", lv->gen);
 	json_add_time(o, "applied_at", lv->applied_at);
 	json_add_opt(o, "file", lv->cfg.config_file);
 	json_add_opt(o, "restart_pending", lv->pending);
+	/*
+	 * A refused SIGHUP leaves the generation as it was: say so here,
+	 * or the operator who sent it sees nothing wrong.
+	 */
+	live_last_reload(r->ctx->live, &lr);
+	if (lr.time == 0) {
+		json_add(o, "last_reload", cJSON_CreateNull());
+		return;
+	}
+	l = cJSON_AddObjectToObject(o, "last_reload");
+	json_add_time(l, "time", lr.time);
+	json_add_str(l, "result", lr.applied ? "applied" : "refused");
+	json_add_opt(l, "error", lr.applied ? NULL : lr.error);
 }
 
 static void
@@ -223,7 +238,7 @@ handle_status(const struct server_req *r)
 	json_add_u64(o, "refused", rej);
 	json_add_u64(o, "highest_version", ctx->loader != NULL ?
 	    loader_highest(ctx->loader) : 0);
-	add_config(root, r->live);
+	add_config(root, r);
 	trust_status_json(root, &r->live->trust);
 	if (ctx->status_extra != NULL)
 		ctx->status_extra(root, ctx->status_extra_arg);
@@ -411,6 +426,13 @@ handle_metrics(const struct server_req *r)
 	    "revcheckd_reloads_total{result=\"refused\"} %llu\n",
 	    (unsigned long long)acc, (unsigned long long)rej);
 	trust_metrics(&b, &r->live->trust);
+	sbuf_adds(&b, "# HELP revcheckd_config_reloads_total SIGHUP reloads "
+	    "of the configuration by result (refused: nothing changed).\n"
+	    "# TYPE revcheckd_config_reloads_total counter\n");
+	sbuf_addf(&b, "revcheckd_config_reloads_total{result=\"applied\"} "
+	    "%llu\nrevcheckd_config_reloads_total{result=\"refused\"} %llu\n",
+	    (unsigned long long)metrics_get(MET_CONFIG_RELOAD_APPLIED),
+	    (unsigned long long)metrics_get(MET_CONFIG_RELOAD_REFUSED));
 	gauge(&b, "config_generation", "Generation of the settings in force "
 	    "(1 at start, +1 per applied SIGHUP).", (double)r->live->gen);
 	gauge(&b, "config_applied_timestamp_seconds", "When the settings in "
@@ -443,7 +465,9 @@ handle_readyz(const struct server_req *r)
 	char msg[96];
 	struct sbuf b;
 
-	g = check_begin(r->ctx->slot, &r->live->policy, util_now(), &s, &why);
+	/* A probe is no refused check: the refusal counters stay as they are. */
+	g = check_probe_begin(r->ctx->slot, &r->live->policy, util_now(), &s,
+	    &why);
 	if (g == CHECK_GATE_NO_FILTER)
 		return server_error(r, MHD_HTTP_SERVICE_UNAVAILABLE,
 		    "no_filter", "no verified filter is loaded", 0);
@@ -521,7 +545,7 @@ handle_filter(const struct server_req *r)
 	const unsigned char *bytes;
 	const char *inm;
 	char cc[48], ver[24];
-	int64_t now = util_now(), left;
+	int64_t now = util_now(), left, base_exp;
 	size_t len;
 
 	if ((s = snapshot_acquire(r->ctx->slot)) == NULL)
@@ -532,7 +556,22 @@ handle_filter(const struct server_req *r)
 		return server_error(r, MHD_HTTP_SERVICE_UNAVAILABLE,
 		    "filter_stale", "the filter has expired", 1);
 	}
-	left = s->info->expires_at - now;
+	/*
+	 * What goes out is the base file, and an edge verifies the base's
+	 * own signed expires_at before it looks at any delta. With a chain
+	 * in service s->info holds the newest head's times, which stay fresh
+	 * after the base has expired: check the base itself, or an edge is
+	 * sent a file it must refuse while this origin looks healthy.
+	 */
+	base_exp = ffile_info(s->ff)->expires_at;
+	if (now >= base_exp) {
+		snapshot_release(s);
+		return server_error(r, MHD_HTTP_SERVICE_UNAVAILABLE,
+		    "filter_stale", "the base filter has expired (its delta "
+		    "chain is fresh; the publisher must re-base)", 1);
+	}
+	/* A cache may keep these bytes only while the base itself is valid. */
+	left = base_exp - now;
 	if (left > FILTER_MAX_CACHE)
 		left = FILTER_MAX_CACHE;
 	snprintf(cc, sizeof(cc), "public, max-age=%lld", (long long)left);

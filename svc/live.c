@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "live.h"
+#include "metrics.h"
 #include "snapshot.h"
 
 struct live *
@@ -64,6 +65,7 @@ live_slot_init(struct live_slot *sl)
 {
 	atomic_init(&sl->cur, NULL);
 	pthread_mutex_init(&sl->mu, NULL);
+	memset(&sl->last, 0, sizeof(sl->last));
 }
 
 void
@@ -122,4 +124,25 @@ live_swap(struct live_slot *sl, struct live *lv)
 		return;
 	snapshot_synchronize();
 	live_release(old);
+}
+
+void
+live_note_reload(struct live_slot *sl, int64_t when, const char *err)
+{
+	pthread_mutex_lock(&sl->mu);
+	sl->last.time = when;
+	sl->last.applied = err == NULL;
+	snprintf(sl->last.error, sizeof(sl->last.error), "%s",
+	    err != NULL ? err : "");
+	pthread_mutex_unlock(&sl->mu);
+	metrics_inc(err == NULL ? MET_CONFIG_RELOAD_APPLIED :
+	    MET_CONFIG_RELOAD_REFUSED);
+}
+
+void
+live_last_reload(struct live_slot *sl, struct live_reload *out)
+{
+	pthread_mutex_lock(&sl->mu);
+	*out = sl->last;
+	pthread_mutex_unlock(&sl->mu);
 }

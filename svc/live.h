@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "config.h"
@@ -38,9 +39,20 @@ struct live {
 	_Atomic unsigned long refs;
 };
 
+/*
+ * The outcome of the last SIGHUP, applied or refused: a refused one
+ * changes no generation, so without this only the log would say it.
+ */
+struct live_reload {
+	int64_t		 time;		/* unix seconds; 0: no SIGHUP yet */
+	bool		 applied;
+	char		 error[512];	/* why it was refused, or "" */
+};
+
 struct live_slot {
 	_Alignas(64) _Atomic(struct live *) cur;
-	pthread_mutex_t	 mu;	/* swaps; readers without a section */
+	pthread_mutex_t	 mu;	/* swaps; readers without a section; last */
+	struct live_reload last;	/* under mu */
 };
 
 /*
@@ -90,5 +102,14 @@ struct live *live_acquire(struct live_slot *sl);
  * drops the slot's reference to it. Outside any read section.
  */
 void live_swap(struct live_slot *sl, struct live *lv);
+
+/*
+ * Records the outcome of a SIGHUP (err: why it was refused, NULL when
+ * applied) and counts it (revcheckd_config_reloads_total).
+ */
+void live_note_reload(struct live_slot *sl, int64_t when, const char *err);
+
+/* Copies the outcome of the last SIGHUP (time 0: none yet). Any thread. */
+void live_last_reload(struct live_slot *sl, struct live_reload *out);
 
 #endif

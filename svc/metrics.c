@@ -287,6 +287,8 @@ metrics_name(enum metric m)
 		"body_memory_refused",
 		"reloads_accepted",
 		"reloads_refused",
+		"delta_hits", "deltas_applied", "deltas_refused",
+		"config_reloads_applied", "config_reloads_refused",
 	};
 	return (unsigned)m < MET_COUNT_ ? names[m] : "unknown";
 }

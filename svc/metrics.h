@@ -33,6 +33,8 @@ enum metric {
 	MET_DELTA_HITS,		/* keys the delta overlay decided */
 	MET_DELTA_APPLIED,	/* deltas applied */
 	MET_DELTA_REFUSED,	/* delta chain files refused */
+	MET_CONFIG_RELOAD_APPLIED, /* SIGHUPs applied */
+	MET_CONFIG_RELOAD_REFUSED, /* SIGHUPs refused: nothing changed */
 	MET_COUNT_
 };
 

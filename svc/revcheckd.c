@@ -285,10 +285,13 @@ reload_config(struct config *c, struct loader *l, struct snapshot_slot *sl,
 	if (nrestart > 0)
 		log_warn("SIGHUP: %s changed; not applied until a restart "
 		    "(the running values stay)", restart);
+	live_note_reload(ls, util_now(), NULL);
 	goto out;
 refuse:
 	log_err("SIGHUP: configuration not reloaded, nothing changed: %s",
 	    err);
+	/* Visible in /v1/status and /metrics too, not only in the log. */
+	live_note_reload(ls, util_now(), err);
 out:
 	live_release(nl);
 	config_free(&nc);

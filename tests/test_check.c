@@ -299,6 +299,42 @@ Test(check, gate_refuses_missing_and_stale)
 	snapshot_slot_free(&sl);
 }
 
+/* /readyz's gate refuses as a check's does, but counts nothing. */
+Test(check, probe_gate_counts_no_refusal)
+{
+	struct snapshot_slot sl;
+	struct stale_policy p = { 0, 300, 0 };
+	const struct snapshot *s;
+	enum stale_reason why;
+	uint64_t stale0, none0;
+	int i;
+
+	snapshot_slot_init(&sl);
+	stale0 = metrics_get(MET_REFUSED_STALE);
+	none0 = metrics_get(MET_REFUSED_NO_FILTER);
+	for (i = 0; i < 10; i++)
+		cr_assert_eq(check_probe_begin(&sl, &p, NOW, &s, &why),
+		    CHECK_GATE_NO_FILTER);
+	snapshot_swap(&sl, make_snapshot(7, 1 << 16, 7, true));
+	for (i = 0; i < 10; i++) {
+		cr_assert_eq(check_probe_begin(&sl, &p, NOW + 3600, &s, &why),
+		    CHECK_GATE_STALE);
+		cr_assert_null(s);
+		cr_assert_eq(why, STALE_EXPIRED);
+	}
+	cr_assert_eq(metrics_get(MET_REFUSED_STALE), stale0);
+	cr_assert_eq(metrics_get(MET_REFUSED_NO_FILTER), none0);
+	cr_assert_eq(check_probe_begin(&sl, &p, NOW, &s, &why), CHECK_GATE_OK);
+	cr_assert_eq(s->version, 7);
+	check_end(s);
+	/* A refused check still counts. */
+	cr_assert_eq(check_begin(&sl, &p, NOW + 3600, &s, &why),
+	    CHECK_GATE_STALE);
+	cr_assert_eq(metrics_get(MET_REFUSED_STALE), stale0 + 1);
+	snapshot_swap(&sl, make_snapshot(8, 1 << 16, 7, true));
+	snapshot_slot_free(&sl);
+}
+
 Test(check, json_items)
 {
 	/* Key extraction only here: verification is tested below. */

@@ -140,7 +140,7 @@ common = (words("service", "version mode started_at uptime_seconds") |
         "body_memory_refused observed_fp_rate") |
     words("reloads", "accepted refused highest_version") |
     words("reloads.last", "time event result version signer sha256 source reason") |
-    words("config", "generation applied_at file restart_pending") |
+    words("config", "generation applied_at file restart_pending last_reload") |
     words("token_verification", "mode issuers[] cache.size cache.hits cache.misses"))
 edge = (common | words("sync", "upstream_filter interval_seconds max_download "
         "max_lag_seconds last_attempt last_success result error "
@@ -205,5 +205,37 @@ print(len(names))
 PY
 	rc_ok "the dashboard parses; it and the alert rules name only exported metrics ($(cat "$T/dash.out"))" ||
 	rc_fail "dashboard/rules: $(cat "$T/dash.out")"
+
+# ---------------------------------------------------------------- probes are not refused checks
+# A load balancer polling /readyz of an unready node must not make
+# revcheckd_refused_*_total grow: they count checks clients did not get
+# answered. A refused check still counts.
+counter() { curl -s "$1/metrics" | sed -n "s/^revcheckd_$2_total \([0-9]*\)\$/\1/p"; }
+G=$T/short
+mkdir -p "$G" "$T/sp" "$T/sq" "$T/empty"
+FB build --key "$T/key.pem" --out "$G" --valid-for 2s --quiet "$T/tokens.txt"
+rc_start P --filter-dir "$G" --trusted-key "$T/key.pub" --state-dir "$T/sp"
+rc_start Q --filter-dir "$T/empty" --trusted-key "$T/key.pub" --state-dir "$T/sq"
+for _ in $(seq 1 100); do
+	[ "$(curl -s -o /dev/null -w '%{http_code}' "$P_URL/readyz")" = 503 ] && break
+	sleep 0.1
+done
+rc_curl "$P_URL/readyz"
+rc_expect_json error filter_stale "the expired node's /readyz is 503 filter_stale"
+for n in P Q; do
+	url=$(eval "echo \$${n}_URL")
+	s0=$(counter "$url" refused_stale) n0=$(counter "$url" refused_no_filter)
+	for _ in $(seq 1 10); do curl -s -o /dev/null "$url/readyz"; done
+	rc_expect_eq "$(counter "$url" refused_stale):$(counter "$url" refused_no_filter)" \
+	    "$s0:$n0" "$n: ten 503 /readyz probes leave the refusal counters unchanged"
+	curl -s -o /dev/null "$url/v1/check?id=tok-rev-1"
+	if [ $n = P ]; then
+		rc_expect_eq "$(counter "$url" refused_stale)" $((s0 + 1)) \
+		    "$n: a refused check counts in refused_stale"
+	else
+		rc_expect_eq "$(counter "$url" refused_no_filter)" $((n0 + 1)) \
+		    "$n: a refused check counts in refused_no_filter"
+	fi
+done
 
 rc_done

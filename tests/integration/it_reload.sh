@@ -42,15 +42,36 @@ conf() {
   "issuers": [%s]%s}\n' "$T/f" "$T/key.pub" "$T/s" "$1" "${2:+, $2}" >"$T/rc.json"
 }
 GEN=1
-# hup: SIGHUP, then until /v1/status shows the next generation
+REFUSED=0
+# reloads RESULT: revcheckd_config_reloads_total{result=RESULT} of D.
+reloads() {
+	curl -s "$D_URL/metrics" | sed -n \
+	    's/^revcheckd_config_reloads_total{result="'"$1"'"} \([0-9]*\)$/\1/p'
+}
+# wait_reloads RESULT N: until that counter is N (5 s at most).
+wait_reloads() {
+	for _ in $(seq 1 50); do
+		[ "$(reloads "$1")" = "$2" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+# hup: SIGHUP, then until /v1/status shows the next generation, applied
 hup() {
 	GEN=$((GEN + 1))
 	kill -HUP "$D_PID"
 	rc_wait_json "$D_URL/v1/status" config.generation "$GEN" 10 ||
 	    rc_fail "generation $GEN was not applied: $(tail -n 3 "$T/D.log")"
+	wait_reloads applied $((GEN - 1)) ||
+	    rc_fail "generation $GEN: reloads{applied} is $(reloads applied), want $((GEN - 1))"
+	[ "$(reloads refused)" = "$REFUSED" ] ||
+	    rc_fail "generation $GEN: reloads{refused} moved to $(reloads refused)"
+	rc_curl "$D_URL/v1/status"
+	rc_expect_json config.last_reload.result applied "generation $GEN: last_reload"
+	rc_expect_json config.last_reload.error null "generation $GEN: no error"
 }
-REFUSED=0
-# hup_refused WHAT REGEX: SIGHUP, the reload is refused naming REGEX, nothing changed
+# hup_refused WHAT REGEX: SIGHUP, the reload is refused naming REGEX, nothing
+# changed; /v1/status and /metrics say so too, not only the log.
 hup_refused() {
 	REFUSED=$((REFUSED + 1))
 	kill -HUP "$D_PID"
@@ -58,8 +79,17 @@ hup_refused() {
 	    rc_ok "$1: the reload is refused" || rc_fail "$1: the reload was not refused"
 	rc_expect_match "$(grep 'configuration not reloaded' "$T/D.log" | tail -n 1)" "$2" \
 	    "$1: the log names the cause"
+	wait_reloads refused "$REFUSED" && rc_ok "$1: reloads{refused} is $REFUSED" ||
+	    rc_fail "$1: reloads{refused} is '$(reloads refused)', want $REFUSED"
+	[ "$(reloads applied)" = $((GEN - 1)) ] ||
+	    rc_fail "$1: reloads{applied} moved to $(reloads applied)"
 	rc_curl "$D_URL/v1/status"
 	rc_expect_json config.generation "$GEN" "$1: the generation in force is unchanged"
+	rc_expect_json config.last_reload.result refused "$1: status shows the refusal"
+	rc_expect_match "$(rc_json config.last_reload.error)" "$2" \
+	    "$1: status names the cause"
+	rc_expect_match "$(rc_json config.last_reload.time)" '^20[0-9][0-9]-' \
+	    "$1: status gives the time"
 }
 tok() {	# tok ISS KEY KID JTI: an ES256 token for audience api
 	M sign "$2" ES256 "$3" "{\"iss\":\"$1\",\"sub\":\"u\",\"aud\":\"api\",\"jti\":\"$4\",\"iat\":\"now\",\"exp\":\"now+600\"}"
@@ -80,6 +110,8 @@ rc_wait_ready "$D_URL" 10 || rc_fail "D not ready"
 rc_curl "$D_URL/v1/status"
 rc_expect_json config.generation 1 "status: generation 1 at start"
 rc_expect_json config.restart_pending null "status: nothing waits for a restart"
+rc_expect_json config.last_reload null "status: no SIGHUP yet"
+rc_expect_eq "$(reloads applied):$(reloads refused)" 0:0 "metrics: no config reload yet"
 [ "$(rc_json config.applied_at)" != null ] && rc_ok "status: when it was applied" ||
     rc_fail "status: no applied_at"
 

@@ -60,6 +60,15 @@ for d in 'Type=notify' 'NotifyAccess=main' 'ExecReload=/bin/kill -HUP $MAINPID' 
 	grep -qxF -- "$d" "$rc" || fail "revcheckd.service lacks the line '$d'"
 done
 grep -qE '^WatchdogSec=[1-9]' "$rc" || fail "revcheckd.service has no WatchdogSec="
+# systemctl reload fails on a configuration the daemon would refuse: the
+# check runs before the signal, on the file ExecStart= names.
+for u in revcheckd.service revcheckd-edge.service; do
+	start=$(sed -n 's/^ExecStart=//p' "$SRC/systemd/$u")
+	reload=$(sed -n 's/^ExecReload=//p' "$SRC/systemd/$u")
+	[ "$reload" = "$start --check-config
+/bin/kill -HUP \$MAINPID" ] ||
+		fail "$u: ExecReload= must run '$start --check-config', then kill -HUP; has: $reload"
+done
 grep -qE '^ReadOnlyPaths=/var/lib/revcheck$' "$rc" ||
 	fail "revcheckd.service must see the filter directory read-only"
 grep -qE '^ExecStart=/usr/local/bin/filterbuild build .*--valid-for 1h' \
