@@ -67,9 +67,8 @@ awk -v n="$TN" 'BEGIN { for (i = 1; i <= n; i++) { v = i * 2654435761; hi = int(
 	printf "tok-%08x%08x\n", hi, v - hi * 4294967296 } }' >"$T/ids.txt"
 [ "$(sort -u "$T/ids.txt" | wc -l)" -eq "$TN" ] || { say "skipped (the $TN ids are not distinct)"; exit 0; }
 mkdir -p "$T/f" "$T/s"
-# Each version revokes one id more: its table differs from the one in
-# service, so every reload reads, hashes and checks a whole table (a
-# version over the same records would share the table in service).
+# Each version revokes one id more, as real versions do: every reload
+# reads, hashes and checks a whole new table.
 for i in $(seq 1 "$K"); do
 	echo "tok-version-$i" >"$T/extra.$i.txt"
 	"$FILTERBUILD" build --key "$T/key.pem" --out "$T/f" --keep $((K + 1)) --valid-for 1d \

@@ -2,7 +2,6 @@
 #include <assert.h>
 #include <errno.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -30,7 +29,6 @@
 #define TB_AHEAD	16
 
 struct table {
-	_Atomic unsigned long refs;	/* table_ref, table_close */
 	const unsigned char *buf;
 	size_t		 len;
 	bool		 mapped;	/* munmap() on close */
@@ -1488,7 +1486,6 @@ table_parse(const unsigned char *buf, size_t len, bool take, char *err,
 			free((void *)(uintptr_t)buf);
 		return NULL;
 	}
-	atomic_init(&t->refs, 1);
 	t->buf = buf;
 	t->len = len;
 	t->owned = take;
@@ -1528,7 +1525,6 @@ table_open_fd(int fd, const char *name, char *err, size_t errlen)
 		(void)munmap(map, len);
 		return NULL;
 	}
-	atomic_init(&t->refs, 1);
 	t->buf = map;
 	t->len = len;
 	t->mapped = true;
@@ -1673,20 +1669,10 @@ table_get(const struct table *t, uint64_t i, struct table_rec *out)
 	return rec_to_table_rec(r, avail, out);
 }
 
-struct table *
-table_ref(struct table *t)
-{
-	atomic_fetch_add(&t->refs, 1);
-	return t;
-}
-
 void
 table_close(struct table *t)
 {
 	if (t == NULL)
-		return;
-	/* Another holder still reads it: only this reference goes. */
-	if (atomic_fetch_sub(&t->refs, 1) > 1)
 		return;
 	if (t->mapped)
 		(void)munmap((void *)(uintptr_t)t->buf, t->len);

@@ -214,13 +214,6 @@ int table_lookup(const struct table *t, const struct revkey *k,
  */
 int table_get(const struct table *t, uint64_t i, struct table_rec *out);
 
-/*
- * Another reference to t, for a second holder (a new filter version whose
- * signed header names the same table: the bytes verified once serve both).
- * Each reference is dropped with table_close; the last one frees.
- */
-struct table *table_ref(struct table *t);
-
 void table_close(struct table *t);
 
 #endif

@@ -692,32 +692,6 @@ loader_load_ring(struct sign_ring *r, const struct config *c, char *err,
 	return 0;
 }
 
-/*
- * The table in service, with a reference of its own, when the new
- * filter's header names exactly it (SHA-256 and length) and the file is
- * that long: a version signed again over the same records (a rebuild that
- * only renews validity) then costs no read, copy or hash of its table.
- * The bytes in service were checked against that digest when they were
- * read, nothing can change them since, and loader_accept() checks the
- * binding again after the signature. NULL otherwise.
- */
-static struct table *
-table_in_service(struct snapshot_slot *sl, const struct ffile_info *fi,
-    const struct stat *st)
-{
-	struct snapshot *cur;
-	struct table *t = NULL;
-
-	if ((cur = snapshot_acquire(sl)) == NULL)
-		return NULL;
-	if (cur->tab != NULL && (uint64_t)st->st_size == fi->table_len &&
-	    table_size(cur->tab) == fi->table_len &&
-	    memcmp(table_sha256(cur->tab), fi->table_sha256, 32) == 0)
-		t = table_ref(cur->tab);
-	snapshot_release(cur);
-	return t;
-}
-
 int
 loader_load_files(struct loader *l, struct snapshot_slot *sl,
     const char *filter_path, const char *table_path)
@@ -767,12 +741,8 @@ loader_load_files(struct loader *l, struct snapshot_slot *sl,
 		    ~O_NONBLOCK) == -1)
 			snprintf(e, sizeof(e), "%.400s: %s", table_path,
 			    strerror(errno));
-		else if (owner_ok(l, table_path, &st, e, sizeof(e)) == 0 &&
-		    (tab = table_in_service(sl, ffile_info(ff), &st)) == NULL)
+		else if (owner_ok(l, table_path, &st, e, sizeof(e)) == 0)
 			tab = table_open_fd(fd, table_path, e, sizeof(e));
-		else if (tab != NULL)
-			log_info("%.400s: the table in service (the same "
-			    "SHA-256), not read again", table_path);
 		if (fd != -1)
 			close(fd);
 		if (tab == NULL) {

@@ -535,60 +535,6 @@ Test(loader, table_edited_after_load_is_caught_on_reverify)
 	snapshot_slot_free(&sl);
 }
 
-/*
- * A version signed again over the same records names the table in service
- * by its SHA-256: that table is shared, not read again, and outlives the
- * snapshot it came with; a version over other records reads its own.
- */
-Test(loader, same_records_share_the_table_in_service)
-{
-	struct snapshot_slot sl;
-	struct snapshot *s;
-	const struct table *t5;
-	struct table_rec r;
-	struct revkey k;
-	struct loader l;
-	struct fx_pair p;
-	int64_t now = util_now();
-	char err[512];
-
-	snapshot_slot_init(&sl);
-	cr_assert_eq(loader_init(&l, &cfg, &pol, err, sizeof(err)), 0, "%s",
-	    err);
-	cr_assert_eq(revkey_from_text(&k, "default", "t2", 2, err,
-	    sizeof(err)), 0);
-	publish(key, 5, now, now + 600, 0, false);
-	cr_assert_eq(loader_poll(&l, &sl, false), 0);
-	cr_assert_not_null(s = snapshot_acquire(&sl));
-	t5 = s->tab;
-	snapshot_release(s);
-	publish(key, 6, now, now + 600, 0, false);
-	cr_assert_eq(loader_poll(&l, &sl, false), 0);
-	cr_assert_eq(serving(&sl), 6);
-	cr_assert_not_null(s = snapshot_acquire(&sl));
-	/* Version 5's table still existed when 6 was loaded: no reuse of
-	 * its address by chance. */
-	cr_assert_eq(s->tab, t5, "the same table was read again");
-	/* Version 5's snapshot is gone; the table still answers. */
-	cr_assert_eq(table_lookup(s->tab, &k, &r), 1);
-	cr_assert_eq(loader_reverify(&l, &sl), 0, "the files match");
-	snapshot_release(s);
-	/* Other records: a table of its own. */
-	cr_assert_eq(fx_build(key, 7, now, now + 600, recs, 1, NULL, 0,
-	    1 << 12, 5, &p), 0);
-	cr_assert_eq(publish_pair(fdir, 7, p.filter, p.flen, p.table, p.tlen,
-	    10, err, sizeof(err)), 0, "%s", err);
-	fx_free(&p);
-	cr_assert_eq(loader_poll(&l, &sl, false), 0);
-	cr_assert_eq(serving(&sl), 7);
-	cr_assert_not_null(s = snapshot_acquire(&sl));
-	cr_assert_eq(table_count(s->tab), 1);
-	cr_assert_eq(table_lookup(s->tab, &k, &r), 0, "t2 is not in 7");
-	snapshot_release(s);
-	loader_free(&l);
-	snapshot_slot_free(&sl);
-}
-
 /* The mode is checked on the descriptor that is read, not on a path looked up before. */
 Test(loader, group_writable_table_is_refused)
 {

@@ -382,6 +382,19 @@ same_key(const struct revkey *a, const struct revkey *b, const char *what)
 }
 
 /*
+ * An HS256 token of issuer h.example for audience api, valid until
+ * VEC_EXP, with the claims members (JSON text) too; its payload into
+ * payload. The caller frees it.
+ */
+static char *
+hs_claims(char *payload, size_t cap, const char *claims)
+{
+	snprintf(payload, cap, "{\"iss\":\"https://h.example\",\"aud\":"
+	    "\"api\",\"exp\":%d,%s}", VEC_EXP, claims);
+	return hs256(payload, HS_SECRET);
+}
+
+/*
  * A cache hit parses nothing: it forms the jti key and the sub and sid
  * cutoff keys from the values kept at verification. Whatever the claims,
  * a hit must give exactly the keys the verification gave, or a revoked
@@ -414,12 +427,8 @@ Test(trust_cache, hit_forms_the_keys_a_verification_forms)
 
 	setup_hs(&c, &t, dir, sizeof(dir));
 	for (i = 0; i < sizeof(claims) / sizeof(claims[0]); i++) {
-		char *tok;
+		char *tok = hs_claims(payload, sizeof(payload), claims[i]);
 
-		snprintf(payload, sizeof(payload), "{\"iss\":"
-		    "\"https://h.example\",\"aud\":\"api\",\"exp\":%d,%s}",
-		    VEC_EXP, claims[i]);
-		tok = hs256(payload, HS_SECRET);
 		hits = atomic_load(&t.cache_hits);
 		memset(&k1, 0xa5, sizeof(k1));
 		memset(&c1, 0xa5, sizeof(c1));
@@ -476,12 +485,8 @@ Test(trust_cache, sub_or_sid_not_a_string_refused)
 
 	setup_hs(&c, &t, dir, sizeof(dir));
 	for (i = 0; i < sizeof(claims) / sizeof(claims[0]); i++) {
-		char *tok;
+		char *tok = hs_claims(payload, sizeof(payload), claims[i]);
 
-		snprintf(payload, sizeof(payload), "{\"iss\":"
-		    "\"https://h.example\",\"aud\":\"api\",\"exp\":%d,%s}",
-		    VEC_EXP, claims[i]);
-		tok = hs256(payload, HS_SECRET);
 		for (pass = 0; pass < 2; pass++) {
 			err[0] = '\0';
 			cr_assert_eq(trust_token_cut(&t, tok, strlen(tok),

@@ -12,13 +12,8 @@
 . "$(dirname "$0")/pg.sh"
 
 F=$T/filters
-"$FILTERBUILD" keygen --out "$T/key.pem" --pub "$T/key.pub" >/dev/null
-rc_pg_start
-psql -X -q -v ON_ERROR_STOP=1 -f "$RC_SRC/config/postgresql-schema.sql" "$PG_URL"
-rc_psql -c "INSERT INTO revcheck_revocations (id) VALUES ('a')"
-rc_follow_start "$F" --interval 300ms --valid-for 10m --head-every 2s
-for _ in $(seq 1 100); do [ -e "$F/current" ] && break; sleep 0.2; done
-v1=$(readlink "$F/current" | sed 's/^v0*//')
+rc_follow_chain "$F"
+v1=$V1
 
 audit() {
 	AUD_RC=0

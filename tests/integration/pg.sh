@@ -96,6 +96,21 @@ rc_follow_start() {
 	FOLLOW_PID=$!
 }
 
+# rc_follow_chain DIR: a signing key ($T/key.pem, $T/key.pub), PostgreSQL
+# with the schema and one revoked id ('a'), and filterbuild follow
+# publishing into DIR (300 ms rounds, a head every 2 s, valid 10 min);
+# waits for its first version and sets V1 to its number.
+rc_follow_chain() {
+	local dir=$1
+	"$FILTERBUILD" keygen --out "$T/key.pem" --pub "$T/key.pub" >/dev/null
+	rc_pg_start
+	psql -X -q -v ON_ERROR_STOP=1 -f "$RC_SRC/config/postgresql-schema.sql" "$PG_URL"
+	rc_psql -c "INSERT INTO revcheck_revocations (id) VALUES ('a')"
+	rc_follow_start "$dir" --interval 300ms --valid-for 10m --head-every 2s
+	for _ in $(seq 1 100); do [ -e "$dir/current" ] && break; sleep 0.2; done
+	V1=$(readlink "$dir/current" | sed 's/^v0*//')
+}
+
 rc_follow_stop() {
 	[ -n "$FOLLOW_PID" ] || return 0
 	kill "-${1:-TERM}" "$FOLLOW_PID" 2>/dev/null || true
