@@ -311,18 +311,7 @@ util_parse_duration(const char *s, int64_t *out)
 
 static pthread_once_t clock_once = PTHREAD_ONCE_INIT;
 static int64_t fake_now = -1;		/* -1: REVCHECK_FAKE_NOW not set */
-static int64_t wall0, boot0;		/* the clocks at the first call */
-
-/* Seconds of CLOCK_BOOTTIME: never stepped, and counts suspend too. */
-static int64_t
-boot_seconds(void)
-{
-	struct timespec ts;
-
-	if (clock_gettime(CLOCK_BOOTTIME, &ts) != 0)
-		return 0;
-	return (int64_t)ts.tv_sec;
-}
+static struct timespec wall0, boot0;	/* the clocks at the first call */
 
 static void
 clock_init(void)
@@ -332,27 +321,46 @@ clock_init(void)
 
 	if (fake != NULL && util_parse_u64(fake, INT64_MAX, &v) == 0)
 		fake_now = (int64_t)v;
-	wall0 = (int64_t)time(NULL);
-	boot0 = boot_seconds();
+	(void)clock_gettime(CLOCK_REALTIME, &wall0);
+	/* CLOCK_BOOTTIME: never stepped, and counts suspend too. */
+	if (clock_gettime(CLOCK_BOOTTIME, &boot0) != 0)
+		boot0.tv_sec = boot0.tv_nsec = 0;
 }
 
-int64_t
-util_clock_floor(int64_t wall, int64_t wall_first, int64_t boot,
-    int64_t boot_first)
+static int64_t
+ts_ns(const struct timespec *ts)
 {
-	int64_t floor = wall_first + (boot - boot_first);
+	return (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec;
+}
 
-	return wall > floor ? wall : floor;
+/*
+ * In nanoseconds, not whole seconds: the two clocks' seconds tick at
+ * different instants, and whole seconds put the floor a second ahead of
+ * the wall clock for part of every second (deltas were stamped a second
+ * in the future, their ages read -1).
+ */
+int64_t
+util_clock_floor(const struct timespec *wall, const struct timespec *wall_first,
+    const struct timespec *boot, const struct timespec *boot_first)
+{
+	int64_t w = ts_ns(wall);
+	int64_t floor = ts_ns(wall_first) + (ts_ns(boot) - ts_ns(boot_first));
+
+	return (w > floor ? w : floor) / 1000000000;
 }
 
 int64_t
 util_now(void)
 {
+	struct timespec wall, boot;
+
 	(void)pthread_once(&clock_once, clock_init);
 	if (fake_now >= 0)
 		return fake_now;
-	return util_clock_floor((int64_t)time(NULL), wall0, boot_seconds(),
-	    boot0);
+	(void)clock_gettime(CLOCK_REALTIME, &wall);
+	if (clock_gettime(CLOCK_BOOTTIME, &boot) != 0)
+		boot.tv_sec = boot.tv_nsec = 0;
+	return util_clock_floor(&wall, &wall0, &boot, &boot0);
 }
 
 double

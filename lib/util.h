@@ -94,9 +94,13 @@ int util_parse_double(const char *s, double *out);
  */
 int64_t util_now(void);
 
-/* util_now()'s rule: max(wall, wall_first + (boot - boot_first)). */
-int64_t util_clock_floor(int64_t wall, int64_t wall_first, int64_t boot,
-    int64_t boot_first);
+/*
+ * util_now()'s rule: max(wall, wall_first + (boot - boot_first)), in
+ * whole seconds of a sum taken in nanoseconds.
+ */
+int64_t util_clock_floor(const struct timespec *wall,
+    const struct timespec *wall_first, const struct timespec *boot,
+    const struct timespec *boot_first);
 
 /* Monotonic seconds as a double, for rates and progress. */
 double util_monotime(void);

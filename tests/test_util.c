@@ -344,21 +344,47 @@ Test(util, lower_thread_priority_is_per_thread_and_capped)
  * util_now() never runs back: the wall clock stepped back (an operator,
  * NTP, NTP spoofed to an edge) would make an expired filter fresh again.
  */
+/* util_clock_floor() of clocks given as seconds and milliseconds. */
+static int64_t
+floor_at(int64_t ws, long wms, int64_t w0s, long w0ms, int64_t bs, long bms,
+    int64_t b0s, long b0ms)
+{
+	struct timespec w = { ws, wms * 1000000 }, w0 = { w0s, w0ms * 1000000 };
+	struct timespec b = { bs, bms * 1000000 }, b0 = { b0s, b0ms * 1000000 };
+
+	return util_clock_floor(&w, &w0, &b, &b0);
+}
+
 Test(util, clock_floor_never_runs_back)
 {
 	/* Forward with the wall clock. */
-	cr_assert_eq(util_clock_floor(1000, 1000, 50, 50), 1000);
-	cr_assert_eq(util_clock_floor(1100, 1000, 150, 50), 1100);
-	cr_assert_eq(util_clock_floor(5000, 1000, 60, 50), 5000);
+	cr_assert_eq(floor_at(1000, 0, 1000, 0, 50, 0, 50, 0), 1000);
+	cr_assert_eq(floor_at(1100, 0, 1000, 0, 150, 0, 50, 0), 1100);
+	cr_assert_eq(floor_at(5000, 0, 1000, 0, 60, 0, 50, 0), 5000);
 	/* Stepped back two minutes, 200 s after the first call. */
-	cr_assert_eq(util_clock_floor(1080, 1000, 250, 50), 1200);
+	cr_assert_eq(floor_at(1080, 0, 1000, 0, 250, 0, 50, 0), 1200);
 	/* Put right after running ahead: stays ahead (older, never newer). */
-	cr_assert_eq(util_clock_floor(900, 1000, 50, 50), 1000);
-	/* The real clocks: not before the wall clock, and monotone. */
+	cr_assert_eq(floor_at(900, 0, 1000, 0, 50, 0, 50, 0), 1000);
+	/*
+	 * Seconds that tick at different instants: first read at wall 100.1
+	 * and boot 50.9, then at 100.2 and 51.0 (0.1 s later). Still second
+	 * 100: whole seconds (100 + 51 - 50) read 101, a second ahead.
+	 */
+	cr_assert_eq(floor_at(100, 200, 100, 100, 51, 0, 50, 900), 100);
+	cr_assert_eq(floor_at(100, 999, 100, 100, 51, 799, 50, 900), 100);
+	cr_assert_eq(floor_at(101, 0, 100, 100, 51, 800, 50, 900), 101);
+	/* The real clocks: neither before nor after the wall clock, monotone. */
 	{
-		int64_t a = util_now(), b = util_now();
+		int64_t a = util_now(), b = util_now(), t;
+		struct timespec ts;
 
-		cr_assert_geq(a, (int64_t)time(NULL) - 1);
+		/* Not time(NULL): it reads a coarser clock, a tick behind. */
+		cr_assert_eq(clock_gettime(CLOCK_REALTIME, &ts), 0);
+		t = (int64_t)ts.tv_sec;
+
+		cr_assert_geq(a, t - 1);
+		cr_assert_leq(b, t, "util_now() %lld ahead of time() %lld",
+		    (long long)b, (long long)t);
 		cr_assert_geq(b, a);
 	}
 }

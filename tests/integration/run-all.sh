@@ -3,23 +3,35 @@
 #
 # Usage: tests/integration/run-all.sh [PATTERN]   (PATTERN filters names, e.g. revcheckd)
 #
-# Tests run in IT_JOBS lanes at once (default 2 where there are at least
-# 2 CPUs, else 1): each test has its own temp dir, and each lane its own
+# Tests run in IT_JOBS lanes at once (default one more than the CPUs where
+# there are at least 2, else 1: most tests spend much of their time waiting
+# on daemons, and on 2 CPUs three lanes keep about 1.25 of them busy): each
+# test has its own temp dir, and each lane its own
 # share of the port range rc_free_port draws from (IT_PORT_LO, IT_PORT_SPAN),
 # so two tests never pick the same port. A test whose header carries the
 # line "# it-serial: REASON" (it changes the machine, loads every CPU, or
 # asserts on timings that another test's load would move) runs alone,
 # after the others. Each test gets IT_TIMEOUT seconds (default 300); a
 # test that hangs fails and the others still run. Results print as tests
-# finish, with the last 40 lines of a failed test's output.
+# finish, with the last 40 lines of a failed test's output. Each run
+# records how long each test took (IT_TIMES, default build/it-times in the
+# source tree); the next run starts the longest ones first, so that no
+# lane is left with a long test at the end (tests not yet timed go first).
 set -u
 
 dir=$(cd "$(dirname "$0")" && pwd)
 pattern=${1:-}
 if [ -z "${IT_JOBS:-}" ]; then
-	IT_JOBS=1
-	[ "$(nproc 2>/dev/null || echo 1)" -ge 2 ] && IT_JOBS=2
+	IT_JOBS=$(nproc 2>/dev/null || echo 1)
+	[ "$IT_JOBS" -ge 2 ] && IT_JOBS=$((IT_JOBS + 1))
 fi
+times=${IT_TIMES:-$dir/../../build/it-times}
+# secs_of NAME: the seconds NAME took in the run recorded, 100000 if none.
+secs_of() {
+	local s
+	s=$(awk -v n="$1" '$1 == n { s = $2 } END { print s }' "$times" 2>/dev/null)
+	case "$s" in ''|*[!0-9]*) echo 100000 ;; *) echo "$s" ;; esac
+}
 case "$IT_JOBS" in
 ''|*[!0-9]*|0) echo "run-all: IT_JOBS must be a positive number, not \"$IT_JOBS\"" >&2; exit 2 ;;
 esac
@@ -43,6 +55,12 @@ for t in "$dir"/it_*.sh; do
 		parallel+=("$t")
 	fi
 done
+# The longest first (by the last run's times; ties keep the name order).
+if [ ${#parallel[@]} -gt 1 ]; then
+	mapfile -t parallel < <(for t in "${parallel[@]}"; do
+		printf '%s\t%s\n' "$(secs_of "$(basename "$t" .sh)")" "$t"
+	done | sort -t "$(printf '\t')" -k1,1nr -s | cut -f2-)
+fi
 
 if [ "$total" -eq 0 ]; then
 	echo "run-all: no integration tests found${pattern:+ matching \"$pattern\"}"
@@ -82,6 +100,7 @@ reap() {
 	unset "pid_slot[$pid]"
 	name=${slot_name[$slot]}
 	secs=$(( $(date +%s) - ${slot_start[$slot]} ))
+	printf '%s %s\n' "$name" "$secs" >>"$logdir/times"
 	if [ "$rc" -eq 0 ]; then
 		echo "PASS $name (${secs}s)"
 	else
@@ -115,6 +134,14 @@ run() {
 
 [ ${#parallel[@]} -eq 0 ] || run "$IT_JOBS" "${parallel[@]}"
 [ ${#serial[@]} -eq 0 ] || run 1 "${serial[@]}"
+
+# Keeps every test's last time: this run's, then the others recorded.
+if [ -s "$logdir/times" ] && mkdir -p "$(dirname "$times")" 2>/dev/null; then
+	{ cat "$logdir/times"; [ ! -f "$times" ] ||
+	    awk 'NR == FNR { seen[$1] = 1; next } !($1 in seen)' \
+	    "$logdir/times" "$times"; } >"$times.tmp" &&
+	    mv "$times.tmp" "$times"
+fi
 
 if [ ${#failed[@]} -gt 0 ]; then
 	echo "run-all: ${#failed[@]} of $total failed: ${failed[*]}"
