@@ -290,7 +290,8 @@ metrics_name(enum metric m)
 		"delta_hits", "deltas_applied", "deltas_refused",
 		"config_reloads_applied", "config_reloads_refused",
 	};
-	return (unsigned)m < MET_COUNT_ ? names[m] : "unknown";
+	return (unsigned)m < MET_COUNT_ && names[m] != NULL ? names[m] :
+	    "unknown";
 }
 
 const char *

@@ -168,3 +168,24 @@ Test(metrics, per_thread_counts_sum_exactly_and_survive_their_thread)
 	metrics_reset();
 	cr_assert_eq(metrics_get(MET_CHECKS), 0);
 }
+
+/*
+ * Every counter has its own name: the names array is sized by MET_COUNT_,
+ * so a counter added without one would be NULL (the delta counters had
+ * none for a while), and /v1/status prints counters by name.
+ */
+Test(metrics, every_counter_has_a_distinct_name)
+{
+	unsigned i, j;
+
+	for (i = 0; i < MET_COUNT_; i++) {
+		const char *a = metrics_name((enum metric)i);
+
+		cr_assert(a != NULL && a[0] != '\0' && strcmp(a, "unknown") != 0,
+		    "metric %u has no name", i);
+		for (j = 0; j < i; j++)
+			cr_assert_str_neq(a, metrics_name((enum metric)j),
+			    "metrics %u and %u share the name %s", j, i, a);
+	}
+	cr_assert_str_eq(metrics_name(MET_COUNT_), "unknown");
+}
