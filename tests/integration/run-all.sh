@@ -139,8 +139,8 @@ run() {
 if [ -s "$logdir/times" ] && mkdir -p "$(dirname "$times")" 2>/dev/null; then
 	{ cat "$logdir/times"; [ ! -f "$times" ] ||
 	    awk 'NR == FNR { seen[$1] = 1; next } !($1 in seen)' \
-	    "$logdir/times" "$times"; } >"$times.tmp" &&
-	    mv "$times.tmp" "$times"
+	    "$logdir/times" "$times"; } >"$times.$$" &&
+	    mv "$times.$$" "$times"
 fi
 
 if [ ${#failed[@]} -gt 0 ]; then
