@@ -17,6 +17,7 @@
 #define AUDIT_MAX_BODY		(1024 * 1024)	/* a /v1/status reply */
 #define AUDIT_URL_MAX		2048
 #define AUDIT_DEFAULT_TIMEOUT	5		/* seconds per node */
+#define AUDIT_DEFAULT_SKEW	10		/* seconds a node's clock may be off */
 #define AUDIT_MAX_PROBLEMS	8
 
 /* What one node said, or why it said nothing. */
@@ -46,13 +47,23 @@ struct node {
 	uint64_t	 delta_behind;
 	uint64_t	 overlay_keys;
 	int64_t		 delta_age;
+	bool		 has_delta_age;
 	int64_t		 lag;
+	bool		 has_lag;
+	/*
+	 * The node's clock (service.now_unix) against this host's: seconds
+	 * ahead (+) or behind (-) of the time the request took, 0 inside it.
+	 */
+	bool		 has_clock;
+	int64_t		 clock_now;
+	int64_t		 clock_off;
 	uint64_t	 behind;
 	const char	*problems[AUDIT_MAX_PROBLEMS];
 	size_t		 nproblems;
 	/* The text of the problems that carry numbers or a message. */
 	char		 delta_msg[128];
 	char		 delta_error_msg[300];
+	char		 clock_msg[160];
 };
 
 struct body {
@@ -66,12 +77,13 @@ audit_usage(FILE *fp)
 {
 	fputs("usage: filterbuild audit [--json] [--max-age DUR] "
 	    "[--max-lag N]\n"
-	    "                        [--max-delta-lag N] [--timeout DUR] URL...\n\n"
+	    "                        [--max-delta-lag N] [--max-skew DUR]\n"
+	    "                        [--timeout DUR] URL...\n\n"
 	    "Asks each revcheckd node (URL is its base, http://host:port) for\n"
 	    "GET /v1/status and prints one row per node: version, delta\n"
 	    "sequence, age, time until expiry, revocation lag of the last\n"
-	    "delta, stale, last sync result (edges) and observed\n"
-	    "false-positive rate.\n\n"
+	    "delta, stale, last sync result (edges), observed false-positive\n"
+	    "rate and how far the node's clock is from this host's.\n\n"
 	    "  --json           one JSON document instead of the table\n"
 	    "  --max-age DUR    a node whose filter is older than DUR fails\n"
 	    "                   (N with s, m, h or d; default: no limit)\n"
@@ -80,6 +92,8 @@ audit_usage(FILE *fp)
 	    "  --max-delta-lag N\n"
 	    "                   a node more than N deltas behind another node\n"
 	    "                   on the same base fails (default 0)\n"
+	    "  --max-skew DUR   a node whose clock is more than DUR ahead of\n"
+	    "                   or behind this host's fails (default 10s)\n"
 	    "  --timeout DUR    per-node request timeout (default 5s)\n"
 	    "  --help           this text\n\n"
 	    "The newest version seen is the highest of every node's filter\n"
@@ -89,8 +103,9 @@ audit_usage(FILE *fp)
 	    "https is verified against the system's CAs.\n"
 	    "Exit status: 0 every node fresh and up to date; 1 a node is\n"
 	    "unreachable, has no filter, is stale, too old, behind in\n"
-	    "version or in deltas, or (an edge) its last sync or delta sync\n"
-	    "failed; 2 usage error.\n", fp);
+	    "version or in deltas, its clock is off by more than --max-skew,\n"
+	    "or (an edge) its last sync or delta sync failed; 2 usage error.\n",
+	    fp);
 }
 
 static size_t
@@ -170,6 +185,8 @@ parse_status(struct node *n, const char *buf, size_t len)
 		return -1;
 	}
 	str(n->mode, sizeof(n->mode), svc, "mode");
+	if ((n->has_clock = cJSON_IsNumber(field(svc, "now_unix"))))
+		n->clock_now = num(svc, "now_unix", 0);
 	f = field(root, "filter");
 	if (cJSON_IsObject(f)) {
 		n->has_filter = true;
@@ -181,15 +198,18 @@ parse_status(struct node *n, const char *buf, size_t len)
 		n->stale = !cJSON_IsFalse(st);
 		str(n->stale_reason, sizeof(n->stale_reason), f,
 		    "stale_reason");
-		n->delta_age = n->lag = -1;
+		/* Negative ages and lags are kept: they say that two
+		 * clocks differ, which is what an audit is for. */
 		if (cJSON_IsObject(d = field(f, "delta"))) {
 			n->delta_seq = unum(d, "seq");
 			n->overlay_keys = unum(d, "overlay_keys");
-			if (cJSON_IsNumber(field(d, "last_delta_age_seconds")))
+			if ((n->has_delta_age = cJSON_IsNumber(field(d,
+			    "last_delta_age_seconds"))))
 				n->delta_age = num(d,
-				    "last_delta_age_seconds", -1);
-			if (cJSON_IsNumber(field(d, "revocation_lag_seconds")))
-				n->lag = num(d, "revocation_lag_seconds", -1);
+				    "last_delta_age_seconds", 0);
+			if ((n->has_lag = cJSON_IsNumber(field(d,
+			    "revocation_lag_seconds"))))
+				n->lag = num(d, "revocation_lag_seconds", 0);
 		}
 	}
 	c = field(root, "counters");
@@ -254,9 +274,11 @@ fetch(CURL *h, struct node *n, long timeout)
 	struct body b = { NULL, 0, false };
 	char ebuf[CURL_ERROR_SIZE];
 	CURLcode cc;
+	int64_t t0, t1;
 	long code = 0;
 
 	ebuf[0] = '\0';
+	t0 = util_now();
 	curl_easy_setopt(h, CURLOPT_URL, n->url);
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
@@ -269,6 +291,7 @@ fetch(CURL *h, struct node *n, long timeout)
 	curl_easy_setopt(h, CURLOPT_USERAGENT,
 	    "filterbuild-audit/" REVCHECK_VERSION);
 	cc = curl_easy_perform(h);
+	t1 = util_now();
 	if (cc == CURLE_OK)
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
 	if (b.too_big)
@@ -286,6 +309,14 @@ fetch(CURL *h, struct node *n, long timeout)
 	else
 		n->reachable = true;
 	free(b.p);
+	/*
+	 * Both clocks count whole seconds down: a node in step with this
+	 * host reads a second from t0 to t1. Outside it, the distance to the
+	 * nearer end is how far its clock is off, at least.
+	 */
+	if (n->reachable && n->has_clock)
+		n->clock_off = n->clock_now < t0 ? n->clock_now - t0 :
+		    n->clock_now > t1 ? n->clock_now - t1 : 0;
 }
 
 /* Seconds as text, or "-" when unknown. */
@@ -304,6 +335,7 @@ print_table(const struct node *nodes, size_t nn, uint64_t newest,
     size_t bad)
 {
 	char ver[24], age[24], exp[24], fp[24], stale[48], dseq[24], lag[24];
+	char clk[24];
 	const struct node *n;
 	int w = 4;
 	size_t i, j;
@@ -311,15 +343,15 @@ print_table(const struct node *nodes, size_t nn, uint64_t newest,
 	for (i = 0; i < nn; i++)
 		if ((int)strlen(nodes[i].base) > w)
 			w = (int)strlen(nodes[i].base);
-	printf("%-*s  %-6s  %8s  %6s  %8s  %10s  %8s  %-18s  %-15s  %-9s  %s\n",
-	    w, "URL", "MODE", "VERSION", "DELTA", "AGE", "EXPIRES_IN", "LAG",
-	    "STALE", "SYNC", "FP_RATE", "STATUS");
+	printf("%-*s  %-6s  %8s  %6s  %8s  %10s  %8s  %-18s  %-15s  %-9s  %7s  "
+	    "%s\n", w, "URL", "MODE", "VERSION", "DELTA", "AGE", "EXPIRES_IN",
+	    "LAG", "STALE", "SYNC", "FP_RATE", "CLOCK", "STATUS");
 	for (i = 0; i < nn; i++) {
 		n = &nodes[i];
 		if (!n->reachable) {
 			printf("%-*s  %-6s  %8s  %6s  %8s  %10s  %8s  %-18s  %-15s  "
-			    "%-9s  unreachable\n", w, n->base, "-", "-", "-",
-			    "-", "-", "-", "-", "-", "-");
+			    "%-9s  %7s  unreachable\n", w, n->base, "-", "-",
+			    "-", "-", "-", "-", "-", "-", "-", "-");
 			continue;
 		}
 		if (n->has_filter)
@@ -335,13 +367,17 @@ print_table(const struct node *nodes, size_t nn, uint64_t newest,
 		else
 			snprintf(stale, sizeof(stale), "no");
 		snprintf(dseq, sizeof(dseq), "%" PRIu64, n->delta_seq);
-		printf("%-*s  %-6s  %8s  %6s  %8s  %10s  %8s  %-18s  %-15s  %-9s  ",
-		    w, n->base, n->mode[0] ? n->mode : "?", ver,
+		if (n->has_clock)
+			snprintf(clk, sizeof(clk), "%+" PRId64 "s", n->clock_off);
+		else
+			snprintf(clk, sizeof(clk), "-");
+		printf("%-*s  %-6s  %8s  %6s  %8s  %10s  %8s  %-18s  %-15s  %-9s  "
+		    "%7s  ", w, n->base, n->mode[0] ? n->mode : "?", ver,
 		    n->has_filter ? dseq : "-",
 		    secs(age, sizeof(age), n->has_filter, n->age),
 		    secs(exp, sizeof(exp), n->has_filter, n->expires_in),
-		    secs(lag, sizeof(lag), n->has_filter && n->lag >= 0, n->lag),
-		    stale, n->sync_result[0] ? n->sync_result : "-", fp);
+		    secs(lag, sizeof(lag), n->has_filter && n->has_lag, n->lag),
+		    stale, n->sync_result[0] ? n->sync_result : "-", fp, clk);
 		if (n->nproblems == 0)
 			printf("OK\n");
 		for (j = 0; j < n->nproblems; j++)
@@ -380,6 +416,13 @@ print_json(const struct node *nodes, size_t nn, uint64_t newest, size_t bad)
 			cJSON_AddStringToObject(o, "error", n->error);
 		else {
 			cJSON_AddStringToObject(o, "mode", n->mode);
+			if (n->has_clock)
+				cJSON_AddNumberToObject(o,
+				    "clock_offset_seconds",
+				    (double)n->clock_off);
+			else
+				cJSON_AddNullToObject(o,
+				    "clock_offset_seconds");
 			if (n->has_filter) {
 				cJSON_AddNumberToObject(o, "version",
 				    (double)n->version);
@@ -413,14 +456,14 @@ print_json(const struct node *nodes, size_t nn, uint64_t newest, size_t bad)
 				    (double)n->delta_top);
 				cJSON_AddNumberToObject(p, "behind",
 				    (double)n->delta_behind);
-				if (n->delta_age >= 0)
+				if (n->has_delta_age)
 					cJSON_AddNumberToObject(p,
 					    "last_delta_age_seconds",
 					    (double)n->delta_age);
 				else
 					cJSON_AddNullToObject(p,
 					    "last_delta_age_seconds");
-				if (n->lag >= 0)
+				if (n->has_lag)
 					cJSON_AddNumberToObject(p,
 					    "revocation_lag_seconds",
 					    (double)n->lag);
@@ -475,12 +518,14 @@ fb_audit(int argc, char **argv)
 		{ "max-lag", required_argument, NULL, 'l' },
 		{ "max-delta-lag", required_argument, NULL, 'd' },
 		{ "timeout", required_argument, NULL, 't' },
+		{ "max-skew", required_argument, NULL, 's' },
 		{ "help",    no_argument,	NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct node *nodes = NULL;
 	bool json = false;
 	int64_t max_age = 0, timeout = AUDIT_DEFAULT_TIMEOUT;
+	int64_t max_skew = AUDIT_DEFAULT_SKEW;
 	uint64_t max_lag = 0, max_dlag = 0, newest = 0;
 	size_t nn, i, bad = 0, blen;
 	CURL *h = NULL;
@@ -511,6 +556,12 @@ fb_audit(int argc, char **argv)
 			    timeout > 3600)
 				return fb_usage_err("audit", "--timeout: bad "
 				    "duration \"%.64s\" (1s to 1h)", optarg);
+			break;
+		case 's':
+			if (util_parse_duration(optarg, &max_skew) == -1 ||
+			    max_skew > 86400)
+				return fb_usage_err("audit", "--max-skew: bad "
+				    "duration \"%.64s\" (0s to 1d)", optarg);
 			break;
 		case 'h': audit_usage(stdout); return FB_EXIT_OK;
 		default: return fb_usage_err("audit", "bad option");
@@ -573,9 +624,27 @@ fb_audit(int argc, char **argv)
 	for (i = 0; i < nn; i++) {
 		struct node *n = &nodes[i];
 
-		if (!n->reachable)
+		if (!n->reachable) {
 			problem(n, "unreachable");
-		else if (!n->has_filter)
+			goto counted;
+		}
+		/*
+		 * A node judges staleness by its own clock: one behind keeps
+		 * an expired filter in service (and answers not_revoked from
+		 * it) for as long as it is behind; one ahead refuses fresh
+		 * filters early. Neither shows in its own status.
+		 */
+		if (n->has_clock && (n->clock_off < -max_skew ||
+		    n->clock_off > max_skew)) {
+			snprintf(n->clock_msg, sizeof(n->clock_msg),
+			    n->clock_off < 0 ? "clock %" PRId64 "s behind this "
+			    "host's: expired filters stay fresh that long" :
+			    "clock %" PRId64 "s ahead of this host's: fresh "
+			    "filters expire that early", n->clock_off < 0 ?
+			    -n->clock_off : n->clock_off);
+			problem(n, n->clock_msg);
+		}
+		if (!n->has_filter)
 			problem(n, "no filter loaded");
 		else {
 			if (n->stale)
@@ -606,6 +675,7 @@ fb_audit(int argc, char **argv)
 				problem(n, n->delta_msg);
 			}
 		}
+counted:
 		if (n->nproblems > 0)
 			bad++;
 	}

@@ -219,6 +219,10 @@ handle_status(const struct server_req *r)
 	    "origin" : "edge");
 	json_add_time(o, "started_at", ctx->started_at);
 	json_add_i64(o, "uptime_seconds", now - ctx->started_at);
+	/* The clock this node judges staleness by (filterbuild audit
+	 * compares it with its own). */
+	json_add_time(o, "now", now);
+	json_add_i64(o, "now_unix", now);
 	if ((s = snapshot_acquire(ctx->slot)) != NULL) {
 		add_filter(root, r, s, now);
 		snapshot_release(s);

@@ -105,6 +105,45 @@ rc_expect_match "$(printf '%s\n' "$AUD_OUT" | grep "^$E2_URL ")" 'behind' "E2 re
 audit --max-lag 1 "$O_URL" "$E1_URL" "$E2_URL"
 rc_expect_eq "$AUD_RC" 0 "--max-lag 1 tolerates it"
 
+# ---------------------------------------------------------------- a node's clock
+# E4's clock runs two minutes behind (libfaketime): it accepts the
+# origin's filter (issued "in its future", within --clock-skew) and looks
+# healthy to itself, but it would keep an expired filter in service two
+# minutes longer. Only a comparison of clocks shows it.
+LIBFT=$(ls /usr/lib/*/faketime/libfaketime.so.1 2>/dev/null | head -n 1)
+[ -n "$LIBFT" ] || rc_fail "libfaketime is missing (make deps installs faketime)"
+echo "-120" >"$T/clock4.rc"
+mkdir -p "$T/s4"
+LD_PRELOAD=$LIBFT FAKETIME_TIMESTAMP_FILE=$T/clock4.rc FAKETIME_NO_CACHE=1 \
+    FAKETIME_DONT_FAKE_MONOTONIC=1 \
+    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+    rc_start E4 --trusted-key "$T/key.pub" --state-dir "$T/s4" --sync-interval 1 \
+    --upstream-insecure-http --upstream-filter "$O_URL/v1/filter" --upstream-check "$O_URL/v1/check"
+rc_wait_version "$E4_URL" 2 10 || rc_fail "E4 did not sync version 2"
+audit "$O_URL" "$E4_URL"
+rc_expect_eq "$AUD_RC" 1 "a node whose clock is two minutes behind fails"
+row=$(printf '%s\n' "$AUD_OUT" | grep "^$E4_URL ")
+rc_expect_match "$row" 'clock 1(19|2[0-9])s behind this host' "table: E4's clock named behind"
+rc_expect_match "$row" ' -1(19|2[0-9])s  clock' "table: E4's clock offset shown"
+rc_expect_match "$row" ' -1(19|2[0-9])s ' "table: E4's negative filter age shown"
+rc_expect_match "$(printf '%s\n' "$AUD_OUT" | grep "^$O_URL ")" ' \+0s  OK$' "table: the origin in step"
+audit --json "$O_URL" "$E4_URL"
+rc_expect_eq "$(jq_py '[n["clock_offset_seconds"] for n in j["nodes"]][0]')" 0 "--json: origin offset 0"
+rc_expect_eq "$(jq_py '-130 < j["nodes"][1]["clock_offset_seconds"] < -110')" True "--json: E4 offset about -120"
+rc_expect_eq "$(jq_py 'j["nodes"][1]["age_seconds"] < -100')" True "--json: E4's filter age negative"
+rc_expect_eq "$(jq_py '[p for p in j["nodes"][1]["problems"] if p.startswith("clock ")] != []')" True \
+    "--json: E4's clock problem"
+audit --max-skew 5m "$O_URL" "$E4_URL"
+rc_expect_eq "$AUD_RC" 0 "--max-skew 5m tolerates it"
+audit --max-skew soon "$O_URL"
+rc_expect_eq "$AUD_RC" 2 "bad --max-skew is a usage error"
+rc_expect_match "$AUD_ERR" 'max-skew' "bad --max-skew named"
+echo "+120" >"$T/clock4.rc"
+audit "$O_URL" "$E4_URL"
+rc_expect_match "$(printf '%s\n' "$AUD_OUT" | grep "^$E4_URL ")" 'clock 1(19|2[0-9])s ahead of this host' \
+    "table: a clock ahead named ahead"
+rc_stop E4 || rc_fail "E4 did not exit 0"
+
 # ---------------------------------------------------------------- a failing delta sync
 # E3 syncs through a proxy that fails every /v1/delta with 500: its base
 # sync stays "unchanged" with no error, only sync.delta_error says that it

@@ -126,7 +126,7 @@ def paths(v, p, out):
     return out
 def words(prefix, names):
     return {f"{prefix}.{n}" for n in names.split()}
-common = (words("service", "version mode started_at uptime_seconds") |
+common = (words("service", "version mode started_at uptime_seconds now now_unix") |
     words("filter", "version issued_at expires_at age_seconds expires_in_seconds "
         "stale stale_reason loaded_at keys bits hashes layout fp_rate_target "
         "fill_ratio estimated_fp_rate signer sha256 table_sha256 authority scopes[]") |
