@@ -574,6 +574,18 @@ handle_filter(const struct server_req *r)
 		    "filter_stale", "the base filter has expired (its delta "
 		    "chain is fresh; the publisher must re-base)", 1);
 	}
+	/*
+	 * Deltas once served on this base are owed (chain_behind): this
+	 * node answers nothing from the base alone, and an edge without a
+	 * rollback state of its own would answer from it, a key a delta
+	 * revoked not_revoked from the filter.
+	 */
+	if (s->pos.seq < s->chain_need) {
+		snapshot_release(s);
+		return server_error(r, MHD_HTTP_SERVICE_UNAVAILABLE,
+		    "filter_stale", "chain_behind: deltas once served on this "
+		    "base are missing; the base alone is not served", 1);
+	}
 	/* A cache may keep these bytes only while the base itself is valid. */
 	left = base_exp - now;
 	if (left > FILTER_MAX_CACHE)

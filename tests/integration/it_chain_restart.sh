@@ -58,6 +58,27 @@ mv "$F/current/delta" "$T/delta-aside"
 rc_start O --filter-dir "$F" --trusted-key "$T/key.pub" --state-dir "$T/state"
 rc_wait_version "$O_URL" "$v1" || rc_fail "origin restarted on the base"
 behind "$O_URL" "origin without its deltas"
+# What the origin refuses to answer from it does not hand out either: a
+# new edge (no state of its own) would take the base from /v1/filter,
+# find no chain at /v1/delta and answer tok-delta not_revoked from the
+# base's filter, which never asks the origin.
+rc_curl "$O_URL/v1/filter"
+rc_expect_status 503 "origin without its deltas: /v1/filter refused"
+rc_expect_match "$(rc_json message)" chain_behind \
+    "origin without its deltas: /v1/filter says chain_behind"
+mkdir -p "$T/edge2"
+rc_start E2 --upstream-filter "$O_URL/v1/filter" \
+    --upstream-check "$O_URL/v1/check" --upstream-insecure-http \
+    --trusted-key "$T/key.pub" --state-dir "$T/edge2" --sync-interval 1
+for _ in $(seq 1 100); do
+	rc_curl "$E2_URL/v1/status"
+	[ "$(rc_json sync.result)" != pending ] && break
+	sleep 0.1
+done
+rc_expect_json sync.result download_failed "new edge: the base not taken"
+rc_curl "$E2_URL/v1/check?id=tok-delta"
+rc_expect_status 503 "new edge, origin without its deltas: tok-delta refused"
+rc_stop E2 || rc_fail "new edge stops cleanly"
 # Restored, the chain catches up and the origin answers again.
 mv "$T/delta-aside" "$F/current/delta"
 rc_wait_json "$O_URL/v1/check?id=tok-delta" status revoked &&
