@@ -60,6 +60,7 @@ struct rd {
 	bool			 cur_announces;
 	bool			 cur_indirect;
 	char			 cur_base[FFILE_CRLNUM_MAX + 1];
+	unsigned char		 cur_key[32];	/* its signer's key, or zeros */
 	/* Source metadata of the CRLs read, applied on success. */
 	struct ffile_scope	*pend;
 	size_t			 npend;
@@ -990,6 +991,12 @@ crl_validity(struct rd *r, X509_CRL *crl, const char *where,
 		    sc->issuer);
 		sc->flags |= FFILE_SCOPE_UNVERIFIED;
 	}
+	if (rc == 0 && (X509_pubkey_digest(signer, EVP_sha256(), r->cur_key,
+	    NULL) != 1)) {
+		ERR_clear_error();
+		rd_err(r, "%scannot hash the key of the CRL's signer", where);
+		return -1;
+	}
 	if (separate && crl_add_dep(r, signer, where) != 0)
 		return -1;
 	now = o->now != 0 ? o->now : util_now();
@@ -1054,6 +1061,7 @@ crl_note(struct rd *r, const struct ffile_scope *sc, size_t start,
 	c->indirect = r->cur_indirect;
 	c->via = via;
 	memcpy(c->base_number, r->cur_base, sizeof(c->base_number));
+	memcpy(c->signer_key, r->cur_key, sizeof(c->signer_key));
 	c->start = start;
 	c->end = input_set_records(s);
 	(void)snprintf(c->what, sizeof(c->what), "%s%s%.*s", r->name,
@@ -1362,6 +1370,7 @@ crl_add(struct rd *r, X509_CRL *crl, const unsigned char *der, size_t derlen,
 	sc.source = FFILE_SRC_CRL;
 	r->cur_delta = r->cur_announces = r->cur_indirect = false;
 	r->cur_base[0] = '\0';
+	memset(r->cur_key, 0, sizeof(r->cur_key));
 	if (revkey_x509_scope(sc.name, X509_CRL_get_issuer(crl)) != 0 ||
 	    crl_name_text(X509_CRL_get_issuer(crl), sc.issuer,
 	    sizeof(sc.issuer)) != 0) {
@@ -2312,6 +2321,19 @@ same_group(const struct ffile_scope *a, const struct ffile_scope *b)
 }
 
 /*
+ * Two CRLs that are versions of one another: of one issuer and coverage,
+ * and signed with the same key. A CA renewed with a new key may sign a
+ * CRL with each key, each listing what that key issued (AD CS does): the
+ * newer one does not replace the other, both are used.
+ */
+static bool
+same_series(const struct input_crl *a, const struct input_crl *b)
+{
+	return same_group(&a->sc, &b->sc) &&
+	    memcmp(a->signer_key, b->signer_key, sizeof(a->signer_key)) == 0;
+}
+
+/*
  * Adds part p to out's parts unless one for the same certificates from the
  * same CRL issuer is there; of two, the newer CRL's (for the rollback
  * check). 0, or -1 with err when there would be more than FFILE_PART_MAX.
@@ -2485,22 +2507,23 @@ input_resolve_crls(struct input_set *s, bool quiet, bool no_delta,
 	memset(rkeep, 1, n > 0 ? n : 1);
 	/*
 	 * 1. Complete CRLs: the winner of each group (one issuer, one
-	 * coverage: partial CRLs of one issuer are parts of a set, not
-	 * versions of one another), deciding once per group.
+	 * coverage, one signing key: partial CRLs of one issuer are parts of
+	 * a set, and CRLs signed with two keys of a renewed CA list what each
+	 * key issued, not versions of one another), deciding once per group.
 	 */
 	for (i = 0; i < s->ncrls; i++) {
 		if (s->crls[i].delta || s->crls[i].via != 0)
 			continue;
 		for (j = 0; j < i; j++)
 			if (!s->crls[j].delta && s->crls[j].via == 0 &&
-			    same_group(&s->crls[j].sc, &s->crls[i].sc))
+			    same_series(&s->crls[j], &s->crls[i]))
 				break;
 		if (j < i)
 			continue;
 		win = i;
 		for (j = i + 1; j < s->ncrls; j++) {
 			if (s->crls[j].delta || s->crls[j].via != 0 ||
-			    !same_group(&s->crls[j].sc, &s->crls[i].sc))
+			    !same_series(&s->crls[j], &s->crls[i]))
 				continue;
 			if (memcmp(s->crls[j].sc.crl_sha256,
 			    s->crls[win].sc.crl_sha256, 32) == 0)
@@ -2527,7 +2550,7 @@ input_resolve_crls(struct input_set *s, bool quiet, bool no_delta,
 		for (j = 0; j < s->ncrls; j++) {
 			c = &s->crls[j];
 			if (keep[j] && !c->delta && c->via == 0 &&
-			    same_group(&c->sc, &d->sc) &&
+			    same_series(c, d) &&
 			    c->sc.crl_number[0] != '\0' &&
 			    crlnum_cmp(c->sc.crl_number, d->base_number) >= 0 &&
 			    crlnum_cmp(d->sc.crl_number, c->sc.crl_number) > 0)

@@ -89,6 +89,12 @@ struct input_crl {
 	bool		 announces;	/* a base with freshestCRL */
 	bool		 indirect;	/* issuingDistributionPoint indirectCRL */
 	size_t		 via;		/* 0, or 1 + index of its indirect CRL */
+	/*
+	 * SHA-256 of the public key its signature verified with (zeros when
+	 * unverified): CRLs of one issuer name signed with different keys
+	 * (a CA renewed with a new key) are not versions of one another.
+	 */
+	unsigned char	 signer_key[32];
 };
 
 struct input_set {

@@ -1943,6 +1943,70 @@ Test(input_crl, newest_crl_wins_and_rollback_refused)
 	EVP_PKEY_free(key);
 }
 
+/*
+ * One CA name, two keys (a CA renewed with a new key; AD CS then signs a
+ * CRL with each key, each listing the certificates that key issued).
+ * Both CRLs verify against an --issuer certificate of that name, and
+ * both describe the scope: neither is an older version of the other, so
+ * the newer one must not stand in for both. Serial 9, revoked on the
+ * old key's CRL only, stays revoked whichever CRL is newer or read first.
+ */
+Test(input_crl, crls_of_two_keys_of_one_name_both_used)
+{
+	struct input_opts o = opts("x");
+	EVP_PKEY *key = load_key("ca.key"), *key2 = load_key("impostor.key");
+	unsigned char s9[1] = { 9 }, s77[1] = { 0x77 }, s42[1] = { 0x42 };
+	X509 *both[3] = { pki_cas[0], pki_cas[1], NULL };
+	struct crlspec c1, c2;
+	struct input_set s;
+	X509_CRL *a, *b;
+	char err[512], path[512];
+	FILE *f;
+	int order;
+
+	pki_path(path, sizeof(path), "impostor.pem");
+	cr_assert_not_null(f = fopen(path, "r"), "%s", path);
+	cr_assert_not_null(both[2] = PEM_read_X509(f, NULL, NULL, NULL));
+	fclose(f);
+	o.issuers = both;
+	o.nissuers = 3;
+	memset(&c1, 0, sizeof(c1));
+	c1.number = 5;
+	c1.extra[0].serial = 9;
+	c1.extra[0].ago = 600;
+	c1.extra[0].reason = 1;
+	c1.nextra = 1;
+	memset(&c2, 0, sizeof(c2));
+	c2.number = 6;
+	c2.this_off = 30;
+	c2.extra[0].serial = 0x77;
+	c2.extra[0].ago = 600;
+	c2.extra[0].reason = 1;
+	c2.nextra = 1;
+	a = crl_make(pki_cas[0], key, &c1);
+	b = crl_make(both[2], key2, &c2);
+	for (order = 0; order < 2; order++) {
+		input_set_init(&s);
+		cr_assert_eq(crl_read(&s, order == 0 ? a : b, &o, err,
+		    sizeof(err)), 0, "%s", err);
+		cr_assert_eq(crl_read(&s, order == 0 ? b : a, &o, err,
+		    sizeof(err)), 0, "%s", err);
+		cr_assert_eq(input_resolve_crls(&s, true, false, err,
+		    sizeof(err)), 0, "%s", err);
+		cr_assert_eq(s.nscopes, 1);
+		cr_assert(find(&s, s.scopes[0].name, s9, 1) >= 0, "order %d: "
+		    "serial 9, revoked by the old key's CRL, was dropped", order);
+		cr_assert(find(&s, s.scopes[0].name, s77, 1) >= 0);
+		cr_assert(find(&s, s.scopes[0].name, s42, 1) >= 0);
+		input_set_free(&s);
+	}
+	X509_CRL_free(a);
+	X509_CRL_free(b);
+	X509_free(both[2]);
+	EVP_PKEY_free(key);
+	EVP_PKEY_free(key2);
+}
+
 /* ---- partial CRLs: which certificates a scope answers for (crl.c) -------- */
 
 static struct revkey
