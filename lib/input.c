@@ -2371,6 +2371,25 @@ parts_union(struct ffile_scope *out, const struct ffile_part *p,
  * for it adds its delegated parts, and describes it only when no CRL of
  * its own does (then flagged attributed). 0, or -1 with err.
  */
+/*
+ * Whether c describes a scope rather than d (NULL: none yet): the later
+ * thisUpdate, then the higher CRL number, then the SHA-256, so that the
+ * same CRLs describe it whatever order they were read in (two keys of a
+ * renewed CA sign theirs at the same instant, numbered apart: a choice by
+ * reading order could flip from build to build and look like rollback).
+ */
+static bool
+describes_over(const struct ffile_scope *c, const struct ffile_scope *d)
+{
+	int n;
+
+	if (d == NULL || c->this_update != d->this_update)
+		return d == NULL || c->this_update > d->this_update;
+	if ((n = crlnum_cmp(c->crl_number, d->crl_number)) != 0)
+		return n > 0;
+	return memcmp(c->crl_sha256, d->crl_sha256, 32) > 0;
+}
+
 static int
 scope_from_kept(const struct input_set *s, const bool *keep,
     struct ffile_scope *sc, char *err, size_t errlen)
@@ -2394,23 +2413,20 @@ scope_from_kept(const struct input_set *s, const bool *keep,
 		if (!keep[i] || strcmp(c->name, sc->name) != 0)
 			continue;
 		if (s->crls[i].via != 0) {
-			if (newest_via == NULL ||
-			    c->this_update > newest_via->this_update)
+			if (describes_over(c, newest_via))
 				newest_via = c;
 			if (next_via == 0 || c->next_update < next_via)
 				next_via = c->next_update;
 			flags_via |= c->flags;
 		} else {
-			if (newest == NULL ||
-			    c->this_update > newest->this_update)
+			if (describes_over(c, newest))
 				newest = c;
 			if (next == 0 || c->next_update < next)
 				next = c->next_update;
 			flags |= c->flags;
 			if (c->npart == 0) {
 				whole = true;
-				if (newest_whole == NULL || c->this_update >
-				    newest_whole->this_update)
+				if (describes_over(c, newest_whole))
 					newest_whole = c;
 			}
 		}
