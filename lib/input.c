@@ -1517,6 +1517,52 @@ crl_der(struct rd *r, const unsigned char *der, size_t len, const char *where)
 	return rc;
 }
 
+/*
+ * The text around a file's PEM blocks, which PEM_read_bio() skips: only
+ * blank lines and what `openssl crl -text` writes (its three headers and
+ * indented lines) may be there. Anything else is refused, not skipped: a
+ * token list with a CRL pasted after it would lose its ids unseen.
+ */
+static int
+pem_text_ok(struct rd *r, const char *buf, size_t len)
+{
+	static const char *const hdr[] = { "Certificate Revocation List (CRL):",
+	    "Revoked Certificates:", "No Revoked Certificates." };
+	const char *p = buf, *end = buf + len, *nl;
+	size_t line = 0, n, i;
+	bool in = false;
+
+	for (; p < end; p = nl + 1) {
+		line++;
+		if ((nl = memchr(p, '\n', (size_t)(end - p))) == NULL)
+			nl = end;
+		n = (size_t)(nl - p);
+		if (n > 0 && p[n - 1] == '\r')
+			n--;
+		if (!in && n >= 11 && memcmp(p, "-----BEGIN ", 11) == 0) {
+			in = true;
+			continue;
+		}
+		if (in) {
+			in = !(n >= 9 && memcmp(p, "-----END ", 9) == 0);
+			continue;
+		}
+		if (n == 0 || p[0] == ' ' || p[0] == '\t')
+			continue;
+		for (i = 0; i < sizeof(hdr) / sizeof(hdr[0]); i++)
+			if (n == strlen(hdr[i]) && memcmp(p, hdr[i], n) == 0)
+				break;
+		if (i < sizeof(hdr) / sizeof(hdr[0]))
+			continue;
+		rd_err_line(r, line, "text outside the PEM blocks of a CRL "
+		    "file (only `openssl crl -text` output may be there): a "
+		    "file is either a list or CRLs; put each in a file of "
+		    "its own");
+		return -1;
+	}
+	return 0;
+}
+
 static int
 read_crl_pem(struct rd *r, const char *buf, size_t len)
 {
@@ -1532,6 +1578,8 @@ read_crl_pem(struct rd *r, const char *buf, size_t len)
 		rd_err(r, "PEM file over %d bytes", INT_MAX);
 		return -1;
 	}
+	if (pem_text_ok(r, buf, len) != 0)
+		return -1;
 	if ((bio = BIO_new_mem_buf(buf, (int)len)) == NULL) {
 		rd_err(r, "out of memory");
 		return -1;

@@ -1090,6 +1090,61 @@ Test(input_crl, corrupt_pem)
 	input_set_free(&s);
 }
 
+/*
+ * PEM_read_bio() skips whatever text lies around the blocks: a token list
+ * with a CRL pasted after it lost its ids unseen. Only blank lines and
+ * what `openssl crl -text` writes may be there.
+ */
+Test(input_crl, text_around_pem_blocks)
+{
+	static const char *const bad[] = { "tok-1\ntok-2\n", "# ids\n",
+	    "Certificate Revocation List (CRL): tok-3\n" };
+	static const char textform[] = "Certificate Revocation List (CRL):\r\n"
+	    "        Version 2 (0x1)\r\n\r\nRevoked Certificates:\r\n"
+	    "    Serial Number: 01\r\n\tRevocation Date: x\r\n";
+	struct input_set s;
+	struct input_opts o = opts("default");
+	char path[512], err[512] = "";
+	unsigned char *pem, *buf;
+	size_t len, i, n;
+
+	pki_path(path, sizeof(path), "crl.pem");
+	pem = slurp(path, &len);
+	cr_assert_not_null(buf = malloc(len + 256));
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		/* Before the block, and after it. */
+		n = strlen(bad[i]);
+		memcpy(buf, bad[i], n);
+		memcpy(buf + n, pem, len);
+		input_set_init(&s);
+		cr_assert_eq(input_read_buf(&s, "mixed.pem", buf, n + len, &o,
+		    err, sizeof(err)), -1, "case %zu accepted", i);
+		cr_assert(strstr(err, "mixed.pem:1: text outside the PEM "
+		    "blocks") != NULL, "%s", err);
+		cr_assert_eq(input_set_records(&s), 0);
+		input_set_free(&s);
+		memcpy(buf, pem, len);
+		memcpy(buf + len, bad[i], n);
+		input_set_init(&s);
+		cr_assert_eq(input_read_buf(&s, "mixed.pem", buf, n + len, &o,
+		    err, sizeof(err)), -1, "case %zu after accepted", i);
+		cr_assert(strstr(err, "text outside the PEM blocks") != NULL,
+		    "%s", err);
+		input_set_free(&s);
+	}
+	/* openssl crl -text output (here with CRLF line ends) is read. */
+	n = sizeof(textform) - 1;
+	memcpy(buf, textform, n);
+	memcpy(buf + n, pem, len);
+	input_set_init(&s);
+	cr_assert_eq(input_read_buf(&s, "text.pem", buf, n + len, &o, err,
+	    sizeof(err)), 0, "%s", err);
+	cr_assert_gt(input_set_records(&s), 0);
+	input_set_free(&s);
+	free(buf);
+	free(pem);
+}
+
 Test(input_crl, failure_leaves_set_unchanged)
 {
 	struct input_set s;
