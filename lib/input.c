@@ -12,6 +12,7 @@
 #include "input.h"
 
 #include <assert.h>
+#include <ctype.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -467,6 +468,39 @@ reason_valid(const char *s)
 	return i < TABLE_REASON_MAX;
 }
 
+/*
+ * The known member a key is a near miss of ("Scope", "revokedAt",
+ * " id"): equal to it once case and everything but letters and digits are
+ * set aside, but not equal. NULL when none. Other unknown keys are an
+ * exporter's own fields and are ignored; a near miss is a typo that would
+ * put an id in the default scope or drop its reason, and is refused.
+ */
+static const char *
+json_near_miss(const char *key)
+{
+	static const char *const known[] = { "id", "scope", "revoked_at",
+	    "reason", "sub", "sid", "before" };
+	char a[32], b[32];
+	size_t i, n;
+	const char *p;
+
+	for (n = 0, p = key; *p != '\0' && n < sizeof(a) - 1; p++)
+		if (isalnum((unsigned char)*p))
+			a[n++] = (char)tolower((unsigned char)*p);
+	if (*p != '\0')
+		return NULL;
+	a[n] = '\0';
+	for (i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+		for (n = 0, p = known[i]; *p != '\0'; p++)
+			if (*p != '_')
+				b[n++] = *p;
+		b[n] = '\0';
+		if (strcmp(a, b) == 0)
+			return known[i];
+	}
+	return NULL;
+}
+
 /* One array element: a string id, or an object with id and optionals. */
 static int
 json_element(struct rd *r, const cJSON *el, size_t idx)
@@ -502,8 +536,13 @@ json_element(struct rd *r, const cJSON *el, size_t idx)
 				slot = &jsid;
 			else if (strcmp(it->string, "before") == 0)
 				slot = &jbefore;
-			else
-				continue;	/* unknown keys are ignored */
+			else if ((why = json_near_miss(it->string)) != NULL) {
+				rd_err(r, "element %zu: unknown key \"%.40s\" "
+				    "(did you mean \"%s\"?)", idx, it->string,
+				    why);
+				return -1;
+			} else
+				continue;	/* an exporter's own field */
 			if (*slot != NULL) {
 				rd_err(r, "element %zu: duplicate key \"%s\"",
 				    idx, it->string);

@@ -1783,6 +1783,50 @@ Test(input_crl, signer_without_crl_sign_refused)
 }
 
 /*
+ * A near miss of a known key ("Scope", "revokedAt", " id") is a typo that
+ * would put the id in the default scope or drop its time: refused, naming
+ * the key meant. Other unknown keys (an exporter's own) are ignored.
+ */
+Test(input, json_near_miss_keys_refused)
+{
+	static const struct { const char *list, *want; } bad[] = {
+		{ "[{\"id\": \"a\", \"Scope\": \"s\"}]", "\"Scope\" (did you mean \"scope\"" },
+		{ "[{\"id\": \"a\", \"revokedAt\": \"2026-01-01T00:00:00Z\"}]", "\"revoked_at\"" },
+		{ "[{\"id\": \"a\", \"revoked-at\": \"2026-01-01T00:00:00Z\"}]", "\"revoked_at\"" },
+		{ "[{\"ID\": \"a\"}]", "\"id\"" },
+		{ "[{\"id\": \"a\", \" scope\": \"s\"}]", "\"scope\"" },
+		{ "[{\"id\": \"a\", \"REASON\": \"x\"}]", "\"reason\"" },
+	};
+	static const char good[] = "[{\"id\": \"a\", \"scope\": \"s\", "
+	    "\"comment\": \"from the HR export\", \"scopes\": 1, "
+	    "\"a_very_long_exporter_field_name_of_its_own\": 2}]";
+	struct input_opts o = opts("default");
+	struct input_set s;
+	char err[512];
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		input_set_init(&s);
+		cr_assert_eq(input_read_buf(&s, "l.json", bad[i].list,
+		    strlen(bad[i].list), &o, err, sizeof(err)), -1,
+		    "%s accepted", bad[i].list);
+		cr_assert(strstr(err, "l.json") != NULL &&
+		    strstr(err, "element 0") != NULL &&
+		    strstr(err, bad[i].want) != NULL, "%s: %s", bad[i].list,
+		    err);
+		cr_assert_eq(input_set_records(&s), 0);
+		input_set_free(&s);
+	}
+	input_set_init(&s);
+	cr_assert_eq(input_read_buf(&s, "l.json", good, strlen(good), &o, err,
+	    sizeof(err)), 0, "%s", err);
+	cr_assert_eq(input_set_records(&s), 1);
+	cr_assert_eq(s.nscopes, 1);
+	cr_assert_str_eq(s.scopes[0].name, "s");
+	input_set_free(&s);
+}
+
+/*
  * Subject and session cutoffs: {"sub"|"sid", "scope", "before"} become
  * keys in the issuer's sub:/sid: scope with "before" as their time; a
  * cutoff without a time, or mixed with an id, is refused.
