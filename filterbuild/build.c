@@ -756,6 +756,23 @@ build_main(int argc, char **argv, const struct ffile_info *enforced,
 		fb_err("%s", err);
 		goto out;
 	}
+	/*
+	 * No "current" link, but versions in DIR: the link was lost (or a
+	 * first build was killed before making one). The highest version
+	 * stands in for it, for the version number and the comparisons:
+	 * starting over at 1 would lose the history and be refused by every
+	 * daemon's rollback state, and no comparison would stop a shrink.
+	 */
+	if (rc == 1 && (rc = publish_previous(o.out, UINT64_MAX, vdir,
+	    sizeof(vdir), &cur, err, sizeof(err))) == 0)
+		fb_err("warning: %s: no \"current\" link; version %"
+		    PRIu64 ", the highest there, stands in for it (restore "
+		    "the link if another version was the one published)",
+		    o.out, cur);
+	if (rc < 0) {
+		fb_err("%s", err);
+		goto out;
+	}
 	if (rc == 1)
 		cur = 0;
 	if (o.version != 0 && o.version <= cur) {

@@ -126,6 +126,8 @@ publish_previous(const char *dir, uint64_t below, char *vdir, size_t cap,
 
 	assert(dir != NULL && vdir != NULL && version != NULL);
 	if ((d = opendir(dir)) == NULL) {
+		if (errno == ENOENT)
+			return 1;	/* publish_begin() creates it */
 		util_errf(err, errlen, "%s: %s", dir, strerror(errno));
 		return -1;
 	}
@@ -210,8 +212,11 @@ pub_opendir(int dfd)
 /*
  * Removes what a killed run may have left: temporary directories, the
  * temporary symlink, and version directories above the current version
- * (renamed into place but never made current). Best effort: what cannot
- * be removed makes a later step fail with a clear error.
+ * (renamed into place but never made current). Without a current version
+ * no version directory is removed: "current" may have been lost from a
+ * published history (filterbuild build continues above its highest).
+ * Best effort: what cannot be removed makes a later step fail with a
+ * clear error.
  */
 static void
 pub_clean_stale(int dfd, bool have_cur, uint64_t cur)
@@ -228,8 +233,8 @@ pub_clean_stale(int dfd, bool have_cur, uint64_t cur)
 			(void)pub_rmtree(dfd, de->d_name);
 		else if (strcmp(de->d_name, PUB_LINK_TMP) == 0)
 			(void)unlinkat(dfd, de->d_name, 0);
-		else if (pub_parse_vname(de->d_name, &v) &&
-		    (!have_cur || v > cur))
+		else if (have_cur && pub_parse_vname(de->d_name, &v) &&
+		    v > cur)
 			(void)pub_rmtree(dfd, de->d_name);
 	}
 	(void)closedir(d);

@@ -35,8 +35,8 @@ int publish_current(const char *dir, char *vdir, size_t cap,
 /*
  * Finds the newest version directory in DIR below version `below` (the
  * one kept before the current one). Returns 0 with its path in vdir and
- * its version in *version, 1 when there is none, -1 with err when DIR
- * cannot be read.
+ * its version in *version, 1 when there is none (or no DIR), -1 with err
+ * when DIR cannot be read.
  */
 int publish_previous(const char *dir, uint64_t below, char *vdir,
     size_t cap, uint64_t *version, char *err, size_t errlen);

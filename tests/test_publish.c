@@ -182,6 +182,30 @@ Test(publish, stale_leftovers_cleaned)
 	cr_assert_eq(lstat(path, &st), -1);
 }
 
+/*
+ * Without "current", version directories may be a published history whose
+ * link was lost: publishing again keeps them (it removed them all, as if
+ * they were leftovers of a killed first run).
+ */
+Test(publish, lost_current_link_keeps_versions)
+{
+	char err[256], path[256];
+	struct stat st;
+	int v;
+
+	cr_assert_eq(pub(1, "f1", "t1", 3, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(pub(2, "f2", "t2", 3, err, sizeof(err)), 0, "%s", err);
+	cr_assert(snprintf(path, sizeof(path), "%s/current", g_dir) > 0);
+	cr_assert_eq(unlink(path), 0);
+	cr_assert_eq(pub(3, "f3", "t3", 3, err, sizeof(err)), 0, "%s", err);
+	expect_current(3, "f3");
+	for (v = 1; v <= 2; v++) {
+		cr_assert(snprintf(path, sizeof(path),
+		    "%s/v%020d/filter.rcf", g_dir, v) > 0);
+		cr_assert_eq(stat(path, &st), 0, "version %d removed", v);
+	}
+}
+
 Test(publish, bad_current_link_is_an_error)
 {
 	char err[256], path[256], vdir[256];

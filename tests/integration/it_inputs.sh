@@ -167,4 +167,22 @@ rc_expect_eq "$rc" 1 "a table that is not the filter's: nothing kept, build fail
 rc_expect_match "$(cat "$T/err")" 'cannot keep scopes of the current version: .*table.rct: not the table its signed filter names' \
     "the altered table is named"
 
+# A lost "current" link: the highest version stands in for it. The
+# history stays, the next version is above it (not 1, which every
+# daemon's rollback state refuses) and the comparisons still hold.
+mkdir -p "$T/l"
+seq -f 'tok-l-%g' 1 10 >"$T/ten.txt"
+seq -f 'tok-l-%g' 1 2 >"$T/two.txt"
+lb() { FB build --key "$T/key.pem" --out "$T/l" --quiet "$@" 2>"$T/err"; }
+lb "$T/ten.txt" && lb "$T/ten.txt" || rc_fail "lost link: two versions: $(cat "$T/err")"
+rm "$T/l/current"
+rc=0; lb "$T/two.txt" || rc=$?
+rc_expect_eq "$rc" 1 "lost link: a shrink against the highest version is still refused"
+rc_expect_match "$(cat "$T/err")" 'no "current" link; version 2, the highest there, stands in' \
+    "lost link: the stand-in is named"
+rc_expect_eq "$(ls -d "$T"/l/v* | wc -l)" 2 "lost link: the refused build removed no version"
+lb "$T/ten.txt" || rc_fail "lost link: same ids: $(cat "$T/err")"
+rc_expect_eq "$(readlink "$T/l/current")" v00000000000000000003 "lost link: version 3 published above the history"
+rc_expect_eq "$(ls -d "$T"/l/v* | wc -l)" 3 "lost link: versions 1 and 2 kept"
+
 rc_done
