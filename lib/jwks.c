@@ -480,13 +480,35 @@ jwk_type_of(const cJSON *o, const char **why)
 }
 
 /*
+ * True when "key_ops" (RFC 7517 4.3), an array of strings, holds
+ * "verify": a key published for other operations (encrypt, wrapKey)
+ * must not verify tokens, as with a "use" other than "sig".
+ */
+static bool
+key_ops_verify(const cJSON *ops)
+{
+	const cJSON *it;
+	bool verify = false;
+
+	if (!cJSON_IsArray(ops))
+		return false;
+	cJSON_ArrayForEach(it, ops) {
+		if (!cJSON_IsString(it))
+			return false;
+		if (strcmp(it->valuestring, "verify") == 0)
+			verify = true;
+	}
+	return verify;
+}
+
+/*
  * Fills k from one JWK object. Returns 0, or -1 with why (the key is
  * then skipped).
  */
 static int
 jwk_load(struct jwk *k, const cJSON *o, const char **why)
 {
-	const cJSON *kid, *use, *alg;
+	const cJSON *kid, *use, *ops, *alg;
 	size_t len;
 	int t;
 
@@ -502,6 +524,12 @@ jwk_load(struct jwk *k, const cJSON *o, const char **why)
 	if (use != NULL && (!cJSON_IsString(use) ||
 	    strcmp(use->valuestring, "sig") != 0)) {
 		*why = "\"use\" is not \"sig\"";
+		return -1;
+	}
+	ops = cJSON_GetObjectItemCaseSensitive(o, "key_ops");
+	if (ops != NULL && !key_ops_verify(ops)) {
+		*why = "\"key_ops\" is not an array of strings holding "
+		    "\"verify\"";
 		return -1;
 	}
 	alg = cJSON_GetObjectItemCaseSensitive(o, "alg");

@@ -672,3 +672,49 @@ Test(jwks, small_order_okp_keys_skipped)
 	cr_expect_not_null(jwks_find(&s, "good"));
 	jwks_free(&s);
 }
+
+/* A P-256 key and a token of it (kid k, jti forged), made by PyJWT. */
+#define EC_X	"8lUL_PeVTNrC30VBgjtqnpyNK0PjaEB7J619ZWoOazA"
+#define EC_Y	"DDnvlNKwY5v9Cqq-BUYuN_bi3ynXQr0ez59uSTPjuYI"
+#define EC_TOKEN "eyJhbGciOiJFUzI1NiIsImtpZCI6ImsifQ.eyJpc3MiOiJodHRwczovL2Eu" \
+	"ZXhhbXBsZSIsImF1ZCI6ImFwaSIsImp0aSI6ImZvcmdlZCIsImV4cCI6MTcwMDAwMzYwMH0." \
+	"7qLU9t1lQWabuVoR1ZuTdCAQVPF23WOEY0ppCJVXpOqmvwMfT_hbvKnvQ0KpK77WtCP74dTp" \
+	"FszcK3N-jFZ3Lw"
+
+/*
+ * "key_ops" (RFC 7517 4.3) names what a key is for: a key whose list
+ * lacks "verify" (an encryption key published for clients to encrypt
+ * to, say) verifies no token, as a "use" other than "sig" does not.
+ */
+Test(jwks, key_ops_without_verify_skipped)
+{
+	static const char *const bad[] = { "[\"encrypt\"]",
+	    "[\"wrapKey\",\"encrypt\"]", "[\"sign\"]", "[]", "\"verify\"",
+	    "[1]", "[\"verify\",null]", "{\"verify\":true}" };
+	static const char *const good[] = { "[\"verify\"]",
+	    "[\"sign\",\"verify\"]" };
+	enum jwt_verdict why;
+	char json[512];
+	struct jwks s;
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(json, sizeof(json), "{\"keys\":[{\"kty\":\"EC\","
+		    "\"crv\":\"P-256\",\"kid\":\"k\",\"x\":\"" EC_X "\","
+		    "\"y\":\"" EC_Y "\",\"key_ops\":%s}]}", bad[i]);
+		jwks_of(&s, json);
+		cr_expect_neq(verify_with_set(EC_TOKEN, &s, JWA_BIT(JWA_ES256),
+		    &why), 0, "key_ops %s: the token verified", bad[i]);
+		cr_expect_eq(s.n, 0, "key_ops %s: the key was kept", bad[i]);
+		jwks_free(&s);
+	}
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		snprintf(json, sizeof(json), "{\"keys\":[{\"kty\":\"EC\","
+		    "\"crv\":\"P-256\",\"kid\":\"k\",\"x\":\"" EC_X "\","
+		    "\"y\":\"" EC_Y "\",\"key_ops\":%s}]}", good[i]);
+		jwks_of(&s, json);
+		cr_expect_eq(verify_with_set(EC_TOKEN, &s, JWA_BIT(JWA_ES256),
+		    &why), 0, "key_ops %s: %s", good[i], jwt_verdict_str(why));
+		jwks_free(&s);
+	}
+}

@@ -29,9 +29,12 @@ M jwks "$T/b.jwks" "$T/b-ec.pem:b-ec"
 # verified with (see "a broken JWKS" below).
 M key p256 "$T/w-ec.pem"
 M key ed25519 "$T/w-ed.pem"
-M jwks "$T/w.jwks" "$T/w-ec.pem:w-ec" "$T/w-ed.pem:w-ed"
+M key p256 "$T/w-enc.pem"
+M jwks "$T/w.jwks" "$T/w-ec.pem:w-ec" "$T/w-ed.pem:w-ed" "$T/w-enc.pem:w-enc"
 # The neutral point as an Ed25519 key: R = neutral, S = 0 signs anything.
 M jwks-edit "$T/w.jwks" w-ed '{"x": "AQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}'
+# An encryption key: "key_ops" without "verify" (and no "use").
+M jwks-edit "$T/w.jwks" w-enc '{"use": null, "key_ops": ["encrypt", "wrapKey"]}'
 head -c 48 /dev/urandom | base64 -w0 >"$T/h.secret"
 # Subject and session cutoffs at T0: every token of sub carol (of session
 # sess-9) from A issued before T0 is revoked. Each also has an older
@@ -201,6 +204,8 @@ rc_expect_status 200 "authz: issuer W's token signed by its good key"
 expect_invalid "EdDSA, the neutral point as the key, R = neutral and S = 0" \
     unknown_key "$(M raw '{"alg":"EdDSA","kid":"w-ed"}' "$(cl "$W" forged-w)" \
     "01$(printf '0%.0s' $(seq 1 126))")"
+expect_invalid "a key whose key_ops lack verify (an encryption key)" \
+    unknown_key "$(M sign "$T/w-enc.pem" ES256 w-enc "$(cl "$W" forged-w)")"
 
 # The genuine token whose jti the forgeries used passes.
 rc_curl -H "Authorization: Bearer $good" "$D_URL/v1/authz"
