@@ -508,8 +508,10 @@ key_ops_verify(const cJSON *ops)
 static int
 jwk_load(struct jwk *k, const cJSON *o, const char **why)
 {
+	static const char *const priv[] = { "d", "p", "q", "dp", "dq", "qi",
+	    "oth", "k" };
 	const cJSON *kid, *use, *ops, *alg;
-	size_t len;
+	size_t len, i;
 	int t;
 
 	memset(k, 0, sizeof(*k));
@@ -520,6 +522,16 @@ jwk_load(struct jwk *k, const cJSON *o, const char **why)
 	if ((t = jwk_type_of(o, why)) == 0)
 		return -1;
 	k->type = (enum jwk_type)t;
+	/*
+	 * A private parameter (RFC 7518 6.2.2, 6.3.2, 6.4.1) publishes the
+	 * private half: anyone who reads the set can sign with the key.
+	 */
+	for (i = 0; i < sizeof(priv) / sizeof(priv[0]); i++)
+		if (cJSON_GetObjectItemCaseSensitive(o, priv[i]) != NULL) {
+			*why = "a private key parameter is published with the "
+			    "key (anyone can sign with it)";
+			return -1;
+		}
 	use = cJSON_GetObjectItemCaseSensitive(o, "use");
 	if (use != NULL && (!cJSON_IsString(use) ||
 	    strcmp(use->valuestring, "sig") != 0)) {

@@ -718,3 +718,39 @@ Test(jwks, key_ops_without_verify_skipped)
 		jwks_free(&s);
 	}
 }
+
+/*
+ * A JWK carrying private parameters has its private half published to
+ * whoever reads the set: anyone can sign with it, so it proves nothing
+ * (as a private key given as a --trusted-key is refused). PyJWT's to_jwk
+ * of a private key writes one; EC_D is the private half of EC_X, EC_Y.
+ */
+#define EC_D	"6r5ifgZSOnVgcEaXgslaBxS3PZtSgw5gI4ov-35Cb-Y"
+
+Test(jwks, private_parameters_skipped)
+{
+	static const char *const priv[] = { "\"d\":\"" EC_D "\"",
+	    "\"p\":\"AQAB\"", "\"q\":\"AQAB\"", "\"dp\":\"AQAB\"",
+	    "\"dq\":\"AQAB\"", "\"qi\":\"AQAB\"", "\"oth\":[]",
+	    "\"k\":\"AQAB\"", "\"d\":null" };
+	enum jwt_verdict why;
+	char json[512];
+	struct jwks s;
+	size_t i;
+
+	for (i = 0; i < sizeof(priv) / sizeof(priv[0]); i++) {
+		snprintf(json, sizeof(json), "{\"keys\":[{\"kty\":\"EC\","
+		    "\"crv\":\"P-256\",\"kid\":\"k\",\"x\":\"" EC_X "\","
+		    "\"y\":\"" EC_Y "\",%s}]}", priv[i]);
+		jwks_of(&s, json);
+		cr_expect_neq(verify_with_set(EC_TOKEN, &s, JWA_BIT(JWA_ES256),
+		    &why), 0, "with %s: the token verified", priv[i]);
+		cr_expect_eq(s.n, 0, "with %s: the key was kept", priv[i]);
+		jwks_free(&s);
+	}
+	jwks_of(&s, "{\"keys\":[{\"kty\":\"EC\",\"crv\":\"P-256\",\"kid\":"
+	    "\"k\",\"x\":\"" EC_X "\",\"y\":\"" EC_Y "\"}]}");
+	cr_expect_eq(verify_with_set(EC_TOKEN, &s, JWA_BIT(JWA_ES256), &why),
+	    0, "the public key alone: %s", jwt_verdict_str(why));
+	jwks_free(&s);
+}

@@ -35,6 +35,9 @@ M jwks "$T/w.jwks" "$T/w-ec.pem:w-ec" "$T/w-ed.pem:w-ed" "$T/w-enc.pem:w-enc"
 M jwks-edit "$T/w.jwks" w-ed '{"x": "AQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}'
 # An encryption key: "key_ops" without "verify" (and no "use").
 M jwks-edit "$T/w.jwks" w-enc '{"use": null, "key_ops": ["encrypt", "wrapKey"]}'
+# A leaked key: the JWK with its private "d", so anyone can sign.
+M key p256 "$T/w-priv.pem"
+M jwks-private "$T/w.jwks" "$T/w-priv.pem" w-priv
 head -c 48 /dev/urandom | base64 -w0 >"$T/h.secret"
 # Subject and session cutoffs at T0: every token of sub carol (of session
 # sess-9) from A issued before T0 is revoked. Each also has an older
@@ -206,6 +209,8 @@ expect_invalid "EdDSA, the neutral point as the key, R = neutral and S = 0" \
     "01$(printf '0%.0s' $(seq 1 126))")"
 expect_invalid "a key whose key_ops lack verify (an encryption key)" \
     unknown_key "$(M sign "$T/w-enc.pem" ES256 w-enc "$(cl "$W" forged-w)")"
+expect_invalid "a JWK published with its private \"d\"" \
+    unknown_key "$(M sign "$T/w-priv.pem" ES256 w-priv "$(cl "$W" forged-w)")"
 
 # The genuine token whose jti the forgeries used passes.
 rc_curl -H "Authorization: Bearer $good" "$D_URL/v1/authz"

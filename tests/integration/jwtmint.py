@@ -15,6 +15,9 @@
 #                                   is the bytes SIG-HEX (no key needed)
 #   jwtmint.py jwks-edit FILE KID MEMBERS           merges the JSON object
 #                                   MEMBERS into key KID of FILE; null removes
+#   jwtmint.py jwks-private FILE KEY.pem KID        appends KEY to FILE with
+#                                   its private parameters (PyJWT's to_jwk
+#                                   of the private key: a leaked key)
 #
 # CLAIMS and HEADER are JSON objects; in CLAIMS a string "now+N" or
 # "now-N" becomes the NumericDate N seconds from now.
@@ -110,6 +113,19 @@ def main(a):
                         k.pop(m, None)
                     else:
                         k[m] = v
+        with open(a[1], "w") as f:
+            json.dump(s, f, indent=1)
+    elif cmd == "jwks-private":
+        with open(a[1]) as f:
+            s = json.load(f)
+        k = load(a[2])
+        d = json.loads({rsa.RSAPrivateKey: RSAAlgorithm,
+                        ec.EllipticCurvePrivateKey: ECAlgorithm}.get(
+            next(t for t in (rsa.RSAPrivateKey, ec.EllipticCurvePrivateKey,
+                             ed25519.Ed25519PrivateKey) if isinstance(k, t)),
+            OKPAlgorithm).to_jwk(k))
+        d["kid"] = a[3]
+        s["keys"].append(d)
         with open(a[1], "w") as f:
             json.dump(s, f, indent=1)
     else:
