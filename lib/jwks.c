@@ -359,6 +359,50 @@ out:
 	return pk;
 }
 
+/*
+ * True when x, an Ed25519 or Ed448 public key of len bytes (RFC 8032:
+ * y little-endian, the sign of x in the top bit), is a point of small
+ * order or has y not below the prime p. Such a key verifies signatures
+ * no private key made (for the neutral point, R = the neutral point and
+ * S = 0 sign every message), and OpenSSL takes it. The points of order
+ * 1, 2 and 4 have y = 1, p - 1 and 0; Ed25519's of order 8 have y = y8
+ * or p - y8. A key made from a private one is never among them.
+ */
+static bool
+okp_small_order(const unsigned char *x, size_t len, enum jwk_type t)
+{
+	static const char p25519[] = "7FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF"
+	    "FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFED";
+	static const char y8[] = "05FC536D880238B13933C6D305ACDFD5"
+	    "F098EFF289F4C345B027B2C28F95E826";
+	static const char p448[] = "FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF"
+	    "FFFFFFFFFFFFFFFFFFFFFFFEFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF"
+	    "FFFFFFFFFFFFFFFFFFFFFFFF";
+	unsigned char b[57];
+	BIGNUM *y = NULL, *p = NULL, *q = NULL;
+	bool weak = true;	/* also when memory runs out */
+
+	assert(len == (t == JWK_ED25519 ? 32 : 57) && len <= sizeof(b));
+	memcpy(b, x, len);
+	b[len - 1] &= 0x7f;
+	if ((y = BN_lebin2bn(b, (int)len, NULL)) == NULL ||
+	    BN_hex2bn(&p, t == JWK_ED25519 ? p25519 : p448) == 0 ||
+	    (q = BN_new()) == NULL)
+		goto out;
+	if (BN_cmp(y, p) >= 0 || BN_is_zero(y) || BN_is_one(y) ||
+	    !BN_sub(q, p, BN_value_one()) || BN_cmp(y, q) == 0)
+		goto out;
+	if (t == JWK_ED25519 && (BN_hex2bn(&q, y8) == 0 ||
+	    BN_cmp(y, q) == 0 || !BN_sub(q, p, q) || BN_cmp(y, q) == 0))
+		goto out;
+	weak = false;
+out:
+	BN_free(y);
+	BN_free(p);
+	BN_free(q);
+	return weak;
+}
+
 static EVP_PKEY *
 okp_key(const cJSON *o, enum jwk_type t, const char **why)
 {
@@ -372,6 +416,11 @@ okp_key(const cJSON *o, enum jwk_type t, const char **why)
 		goto out;
 	if ((size_t)xl != want) {
 		*why = "\"x\" has the wrong length for the curve";
+		goto out;
+	}
+	if (okp_small_order(x, want, t)) {
+		*why = "\"x\" is a point of small order, or not below the "
+		    "prime (it would verify forged signatures)";
 		goto out;
 	}
 	if ((bld = OSSL_PARAM_BLD_new()) == NULL ||
@@ -431,14 +480,38 @@ jwk_type_of(const cJSON *o, const char **why)
 }
 
 /*
+ * True when "key_ops" (RFC 7517 4.3), an array of strings, holds
+ * "verify": a key published for other operations (encrypt, wrapKey)
+ * must not verify tokens, as with a "use" other than "sig".
+ */
+static bool
+key_ops_verify(const cJSON *ops)
+{
+	const cJSON *it;
+	bool verify = false;
+
+	if (!cJSON_IsArray(ops))
+		return false;
+	cJSON_ArrayForEach(it, ops) {
+		if (!cJSON_IsString(it))
+			return false;
+		if (strcmp(it->valuestring, "verify") == 0)
+			verify = true;
+	}
+	return verify;
+}
+
+/*
  * Fills k from one JWK object. Returns 0, or -1 with why (the key is
  * then skipped).
  */
 static int
 jwk_load(struct jwk *k, const cJSON *o, const char **why)
 {
-	const cJSON *kid, *use, *alg;
-	size_t len;
+	static const char *const priv[] = { "d", "p", "q", "dp", "dq", "qi",
+	    "oth", "k" };
+	const cJSON *kid, *use, *ops, *alg;
+	size_t len, i;
 	int t;
 
 	memset(k, 0, sizeof(*k));
@@ -449,10 +522,26 @@ jwk_load(struct jwk *k, const cJSON *o, const char **why)
 	if ((t = jwk_type_of(o, why)) == 0)
 		return -1;
 	k->type = (enum jwk_type)t;
+	/*
+	 * A private parameter (RFC 7518 6.2.2, 6.3.2, 6.4.1) publishes the
+	 * private half: anyone who reads the set can sign with the key.
+	 */
+	for (i = 0; i < sizeof(priv) / sizeof(priv[0]); i++)
+		if (cJSON_GetObjectItemCaseSensitive(o, priv[i]) != NULL) {
+			*why = "a private key parameter is published with the "
+			    "key (anyone can sign with it)";
+			return -1;
+		}
 	use = cJSON_GetObjectItemCaseSensitive(o, "use");
 	if (use != NULL && (!cJSON_IsString(use) ||
 	    strcmp(use->valuestring, "sig") != 0)) {
 		*why = "\"use\" is not \"sig\"";
+		return -1;
+	}
+	ops = cJSON_GetObjectItemCaseSensitive(o, "key_ops");
+	if (ops != NULL && !key_ops_verify(ops)) {
+		*why = "\"key_ops\" is not an array of strings holding "
+		    "\"verify\"";
 		return -1;
 	}
 	alg = cJSON_GetObjectItemCaseSensitive(o, "alg");

@@ -80,10 +80,12 @@ const char *jwa_name(enum jwa a);
  * Parses a JWKS document ({"keys": [...]}) into s, which this call
  * initialises. Keys that cannot be used are skipped with a logged reason
  * naming origin and the key's position: unknown kty or crv, "use" other
- * than "sig", an "alg" that does not fit the key type, RSA under
- * JWKS_RSA_MIN_BITS, symmetric ("oct") keys (HS secrets come from the
- * config, never from a JWKS), bad base64url, a point not on the curve,
- * a duplicate kid. Returns 0 (a set with no usable key is valid, and
+ * than "sig", "key_ops" without "verify", an "alg" that does not fit the
+ * key type, RSA under JWKS_RSA_MIN_BITS, symmetric ("oct") keys (HS
+ * secrets come from the config, never from a JWKS), bad base64url, a
+ * point not on the curve, an Ed25519 or Ed448 point of small order, a
+ * private parameter ("d" and the like: the key is no secret), a
+ * duplicate kid. Returns 0 (a set with no usable key is valid, and
  * empty), or -1 with err for a document that is not a JWKS at all (size,
  * JSON, no "keys" array); s is then empty.
  */

@@ -550,3 +550,207 @@ Test(jwa, names)
 	cr_assert_eq(jwa_from_name("EdDSA"), JWA_EDDSA);
 	cr_assert_str_eq(jwa_name(JWA_PS384), "PS384");
 }
+
+/* A set from JSON text s; the caller frees it (jwks_free). */
+static void
+jwks_of(struct jwks *set, const char *s)
+{
+	char err[256];
+
+	cr_assert_eq(jwks_parse(set, s, strlen(s), "test", err, sizeof(err)),
+	    0, "%s", err);
+}
+
+/*
+ * A token of issuer https://a.example (audience api, jti forged, exp an
+ * hour after VEC_NOW) with header hdr and the sig_len bytes of sig as its
+ * signature; the caller frees it.
+ */
+static char *
+forged_token(const char *hdr, const unsigned char *sig, size_t sig_len)
+{
+	char payload[160], *tok;
+	size_t o;
+
+	snprintf(payload, sizeof(payload), "{\"iss\":\"https://a.example\","
+	    "\"aud\":\"api\",\"jti\":\"forged\",\"exp\":%d}", VEC_NOW + 3600);
+	tok = malloc(2 * (strlen(hdr) + strlen(payload) + sig_len) + 16);
+	cr_assert_not_null(tok);
+	enc(tok, hdr, strlen(hdr));
+	o = strlen(tok);
+	tok[o++] = '.';
+	enc(tok + o, payload, strlen(payload));
+	o = strlen(tok);
+	tok[o++] = '.';
+	enc(tok + o, (const char *)sig, sig_len);
+	return tok;
+}
+
+/* jwt_verify of tok against issuer https://a.example with keys s. */
+static int
+verify_with_set(const char *tok, const struct jwks *s, uint32_t algs,
+    enum jwt_verdict *why)
+{
+	static const char *const aud[] = { "api" };
+	struct jwt_issuer is = { .issuer = "https://a.example", .keys = s,
+	    .audiences = aud, .naud = 1, .algs = algs, .leeway = 30 };
+	struct jwt t;
+	char err[256];
+	int rc;
+
+	cr_assert_eq(jwt_parse(&t, tok, strlen(tok), err, sizeof(err)), 0,
+	    "%s", err);
+	rc = jwt_verify(&t, &is, VEC_NOW, why, err, sizeof(err));
+	jwt_free(&t);
+	return rc;
+}
+
+/*
+ * An Ed25519 or Ed448 public key of small order verifies signatures that
+ * no private key made: with the neutral point as the key, R = the neutral
+ * point and S = 0 is a signature of every message. A JWKS holding one (a
+ * placeholder "x" of zero bytes is one: order 4) would let anyone mint
+ * tokens; such keys are skipped, like a point off its curve.
+ */
+Test(jwks, small_order_okp_keys_skipped)
+{
+	/*
+	 * y of order 4, 1, 8, 8 and 2, then p and p + 1, each with the sign
+	 * bit of x clear and set; Ed448's y of order 4, 1 and 2, p, p + 1.
+	 */
+	static const char *const weak[][2] = {
+	    { "Ed25519", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA" },
+	    { "Ed25519", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAIA" },
+	    { "Ed25519", "AQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA" },
+	    { "Ed25519", "AQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAIA" },
+	    { "Ed25519", "JuiVj8KyJ7BFw_SJ8u-Y8NXfrAXTxjM5sTgCiG1T_AU" },
+	    { "Ed25519", "JuiVj8KyJ7BFw_SJ8u-Y8NXfrAXTxjM5sTgCiG1T_IU" },
+	    { "Ed25519", "xxdqcD1N2E-6PAt2DRBnDyogU_osOczGTsf9d5KsA3o" },
+	    { "Ed25519", "xxdqcD1N2E-6PAt2DRBnDyogU_osOczGTsf9d5KsA_o" },
+	    { "Ed25519", "7P_______________________________________38" },
+	    { "Ed25519", "7P________________________________________8" },
+	    { "Ed25519", "7f_______________________________________38" },
+	    { "Ed25519", "7f________________________________________8" },
+	    { "Ed25519", "7v_______________________________________38" },
+	    { "Ed25519", "7v________________________________________8" },
+	    { "Ed448", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA" },
+	    { "Ed448", "AQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA" },
+	    { "Ed448", "_v____________________________________7___________________________________8A" },
+	    { "Ed448", "______________________________________7___________________________________8A" },
+	    { "Ed448", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAP____________________________________8A" },
+	};
+	static const unsigned char ident[64] = { 0x01 };
+	char json[8192], *tok;
+	enum jwt_verdict why;
+	struct jwks s;
+	size_t i, o;
+
+	/* The neutral point as the key, and a signature anyone can make. */
+	snprintf(json, sizeof(json), "{\"keys\":[{\"kty\":\"OKP\",\"crv\":"
+	    "\"Ed25519\",\"kid\":\"k\",\"x\":\"%s\"}]}", weak[2][1]);
+	jwks_of(&s, json);
+	tok = forged_token("{\"alg\":\"EdDSA\",\"kid\":\"k\"}", ident,
+	    sizeof(ident));
+	cr_expect_neq(verify_with_set(tok, &s, JWA_BIT(JWA_EDDSA), &why), 0,
+	    "a token signed R = neutral point, S = 0 verified");
+	cr_expect_eq(s.n, 0, "the neutral point was kept as a key");
+	free(tok);
+	jwks_free(&s);
+
+	o = (size_t)snprintf(json, sizeof(json), "{\"keys\":[");
+	for (i = 0; i < sizeof(weak) / sizeof(weak[0]); i++)
+		o += (size_t)snprintf(json + o, sizeof(json) - o,
+		    "{\"kty\":\"OKP\",\"crv\":\"%s\",\"x\":\"%s\"},", weak[i][0],
+		    weak[i][1]);
+	/* RFC 8032 7.1, test 1: a real Ed25519 key is still used. */
+	snprintf(json + o, sizeof(json) - o, "{\"kty\":\"OKP\",\"crv\":"
+	    "\"Ed25519\",\"kid\":\"good\",\"x\":"
+	    "\"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo\"}]}");
+	jwks_of(&s, json);
+	cr_expect_eq(s.n, 1, "%zu keys kept of 19 small-order ones and a "
+	    "good one", s.n);
+	cr_expect_not_null(jwks_find(&s, "good"));
+	jwks_free(&s);
+}
+
+/* A P-256 key and a token of it (kid k, jti forged), made by PyJWT. */
+#define EC_X	"8lUL_PeVTNrC30VBgjtqnpyNK0PjaEB7J619ZWoOazA"
+#define EC_Y	"DDnvlNKwY5v9Cqq-BUYuN_bi3ynXQr0ez59uSTPjuYI"
+#define EC_TOKEN "eyJhbGciOiJFUzI1NiIsImtpZCI6ImsifQ.eyJpc3MiOiJodHRwczovL2Eu" \
+	"ZXhhbXBsZSIsImF1ZCI6ImFwaSIsImp0aSI6ImZvcmdlZCIsImV4cCI6MTcwMDAwMzYwMH0." \
+	"7qLU9t1lQWabuVoR1ZuTdCAQVPF23WOEY0ppCJVXpOqmvwMfT_hbvKnvQ0KpK77WtCP74dTp" \
+	"FszcK3N-jFZ3Lw"
+
+/*
+ * "key_ops" (RFC 7517 4.3) names what a key is for: a key whose list
+ * lacks "verify" (an encryption key published for clients to encrypt
+ * to, say) verifies no token, as a "use" other than "sig" does not.
+ */
+Test(jwks, key_ops_without_verify_skipped)
+{
+	static const char *const bad[] = { "[\"encrypt\"]",
+	    "[\"wrapKey\",\"encrypt\"]", "[\"sign\"]", "[]", "\"verify\"",
+	    "[1]", "[\"verify\",null]", "{\"verify\":true}" };
+	static const char *const good[] = { "[\"verify\"]",
+	    "[\"sign\",\"verify\"]" };
+	enum jwt_verdict why;
+	char json[512];
+	struct jwks s;
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(json, sizeof(json), "{\"keys\":[{\"kty\":\"EC\","
+		    "\"crv\":\"P-256\",\"kid\":\"k\",\"x\":\"" EC_X "\","
+		    "\"y\":\"" EC_Y "\",\"key_ops\":%s}]}", bad[i]);
+		jwks_of(&s, json);
+		cr_expect_neq(verify_with_set(EC_TOKEN, &s, JWA_BIT(JWA_ES256),
+		    &why), 0, "key_ops %s: the token verified", bad[i]);
+		cr_expect_eq(s.n, 0, "key_ops %s: the key was kept", bad[i]);
+		jwks_free(&s);
+	}
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		snprintf(json, sizeof(json), "{\"keys\":[{\"kty\":\"EC\","
+		    "\"crv\":\"P-256\",\"kid\":\"k\",\"x\":\"" EC_X "\","
+		    "\"y\":\"" EC_Y "\",\"key_ops\":%s}]}", good[i]);
+		jwks_of(&s, json);
+		cr_expect_eq(verify_with_set(EC_TOKEN, &s, JWA_BIT(JWA_ES256),
+		    &why), 0, "key_ops %s: %s", good[i], jwt_verdict_str(why));
+		jwks_free(&s);
+	}
+}
+
+/*
+ * A JWK carrying private parameters has its private half published to
+ * whoever reads the set: anyone can sign with it, so it proves nothing
+ * (as a private key given as a --trusted-key is refused). PyJWT's to_jwk
+ * of a private key writes one; EC_D is the private half of EC_X, EC_Y.
+ */
+#define EC_D	"6r5ifgZSOnVgcEaXgslaBxS3PZtSgw5gI4ov-35Cb-Y"
+
+Test(jwks, private_parameters_skipped)
+{
+	static const char *const priv[] = { "\"d\":\"" EC_D "\"",
+	    "\"p\":\"AQAB\"", "\"q\":\"AQAB\"", "\"dp\":\"AQAB\"",
+	    "\"dq\":\"AQAB\"", "\"qi\":\"AQAB\"", "\"oth\":[]",
+	    "\"k\":\"AQAB\"", "\"d\":null" };
+	enum jwt_verdict why;
+	char json[512];
+	struct jwks s;
+	size_t i;
+
+	for (i = 0; i < sizeof(priv) / sizeof(priv[0]); i++) {
+		snprintf(json, sizeof(json), "{\"keys\":[{\"kty\":\"EC\","
+		    "\"crv\":\"P-256\",\"kid\":\"k\",\"x\":\"" EC_X "\","
+		    "\"y\":\"" EC_Y "\",%s}]}", priv[i]);
+		jwks_of(&s, json);
+		cr_expect_neq(verify_with_set(EC_TOKEN, &s, JWA_BIT(JWA_ES256),
+		    &why), 0, "with %s: the token verified", priv[i]);
+		cr_expect_eq(s.n, 0, "with %s: the key was kept", priv[i]);
+		jwks_free(&s);
+	}
+	jwks_of(&s, "{\"keys\":[{\"kty\":\"EC\",\"crv\":\"P-256\",\"kid\":"
+	    "\"k\",\"x\":\"" EC_X "\",\"y\":\"" EC_Y "\"}]}");
+	cr_expect_eq(verify_with_set(EC_TOKEN, &s, JWA_BIT(JWA_ES256), &why),
+	    0, "the public key alone: %s", jwt_verdict_str(why));
+	jwks_free(&s);
+}

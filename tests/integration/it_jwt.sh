@@ -14,6 +14,7 @@
 A=https://a.example
 B=https://b.example
 H=https://h.example
+W=https://w.example
 M() { rc_jwtmint "$@"; }
 
 # ---------------------------------------------------------------- keys, filter
@@ -24,6 +25,19 @@ M key ed25519 "$T/a-ed.pem"
 M key p256 "$T/b-ec.pem"
 M jwks "$T/a.jwks" "$T/a-rsa.pem:a-rsa" "$T/a-ec.pem:a-ec" "$T/a-ed.pem:a-ed"
 M jwks "$T/b.jwks" "$T/b-ec.pem:b-ec"
+# Issuer W's JWKS is broken: besides a good key, keys no token may be
+# verified with (see "a broken JWKS" below).
+M key p256 "$T/w-ec.pem"
+M key ed25519 "$T/w-ed.pem"
+M key p256 "$T/w-enc.pem"
+M jwks "$T/w.jwks" "$T/w-ec.pem:w-ec" "$T/w-ed.pem:w-ed" "$T/w-enc.pem:w-enc"
+# The neutral point as an Ed25519 key: R = neutral, S = 0 signs anything.
+M jwks-edit "$T/w.jwks" w-ed '{"x": "AQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}'
+# An encryption key: "key_ops" without "verify" (and no "use").
+M jwks-edit "$T/w.jwks" w-enc '{"use": null, "key_ops": ["encrypt", "wrapKey"]}'
+# A leaked key: the JWK with its private "d", so anyone can sign.
+M key p256 "$T/w-priv.pem"
+M jwks-private "$T/w.jwks" "$T/w-priv.pem" w-priv
 head -c 48 /dev/urandom | base64 -w0 >"$T/h.secret"
 # Subject and session cutoffs at T0: every token of sub carol (of session
 # sess-9) from A issued before T0 is revoked. Each also has an older
@@ -33,11 +47,13 @@ T0=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 T1=$(date -u -d '-1 hour' +%Y-%m-%dT%H:%M:%SZ)
 printf '[{"id": "rev-1", "scope": "%s", "reason": "keyCompromise"},
  {"id": "rev-h", "scope": "%s"}, {"id": "rev-b", "scope": "%s"},
+ {"id": "rev-w", "scope": "%s"},
  {"sub": "carol", "scope": "%s", "before": "%s"},
  {"sid": "sess-9", "scope": "%s", "before": "%s"},
  {"sub": "carol", "scope": "%s", "before": "%s"},
  {"sid": "sess-9", "scope": "%s", "before": "%s"}]\n' \
-    "$A" "$H" "$B" "$A" "$T0" "$A" "$T0" "$A" "$T1" "$A" "$T1" >"$T/revoked.json"
+    "$A" "$H" "$B" "$W" "$A" "$T0" "$A" "$T0" "$A" "$T1" "$A" "$T1" \
+    >"$T/revoked.json"
 mkdir -p "$T/f" "$T/s" "$T/sn" "$T/sr"
 "$FILTERBUILD" build --key "$T/key.pem" --out "$T/f" --quiet "$T/revoked.json"
 
@@ -49,10 +65,12 @@ printf '{
     {"issuer": "%s", "jwks_file": "%s", "audiences": ["api"],
      "algorithms": ["ES256"]},
     {"issuer": "%s", "hs_secret_file": "%s", "jwks_file": "%s",
-     "audiences": ["api"], "algorithms": ["HS256"]}
+     "audiences": ["api"], "algorithms": ["HS256"]},
+    {"issuer": "%s", "jwks_file": "%s", "audiences": ["api"],
+     "algorithms": ["ES256", "EdDSA"]}
   ]
 }\n' "$T/f" "$T/key.pub" "$T/s" "$A" "$T/a.jwks" "$B" "$T/b.jwks" \
-    "$H" "$T/h.secret" "$T/b.jwks" >"$T/rc.json"
+    "$H" "$T/h.secret" "$T/b.jwks" "$W" "$T/w.jwks" >"$T/rc.json"
 out=$("$REVCHECKD" -c "$T/rc.json" --check-config 2>&1) &&
     rc_ok "--check-config accepts the issuers" || rc_fail "--check-config: $out"
 rc_start D -c "$T/rc.json"
@@ -180,6 +198,19 @@ expect_invalid "unknown critical header" unknown_critical_header \
     "$(M sign "$T/a-ec.pem" ES256 a-ec "$(cl "$A" x)" '{"crit":["x-rc"],"x-rc":1}')"
 expect_invalid "no exp" missing_claim \
     "$(M sign "$T/a-ec.pem" ES256 a-ec "$(cl "$A" x | noexp)")"
+
+# ---------------------------------------------------------------- a broken JWKS
+# Keys of issuer W's set that must not verify anything; its good key does.
+rc_curl -H "Authorization: Bearer $(M sign "$T/w-ec.pem" ES256 w-ec "$(cl "$W" ok-w)")" \
+    "$D_URL/v1/authz"
+rc_expect_status 200 "authz: issuer W's token signed by its good key"
+expect_invalid "EdDSA, the neutral point as the key, R = neutral and S = 0" \
+    unknown_key "$(M raw '{"alg":"EdDSA","kid":"w-ed"}' "$(cl "$W" forged-w)" \
+    "01$(printf '0%.0s' $(seq 1 126))")"
+expect_invalid "a key whose key_ops lack verify (an encryption key)" \
+    unknown_key "$(M sign "$T/w-enc.pem" ES256 w-enc "$(cl "$W" forged-w)")"
+expect_invalid "a JWK published with its private \"d\"" \
+    unknown_key "$(M sign "$T/w-priv.pem" ES256 w-priv "$(cl "$W" forged-w)")"
 
 # The genuine token whose jti the forgeries used passes.
 rc_curl -H "Authorization: Bearer $good" "$D_URL/v1/authz"

@@ -11,6 +11,13 @@
 #   jwtmint.py hs-pubkey PUB-KEY.pem KID CLAIMS      RS->HS confusion: HS256
 #                                   MACed with the PEM public key as secret
 #   jwtmint.py strip TOKEN                          the signature removed
+#   jwtmint.py raw HEADER CLAIMS SIG-HEX            a token whose signature
+#                                   is the bytes SIG-HEX (no key needed)
+#   jwtmint.py jwks-edit FILE KID MEMBERS           merges the JSON object
+#                                   MEMBERS into key KID of FILE; null removes
+#   jwtmint.py jwks-private FILE KEY.pem KID        appends KEY to FILE with
+#                                   its private parameters (PyJWT's to_jwk
+#                                   of the private key: a leaked key)
 #
 # CLAIMS and HEADER are JSON objects; in CLAIMS a string "now+N" or
 # "now-N" becomes the NumericDate N seconds from now.
@@ -92,6 +99,35 @@ def main(a):
                                       hashlib.sha256).digest()))
     elif cmd == "strip":
         print(a[1].rsplit(".", 1)[0] + ".")
+    elif cmd == "raw":
+        print(b64(json.dumps(json.loads(a[1])).encode()) + "." +
+              b64(json.dumps(claims(a[2])).encode()) + "." +
+              b64(bytes.fromhex(a[3])))
+    elif cmd == "jwks-edit":
+        with open(a[1]) as f:
+            s = json.load(f)
+        for k in s["keys"]:
+            if k.get("kid") == a[2]:
+                for m, v in json.loads(a[3]).items():
+                    if v is None:
+                        k.pop(m, None)
+                    else:
+                        k[m] = v
+        with open(a[1], "w") as f:
+            json.dump(s, f, indent=1)
+    elif cmd == "jwks-private":
+        with open(a[1]) as f:
+            s = json.load(f)
+        k = load(a[2])
+        d = json.loads({rsa.RSAPrivateKey: RSAAlgorithm,
+                        ec.EllipticCurvePrivateKey: ECAlgorithm}.get(
+            next(t for t in (rsa.RSAPrivateKey, ec.EllipticCurvePrivateKey,
+                             ed25519.Ed25519PrivateKey) if isinstance(k, t)),
+            OKPAlgorithm).to_jwk(k))
+        d["kid"] = a[3]
+        s["keys"].append(d)
+        with open(a[1], "w") as f:
+            json.dump(s, f, indent=1)
     else:
         sys.exit("jwtmint.py: unknown command " + cmd)
 
