@@ -584,7 +584,7 @@ jwks_parse(struct jwks *s, const char *buf, size_t len, const char *origin,
 	const char *why, *end = NULL;
 	cJSON *root = NULL;
 	struct jwk k;
-	size_t i, pos = 0;
+	size_t i, pos = 0, skipped = 0;
 	int rc = -1;
 
 	assert(s != NULL && (buf != NULL || len == 0));
@@ -619,15 +619,24 @@ jwks_parse(struct jwks *s, const char *buf, size_t len, const char *origin,
 		snprintf(err, errlen, "%s: out of memory", origin);
 		goto out;
 	}
+	/*
+	 * A set full of unusable entries (a broken or hostile endpoint: a
+	 * megabyte of "{}") costs a bounded amount of work and of log: at
+	 * most JWKS_MAX_ENTRIES entries are looked at, and JWKS_MAX_WARN
+	 * skipped ones named, the rest counted.
+	 */
 	cJSON_ArrayForEach(it, keys) {
 		pos++;
-		if (s->n == JWKS_MAX_KEYS) {
-			log_warn("%s: keys after the first %d ignored", origin,
-			    JWKS_MAX_KEYS);
+		if (s->n == JWKS_MAX_KEYS || pos > JWKS_MAX_ENTRIES) {
+			log_warn("%s: entries after the %zuth ignored (at most "
+			    "%d keys, %d entries)", origin, pos - 1,
+			    JWKS_MAX_KEYS, JWKS_MAX_ENTRIES);
 			break;
 		}
 		if (jwk_load(&k, it, &why) == -1) {
-			log_warn("%s: key %zu ignored: %s", origin, pos, why);
+			if (++skipped <= JWKS_MAX_WARN)
+				log_warn("%s: key %zu ignored: %s", origin,
+				    pos, why);
 			EVP_PKEY_free(k.pkey);
 			continue;
 		}
@@ -637,8 +646,9 @@ jwks_parse(struct jwks *s, const char *buf, size_t len, const char *origin,
 				break;
 		if (i < s->n) {
 			/* The first of a repeated kid wins, as in jwks_find(). */
-			log_warn("%s: key %zu ignored: duplicate \"kid\"",
-			    origin, pos);
+			if (++skipped <= JWKS_MAX_WARN)
+				log_warn("%s: key %zu ignored: duplicate "
+				    "\"kid\"", origin, pos);
 			EVP_PKEY_free(k.pkey);
 			continue;
 		}
@@ -647,6 +657,9 @@ jwks_parse(struct jwks *s, const char *buf, size_t len, const char *origin,
 			k.pool = pool_new();
 		s->keys[s->n++] = k;
 	}
+	if (skipped > JWKS_MAX_WARN)
+		log_warn("%s: %zu more keys ignored (the first %d are named "
+		    "above)", origin, skipped - JWKS_MAX_WARN, JWKS_MAX_WARN);
 	rc = 0;
 out:
 	if (rc == -1)

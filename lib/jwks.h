@@ -10,6 +10,8 @@
 
 #define JWKS_MAX_LEN	(1024 * 1024)	/* bytes of one JWKS document */
 #define JWKS_MAX_KEYS	64		/* keys kept from one set */
+#define JWKS_MAX_ENTRIES 256		/* entries looked at in one set */
+#define JWKS_MAX_WARN	8		/* skipped keys named, per set */
 #define JWKS_KID_MAX	128		/* bytes of a "kid" */
 #define JWKS_RSA_MIN_BITS 2048
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <openssl/crypto.h>
 
@@ -539,6 +540,52 @@ Test(jwks, refuses_non_sets)
 	cr_assert_eq(s.n, 0);
 	cr_assert_null(jwks_find(&s, NULL));
 	jwks_free(&s);
+}
+
+/*
+ * A megabyte of "{}" (a broken or hostile JWKS endpoint) is bounded work
+ * and a bounded log: at most JWKS_MAX_ENTRIES entries looked at, and
+ * JWKS_MAX_WARN skipped keys named, the rest counted (it logged a line
+ * per entry, some 350,000 per fetch).
+ */
+Test(jwks, junk_entries_bounded)
+{
+	size_t n = 300000, i, len = 0, named = 0, lines = 0;
+	char *buf, line[512], err[256];
+	struct jwks s;
+	FILE *cap;
+	int saved, rc;
+
+	cr_assert_not_null(buf = malloc(3 * n + 16));
+	len += (size_t)sprintf(buf, "{\"keys\":[{}");
+	for (i = 1; i < n; i++) {
+		memcpy(buf + len, ",{}", 3);
+		len += 3;
+	}
+	memcpy(buf + len, "]}", 2);
+	len += 2;
+	cr_assert_leq(len, JWKS_MAX_LEN);
+	cr_assert_not_null(cap = tmpfile());
+	fflush(stderr);
+	cr_assert_geq(saved = dup(2), 0);
+	cr_assert_eq(dup2(fileno(cap), 2), 2);
+	rc = jwks_parse(&s, buf, len, "junk", err, sizeof(err));
+	fflush(stderr);
+	cr_assert_eq(dup2(saved, 2), 2);
+	close(saved);
+	cr_assert_eq(rc, 0, "%s", err);
+	cr_assert_eq(s.n, 0);
+	rewind(cap);
+	while (fgets(line, sizeof(line), cap) != NULL) {
+		lines++;
+		if (strstr(line, "junk: key ") != NULL)
+			named++;
+	}
+	fclose(cap);
+	cr_assert_eq(named, JWKS_MAX_WARN, "%zu keys named", named);
+	cr_assert_leq(lines, JWKS_MAX_WARN + 2, "%zu lines logged", lines);
+	jwks_free(&s);
+	free(buf);
 }
 
 Test(jwa, names)
