@@ -18,6 +18,8 @@
 #include "util.h"
 
 #define STATE_MAX (1024 * 1024)
+/* Seconds in the future a filter may be issued before the clock is named. */
+#define LOADER_FUTURE_WARN 2
 
 static int
 copy_str(char *out, size_t cap, const char *s)
@@ -579,6 +581,19 @@ loader_accept(struct loader *l, struct snapshot_slot *sl, struct ffile *ff,
 		    "reaches it again", (unsigned long long)fi->version,
 		    (unsigned long long)s->chain_need);
 	snapshot_swap(sl, s);
+	/*
+	 * Issued in this node's future (inside clock_skew, or it would have
+	 * been refused): its clock is behind the builder's, or the builder's
+	 * ahead. Behind, it keeps every expired filter fresh that much
+	 * longer, which it cannot see by itself; say so.
+	 */
+	if (fi->issued_at > now + LOADER_FUTURE_WARN)
+		log_warn("filter version %llu was issued %llds in this node's "
+		    "future: its clock is behind the builder's (expired "
+		    "filters then stay fresh that long here) or the "
+		    "builder's is ahead; filterbuild audit compares clocks",
+		    (unsigned long long)fi->version,
+		    (long long)(fi->issued_at - now));
 	/*
 	 * The chain poll's cache describes the snapshot before; the same
 	 * base loaded again (after SIGHUP took it out) walks its chain anew.

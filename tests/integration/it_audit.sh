@@ -120,6 +120,8 @@ LD_PRELOAD=$LIBFT FAKETIME_TIMESTAMP_FILE=$T/clock4.rc FAKETIME_NO_CACHE=1 \
     rc_start E4 --trusted-key "$T/key.pub" --state-dir "$T/s4" --sync-interval 1 \
     --upstream-insecure-http --upstream-filter "$O_URL/v1/filter" --upstream-check "$O_URL/v1/check"
 rc_wait_version "$E4_URL" 2 10 || rc_fail "E4 did not sync version 2"
+grep -q 'filter version 2 was issued 1[0-9][0-9]s in this node.s future: its clock is behind' "$T/E4.log" &&
+    rc_ok "E4 logs that its clock is behind" || rc_fail "E4 did not log its clock: $(tail -c 400 "$T/E4.log")"
 audit "$O_URL" "$E4_URL"
 rc_expect_eq "$AUD_RC" 1 "a node whose clock is two minutes behind fails"
 row=$(printf '%s\n' "$AUD_OUT" | grep "^$E4_URL ")
