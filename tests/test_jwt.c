@@ -733,6 +733,18 @@ Test(jwks, small_order_okp_keys_skipped)
  * lacks "verify" (an encryption key published for clients to encrypt
  * to, say) verifies no token, as a "use" other than "sig" does not.
  */
+/* A set of one P-256 key (EC_X, EC_Y, kid "k") with member added. */
+static void
+ec_jwks_with(struct jwks *s, const char *member)
+{
+	char json[1024];
+
+	snprintf(json, sizeof(json), "{\"keys\":[{\"kty\":\"EC\",\"crv\":"
+	    "\"P-256\",\"kid\":\"k\",\"x\":\"" EC_X "\",\"y\":\"" EC_Y
+	    "\"%s%s}]}", member[0] != '\0' ? "," : "", member);
+	jwks_of(s, json);
+}
+
 Test(jwks, key_ops_without_verify_skipped)
 {
 	static const char *const bad[] = { "[\"encrypt\"]",
@@ -746,20 +758,16 @@ Test(jwks, key_ops_without_verify_skipped)
 	size_t i;
 
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		snprintf(json, sizeof(json), "{\"keys\":[{\"kty\":\"EC\","
-		    "\"crv\":\"P-256\",\"kid\":\"k\",\"x\":\"" EC_X "\","
-		    "\"y\":\"" EC_Y "\",\"key_ops\":%s}]}", bad[i]);
-		jwks_of(&s, json);
+		snprintf(json, sizeof(json), "\"key_ops\":%s", bad[i]);
+		ec_jwks_with(&s, json);
 		cr_expect_neq(verify_with_set(EC_TOKEN, &s, JWA_BIT(JWA_ES256),
 		    &why), 0, "key_ops %s: the token verified", bad[i]);
 		cr_expect_eq(s.n, 0, "key_ops %s: the key was kept", bad[i]);
 		jwks_free(&s);
 	}
 	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
-		snprintf(json, sizeof(json), "{\"keys\":[{\"kty\":\"EC\","
-		    "\"crv\":\"P-256\",\"kid\":\"k\",\"x\":\"" EC_X "\","
-		    "\"y\":\"" EC_Y "\",\"key_ops\":%s}]}", good[i]);
-		jwks_of(&s, json);
+		snprintf(json, sizeof(json), "\"key_ops\":%s", good[i]);
+		ec_jwks_with(&s, json);
 		cr_expect_eq(verify_with_set(EC_TOKEN, &s, JWA_BIT(JWA_ES256),
 		    &why), 0, "key_ops %s: %s", good[i], jwt_verdict_str(why));
 		jwks_free(&s);
@@ -781,22 +789,17 @@ Test(jwks, private_parameters_skipped)
 	    "\"dq\":\"AQAB\"", "\"qi\":\"AQAB\"", "\"oth\":[]",
 	    "\"k\":\"AQAB\"", "\"d\":null" };
 	enum jwt_verdict why;
-	char json[512];
 	struct jwks s;
 	size_t i;
 
 	for (i = 0; i < sizeof(priv) / sizeof(priv[0]); i++) {
-		snprintf(json, sizeof(json), "{\"keys\":[{\"kty\":\"EC\","
-		    "\"crv\":\"P-256\",\"kid\":\"k\",\"x\":\"" EC_X "\","
-		    "\"y\":\"" EC_Y "\",%s}]}", priv[i]);
-		jwks_of(&s, json);
+		ec_jwks_with(&s, priv[i]);
 		cr_expect_neq(verify_with_set(EC_TOKEN, &s, JWA_BIT(JWA_ES256),
 		    &why), 0, "with %s: the token verified", priv[i]);
 		cr_expect_eq(s.n, 0, "with %s: the key was kept", priv[i]);
 		jwks_free(&s);
 	}
-	jwks_of(&s, "{\"keys\":[{\"kty\":\"EC\",\"crv\":\"P-256\",\"kid\":"
-	    "\"k\",\"x\":\"" EC_X "\",\"y\":\"" EC_Y "\"}]}");
+	ec_jwks_with(&s, "");
 	cr_expect_eq(verify_with_set(EC_TOKEN, &s, JWA_BIT(JWA_ES256), &why),
 	    0, "the public key alone: %s", jwt_verdict_str(why));
 	jwks_free(&s);
