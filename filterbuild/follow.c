@@ -1005,8 +1005,13 @@ fb_follow(int argc, char **argv)
 			log_info("follow: resuming base %" PRIu64 " at delta %"
 			    PRIu64 ", cursor %" PRIu64, st.pos.base_version,
 			    st.pos.seq, st.cursor);
-		/* A head lost to a kill after its delta is written again. */
-		(void)follow_head(&st, &o, key);
+		/*
+		 * A head lost to a kill after its delta is written by the
+		 * first round (head_at is 0), not here: a head says the chain
+		 * is complete as of now, which only a read of the source
+		 * tells. Signed at every start, a follower restarted while the
+		 * database is out of reach kept the nodes fresh.
+		 */
 	}
 	while (!follow_stop) {
 		if (p == NULL) {

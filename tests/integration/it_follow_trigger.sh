@@ -9,7 +9,9 @@
 # Now a trigger that does not log every insert, update and delete stops
 # the follower (nothing published: nodes go stale), and a trigger created
 # or altered since the chain's cursor makes it re-base, which reads every
-# row.
+# row. A head is signed only after a round read the source, never at
+# start: a follower that restarts without reaching the database does not
+# keep the nodes fresh.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/pg.sh"
 
@@ -91,5 +93,24 @@ converged && rc_ok "the schema applied again: the follower goes on" ||
     rc_fail "the schema applied again: the follower goes on"
 out=$("$FILTERBUILD" verify --pub "$T/key.pub" "$F" 2>&1) &&
     rc_expect_match "$out" "chain OK" "the chain verifies" || rc_fail "verify: $out"
+rc_follow_stop
+
+# A head says the chain is complete as of its issued_at: it is signed
+# only after a round read the source. A follower restarted while the
+# database cannot be reached (here: a port nobody listens on), as
+# systemd's Restart=always does after a crash, once re-signed the head at
+# start without reading anything: every restart kept the nodes fresh for
+# another --valid-for while rows committed since were in no delta.
+rc_psql -c "INSERT INTO revcheck_revocations (id) VALUES ('unread')"
+h=$(head_sha)
+for _ in 1 2; do
+	"$FILTERBUILD" follow --source "postgresql://revcheck@127.0.0.1:$(rc_free_port)/postgres" \
+	    --key "$T/key.pem" --out "$F" --once >>"$T/follow.log" 2>&1 &&
+	    rc_fail "follow --once with the database unreachable succeeded"
+done
+rc_expect_eq "$(head_sha)" "$h" "restarted without the database: no head is signed"
+rc_follow_start "$F" --interval 300ms --valid-for 10m --head-every 1s
+converged && rc_ok "with the database back the chain catches up" ||
+    rc_fail "with the database back the chain catches up"
 rc_follow_stop
 rc_done
