@@ -857,6 +857,7 @@ follow_round(struct follow_state *st, const struct follow_opts *o,
 	struct follow_batch b;
 	uint64_t horizon = st->cursor;
 	char err[1024];
+	bool changed = false, refused = false;
 	int rc = 0, r;
 
 	memset(&b, 0, sizeof(b));
@@ -868,14 +869,36 @@ follow_round(struct follow_state *st, const struct follow_opts *o,
 	/* Changes, expiries and rechecks all read one snapshot. */
 	r = pgsrc_snapshot_begin(p, st->cursor, &horizon, err, sizeof(err));
 	if (r == 0) {
-		r = pgsrc_read_changes(p, st->cursor, horizon, follow_change,
-		    &b, err, sizeof(err));
+		/*
+		 * Rows written while the trigger did not log them are in no
+		 * change: refuse while it does not, and re-base (a full read)
+		 * once it was altered since the cursor.
+		 */
+		r = pgsrc_check_trigger(p, st->cursor, &changed, err,
+		    sizeof(err));
+		refused = r != 0;
+		if (changed) {
+			if (!o->quiet)
+				log_info("follow: the trigger " PGSRC_TRIGGER
+				    " or its function changed since cursor %"
+				    PRIu64 ": re-basing", st->cursor);
+			b.rebase = true;
+		}
+		if (r == 0 && !b.rebase)
+			r = pgsrc_read_changes(p, st->cursor, horizon,
+			    follow_change, &b, err, sizeof(err));
 		if (r == 0 && !b.rebase && (can & PGSRC_CAN_SWEEP))
 			r = pgsrc_read_expired(p, st->swept_at - o->grace, b.cut,
 			    follow_expired, &b, err, sizeof(err));
 		if (r == 0)
 			r = follow_recheck(&b, p, err, sizeof(err));
 		r = pgsrc_snapshot_end(p, r, err, sizeof(err));
+	}
+	if (r != 0 && refused) {
+		/* Nothing is published; the connection check takes over. */
+		log_err("follow: %s", err);
+		rc = -1;
+		goto out;
 	}
 	if (r != 0) {
 		log_err("follow: %s", err);
@@ -982,13 +1005,20 @@ fb_follow(int argc, char **argv)
 			log_info("follow: resuming base %" PRIu64 " at delta %"
 			    PRIu64 ", cursor %" PRIu64, st.pos.base_version,
 			    st.pos.seq, st.cursor);
-		/* A head lost to a kill after its delta is written again. */
-		(void)follow_head(&st, &o, key);
+		/*
+		 * A head lost to a kill after its delta is written by the
+		 * first round (head_at is 0), not here: a head says the chain
+		 * is complete as of now, which only a read of the source
+		 * tells. Signed at every start, a follower restarted while the
+		 * database is out of reach kept the nodes fresh.
+		 */
 	}
 	while (!follow_stop) {
 		if (p == NULL) {
 			p = pgsrc_connect(o.source, err, sizeof(err));
 			if (p == NULL || pgsrc_listen(p, err, sizeof(err)) != 0 ||
+			    pgsrc_check_trigger(p, 0, NULL, err,
+			    sizeof(err)) != 0 ||
 			    (can = pgsrc_prepare_rows(p, o.query, err,
 			    sizeof(err))) < 0) {
 				log_err("follow: %s (retrying in %d s)", err,

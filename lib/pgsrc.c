@@ -443,6 +443,86 @@ out:
 	return rc;
 }
 
+/*
+ * The full transaction id of a 32-bit one (a tuple's xmin) written within
+ * 2^32 transactions before next (the snapshot's xmax). 0 for the frozen
+ * and bootstrap ids: written before anything the follower read.
+ */
+static uint64_t
+pg_xid_full(uint64_t next, uint64_t xid)
+{
+	uint32_t back;
+
+	if (xid < 3 || xid > UINT32_MAX)
+		return 0;
+	back = (uint32_t)next - (uint32_t)xid;
+	return next >= back ? next - back : 0;
+}
+
+int
+pgsrc_check_trigger(struct pgsrc *p, uint64_t from, bool *changed,
+    char *err, size_t errlen)
+{
+	PGresult *res;
+	uint64_t next, txmin, fxmin;
+	long type;
+	char *end;
+	int rc = -1;
+
+	assert(p != NULL);
+	res = PQexec(p->conn, "SELECT t.tgenabled::text, t.tgtype::int::text, "
+	    "t.tgqual IS NULL AND t.tgattr = ''::int2vector AND "
+	    "f.proname = 'revcheck_changes_log', t.xmin::text, f.xmin::text, "
+	    "pg_snapshot_xmax(pg_current_snapshot())::text FROM pg_trigger t "
+	    "JOIN pg_proc f ON f.oid = t.tgfoid WHERE t.tgrelid = "
+	    "to_regclass('" PGSRC_TABLE "') AND t.tgname = '" PGSRC_TRIGGER "'");
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		pg_err(p, res, "reading the trigger " PGSRC_TRIGGER, err, errlen);
+		goto out;
+	}
+	if (PQntuples(res) != 1 || PQnfields(res) != 6) {
+		snprintf(err, errlen, "postgresql: " PGSRC_TABLE " has no "
+		    "trigger " PGSRC_TRIGGER ": its changes would reach no "
+		    "delta (apply config/postgresql-schema.sql)");
+		goto out;
+	}
+	/* 'O' fires in a normal session, 'A' always; 'D' never, 'R' on replicas only. */
+	if (strcmp(PQgetvalue(res, 0, 0), "O") != 0 &&
+	    strcmp(PQgetvalue(res, 0, 0), "A") != 0) {
+		snprintf(err, errlen, "postgresql: the trigger " PGSRC_TRIGGER
+		    " on " PGSRC_TABLE " is disabled (tgenabled '%.4s'): its "
+		    "changes would reach no delta (ALTER TABLE " PGSRC_TABLE
+		    " ENABLE TRIGGER " PGSRC_TRIGGER ")", PQgetvalue(res, 0, 0));
+		goto out;
+	}
+	/* ROW, INSERT, DELETE, UPDATE; not BEFORE, not INSTEAD OF. */
+	errno = 0;
+	type = strtol(PQgetvalue(res, 0, 1), &end, 10);
+	if (errno != 0 || *end != '\0' || (type & 0x5f) != 0x1d ||
+	    strcmp(PQgetvalue(res, 0, 2), "t") != 0) {
+		snprintf(err, errlen, "postgresql: the trigger " PGSRC_TRIGGER
+		    " on " PGSRC_TABLE " does not log every insert, update "
+		    "and delete with revcheck_changes_log() (AFTER, FOR EACH "
+		    "ROW, no WHEN, no column list; apply "
+		    "config/postgresql-schema.sql again)");
+		goto out;
+	}
+	if (util_parse_u64(PQgetvalue(res, 0, 3), UINT32_MAX, &txmin) != 0 ||
+	    util_parse_u64(PQgetvalue(res, 0, 4), UINT32_MAX, &fxmin) != 0 ||
+	    util_parse_u64(PQgetvalue(res, 0, 5), UINT64_MAX, &next) != 0) {
+		snprintf(err, errlen, "postgresql: the trigger's transaction "
+		    "ids are not unsigned integers");
+		goto out;
+	}
+	if (changed != NULL)
+		*changed = pg_xid_full(next, txmin) >= from ||
+		    pg_xid_full(next, fxmin) >= from;
+	rc = 0;
+out:
+	PQclear(res);
+	return rc;
+}
+
 /* ---- rows of the source query: the expiry sweep, removal rechecks ------- */
 
 /*

@@ -85,6 +85,24 @@ int pgsrc_snapshot_begin(struct pgsrc *p, uint64_t from, uint64_t *horizon,
  */
 int pgsrc_snapshot_end(struct pgsrc *p, int rc, char *err, size_t errlen);
 
+/* The trigger of config/postgresql-schema.sql that fills revcheck_changes. */
+#define PGSRC_TABLE	"revcheck_revocations"
+#define PGSRC_TRIGGER	"revcheck_changes_trg"
+
+/*
+ * Checks that PGSRC_TRIGGER logs every change of PGSRC_TABLE: present,
+ * enabled, AFTER INSERT OR UPDATE OR DELETE FOR EACH ROW, no WHEN, no
+ * column list, calling revcheck_changes_log(). A row written while it
+ * does not is in no change, so the follower must not publish deltas.
+ * Inside a snapshot, when changed is not NULL, *changed tells whether the
+ * trigger or its function was created or altered by a transaction at or
+ * above from (a trigger disabled and enabled again since the cursor: the
+ * rows written in between are in no change, and only a full read finds
+ * them). Returns 0, or -1 with err.
+ */
+int pgsrc_check_trigger(struct pgsrc *p, uint64_t from, bool *changed,
+    char *err, size_t errlen);
+
 /*
  * Inside a snapshot: calls fn for the changes of every transaction with
  * an id in [from, to), in the order they were made (nothing when to
