@@ -67,21 +67,32 @@ long
 util_unhex(unsigned char *out, size_t cap, const char *in, size_t len,
     bool allow_colons)
 {
-	size_t i, ndig = 0, o = 0;
+	size_t i, ndig = 0, o = 0, group = 0, groups = 0;
 	int v;
 	bool high;
 
-	/* Count digits first so an odd count gets its leading zero nibble. */
+	/*
+	 * Count digits first so an odd count gets its leading zero nibble.
+	 * With colons, every group but the first has an even number of
+	 * digits, so that the colons fall between bytes: "12:3" could mean
+	 * 12 03 or 01 23, and a serial read the wrong way revokes, or
+	 * clears, another certificate.
+	 */
 	for (i = 0; i < len; i++) {
 		if (in[i] == ':' && allow_colons) {
-			if (i == 0 || i + 1 == len || in[i + 1] == ':')
+			if (group == 0 || (groups > 0 && group % 2 != 0))
 				return -1;
+			groups++;
+			group = 0;
 			continue;
 		}
 		if (util_hexval((unsigned char)in[i]) < 0)
 			return -1;
 		ndig++;
+		group++;
 	}
+	if (groups > 0 && (group == 0 || group % 2 != 0))
+		return -1;
 	if (ndig == 0 || (ndig + 1) / 2 > cap || (ndig + 1) / 2 > LONG_MAX)
 		return -1;
 	high = (ndig % 2) == 0;

@@ -21,8 +21,10 @@ void util_hex(char *out, const unsigned char *in, size_t len);
 /*
  * Decodes hex text into bytes. Accepts upper and lower case; when
  * allow_colons is true, single ':' separators between byte pairs are
- * skipped (as openssl prints serials). An odd digit count is taken as a
- * leading zero nibble. Returns the number of bytes written, or -1 when the
+ * skipped (as openssl prints serials); every group of digits but the
+ * first has an even count, so that they fall between bytes ("a:0b",
+ * "dead:beef", never "12:3", which could mean 12 03 or 01 23). An odd
+ * digit count is taken as a leading zero nibble. Returns the number of bytes written, or -1 when the
  * text has a non-hex character, is empty, or needs more than cap bytes.
  */
 long util_unhex(unsigned char *out, size_t cap, const char *in, size_t len,

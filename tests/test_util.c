@@ -31,6 +31,38 @@ Test(util, hex_round_trip)
 	cr_assert_eq(util_unhex(b, sizeof(b), ":ab", 3, true), -1);
 }
 
+/*
+ * With colons every group of digits but the first has an even count, so
+ * that the colons fall between bytes: "12:3" could be 12 03 or 01 23 (it
+ * was read as 01 23), and a serial read the wrong way revokes one
+ * certificate in place of another.
+ */
+Test(util, unhex_colon_groups)
+{
+	static const struct { const char *in; long n; unsigned char b0, b1; }
+	    cases[] = {
+		{ "a:0b", 2, 0x0a, 0x0b }, { "0a:0b", 2, 0x0a, 0x0b },
+		{ "ab", 1, 0xab, 0 }, { "abc", 2, 0x0a, 0xbc },
+		{ "dead:beef", 4, 0xde, 0xad }, { "123:45", 3, 0x01, 0x23 },
+		{ "12:3", -1, 0, 0 }, { "1:2", -1, 0, 0 },
+		{ "12:345", -1, 0, 0 }, { "12:3:45", -1, 0, 0 },
+		{ "12::34", -1, 0, 0 },
+		{ "12:", -1, 0, 0 }, { ":12", -1, 0, 0 },
+	};
+	unsigned char b[8];
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		cr_assert_eq(util_unhex(b, sizeof(b), cases[i].in,
+		    strlen(cases[i].in), true), cases[i].n, "\"%s\"",
+		    cases[i].in);
+		if (cases[i].n > 0)
+			cr_assert(b[0] == cases[i].b0 && (cases[i].n < 2 ||
+			    b[1] == cases[i].b1), "\"%s\": %02x %02x",
+			    cases[i].in, b[0], b[1]);
+	}
+}
+
 /* Every byte: a hex digit of either case has its value, nothing else. */
 Test(util, hexval_every_byte)
 {
