@@ -177,10 +177,19 @@ check_get(const struct server_req *r)
 	    "id", 2, &id, &idlen) != MHD_YES || id == NULL)
 		return server_error(r, MHD_HTTP_BAD_REQUEST, "bad_request",
 		    "query parameter \"id\" is required", 0);
+	/*
+	 * A scope named but not given ("&scope", "scope%00x=") is not the
+	 * default scope: a reader that sees it would take the answer for
+	 * another key than the one checked.
+	 */
 	if (MHD_lookup_connection_value_n(r->conn, MHD_GET_ARGUMENT_KIND,
-	    "scope", 5, &scope, &scopelen) != MHD_YES || scope == NULL)
+	    "scope", 5, &scope, &scopelen) != MHD_YES || scope == NULL) {
+		if (server_arg_count(r->conn, "scope") > 0)
+			return server_error(r, MHD_HTTP_BAD_REQUEST,
+			    "bad_request", "query parameter \"scope\" without "
+			    "a value", 0);
 		scope = REVKEY_DEFAULT_SCOPE;
-	else if (strlen(scope) != scopelen)
+	} else if (strlen(scope) != scopelen)
 		return server_error(r, MHD_HTTP_BAD_REQUEST, "bad_request",
 		    "scope contains a NUL byte", 0);
 	if (revkey_from_text(&k, scope, id, idlen, e, sizeof(e)) == -1) {
