@@ -915,7 +915,7 @@ handle_introspect(const struct server_req *r)
 	struct trust_cutoffs cut;
 	cJSON *claims = NULL;
 	struct sbuf b;
-	char *tok = NULL, *hint = NULL, e[256], *body;
+	char *tok = NULL, *hint = NULL, e[256], ver[24], *body;
 	size_t len;
 	int f;
 
@@ -954,11 +954,15 @@ handle_introspect(const struct server_req *r)
 		cJSON_Delete(claims);
 		return authority_error(r, res.fail);
 	}
+	/* What the filter decided names its version, as every check does. */
+	snprintf(ver, sizeof(ver), "%llu", (unsigned long long)s->version);
 	check_end(s);
+	h[0].name = "X-Revcheck-Filter-Version";
+	h[0].value = ver;
 	if (res.status != CHECK_NOT_REVOKED) {
 		cJSON_Delete(claims);
 		return introspect_reply(r, MHD_HTTP_OK,
-		    "{\"active\":false}\n", NULL, 0);
+		    "{\"active\":false}\n", h, 1);
 	}
 	sbuf_init(&b, 512, 0);
 	sbuf_adds(&b, "{\"active\":true,\"token_type\":\"Bearer\"");
@@ -968,5 +972,5 @@ handle_introspect(const struct server_req *r)
 	if ((body = sbuf_take(&b, &len)) == NULL)
 		return MHD_NO;
 	return server_reply(r, MHD_HTTP_OK, body, len, "application/json",
-	    NULL, 0);
+	    h, 1);
 }
