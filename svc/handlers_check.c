@@ -428,7 +428,21 @@ check_post(const struct server_req *r)
 		    why, 0);
 	items = cJSON_GetObjectItemCaseSensitive(root, "items");
 	if (items != NULL) {
-		if (!cJSON_IsArray(items))
+		/*
+		 * A batch beside a single check's members would answer 200
+		 * for the items alone: a token or certificate sent with them
+		 * never checked, a scope meant for them not applied.
+		 */
+		if (cJSON_GetObjectItemCaseSensitive(root, "id") != NULL ||
+		    cJSON_GetObjectItemCaseSensitive(root, "scope") != NULL ||
+		    cJSON_GetObjectItemCaseSensitive(root, "cert") != NULL ||
+		    cJSON_GetObjectItemCaseSensitive(root, "chain") != NULL ||
+		    cJSON_GetObjectItemCaseSensitive(root, "token") != NULL)
+			ret = server_error(r, MHD_HTTP_BAD_REQUEST,
+			    "bad_request", "\"items\" goes alone: \"id\", "
+			    "\"scope\", \"cert\", \"chain\" and \"token\" belong "
+			    "in its items", 0);
+		else if (!cJSON_IsArray(items))
 			ret = server_error(r, MHD_HTTP_BAD_REQUEST,
 			    "bad_request", "\"items\" must be an array", 0);
 		else
