@@ -635,12 +635,26 @@ revkey_from_crl_entry(struct revkey *k, const X509_CRL *crl,
 	    X509_REVOKED_get0_serialNumber(entry), err, errlen);
 }
 
+/* No password for an encrypted PEM block: never a prompt on a terminal. */
+static int
+pem_no_password(char *buf, int size, int rwflag, void *u)
+{
+	(void)buf;
+	(void)size;
+	(void)rwflag;
+	(void)u;
+	return -1;
+}
+
 int
 revkey_from_cert_bytes(struct revkey *k, const void *buf, size_t len,
     char *err, size_t errlen)
 {
-	const unsigned char *p = buf;
+	const unsigned char *p = buf, *end = p + len;
+	unsigned char *der = NULL;
 	X509 *cert = NULL;
+	long dlen = 0;
+	bool pem;
 	BIO *bio;
 	int rc;
 
@@ -649,20 +663,33 @@ revkey_from_cert_bytes(struct revkey *k, const void *buf, size_t len,
 		    REVKEY_CERT_MAX);
 		return -1;
 	}
-	if (memmem(buf, len, "-----BEGIN", 10) != NULL) {
+	pem = memmem(buf, len, "-----BEGIN", 10) != NULL;
+	if (pem) {
 		if ((bio = BIO_new_mem_buf(buf, (int)len)) == NULL) {
 			snprintf(err, errlen, "out of memory");
 			return -1;
 		}
-		cert = PEM_read_bio_X509(bio, NULL, NULL, NULL);
+		/*
+		 * The block's DER is read as a DER input is, to its last
+		 * byte: PEM_read_bio_X509 would take the first certificate
+		 * and skip what follows it in the block (another
+		 * certificate, a revoked one).
+		 */
+		if (PEM_bytes_read_bio(&der, &dlen, NULL, PEM_STRING_X509, bio,
+		    pem_no_password, NULL) == 1 && dlen > 0) {
+			p = der;
+			end = der + dlen;
+		}
 		BIO_free(bio);
-	} else {
-		cert = d2i_X509(NULL, &p, (long)len);
-		if (cert != NULL && p != (const unsigned char *)buf + len) {
+	}
+	if (!pem || p == der) {
+		cert = d2i_X509(NULL, &p, (long)(end - p));
+		if (cert != NULL && p != end) {
 			X509_free(cert);
 			cert = NULL;
 		}
 	}
+	OPENSSL_free(der);
 	ERR_clear_error();
 	if (cert == NULL) {
 		snprintf(err, errlen, "not a PEM or DER X.509 certificate");

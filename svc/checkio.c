@@ -12,21 +12,63 @@
  * The member names a check reads. One given twice in an object is
  * ambiguous: cJSON takes the first, another parser on the way (a proxy,
  * a client's log) may take the last, and the answer would be about
- * another id than the one the caller sees.
+ * another id than the one the caller sees. So is one in another case
+ * ("ID", "Scope"): Go's encoding/json, for one, matches member names
+ * without regard to case (U+017F long s as "s" and U+212A Kelvin sign
+ * as "k" too), and there the last of them wins.
  */
 static const struct {
 	const char	*name;
 	const char	*why;
+	const char	*case_why;
 } read_names[] = {
-	{ "id", "a repeated \"id\" member" },
-	{ "scope", "a repeated \"scope\" member" },
-	{ "cert", "a repeated \"cert\" member" },
-	{ "token", "a repeated \"token\" member" },
-	{ "chain", "a repeated \"chain\" member" },
-	{ "items", "a repeated \"items\" member" },
+	{ "id", "a repeated \"id\" member",
+	    "a member named \"id\" in another case" },
+	{ "scope", "a repeated \"scope\" member",
+	    "a member named \"scope\" in another case" },
+	{ "cert", "a repeated \"cert\" member",
+	    "a member named \"cert\" in another case" },
+	{ "token", "a repeated \"token\" member",
+	    "a member named \"token\" in another case" },
+	{ "chain", "a repeated \"chain\" member",
+	    "a member named \"chain\" in another case" },
+	{ "items", "a repeated \"items\" member",
+	    "a member named \"items\" in another case" },
 };
 
-/* Why: a read name repeated in an object anywhere in v; NULL if none. */
+/*
+ * True when s is name (lowercase ASCII) under case folding as Go's
+ * encoding/json does it: ASCII letters in either case, U+017F for "s"
+ * and U+212A for "k" (the only other runes whose fold sets hold a
+ * letter of the read names).
+ */
+static bool
+name_folds_to(const char *s, const char *name)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	unsigned char c;
+
+	for (; *name != '\0'; name++) {
+		if (p[0] == 0xc5 && p[1] == 0xbf) {
+			c = 's';
+			p += 2;
+		} else if (p[0] == 0xe2 && p[1] == 0x84 && p[2] == 0xaa) {
+			c = 'k';
+			p += 3;
+		} else if (*p >= 'A' && *p <= 'Z')
+			c = (unsigned char)(*p++ - 'A' + 'a');
+		else
+			c = *p++;
+		if (c != (unsigned char)*name)
+			return false;
+	}
+	return *p == '\0';
+}
+
+/*
+ * Why: a read name repeated, or given in another case, in an object
+ * anywhere in v; NULL if none.
+ */
 static const char *
 repeated_member(const cJSON *v)
 {
@@ -38,8 +80,12 @@ repeated_member(const cJSON *v)
 	for (m = v->child; m != NULL; m = m->next) {
 		for (i = 0; cJSON_IsObject(v) && m->string != NULL &&
 		    i < sizeof(read_names) / sizeof(read_names[0]); i++) {
-			if (strcmp(m->string, read_names[i].name) != 0)
+			if (strcmp(m->string, read_names[i].name) != 0) {
+				if (name_folds_to(m->string,
+				    read_names[i].name))
+					return read_names[i].case_why;
 				continue;
+			}
 			if (seen & (1u << i))
 				return read_names[i].why;
 			seen |= 1u << i;

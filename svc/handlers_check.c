@@ -177,10 +177,19 @@ check_get(const struct server_req *r)
 	    "id", 2, &id, &idlen) != MHD_YES || id == NULL)
 		return server_error(r, MHD_HTTP_BAD_REQUEST, "bad_request",
 		    "query parameter \"id\" is required", 0);
+	/*
+	 * A scope named but not given ("&scope", "scope%00x=") is not the
+	 * default scope: a reader that sees it would take the answer for
+	 * another key than the one checked.
+	 */
 	if (MHD_lookup_connection_value_n(r->conn, MHD_GET_ARGUMENT_KIND,
-	    "scope", 5, &scope, &scopelen) != MHD_YES || scope == NULL)
+	    "scope", 5, &scope, &scopelen) != MHD_YES || scope == NULL) {
+		if (server_arg_count(r->conn, "scope") > 0)
+			return server_error(r, MHD_HTTP_BAD_REQUEST,
+			    "bad_request", "query parameter \"scope\" without "
+			    "a value", 0);
 		scope = REVKEY_DEFAULT_SCOPE;
-	else if (strlen(scope) != scopelen)
+	} else if (strlen(scope) != scopelen)
 		return server_error(r, MHD_HTTP_BAD_REQUEST, "bad_request",
 		    "scope contains a NUL byte", 0);
 	if (revkey_from_text(&k, scope, id, idlen, e, sizeof(e)) == -1) {
@@ -419,7 +428,21 @@ check_post(const struct server_req *r)
 		    why, 0);
 	items = cJSON_GetObjectItemCaseSensitive(root, "items");
 	if (items != NULL) {
-		if (!cJSON_IsArray(items))
+		/*
+		 * A batch beside a single check's members would answer 200
+		 * for the items alone: a token or certificate sent with them
+		 * never checked, a scope meant for them not applied.
+		 */
+		if (cJSON_GetObjectItemCaseSensitive(root, "id") != NULL ||
+		    cJSON_GetObjectItemCaseSensitive(root, "scope") != NULL ||
+		    cJSON_GetObjectItemCaseSensitive(root, "cert") != NULL ||
+		    cJSON_GetObjectItemCaseSensitive(root, "chain") != NULL ||
+		    cJSON_GetObjectItemCaseSensitive(root, "token") != NULL)
+			ret = server_error(r, MHD_HTTP_BAD_REQUEST,
+			    "bad_request", "\"items\" goes alone: \"id\", "
+			    "\"scope\", \"cert\", \"chain\" and \"token\" belong "
+			    "in its items", 0);
+		else if (!cJSON_IsArray(items))
 			ret = server_error(r, MHD_HTTP_BAD_REQUEST,
 			    "bad_request", "\"items\" must be an array", 0);
 		else
@@ -906,7 +929,7 @@ handle_introspect(const struct server_req *r)
 	struct trust_cutoffs cut;
 	cJSON *claims = NULL;
 	struct sbuf b;
-	char *tok = NULL, *hint = NULL, e[256], *body;
+	char *tok = NULL, *hint = NULL, e[256], ver[24], *body;
 	size_t len;
 	int f;
 
@@ -945,11 +968,15 @@ handle_introspect(const struct server_req *r)
 		cJSON_Delete(claims);
 		return authority_error(r, res.fail);
 	}
+	/* What the filter decided names its version, as every check does. */
+	snprintf(ver, sizeof(ver), "%llu", (unsigned long long)s->version);
 	check_end(s);
+	h[0].name = "X-Revcheck-Filter-Version";
+	h[0].value = ver;
 	if (res.status != CHECK_NOT_REVOKED) {
 		cJSON_Delete(claims);
 		return introspect_reply(r, MHD_HTTP_OK,
-		    "{\"active\":false}\n", NULL, 0);
+		    "{\"active\":false}\n", h, 1);
 	}
 	sbuf_init(&b, 512, 0);
 	sbuf_adds(&b, "{\"active\":true,\"token_type\":\"Bearer\"");
@@ -959,5 +986,5 @@ handle_introspect(const struct server_req *r)
 	if ((body = sbuf_take(&b, &len)) == NULL)
 		return MHD_NO;
 	return server_reply(r, MHD_HTTP_OK, body, len, "application/json",
-	    NULL, 0);
+	    h, 1);
 }

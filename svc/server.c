@@ -225,7 +225,8 @@ req_deadline(const struct reqstate *st, double deadline)
  * takes a malformed escape such as "%zz" or a lone "%" literally) is
  * refused, or NULL when it is acceptable: no malformed escape, no control
  * byte anywhere, no escaped NUL in the path, which would cut the path
- * short where it is compared, and no raw "+" in the query.
+ * short where it is compared, no raw "+" in the query, and no raw
+ * space or "#" (libmicrohttpd takes both into the URL).
  * libmicrohttpd decodes a query's "+" as a space (form encoding), while
  * a client that pastes a base64 token id into a URL means a plus: the
  * two ids differ, and the wrong one would be checked. "%2B" and "%20"
@@ -248,6 +249,15 @@ uri_refused(const char *uri)
 			return "a raw '+' in the query is ambiguous (a space "
 			    "in form encoding): send %2B for a plus, %20 "
 			    "for a space";
+		/*
+		 * Neither is part of a request target (RFC 9112 3.2): a
+		 * reader that splits the request line at the first space,
+		 * or drops a fragment, sees another id than "tok-1 x" or
+		 * "tok-1#x".
+		 */
+		if (*p == ' ' || *p == '#')
+			return "a raw space or '#' in the URL: send %20 or "
+			    "%23";
 		if (*p != '%')
 			continue;
 		if (util_hexval((unsigned char)p[1]) < 0 ||

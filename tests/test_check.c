@@ -433,6 +433,43 @@ Test(check, body_with_control_byte_or_escaped_nul_is_refused)
 #undef C
 }
 
+/*
+ * A read name in another case ("ID", "Scope", "Items") is refused, not
+ * ignored: Go's encoding/json (and other case-insensitive readers) take
+ * it for the name, and the last copy wins there, so a proxy or client
+ * reading the body would see another id or scope than the one answered.
+ * Go folds U+017F (long s) to "s" and U+212A (Kelvin) to "k" as well.
+ */
+Test(check, body_with_a_read_name_in_another_case_is_refused)
+{
+	static const struct { const char *b; bool ok; } cases[] = {
+		{ "{\"id\":\"zz\",\"ID\":\"tok-1\"}", false },
+		{ "{\"Id\":\"tok-1\",\"id\":\"zz\"}", false },
+		{ "{\"id\":\"tok-1\",\"Scope\":\"x\"}", false },
+		{ "{\"items\":[{\"id\":\"zz\",\"iD\":\"tok-1\"}]}", false },
+		{ "{\"items\":[{\"id\":\"zz\"}],\"Items\":[]}", false },
+		{ "{\"TOKEN\":\"a.b.c\",\"id\":\"zz\"}", false },
+		{ "{\"cert\":\"x\",\"Chain\":[]}", false },
+		{ "{\"id\":\"zz\",\"\\u017fcope\":\"x\"}", false },
+		{ "{\"id\":\"zz\",\"\xc5\xbf" "cope\":\"x\"}", false },
+		{ "{\"id\":\"zz\",\"to\\u212aen\":\"a.b.c\"}", false },
+		{ "{\"id\":\"zz\",\"ids\":\"x\",\"identity\":1}", true },
+		{ "{\"id\":\"zz\",\"note\":\"Scope\"}", true },
+		{ "{\"id\":\"zz\",\"\\u0131d\":\"x\"}", true },
+	};
+	const char *why;
+	cJSON *j;
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		why = NULL;
+		j = checkio_parse_body(cases[i].b, strlen(cases[i].b), &why);
+		cr_assert_eq(j != NULL, cases[i].ok, "%s: %s", cases[i].b,
+		    why != NULL ? why : "accepted");
+		cJSON_Delete(j);
+	}
+}
+
 Test(check, render_is_json_and_escaped)
 {
 	struct snapshot *s = make_snapshot(42, 1 << 16, 7, true);

@@ -167,6 +167,46 @@ Test(revkey_pki, pem_der_and_text_agree)
 	cr_assert_str_eq(a.scope, c.scope, "same issuer, same scope");
 }
 
+/*
+ * A PEM block holds one certificate's DER and nothing else, as a DER
+ * input does: a second certificate (a revoked one) or any byte after the
+ * first in the same block would go unchecked while the answer reads as
+ * the block's.
+ */
+Test(revkey_pki, pem_block_with_bytes_after_its_certificate_refused)
+{
+	static const char *const cases[] = {
+		"cat l0.der l1.der",			/* clean, then revoked */
+		"cat l0.der; printf '\\000'",		/* one byte after */
+		"cat l0.der l0.der",
+	};
+	struct revkey k;
+	unsigned char *buf;
+	size_t len, i;
+	char path[256], err[256];
+
+	sh("cd %s && openssl x509 -in l1.pem -outform DER -out l1.der", dir);
+	snprintf(path, sizeof(path), "%s/b.pem", dir);
+	/* The control: one DER in a block of openssl's own making. */
+	sh("cd %s && (echo '-----BEGIN CERTIFICATE-----'; cat l0.der | "
+	    "openssl base64; echo '-----END CERTIFICATE-----') > b.pem", dir);
+	cr_assert_eq(util_read_file(path, 1 << 20, &buf, &len, err,
+	    sizeof(err)), 0);
+	cr_assert_eq(revkey_from_cert_bytes(&k, buf, len, err, sizeof(err)), 0,
+	    "%s", err);
+	free(buf);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		sh("cd %s && (echo '-----BEGIN CERTIFICATE-----'; (%s) | "
+		    "openssl base64; echo '-----END CERTIFICATE-----') > b.pem",
+		    dir, cases[i]);
+		cr_assert_eq(util_read_file(path, 1 << 20, &buf, &len, err,
+		    sizeof(err)), 0);
+		cr_assert_eq(revkey_from_cert_bytes(&k, buf, len, err,
+		    sizeof(err)), -1, "%s: accepted", cases[i]);
+		free(buf);
+	}
+}
+
 Test(revkey, scope_rules)
 {
 	cr_assert(revkey_scope_valid("default", 7));

@@ -27,9 +27,13 @@ t = sys.argv[1]
 def b64(s): return base64.urlsafe_b64encode(s.encode()).decode().rstrip("=")
 def jwt(p): return b64('{"alg":"none"}') + "." + b64(p) + "." + b64("sig")
 def jstr(f): return json.dumps(open(f).read())[1:-1]
+# One PEM block holding the leaf's DER twice: the second goes unread.
+der = base64.b64decode("".join(l for l in open(t + "/leaf.pem").read().splitlines() if not l.startswith("-----")))
+two = "-----BEGIN CERTIFICATE-----\n" + base64.encodebytes(der + der).decode() + "-----END CERTIFICATE-----\n"
 v = {"CERTJ": jstr(t + "/leaf.pem"), "KEYJ": jstr(t + "/leaf.key"),
      "CSRJ": jstr(t + "/leaf.csr"),
      "KEYURL": urllib.parse.quote(open(t + "/leaf.key").read(), safe=""),
+     "TWODERJ": json.dumps(two)[1:-1], "TWODERURL": urllib.parse.quote(two, safe=""),
      "JWT_OK": jwt('{"jti":"tok-1"}'), "JWT_NOJTI": jwt('{"sub":"x"}'),
      "JWT_NUMJTI": jwt('{"jti":5}'), "JWT_EMPTYJTI": jwt('{"jti":""}'),
      "JWT_BADISS": jwt('{"jti":"a","iss":"has space"}')}

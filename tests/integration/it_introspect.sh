@@ -76,6 +76,14 @@ rc_expect_json token_type Bearer "valid: token_type"
 rc_expect_match "$(rc_json exp)" '^[0-9]+$' "valid: exp a number"
 rc_expect_match "$(rc_json iat)" '^[0-9]+$' "valid: iat a number"
 rc_expect_match "$(rc_header Cache-Control)" no-store "not cached"
+rc_expect_eq "$(rc_header X-Revcheck-Filter-Version)" 1 \
+    "valid: the filter version it was decided on"
+rc_curl "${BASIC[@]}" -H "$FORM" --data-urlencode "token=$REVOKED" "$D_URL/v1/introspect"
+rc_expect_eq "$(rc_header X-Revcheck-Filter-Version)" 1 \
+    "revoked: the filter version it was decided on"
+rc_curl "${BASIC[@]}" -H "$FORM" --data-urlencode "token=$FORGED" "$D_URL/v1/introspect"
+rc_expect_eq "$(rc_header X-Revcheck-Filter-Version)" "" \
+    "forged: no filter decided it, no version"
 rc_curl -H "Authorization: Bearer $GW_SECRET" -H "$FORM" --data-urlencode "token=$GOOD" \
     "$D_URL/v1/introspect"
 rc_expect_json active true "a bearer client secret authenticates too"
