@@ -474,8 +474,20 @@ check_post(const struct server_req *r)
 enum MHD_Result
 handle_check(const struct server_req *r)
 {
-	if (strcmp(r->method, "POST") == 0)
+	if (strcmp(r->method, "POST") == 0) {
+		/*
+		 * A POST answers its body: an "id" or "scope" in its query
+		 * would be ignored while a reader of the URL (a log, a
+		 * proxy, the caller) takes the answer for it.
+		 */
+		if (server_arg_count(r->conn, "id") > 0 ||
+		    server_arg_count(r->conn, "scope") > 0)
+			return server_error(r, MHD_HTTP_BAD_REQUEST,
+			    "bad_request", "a POST is answered from its body: "
+			    "\"id\" or \"scope\" in its query would be "
+			    "ignored", 0);
 		return check_post(r);
+	}
 	return check_get(r);
 }
 
