@@ -256,7 +256,8 @@ gen_keys(struct scen *sc)
 /*
  * A text spelling of mk's id that revkey_from_text must read back as mk:
  * the bytes themselves in a token scope; in an X.509 scope the serial in
- * hex with a "0x" or not, leading zeros, colons between any digits, and
+ * hex with a "0x" or not, leading zeros, colons between bytes (every
+ * group after the first of an even count: util_unhex refuses "12:3"), and
  * either case. Returns its length; out holds SPELL_MAX bytes.
  */
 static size_t
@@ -264,8 +265,9 @@ spell(uint64_t *rs, const struct mkey *mk, char *out)
 {
 	static const char lo[] = "0123456789abcdef", up[] = "0123456789ABCDEF";
 	const unsigned char *b = mk->k.id;
-	size_t n = mk->k.id_len, o = 0, i, z;
-	unsigned d, nib;
+	char dg[SPELL_MAX];
+	size_t n = mk->k.id_len, o = 0, i, z, d;
+	unsigned nib;
 
 	if (!revkey_scope_is_x509(mk->k.scope)) {
 		memcpy(out, b, n);
@@ -281,19 +283,23 @@ spell(uint64_t *rs, const struct mkey *mk, char *out)
 		out[o++] = '0';
 		out[o++] = one_in(rs, 2) ? 'x' : 'X';
 	}
-	for (z = below(rs, 4); z > 0; z--)
-		out[o++] = '0';
-	for (i = 0, d = 0; i < n; i++) {
+	for (z = below(rs, 4), d = 0; z > 0; z--)
+		dg[d++] = '0';
+	for (i = 0; i < n; i++) {
 		for (nib = 0; nib < 2; nib++) {
 			unsigned v = nib == 0 ? b[i] >> 4 : b[i] & 0x0f;
 
 			/* The first byte's zero high nibble may be left out. */
 			if (i == 0 && nib == 0 && v == 0 && one_in(rs, 2))
 				continue;
-			if (d++ > 0 && one_in(rs, 4))
-				out[o++] = ':';
-			out[o++] = one_in(rs, 2) ? lo[v] : up[v];
+			dg[d++] = one_in(rs, 2) ? lo[v] : up[v];
 		}
+	}
+	/* Colons only where they fall between bytes (an even count after). */
+	for (i = 0; i < d; i++) {
+		if (i > 0 && (d - i) % 2 == 0 && one_in(rs, 4))
+			out[o++] = ':';
+		out[o++] = dg[i];
 	}
 	out[o] = '\0';
 	return o;
