@@ -1783,6 +1783,48 @@ Test(input_crl, signer_without_crl_sign_refused)
 }
 
 /*
+ * A list fetched from a URL may not name an X.509 scope: served at a CRL's
+ * URL in place of the CRL, it made the CA's scope list-sourced, covering
+ * every serial without a signature. From a local file it still reads, and
+ * a fetched list for a token scope too.
+ */
+Test(input, fetched_list_for_an_x509_scope_refused)
+{
+	static const char sc[] = "x509:"
+	    "361c5cc1164bc83a3b9d4a528160f9f265d7717e93b79bfb5d89aeef8054216f";
+	char json[256], err[512];
+	struct input_opts o = opts("default");
+	struct input_opts x = opts(sc);
+	struct input_set s;
+
+	(void)snprintf(json, sizeof(json), "[\"t-1\", {\"scope\": \"%s\", "
+	    "\"id\": \"f0\"}]", sc);
+	o.fetched = x.fetched = true;
+	input_set_init(&s);
+	cr_assert_eq(input_read_buf(&s, "http://h/ca.crl", json, strlen(json),
+	    &o, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "http://h/ca.crl: element 1: X.509 scope x509:"
+	    "361c") != NULL && strstr(err, "signature") != NULL, "%s", err);
+	cr_assert_eq(input_read_buf(&s, "http://h/l.txt", "f0\n", 3, &x, err,
+	    sizeof(err)), -1);
+	cr_assert(strstr(err, "http://h/l.txt: X.509 scope") != NULL, "%s",
+	    err);
+	cr_assert_eq(input_read_buf(&s, "http://h/e.json", "[]", 2, &x, err,
+	    sizeof(err)), -1);
+	cr_assert(strstr(err, "X.509 scope") != NULL, "%s", err);
+	cr_assert_eq(input_set_records(&s), 0);
+	cr_assert_eq(s.nscopes, 0);
+	cr_assert_eq(input_read_buf(&s, "http://h/t.json", "[\"t-1\"]", 7, &o,
+	    err, sizeof(err)), 0, "%s", err);
+	o.fetched = x.fetched = false;
+	cr_assert_eq(input_read_buf(&s, "ca.json", json, strlen(json), &o, err,
+	    sizeof(err)), 0, "%s", err);
+	cr_assert_eq(input_read_buf(&s, "l.txt", "f0\n", 3, &x, err,
+	    sizeof(err)), 0, "%s", err);
+	input_set_free(&s);
+}
+
+/*
  * A near miss of a known key ("Scope", "revokedAt", " id") is a typo that
  * would put the id in the default scope or drop its time: refused, naming
  * the key meant. Other unknown keys (an exporter's own) are ignored.
