@@ -2505,7 +2505,7 @@ scope_from_kept(const struct input_set *s, const bool *keep,
 	const struct ffile_scope *c, *newest = NULL, *newest_via = NULL;
 	const struct ffile_scope *newest_whole = NULL;
 	struct ffile_scope *out;
-	int64_t next = 0, next_via = 0;
+	int64_t next = 0, next_via = 0, next_dg = 0;
 	bool whole = false;
 	uint8_t flags = 0, flags_via = 0;
 	size_t i;
@@ -2525,6 +2525,10 @@ scope_from_kept(const struct input_set *s, const bool *keep,
 				newest_via = c;
 			if (next_via == 0 || c->next_update < next_via)
 				next_via = c->next_update;
+			/* Its parts are delegated ones (crl_via_scope). */
+			if (c->npart > 0 && (next_dg == 0 ||
+			    c->next_update < next_dg))
+				next_dg = c->next_update;
 			flags_via |= c->flags;
 		} else {
 			if (describes_over(c, newest))
@@ -2563,6 +2567,13 @@ scope_from_kept(const struct input_set *s, const bool *keep,
 		/* An unverified CRL that speaks for it marks it too. */
 		flags = (uint8_t)((flags & ~FFILE_SCOPE_ATTRIBUTED) |
 		    (flags_via & FFILE_SCOPE_UNVERIFIED));
+		/*
+		 * Covered in part by an indirect CRL's delegated parts, the
+		 * scope is good only while that CRL is: --keep-going keeps a
+		 * scope until its nextUpdate.
+		 */
+		if (!whole && next_dg != 0 && next_dg < next)
+			next = next_dg;
 	}
 	memcpy(out, newest, offsetof(struct ffile_scope, npart));
 	out->keys = sc->keys;

@@ -1424,6 +1424,9 @@ struct crlspec {
 	long		 delta_base;	/* deltaCRLIndicator, 0: not a delta */
 	bool		 freshest;	/* announces a delta (freshestCRL) */
 	bool		 no_default;	/* without the default entry 0x42 */
+	int64_t		 next_off;	/* nextUpdate - thisUpdate - 60, 0: a day */
+	bool		 idp_user;	/* issuingDistributionPoint onlyUser */
+	bool		 idp_indirect;	/* issuingDistributionPoint indirectCRL */
 };
 
 static void
@@ -1486,7 +1489,8 @@ crl_make(X509 *issuer, EVP_PKEY *key, const struct crlspec *c)
 	cr_assert(X509_CRL_set1_lastUpdate(crl, t));
 	ASN1_TIME_free(t);
 	if (!c->no_next) {
-		t = ASN1_TIME_set(NULL, now + (time_t)c->this_off + 86400);
+		t = ASN1_TIME_set(NULL, now + (time_t)c->this_off +
+		    (c->next_off != 0 ? (time_t)c->next_off : 86400));
 		cr_assert(X509_CRL_set1_nextUpdate(crl, t));
 		ASN1_TIME_free(t);
 	}
@@ -1528,6 +1532,16 @@ crl_make(X509 *issuer, EVP_PKEY *key, const struct crlspec *c)
 		cr_assert_not_null(e);
 		cr_assert(X509_CRL_add_ext(crl, e, -1));
 		X509_EXTENSION_free(e);
+	}
+	if (c->idp_user || c->idp_indirect) {
+		ISSUING_DIST_POINT *idp = ISSUING_DIST_POINT_new();
+
+		cr_assert_not_null(idp);
+		idp->onlyuser = c->idp_user;
+		idp->indirectCRL = c->idp_indirect;
+		cr_assert(X509_CRL_add1_ext_i2d(crl,
+		    NID_issuing_distribution_point, idp, 1, 0));
+		ISSUING_DIST_POINT_free(idp);
 	}
 	if (c->crit_ext || c->noncrit_ext) {
 		e = ext_null("1.3.6.1.4.1.99999.1", c->crit_ext ? 1 : 0);
@@ -2678,6 +2692,79 @@ Test(input_crl, delegate_covers_bare_serials)
 	input_set_free(&s);
 	X509_free(ca1);
 	X509_free(ee24);
+}
+
+/*
+ * A CA's scope covered partly by its own CRL (user certificates) and
+ * partly by the indirect CRL it is delegated to (--delegate) is good only
+ * while both are: its nextUpdate is the earlier one. It was its own
+ * CRL's, so --keep-going kept the scope, delegated part and all, for as
+ * long as its own CRL ran, after the indirect CRL's nextUpdate had left
+ * that CRL issuer's scope out: the CA's certificates answered
+ * not_revoked from the expired indirect CRL.
+ */
+Test(input_crl, delegated_part_ends_with_its_crl)
+{
+	EVP_PKEY *kx = EVP_EC_gen("P-256"), *kc = EVP_EC_gen("P-256");
+	struct input_opts o = opts("x");
+	struct input_delegation dg;
+	const struct ffile_scope *sx, *sci;
+	struct crlspec cx, cc;
+	struct input_set s;
+	X509 *certs[2];
+	X509_CRL *crl;
+	char err[512];
+	unsigned i, ndg = 0;
+
+	cr_assert(kx != NULL && kc != NULL);
+	certs[0] = cert_make(kx, "revcheck X CA", "critical,keyCertSign,cRLSign");
+	certs[1] = cert_make(kc, "revcheck C CRL issuer",
+	    "critical,keyCertSign,cRLSign");
+	memset(&dg, 0, sizeof(dg));
+	cr_assert_eq(revkey_x509_scope(dg.ca_scope,
+	    X509_get_subject_name(certs[0])), 0);
+	cr_assert_eq(revkey_x509_scope(dg.crl_issuer_scope,
+	    X509_get_subject_name(certs[1])), 0);
+	memcpy(dg.ca_issuer, "CN=revcheck X CA", 17);
+	o.issuers = certs;
+	o.nissuers = 2;
+	o.delegations = &dg;
+	o.ndelegations = 1;
+	memset(&cx, 0, sizeof(cx));
+	cx.number = 5;
+	cx.idp_user = true;
+	cx.next_off = 30 * 86400;
+	memset(&cc, 0, sizeof(cc));
+	cc.number = 3;
+	cc.idp_indirect = true;
+	cc.no_default = true;
+	cc.next_off = 3600;
+	input_set_init(&s);
+	crl = crl_make(certs[0], kx, &cx);
+	cr_assert_eq(crl_read(&s, crl, &o, err, sizeof(err)), 0, "%s", err);
+	X509_CRL_free(crl);
+	crl = crl_make(certs[1], kc, &cc);
+	cr_assert_eq(crl_read(&s, crl, &o, err, sizeof(err)), 0, "%s", err);
+	X509_CRL_free(crl);
+	cr_assert_eq(input_resolve_crls(&s, true, false, err, sizeof(err)), 0,
+	    "%s", err);
+	sx = scope_of(&s, dg.ca_scope);
+	sci = scope_of(&s, dg.crl_issuer_scope);
+	cr_assert(sx != NULL && sci != NULL);
+	cr_assert_eq(sx->npart, 2);
+	for (i = 0; i < sx->npart; i++)
+		if (sx->part[i].flags == FFILE_PART_DELEGATED)
+			ndg++;
+	cr_assert_eq(ndg, 1, "one part is the indirect CRL's");
+	cr_assert_lt(sci->next_update, (int64_t)time(NULL) + 7200);
+	cr_assert_eq(sx->next_update, sci->next_update,
+	    "the CA's nextUpdate %lld, the indirect CRL's %lld",
+	    (long long)sx->next_update, (long long)sci->next_update);
+	input_set_free(&s);
+	X509_free(certs[0]);
+	X509_free(certs[1]);
+	EVP_PKEY_free(kx);
+	EVP_PKEY_free(kc);
 }
 
 /*
