@@ -1838,6 +1838,101 @@ Test(input, fetched_list_for_an_x509_scope_refused)
 	input_set_free(&s);
 }
 
+/* A certificate for key named cn, issued by ca (signed with cakey). */
+static X509 *
+cert_issue(EVP_PKEY *key, const char *cn, X509 *ca, EVP_PKEY *cakey,
+    const char *bc, const char *ku, long serial)
+{
+	X509 *x = X509_new();
+	X509_NAME *n = X509_NAME_new();
+	X509_EXTENSION *e;
+
+	cr_assert(x != NULL && n != NULL);
+	cr_assert(X509_set_version(x, 2));
+	cr_assert(ASN1_INTEGER_set(X509_get_serialNumber(x), serial));
+	cr_assert(X509_NAME_add_entry_by_txt(n, "CN", MBSTRING_ASC,
+	    (const unsigned char *)cn, -1, -1, 0));
+	cr_assert(X509_set_subject_name(x, n));
+	cr_assert(X509_set_issuer_name(x, X509_get_subject_name(ca)));
+	X509_NAME_free(n);
+	cr_assert(X509_gmtime_adj(X509_getm_notBefore(x), -3600) != NULL);
+	cr_assert(X509_gmtime_adj(X509_getm_notAfter(x), 86400) != NULL);
+	cr_assert(X509_set_pubkey(x, key));
+	e = X509V3_EXT_conf_nid(NULL, NULL, NID_basic_constraints, bc);
+	cr_assert(e != NULL && X509_add_ext(x, e, -1));
+	X509_EXTENSION_free(e);
+	e = X509V3_EXT_conf_nid(NULL, NULL, NID_key_usage, ku);
+	cr_assert(e != NULL && X509_add_ext(x, e, -1));
+	X509_EXTENSION_free(e);
+	cr_assert(X509_sign(x, cakey, EVP_sha256()) > 0);
+	return x;
+}
+
+/*
+ * A separate CRL signer with the CA's Name must chain to the CA's trust
+ * anchor (RFC 5280 section 6.3.3 (f)), not to another CA's the operator
+ * also trusts: one issued by CA B signed an empty CRL for CA A that was
+ * taken for A's, and A's revoked certificates answered not_revoked. The
+ * same signer issued by A is used; an indirect CRL issuer (a Name no CA
+ * among the issuers has) may chain to any anchor.
+ */
+Test(input_crl, separate_signer_chains_to_the_cas_anchor)
+{
+	EVP_PKEY *ka = EVP_EC_gen("P-256"), *kb = EVP_EC_gen("P-256");
+	EVP_PKEY *ks = EVP_EC_gen("P-256");
+	struct input_opts o = opts("x");
+	struct input_set s;
+	struct crlspec c;
+	X509 *certs[4];
+	X509_CRL *crl;
+	char err[512];
+
+	cr_assert(ka != NULL && kb != NULL && ks != NULL);
+	memset(&c, 0, sizeof(c));
+	certs[0] = cert_make(ka, "revcheck A CA", "critical,keyCertSign,cRLSign");
+	certs[1] = cert_make(kb, "revcheck B CA", "critical,keyCertSign,cRLSign");
+	certs[2] = cert_issue(ks, "revcheck A CA", certs[1], kb,
+	    "critical,CA:FALSE", "critical,cRLSign", 11);
+	o.issuers = certs;
+	o.nissuers = 3;
+	crl = crl_make(certs[2], ks, &c);
+	input_set_init(&s);
+	cr_assert_eq(crl_read(&s, crl, &o, err, sizeof(err)), -1,
+	    "a signer of B took A's CRL");
+	cr_assert(strstr(err, "separate CRL signer \"CN=revcheck A CA\" "
+	    "chains to \"CN=revcheck B CA\", not to the trust anchor") !=
+	    NULL, "%s", err);
+	cr_assert_eq(s.nscopes, 0);
+	input_set_free(&s);
+	X509_free(certs[2]);
+	/*
+	 * Issued by A itself: A's CRL signer (self-issued without key
+	 * identifiers, so taken as an anchor given as such; PKITS 4.4 has
+	 * signers checked through A's chain).
+	 */
+	certs[2] = cert_issue(ks, "revcheck A CA", certs[0], ka,
+	    "critical,CA:FALSE", "critical,cRLSign", 12);
+	input_set_init(&s);
+	cr_assert_eq(crl_read(&s, crl, &o, err, sizeof(err)), 0, "%s", err);
+	input_set_free(&s);
+	X509_free(certs[2]);
+	X509_CRL_free(crl);
+	/* A CRL issuer of its own Name, issued by B: any anchor. */
+	certs[2] = cert_issue(ks, "revcheck CRL issuer", certs[1], kb,
+	    "critical,CA:FALSE", "critical,cRLSign", 13);
+	crl = crl_make(certs[2], ks, &c);
+	input_set_init(&s);
+	cr_assert_eq(crl_read(&s, crl, &o, err, sizeof(err)), 0, "%s", err);
+	input_set_free(&s);
+	X509_CRL_free(crl);
+	X509_free(certs[0]);
+	X509_free(certs[1]);
+	X509_free(certs[2]);
+	EVP_PKEY_free(ka);
+	EVP_PKEY_free(kb);
+	EVP_PKEY_free(ks);
+}
+
 /*
  * A near miss of a known key ("Scope", "revokedAt", " id") is a typo that
  * would put the id in the default scope or drop its time: refused, naming
