@@ -543,11 +543,15 @@ fetch_input(struct input_set *s, const char *url,
     size_t errlen)
 {
 	char dir[PATH_MAX], path[PATH_MAX], serr[512];
+	struct input_opts fio = *io;
 	struct entry old;
 	struct xfer x;
 	long code = 0;
 	int rc = -1;
 
+	/* A list in the body may not speak for an X.509 scope. */
+	fio.fetched = true;
+	io = &fio;
 	memset(&old, 0, sizeof(old));
 	memset(&x, 0, sizeof(x));
 	x.max = o->max_size;

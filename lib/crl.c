@@ -208,18 +208,24 @@ crl_name_text(const X509_NAME *name, char *out, size_t cap)
 }
 
 /*
- * True when cert chains, through certs, to a self-signed certificate
- * among them (the trust anchors the operator gave).
+ * The self-signed certificate among certs (the trust anchors the operator
+ * gave) that cert chains to through certs, or NULL; cert itself when it
+ * is self-signed.
  */
-static bool
-chains_to_anchor(X509 *cert, X509 *const *certs, size_t ncerts)
+static X509 *
+anchor_of(X509 *cert, X509 *const *certs, size_t ncerts)
 {
-	STACK_OF(X509) *untrusted = NULL;
+	STACK_OF(X509) *untrusted = NULL, *chain;
 	X509_STORE_CTX *ctx = NULL;
 	X509_STORE *store = NULL;
+	X509 *top, *anchor = NULL;
 	size_t i;
-	bool ok = false, anchors = false;
+	bool anchors = false;
 
+	if (X509_self_signed(cert, 1) == 1) {
+		ERR_clear_error();
+		return cert;
+	}
 	if ((store = X509_STORE_new()) == NULL ||
 	    (untrusted = sk_X509_new_null()) == NULL ||
 	    (ctx = X509_STORE_CTX_new()) == NULL)
@@ -234,15 +240,54 @@ chains_to_anchor(X509 *cert, X509 *const *certs, size_t ncerts)
 		} else if (!sk_X509_push(untrusted, certs[i]))
 			goto out;
 	}
-	if (!anchors || X509_STORE_CTX_init(ctx, store, cert, untrusted) != 1)
+	if (!anchors || X509_STORE_CTX_init(ctx, store, cert, untrusted) != 1 ||
+	    X509_verify_cert(ctx) != 1 ||
+	    (chain = X509_STORE_CTX_get0_chain(ctx)) == NULL ||
+	    sk_X509_num(chain) < 2)
 		goto out;
-	ok = X509_verify_cert(ctx) == 1;
+	top = sk_X509_value(chain, sk_X509_num(chain) - 1);
+	for (i = 0; i < ncerts && anchor == NULL; i++)
+		if (certs[i] != NULL && X509_cmp(certs[i], top) == 0)
+			anchor = certs[i];
 out:
 	X509_STORE_CTX_free(ctx);
 	sk_X509_free(untrusted);
 	X509_STORE_free(store);
 	ERR_clear_error();
-	return ok;
+	return anchor;
+}
+
+/*
+ * Whether a separate CRL signer that chains to anchor may sign for the CA
+ * named in: RFC 5280 section 6.3.3 (f) wants the trust anchor of the
+ * CRL issuer's path to be that of the certificates the CRL is about. When
+ * the CA of that Name is among certs (a CA certificate other than the
+ * signer), the signer must chain to the anchor of one of them; a signer
+ * whose Name no CA certificate has (an indirect CRL issuer) may chain to
+ * any.
+ */
+static bool
+signer_anchor_ok(X509 *signer, X509 *anchor, const X509_NAME *in,
+    X509 *const *certs, size_t ncerts)
+{
+	X509 *a;
+	size_t i;
+	bool ca = false;
+
+	for (i = 0; i < ncerts; i++) {
+		if (certs[i] == NULL || certs[i] == signer ||
+		    X509_NAME_cmp(X509_get_subject_name(certs[i]), in) != 0 ||
+		    X509_check_ca(certs[i]) == 0 ||
+		    ((X509_get_extension_flags(certs[i]) & EXFLAG_KUSAGE) != 0 &&
+		    (X509_get_key_usage(certs[i]) & KU_KEY_CERT_SIGN) == 0))
+			continue;
+		ca = true;
+		if ((a = anchor_of(certs[i], certs, ncerts)) != NULL &&
+		    X509_cmp(a, anchor) == 0)
+			return true;
+	}
+	ERR_clear_error();
+	return !ca;
 }
 
 int
@@ -250,7 +295,8 @@ crl_find_signer(X509_CRL *crl, X509 *const *certs, size_t ncerts,
     X509 **signer, bool *separate, char *why, size_t whylen)
 {
 	const X509_NAME *in = X509_CRL_get_issuer(crl);
-	char subj[256];
+	char subj[256], atext[256];
+	X509 *anchor;
 	EVP_PKEY *pk;
 	uint32_t xf, ku;
 	size_t i;
@@ -287,11 +333,23 @@ crl_find_signer(X509_CRL *crl, X509 *const *certs, size_t ncerts,
 		    (ku & KU_KEY_CERT_SIGN) == 0) ||
 		    X509_check_ca(certs[i]) == 0) &&
 		    X509_self_signed(certs[i], 0) != 1;
-		if (sep && !chains_to_anchor(certs[i], certs, ncerts)) {
+		if (sep && (anchor = anchor_of(certs[i], certs, ncerts)) ==
+		    NULL) {
 			(void)snprintf(why, whylen, "separate CRL signer \"%s\" "
 			    "(not the CA's own key) does not chain to a "
 			    "self-signed --issuer certificate: give its chain",
 			    subj);
+			continue;
+		}
+		if (sep && !signer_anchor_ok(certs[i], anchor, in, certs,
+		    ncerts)) {
+			if (crl_name_text(X509_get_subject_name(anchor), atext,
+			    sizeof(atext)) != 0)
+				(void)snprintf(atext, sizeof(atext), "?");
+			(void)snprintf(why, whylen, "separate CRL signer \"%s\" "
+			    "chains to \"%s\", not to the trust anchor of the CA "
+			    "it signs for (RFC 5280 section 6.3.3 (f))", subj,
+			    atext);
 			continue;
 		}
 		*signer = certs[i];

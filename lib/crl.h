@@ -37,7 +37,9 @@ int crl_check_sigalg(const X509_CRL *crl, bool allow_weak, char *why,
  * (a keyUsage without keyCertSign, or no CA basicConstraints), unless
  * it is self-signed (a trust anchor given as such), is a separate CRL
  * signer and is accepted only when it chains, through the given
- * certificates, to a self-signed one among them.
+ * certificates, to a self-signed one among them: when a CA certificate
+ * with the CRL's issuer Name is among them, to the anchor of such a CA
+ * (RFC 5280 section 6.3.3 (f)), not to another CA's.
  *
  * Returns 0 with *signer (borrowed from certs) and *separate set; 1 when
  * no certificate names the CRL's issuer (nothing to verify against); -1

@@ -283,6 +283,25 @@ opts_scope(const struct input_opts *o)
 	return o->scope != NULL ? o->scope : REVKEY_DEFAULT_SCOPE;
 }
 
+/*
+ * A list fetched from a URL names an X.509 scope: refused. Its body came
+ * from whoever serves the URL (over http, anyone on the path), and
+ * whatever is served at a CRL's URL in place of the CRL would make the
+ * CA's scope list-sourced, covering every serial unsigned. 0, or -1 with
+ * err (what names the element, or "").
+ */
+static int
+list_scope_ok(struct rd *r, const char *scope, const char *what)
+{
+	if (!r->o->fetched || !revkey_scope_is_x509(scope))
+		return 0;
+	rd_err(r, "%sX.509 scope %s named by a list fetched from a URL: a "
+	    "list carries no signature, and only a CRL verified with --issuer "
+	    "may speak for an X.509 scope (give the list as a local file if "
+	    "it is meant)", what, scope);
+	return -1;
+}
+
 /* ---- text ------------------------------------------------------------ */
 
 static bool
@@ -380,7 +399,7 @@ read_text(struct rd *r, const char *buf, size_t len)
 	size_t pos = 0, lineno = 0, col, nids = 0;
 	bool raw = !revkey_scope_is_x509(scope);
 
-	if (set_scope(r, scope) != 0)
+	if (list_scope_ok(r, scope, "") != 0 || set_scope(r, scope) != 0)
 		return -1;
 	/*
 	 * A UTF-8 byte order mark (Notepad, many exporters) is no part of
@@ -644,7 +663,8 @@ json_element(struct rd *r, const cJSON *el, size_t idx)
 		}
 		scope = cscope;
 	}
-	if (set_scope(r, scope) != 0)
+	(void)snprintf(kerr, sizeof(kerr), "element %zu: ", idx);
+	if (list_scope_ok(r, scope, kerr) != 0 || set_scope(r, scope) != 0)
 		return -1;
 	if ((why = id_refused(id, strlen(id), false, &col)) != NULL) {
 		rd_err(r, "element %zu: \"id\" column %zu: %s", idx, col, why);
@@ -692,7 +712,8 @@ read_json(struct rd *r, const char *buf, size_t len)
 		rd_err(r, "JSON top level is not an array");
 		goto out;
 	}
-	if (root->child == NULL && (set_scope(r, opts_scope(r->o)) != 0 ||
+	if (root->child == NULL && (list_scope_ok(r, opts_scope(r->o), "") !=
+	    0 || set_scope(r, opts_scope(r->o)) != 0 ||
 	    rd_refuse_empty(r, opts_scope(r->o)) != 0))
 		goto out;
 	for (el = root->child; el != NULL; el = el->next, idx++)
@@ -2484,7 +2505,7 @@ scope_from_kept(const struct input_set *s, const bool *keep,
 	const struct ffile_scope *c, *newest = NULL, *newest_via = NULL;
 	const struct ffile_scope *newest_whole = NULL;
 	struct ffile_scope *out;
-	int64_t next = 0, next_via = 0;
+	int64_t next = 0, next_via = 0, next_dg = 0;
 	bool whole = false;
 	uint8_t flags = 0, flags_via = 0;
 	size_t i;
@@ -2504,6 +2525,10 @@ scope_from_kept(const struct input_set *s, const bool *keep,
 				newest_via = c;
 			if (next_via == 0 || c->next_update < next_via)
 				next_via = c->next_update;
+			/* Its parts are delegated ones (crl_via_scope). */
+			if (c->npart > 0 && (next_dg == 0 ||
+			    c->next_update < next_dg))
+				next_dg = c->next_update;
 			flags_via |= c->flags;
 		} else {
 			if (describes_over(c, newest))
@@ -2542,6 +2567,13 @@ scope_from_kept(const struct input_set *s, const bool *keep,
 		/* An unverified CRL that speaks for it marks it too. */
 		flags = (uint8_t)((flags & ~FFILE_SCOPE_ATTRIBUTED) |
 		    (flags_via & FFILE_SCOPE_UNVERIFIED));
+		/*
+		 * Covered in part by an indirect CRL's delegated parts, the
+		 * scope is good only while that CRL is: --keep-going keeps a
+		 * scope until its nextUpdate.
+		 */
+		if (!whole && next_dg != 0 && next_dg < next)
+			next = next_dg;
 	}
 	memcpy(out, newest, offsetof(struct ffile_scope, npart));
 	out->keys = sc->keys;

@@ -55,6 +55,12 @@ struct input_opts {
 	const struct input_delegation *delegations;	/* may be NULL */
 	size_t		 ndelegations;
 	bool		 quiet;		/* no warnings on stderr */
+	/*
+	 * The input was fetched from a URL: a text or JSON list in it may
+	 * not name an X.509 scope (it carries no signature; only a CRL that
+	 * an --issuer verifies may speak for one).
+	 */
+	bool		 fetched;
 	/* Progress callback for long reads, may be NULL. */
 	void		(*progress)(void *arg, uint64_t records);
 	void		*progress_arg;

@@ -1424,6 +1424,9 @@ struct crlspec {
 	long		 delta_base;	/* deltaCRLIndicator, 0: not a delta */
 	bool		 freshest;	/* announces a delta (freshestCRL) */
 	bool		 no_default;	/* without the default entry 0x42 */
+	int64_t		 next_off;	/* nextUpdate - thisUpdate - 60, 0: a day */
+	bool		 idp_user;	/* issuingDistributionPoint onlyUser */
+	bool		 idp_indirect;	/* issuingDistributionPoint indirectCRL */
 };
 
 static void
@@ -1486,7 +1489,8 @@ crl_make(X509 *issuer, EVP_PKEY *key, const struct crlspec *c)
 	cr_assert(X509_CRL_set1_lastUpdate(crl, t));
 	ASN1_TIME_free(t);
 	if (!c->no_next) {
-		t = ASN1_TIME_set(NULL, now + (time_t)c->this_off + 86400);
+		t = ASN1_TIME_set(NULL, now + (time_t)c->this_off +
+		    (c->next_off != 0 ? (time_t)c->next_off : 86400));
 		cr_assert(X509_CRL_set1_nextUpdate(crl, t));
 		ASN1_TIME_free(t);
 	}
@@ -1528,6 +1532,16 @@ crl_make(X509 *issuer, EVP_PKEY *key, const struct crlspec *c)
 		cr_assert_not_null(e);
 		cr_assert(X509_CRL_add_ext(crl, e, -1));
 		X509_EXTENSION_free(e);
+	}
+	if (c->idp_user || c->idp_indirect) {
+		ISSUING_DIST_POINT *idp = ISSUING_DIST_POINT_new();
+
+		cr_assert_not_null(idp);
+		idp->onlyuser = c->idp_user;
+		idp->indirectCRL = c->idp_indirect;
+		cr_assert(X509_CRL_add1_ext_i2d(crl,
+		    NID_issuing_distribution_point, idp, 1, 0));
+		ISSUING_DIST_POINT_free(idp);
 	}
 	if (c->crit_ext || c->noncrit_ext) {
 		e = ext_null("1.3.6.1.4.1.99999.1", c->crit_ext ? 1 : 0);
@@ -1780,6 +1794,143 @@ Test(input_crl, signer_without_crl_sign_refused)
 	X509_CRL_free(crl);
 	input_set_free(&s);
 	EVP_PKEY_free(key);
+}
+
+/*
+ * A list fetched from a URL may not name an X.509 scope: served at a CRL's
+ * URL in place of the CRL, it made the CA's scope list-sourced, covering
+ * every serial without a signature. From a local file it still reads, and
+ * a fetched list for a token scope too.
+ */
+Test(input, fetched_list_for_an_x509_scope_refused)
+{
+	static const char sc[] = "x509:"
+	    "361c5cc1164bc83a3b9d4a528160f9f265d7717e93b79bfb5d89aeef8054216f";
+	char json[256], err[512];
+	struct input_opts o = opts("default");
+	struct input_opts x = opts(sc);
+	struct input_set s;
+
+	(void)snprintf(json, sizeof(json), "[\"t-1\", {\"scope\": \"%s\", "
+	    "\"id\": \"f0\"}]", sc);
+	o.fetched = x.fetched = true;
+	input_set_init(&s);
+	cr_assert_eq(input_read_buf(&s, "http://h/ca.crl", json, strlen(json),
+	    &o, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "http://h/ca.crl: element 1: X.509 scope x509:"
+	    "361c") != NULL && strstr(err, "signature") != NULL, "%s", err);
+	cr_assert_eq(input_read_buf(&s, "http://h/l.txt", "f0\n", 3, &x, err,
+	    sizeof(err)), -1);
+	cr_assert(strstr(err, "http://h/l.txt: X.509 scope") != NULL, "%s",
+	    err);
+	cr_assert_eq(input_read_buf(&s, "http://h/e.json", "[]", 2, &x, err,
+	    sizeof(err)), -1);
+	cr_assert(strstr(err, "X.509 scope") != NULL, "%s", err);
+	cr_assert_eq(input_set_records(&s), 0);
+	cr_assert_eq(s.nscopes, 0);
+	cr_assert_eq(input_read_buf(&s, "http://h/t.json", "[\"t-1\"]", 7, &o,
+	    err, sizeof(err)), 0, "%s", err);
+	o.fetched = x.fetched = false;
+	cr_assert_eq(input_read_buf(&s, "ca.json", json, strlen(json), &o, err,
+	    sizeof(err)), 0, "%s", err);
+	cr_assert_eq(input_read_buf(&s, "l.txt", "f0\n", 3, &x, err,
+	    sizeof(err)), 0, "%s", err);
+	input_set_free(&s);
+}
+
+/* A certificate for key named cn, issued by ca (signed with cakey). */
+static X509 *
+cert_issue(EVP_PKEY *key, const char *cn, X509 *ca, EVP_PKEY *cakey,
+    const char *bc, const char *ku, long serial)
+{
+	X509 *x = X509_new();
+	X509_NAME *n = X509_NAME_new();
+	X509_EXTENSION *e;
+
+	cr_assert(x != NULL && n != NULL);
+	cr_assert(X509_set_version(x, 2));
+	cr_assert(ASN1_INTEGER_set(X509_get_serialNumber(x), serial));
+	cr_assert(X509_NAME_add_entry_by_txt(n, "CN", MBSTRING_ASC,
+	    (const unsigned char *)cn, -1, -1, 0));
+	cr_assert(X509_set_subject_name(x, n));
+	cr_assert(X509_set_issuer_name(x, X509_get_subject_name(ca)));
+	X509_NAME_free(n);
+	cr_assert(X509_gmtime_adj(X509_getm_notBefore(x), -3600) != NULL);
+	cr_assert(X509_gmtime_adj(X509_getm_notAfter(x), 86400) != NULL);
+	cr_assert(X509_set_pubkey(x, key));
+	e = X509V3_EXT_conf_nid(NULL, NULL, NID_basic_constraints, bc);
+	cr_assert(e != NULL && X509_add_ext(x, e, -1));
+	X509_EXTENSION_free(e);
+	e = X509V3_EXT_conf_nid(NULL, NULL, NID_key_usage, ku);
+	cr_assert(e != NULL && X509_add_ext(x, e, -1));
+	X509_EXTENSION_free(e);
+	cr_assert(X509_sign(x, cakey, EVP_sha256()) > 0);
+	return x;
+}
+
+/*
+ * A separate CRL signer with the CA's Name must chain to the CA's trust
+ * anchor (RFC 5280 section 6.3.3 (f)), not to another CA's the operator
+ * also trusts: one issued by CA B signed an empty CRL for CA A that was
+ * taken for A's, and A's revoked certificates answered not_revoked. The
+ * same signer issued by A is used; an indirect CRL issuer (a Name no CA
+ * among the issuers has) may chain to any anchor.
+ */
+Test(input_crl, separate_signer_chains_to_the_cas_anchor)
+{
+	EVP_PKEY *ka = EVP_EC_gen("P-256"), *kb = EVP_EC_gen("P-256");
+	EVP_PKEY *ks = EVP_EC_gen("P-256");
+	struct input_opts o = opts("x");
+	struct input_set s;
+	struct crlspec c;
+	X509 *certs[4];
+	X509_CRL *crl;
+	char err[512];
+
+	cr_assert(ka != NULL && kb != NULL && ks != NULL);
+	memset(&c, 0, sizeof(c));
+	certs[0] = cert_make(ka, "revcheck A CA", "critical,keyCertSign,cRLSign");
+	certs[1] = cert_make(kb, "revcheck B CA", "critical,keyCertSign,cRLSign");
+	certs[2] = cert_issue(ks, "revcheck A CA", certs[1], kb,
+	    "critical,CA:FALSE", "critical,cRLSign", 11);
+	o.issuers = certs;
+	o.nissuers = 3;
+	crl = crl_make(certs[2], ks, &c);
+	input_set_init(&s);
+	cr_assert_eq(crl_read(&s, crl, &o, err, sizeof(err)), -1,
+	    "a signer of B took A's CRL");
+	cr_assert(strstr(err, "separate CRL signer \"CN=revcheck A CA\" "
+	    "chains to \"CN=revcheck B CA\", not to the trust anchor") !=
+	    NULL, "%s", err);
+	cr_assert_eq(s.nscopes, 0);
+	input_set_free(&s);
+	X509_free(certs[2]);
+	/*
+	 * Issued by A itself: A's CRL signer (self-issued without key
+	 * identifiers, so taken as an anchor given as such; PKITS 4.4 has
+	 * signers checked through A's chain).
+	 */
+	certs[2] = cert_issue(ks, "revcheck A CA", certs[0], ka,
+	    "critical,CA:FALSE", "critical,cRLSign", 12);
+	input_set_init(&s);
+	cr_assert_eq(crl_read(&s, crl, &o, err, sizeof(err)), 0, "%s", err);
+	input_set_free(&s);
+	X509_free(certs[2]);
+	X509_CRL_free(crl);
+	/* A CRL issuer of its own Name, issued by B: any anchor. */
+	certs[2] = cert_issue(ks, "revcheck CRL issuer", certs[1], kb,
+	    "critical,CA:FALSE", "critical,cRLSign", 13);
+	crl = crl_make(certs[2], ks, &c);
+	input_set_init(&s);
+	cr_assert_eq(crl_read(&s, crl, &o, err, sizeof(err)), 0, "%s", err);
+	input_set_free(&s);
+	X509_CRL_free(crl);
+	X509_free(certs[0]);
+	X509_free(certs[1]);
+	X509_free(certs[2]);
+	EVP_PKEY_free(ka);
+	EVP_PKEY_free(kb);
+	EVP_PKEY_free(ks);
 }
 
 /*
@@ -2636,6 +2787,79 @@ Test(input_crl, delegate_covers_bare_serials)
 	input_set_free(&s);
 	X509_free(ca1);
 	X509_free(ee24);
+}
+
+/*
+ * A CA's scope covered partly by its own CRL (user certificates) and
+ * partly by the indirect CRL it is delegated to (--delegate) is good only
+ * while both are: its nextUpdate is the earlier one. It was its own
+ * CRL's, so --keep-going kept the scope, delegated part and all, for as
+ * long as its own CRL ran, after the indirect CRL's nextUpdate had left
+ * that CRL issuer's scope out: the CA's certificates answered
+ * not_revoked from the expired indirect CRL.
+ */
+Test(input_crl, delegated_part_ends_with_its_crl)
+{
+	EVP_PKEY *kx = EVP_EC_gen("P-256"), *kc = EVP_EC_gen("P-256");
+	struct input_opts o = opts("x");
+	struct input_delegation dg;
+	const struct ffile_scope *sx, *sci;
+	struct crlspec cx, cc;
+	struct input_set s;
+	X509 *certs[2];
+	X509_CRL *crl;
+	char err[512];
+	unsigned i, ndg = 0;
+
+	cr_assert(kx != NULL && kc != NULL);
+	certs[0] = cert_make(kx, "revcheck X CA", "critical,keyCertSign,cRLSign");
+	certs[1] = cert_make(kc, "revcheck C CRL issuer",
+	    "critical,keyCertSign,cRLSign");
+	memset(&dg, 0, sizeof(dg));
+	cr_assert_eq(revkey_x509_scope(dg.ca_scope,
+	    X509_get_subject_name(certs[0])), 0);
+	cr_assert_eq(revkey_x509_scope(dg.crl_issuer_scope,
+	    X509_get_subject_name(certs[1])), 0);
+	memcpy(dg.ca_issuer, "CN=revcheck X CA", 17);
+	o.issuers = certs;
+	o.nissuers = 2;
+	o.delegations = &dg;
+	o.ndelegations = 1;
+	memset(&cx, 0, sizeof(cx));
+	cx.number = 5;
+	cx.idp_user = true;
+	cx.next_off = 30 * 86400;
+	memset(&cc, 0, sizeof(cc));
+	cc.number = 3;
+	cc.idp_indirect = true;
+	cc.no_default = true;
+	cc.next_off = 3600;
+	input_set_init(&s);
+	crl = crl_make(certs[0], kx, &cx);
+	cr_assert_eq(crl_read(&s, crl, &o, err, sizeof(err)), 0, "%s", err);
+	X509_CRL_free(crl);
+	crl = crl_make(certs[1], kc, &cc);
+	cr_assert_eq(crl_read(&s, crl, &o, err, sizeof(err)), 0, "%s", err);
+	X509_CRL_free(crl);
+	cr_assert_eq(input_resolve_crls(&s, true, false, err, sizeof(err)), 0,
+	    "%s", err);
+	sx = scope_of(&s, dg.ca_scope);
+	sci = scope_of(&s, dg.crl_issuer_scope);
+	cr_assert(sx != NULL && sci != NULL);
+	cr_assert_eq(sx->npart, 2);
+	for (i = 0; i < sx->npart; i++)
+		if (sx->part[i].flags == FFILE_PART_DELEGATED)
+			ndg++;
+	cr_assert_eq(ndg, 1, "one part is the indirect CRL's");
+	cr_assert_lt(sci->next_update, (int64_t)time(NULL) + 7200);
+	cr_assert_eq(sx->next_update, sci->next_update,
+	    "the CA's nextUpdate %lld, the indirect CRL's %lld",
+	    (long long)sx->next_update, (long long)sci->next_update);
+	input_set_free(&s);
+	X509_free(certs[0]);
+	X509_free(certs[1]);
+	EVP_PKEY_free(kx);
+	EVP_PKEY_free(kc);
 }
 
 /*

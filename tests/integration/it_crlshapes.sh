@@ -353,6 +353,29 @@ rc_expect_eq "$(bare leafX)" not_revoked "--delegate: the CA's bare serials are 
 expect leafY not_revoked "--delegate: its other certificates too"
 FB inspect "$T/f" >"$T/insp"
 rc_expect_match "$(cat "$T/insp")" 'delegated \(--delegate\)' "inspect shows the delegated part"
+# Partly delegated: the Other CA's own CRL covers its user certificates
+# for 7 days, the delegated indirect CRL (5 s here) everything else. Once
+# that CRL has run out and neither input can be read, --keep-going keeps
+# no scope on it: the Other CA's scope ended with the indirect CRL. (It
+# took its own CRL's nextUpdate, and was kept, delegated part and all,
+# answering bare serials not_revoked from the expired indirect CRL.)
+gencrl other "$P/other-user.crl" crl_user
+openssl ca -config "$C" -name ca_ci -batch -gencrl -crlsec 5 -crlexts crl_indirect \
+    -out "$P/ind-short.crl" 2>"$T/ca.err" || rc_fail "gencrl ind-short: $(tail -3 "$T/ca.err")"
+FB build --key "$T/key.pem" --out "$T/dg" --quiet --issuer "$P/root.pem" --issuer "$P/ci.pem" \
+    --issuer "$P/other.pem" --delegate "$P/other.pem=$P/ci.pem" \
+    "$P/root2.crl" "$P/other-user.crl" "$P/ind-short.crl" 2>"$T/err" || rc_fail "build: $(cat "$T/err")"
+rc_expect_match "$(FB inspect "$T/dg")" 'delegated \(--delegate\)' "partly delegated: the part is there"
+sleep 6
+ST=0
+FB build --key "$T/key.pem" --out "$T/dg" --keep-going --issuer "$P/root.pem" --issuer "$P/ci.pem" \
+    --issuer "$P/other.pem" --delegate "$P/other.pem=$P/ci.pem" \
+    "$P/root2.crl" "$P/gone-other.crl" "$P/gone-ind.crl" 2>"$T/err" || ST=$?
+rc_expect_eq "$ST" 3 "--keep-going without the two CRLs publishes, exit 3"
+rc_expect_match "$(cat "$T/err")" '"CN=Shapes Other CA,O=revcheck shapes"\) past its nextUpdate: left out' \
+    "the Other CA's scope ends with the indirect CRL"
+rc_expect_eq "$(FB inspect "$T/dg" | grep -c 'delegated (--delegate)' || true)" 0 \
+    "no delegated part of the expired indirect CRL is kept"
 # A statement no indirect CRL among the inputs can honour is warned.
 FB build --key "$T/key.pem" --out "$T/g" --quiet --issuer "$P/root.pem" \
     --delegate "$P/other.pem=$P/root.pem" "$P/root2.crl" 2>"$T/err" || rc_fail "build: $(cat "$T/err")"

@@ -150,6 +150,31 @@ refused "a 404 with a cached entry" "$H/flaky.crl: HTTP 404" "$H/flaky.crl"
 refused "a 304 to an unconditional request" \
     "$H/always-304: HTTP 304 to a request that was not conditional" "$H/always-304"
 
+# ------------------------------------------------ a list in place of the CRL
+# Whoever serves the CRL's URL (plain http: anyone on the path) sends a
+# revocation list naming the CA's X.509 scope instead: it carries no
+# signature, yet it made the scope list-sourced, covering every serial,
+# and the CA's revoked leaves answered not_revoked. A fetched list may
+# not speak for an X.509 scope; one for a token scope still reads.
+SC=$(FB inspect "$F" | grep -o 'x509:[0-9a-f]\{64\}' | head -n 1)
+rc_expect_match "$SC" '^x509:[0-9a-f]{64}$' "the CA's scope is in the filter"
+# As many ids as the CRL had, so the shrink check does not stop it.
+{ printf '['; for i in 0 1 2 3 4 5; do printf '{"scope": "%s", "id": "f%d"}, ' "$SC" "$i"; done
+  printf '{"scope": "%s", "id": "f6"}]' "$SC"; } >"$W/swap.crl"
+refused "a JSON list for the CA's scope at its CRL's URL" \
+    "$H/swap.crl: .*X.509 scope $SC.*signature" "$H/swap.crl"
+printf 'f%d\n' 0 1 2 3 4 5 6 >"$W/swap.txt"
+refused "a token list at a URL with --scope naming the CA's scope" \
+    "$H/swap.txt: .*X.509 scope $SC.*signature" --scope "$SC" "$H/swap.txt"
+rc_start A --filter-dir "$F" --trusted-key "$T/key.pub" --state-dir "$T/state"
+check_leaf leaf01 revoked "a list served at the CRL's URL: a revoked leaf stays revoked"
+rc_stop A
+printf '[{"scope": "tokens", "id": "tok-1"}]' >"$W/tokens.json"
+ST=0
+OUT=$(FB build --key "$T/key.pem" --out "$T/tokf" --cache-dir "$C" \
+    "$H/tokens.json" 2>&1) || ST=$?
+rc_expect_eq "$ST" 0 "a fetched JSON list for a token scope still reads"
+
 # ------------------------------------------------ caps and refusals
 refused "size cap (--fetch-max-size)" \
     "$H/big.crl: response larger than the limit of 100000 bytes" \
