@@ -420,6 +420,17 @@ out:
  * One GET of url, conditional on the validators of old when it has any.
  * 0 with *code (200 or 304) and x filled; -1 with err naming the URL.
  */
+/*
+ * Whether url is https: its redirects may then only lead to https, or a
+ * list fetched over TLS would be read from a plain http answer that
+ * anyone on the path can write.
+ */
+static bool
+fetch_is_https(const char *url)
+{
+	return strncasecmp(url, "https://", 8) == 0;
+}
+
 static int
 http_get(const char *url, const struct fetch_opts *o,
     const struct entry *old, struct xfer *x, long *code, char *err,
@@ -454,8 +465,8 @@ http_get(const char *url, const struct fetch_opts *o,
 	if (curl_easy_setopt(h, CURLOPT_URL, url) != CURLE_OK ||
 	    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https") !=
 	    CURLE_OK ||
-	    curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https") !=
-	    CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR,
+	    fetch_is_https(url) ? "https" : "http,https") != CURLE_OK ||
 	    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L) != CURLE_OK ||
 	    curl_easy_setopt(h, CURLOPT_MAXREDIRS, (long)FETCH_MAX_REDIRS) !=
 	    CURLE_OK ||
@@ -491,8 +502,8 @@ http_get(const char *url, const struct fetch_opts *o,
 	}
 	if (cc == CURLE_UNSUPPORTED_PROTOCOL) {
 		ferr(err, errlen, "%s: redirected to a refused scheme (only "
-		    "http and https are followed): %s", url, ebuf[0] != '\0' ?
-		    ebuf : curl_easy_strerror(cc));
+		    "http and https are followed, and from https only https): "
+		    "%s", url, ebuf[0] != '\0' ? ebuf : curl_easy_strerror(cc));
 		goto out;
 	}
 	if (cc != CURLE_OK) {

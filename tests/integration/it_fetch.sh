@@ -52,6 +52,8 @@ ng_start() {
         ssl_certificate_key $NG/tls.key;
         access_log $NG/fetch.log fetch;
         root $W;
+        location = /to-http { return 302 http://127.0.0.1:$PORT/ca.crl; }
+        location = /to-https { return 302 /ca.crl; }
     }
     server {
         listen 127.0.0.1:$SPORT ssl;
@@ -244,6 +246,12 @@ wait "$RAW_PID" 2>/dev/null || true
 build --fetch-ca "$NG/ca.pem" "$S/ca.crl"
 rc_expect_eq "$ST" 0 "https with the test CA trusted"
 refused "https with the test CA not trusted" "$S/ca.crl: .*(certificate|SSL)" "$S/ca.crl"
+# From https, a redirect is followed only to https: over plain http
+# anyone on the path could answer in its place.
+refused "https redirected to http" "$S/to-http: redirected to a refused scheme" \
+    --fetch-ca "$NG/ca.pem" "$S/to-http"
+build --fetch-ca "$NG/ca.pem" "$S/to-https"
+rc_expect_eq "$ST" 0 "https redirected to https is followed"
 refused "a self-signed server certificate" \
     "https://127.0.0.1:$SPORT/ca.crl: .*(certificate|SSL)" \
     --fetch-ca "$NG/ca.pem" "https://127.0.0.1:$SPORT/ca.crl"
