@@ -2279,20 +2279,33 @@ input_check_previous(const struct input_set *s,
 	const struct ffile_scope *old, *now;
 	char msg[1024];
 	uint32_t i;
-	size_t j;
+	size_t j, *ord;
 	uint64_t lost;
-	int n;
+	int n, rc = -1;
 
 	assert(s != NULL && prev != NULL && o != NULL);
+	/*
+	 * Each scope of prev is looked up in s: through a sorted index, not
+	 * a scan of s per scope (quadratic at the scope cap). Without memory
+	 * for the index, count_find() scans.
+	 */
+	ord = s->nscopes > 0 ? malloc(s->nscopes * sizeof(*ord)) : NULL;
+	if (ord != NULL) {
+		for (j = 0; j < s->nscopes; j++)
+			ord[j] = j;
+		qsort_r(ord, s->nscopes, sizeof(*ord), scope_idx_cmp,
+		    s->scopes);
+	}
 	for (i = 0; i < prev->nscopes; i++) {
 		old = &prev->scopes[i];
-		now = set_scope_named(s, old->name);
+		j = count_find(s, ord, old->name, strlen(old->name));
+		now = j != SIZE_MAX ? &s->scopes[j] : NULL;
 		if (now != NULL && scope_rolled_back(now, old, prev->version,
 		    msg, sizeof(msg))) {
 			if (!o->allow_rollback) {
 				snprintf(err, errlen, "%s; --allow-crl-rollback to "
 				    "publish it anyway", msg);
-				return -1;
+				goto out;
 			}
 			log_warn("%s (--allow-crl-rollback)", msg);
 		}
@@ -2322,12 +2335,15 @@ input_check_previous(const struct input_set *s,
 		if (!o->allow_shrink) {
 			snprintf(err, errlen, "%s; --allow-shrink to publish "
 			    "it anyway", msg);
-			return -1;
+			goto out;
 		}
 		if (!o->quiet)
 			log_warn("%s (--allow-shrink)", msg);
 	}
-	return 0;
+	rc = 0;
+out:
+	free(ord);
+	return rc;
 }
 
 /* True when the set holds the key (after sorting). */
