@@ -1322,8 +1322,9 @@ Test(input, many_scopes_and_counts)
  * A list that names many scopes chosen so that an unseeded FNV-1a sends
  * them all to one cluster of the scope index (the low 16 bits under 512:
  * one name in 128, found by trying) must still read in linear time. With
- * the index's hash unseeded it took minutes; seeded, a fraction of a
- * second.
+ * the index's hash unseeded, 65,536 names (the scope cap) took 27 s in
+ * a plain build, minutes under ASan; seeded, 2.3 s (3.2 s under ASan),
+ * the list's parse included.
  */
 static uint64_t
 fnv1a(const char *s)
@@ -1340,7 +1341,7 @@ Test(input, colliding_scope_names_stay_linear, .timeout = 10)
 	struct input_set s;
 	struct input_opts o = opts("default");
 	char name[32], err[512] = "";
-	size_t n = 0, want = 60000, len = 0, cap = want * 40 + 16;
+	size_t n = 0, want = FFILE_MAX_SCOPES, len = 0, cap = want * 40 + 16;
 	uint64_t k;
 	char *buf;
 
