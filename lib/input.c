@@ -27,7 +27,9 @@
 #include <openssl/bn.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
+#include <openssl/rand.h>
 #include <openssl/x509v3.h>
+#include <xxhash.h>
 
 #include "crl.h"
 #include "log.h"
@@ -50,9 +52,13 @@ struct rd {
 	 * Open-addressing index of s->scopes by name, built per call so that
 	 * a list naming thousands of scopes stays linear: slot = index + 1,
 	 * 0 = empty. NULL when it could not be allocated (linear search).
+	 * The hash is seeded per call: the names come from the list, and
+	 * with a hash known in advance a list can send them all to one
+	 * cluster and make every lookup a scan (quadratic).
 	 */
 	uint32_t		*sidx;
 	size_t			 sidx_cap;	/* power of two */
+	uint64_t		 sidx_seed;
 	uint64_t		 count;		/* records added by this call */
 	size_t			 ndeps0;	/* s->ndeps at the start */
 	size_t			 ncrls0;	/* s->ncrls at the start */
@@ -141,13 +147,9 @@ input_set_free(struct input_set *s)
 }
 
 static uint64_t
-scope_hash(const char *name)
+scope_hash(const struct rd *r, const char *name)
 {
-	uint64_t h = UINT64_C(14695981039346656037);
-
-	while (*name != '\0')
-		h = (h ^ (unsigned char)*name++) * UINT64_C(1099511628211);
-	return h;
+	return XXH3_64bits_withSeed(name, strlen(name), r->sidx_seed);
 }
 
 static void
@@ -155,7 +157,7 @@ sidx_insert(struct rd *r, size_t i)
 {
 	size_t mask = r->sidx_cap - 1, j;
 
-	j = (size_t)scope_hash(r->s->scopes[i].name) & mask;
+	j = (size_t)scope_hash(r, r->s->scopes[i].name) & mask;
 	while (r->sidx[j] != 0)
 		j = (j + 1) & mask;
 	r->sidx[j] = (uint32_t)(i + 1);
@@ -198,7 +200,7 @@ set_find_scope(struct rd *r, const char *name)
 		return r->last_scope;
 	if (r->sidx != NULL) {
 		mask = r->sidx_cap - 1;
-		for (j = (size_t)scope_hash(name) & mask; r->sidx[j] != 0;
+		for (j = (size_t)scope_hash(r, name) & mask; r->sidx[j] != 0;
 		    j = (j + 1) & mask) {
 			i = r->sidx[j] - 1;
 			if (i < s->nscopes && strcmp(s->scopes[i].name,
@@ -1789,6 +1791,10 @@ rd_begin(struct rd *r, struct input_set *s, const char *name,
 	r->last_scope = SIZE_MAX;
 	r->ndeps0 = s->ndeps;
 	r->ncrls0 = s->ncrls;
+	/* Without a random seed the index still works, just not hardened. */
+	if (RAND_bytes((unsigned char *)&r->sidx_seed,
+	    sizeof(r->sidx_seed)) != 1)
+		r->sidx_seed = (uint64_t)(uintptr_t)r ^ (uint64_t)time(NULL);
 	sidx_build(r, s->nscopes);
 }
 
@@ -2294,20 +2300,33 @@ input_check_previous(const struct input_set *s,
 	const struct ffile_scope *old, *now;
 	char msg[1024];
 	uint32_t i;
-	size_t j;
+	size_t j, *ord;
 	uint64_t lost;
-	int n;
+	int n, rc = -1;
 
 	assert(s != NULL && prev != NULL && o != NULL);
+	/*
+	 * Each scope of prev is looked up in s: through a sorted index, not
+	 * a scan of s per scope (quadratic at the scope cap). Without memory
+	 * for the index, count_find() scans.
+	 */
+	ord = s->nscopes > 0 ? malloc(s->nscopes * sizeof(*ord)) : NULL;
+	if (ord != NULL) {
+		for (j = 0; j < s->nscopes; j++)
+			ord[j] = j;
+		qsort_r(ord, s->nscopes, sizeof(*ord), scope_idx_cmp,
+		    s->scopes);
+	}
 	for (i = 0; i < prev->nscopes; i++) {
 		old = &prev->scopes[i];
-		now = set_scope_named(s, old->name);
+		j = count_find(s, ord, old->name, strlen(old->name));
+		now = j != SIZE_MAX ? &s->scopes[j] : NULL;
 		if (now != NULL && scope_rolled_back(now, old, prev->version,
 		    msg, sizeof(msg))) {
 			if (!o->allow_rollback) {
 				snprintf(err, errlen, "%s; --allow-crl-rollback to "
 				    "publish it anyway", msg);
-				return -1;
+				goto out;
 			}
 			log_warn("%s (--allow-crl-rollback)", msg);
 		}
@@ -2337,12 +2356,15 @@ input_check_previous(const struct input_set *s,
 		if (!o->allow_shrink) {
 			snprintf(err, errlen, "%s; --allow-shrink to publish "
 			    "it anyway", msg);
-			return -1;
+			goto out;
 		}
 		if (!o->quiet)
 			log_warn("%s (--allow-shrink)", msg);
 	}
-	return 0;
+	rc = 0;
+out:
+	free(ord);
+	return rc;
 }
 
 /* True when the set holds the key (after sorting). */

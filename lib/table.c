@@ -9,10 +9,12 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/rand.h>
 #include <xxhash.h>
 
 #include "table.h"
@@ -429,7 +431,10 @@ tb_scope_cmp(const void *a, const void *b)
 
 /*
  * Distinct scopes are found through a small open-addressing hash table, so
- * that many interleaved scopes cost O(1) per record, not a list scan.
+ * that many interleaved scopes cost O(1) per record, not a list scan. Its
+ * hash is seeded per call: the scope names come from the lists read, and
+ * names picked against a hash known in advance would fill one cluster and
+ * make every lookup a scan (quadratic).
  */
 #define TB_HASH_SLOTS	(2 * TB_MAX_RANKS)	/* a power of two */
 
@@ -440,9 +445,11 @@ struct tb_slot {
 };
 
 static size_t
-tb_slot_find(const struct tb_slot *h, const char *s, size_t len)
+tb_slot_find(const struct tb_slot *h, uint64_t seed, const char *s,
+    size_t len)
 {
-	size_t i = (size_t)XXH3_64bits(s, len) & (TB_HASH_SLOTS - 1);
+	size_t i = (size_t)XXH3_64bits_withSeed(s, len, seed) &
+	    (TB_HASH_SLOTS - 1);
 
 	while (h[i].s != NULL &&
 	    (h[i].len != len || memcmp(h[i].s, s, len) != 0))
@@ -465,8 +472,12 @@ tb_rank_scopes(struct table_builder *b, size_t **skipp)
 	const unsigned char **ref = NULL;
 	const char *last_s = NULL;
 	size_t last_len = 0;
+	uint64_t seed;
 	bool ok = false;
 
+	/* Without a random seed the table still works, just not hardened. */
+	if (RAND_bytes((unsigned char *)&seed, sizeof(seed)) != 1)
+		seed = (uint64_t)(uintptr_t)b ^ (uint64_t)time(NULL);
 	h = calloc(TB_HASH_SLOTS, sizeof(*h));
 	sc = malloc(TB_MAX_RANKS * sizeof(*sc));
 	if (h == NULL || sc == NULL)
@@ -479,7 +490,7 @@ tb_rank_scopes(struct table_builder *b, size_t **skipp)
 		if (last_s != NULL && last_len == len &&
 		    memcmp(last_s, s, len) == 0)
 			continue;
-		slot = tb_slot_find(h, s, len);
+		slot = tb_slot_find(h, seed, s, len);
 		if (h[slot].s == NULL) {
 			if (nsc == TB_MAX_RANKS)
 				goto out;
@@ -494,7 +505,7 @@ tb_rank_scopes(struct table_builder *b, size_t **skipp)
 	}
 	qsort(sc, nsc, sizeof(*sc), tb_scope_cmp);
 	for (i = 0; i < nsc; i++)
-		h[tb_slot_find(h, sc[i].s, sc[i].len)].rank = (uint32_t)i;
+		h[tb_slot_find(h, seed, sc[i].s, sc[i].len)].rank = (uint32_t)i;
 	if ((lcp = calloc(nsc > 0 ? nsc : 1, sizeof(*lcp))) == NULL ||
 	    (ref = calloc(nsc > 0 ? nsc : 1, sizeof(*ref))) == NULL)
 		goto out;
@@ -506,7 +517,7 @@ tb_rank_scopes(struct table_builder *b, size_t **skipp)
 
 		if (last_s == NULL || last_len != len ||
 		    memcmp(last_s, s, len) != 0) {
-			slot = tb_slot_find(h, s, len);
+			slot = tb_slot_find(h, seed, s, len);
 			assert(h[slot].s != NULL);
 			last = h[slot].rank;
 			last_s = s;

@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <pwd.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -917,25 +918,81 @@ load_clients(struct config *c, const cJSON *v, const char *origin,
 	return 0;
 }
 
+/* An object's key and its position among the object's members. */
+struct key_at {
+	const char	*s;
+	size_t		 at;
+};
+
+static int
+key_at_cmp(const void *a, const void *b)
+{
+	const struct key_at *x = a, *y = b;
+	int c = strcmp(x->s, y->s);
+
+	if (c != 0)
+		return c;
+	return (x->at > y->at) - (x->at < y->at);
+}
+
 /*
- * The first key given twice in an object anywhere in v (a config is small:
- * each pair of an object's keys is compared), with *where the key of the
- * object or array holding it (NULL at the top level); NULL if none.
+ * The position of the first member of object v whose key is given again
+ * later (comment keys, "_..." that are never read, excepted), or SIZE_MAX
+ * when none is. The keys are sorted, not compared pairwise: a file at the
+ * size cap can hold 100,000 keys in one object. Without memory for that,
+ * pairwise.
+ */
+static size_t
+first_repeated(const cJSON *v)
+{
+	const cJSON *a, *b;
+	struct key_at *keys;
+	size_t n = 0, i, at, first = SIZE_MAX;
+
+	for (a = v->child; a != NULL; a = a->next)
+		n++;
+	if (n < 2)
+		return SIZE_MAX;
+	if ((keys = malloc(n * sizeof(*keys))) == NULL) {
+		for (a = v->child, at = 0; a != NULL; a = a->next, at++)
+			if (a->string != NULL && a->string[0] != '_')
+				for (b = a->next; b != NULL; b = b->next)
+					if (b->string != NULL &&
+					    strcmp(a->string, b->string) == 0)
+						return at;
+		return SIZE_MAX;
+	}
+	for (a = v->child, at = 0, n = 0; a != NULL; a = a->next, at++)
+		if (a->string != NULL && a->string[0] != '_') {
+			keys[n].s = a->string;
+			keys[n++].at = at;
+		}
+	qsort(keys, n, sizeof(*keys), key_at_cmp);
+	/* Equal keys sort by position: the first of a run is its first copy. */
+	for (i = 1; i < n; i++)
+		if (keys[i - 1].at < first && strcmp(keys[i - 1].s,
+		    keys[i].s) == 0)
+			first = keys[i - 1].at;
+	free(keys);
+	return first;
+}
+
+/*
+ * The first key given twice in an object anywhere in v, with *where the
+ * key of the object or array holding it (NULL at the top level); NULL if
+ * none.
  */
 static const char *
 repeated_key(const cJSON *v, const char **where)
 {
-	const cJSON *a, *b;
+	const cJSON *a;
 	const char *r;
+	size_t at, first;
 
-	for (a = v->child; a != NULL; a = a->next) {
-		/* "_comment" and friends are never read: any number. */
-		if (cJSON_IsObject(v) && a->string != NULL &&
-		    a->string[0] != '_')
-			for (b = a->next; b != NULL; b = b->next)
-				if (b->string != NULL &&
-				    strcmp(a->string, b->string) == 0)
-					return a->string;
+	first = cJSON_IsObject(v) ? first_repeated(v) : SIZE_MAX;
+	for (a = v->child, at = 0; a != NULL; a = a->next, at++) {
+		if (at == first)
+			return a->string;
 		if ((cJSON_IsObject(a) || cJSON_IsArray(a)) &&
 		    (r = repeated_key(a, where)) != NULL) {
 			if (*where == NULL)
