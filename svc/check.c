@@ -1,8 +1,12 @@
 /* check.c - the check logic: filter, fall-through to the authority, fail closed */
 #include <assert.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#include <openssl/rand.h>
 
 #include "bloomhash.h"
 
@@ -55,13 +59,32 @@ check_settle_free(struct check_settle *st)
 	free(st);
 }
 
+/*
+ * The settle table's hash is keyed with a secret of the process: with the
+ * filter version alone (which every answer names) a client could choose
+ * a batch's positives to collide and make each insert a scan.
+ */
+static uint64_t settle_secret;
+static pthread_once_t settle_secret_once = PTHREAD_ONCE_INIT;
+
+static void
+settle_secret_init(void)
+{
+	if (RAND_bytes((unsigned char *)&settle_secret,
+	    (int)sizeof(settle_secret)) != 1)
+		settle_secret = (uint64_t)time(NULL) *
+		    UINT64_C(0x9e3779b97f4a7c15);
+}
+
 static uint32_t
 settle_hash(const struct revkey *k, uint64_t version)
 {
 	unsigned char enc[REVKEY_ENC_MAX];
 	size_t len = revkey_encode(k, enc);
 
-	return (uint32_t)XXH3_64bits_withSeed(enc, len, version);
+	(void)pthread_once(&settle_secret_once, settle_secret_init);
+	return (uint32_t)XXH3_64bits_withSeed(enc, len,
+	    version ^ settle_secret);
 }
 
 /* Room for one more key; -1 when memory runs out. */
