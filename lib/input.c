@@ -2000,6 +2000,24 @@ scope_idx_cmp(const void *a, const void *b, void *arg)
 	return strcmp(sc[*(const size_t *)a].name, sc[*(const size_t *)b].name);
 }
 
+/*
+ * The positions of s's scopes sorted by name, for count_find(); NULL when
+ * there are none or memory runs out (count_find() then scans).
+ */
+static size_t *
+scope_index(const struct input_set *s)
+{
+	size_t *ord, j;
+
+	if (s->nscopes == 0 ||
+	    (ord = malloc(s->nscopes * sizeof(*ord))) == NULL)
+		return NULL;
+	for (j = 0; j < s->nscopes; j++)
+		ord[j] = j;
+	qsort_r(ord, s->nscopes, sizeof(*ord), scope_idx_cmp, s->scopes);
+	return ord;
+}
+
 /* strcmp of a NUL-terminated name with counted bytes. */
 static int
 name_cmp(const char *name, const char *b, size_t blen)
@@ -2048,13 +2066,7 @@ input_count_scopes(struct input_set *s)
 	for (j = 0; j < s->nscopes; j++)
 		s->scopes[j].keys = 0;
 	/* Without memory for the index, a linear search still works. */
-	ord = s->nscopes > 0 ? malloc(s->nscopes * sizeof(*ord)) : NULL;
-	if (ord != NULL) {
-		for (j = 0; j < s->nscopes; j++)
-			ord[j] = j;
-		qsort_r(ord, s->nscopes, sizeof(*ord), scope_idx_cmp,
-		    s->scopes);
-	}
+	ord = scope_index(s);
 	/* Sorted records keep each scope's records together. */
 	n = input_set_records(s);
 	while (i < n) {
@@ -2310,13 +2322,7 @@ input_check_previous(const struct input_set *s,
 	 * a scan of s per scope (quadratic at the scope cap). Without memory
 	 * for the index, count_find() scans.
 	 */
-	ord = s->nscopes > 0 ? malloc(s->nscopes * sizeof(*ord)) : NULL;
-	if (ord != NULL) {
-		for (j = 0; j < s->nscopes; j++)
-			ord[j] = j;
-		qsort_r(ord, s->nscopes, sizeof(*ord), scope_idx_cmp,
-		    s->scopes);
-	}
+	ord = scope_index(s);
 	for (i = 0; i < prev->nscopes; i++) {
 		old = &prev->scopes[i];
 		j = count_find(s, ord, old->name, strlen(old->name));
