@@ -222,8 +222,7 @@ gate_begin(struct snapshot_slot *sl, const struct stale_policy *p,
 			metrics_inc(MET_REFUSED_NO_FILTER);
 		return CHECK_GATE_NO_FILTER;
 	}
-	r = snapshot_stale(s, p, now, atomic_load_explicit(
-	    &sl->newer_seen_at, memory_order_relaxed));
+	r = snapshot_stale(s, p, now, sl);
 	if (r != STALE_FRESH) {
 		snapshot_leave();
 		*why = r;

@@ -140,8 +140,8 @@ static const struct opt opts[] = {
 	{ "max_download", OPT_U64, OFF(max_download), 1024, FFILE_MAX_SIZE,
 	    NEED_EDGE, "268435456", "BYTES", "edge mode: filter download cap" },
 	{ "max_lag", OPT_DUR, OFF(max_lag), 0, 0, NEED_EDGE,
-	    "0", "D", "edge mode: stale when a newer version is not\n"
-	    "loaded within D; 0: off" },
+	    "0", "D", "edge mode: stale when a newer version, or a delta\n"
+	    "a verified head names, is not loaded within D; 0: off" },
 	{ "sync_timeout", OPT_DUR, OFF(sync_timeout), 1, 3600, NEED_EDGE,
 	    "600", "D", "edge mode: one filter download, all included" },
 	{ "sync_connect_timeout", OPT_DUR, OFF(sync_connect_timeout), 1, 3600,

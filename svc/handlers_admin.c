@@ -157,8 +157,7 @@ add_filter(cJSON *root, const struct server_req *r,
 	cJSON *o, *arr;
 	uint32_t i;
 
-	sr = snapshot_stale(s, &r->live->policy, now, atomic_load(
-	    &r->ctx->slot->newer_seen_at));
+	sr = snapshot_stale(s, &r->live->policy, now, r->ctx->slot);
 	o = cJSON_AddObjectToObject(root, "filter");
 	json_add_u64(o, "version", fi->version);
 	json_add_time(o, "issued_at", fi->issued_at);
@@ -332,8 +331,7 @@ handle_metrics(const struct server_req *r)
 	sbuf_init(&b, 4096, 0);
 	s = snapshot_acquire(ctx->slot);
 	if (s != NULL)
-		sr = snapshot_stale(s, &r->live->policy, now,
-		    atomic_load(&ctx->slot->newer_seen_at));
+		sr = snapshot_stale(s, &r->live->policy, now, ctx->slot);
 	sbuf_adds(&b, "# HELP revcheckd_build_info The running version.\n"
 	    "# TYPE revcheckd_build_info gauge\n"
 	    "revcheckd_build_info{version=\"" REVCHECK_VERSION "\"} 1\n");

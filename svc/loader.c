@@ -279,6 +279,7 @@ loader_set_keys(struct loader *l, struct snapshot_slot *sl,
 			    "service", (unsigned long long)s->version,
 			    (unsigned long long)s->pos.seq, what, who);
 			snapshot_swap(sl, NULL);
+			snapshot_slot_chain_reached(sl, 0, 0);
 			/*
 			 * Whatever is published gets looked at again: the
 			 * base reloads owing its chain (chain_behind) until
@@ -581,6 +582,8 @@ loader_accept(struct loader *l, struct snapshot_slot *sl, struct ffile *ff,
 		    "reaches it again", (unsigned long long)fi->version,
 		    (unsigned long long)s->chain_need);
 	snapshot_swap(sl, s);
+	/* Another base: its chain's lag clock, if any, starts anew. */
+	snapshot_slot_chain_reached(sl, fi->version, 0);
 	/*
 	 * Issued in this node's future (inside clock_skew, or it would have
 	 * been refused): its clock is behind the builder's, or the builder's
@@ -832,6 +835,7 @@ loader_reverify(struct loader *l, struct snapshot_slot *sl)
 	loader_refuse(l, version, l->serving_filter[0] != '\0' ?
 	    l->serving_filter : "memory", reason);
 	snapshot_swap(sl, NULL);
+	snapshot_slot_chain_reached(sl, 0, 0);
 	l->serving_filter[0] = '\0';
 	l->serving_table[0] = '\0';
 	return -1;
@@ -1089,6 +1093,41 @@ chain_persist(struct loader *l, const struct snapshot *s, uint64_t seq,
 	return 0;
 }
 
+/*
+ * The delta seq a head in src names when it is above pos on pos's base
+ * and verifies against the trusted keys, else 0: only signed evidence
+ * of deltas on this base moves the chain's lag clock (an unsigned or
+ * badly signed head, or one of another base, moves nothing).
+ */
+static uint64_t
+head_ahead(struct loader *l, delta_src_fn src, void *src_arg,
+    const struct delta_pos *pos)
+{
+	const struct delta_info *in;
+	struct delta *d;
+	unsigned char *buf = NULL;
+	size_t len = 0;
+	uint64_t seq = 0;
+	char e[512];
+
+	if (src(src_arg, DELTA_SEQ_HEAD, &buf, &len, e, sizeof(e)) != 1) {
+		free(buf);
+		return 0;
+	}
+	d = delta_parse(buf, len, e, sizeof(e));
+	free(buf);
+	if (d == NULL)
+		return 0;
+	in = delta_info(d);
+	if (in->kind == DELTA_KIND_HEAD && in->seq > pos->seq &&
+	    in->base_version == pos->base_version &&
+	    memcmp(in->base_sha256, pos->base_sha256, 32) == 0 &&
+	    delta_verify(d, &l->ring, e, sizeof(e)) == 0)
+		seq = in->seq;
+	delta_free(d);
+	return seq;
+}
+
 int
 loader_apply_chain(struct loader *l, struct snapshot_slot *sl,
     delta_src_fn src, void *src_arg, const char *where)
@@ -1098,7 +1137,7 @@ loader_apply_chain(struct loader *l, struct snapshot_slot *sl,
 	struct chain_walk w;
 	struct snapshot *s, *ns;
 	struct delta *head = NULL;
-	uint64_t head_seq;
+	uint64_t head_seq, ahead = 0;
 	unsigned i;
 	bool head_used = false;
 	int rc = 1;
@@ -1132,6 +1171,16 @@ loader_apply_chain(struct loader *l, struct snapshot_slot *sl,
 	} else {
 		l->chain_err[0] = '\0';
 	}
+	/*
+	 * A verified head of this base names deltas the walk could not
+	 * apply (withheld, cut off, bad): the node knows of changes it
+	 * lacks, and the lag clock runs until the chain reaches that seq.
+	 */
+	if (rc == -1 || (head_seq != UINT64_MAX && head_seq > ch.pos.seq))
+		ahead = head_ahead(l, src, src_arg, &ch.pos);
+	if (ahead > 0)
+		snapshot_slot_chain_seen(sl, ch.pos.base_version, ahead,
+		    util_now());
 	/* A head extends freshness, never shortens it (no rollback). */
 	if (head != NULL && delta_info(head)->issued_at >= w.issued_at) {
 		w.issued_at = delta_info(head)->issued_at;
@@ -1181,6 +1230,7 @@ loader_apply_chain(struct loader *l, struct snapshot_slot *sl,
 		    overlay_count(ns->ov));
 	}
 	snapshot_swap(sl, ns);
+	snapshot_slot_chain_reached(sl, ch.pos.base_version, ch.pos.seq);
 	if (rc == 1)
 		rc = 0;
 out:

@@ -311,8 +311,7 @@ log_filter_state(struct snapshot_slot *sl, const struct stale_policy *p,
 	int st;
 
 	if (s != NULL) {
-		sr = snapshot_stale(s, p, util_now(),
-		    atomic_load(&sl->newer_seen_at));
+		sr = snapshot_stale(s, p, util_now(), sl);
 		v = s->version;
 		snapshot_release(s);
 	}
@@ -340,8 +339,7 @@ fresh_loaded(struct snapshot_slot *sl, const struct stale_policy *p)
 
 	if (s == NULL)
 		return false;
-	ok = snapshot_stale(s, p, util_now(),
-	    atomic_load(&sl->newer_seen_at)) == STALE_FRESH;
+	ok = snapshot_stale(s, p, util_now(), sl) == STALE_FRESH;
 	snapshot_release(s);
 	return ok;
 }

@@ -157,13 +157,75 @@ snapshot_add_chain_signer(struct snapshot *s,
 
 enum stale_reason
 snapshot_stale(const struct snapshot *s, const struct stale_policy *p,
-    int64_t now, int64_t newer_seen_at)
+    int64_t now, struct snapshot_slot *sl)
 {
-	enum stale_reason r = stale_check(s->info, p, now, newer_seen_at);
+	enum stale_reason r;
+	int64_t at;
 
+	r = stale_check(s->info, p, now, sl == NULL ? 0 :
+	    atomic_load_explicit(&sl->newer_seen_at, memory_order_relaxed));
 	if (r == STALE_FRESH && s->pos.seq < s->chain_need)
 		r = STALE_CHAIN_BEHIND;
+	if (r != STALE_FRESH || sl == NULL || p->max_lag <= 0)
+		return r;
+	at = atomic_load_explicit(&sl->chain_seen_at, memory_order_acquire);
+	if (at > 0 && now >= at && now - at >= p->max_lag &&
+	    atomic_load(&sl->chain_seen_base) == s->version &&
+	    s->pos.seq < atomic_load(&sl->chain_seen_seq))
+		r = STALE_CHAIN_LAG;
 	return r;
+}
+
+void
+snapshot_slot_chain_seen(struct snapshot_slot *sl, uint64_t base,
+    uint64_t seq, int64_t now)
+{
+	if (now <= 0)
+		now = 1;
+	if (atomic_load(&sl->chain_seen_at) != 0 &&
+	    atomic_load(&sl->chain_seen_base) == base) {
+		if (seq > atomic_load(&sl->chain_top_seq)) {
+			atomic_store(&sl->chain_top_seq, seq);
+			atomic_store(&sl->chain_top_at, now);
+		}
+		return;
+	}
+	/* Another base's clock, or none: this one starts now. */
+	atomic_store(&sl->chain_seen_at, 0);
+	atomic_store(&sl->chain_seen_base, base);
+	atomic_store(&sl->chain_seen_seq, seq);
+	atomic_store(&sl->chain_top_seq, seq);
+	atomic_store(&sl->chain_top_at, now);
+	atomic_store_explicit(&sl->chain_seen_at, now, memory_order_release);
+}
+
+void
+snapshot_slot_chain_reached(struct snapshot_slot *sl, uint64_t base,
+    uint64_t seq)
+{
+	bool same;
+
+	if (atomic_load(&sl->chain_seen_at) == 0)
+		return;
+	same = base != 0 && atomic_load(&sl->chain_seen_base) == base;
+	if (same && seq < atomic_load(&sl->chain_seen_seq))
+		return;
+	if (same && seq < atomic_load(&sl->chain_top_seq)) {
+		/*
+		 * The delta the clock ran for is in; a later one named
+		 * since is not: the clock runs from when it was named. The
+		 * time first, so that a reader never pairs the old time
+		 * with the new seq.
+		 */
+		atomic_store(&sl->chain_seen_at, atomic_load(&sl->chain_top_at));
+		atomic_store(&sl->chain_seen_seq, atomic_load(&sl->chain_top_seq));
+		return;
+	}
+	atomic_store(&sl->chain_seen_at, 0);
+	atomic_store(&sl->chain_seen_seq, 0);
+	atomic_store(&sl->chain_seen_base, 0);
+	atomic_store(&sl->chain_top_seq, 0);
+	atomic_store(&sl->chain_top_at, 0);
 }
 
 struct snapshot *
@@ -198,6 +260,11 @@ snapshot_slot_init(struct snapshot_slot *sl)
 	pthread_mutex_init(&sl->mu, NULL);
 	atomic_init(&sl->cur, NULL);
 	atomic_init(&sl->newer_seen_at, 0);
+	atomic_init(&sl->chain_seen_at, 0);
+	atomic_init(&sl->chain_seen_base, 0);
+	atomic_init(&sl->chain_seen_seq, 0);
+	atomic_init(&sl->chain_top_seq, 0);
+	atomic_init(&sl->chain_top_at, 0);
 }
 
 void

@@ -88,6 +88,20 @@ struct snapshot_slot {
 	pthread_mutex_t	 mu;
 	/* Edge: when a newer version was first seen upstream, 0 if none. */
 	_Alignas(64) _Atomic int64_t newer_seen_at;
+	/*
+	 * The chain's lag clock, written by the loader only: since
+	 * chain_seen_at (0: not running) a verified head of base
+	 * chain_seen_base has named delta chain_seen_seq, above the chain
+	 * in service (STALE_CHAIN_LAG after max_lag). chain_top_seq is the
+	 * highest delta named on that base, first named at chain_top_at:
+	 * the clock moves on to it when chain_seen_seq is reached, so a
+	 * chain that follows a moving head a little behind does not lag.
+	 */
+	_Atomic int64_t	 chain_seen_at;
+	_Atomic uint64_t chain_seen_base;
+	_Atomic uint64_t chain_seen_seq;
+	_Atomic uint64_t chain_top_seq;
+	_Atomic int64_t	 chain_top_at;
 };
 
 /*
@@ -125,11 +139,32 @@ void snapshot_add_chain_signer(struct snapshot *s,
     const unsigned char signer[SIGN_KEYID_LEN]);
 
 /*
- * stale_check() for a snapshot: its freshness, then its chain position
- * (STALE_CHAIN_BEHIND when it holds fewer deltas than chain_need).
+ * stale_check() for a snapshot of sl (its newer_seen_at; sl may be NULL:
+ * no lag): its freshness, then its chain position (STALE_CHAIN_BEHIND
+ * when it holds fewer deltas than chain_need), then the chain's lag
+ * (STALE_CHAIN_LAG when, for max_lag or more, a verified head of its
+ * base has named a delta above the ones it holds).
  */
 enum stale_reason snapshot_stale(const struct snapshot *s,
-    const struct stale_policy *p, int64_t now, int64_t newer_seen_at);
+    const struct stale_policy *p, int64_t now, struct snapshot_slot *sl);
+
+/*
+ * The loader saw, at now, a verified head of base version base naming
+ * delta seq above the chain in service: starts the chain's lag clock
+ * unless it runs for that base (then seq only raises chain_top_seq).
+ * Loader only (one writer).
+ */
+void snapshot_slot_chain_seen(struct snapshot_slot *sl, uint64_t base,
+    uint64_t seq, int64_t now);
+
+/*
+ * The chain in service on base reached seq: stops the clock when that
+ * is all that was named on base, moves it on to chain_top_seq when the
+ * delta it ran for is reached. Another base, or base 0: stops it.
+ * Loader only.
+ */
+void snapshot_slot_chain_reached(struct snapshot_slot *sl, uint64_t base,
+    uint64_t seq);
 
 /*
  * Adds a reference to s and returns it: s must be held (a reference, or

@@ -36,6 +36,8 @@ stale_reason_str(enum stale_reason r)
 		return "version_lag";
 	case STALE_CHAIN_BEHIND:
 		return "chain_behind";
+	case STALE_CHAIN_LAG:
+		return "chain_lag";
 	}
 	return "unknown";
 }

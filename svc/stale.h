@@ -13,6 +13,7 @@ enum stale_reason {
 	STALE_FUTURE,		/* issued_at > now + clock_skew */
 	STALE_LAG,		/* edge: a newer version seen, not loaded in max_lag */
 	STALE_CHAIN_BEHIND,	/* fewer deltas than were once served on this base */
+	STALE_CHAIN_LAG,	/* edge: a later delta seen, not applied in max_lag */
 };
 
 struct stale_policy {

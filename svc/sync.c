@@ -557,6 +557,35 @@ chain_caught_up(struct sync *s, int mode, const struct dl *d)
 }
 
 /*
+ * True, with msg saying so, while a verified head names deltas on the
+ * base in service above the chain applied (the lag clock runs): the
+ * ETag is then not kept, so the next fetch asks again instead of a 304.
+ */
+static bool
+chain_lagging(struct sync *s, char *msg, size_t msglen)
+{
+	struct snapshot *cur;
+	uint64_t seq = atomic_load(&s->sl->chain_top_seq);
+	bool lag = false;
+
+	if (atomic_load(&s->sl->chain_seen_at) == 0 ||
+	    (cur = snapshot_acquire(s->sl)) == NULL)
+		return false;
+	if (cur->version == atomic_load(&s->sl->chain_seen_base) &&
+	    cur->pos.seq < seq) {
+		lag = true;
+		snprintf(msg, msglen, "delta chain: a verified head names "
+		    "delta %llu of base %llu, only %llu applied (%s)",
+		    (unsigned long long)seq, (unsigned long long)cur->version,
+		    (unsigned long long)cur->pos.seq, s->cfg->max_lag > 0 ?
+		    "stale: chain_lag once that lasts max_lag" :
+		    "max_lag is off");
+	}
+	snapshot_release(cur);
+	return lag;
+}
+
+/*
  * Fetches the chain after what is in service, from the origin's
  * /v1/delta or a static copy of the output directory (If-None-Match: an
  * idle chain costs a 304), and applies it through the loader's one rule
@@ -604,7 +633,8 @@ sync_chain(struct sync *s)
 			b->p = d.p;
 			/* Refusals are logged and counted by the loader. */
 			if (loader_apply_chain(s->l, s->sl, bundle_src, b,
-			    url) != -1 && chain_caught_up(s, mode, &d)) {
+			    url) != -1 && chain_caught_up(s, mode, &d) &&
+			    !chain_lagging(s, msg, sizeof(msg))) {
 				pthread_mutex_lock(&s->mu);
 				memcpy(s->chain_etag, newtag,
 				    sizeof(s->chain_etag));
@@ -612,6 +642,8 @@ sync_chain(struct sync *s)
 			}
 		}
 	}
+	if (msg[0] == '\0')
+		(void)chain_lagging(s, msg, sizeof(msg));
 	pthread_mutex_lock(&s->mu);
 	if (msg[0] != '\0' && strcmp(msg, s->chain_error) != 0)
 		log_warn("%s", msg);
@@ -875,6 +907,7 @@ sync_status_json(cJSON *root, void *arg)
 {
 	struct sync *s = arg;
 	cJSON *o = cJSON_AddObjectToObject(root, "sync");
+	int64_t at;
 
 	pthread_mutex_lock(&s->mu);
 	json_add_str(o, "upstream_filter", s->cfg->upstream_filter);
@@ -891,6 +924,12 @@ sync_status_json(cJSON *root, void *arg)
 		cJSON_AddNullToObject(o, "upstream_version_seen");
 	json_add_time(o, "newer_version_seen_at",
 	    atomic_load(&s->sl->newer_seen_at));
+	if ((at = atomic_load(&s->sl->chain_seen_at)) != 0)
+		json_add_u64(o, "delta_seq_seen",
+		    atomic_load(&s->sl->chain_top_seq));
+	else
+		cJSON_AddNullToObject(o, "delta_seq_seen");
+	json_add_time(o, "newer_delta_seen_at", at);
 	json_add_opt(o, "etag", s->etag);
 	json_add_u64(o, "attempts", s->attempts);
 	json_add_u64(o, "failures", s->failures);
@@ -955,6 +994,9 @@ sync_metrics(struct sbuf *b, void *arg)
 	series(b, "sync_newer_version_pending", "gauge", "1 while a newer "
 	    "verified version is known upstream but not loaded.",
 	    atomic_load(&s->sl->newer_seen_at) != 0 ? 1.0 : 0.0);
+	series(b, "sync_newer_delta_pending", "gauge", "1 while a verified "
+	    "head names deltas on the base in service that are not applied.",
+	    atomic_load(&s->sl->chain_seen_at) != 0 ? 1.0 : 0.0);
 	if (s->up != NULL)
 		upstream_metrics(s->up, b);
 }

@@ -1222,3 +1222,97 @@ Test(loader, withdrawn_head_signer_takes_the_chain_out_of_service)
 	snapshot_slot_free(&sl);
 	EVP_PKEY_free(k2);
 }
+
+/* The gate at now under a policy with max_lag set: "ok" or why not. */
+static const char *
+gate_lag(struct snapshot_slot *sl, int64_t now, int64_t max_lag)
+{
+	struct stale_policy lp = pol;
+	const struct snapshot *s;
+	enum stale_reason why;
+	enum check_gate g;
+
+	lp.max_lag = max_lag;
+	g = check_begin(sl, &lp, now, &s, &why);
+	check_end(s);
+	if (g == CHECK_GATE_OK)
+		return "ok";
+	if (g == CHECK_GATE_NO_FILTER)
+		return "no_filter";
+	return stale_reason_str(why);
+}
+
+/*
+ * A verified head of the base in service naming deltas the node cannot
+ * get starts the max_lag clock, as a newer base it cannot load does:
+ * the node knows of revocations it lacks. After max_lag it answers 503
+ * chain_lag until the deltas arrive. A head by an untrusted key or of
+ * another base moves nothing.
+ */
+Test(loader, head_ahead_of_the_chain_starts_the_lag_clock)
+{
+	struct snapshot_slot sl;
+	struct loader l;
+	struct snapshot *s;
+	struct delta_entry e[1];
+	EVP_PKEY *other = sign_keygen();
+	unsigned char base[32], d2[32], d3[32], d4[32], zero[32];
+	int64_t now = util_now(), lag = 60;
+	char n3[DELTA_NAME_LEN + 1], n4[DELTA_NAME_LEN + 1], a[256], b[256];
+
+	dname(n3, 3);
+	dname(n4, 4);
+	memset(zero, 0x5a, sizeof(zero));
+	base_with_two_deltas(&l, &sl, key, now);
+	s = snapshot_acquire(&sl);
+	memcpy(base, s->pos.base_sha256, 32);
+	memcpy(d2, s->pos.last_sha256, 32);
+	snapshot_release(s);
+	cr_assert_str_eq(gate_lag(&sl, now + 2 * lag, lag), "ok",
+	    "caught up: no clock");
+
+	/* Unverified claims: a head by an untrusted key, of another base. */
+	put_chain_file(other, DELTA_KIND_HEAD, 1, base, 9, zero, now,
+	    now + 600, NULL, 0, DELTA_HEAD_NAME, 0, NULL);
+	(void)loader_poll_chain(&l, &sl);
+	cr_assert_str_eq(gate_lag(&sl, now + 2 * lag, lag), "ok",
+	    "a badly signed head starts no clock");
+	put_chain_file(key, DELTA_KIND_HEAD, 1, zero, 9, zero, now + 1,
+	    now + 600, NULL, 0, DELTA_HEAD_NAME, 0, NULL);
+	(void)loader_poll_chain(&l, &sl);
+	cr_assert_str_eq(gate_lag(&sl, now + 2 * lag, lag), "ok",
+	    "a head of another base starts no clock");
+
+	/* The signed head names delta 4; delta 3 is there, 4 is withheld. */
+	e[0] = chain_ent(DELTA_ADD, "t11");
+	put_chain_file(key, DELTA_KIND_DELTA, 1, base, 3, d2, now - 3,
+	    now + 600, e, 1, n3, 0, d3);
+	e[0] = chain_ent(DELTA_ADD, "t12");
+	put_chain_file(key, DELTA_KIND_DELTA, 1, base, 4, d3, now - 2,
+	    now + 600, e, 1, "withheld", 0, d4);
+	put_chain_file(key, DELTA_KIND_HEAD, 1, base, 4, d4, now + 2,
+	    now + 900, NULL, 0, DELTA_HEAD_NAME, 0, NULL);
+	(void)loader_poll_chain(&l, &sl);
+	s = snapshot_acquire(&sl);
+	cr_assert_eq(s->pos.seq, 3, "delta 3 applied: %llu",
+	    (unsigned long long)s->pos.seq);
+	snapshot_release(s);
+	cr_assert_str_eq(gate_lag(&sl, now + 2, lag), "ok",
+	    "within max_lag it still answers");
+	cr_assert_str_eq(gate_lag(&sl, now + 2 + lag, lag), "chain_lag",
+	    "max_lag after a verified head named delta 4, delta 3 serves");
+	cr_assert_str_eq(gate_lag(&sl, now + 2 + lag, 0), "ok",
+	    "max_lag 0: off");
+
+	/* Delta 4 arrives: caught up, fresh again at once. */
+	snprintf(a, sizeof(a), "%s/v%020d/" DELTA_DIR "/withheld", fdir, 1);
+	snprintf(b, sizeof(b), "%s/v%020d/" DELTA_DIR "/%s", fdir, 1, n4);
+	cr_assert_eq(rename(a, b), 0);
+	cr_assert_eq(loader_poll_chain(&l, &sl), 0);
+	cr_assert_str_eq(gate_lag(&sl, now + 2 + lag, lag), "ok",
+	    "caught up: the clock stops");
+	cr_assert_eq(answer(&sl, "t12", NULL, NULL), CHECK_REVOKED);
+	loader_free(&l);
+	snapshot_slot_free(&sl);
+	EVP_PKEY_free(other);
+}

@@ -337,3 +337,76 @@ Test(snapshot, swaps_under_readers_free_each_exactly_once, .timeout = 60)
 	snapshot_slot_free(&sl);
 	cr_assert_eq(snapshot_freed_count() - freed, 60);
 }
+
+/* snapshot_stale of the slot's current snapshot at now, max_lag 60. */
+static enum stale_reason
+lag_at(struct snapshot_slot *sl, int64_t now)
+{
+	struct stale_policy p = { 0, 300, 60 };
+	struct snapshot *s = snapshot_acquire(sl);
+	enum stale_reason r;
+
+	cr_assert_not_null(s);
+	r = snapshot_stale(s, &p, now, sl);
+	snapshot_release(s);
+	return r;
+}
+
+/* The slot's snapshot with its chain at seq (a fresh chain snapshot). */
+static void
+chain_to(struct snapshot_slot *sl, uint64_t seq)
+{
+	struct snapshot_chain ch;
+	struct snapshot *cur = snapshot_acquire(sl), *ns;
+
+	memset(&ch, 0, sizeof(ch));
+	ch.pos = cur->pos;
+	ch.pos.seq = seq;
+	ch.issued_at = cur->info->issued_at;
+	ch.expires_at = cur->info->expires_at;
+	cr_assert_not_null(ns = snapshot_with_chain(cur, &ch, NOW));
+	snapshot_release(cur);
+	snapshot_swap(sl, ns);
+	snapshot_slot_chain_reached(sl, ns->version, seq);
+}
+
+/*
+ * The chain's lag clock: stale (chain_lag) max_lag after a verified head
+ * named a delta the chain does not reach (naming it again does not
+ * restart it); moved on to when a later delta was named once the chain
+ * reaches the first; stopped when it reaches everything named, or
+ * another base comes.
+ */
+Test(snapshot, chain_lag_clock)
+{
+	struct snapshot_slot sl;
+
+	snapshot_slot_init(&sl);
+	snapshot_swap(&sl, make_snapshot(7));
+	cr_assert_eq(lag_at(&sl, NOW + 100), STALE_FRESH);
+
+	snapshot_slot_chain_seen(&sl, 7, 3, NOW);
+	cr_assert_eq(lag_at(&sl, NOW + 59), STALE_FRESH, "within max_lag");
+	cr_assert_eq(lag_at(&sl, NOW + 60), STALE_CHAIN_LAG);
+
+	/* 3 named at NOW, 5 at NOW + 40 (4 later: no news). */
+	snapshot_slot_chain_seen(&sl, 7, 3, NOW + 30);
+	snapshot_slot_chain_seen(&sl, 7, 5, NOW + 40);
+	snapshot_slot_chain_seen(&sl, 7, 4, NOW + 45);
+	cr_assert_eq(atomic_load(&sl.chain_top_seq), 5);
+	chain_to(&sl, 2);
+	cr_assert_eq(lag_at(&sl, NOW + 60), STALE_CHAIN_LAG, "2 < 3");
+	chain_to(&sl, 3);
+	cr_assert_eq(lag_at(&sl, NOW + 60), STALE_FRESH,
+	    "3 in: the clock runs from when 5 was named");
+	cr_assert_eq(lag_at(&sl, NOW + 100), STALE_CHAIN_LAG, "5 not in");
+	chain_to(&sl, 5);
+	cr_assert_eq(lag_at(&sl, NOW + 1000), STALE_FRESH, "caught up");
+	cr_assert_eq(atomic_load(&sl.chain_seen_at), 0, "clock stopped");
+
+	/* A new base stops the clock of the old one. */
+	snapshot_slot_chain_seen(&sl, 7, 9, NOW);
+	snapshot_slot_chain_reached(&sl, 8, 0);
+	cr_assert_eq(atomic_load(&sl.chain_seen_at), 0);
+	snapshot_slot_free(&sl);
+}

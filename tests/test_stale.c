@@ -85,6 +85,7 @@ Test(stale, reason_names_are_stable)
 	cr_assert_str_eq(stale_reason_str(STALE_FUTURE), "issued_in_future");
 	cr_assert_str_eq(stale_reason_str(STALE_LAG), "version_lag");
 	cr_assert_str_eq(stale_reason_str(STALE_CHAIN_BEHIND), "chain_behind");
+	cr_assert_str_eq(stale_reason_str(STALE_CHAIN_LAG), "chain_lag");
 }
 
 Test(stale, remaining_seconds)

@@ -144,7 +144,8 @@ common = (words("service", "version mode started_at uptime_seconds now now_unix"
     words("token_verification", "mode issuers[] cache.size cache.hits cache.misses"))
 edge = (common | words("sync", "upstream_filter interval_seconds max_download "
         "max_lag_seconds last_attempt last_success result error "
-        "upstream_version_seen newer_version_seen_at etag attempts failures "
+        "upstream_version_seen newer_version_seen_at delta_seq_seen "
+        "newer_delta_seen_at etag attempts failures "
         "consecutive_failures updates delta_fetches delta_bytes delta_error "
         "persisted insecure_http") |
     words("authority", "url answered failed behind retries requests waiting "
