@@ -923,23 +923,32 @@ Test(loader, delta_chain_files_are_regular_and_not_group_writable,
 /* ---- the chain position across restarts (rollback state) --------------- */
 
 /*
- * What a check would get from the slot now: "ok", "no_filter" or the
- * stale reason (stale_reason_str) that refuses it.
+ * What a check would get from the slot at now with max_lag: "ok",
+ * "no_filter" or the stale reason (stale_reason_str) that refuses it.
  */
 static const char *
-gate(struct snapshot_slot *sl)
+gate_lag(struct snapshot_slot *sl, int64_t now, int64_t max_lag)
 {
+	struct stale_policy lp = pol;
 	const struct snapshot *s;
 	enum stale_reason why;
 	enum check_gate g;
 
-	g = check_begin(sl, &pol, util_now(), &s, &why);
+	lp.max_lag = max_lag;
+	g = check_begin(sl, &lp, now, &s, &why);
 	check_end(s);
 	if (g == CHECK_GATE_OK)
 		return "ok";
 	if (g == CHECK_GATE_NO_FILTER)
 		return "no_filter";
 	return stale_reason_str(why);
+}
+
+/* The same now, under the tests' policy. */
+static const char *
+gate(struct snapshot_slot *sl)
+{
+	return gate_lag(sl, util_now(), pol.max_lag);
 }
 
 /* The rollback state's "delta_seq" of its only signer, "" when absent. */
@@ -1223,24 +1232,6 @@ Test(loader, withdrawn_head_signer_takes_the_chain_out_of_service)
 	EVP_PKEY_free(k2);
 }
 
-/* The gate at now under a policy with max_lag set: "ok" or why not. */
-static const char *
-gate_lag(struct snapshot_slot *sl, int64_t now, int64_t max_lag)
-{
-	struct stale_policy lp = pol;
-	const struct snapshot *s;
-	enum stale_reason why;
-	enum check_gate g;
-
-	lp.max_lag = max_lag;
-	g = check_begin(sl, &lp, now, &s, &why);
-	check_end(s);
-	if (g == CHECK_GATE_OK)
-		return "ok";
-	if (g == CHECK_GATE_NO_FILTER)
-		return "no_filter";
-	return stale_reason_str(why);
-}
 
 /*
  * A verified head of the base in service naming deltas the node cannot
