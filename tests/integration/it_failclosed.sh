@@ -40,14 +40,8 @@ rc_start S1 --filter-dir "$T/fexp" --trusted-key "$T/key.pub" --state-dir "$T/s1
 # S3 serves the same soon-expiring filter under libfaketime, whose clock
 # the test steps back once the filter has expired (as an operator's date
 # command, or NTP spoofed to an edge, would): it must stay expired.
-LIBFT=$(ls /usr/lib/*/faketime/libfaketime.so.1 2>/dev/null | head -n 1)
-[ -n "$LIBFT" ] || rc_fail "libfaketime is missing (make deps installs faketime)"
-echo "+0" >"$T/clock.rc"
 mkdir -p "$T/s3"
-LD_PRELOAD=$LIBFT FAKETIME_TIMESTAMP_FILE=$T/clock.rc FAKETIME_NO_CACHE=1 \
-    FAKETIME_DONT_FAKE_MONOTONIC=1 \
-    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
-    rc_start S3 --filter-dir "$T/fexp" --trusted-key "$T/key.pub" --state-dir "$T/s3" "${RO[@]}"
+rc_start_faketime S3 "$T/clock.rc" +0 --filter-dir "$T/fexp" --trusted-key "$T/key.pub" --state-dir "$T/s3" "${RO[@]}"
 rc_start S2 --filter-dir "$T/fage" --trusted-key "$T/key.pub" --state-dir "$T/s2" --max-age 4s "${RO[@]}"
 for n in S1 S2; do
 	u=$(eval echo "\$${n}_URL")

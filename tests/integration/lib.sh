@@ -139,6 +139,22 @@ rc_free_port() {
 	return 1
 }
 
+# rc_start_faketime NAME CLOCKFILE OFFSET [args]: rc_start under
+# libfaketime, its wall clock OFFSET ("-120", "+0") from the real one;
+# write another offset into CLOCKFILE to step it (monotonic clocks stay
+# real).
+rc_start_faketime() {
+	local name=$1 clock=$2 offset=$3 lib
+	shift 3
+	lib=$(ls /usr/lib/*/faketime/libfaketime.so.1 2>/dev/null | head -n 1)
+	[ -n "$lib" ] || { rc_fail "libfaketime is missing (make deps installs faketime)"; return 1; }
+	echo "$offset" >"$clock"
+	LD_PRELOAD=$lib FAKETIME_TIMESTAMP_FILE=$clock FAKETIME_NO_CACHE=1 \
+	    FAKETIME_DONT_FAKE_MONOTONIC=1 \
+	    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+	    rc_start "$name" "$@"
+}
+
 # rc_start NAME [args]: starts revcheckd on a free loopback port; retries
 # another port when the bind fails; waits until /healthz answers.
 rc_start() {
