@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# deltahold.py - a proxy before an origin that withholds deltas from /v1/delta bundles, or forges their head, for it_chain_lag.sh
+# deltahold.py - a proxy before an origin that withholds deltas from /v1/delta bundles, forges their head or fails the fetch (it_chain_lag.sh, it_audit*.sh)
 #
 # Usage: deltahold.py UPSTREAM_PORT PORTFILE MODEFILE
 #
@@ -14,6 +14,9 @@
 #             piece) leaves an edge
 #   forge     the deltas dropped and the head's seq raised by 100, so its
 #             signature no longer verifies: an unverified claim
+#   fail      every /v1/delta answers 500: an edge syncing through it
+#             keeps its base in step and misses every delta, the way an
+#             edge does whose origin's chain is broken
 # Runs until killed.
 import http.client
 import http.server
@@ -56,6 +59,9 @@ class H(http.server.BaseHTTPRequestHandler):
             mode = open(MODE).read().strip()
         except OSError:
             mode = "pass"
+        if mode == "fail" and self.path.startswith("/v1/delta"):
+            self.send_error(500, "delta chain broken (test proxy)")
+            return
         c = http.client.HTTPConnection("127.0.0.1", UP, timeout=10)
         hdr = {k: self.headers[k] for k in PASS_REQ if k in self.headers}
         c.request("GET", self.path, headers=hdr)

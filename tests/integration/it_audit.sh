@@ -145,7 +145,8 @@ rc_stop E4 || rc_fail "E4 did not exit 0"
 # sync stays "unchanged" with no error, only sync.delta_error says that it
 # misses the chain (and so every revocation a delta carries). The audit
 # must fail it, not print OK.
-python3 "$(dirname "$0")/delta500.py" "$O_PORT" "$T/proxy.port" &
+echo fail >"$T/proxy.mode"
+python3 "$(dirname "$0")/deltahold.py" "$O_PORT" "$T/proxy.port" "$T/proxy.mode" &
 rc_stop_at_exit $!
 for _ in $(seq 1 100); do [ -s "$T/proxy.port" ] && break; sleep 0.1; done
 P_URL="http://127.0.0.1:$(cat "$T/proxy.port")"

@@ -4,7 +4,7 @@
 # A real chain (filterbuild follow on PostgreSQL) served by an origin O;
 # E1 follows it every second; E3 syncs once and then only after an hour,
 # so it keeps the base and the seq it started at while O moves on; E2
-# syncs through delta500.py, which fails every /v1/delta: its base sync
+# syncs through deltahold.py in its fail mode, which fails every /v1/delta: its base sync
 # says "unchanged" with no error and it stays at seq 0. E2 and E3 answer
 # not_revoked for ids the deltas they miss revoke; the audit must fail
 # both and pass O and E1.
@@ -35,7 +35,8 @@ edge() {
 mkdir -p "$T/so"
 rc_start O --filter-dir "$F" --trusted-key "$T/key.pub" --state-dir "$T/so"
 rc_wait_version "$O_URL" "$v1" || rc_fail "origin serves the base"
-python3 "$(dirname "$0")/delta500.py" "$O_PORT" "$T/proxy.port" &
+echo fail >"$T/proxy.mode"
+python3 "$(dirname "$0")/deltahold.py" "$O_PORT" "$T/proxy.port" "$T/proxy.mode" &
 rc_stop_at_exit $!
 for _ in $(seq 1 100); do [ -s "$T/proxy.port" ] && break; sleep 0.1; done
 P_URL="http://127.0.0.1:$(cat "$T/proxy.port")"
