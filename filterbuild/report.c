@@ -92,18 +92,6 @@ report_scope(struct fb_report *r, const struct ffile_scope *sc,
 	return 0;
 }
 
-/* True when set covers a scope named name. */
-static bool
-set_covers(const struct input_set *set, const char *name)
-{
-	size_t i;
-
-	for (i = 0; i < set->nscopes; i++)
-		if (strcmp(set->scopes[i].name, name) == 0)
-			return true;
-	return false;
-}
-
 int
 fb_report_keep(struct fb_report *r, struct input_set *set,
     const struct ffile *f, const struct table *t, int64_t now, char *err,
@@ -111,32 +99,31 @@ fb_report_keep(struct fb_report *r, struct input_set *set,
 {
 	const struct ffile_info *in;
 	const struct ffile_scope *sc;
+	enum input_kept what;
 	uint32_t i;
-	int rc = -1;
 
 	in = ffile_info(f);
 	for (i = 0; i < in->nscopes; i++) {
 		sc = &in->scopes[i];
-		if (sc->source != FFILE_SRC_CRL || set_covers(set, sc->name))
+		if (input_keep_previous(set, sc, t, now, &what, err,
+		    errlen) != 0)
+			return -1;
+		if (what == INPUT_KEPT_NONE)
 			continue;
-		if (sc->next_update > now) {
-			if (input_keep_scope(set, sc, t, err, errlen) != 0 ||
-			    report_scope(r, sc, in->version, true) != 0)
-				goto out;
+		if (report_scope(r, sc, in->version, what == INPUT_KEPT) != 0) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		if (what == INPUT_KEPT)
 			fb_err("warning: --keep-going: scope %s (\"%s\") kept "
 			    "from version %llu until its nextUpdate", sc->name,
 			    sc->issuer, (unsigned long long)in->version);
-		} else {
-			if (report_scope(r, sc, in->version, false) != 0)
-				goto out;
+		else
 			fb_err("warning: --keep-going: scope %s (\"%s\") past its "
 			    "nextUpdate: left out (not_covered)", sc->name,
 			    sc->issuer);
-		}
 	}
-	rc = 0;
-out:
-	return rc;
+	return 0;
 }
 
 static bool

@@ -2854,3 +2854,21 @@ fail:
 	table_builder_truncate(&s->builder, nrecs0);
 	return -1;
 }
+
+int
+input_keep_previous(struct input_set *s, const struct ffile_scope *sc,
+    const struct table *prev, int64_t now, enum input_kept *what, char *err,
+    size_t errlen)
+{
+	*what = INPUT_KEPT_NONE;
+	if (sc->source != FFILE_SRC_CRL || set_scope_named(s, sc->name) != NULL)
+		return 0;
+	if (sc->next_update <= now) {
+		*what = INPUT_KEPT_LEFT_OUT;
+		return 0;
+	}
+	if (input_keep_scope(s, sc, prev, err, errlen) != 0)
+		return -1;
+	*what = INPUT_KEPT;
+	return 0;
+}

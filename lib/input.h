@@ -253,6 +253,24 @@ int input_check_signers(const struct input_set *s, char *err,
 int input_keep_scope(struct input_set *s, const struct ffile_scope *sc,
     const struct table *prev, char *err, size_t errlen);
 
+/* What input_keep_previous() did with a scope of the previous version. */
+enum input_kept {
+	INPUT_KEPT_NONE = 0,	/* the inputs describe it: nothing done */
+	INPUT_KEPT,		/* its records kept (FFILE_SCOPE_KEPT) */
+	INPUT_KEPT_LEFT_OUT,	/* past its nextUpdate: left out */
+};
+
+/*
+ * --keep-going, once for each scope sc of the previous version (table
+ * prev) after input_resolve_crls: a CRL scope the inputs no longer
+ * describe is kept (input_keep_scope) while its nextUpdate lies ahead of
+ * now, and left out (not_covered) after it. *what says which. Returns 0,
+ * or -1 with err (s unchanged).
+ */
+int input_keep_previous(struct input_set *s, const struct ffile_scope *sc,
+    const struct table *prev, int64_t now, enum input_kept *what, char *err,
+    size_t errlen);
+
 /* What input_check_previous() lets through. */
 struct input_prev_opts {
 	bool		 allow_shrink;	/* dropped or shrunk scopes only warn */
