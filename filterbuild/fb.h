@@ -123,9 +123,12 @@ int fb_report_input(struct fb_report *r, const char *name, const char *error,
 /*
  * For each CRL scope of the previous version (its filter f and table t,
  * which the caller has verified: signature and binding) that set does
- * not cover: keeps it (its records and metadata, flagged kept) when its
- * nextUpdate is after now, else leaves it out; records either in r and
- * warns on stderr. 0, or -1 with err.
+ * not describe with a CRL of its own (not at all, or only through other
+ * issuers' indirect CRLs): keeps it (its records and metadata, flagged
+ * kept) when its nextUpdate is after now, else leaves out what its own
+ * CRLs covered (input_keep_previous); records either in r and warns on
+ * stderr. A scope missing one of its own partitions loses the delegated
+ * parts over it (warned). 0, or -1 with err.
  */
 int fb_report_keep(struct fb_report *r, struct input_set *set,
     const struct ffile *f, const struct table *t, int64_t now, char *err,

@@ -2,8 +2,9 @@
 /*
  * One bad CA must not freeze the others: with --keep-going an input that
  * fails is recorded and skipped, and a CRL scope of the previous version
- * that the good inputs no longer cover keeps that version's entries while
- * its nextUpdate lies ahead (after that it is left out: not_covered).
+ * that the good inputs no longer cover (or name only through another
+ * issuer's indirect CRL) keeps that version's entries while its
+ * nextUpdate lies ahead (after that it is left out: not_covered).
  * Every input and every such scope goes into a machine-readable report.
  */
 #include <errno.h>
@@ -108,6 +109,14 @@ fb_report_keep(struct fb_report *r, struct input_set *set,
 		if (input_keep_previous(set, sc, t, now, &what, err,
 		    errlen) != 0)
 			return -1;
+		if (what == INPUT_KEPT_NARROWED) {
+			fb_err("warning: --keep-going: scope %s (\"%s\"): a CRL "
+			    "of its own that version %llu used is missing: the "
+			    "delegated parts covering the same certificates are "
+			    "left out (not_covered)", sc->name, sc->issuer,
+			    (unsigned long long)in->version);
+			continue;
+		}
 		if (what == INPUT_KEPT_NONE)
 			continue;
 		if (report_scope(r, sc, in->version, what == INPUT_KEPT) != 0) {

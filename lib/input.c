@@ -2336,10 +2336,10 @@ input_check_previous(const struct input_set *s,
 			}
 			log_warn("%s (--allow-crl-rollback)", msg);
 		}
-		for (j = 0; now == NULL && j < o->ngone; j++)
+		for (j = 0; j < o->ngone; j++)
 			if (strcmp(o->gone[j], old->name) == 0)
 				break;
-		if (now == NULL && j < o->ngone)
+		if (j < o->ngone)
 			continue;
 		if (now == NULL) {
 			n = snprintf(msg, sizeof(msg), "scope \"%s\" (%" PRIu64
@@ -2802,14 +2802,45 @@ out:
 	return rc;
 }
 
+/*
+ * Appends every record of scope name in prev's table to s. 0, or -1 with
+ * err (s's records as they were).
+ */
+static int
+keep_records(struct input_set *s, const char *name, const struct table *prev,
+    char *err, size_t errlen)
+{
+	struct table_rec rec;
+	size_t nrecs0 = input_set_records(s);
+	uint64_t i, n = table_count(prev);
+
+	for (i = 0; i < n; i++) {
+		if (table_get(prev, i, &rec) != 0) {
+			snprintf(err, errlen, "previous table: record %" PRIu64
+			    " unreadable", i);
+			goto fail;
+		}
+		if (strcmp(rec.key.scope, name) != 0)
+			continue;
+		if (table_builder_add(&s->builder, &rec.key, rec.revoked_at,
+		    rec.reason) != 0) {
+			snprintf(err, errlen, "out of memory");
+			goto fail;
+		}
+	}
+	return 0;
+fail:
+	table_builder_truncate(&s->builder, nrecs0);
+	return -1;
+}
+
 int
 input_keep_scope(struct input_set *s, const struct ffile_scope *sc,
     const struct table *prev, char *err, size_t errlen)
 {
 	struct ffile_scope *ns;
-	struct table_rec rec;
-	size_t nrecs0 = input_set_records(s), ncap;
-	uint64_t i, n = table_count(prev);
+	size_t ncap;
+	unsigned i;
 
 	if (set_scope_named(s, sc->name) != NULL ||
 	    s->nscopes >= FFILE_MAX_SCOPES) {
@@ -2825,20 +2856,8 @@ input_keep_scope(struct input_set *s, const struct ffile_scope *sc,
 		s->scopes = ns;
 		s->scap = ncap;
 	}
-	for (i = 0; i < n; i++) {
-		if (table_get(prev, i, &rec) != 0) {
-			snprintf(err, errlen, "previous table: record %" PRIu64
-			    " unreadable", i);
-			goto fail;
-		}
-		if (strcmp(rec.key.scope, sc->name) != 0)
-			continue;
-		if (table_builder_add(&s->builder, &rec.key, rec.revoked_at,
-		    rec.reason) != 0) {
-			snprintf(err, errlen, "out of memory");
-			goto fail;
-		}
-	}
+	if (keep_records(s, sc->name, prev, err, errlen) != 0)
+		return -1;
 	ns = &s->scopes[s->nscopes];
 	*ns = *sc;
 	ns->flags |= FFILE_SCOPE_KEPT;
@@ -2850,9 +2869,136 @@ input_keep_scope(struct input_set *s, const struct ffile_scope *sc,
 		ns->part[i].flags &= (uint8_t)~FFILE_PART_INDIRECT;
 	s->nscopes++;
 	return 0;
-fail:
-	table_builder_truncate(&s->builder, nrecs0);
-	return -1;
+}
+
+/*
+ * Whether a part of a scope's own CRLs (the previous version's) and a
+ * part delegated to it cover some certificate in common: kinds, reasons
+ * and distribution point names meet, whoever issued the CRLs.
+ */
+static bool
+parts_meet(const struct ffile_part *own, const struct ffile_part *dg)
+{
+	if (own->kind != FFILE_PART_ANY && dg->kind != FFILE_PART_ANY &&
+	    own->kind != dg->kind)
+		return false;
+	if ((own->reasons & dg->reasons) == 0)
+		return false;
+	return !crl_part_named(own) || !crl_part_named(dg) ||
+	    memcmp(own->dp, dg->dp, 32) == 0;
+}
+
+/* Whether two parts cover the same certificates from the same CRL issuer. */
+static bool
+parts_alike(const struct ffile_part *a, const struct ffile_part *b)
+{
+	return a->kind == b->kind && a->reasons == b->reasons &&
+	    memcmp(a->dp, b->dp, 32) == 0 &&
+	    memcmp(a->crl_issuer, b->crl_issuer, 32) == 0;
+}
+
+/*
+ * Whether part p of sc (the previous version's scope) came from one of
+ * its own CRLs and ns (this build's) has no part of its own like it: that
+ * CRL is not among the inputs (or failed). (A scope covered whole by its
+ * own CRL has no parts: drop_delegated_over_lost() sees that one lost.)
+ */
+static bool
+own_part_lost(const struct ffile_scope *ns, const struct ffile_part *p)
+{
+	unsigned i;
+
+	if ((p->flags & FFILE_PART_DELEGATED) != 0)
+		return false;
+	if ((ns->flags & FFILE_SCOPE_ATTRIBUTED) == 0 && ns->npart == 0)
+		return false;	/* covered whole by a CRL of its own */
+	for (i = 0; i < ns->npart; i++)
+		if ((ns->part[i].flags & FFILE_PART_DELEGATED) == 0 &&
+		    parts_alike(&ns->part[i], p))
+			return false;
+	return true;
+}
+
+/*
+ * Drops the delegated parts of ns that cover some certificate a lost own
+ * CRL of sc covered (own_part_lost; all of them when sc was covered whole
+ * by its own CRL and ns no longer is): those certificates were answered
+ * from both CRLs, and the delegated one alone is not what proved them
+ * not revoked. They answer not_covered. Returns how many it dropped.
+ */
+static unsigned
+drop_delegated_over_lost(struct ffile_scope *ns, const struct ffile_scope *sc)
+{
+	bool whole_lost, drop;
+	unsigned i, j, k = 0, dropped = 0;
+
+	whole_lost = sc->npart == 0 && (ns->npart > 0 ||
+	    (ns->flags & FFILE_SCOPE_ATTRIBUTED) != 0);
+	for (i = 0; i < ns->npart; i++) {
+		drop = false;
+		if ((ns->part[i].flags & FFILE_PART_DELEGATED) != 0) {
+			drop = whole_lost;
+			for (j = 0; !drop && j < sc->npart; j++)
+				drop = own_part_lost(ns, &sc->part[j]) &&
+				    parts_meet(&sc->part[j], &ns->part[i]);
+		}
+		if (drop)
+			dropped++;
+		else
+			ns->part[k++] = ns->part[i];
+	}
+	ns->npart = (uint8_t)k;
+	return dropped;
+}
+
+/*
+ * ns (this build's scope, with no CRL of its own: only what other
+ * issuers' indirect CRLs give it) takes sc's own CRLs back from the
+ * previous version: prev's records of the scope, sc's metadata and own
+ * coverage (flagged kept), with the delegated parts of this build, good
+ * until the earlier of sc's nextUpdate and theirs. 0, or -1 with err (s
+ * unchanged).
+ */
+static int
+keep_own_into(struct input_set *s, struct ffile_scope *ns,
+    const struct ffile_scope *sc, const struct table *prev, char *err,
+    size_t errlen)
+{
+	struct ffile_scope *out;
+	int64_t next = sc->next_update;
+	unsigned i;
+	int rc = -1;
+
+	if ((out = calloc(1, sizeof(*out))) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	*out = *sc;
+	out->npart = 0;
+	for (i = 0; i < sc->npart; i++) {
+		if ((sc->part[i].flags & FFILE_PART_DELEGATED) != 0)
+			continue;	/* this build's delegated parts instead */
+		out->part[out->npart] = sc->part[i];
+		out->part[out->npart].flags &= (uint8_t)~FFILE_PART_INDIRECT;
+		out->npart++;
+	}
+	for (i = 0; sc->npart > 0 && i < ns->npart; i++)
+		if (parts_union(out, &ns->part[i], sc->issuer, err,
+		    errlen) != 0)
+			goto out;
+	if (sc->npart > 0 && ns->npart > 0 && ns->next_update < next)
+		next = ns->next_update;
+	out->next_update = next;
+	out->flags = (uint8_t)((sc->flags | FFILE_SCOPE_KEPT |
+	    (ns->flags & FFILE_SCOPE_UNVERIFIED)) & ~FFILE_SCOPE_ATTRIBUTED);
+	if (keep_records(s, sc->name, prev, err, errlen) != 0)
+		goto out;
+	out->keys = ns->keys;
+	*ns = *out;
+	rc = 0;
+out:
+	free(out);
+	return rc;
 }
 
 int
@@ -2860,15 +3006,52 @@ input_keep_previous(struct input_set *s, const struct ffile_scope *sc,
     const struct table *prev, int64_t now, enum input_kept *what, char *err,
     size_t errlen)
 {
+	struct ffile_scope *ns = NULL;
+	size_t j;
+
 	*what = INPUT_KEPT_NONE;
-	if (sc->source != FFILE_SRC_CRL || set_scope_named(s, sc->name) != NULL)
+	if (sc->source != FFILE_SRC_CRL)
 		return 0;
-	if (sc->next_update <= now) {
-		*what = INPUT_KEPT_LEFT_OUT;
+	for (j = 0; j < s->nscopes && ns == NULL; j++)
+		if (strcmp(s->scopes[j].name, sc->name) == 0)
+			ns = &s->scopes[j];
+	if (ns == NULL) {
+		if (sc->next_update <= now) {
+			*what = INPUT_KEPT_LEFT_OUT;
+			return 0;
+		}
+		if (input_keep_scope(s, sc, prev, err, errlen) != 0)
+			return -1;
+		*what = INPUT_KEPT;
 		return 0;
 	}
-	if (input_keep_scope(s, sc, prev, err, errlen) != 0)
-		return -1;
-	*what = INPUT_KEPT;
+	/* Without a CRL of its own in prev, it has none to lose. */
+	if ((sc->flags & FFILE_SCOPE_ATTRIBUTED) != 0 ||
+	    ns->source != FFILE_SRC_CRL)
+		return 0;
+	/*
+	 * Still named, but only by other issuers' indirect CRLs: its own
+	 * CRLs failed. What they covered is kept from prev while their
+	 * nextUpdate lies ahead, and not_covered after it, never answered
+	 * from the delegated CRLs alone.
+	 */
+	if ((ns->flags & FFILE_SCOPE_ATTRIBUTED) != 0) {
+		if (sc->next_update > now) {
+			if (keep_own_into(s, ns, sc, prev, err, errlen) != 0)
+				return -1;
+			*what = INPUT_KEPT;
+		} else {
+			(void)drop_delegated_over_lost(ns, sc);
+			*what = INPUT_KEPT_LEFT_OUT;
+		}
+		return 0;
+	}
+	/*
+	 * Described by CRLs of its own, but not by every one prev used (a
+	 * partition failed): the delegated parts that covered the same
+	 * certificates go with it.
+	 */
+	if (drop_delegated_over_lost(ns, sc) > 0)
+		*what = INPUT_KEPT_NARROWED;
 	return 0;
 }

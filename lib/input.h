@@ -257,15 +257,29 @@ int input_keep_scope(struct input_set *s, const struct ffile_scope *sc,
 enum input_kept {
 	INPUT_KEPT_NONE = 0,	/* the inputs describe it: nothing done */
 	INPUT_KEPT,		/* its records kept (FFILE_SCOPE_KEPT) */
-	INPUT_KEPT_LEFT_OUT,	/* past its nextUpdate: left out */
+	INPUT_KEPT_LEFT_OUT,	/* past its nextUpdate: what its own CRLs
+				   covered is left out (not_covered) */
+	INPUT_KEPT_NARROWED,	/* a CRL of its own missing: the delegated
+				   parts over what it covered left out */
 };
 
 /*
  * --keep-going, once for each scope sc of the previous version (table
- * prev) after input_resolve_crls: a CRL scope the inputs no longer
- * describe is kept (input_keep_scope) while its nextUpdate lies ahead of
- * now, and left out (not_covered) after it. *what says which. Returns 0,
- * or -1 with err (s unchanged).
+ * prev) after input_resolve_crls. A CRL scope the inputs no longer name
+ * is kept (input_keep_scope) while its nextUpdate lies ahead of now, and
+ * left out (not_covered) after it. A scope that had CRLs of its own in
+ * prev but that the inputs name only through other issuers' indirect CRLs
+ * (its own CRLs failed) is not left to those: while sc's nextUpdate lies
+ * ahead it takes back prev's records of the scope and sc's metadata and
+ * own coverage (flagged kept), with this build's delegated parts and
+ * records beside them, until the earlier nextUpdate; after it, the
+ * delegated parts that cover any certificate its own CRLs covered are
+ * dropped, so those certificates and its bare serials answer
+ * not_covered (a certificate naming the other issuer as cRLIssuer is
+ * still covered through that issuer's scope). A scope still described by
+ * some of its own CRLs, but without one prev used (a partition failed),
+ * loses the delegated parts over what that CRL covered. *what says which.
+ * Returns 0, or -1 with err (s unchanged).
  */
 int input_keep_previous(struct input_set *s, const struct ffile_scope *sc,
     const struct table *prev, int64_t now, enum input_kept *what, char *err,
@@ -277,7 +291,12 @@ struct input_prev_opts {
 	bool		 allow_rollback;	/* an older CRL than prev's warns */
 	unsigned	 max_shrink_pct;	/* 0..100; a scope may lose this
 					   share of its keys (default 50) */
-	const char *const *gone;	/* scopes allowed to be missing */
+	/*
+	 * Scopes left out on purpose (--keep-going: past their nextUpdate):
+	 * allowed to be missing, or to shrink when the inputs still name
+	 * them through other issuers' indirect CRLs.
+	 */
+	const char *const *gone;
 	size_t		 ngone;
 	bool		 quiet;
 };

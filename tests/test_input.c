@@ -1537,6 +1537,7 @@ struct crlspec {
 	int64_t		 next_off;	/* nextUpdate - thisUpdate - 60, 0: a day */
 	bool		 idp_user;	/* issuingDistributionPoint onlyUser */
 	bool		 idp_indirect;	/* issuingDistributionPoint indirectCRL */
+	bool		 idp_ca;	/* issuingDistributionPoint onlyCA */
 };
 
 static void
@@ -1643,11 +1644,12 @@ crl_make(X509 *issuer, EVP_PKEY *key, const struct crlspec *c)
 		cr_assert(X509_CRL_add_ext(crl, e, -1));
 		X509_EXTENSION_free(e);
 	}
-	if (c->idp_user || c->idp_indirect) {
+	if (c->idp_user || c->idp_indirect || c->idp_ca) {
 		ISSUING_DIST_POINT *idp = ISSUING_DIST_POINT_new();
 
 		cr_assert_not_null(idp);
 		idp->onlyuser = c->idp_user;
+		idp->onlyCA = c->idp_ca;
 		idp->indirectCRL = c->idp_indirect;
 		cr_assert(X509_CRL_add1_ext_i2d(crl,
 		    NID_issuing_distribution_point, idp, 1, 0));
@@ -2970,6 +2972,192 @@ Test(input_crl, delegated_part_ends_with_its_crl)
 	X509_free(certs[1]);
 	EVP_PKEY_free(kx);
 	EVP_PKEY_free(kc);
+}
+
+/* The prev table of a resolved set, written to a temporary file. */
+static struct table *
+table_of(struct input_set *s)
+{
+	char path[] = "/tmp/revcheck-test-keep-XXXXXX", err[256];
+	unsigned char sha[32];
+	uint64_t len;
+	struct table *t;
+	int fd;
+
+	table_builder_sort_unique(&s->builder);
+	input_count_scopes(s);
+	fd = mkstemp(path);
+	cr_assert(fd >= 0);
+	cr_assert_eq(table_builder_write(&s->builder, fd, sha, &len, err,
+	    sizeof(err)), 0, "%s", err);
+	cr_assert_eq(close(fd), 0);
+	t = table_open(path, err, sizeof(err));
+	cr_assert_not_null(t, "%s", err);
+	unlink(path);
+	return t;
+}
+
+/* Reads the CRLs of specs (signed by certs[who[i]], keys[who[i]]), resolved. */
+static void
+keep_set(struct input_set *s, const struct input_opts *o, X509 **certs,
+    EVP_PKEY **keys, const struct crlspec *specs, const int *who, size_t n)
+{
+	X509_CRL *crl;
+	char err[512];
+	size_t i;
+
+	input_set_init(s);
+	for (i = 0; i < n; i++) {
+		crl = crl_make(certs[who[i]], keys[who[i]], &specs[i]);
+		cr_assert_eq(crl_read(s, crl, o, err, sizeof(err)), 0, "%s", err);
+		X509_CRL_free(crl);
+	}
+	cr_assert_eq(input_resolve_crls(s, true, false, err, sizeof(err)), 0,
+	    "%s", err);
+}
+
+/*
+ * --keep-going, a CA X covered by its own CRL and by an indirect CRL of C
+ * delegated to it (--delegate X=C): when X's own CRL fails, the build
+ * still names X's scope through C's CRL. It was left to C's delegated
+ * parts alone: X's own CRL's revocation 0x42 (C lists nothing for X)
+ * answered not_revoked for its bare serial and its certificates, while
+ * that CRL's nextUpdate lay ahead and after it. Now X's own part is kept
+ * from the previous version while its nextUpdate lies ahead (0x42 stays
+ * revoked), and after it what X's own CRL covered is not_covered; a
+ * delegated part over certificates X's own CRL did not cover (C's CRL for
+ * CA certificates, X's for users) still answers. So too when one of X's
+ * own partitions fails. Cases: X's own CRL user-only (k 0), whole (k 1),
+ * user-only with C's CA-only (k 2); X's user and CA partitions, the CA
+ * one failing (k 3).
+ */
+Test(input_crl, own_crl_lost_not_left_to_the_delegated_crl)
+{
+	EVP_PKEY *keys[2];
+	X509 *certs[2];
+	struct input_opts o = opts("x");
+	struct input_delegation dg;
+	struct crlspec v1[3], v2[2];
+	int who1[3] = { 0, 1, 0 }, who2[2] = { 1, 0 };
+	const struct ffile_scope *sx;
+	struct ffile_scope px;
+	struct input_set s;
+	struct revkey bare, user, ca;
+	struct table *prev;
+	enum input_kept what;
+	char err[512];
+	int64_t now = (int64_t)time(NULL);
+	size_t n1, n2;
+	int k;
+
+	keys[0] = EVP_EC_gen("P-256");
+	keys[1] = EVP_EC_gen("P-256");
+	cr_assert(keys[0] != NULL && keys[1] != NULL);
+	certs[0] = cert_make(keys[0], "revcheck X CA",
+	    "critical,keyCertSign,cRLSign");
+	certs[1] = cert_make(keys[1], "revcheck C CRL issuer",
+	    "critical,keyCertSign,cRLSign");
+	memset(&dg, 0, sizeof(dg));
+	cr_assert_eq(revkey_x509_scope(dg.ca_scope,
+	    X509_get_subject_name(certs[0])), 0);
+	cr_assert_eq(revkey_x509_scope(dg.crl_issuer_scope,
+	    X509_get_subject_name(certs[1])), 0);
+	memcpy(dg.ca_issuer, "CN=revcheck X CA", 17);
+	o.issuers = certs;
+	o.nissuers = 2;
+	o.delegations = &dg;
+	o.ndelegations = 1;
+	memset(&bare, 0, sizeof(bare));
+	user = cert_key(REVKEY_CERT_KNOWN, NULL);
+	ca = cert_key(REVKEY_CERT_KNOWN | REVKEY_CERT_CA, NULL);
+	for (k = 0; k < 4; k++) {
+		/* v1: X's own CRL(s), revoking 0x42, and C's (no entry). */
+		memset(v1, 0, sizeof(v1));
+		v1[0].number = 5;
+		v1[0].idp_user = k != 1;
+		v1[0].next_off = 30 * 86400;
+		v1[1].number = 3;
+		v1[1].idp_indirect = true;
+		v1[1].idp_ca = k == 2;
+		v1[1].no_default = true;
+		v1[1].next_off = 7 * 86400;
+		v1[2].number = 6;
+		v1[2].idp_ca = true;
+		v1[2].no_default = true;
+		v1[2].extra[0].serial = 0x43;
+		v1[2].extra[0].ago = 60;
+		v1[2].extra[0].reason = 1;
+		v1[2].nextra = 1;
+		v1[2].next_off = 30 * 86400;
+		n1 = k == 3 ? 3 : 2;
+		keep_set(&s, &o, certs, keys, v1, who1, n1);
+		sx = scope_of(&s, dg.ca_scope);
+		cr_assert_not_null(sx);
+		cr_assert(crl_key_covered(sx, &bare),
+		    "case %d: v1 covers X", k);
+		prev = table_of(&s);
+		px = *scope_of(&s, dg.ca_scope);
+		cr_assert_eq(px.keys, k == 3 ? 2 : 1, "case %d", k);
+		input_set_free(&s);
+
+		/*
+		 * v2: X's own CRL failed (k 3: its CA partition); C's CRL is
+		 * still good and still lists nothing for X.
+		 */
+		memcpy(v2, &v1[1], sizeof(v2[0]));
+		memcpy(&v2[1], &v1[0], sizeof(v2[1]));
+		n2 = k == 3 ? 2 : 1;
+		keep_set(&s, &o, certs, keys, v2, who2, n2);
+		cr_assert_eq(input_keep_previous(&s, &px, prev, now, &what, err,
+		    sizeof(err)), 0, "%s", err);
+		table_builder_sort_unique(&s.builder);
+		input_count_scopes(&s);
+		sx = scope_of(&s, dg.ca_scope);
+		cr_assert_not_null(sx);
+		if (k == 3) {
+			/* X's user CRL is good: a user stays covered. */
+			cr_assert_eq(what, INPUT_KEPT_NARROWED);
+			cr_assert(crl_key_covered(sx, &user));
+			cr_assert_not(crl_key_covered(sx, &ca), "a CA "
+			    "certificate of X, its own CA CRL lost: not "
+			    "answered from C's CRL alone");
+			cr_assert_not(crl_key_covered(sx, &bare));
+			input_set_free(&s);
+			table_close(prev);
+			continue;
+		}
+		cr_assert_eq(what, INPUT_KEPT, "case %d: X's own part kept", k);
+		cr_assert_neq(sx->flags & FFILE_SCOPE_KEPT, 0);
+		cr_assert_eq(sx->flags & FFILE_SCOPE_ATTRIBUTED, 0);
+		cr_assert(find(&s, dg.ca_scope, "\x42", 1) >= 0, "case %d: "
+		    "0x42, revoked on X's own CRL, is still revoked", k);
+		cr_assert(crl_key_covered(sx, &bare));
+		cr_assert_leq(sx->next_update, px.next_update);
+		cr_assert_str_eq(sx->crl_number, px.crl_number);
+		input_set_free(&s);
+
+		/* The same build once X's own CRL is past its nextUpdate. */
+		keep_set(&s, &o, certs, keys, v2, who2, 1);
+		cr_assert_eq(input_keep_previous(&s, &px, prev,
+		    px.next_update, &what, err, sizeof(err)), 0, "%s", err);
+		cr_assert_eq(what, INPUT_KEPT_LEFT_OUT, "case %d", k);
+		sx = scope_of(&s, dg.ca_scope);
+		cr_assert_not_null(sx);
+		cr_assert_eq(find(&s, dg.ca_scope, "\x42", 1), -1);
+		cr_assert_not(crl_key_covered(sx, &bare), "case %d: a bare "
+		    "serial of X: not_covered, not answered from C's CRL", k);
+		cr_assert_not(crl_key_covered(sx, &user), "case %d: a user "
+		    "certificate of X: not_covered", k);
+		cr_assert_eq(crl_key_covered(sx, &ca), k == 2, "case %d: a CA "
+		    "certificate of X: covered only by C's CA-only part, which "
+		    "X's own user CRL never covered", k);
+		input_set_free(&s);
+		table_close(prev);
+	}
+	X509_free(certs[0]);
+	X509_free(certs[1]);
+	EVP_PKEY_free(keys[0]);
+	EVP_PKEY_free(keys[1]);
 }
 
 /*

@@ -353,6 +353,51 @@ rc_expect_eq "$(bare leafX)" not_revoked "--delegate: the CA's bare serials are 
 expect leafY not_revoked "--delegate: its other certificates too"
 FB inspect "$T/f" >"$T/insp"
 rc_expect_match "$(cat "$T/insp")" 'delegated \(--delegate\)' "inspect shows the delegated part"
+# Partly delegated, its own CRL lost: leafY (a user certificate of the
+# Other CA, no distribution point) is revoked on the Other CA's own
+# user-only CRL; the delegated indirect CRL (7 days) lists nothing for the
+# Other CA. With --keep-going and the own CRL unreadable, the scope keeps
+# the previous version's records of that CRL while its nextUpdate lies
+# ahead (leafY revoked), and after it leafY is not_covered. (The scope was
+# rebuilt from the delegated part alone: leafY and its bare serial
+# answered not_revoked, in both cases.) --max-shrink 100: openssl ca
+# cannot write certificateIssuer entries, so the indirect CRL here lists
+# nothing for the Other CA and the shrink check (1 key to 0) would refuse
+# the old build by luck; an indirect CRL listing more of the CA's
+# revocations than its own CRL passes that check without the option.
+revoke other leafY keyCompromise
+gencrl other "$P/other-user2.crl" crl_user
+gencrl ci "$P/ind-long.crl" crl_indirect
+# dpub [--serve] ARGS...: the next version in $T/f from root2.crl, the
+# Other CA delegated to the CRL issuer, and ARGS; exit status in DST; with
+# --serve the daemon is made to load it.
+dpub() {
+	local serve=0
+	[ "$1" = --serve ] && { serve=1; shift; }
+	DST=0
+	FB build --key "$T/key.pem" --out "$T/f" --quiet --issuer "$P/root.pem" --issuer "$P/ci.pem" \
+	    --issuer "$P/other.pem" --delegate "$P/other.pem=$P/ci.pem" "$P/root2.crl" "$@" 2>"$T/err" || DST=$?
+	[ "$DST" -eq 0 ] || [ "$DST" -eq 3 ] || { rc_fail "build $*: $(head -c 400 "$T/err")"; return 1; }
+	V=$((V + 1))
+	[ "$serve" -eq 1 ] || return 0
+	kill -HUP "$R_PID"
+	rc_wait_version "$R_URL" "$V" 20 || rc_fail "version $V not served"
+}
+dpub --serve "$P/other-user2.crl" "$P/ind-long.crl"
+expect leafY revoked "own user CRL and delegated CRL: leafY revoked"
+rc_expect_eq "$(bare leafY)" revoked "own user CRL and delegated CRL: leafY's bare serial revoked"
+dpub --serve --keep-going --max-shrink 100 "$P/gone-other.crl" "$P/ind-long.crl"
+rc_expect_eq "$DST" 3 "--keep-going without the own CRL publishes, exit 3"
+rc_expect_match "$(cat "$T/err")" 'scope x509:[0-9a-f]+ \("CN=Shapes Other CA,O=revcheck shapes"\) kept from version [0-9]+ until its nextUpdate' \
+    "own CRL lost: its part is kept from the previous version"
+expect leafY revoked "own CRL lost, its nextUpdate ahead: leafY still revoked, not not_revoked from the indirect CRL"
+rc_expect_eq "$(bare leafY)" revoked "own CRL lost: leafY's bare serial still revoked"
+expect leafX not_revoked "own CRL lost: leafX (naming the CRL issuer) still answered from the indirect CRL"
+# The same with an own CRL that runs out (5 s): it ends with the sleep below.
+openssl ca -config "$C" -name ca_other -batch -gencrl -crlsec 5 -crlexts crl_user \
+    -out "$P/other-user-short.crl" 2>"$T/ca.err" || rc_fail "gencrl other-user-short: $(tail -3 "$T/ca.err")"
+dpub "$P/other-user-short.crl" "$P/ind-long.crl"
+rc_expect_eq "$DST" 0 "a short own CRL with the delegated CRL: published"
 # Partly delegated: the Other CA's own CRL covers its user certificates
 # for 7 days, the delegated indirect CRL (5 s here) everything else. Once
 # that CRL has run out and neither input can be read, --keep-going keeps
@@ -376,6 +421,15 @@ rc_expect_match "$(cat "$T/err")" '"CN=Shapes Other CA,O=revcheck shapes"\) past
     "the Other CA's scope ends with the indirect CRL"
 rc_expect_eq "$(FB inspect "$T/dg" | grep -c 'delegated (--delegate)' || true)" 0 \
     "no delegated part of the expired indirect CRL is kept"
+# The own CRL past its nextUpdate, the delegated CRL current: what the own
+# CRL covered is not_covered, not left to the indirect CRL.
+dpub --serve --keep-going --max-shrink 100 "$P/gone-other.crl" "$P/ind-long.crl"
+rc_expect_eq "$DST" 3 "--keep-going, own CRL past its nextUpdate: publishes, exit 3"
+rc_expect_match "$(cat "$T/err")" '"CN=Shapes Other CA,O=revcheck shapes"\) past its nextUpdate' \
+    "own CRL past its nextUpdate: warned"
+expect leafY not_covered "own CRL lost and past its nextUpdate: leafY not_covered, not not_revoked"
+rc_expect_eq "$(bare leafY)" not_covered "own CRL lost and past its nextUpdate: bare serial not_covered"
+expect leafX not_revoked "leafX names the CRL issuer: still covered by the indirect CRL"
 # A statement no indirect CRL among the inputs can honour is warned.
 FB build --key "$T/key.pem" --out "$T/g" --quiet --issuer "$P/root.pem" \
     --delegate "$P/other.pem=$P/root.pem" "$P/root2.crl" 2>"$T/err" || rc_fail "build: $(cat "$T/err")"
