@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,7 +19,7 @@
 struct ffile {
 	const unsigned char *buf;
 	size_t		 len;
-	bool		 mapped;	/* munmap() on close */
+	bool		 mapped;	/* util_copy_free() on close */
 	bool		 owned;		/* free() on close */
 	struct ffile_info info;
 	struct bloom	 bloom;
@@ -503,7 +502,7 @@ ffile_open(const char *path, char *err, size_t errlen)
 	f = calloc(1, sizeof(*f));
 	if (f == NULL) {
 		util_errf(err, errlen, "%s: out of memory", path);
-		(void)munmap(map, len);
+		util_copy_free(map, len);
 		return NULL;
 	}
 	f->buf = map;
@@ -811,7 +810,7 @@ ffile_close(struct ffile *f)
 		return;
 	free(f->info.scopes);
 	if (f->mapped)
-		(void)munmap((void *)(uintptr_t)f->buf, f->len);
+		util_copy_free((void *)(uintptr_t)f->buf, f->len);
 	else if (f->owned)
 		free((void *)(uintptr_t)f->buf);
 	free(f);

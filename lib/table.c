@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,7 +32,7 @@
 struct table {
 	const unsigned char *buf;
 	size_t		 len;
-	bool		 mapped;	/* munmap() on close */
+	bool		 mapped;	/* util_copy_free() on close */
 	bool		 owned;		/* free() on close */
 	uint64_t	 count;
 	const unsigned char *idx;
@@ -1533,7 +1532,7 @@ table_open_fd(int fd, const char *name, char *err, size_t errlen)
 	t = calloc(1, sizeof(*t));
 	if (t == NULL) {
 		util_errf(err, errlen, "%s: out of memory", name);
-		(void)munmap(map, len);
+		util_copy_free(map, len);
 		return NULL;
 	}
 	t->buf = map;
@@ -1686,7 +1685,7 @@ table_close(struct table *t)
 	if (t == NULL)
 		return;
 	if (t->mapped)
-		(void)munmap((void *)(uintptr_t)t->buf, t->len);
+		util_copy_free((void *)(uintptr_t)t->buf, t->len);
 	else if (t->owned)
 		free((void *)(uintptr_t)t->buf);
 	free(t);

@@ -508,13 +508,182 @@ fail:
 	return -1;
 }
 
+/*
+ * The spare buffer of util_copy_keep: one private copy released by
+ * util_copy_free, kept for the next util_copy_fd. Its pages are faulted
+ * in and charged already, so a copy into it skips the page faults, the
+ * zeroing and the unmapping that fresh anonymous memory costs (about 40 %
+ * of a reload's CPU: docs/BENCHMARKS.md). Only util_copy_free puts a
+ * buffer here, and its caller no longer uses it (table_close, reached
+ * from snapshot_release once no reader can see the table); the spare is
+ * read-only and, under AddressSanitizer, poisoned until handed out again.
+ */
+static pthread_mutex_t spare_mu = PTHREAD_MUTEX_INITIALIZER;
+static void *spare_map;
+static size_t spare_cap;	/* bytes mapped: a multiple of the page size */
+static bool spare_keep;
+
+#if defined(__SANITIZE_ADDRESS__)
+#define UTIL_ASAN	1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UTIL_ASAN	1
+#endif
+#endif
+#ifdef UTIL_ASAN
+#include <sanitizer/asan_interface.h>
+#define spare_poison(p, n)	ASAN_POISON_MEMORY_REGION((p), (n))
+#define spare_unpoison(p, n)	ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define spare_poison(p, n)	((void)(p), (void)(n))
+#define spare_unpoison(p, n)	((void)(p), (void)(n))
+#endif
+
+static size_t
+page_round(size_t n)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+
+	return n > SIZE_MAX - (pg - 1) ? 0 : (n + pg - 1) / pg * pg;
+}
+
+/* Takes the spare away; NULL when there is none. */
+static void *
+spare_take(size_t *cap)
+{
+	void *p;
+
+	pthread_mutex_lock(&spare_mu);
+	p = spare_map;
+	*cap = spare_cap;
+	spare_map = NULL;
+	spare_cap = 0;
+	pthread_mutex_unlock(&spare_mu);
+	if (p != NULL)
+		spare_unpoison(p, *cap);
+	return p;
+}
+
+/*
+ * A writable private mapping of cap bytes (page-rounded): the spare when
+ * there is one of a size within a factor of two (resized to cap), else
+ * fresh memory. MAP_FAILED with errno on failure.
+ */
+static unsigned char *
+copy_buf(size_t cap)
+{
+	unsigned char *m;
+	void *sp;
+	size_t scap;
+
+	if ((sp = spare_take(&scap)) != NULL) {
+		m = sp;
+		if (scap / 2 > cap || cap / 2 > scap) {
+			(void)munmap(sp, scap);
+			m = MAP_FAILED;
+		} else if (scap != cap &&
+		    (m = mremap(sp, scap, cap, MREMAP_MAYMOVE)) == MAP_FAILED)
+			(void)munmap(sp, scap);
+		if (m != MAP_FAILED &&
+		    mprotect(m, cap, PROT_READ | PROT_WRITE) == 0)
+			return m;
+		if (m != MAP_FAILED)
+			(void)munmap(m, cap);
+	}
+	return mmap(NULL, cap, PROT_READ | PROT_WRITE,
+	    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+}
+
+void
+util_copy_keep(bool on)
+{
+	void *p;
+	size_t cap;
+
+	pthread_mutex_lock(&spare_mu);
+	spare_keep = on;
+	pthread_mutex_unlock(&spare_mu);
+	if (!on && (p = spare_take(&cap)) != NULL)
+		(void)munmap(p, cap);
+}
+
+void
+util_copy_free(void *map, size_t len)
+{
+	void *old = NULL;
+	size_t cap, ocap = 0;
+
+	if (map == NULL)
+		return;
+	cap = page_round(len);
+	pthread_mutex_lock(&spare_mu);
+	/* Of two, the larger is kept: a small file's copy never evicts it. */
+	if (spare_keep && cap != 0 && cap >= spare_cap &&
+	    mprotect(map, cap, PROT_READ) == 0) {
+		spare_poison(map, cap);
+		old = spare_map;
+		ocap = spare_cap;
+		spare_map = map;
+		spare_cap = cap;
+		map = NULL;
+	}
+	pthread_mutex_unlock(&spare_mu);
+	if (old != NULL) {
+		spare_unpoison(old, ocap);
+		(void)munmap(old, ocap);
+	}
+	if (map != NULL)
+		(void)munmap(map, len);
+}
+
+/*
+ * Reads fd from offset 0 into m (cap bytes, page-aligned, a multiple of
+ * UTIL_DW_ALIGN) with O_DIRECT: the file's blocks go straight into the
+ * copy instead of into page-cache pages first and then through a second
+ * copy (copy_to_user), and no page cache is left behind (a table that
+ * filterbuild wrote with O_DIRECT is not cached anyway). Each read asks
+ * for the rest of cap, so a file grown past size shows as more than size
+ * bytes read. 0 with *got set (0 when O_DIRECT is refused here or a read
+ * came back short of the end and unaligned: the caller then reads
+ * through the page cache from the start), or -1 with errno. fd's flags
+ * are as they were on return.
+ */
+static int
+copy_direct(int fd, unsigned char *m, size_t size, size_t cap, size_t *got)
+{
+	ssize_t n = 0;
+	int fl, rc = 0, saved;
+
+	*got = 0;
+	if ((fl = fcntl(fd, F_GETFL)) == -1 ||
+	    fcntl(fd, F_SETFL, fl | O_DIRECT) == -1)
+		return 0;
+	while (*got < size) {
+		n = pread(fd, m + *got, cap - *got, (off_t)*got);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 && errno != EINVAL)
+			rc = -1;
+		if (n <= 0 || (*got + (size_t)n < size &&
+		    (size_t)n % UTIL_DW_ALIGN != 0))
+			break;
+		*got += (size_t)n;
+	}
+	saved = errno;
+	(void)fcntl(fd, F_SETFL, fl);
+	errno = saved;
+	if (rc == 0 && *got < size)
+		*got = 0;
+	return rc;
+}
+
 int
 util_copy_fd(int fd, const char *name, uint64_t min, uint64_t max,
     void **map, size_t *len, char *err, size_t errlen)
 {
 	struct stat st;
 	unsigned char *m, extra;
-	size_t size, got = 0;
+	size_t size, cap, got = 0;
 	ssize_t n;
 
 	*map = NULL;
@@ -528,18 +697,32 @@ util_copy_fd(int fd, const char *name, uint64_t min, uint64_t max,
 		return -1;
 	}
 	if ((uint64_t)st.st_size < min || (uint64_t)st.st_size > max ||
-	    (uint64_t)st.st_size > SIZE_MAX || st.st_size == 0) {
+	    (uint64_t)st.st_size > SIZE_MAX || st.st_size == 0 ||
+	    page_round((size_t)st.st_size) == 0) {
 		snprintf(err, errlen, "%s: offset 0: file size %lld is out of "
 		    "range", name, (long long)st.st_size);
 		return -1;
 	}
 	size = (size_t)st.st_size;
-	m = mmap(NULL, size, PROT_READ | PROT_WRITE,
-	    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (m == MAP_FAILED) {
+	cap = page_round(size);
+	if ((m = copy_buf(cap)) == MAP_FAILED) {
 		snprintf(err, errlen, "%s: cannot allocate %zu bytes: %s", name,
 		    size, strerror(errno));
 		return -1;
+	}
+	/* A recycled buffer holds an older copy past size: zero it. */
+	memset(m + size, 0, cap - size);
+	if (size >= UTIL_COPY_DIRECT_MIN && cap % UTIL_DW_ALIGN == 0) {
+		if (copy_direct(fd, m, size, cap, &got) == -1) {
+			snprintf(err, errlen, "%s: offset %zu: %s", name, got,
+			    strerror(errno));
+			goto fail;
+		}
+		if (got > size) {
+			snprintf(err, errlen, "%s: offset %zu: the file grew "
+			    "while it was read", name, size);
+			goto fail;
+		}
 	}
 	while (got < size) {
 		n = pread(fd, m + got, size - got, (off_t)got);
@@ -570,7 +753,7 @@ util_copy_fd(int fd, const char *name, uint64_t min, uint64_t max,
 	*len = size;
 	return 0;
 fail:
-	(void)munmap(m, size);
+	util_copy_free(m, size);
 	return -1;
 }
 

@@ -142,13 +142,33 @@ int util_read_file_st(const char *path, size_t max, unsigned char **out,
  * Copies the regular file open on fd (name is for messages) into private,
  * read-only anonymous memory: nothing done to the file afterwards, in
  * place or by truncation, can change or fault the copy. The file must hold
- * between min and max bytes and keep its size while it is read. On success
- * returns 0 with *map and *len set; the caller unmaps with munmap(*map,
- * *len). On failure returns -1 with err. fd stays open and its offset is
- * not used (pread).
+ * between min and max bytes and keep its size while it is read. From
+ * UTIL_COPY_DIRECT_MIN bytes on it is read with O_DIRECT (flags restored
+ * after), past the page cache, where the file system allows. On success
+ * returns 0 with *map and *len set; the caller releases the copy with
+ * util_copy_free(*map, *len). On failure returns -1 with err. fd stays
+ * open and its offset is not used (pread).
  */
 int util_copy_fd(int fd, const char *name, uint64_t min, uint64_t max,
     void **map, size_t *len, char *err, size_t errlen);
+#define UTIL_COPY_DIRECT_MIN	(1u << 20)
+
+/*
+ * Releases a copy of util_copy_fd; the caller must not touch it again.
+ * Unmapped, unless util_copy_keep is on: then it becomes the one spare
+ * buffer (of it and a spare before it, the smaller is unmapped), and the
+ * next util_copy_fd of a file within a factor of two of its size reads
+ * into it instead of into fresh memory. Any thread; NULL is a no-op.
+ */
+void util_copy_free(void *map, size_t len);
+
+/*
+ * Turns the spare buffer on or off (off at start). Off unmaps the spare:
+ * what a process that keeps one calls before it exits. A long-lived
+ * process that reloads large files (revcheckd) turns it on; it costs one
+ * released copy's memory between loads.
+ */
+void util_copy_keep(bool on);
 
 /*
  * Writes len bytes fully to fd, retrying on EINTR and short writes.

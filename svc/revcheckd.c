@@ -625,7 +625,14 @@ main(int argc, char **argv)
 	}
 	log_init("revcheckd", (enum log_level)c.log_level);
 	log_set_json(c.log_json);
+	/*
+	 * A reload reads the new table into the buffer the table before the
+	 * last one left (released once no request can see it): no fresh
+	 * pages to fault, zero and unmap each time. Off again, it unmaps.
+	 */
+	util_copy_keep(true);
 	rc = run(&c);
+	util_copy_keep(false);
 out:
 	config_free(&c);
 	return rc;

@@ -807,3 +807,131 @@ Test(table, colliding_scope_names_stay_linear, .timeout = LINEAR_LIMIT)
 	cr_assert_eq(table_builder_count(&b), want);
 	table_builder_free(&b);
 }
+
+/*
+ * A table of n records "<prefix>-<i>" (i zero-padded to 8 digits, so two
+ * prefixes of one length give files of one size) written to a new file;
+ * path gets its name.
+ */
+static void
+write_named(char *path, const char *prefix, unsigned n, int64_t at)
+{
+	struct table_builder b;
+	char id[64], err[256];
+	unsigned char *buf;
+	size_t len;
+	unsigned i;
+	int fd;
+
+	table_builder_init(&b);
+	for (i = 0; i < n; i++) {
+		snprintf(id, sizeof(id), "%s-%08u", prefix, i);
+		add(&b, "default", id, at, NULL);
+	}
+	table_builder_sort_unique(&b);
+	cr_assert_eq(table_builder_encode(&b, &buf, &len, err, sizeof(err)), 0,
+	    "%s", err);
+	fd = mkstemp(path);
+	cr_assert(fd >= 0);
+	cr_assert_eq(util_write_all(fd, buf, len), 0);
+	close(fd);
+	free(buf);
+	table_builder_free(&b);
+}
+
+/* Every id of prefix answers revoked at at, the others' not at all. */
+static void
+answers(const struct table *t, const char *prefix, const char *other,
+    unsigned n, int64_t at)
+{
+	struct table_rec r;
+	struct revkey k;
+	char id[64];
+	unsigned i;
+
+	cr_assert_eq(table_count(t), n);
+	for (i = 0; i < n; i += n / 97 + 1) {
+		snprintf(id, sizeof(id), "%s-%08u", prefix, i);
+		mkkey(&k, "default", id);
+		cr_assert_eq(table_lookup(t, &k, &r), 1, "%s", id);
+		cr_assert_eq(r.revoked_at, at);
+		snprintf(id, sizeof(id), "%s-%08u", other, i);
+		mkkey(&k, "default", id);
+		cr_assert_eq(table_lookup(t, &k, NULL), 0, "%s", id);
+	}
+	cr_assert(table_intact(t));
+}
+
+/*
+ * With the spare buffer on (revcheckd), a table released is the memory
+ * the next one is read into: the next answers are its own, never those
+ * of the table before, whether it has the same size (reused as is), a
+ * size near it (resized) or under half of it (fresh memory); a table
+ * still held is never handed out; a refused file leaves nothing behind.
+ * 30000 records are over UTIL_COPY_DIRECT_MIN: read with O_DIRECT.
+ */
+Test(table, reload_into_the_released_copy)
+{
+	char pa[] = "/tmp/revcheck-test-tA-XXXXXX";
+	char pb[] = "/tmp/revcheck-test-tB-XXXXXX";
+	char pc[] = "/tmp/revcheck-test-tC-XXXXXX";
+	char pd[] = "/tmp/revcheck-test-tD-XXXXXX";
+	char pe[] = "/tmp/revcheck-test-tE-XXXXXX";
+	char pbad[] = "/tmp/revcheck-test-tX-XXXXXX";
+	char err[256];
+	struct table *a, *b, *c, *d, *e;
+	unsigned char *buf;
+	size_t len;
+	int fd;
+
+	util_copy_keep(true);
+	write_named(pa, "tok-aa", 30000, 100);
+	write_named(pb, "tok-bb", 30000, 200);
+	write_named(pc, "tok-cc", 30000, 300);
+	write_named(pd, "tok-dd", 33000, 400);
+	write_named(pe, "tok-ee", 3000, 500);
+	cr_assert_eq(util_read_file(pb, SIZE_MAX / 2, &buf, &len, err,
+	    sizeof(err)), 0, "%s", err);
+	buf[len - 1] ^= 1;	/* the last record out of order: refused */
+	fd = mkstemp(pbad);
+	cr_assert(fd >= 0);
+	cr_assert_eq(util_write_all(fd, buf, len), 0);
+	close(fd);
+	free(buf);
+
+	a = table_open(pa, err, sizeof(err));
+	cr_assert_not_null(a, "%s", err);
+	/* A held: B cannot get its memory. */
+	b = table_open(pb, err, sizeof(err));
+	cr_assert_not_null(b, "%s", err);
+	answers(a, "tok-aa", "tok-bb", 30000, 100);
+	answers(b, "tok-bb", "tok-aa", 30000, 200);
+	/* A released: C, of the same size, is read into A's memory. */
+	table_close(a);
+	c = table_open(pc, err, sizeof(err));
+	cr_assert_not_null(c, "%s", err);
+	answers(c, "tok-cc", "tok-aa", 30000, 300);
+	answers(b, "tok-bb", "tok-cc", 30000, 200);
+	/* B released, a refused file read into its memory, then D (larger). */
+	table_close(b);
+	cr_assert_null(table_open(pbad, err, sizeof(err)));
+	d = table_open(pd, err, sizeof(err));
+	cr_assert_not_null(d, "%s", err);
+	answers(d, "tok-dd", "tok-bb", 33000, 400);
+	answers(c, "tok-cc", "tok-dd", 30000, 300);
+	/* Under half the spare's size: fresh memory, the spare unmapped. */
+	table_close(c);
+	e = table_open(pe, err, sizeof(err));
+	cr_assert_not_null(e, "%s", err);
+	answers(e, "tok-ee", "tok-cc", 3000, 500);
+	answers(d, "tok-dd", "tok-ee", 33000, 400);
+	table_close(d);
+	table_close(e);
+	util_copy_keep(false);
+	unlink(pa);
+	unlink(pb);
+	unlink(pc);
+	unlink(pd);
+	unlink(pe);
+	unlink(pbad);
+}

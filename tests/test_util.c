@@ -1,6 +1,7 @@
 /* test_util.c - hex, times, durations, numbers and whole-file reads */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sys/resource.h>
 #include <stdio.h>
@@ -419,4 +420,108 @@ Test(util, clock_floor_never_runs_back)
 		    (long long)b, (long long)t);
 		cr_assert_geq(b, a);
 	}
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+#define TEST_ASAN	1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TEST_ASAN	1
+#endif
+#endif
+#ifdef TEST_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
+/* A new file of n bytes from seed; path gets its name, *out its bytes. */
+static void
+copy_file(char *path, size_t n, unsigned seed, unsigned char **out)
+{
+	unsigned char *b;
+	size_t i;
+	int fd;
+
+	b = malloc(n);
+	cr_assert_not_null(b);
+	for (i = 0; i < n; i++)
+		b[i] = (unsigned char)((i * 2654435761u + seed) >> 7);
+	fd = mkstemp(path);
+	cr_assert(fd >= 0);
+	cr_assert_eq(util_write_all(fd, b, n), 0);
+	close(fd);
+	*out = b;
+}
+
+static void *
+copy_of(const char *path, size_t *len)
+{
+	char err[256];
+	void *m;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	cr_assert(fd >= 0);
+	cr_assert_eq(util_copy_fd(fd, path, 1, UINT64_MAX, &m, len, err,
+	    sizeof(err)), 0, "%s", err);
+	close(fd);
+	return m;
+}
+
+/*
+ * The spare buffer: a released copy is where the next one of a like size
+ * is read (the same address), never one still held; the bytes are the new
+ * file's, zeros after them to the end of the page, and under ASan the
+ * spare is poisoned while it waits. Through O_DIRECT (over 1 MiB, sizes
+ * off and on the page size) and through the page cache (small).
+ */
+Test(util, copy_fd_reuses_only_released_copies)
+{
+	char px[] = "/tmp/revcheck-test-cx-XXXXXX";
+	char py[] = "/tmp/revcheck-test-cy-XXXXXX";
+	char pz[] = "/tmp/revcheck-test-cz-XXXXXX";
+	char pw[] = "/tmp/revcheck-test-cw-XXXXXX";
+	unsigned char *bx, *by, *bz, *bw, *m1, *m2, *m3, *m4;
+	size_t n = (2u << 20) + 123, lx, ly, lz, lw, i;
+
+	util_copy_keep(true);
+	copy_file(px, n, 1, &bx);
+	copy_file(py, n, 2, &by);
+	copy_file(pz, 2u << 20, 3, &bz);
+	copy_file(pw, 100, 4, &bw);
+
+	m1 = copy_of(px, &lx);
+	cr_assert(lx == n && memcmp(m1, bx, n) == 0);
+	util_copy_free(m1, lx);
+#ifdef TEST_ASAN
+	cr_assert(__asan_address_is_poisoned(m1));
+	cr_assert(__asan_address_is_poisoned(m1 + n - 1));
+#endif
+	m2 = copy_of(py, &ly);
+	cr_assert_eq(m2, m1, "the released copy was not reused");
+	cr_assert(ly == n && memcmp(m2, by, n) == 0);
+	for (i = n; i % 4096 != 0; i++)
+		cr_assert_eq(m2[i], 0);
+	/* m2 held: the next copy is fresh memory. */
+	m3 = copy_of(px, &lx);
+	cr_assert_neq(m3, m2);
+	cr_assert(memcmp(m3, bx, n) == 0 && memcmp(m2, by, n) == 0);
+	util_copy_free(m3, lx);
+	util_copy_free(m2, ly);		/* of two alike, one is kept */
+	m4 = copy_of(pz, &lz);		/* one page less: resized */
+	cr_assert(m4 == m2 || m4 == m3);
+	cr_assert(lz == 2u << 20 && memcmp(m4, bz, lz) == 0);
+	util_copy_free(m4, lz);
+	/* Under half its size: the spare is unmapped, fresh memory read. */
+	m1 = copy_of(pw, &lw);
+	cr_assert(lw == 100 && memcmp(m1, bw, 100) == 0);
+	util_copy_free(m1, lw);
+	util_copy_keep(false);
+	unlink(px);
+	unlink(py);
+	unlink(pz);
+	unlink(pw);
+	free(bx);
+	free(by);
+	free(bz);
+	free(bw);
 }
