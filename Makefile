@@ -189,11 +189,15 @@ bench-large: deps-bench
 
 # Benchmark programs that link the daemon's own modules (bench/run.sh
 # compiles the others itself).
-BENCH_BIN := $(BUILD)/bench/checkmt
+BENCH_BIN := $(BUILD)/bench/checkmt $(BUILD)/bench/reloadcpu
 
 $(BUILD)/bench/checkmt: bench/checkmt.c $(SVCA) $(LIBA)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Isvc -o $@ $< $(SVCA) $(LIBA) $(ALL_LDFLAGS) $(LIBS)
+
+$(BUILD)/bench/reloadcpu: bench/reloadcpu.c $(LIBA)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIBA) $(ALL_LDFLAGS) $(LIBS)
 
 bench-bin: $(BENCH_BIN)
 .PHONY: bench-bin

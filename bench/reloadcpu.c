@@ -1,4 +1,5 @@
 /* reloadcpu.c - the CPU time one table reload costs the thread that loads it */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -70,7 +71,8 @@ main(int argc, char **argv)
 	struct rusage r0, r1;
 	struct table *prev = NULL, *t;
 	double *cpu, *usr, *sys, *wall, w0, best;
-	char err[512];
+	char err[512], *end;
+	long v;
 	bool cold = false, keep = false;
 	int c, i, reloads = 20, nfiles;
 
@@ -83,7 +85,12 @@ main(int argc, char **argv)
 			keep = true;
 			break;
 		case 'r':
-			reloads = atoi(optarg);
+			errno = 0;
+			v = strtol(optarg, &end, 10);
+			if (errno != 0 || end == optarg || *end != '\0' ||
+			    v < 1 || v > 100000)
+				goto usage;
+			reloads = (int)v;
 			break;
 		default:
 			goto usage;

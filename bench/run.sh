@@ -453,6 +453,24 @@ else
 	skip check_path_2_threads "bench/checkmt missing or failed: $(head -c 300 "$T/checkmt.err" "$T/checkmt.make" 2>/dev/null)"
 fi
 
+# ---------------------------------------------------------------- reload CPU
+#
+# bench/reloadcpu (built by `make bench-bin`): the loading thread's CPU
+# per reload of the HTTP_N-id table, read cold as a new version is, into
+# the released copy (revcheckd's default, reload_spare) against fresh
+# memory (reload_spare false): issue 14 item 6's reload cost.
+RT="$T/fb.$HTTP_N/current/table.rct"
+if [ -x "$BB/reloadcpu" ] && [ -f "$RT" ] &&
+    timeout 300 "$BB/reloadcpu" -c -k -r 15 "$RT" >"$T/reloadcpu.k" 2>"$T/reloadcpu.err" &&
+    timeout 300 "$BB/reloadcpu" -c -r 15 "$RT" >"$T/reloadcpu.f" 2>>"$T/reloadcpu.err"; then
+	sed 's/^/# /' "$T/reloadcpu.k" "$T/reloadcpu.f" >&2
+	emit reload_cpu_ms "$(field "$(cat "$T/reloadcpu.k")" cpu_ms_median)" \
+	    "$(field "$(cat "$T/reloadcpu.f")" cpu_ms_median)" ms lower - \
+	    "loading thread's CPU per reload of the $HTTP_N-id table (median of 15, read cold), into the released copy (reload_spare, the default) vs fresh memory (reload_spare false); kernel $(field "$(cat "$T/reloadcpu.k")" sys_ms_median) vs $(field "$(cat "$T/reloadcpu.f")" sys_ms_median) ms"
+else
+	skip reload_cpu_ms "bench/reloadcpu missing or failed: $(head -c 300 "$T/reloadcpu.err" 2>/dev/null)"
+fi
+
 # ---------------------------------------------------------------- Redis
 
 REDIS_PORT=""

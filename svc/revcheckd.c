@@ -628,9 +628,10 @@ main(int argc, char **argv)
 	/*
 	 * A reload reads the new table into the buffer the table before the
 	 * last one left (released once no request can see it): no fresh
-	 * pages to fault, zero and unmap each time. Off again, it unmaps.
+	 * pages to fault, zero and unmap each time (reload_spare, true by
+	 * default). Off again, it unmaps.
 	 */
-	util_copy_keep(true);
+	util_copy_keep(c.reload_spare);
 	rc = run(&c);
 	util_copy_keep(false);
 out:

@@ -674,6 +674,34 @@ Test(config, loader_nice_bounded_and_restart_only)
 	config_free(&b);
 }
 
+/*
+ * reload_spare: true by default, a boolean, read once at start (the spare
+ * buffer is set up in main before the loader runs).
+ */
+Test(config, reload_spare_boolean_and_restart_only)
+{
+	struct config a, b;
+	char err[256], out[256];
+
+	config_init(&a);
+	config_init(&b);
+	cr_assert(a.reload_spare);
+	cr_assert_eq(load(&a, "{\"reload_spare\": 1}", err, sizeof(err)), -1);
+	cr_assert(strstr(err, "reload_spare") != NULL, "%s", err);
+	cr_assert_eq(load(&a, "{\"filter_dir\": \"/f\", \"trusted_key\": "
+	    "\"/a.pub\", \"reload_spare\": false}", err, sizeof(err)), 0,
+	    "%s", err);
+	cr_assert(!a.reload_spare);
+	cr_assert_eq(load(&b, "{\"filter_dir\": \"/f\", \"trusted_key\": "
+	    "\"/a.pub\"}", err, sizeof(err)), 0, "%s", err);
+	cr_assert(b.reload_spare);
+	cr_assert_eq(config_restart_keys(&a, &b, out, sizeof(out)), 1);
+	cr_assert_str_eq(out, "reload_spare");
+	cr_assert(!config_key_is_live("reload_spare"));
+	config_free(&a);
+	config_free(&b);
+}
+
 Test(config, edge_keys_refused_on_an_origin)
 {
 	static const char *const keys[] = { "upstream_timeout",
