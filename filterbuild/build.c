@@ -48,6 +48,7 @@ enum {
 	OPT_EXPIRY_GRACE,
 	OPT_TRUSTED_KEY,
 	OPT_DELEGATE,
+	OPT_STANDBY_MAX_LAG,
 };
 
 struct build_opts {
@@ -84,6 +85,7 @@ struct build_opts {
 	bool		 quiet;
 	const char	*source;	/* postgresql:// connection, or NULL */
 	const char	*query;		/* NULL: PGSRC_DEFAULT_QUERY */
+	int64_t		 standby_max_lag; /* seconds; 0: a standby is refused */
 	struct fetch_opts fetch;	/* http(s) inputs */
 };
 
@@ -163,6 +165,11 @@ build_usage(FILE *fp)
 	    "  --query SQL          the source's query (default: " PGSRC_DEFAULT_QUERY ");\n"
 	    "                       columns by name: id, and optionally scope,\n"
 	    "                       revoked_at, reason, expires_at\n"
+	    "  --standby-max-lag DUR\n"
+	    "                       the source may be a standby (hot standby) shown\n"
+	    "                       to be at most DUR behind its sender; the filter\n"
+	    "                       is dated that far back (default: a standby is\n"
+	    "                       refused; see filterbuild(1))\n"
 	    "  --expiry-grace DUR   keep a source row this long past its expires_at\n"
 	    "                       (default 10m: more than any verifier's leeway plus\n"
 	    "                       the clock difference between hosts)\n"
@@ -253,6 +260,7 @@ build_parse(struct build_opts *o, int argc, char **argv, int *first_input)
 		{ "fetch-ca",	   required_argument, NULL, OPT_FETCH_CA },
 		{ "source",	   required_argument, NULL, 'S' },
 		{ "query",	   required_argument, NULL, 'Q' },
+		{ "standby-max-lag", required_argument, NULL, OPT_STANDBY_MAX_LAG },
 		{ "help",	   no_argument,	      NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -331,6 +339,13 @@ build_parse(struct build_opts *o, int argc, char **argv, int *first_input)
 			if (fb_parse_grace(optarg, &o->expiry_grace) != 0)
 				return fb_usage_err("build", "--expiry-grace '%s': "
 				    "want a duration up to 1d (0 for none)",
+				    optarg);
+			break;
+		case OPT_STANDBY_MAX_LAG:
+			if (fb_parse_standby_lag(optarg,
+			    &o->standby_max_lag) != 0)
+				return fb_usage_err("build", "--standby-max-lag "
+				    "'%s': want a duration from 1s to 1d",
 				    optarg);
 			break;
 		case OPT_DELEGATE:
@@ -417,6 +432,11 @@ build_parse(struct build_opts *o, int argc, char **argv, int *first_input)
 		return fb_usage_err("build", "no INPUT (or --source) given");
 	if (o->query != NULL && o->source == NULL)
 		return fb_usage_err("build", "--query needs --source");
+	if (o->standby_max_lag != 0 && o->source == NULL)
+		return fb_usage_err("build", "--standby-max-lag needs --source");
+	if (o->standby_max_lag * 2 > o->valid_for)
+		return fb_usage_err("build", "--standby-max-lag must be at most "
+		    "half of --valid-for: the filter is dated that far back");
 	*first_input = optind;
 	return 0;
 }
@@ -692,23 +712,40 @@ build_check_previous(const struct build_opts *o, const struct input_set *set,
 
 /*
  * Reads the --source database into set; *cursor (when not NULL) gets the
- * snapshot's change horizon. 0, or -1 after a message.
+ * snapshot's change horizon. A standby is read only when --standby-max-lag
+ * allows it and it is shown that close to its sender; *lag is how far
+ * behind the data may be (0 for a primary), asked before the read's
+ * snapshot is taken, and rows expire as of io->now - *lag. 0, or -1 after
+ * a message.
  */
 static int
 build_read_source(const struct build_opts *o, struct input_set *set,
-    const struct input_opts *io, uint64_t *cursor)
+    const struct input_opts *io, uint64_t *cursor, int64_t *lag)
 {
+	struct input_opts sio = *io;
 	struct pgsrc *p;
 	char err[1024];
-	int rc;
+	int rc = -1, v;
 
 	if ((p = pgsrc_connect(o->source, err, sizeof(err))) == NULL) {
 		fb_err("%s", err);
 		return -1;
 	}
-	rc = pgsrc_read_full(p, o->query, set, io, cursor, err, sizeof(err));
+	v = pgsrc_check_standby(p, o->standby_max_lag, lag, NULL, err,
+	    sizeof(err));
+	if (v != PGSRC_SB_PRIMARY && v != PGSRC_SB_CURRENT) {
+		fb_err("%s: nothing published", err);
+		goto out;
+	}
+	if (v == PGSRC_SB_CURRENT && !o->quiet)
+		fb_err("the source is a standby shown at most %" PRId64 " s "
+		    "behind its sender: the filter is dated %" PRId64 " s back",
+		    *lag, *lag);
+	sio.now = io->now - *lag;
+	rc = pgsrc_read_full(p, o->query, set, &sio, cursor, err, sizeof(err));
 	if (rc != 0)
 		fb_err("%s", err);
+out:
 	pgsrc_close(p);
 	return rc;
 }
@@ -734,7 +771,7 @@ build_main(int argc, char **argv, const struct ffile_info *enforced,
 	size_t nissuers = 0, i, n;
 	char err[1024], vdir[4096], prev_err[1024] = "";
 	uint64_t cur = 0, version;
-	int64_t now;
+	int64_t now, src_lag = 0;
 	int first = 0, rc, ret = FB_EXIT_FAIL;
 
 	rc = build_parse(&o, argc, argv, &first);
@@ -841,7 +878,7 @@ build_main(int argc, char **argv, const struct ffile_info *enforced,
 		}
 	}
 	if (o.source != NULL && build_read_source(&o, &set, &io,
-	    res != NULL ? &res->cursor : NULL) != 0) {
+	    res != NULL ? &res->cursor : NULL, &src_lag) != 0) {
 		progress_done(&pr);
 		goto out;
 	}
@@ -892,8 +929,9 @@ build_main(int argc, char **argv, const struct ffile_info *enforced,
 	memset(&po, 0, sizeof(po));
 	po.key = key;
 	po.version = version;
-	po.issued_at = now;
-	po.expires_at = now + o.valid_for;
+	/* Complete as of the source's time: a standby's data is that old. */
+	po.issued_at = now - src_lag;
+	po.expires_at = po.issued_at + o.valid_for;
 	po.fp_rate = o.fp_rate;
 	po.layout = o.layout;
 	po.phase = build_phase;

@@ -85,6 +85,13 @@ EVP_PKEY *fb_load_signer(struct sign_ring *ring, const char *path);
  */
 int fb_parse_grace(const char *s, int64_t *out);
 
+/*
+ * Parses a --standby-max-lag value (build and follow): a duration from 1 s
+ * to FB_STANDBY_LAG_MAX. 0, or -1 when it is not one.
+ */
+#define FB_STANDBY_LAG_MAX	86400
+int fb_parse_standby_lag(const char *s, int64_t *out);
+
 /* ---- build --keep-going (report.c) ---- */
 
 struct fb_rinput {

@@ -58,6 +58,8 @@ struct follow_opts {
 	const char	*keep;
 	const char	*valid_for_arg;
 	const char	*grace_arg;
+	const char	*standby_arg;
+	int64_t		 standby_max_lag; /* seconds; 0: no standby */
 	int64_t		 grace;		/* --expiry-grace */
 	int64_t		 interval_ms;
 	int64_t		 valid_for;
@@ -129,6 +131,11 @@ follow_usage(FILE *fp)
 	    "  --expiry-grace DUR   a row's revocation lasts this long past its\n"
 	    "                       expires_at (default 10m; more than the verifiers'\n"
 	    "                       leeway plus the clock difference between hosts)\n"
+	    "  --standby-max-lag DUR\n"
+	    "                       read a standby (hot standby) only while it is\n"
+	    "                       shown to be at most DUR behind its sender; deltas\n"
+	    "                       and heads are dated that far back (default: a\n"
+	    "                       standby is refused; see filterbuild(1))\n"
 	    "  --once               publish what is there, then exit\n"
 	    "  --query, --scope, --fp-rate, --layout, --keep, --quiet: as for build\n"
 	    "  --help               this text\n", fp);
@@ -174,6 +181,7 @@ follow_parse(struct follow_opts *o, int argc, char **argv)
 		{ "rebase-every", required_argument, NULL, 'E' },
 		{ "once",	  no_argument,	     NULL, '1' },
 		{ "expiry-grace", required_argument, NULL, 'G' },
+		{ "standby-max-lag", required_argument, NULL, 'Y' },
 		{ "query",	  required_argument, NULL, 'Q' },
 		{ "scope",	  required_argument, NULL, 's' },
 		{ "fp-rate",	  required_argument, NULL, 'p' },
@@ -237,6 +245,14 @@ follow_parse(struct follow_opts *o, int argc, char **argv)
 				    optarg);
 			o->grace_arg = optarg;
 			break;
+		case 'Y':
+			if (fb_parse_standby_lag(optarg,
+			    &o->standby_max_lag) != 0)
+				return fb_usage_err("follow", "--standby-max-lag "
+				    "'%s': want a duration from 1s to 1d",
+				    optarg);
+			o->standby_arg = optarg;
+			break;
 		case 'Q': o->query = optarg; break;
 		case 's': o->scope = optarg; break;
 		case 'p': o->fp_rate = optarg; break;
@@ -256,6 +272,9 @@ follow_parse(struct follow_opts *o, int argc, char **argv)
 	if (o->head_every * 2 > o->valid_for)
 		return fb_usage_err("follow", "--head-every must be at most half "
 		    "of --valid-for, or idle nodes go stale");
+	if (o->standby_max_lag * 2 > o->valid_for)
+		return fb_usage_err("follow", "--standby-max-lag must be at most "
+		    "half of --valid-for: what it signs is dated that far back");
 	return 0;
 }
 
@@ -374,10 +393,14 @@ follow_load(struct follow_state *st, const struct follow_opts *o,
 	return 0;
 }
 
-/* Signs and writes the head for where the chain stands. 0 or -1. */
+/*
+ * Signs and writes the head for where the chain stands, complete as of
+ * `at`: the time of the read it follows (never the time of signing, which
+ * is later than what the read showed). 0 or -1.
+ */
 static int
 follow_head(struct follow_state *st, const struct follow_opts *o,
-    EVP_PKEY *key)
+    EVP_PKEY *key, int64_t at)
 {
 	struct delta_info in;
 	unsigned char *buf = NULL;
@@ -390,7 +413,7 @@ follow_head(struct follow_state *st, const struct follow_opts *o,
 	memcpy(in.base_sha256, st->pos.base_sha256, 32);
 	in.seq = st->pos.seq;
 	memcpy(in.prev_sha256, st->pos.last_sha256, 32);
-	in.issued_at = util_now();
+	in.issued_at = at;
 	in.expires_at = in.issued_at + o->valid_for;
 	in.cursor = st->cursor;
 	if (delta_encode(&in, NULL, 0, key, &buf, &len, err, sizeof(err)) != 0 ||
@@ -503,6 +526,7 @@ follow_rebase(struct follow_state *st, const struct follow_opts *o,
 	OPT("--keep", o->keep);
 	OPT("--valid-for", o->valid_for_arg);
 	OPT("--expiry-grace", o->grace_arg);
+	OPT("--standby-max-lag", o->standby_arg);
 	if (o->quiet)
 		ARG("--quiet");
 	args[n] = NULL;
@@ -520,9 +544,13 @@ follow_rebase(struct follow_state *st, const struct follow_opts *o,
 		    "current", res.version);
 		return -1;
 	}
-	/* Not yet "have": the chain becomes usable once its head is written. */
+	/*
+	 * Not yet "have": the chain becomes usable once its head is written.
+	 * The head says what the base's read showed: complete as of its
+	 * issued_at (the build's time, less a standby's lag).
+	 */
 	st->cursor = res.cursor;
-	if (follow_head(st, o, key) != 0)
+	if (follow_head(st, o, key, ffile_info(st->base)->issued_at) != 0)
 		return -1;
 	st->have = true;
 	if (!o->quiet)
@@ -821,7 +849,7 @@ follow_delta(struct follow_state *st, const struct follow_opts *o,
 		    ": %zu changes, %zu bytes", in.seq, in.base_version, b->n,
 		    len);
 	/* A missing head only costs freshness: the delta is durable. */
-	(void)follow_head(st, o, key);
+	(void)follow_head(st, o, key, in.issued_at);
 	return 0;
 }
 
@@ -845,10 +873,47 @@ follow_base_expiring(const struct follow_state *st,
 	return ffile_info(st->base)->expires_at - now <= margin;
 }
 
+/* A standby refused round by round: said when it starts, then twice a minute. */
+static bool	follow_sb_refusing;
+static int64_t	follow_sb_said;
+
+/*
+ * How far behind the source may be, asked before the round's snapshot is
+ * taken (replay only moves forward: the snapshot holds at least what the
+ * answer shows). 0 with *lag (seconds; 0 for a primary), or -1 (logged):
+ * a standby not shown within --standby-max-lag, or the question failed.
+ */
+static int
+follow_source_lag(const struct follow_opts *o, struct pgsrc *p, int64_t *lag)
+{
+	char err[1024];
+	int64_t now = util_now();
+	int v;
+
+	v = pgsrc_check_standby(p, o->standby_max_lag, lag, NULL, err,
+	    sizeof(err));
+	if (v == PGSRC_SB_PRIMARY || v == PGSRC_SB_CURRENT) {
+		if (follow_sb_refusing && !o->quiet)
+			log_info("follow: the standby is within "
+			    "--standby-max-lag again (%" PRId64 " s): "
+			    "publishing", *lag);
+		follow_sb_refusing = false;
+		return 0;
+	}
+	if (!follow_sb_refusing || now - follow_sb_said >= 30) {
+		log_err("follow: %s: nothing is published (nodes go stale)",
+		    err);
+		follow_sb_said = now;
+	}
+	follow_sb_refusing = true;
+	return -1;
+}
+
 /*
  * One round: read the changes since the cursor and publish them as a
- * delta (or re-base). Returns 0, or -1 when the connection must be
- * dropped.
+ * delta (or re-base). Returns 0; 1 when the source is a standby not shown
+ * to be current (nothing published, the connection kept); -1 when the
+ * connection must be dropped.
  */
 static int
 follow_round(struct follow_state *st, const struct follow_opts *o,
@@ -858,13 +923,22 @@ follow_round(struct follow_state *st, const struct follow_opts *o,
 	uint64_t horizon = st->cursor;
 	char err[1024];
 	bool changed = false, refused = false;
+	int64_t lag, wall;
 	int rc = 0, r;
 
 	memset(&b, 0, sizeof(b));
 	b.st = st;
 	b.o = o;
 	b.can = can;
-	b.now = util_now();
+	b.now = wall = util_now();
+	/*
+	 * The round's time is the time its data is complete as of: on a
+	 * standby, that far back (its deltas and heads say no more than
+	 * the standby shows, and expiries are judged at that time too).
+	 */
+	if (follow_source_lag(o, p, &lag) != 0)
+		return pgsrc_ok(p) ? 1 : -1;
+	b.now -= lag;
 	b.cut = b.now - o->grace;
 	/* Changes, expiries and rechecks all read one snapshot. */
 	r = pgsrc_snapshot_begin(p, st->cursor, &horizon, err, sizeof(err));
@@ -914,7 +988,7 @@ follow_round(struct follow_state *st, const struct follow_opts *o,
 		goto out;
 	}
 	if (b.rebase || (o->rebase_every > 0 && b.now - st->base_at >=
-	    o->rebase_every) || follow_base_expiring(st, o, b.now)) {
+	    o->rebase_every) || follow_base_expiring(st, o, wall)) {
 		if (follow_rebase(st, o, key, ring) != 0)
 			st->have = false;
 		goto out;
@@ -928,7 +1002,7 @@ follow_round(struct follow_state *st, const struct follow_opts *o,
 	else
 		st->cursor = horizon;	/* nothing of ours committed */
 	if (b.n == 0 && b.now - st->head_at >= o->head_every)
-		(void)follow_head(st, o, key);
+		(void)follow_head(st, o, key, b.now);
 out:
 	free(b.v);
 	return rc;
@@ -947,6 +1021,34 @@ follow_caps_log(int can, const char *why)
 	else if (!(can & PGSRC_CAN_SWEEP))
 		log_warn("follow: expired rows leave at re-bases only (%s)",
 		    why);
+}
+
+/*
+ * At every connection: a standby is refused unless --standby-max-lag
+ * allows one and this role can read how far behind it is (whether it is
+ * close enough is asked again every round). A primary is LISTENed on; a
+ * standby cannot LISTEN, and is read every --interval. 0, or -1 with err.
+ */
+static int
+follow_connect_source(const struct follow_opts *o, struct pgsrc *p, char *err,
+    size_t errlen)
+{
+	bool standby = false;
+	int64_t lag;
+	int v;
+
+	v = pgsrc_check_standby(p, o->standby_max_lag, &lag, &standby, err,
+	    errlen);
+	if (v < 0 || v == PGSRC_SB_NOT_ALLOWED || v == PGSRC_SB_NO_PRIVILEGE)
+		return -1;
+	if (!standby)
+		return pgsrc_listen(p, err, errlen);
+	if (!o->quiet)
+		log_info("follow: the source is a standby, read every "
+		    "--interval (no LISTEN there); rounds publish only while "
+		    "it is shown within %" PRId64 " s of its sender",
+		    o->standby_max_lag);
+	return 0;
 }
 
 /* Sleeps up to secs seconds, or less when told to stop. */
@@ -969,7 +1071,7 @@ fb_follow(int argc, char **argv)
 	struct pgsrc *p = NULL;
 	EVP_PKEY *key = NULL;
 	char err[1024], lock[4200];
-	int rc, lfd = -1, backoff = 1, can = 0, ret = FB_EXIT_FAIL;
+	int r, rc, lfd = -1, backoff = 1, can = 0, ret = FB_EXIT_FAIL;
 
 	rc = follow_parse(&o, argc, argv);
 	if (rc != 0)
@@ -1016,7 +1118,8 @@ fb_follow(int argc, char **argv)
 	while (!follow_stop) {
 		if (p == NULL) {
 			p = pgsrc_connect(o.source, err, sizeof(err));
-			if (p == NULL || pgsrc_listen(p, err, sizeof(err)) != 0 ||
+			if (p == NULL || follow_connect_source(&o, p, err,
+			    sizeof(err)) != 0 ||
 			    pgsrc_check_trigger(p, 0, NULL, err,
 			    sizeof(err)) != 0 ||
 			    (can = pgsrc_prepare_rows(p, o.query, err,
@@ -1043,12 +1146,15 @@ fb_follow(int argc, char **argv)
 				follow_sleep(backoff);
 				continue;
 			}
-		} else if (follow_round(&st, &o, key, &ring, p, can) != 0) {
+		} else if ((r = follow_round(&st, &o, key, &ring, p,
+		    can)) < 0) {
 			pgsrc_close(p);
 			p = NULL;
 			if (o.once)
 				goto out;
 			continue;
+		} else if (r > 0 && o.once) {
+			goto out;	/* a standby too far behind */
 		}
 		if (o.once) {
 			ret = st.have ? FB_EXIT_OK : FB_EXIT_FAIL;

@@ -67,6 +67,15 @@ fb_parse_grace(const char *s, int64_t *out)
 	return 0;
 }
 
+int
+fb_parse_standby_lag(const char *s, int64_t *out)
+{
+	if (util_parse_duration(s, out) != 0 || *out < 1 ||
+	    *out > FB_STANDBY_LAG_MAX)
+		return -1;
+	return 0;
+}
+
 EVP_PKEY *
 fb_load_signer(struct sign_ring *ring, const char *path)
 {

@@ -924,3 +924,191 @@ pgsrc_wait(struct pgsrc *p, int timeout_ms, char *err, size_t errlen)
 	}
 	return got;
 }
+
+/* ---- standbys: how far behind the data may be --------------------------- */
+
+enum pgsrc_standby_verdict
+pgsrc_standby_judge(const struct pgsrc_standby *s, int64_t max_lag,
+    int64_t *lag, char *why, size_t whylen)
+{
+	char dummy[1];
+	int64_t l = -1;
+	enum pgsrc_standby_verdict v;
+
+	assert(s != NULL && lag != NULL);
+	if (why == NULL) {
+		why = dummy;
+		whylen = sizeof(dummy);
+	}
+	why[0] = '\0';
+	*lag = -1;
+	if (!s->in_recovery) {
+		*lag = 0;
+		return PGSRC_SB_PRIMARY;
+	}
+	if (max_lag <= 0) {
+		snprintf(why, whylen, "the server is a standby (in recovery): "
+		    "its data may be behind the primary's by any time, and what "
+		    "is signed from it would say it is current; read the "
+		    "primary, or allow a standby with --standby-max-lag");
+		return PGSRC_SB_NOT_ALLOWED;
+	}
+	if (!s->receiver) {
+		snprintf(why, whylen, "no WAL receiver runs (replication is "
+		    "not streaming: broken, or recovery from an archive)");
+		return PGSRC_SB_UNKNOWN;
+	}
+	if (!s->visible) {
+		snprintf(why, whylen, "pg_stat_wal_receiver's details are not "
+		    "readable by this role: grant it pg_read_all_stats (or "
+		    "pg_monitor)");
+		return PGSRC_SB_NO_PRIVILEGE;
+	}
+	if (!s->streaming) {
+		snprintf(why, whylen, "the WAL receiver is \"%.20s\", not "
+		    "streaming", s->status);
+		return PGSRC_SB_UNKNOWN;
+	}
+	if (!s->have_age || !s->have_end || !s->have_receive ||
+	    !s->have_replay) {
+		snprintf(why, whylen, "no message from the sender yet naming "
+		    "its end of WAL");
+		return PGSRC_SB_UNKNOWN;
+	}
+	if (s->age_ms < 0) {
+		snprintf(why, whylen, "the last message from the sender arrived "
+		    "%" PRId64 " ms in the standby's future (its clock went "
+		    "back?)", -s->age_ms);
+		return PGSRC_SB_UNKNOWN;
+	}
+	/* In whole seconds, rounded up, with the margin. */
+	if (s->age_ms <= INT64_MAX - PGSRC_STANDBY_MARGIN_MS - 999)
+		l = (s->age_ms + PGSRC_STANDBY_MARGIN_MS + 999) / 1000;
+	else
+		l = INT64_MAX / 1000;
+	v = PGSRC_SB_BEHIND;
+	if (s->paused)
+		snprintf(why, whylen, "replay is paused "
+		    "(pg_wal_replay_resume() resumes it)");
+	else if (s->replay_lsn < s->receive_lsn)
+		snprintf(why, whylen, "replay is behind what was received "
+		    "(replayed %" PRIX64 "/%" PRIX64 ", received %" PRIX64
+		    "/%" PRIX64 ")", s->replay_lsn >> 32,
+		    s->replay_lsn & 0xffffffff, s->receive_lsn >> 32,
+		    s->receive_lsn & 0xffffffff);
+	else if (s->replay_lsn < s->end_lsn)
+		snprintf(why, whylen, "replay is behind the sender's end of WAL "
+		    "(replayed %" PRIX64 "/%" PRIX64 ", sender at %" PRIX64
+		    "/%" PRIX64 ")", s->replay_lsn >> 32,
+		    s->replay_lsn & 0xffffffff, s->end_lsn >> 32,
+		    s->end_lsn & 0xffffffff);
+	else if (l > max_lag) {
+		snprintf(why, whylen, "the last message from the sender arrived "
+		    "%" PRId64 " ms ago: the data may be %" PRId64 " s behind, "
+		    "more than %" PRId64 " s (an idle sender answers every "
+		    "wal_receiver_timeout / 2 of the standby)", s->age_ms, l,
+		    max_lag);
+		*lag = l;
+	} else {
+		v = PGSRC_SB_CURRENT;
+		*lag = l;
+	}
+	/* Replay behind: how far is not known (*lag stays -1). */
+	return v;
+}
+
+/* Reads an unsigned decimal column; false when NULL or not a number. */
+static bool
+pg_u64_col(const PGresult *res, int col, uint64_t *out)
+{
+	return !PQgetisnull(res, 0, col) &&
+	    util_parse_u64(PQgetvalue(res, 0, col), UINT64_MAX, out) == 0;
+}
+
+int
+pgsrc_standby_read(struct pgsrc *p, struct pgsrc_standby *s, char *err,
+    size_t errlen)
+{
+	PGresult *res;
+	const char *v;
+	char *end;
+	long long age;
+	int rc = -1;
+
+	assert(p != NULL && s != NULL);
+	memset(s, 0, sizeof(*s));
+	/*
+	 * One statement: every value on the standby's clock and at one
+	 * moment. pg_is_wal_replay_paused() fails outside recovery.
+	 */
+	res = PQexec(p->conn, "SELECT pg_is_in_recovery()::text, "
+	    "(r.pid IS NOT NULL)::text, r.status, CASE WHEN "
+	    "pg_is_in_recovery() THEN pg_is_wal_replay_paused()::text END, "
+	    "(pg_last_wal_receive_lsn() - '0/0'::pg_lsn)::text, "
+	    "(pg_last_wal_replay_lsn() - '0/0'::pg_lsn)::text, "
+	    "(r.latest_end_lsn - '0/0'::pg_lsn)::text, "
+	    "floor(extract(epoch FROM clock_timestamp() - "
+	    "r.last_msg_receipt_time) * 1000)::bigint::text "
+	    "FROM (SELECT 1) AS one LEFT JOIN pg_stat_wal_receiver r ON true");
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		pg_err(p, res, "reading whether the server is a standby", err,
+		    errlen);
+		goto out;
+	}
+	if (PQntuples(res) != 1 || PQnfields(res) != 8 ||
+	    PQgetisnull(res, 0, 0) || PQgetisnull(res, 0, 1)) {
+		snprintf(err, errlen, "postgresql: reading whether the server "
+		    "is a standby: an unexpected answer");
+		goto out;
+	}
+	s->in_recovery = strcmp(PQgetvalue(res, 0, 0), "true") == 0;
+	s->receiver = strcmp(PQgetvalue(res, 0, 1), "true") == 0;
+	/* Without pg_read_all_stats every column but the pid is NULL. */
+	s->visible = s->receiver && !PQgetisnull(res, 0, 2);
+	if (s->visible) {
+		v = PQgetvalue(res, 0, 2);
+		snprintf(s->status, sizeof(s->status), "%s", v);
+		s->streaming = strcmp(v, "streaming") == 0;
+	}
+	/* Unknown counts as paused. */
+	s->paused = s->in_recovery && (PQgetisnull(res, 0, 3) ||
+	    strcmp(PQgetvalue(res, 0, 3), "false") != 0);
+	s->have_receive = pg_u64_col(res, 4, &s->receive_lsn);
+	s->have_replay = pg_u64_col(res, 5, &s->replay_lsn);
+	s->have_end = pg_u64_col(res, 6, &s->end_lsn);
+	if (!PQgetisnull(res, 0, 7)) {
+		v = PQgetvalue(res, 0, 7);
+		errno = 0;
+		age = strtoll(v, &end, 10);
+		s->have_age = errno == 0 && end != v && *end == '\0';
+		s->age_ms = s->have_age ? (int64_t)age : 0;
+	}
+	rc = 0;
+out:
+	PQclear(res);
+	return rc;
+}
+
+int
+pgsrc_check_standby(struct pgsrc *p, int64_t max_lag, int64_t *lag,
+    bool *standby, char *err, size_t errlen)
+{
+	struct pgsrc_standby s;
+	enum pgsrc_standby_verdict v;
+	char why[512];
+
+	assert(p != NULL && lag != NULL);
+	*lag = -1;
+	if (pgsrc_standby_read(p, &s, err, errlen) != 0)
+		return -1;
+	if (standby != NULL)
+		*standby = s.in_recovery;
+	v = pgsrc_standby_judge(&s, max_lag, lag, why, sizeof(why));
+	if (v == PGSRC_SB_NOT_ALLOWED)
+		snprintf(err, errlen, "postgresql: %s", why);
+	else if (v != PGSRC_SB_PRIMARY && v != PGSRC_SB_CURRENT)
+		snprintf(err, errlen, "postgresql: the standby is not shown to "
+		    "be within --standby-max-lag %" PRId64 " s of its sender: "
+		    "%s", max_lag, why);
+	return (int)v;
+}

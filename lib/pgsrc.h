@@ -190,4 +190,74 @@ int pgsrc_wait(struct pgsrc *p, int timeout_ms, char *err, size_t errlen);
  */
 int pgsrc_parse_time(const char *s, int64_t *out);
 
+/*
+ * A standby (a server in recovery) shows the primary's data as of the WAL
+ * it has replayed, which may be behind by any time. What it shows of that,
+ * read by pgsrc_standby_read() in one statement on the standby's clock.
+ */
+struct pgsrc_standby {
+	bool		 in_recovery;	/* pg_is_in_recovery() */
+	bool		 receiver;	/* a WAL receiver runs (a row in pg_stat_wal_receiver) */
+	bool		 visible;	/* its details are readable by this role */
+	bool		 streaming;	/* its status is "streaming" */
+	bool		 paused;	/* replay paused, or a pause requested */
+	bool		 have_receive, have_replay, have_end, have_age;
+	char		 status[24];	/* the receiver's status, for messages */
+	uint64_t	 receive_lsn;	/* pg_last_wal_receive_lsn(): received, flushed */
+	uint64_t	 replay_lsn;	/* pg_last_wal_replay_lsn() */
+	uint64_t	 end_lsn;	/* latest_end_lsn: the sender's end of WAL in its last message */
+	int64_t		 age_ms;	/* clock_timestamp() - last_msg_receipt_time */
+};
+
+/*
+ * The evidence is taken up to this much later than it is: a keepalive may
+ * name the sender's position a few milliseconds before a commit it has not
+ * yet sent (see docs/SECURITY.md, "Reading a standby").
+ */
+#define PGSRC_STANDBY_MARGIN_MS	1000
+
+enum pgsrc_standby_verdict {
+	PGSRC_SB_PRIMARY = 0,	/* not in recovery: current by definition */
+	PGSRC_SB_CURRENT,	/* a standby shown at most *lag s behind, within the bound */
+	PGSRC_SB_NOT_ALLOWED,	/* a standby, and no bound allows one */
+	PGSRC_SB_NO_PRIVILEGE,	/* pg_stat_wal_receiver's details not readable */
+	PGSRC_SB_UNKNOWN,	/* not streaming, no evidence yet, a clock gone back */
+	PGSRC_SB_BEHIND,	/* shown, or may be, more than the bound behind */
+};
+
+/*
+ * Decides from s whether data read on that server may be published as
+ * current: a primary always; a standby only when max_lag > 0 (seconds;
+ * 0: no standby allowed) and it is shown to be at most max_lag seconds
+ * behind its sender. Shown means: the WAL receiver is streaming, replay is
+ * not paused, everything received has been replayed and so has the
+ * sender's end of WAL as its last message named it, and that message
+ * arrived age_ms ago. Then every transaction the sender had flushed
+ * PGSRC_STANDBY_MARGIN_MS before that message is in a snapshot taken after
+ * s was read, and *lag = ceil((age_ms + margin) / 1000) seconds is how far
+ * the data may be behind. *lag is set for PRIMARY (0), CURRENT and for a
+ * BEHIND by the message's age alone (else -1: replay behind, or nothing
+ * shown). why (when not NULL) gets the reason of any other verdict. Needs
+ * no server.
+ */
+enum pgsrc_standby_verdict pgsrc_standby_judge(const struct pgsrc_standby *s,
+    int64_t max_lag, int64_t *lag, char *why, size_t whylen);
+
+/*
+ * Reads s on p, in one statement outside any transaction (the caller's
+ * snapshot must be taken after it: replay only moves forward, so such a
+ * snapshot holds at least what s shows). 0, or -1 with err.
+ */
+int pgsrc_standby_read(struct pgsrc *p, struct pgsrc_standby *s, char *err,
+    size_t errlen);
+
+/*
+ * pgsrc_standby_read() and pgsrc_standby_judge(): returns the verdict
+ * (*lag as there; *standby, when not NULL, whether the server is in
+ * recovery), with err saying why for every verdict but PRIMARY and
+ * CURRENT; -1 with err when the server could not be asked.
+ */
+int pgsrc_check_standby(struct pgsrc *p, int64_t max_lag, int64_t *lag,
+    bool *standby, char *err, size_t errlen);
+
 #endif

@@ -236,3 +236,174 @@ Test(pgsrc, match_text_of_a_token_is_its_id)
 	    sizeof(err)), 0);
 	cr_assert_eq(pgsrc_key_match_text(&k, out, sizeof(out)), -1);
 }
+
+/* A standby streaming, caught up, its last message 300 ms old. */
+static struct pgsrc_standby
+sb_streaming(void)
+{
+	struct pgsrc_standby s;
+
+	memset(&s, 0, sizeof(s));
+	s.in_recovery = s.receiver = s.visible = s.streaming = true;
+	snprintf(s.status, sizeof(s.status), "streaming");
+	s.have_receive = s.have_replay = s.have_end = s.have_age = true;
+	s.receive_lsn = s.replay_lsn = s.end_lsn = 0x3016a78;
+	s.age_ms = 300;
+	return s;
+}
+
+Test(pgsrc, a_primary_is_current_whatever_the_bound)
+{
+	struct pgsrc_standby s;
+	int64_t lag = 42;
+
+	memset(&s, 0, sizeof(s));
+	cr_assert_eq(pgsrc_standby_judge(&s, 0, &lag, NULL, 0),
+	    PGSRC_SB_PRIMARY);
+	cr_assert_eq(lag, 0);
+	cr_assert_eq(pgsrc_standby_judge(&s, 5, &lag, NULL, 0),
+	    PGSRC_SB_PRIMARY);
+	cr_assert_eq(lag, 0);
+}
+
+Test(pgsrc, a_standby_is_refused_without_a_bound)
+{
+	struct pgsrc_standby s = sb_streaming();
+	char why[512];
+	int64_t lag = 42;
+
+	cr_assert_eq(pgsrc_standby_judge(&s, 0, &lag, why, sizeof(why)),
+	    PGSRC_SB_NOT_ALLOWED);
+	cr_assert_eq(lag, -1);
+	cr_assert(strstr(why, "standby") != NULL, "%s", why);
+	cr_assert(strstr(why, "--standby-max-lag") != NULL, "%s", why);
+}
+
+Test(pgsrc, a_streaming_standby_within_the_bound_is_current)
+{
+	struct pgsrc_standby s = sb_streaming();
+	int64_t lag = 0;
+
+	cr_assert_eq(pgsrc_standby_judge(&s, 5, &lag, NULL, 0),
+	    PGSRC_SB_CURRENT);
+	/* 300 ms + the 1 s margin, rounded up. */
+	cr_assert_eq(lag, 2);
+	s.age_ms = 0;
+	cr_assert_eq(pgsrc_standby_judge(&s, 1, &lag, NULL, 0),
+	    PGSRC_SB_CURRENT);
+	cr_assert_eq(lag, 1);
+	/* Replay past the sender's end (WAL the standby wrote itself) is fine. */
+	s.replay_lsn = s.receive_lsn + 100;
+	cr_assert_eq(pgsrc_standby_judge(&s, 5, &lag, NULL, 0),
+	    PGSRC_SB_CURRENT);
+}
+
+Test(pgsrc, a_standby_whose_last_message_is_too_old_is_behind)
+{
+	struct pgsrc_standby s = sb_streaming();
+	char why[512];
+	int64_t lag = 0;
+
+	/* 4.001 s + 1 s margin: 6 s, over 5. */
+	s.age_ms = 4001;
+	cr_assert_eq(pgsrc_standby_judge(&s, 5, &lag, why, sizeof(why)),
+	    PGSRC_SB_BEHIND);
+	cr_assert_eq(lag, 6);
+	cr_assert(strstr(why, "4001 ms") != NULL, "%s", why);
+	/* 4.000 s + 1 s: exactly 5, within. */
+	s.age_ms = 4000;
+	cr_assert_eq(pgsrc_standby_judge(&s, 5, &lag, NULL, 0),
+	    PGSRC_SB_CURRENT);
+	cr_assert_eq(lag, 5);
+	/* Hours without a message (replication broken, status stale). */
+	s.age_ms = INT64_C(3) * 3600 * 1000;
+	cr_assert_eq(pgsrc_standby_judge(&s, 5, &lag, NULL, 0),
+	    PGSRC_SB_BEHIND);
+	s.age_ms = INT64_MAX;
+	cr_assert_eq(pgsrc_standby_judge(&s, 86400, &lag, NULL, 0),
+	    PGSRC_SB_BEHIND);
+	cr_assert_gt(lag, 86400);
+}
+
+Test(pgsrc, a_standby_whose_replay_is_behind_is_behind_by_an_unknown_time)
+{
+	struct pgsrc_standby s = sb_streaming();
+	char why[512];
+	int64_t lag = 0;
+
+	/* Received, not replayed: a fresh keepalive proves nothing. */
+	s.replay_lsn = s.receive_lsn - 1;
+	cr_assert_eq(pgsrc_standby_judge(&s, 5, &lag, why, sizeof(why)),
+	    PGSRC_SB_BEHIND);
+	cr_assert_eq(lag, -1);
+	cr_assert(strstr(why, "received 0/3016A78") != NULL, "%s", why);
+	/* Replayed all it has, but the sender named a later end of WAL. */
+	s = sb_streaming();
+	s.end_lsn = s.replay_lsn + 1;
+	cr_assert_eq(pgsrc_standby_judge(&s, 5, &lag, why, sizeof(why)),
+	    PGSRC_SB_BEHIND);
+	cr_assert_eq(lag, -1);
+	cr_assert(strstr(why, "end of WAL") != NULL, "%s", why);
+	/* Paused, even with nothing new received yet. */
+	s = sb_streaming();
+	s.paused = true;
+	cr_assert_eq(pgsrc_standby_judge(&s, 5, &lag, why, sizeof(why)),
+	    PGSRC_SB_BEHIND);
+	cr_assert_eq(lag, -1);
+	cr_assert(strstr(why, "paused") != NULL, "%s", why);
+}
+
+Test(pgsrc, a_standby_that_shows_nothing_is_unknown)
+{
+	struct pgsrc_standby s;
+	char why[512];
+	int64_t lag = 0;
+
+	/* No WAL receiver: archive recovery, or the stream broke. */
+	s = sb_streaming();
+	s.receiver = s.visible = s.streaming = false;
+	cr_assert_eq(pgsrc_standby_judge(&s, 5, &lag, why, sizeof(why)),
+	    PGSRC_SB_UNKNOWN);
+	cr_assert_eq(lag, -1);
+	/* Not streaming (waiting, restarting, stopping). */
+	s = sb_streaming();
+	s.streaming = false;
+	snprintf(s.status, sizeof(s.status), "waiting");
+	cr_assert_eq(pgsrc_standby_judge(&s, 5, &lag, why, sizeof(why)),
+	    PGSRC_SB_UNKNOWN);
+	cr_assert(strstr(why, "waiting") != NULL, "%s", why);
+	/* The first message naming the sender's end has not come yet. */
+	s = sb_streaming();
+	s.have_end = false;
+	cr_assert_eq(pgsrc_standby_judge(&s, 5, &lag, NULL, 0),
+	    PGSRC_SB_UNKNOWN);
+	s = sb_streaming();
+	s.have_age = false;
+	cr_assert_eq(pgsrc_standby_judge(&s, 5, &lag, NULL, 0),
+	    PGSRC_SB_UNKNOWN);
+	s = sb_streaming();
+	s.have_replay = false;
+	cr_assert_eq(pgsrc_standby_judge(&s, 5, &lag, NULL, 0),
+	    PGSRC_SB_UNKNOWN);
+	/* A receipt in the standby's future: its clock went back. */
+	s = sb_streaming();
+	s.age_ms = -2000;
+	cr_assert_eq(pgsrc_standby_judge(&s, 5, &lag, why, sizeof(why)),
+	    PGSRC_SB_UNKNOWN);
+	cr_assert_eq(lag, -1);
+}
+
+Test(pgsrc, a_standby_this_role_cannot_read_names_the_privilege)
+{
+	struct pgsrc_standby s = sb_streaming();
+	char why[512];
+	int64_t lag = 0;
+
+	/* Without pg_read_all_stats only the receiver's pid is shown. */
+	s.visible = s.streaming = false;
+	s.have_end = s.have_age = false;
+	cr_assert_eq(pgsrc_standby_judge(&s, 5, &lag, why, sizeof(why)),
+	    PGSRC_SB_NO_PRIVILEGE);
+	cr_assert_eq(lag, -1);
+	cr_assert(strstr(why, "pg_read_all_stats") != NULL, "%s", why);
+}
