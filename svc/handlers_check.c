@@ -94,6 +94,40 @@ invalid_token(const struct server_req *r, enum jwt_verdict why,
 }
 
 /*
+ * What decided an answer: the filter version and, with a delta chain in
+ * service, the seq of its last delta (empty when none), copied out of
+ * the snapshot before check_end.
+ */
+struct answer_tag {
+	char	ver[24];
+	char	seq[24];
+};
+
+static void
+tag_set(struct answer_tag *t, const struct snapshot *s)
+{
+	snprintf(t->ver, sizeof(t->ver), "%llu",
+	    (unsigned long long)s->version);
+	t->seq[0] = '\0';
+	if (s->pos.seq != 0)
+		snprintf(t->seq, sizeof(t->seq), "%llu",
+		    (unsigned long long)s->pos.seq);
+}
+
+/* Appends X-Revcheck-Filter-Version and -Delta-Seq to h; how many. */
+static size_t
+tag_headers(struct server_hdr *h, const struct answer_tag *t)
+{
+	h[0].name = "X-Revcheck-Filter-Version";
+	h[0].value = t->ver;
+	if (t->seq[0] == '\0')
+		return 1;
+	h[1].name = "X-Revcheck-Delta-Seq";
+	h[1].value = t->seq;
+	return 2;
+}
+
+/*
  * Keys from one snapshot, 200 with the answer: one key's object, or (with
  * chain) a certificate chain's, where every certificate is checked and
  * the worst verdict answers (check_worst). A revoked certificate is
@@ -107,12 +141,13 @@ answer_keys(const struct server_req *r, const struct revkey *keys,
 	struct check_result res[CHECKIO_CHAIN_MAX_CERTS];
 	bool ok[CHECKIO_CHAIN_MAX_CERTS];
 	size_t unsettled = SIZE_MAX;	/* the first unsettled certificate */
-	struct server_hdr h[2];
+	struct server_hdr h[3];
+	struct answer_tag tag;
 	const struct snapshot *s;
 	enum stale_reason why;
 	enum check_gate g;
 	struct sbuf b;
-	char ver[24], *body;
+	char *body;
 	size_t len, i, w;
 
 	g = check_begin(r->ctx->slot, &r->live->policy, util_now(), &s,
@@ -141,16 +176,14 @@ answer_keys(const struct server_req *r, const struct revkey *keys,
 	else
 		checkio_render(&b, s, &keys[0], &res[0]);
 	sbuf_adds(&b, "\n");
-	snprintf(ver, sizeof(ver), "%llu", (unsigned long long)s->version);
+	tag_set(&tag, s);
 	check_end(s);
 	if ((body = sbuf_take(&b, &len)) == NULL)
 		return MHD_NO;
 	h[0].name = "X-Revcheck-Status";
 	h[0].value = check_status_str(res[w].status);
-	h[1].name = "X-Revcheck-Filter-Version";
-	h[1].value = ver;
 	return server_reply(r, MHD_HTTP_OK, body, len, "application/json", h,
-	    2);
+	    1 + tag_headers(&h[1], &tag));
 }
 
 /* One key: gate, check, 200 with the answer object. */
@@ -215,21 +248,18 @@ render_unsettled(struct sbuf *b, enum check_fail f)
  */
 static enum MHD_Result
 batch_reply(const struct server_req *r, struct sbuf *b,
-    struct metrics_tally *tally, uint64_t version)
+    struct metrics_tally *tally, const struct answer_tag *tag)
 {
-	struct server_hdr h[1];
-	char ver[24], *body;
+	struct server_hdr h[2];
+	char *body;
 	size_t len;
 
 	sbuf_adds(b, "]}\n");
 	metrics_tally_flush(tally);
-	snprintf(ver, sizeof(ver), "%llu", (unsigned long long)version);
 	if ((body = sbuf_take(b, &len)) == NULL)
 		return MHD_NO;
-	h[0].name = "X-Revcheck-Filter-Version";
-	h[0].value = ver;
 	return server_reply(r, MHD_HTTP_OK, body, len, "application/json", h,
-	    1);
+	    tag_headers(h, tag));
 }
 
 static enum MHD_Result
@@ -245,7 +275,7 @@ check_batch(const struct server_req *r, const cJSON *items)
 	enum check_gate g;
 	const cJSON *it;
 	struct sbuf b;
-	uint64_t version;
+	struct answer_tag tag;
 	char e[300];
 	size_t n, i = 0;
 
@@ -282,9 +312,9 @@ check_batch(const struct server_req *r, const cJSON *items)
 		} else
 			checkio_render(&b, s, &k, &res);
 	}
-	version = s->version;
+	tag_set(&tag, s);
 	check_end(s);
-	return batch_reply(r, &b, &tally, version);
+	return batch_reply(r, &b, &tally, &tag);
 }
 
 /* Items decided and rendered a chunk at a time (check_keys_tally). */
@@ -315,7 +345,7 @@ check_batch_items(const struct server_req *r, const struct batch_item *items,
 	enum stale_reason why;
 	enum check_gate g;
 	struct sbuf b;
-	uint64_t version;
+	struct answer_tag tag;
 	char e[300];
 	size_t i, j, m, k;
 
@@ -379,10 +409,10 @@ check_batch_items(const struct server_req *r, const struct batch_item *items,
 			k++;
 		}
 	}
-	version = s->version;
+	tag_set(&tag, s);
 	check_end(s);
 	free(w);
-	return batch_reply(r, &b, &tally, version);
+	return batch_reply(r, &b, &tally, &tag);
 }
 
 /*
@@ -603,21 +633,25 @@ out:
  */
 static enum MHD_Result
 authz_reply_certs(const struct server_req *r, unsigned status,
-    const char *verdict, const char *ver, const enum check_status *certs,
-    size_t ncerts)
+    const char *verdict, const struct answer_tag *tag,
+    const enum check_status *certs, size_t ncerts)
 {
-	struct server_hdr h[3];
+	struct server_hdr h[4];
 	struct sbuf b;
 	char *body;
 	size_t len, nh = 0, i;
 
-	sbuf_init(&b, 96 + ncerts * 16, 0);
+	sbuf_init(&b, 128 + ncerts * 16, 0);
 	sbuf_adds(&b, "{\"verdict\":\"");
 	sbuf_adds(&b, verdict);
 	sbuf_adds(&b, "\"");
-	if (ver != NULL) {
+	if (tag != NULL) {
 		sbuf_adds(&b, ",\"filter_version\":");
-		sbuf_adds(&b, ver);
+		sbuf_adds(&b, tag->ver);
+		if (tag->seq[0] != '\0') {
+			sbuf_adds(&b, ",\"delta_seq\":");
+			sbuf_adds(&b, tag->seq);
+		}
 	}
 	if (ncerts > 0) {
 		sbuf_adds(&b, ",\"certificates\":[");
@@ -633,10 +667,8 @@ authz_reply_certs(const struct server_req *r, unsigned status,
 		return MHD_NO;
 	h[nh].name = "X-Revcheck-Status";
 	h[nh++].value = verdict;
-	if (ver != NULL) {
-		h[nh].name = "X-Revcheck-Filter-Version";
-		h[nh++].value = ver;
-	}
+	if (tag != NULL)
+		nh += tag_headers(&h[nh], tag);
 	/* RFC 6750 3.1: no error code when no credential was sent. */
 	if (status == MHD_HTTP_UNAUTHORIZED) {
 		h[nh].name = MHD_HTTP_HEADER_WWW_AUTHENTICATE;
@@ -648,9 +680,9 @@ authz_reply_certs(const struct server_req *r, unsigned status,
 
 static enum MHD_Result
 authz_reply(const struct server_req *r, unsigned status, const char *verdict,
-    const char *ver)
+    const struct answer_tag *tag)
 {
-	return authz_reply_certs(r, status, verdict, ver, NULL, 0);
+	return authz_reply_certs(r, status, verdict, tag, NULL, 0);
 }
 
 /*
@@ -698,7 +730,8 @@ handle_authz(const struct server_req *r)
 	struct trust_cutoffs cut;
 	bool has_token = false;
 	const char *auth, *cert, *tok;
-	char e[256], ver[24];
+	struct answer_tag tag;
+	char e[256];
 	size_t nk = 0, i, tl, first_cert;
 	bool revoked = false, uncovered = false, failed = false;
 	enum check_fail fail = CHECK_FAIL_UNAVAILABLE;
@@ -753,7 +786,7 @@ handle_authz(const struct server_req *r)
 		return authz_reply(r, MHD_HTTP_SERVICE_UNAVAILABLE,
 		    g == CHECK_GATE_NO_FILTER ? "no_filter" : "filter_stale",
 		    NULL);
-	snprintf(ver, sizeof(ver), "%llu", (unsigned long long)s->version);
+	tag_set(&tag, s);
 	/*
 	 * Every credential is checked before an unsettled one answers 503,
 	 * so that an edge asks the authority about all of a request's
@@ -776,15 +809,15 @@ handle_authz(const struct server_req *r)
 	check_end(s);
 	if (failed)
 		return authz_reply(r, MHD_HTTP_SERVICE_UNAVAILABLE,
-		    check_fail_str(fail), ver);
+		    check_fail_str(fail), &tag);
 	if (revoked)
-		return authz_reply_certs(r, MHD_HTTP_FORBIDDEN, "revoked", ver,
+		return authz_reply_certs(r, MHD_HTTP_FORBIDDEN, "revoked", &tag,
 		    st + first_cert, nk - first_cert);
 	if (uncovered && !c->authz_not_covered_allow)
 		return authz_reply_certs(r, MHD_HTTP_FORBIDDEN, "not_covered",
-		    ver, st + first_cert, nk - first_cert);
+		    &tag, st + first_cert, nk - first_cert);
 	return authz_reply_certs(r, MHD_HTTP_OK, uncovered ? "not_covered" :
-	    "not_revoked", ver, st + first_cert, nk - first_cert);
+	    "not_revoked", &tag, st + first_cert, nk - first_cert);
 }
 
 /* ---------------------------------------------------------------- /v1/introspect */
@@ -931,7 +964,8 @@ introspect_members(struct sbuf *b, const cJSON *claims)
 enum MHD_Result
 handle_introspect(const struct server_req *r)
 {
-	struct server_hdr h[1];
+	struct server_hdr h[2];
+	struct answer_tag tag;
 	struct check_result res;
 	const struct snapshot *s;
 	struct revkey k;
@@ -941,8 +975,8 @@ handle_introspect(const struct server_req *r)
 	struct trust_cutoffs cut;
 	cJSON *claims = NULL;
 	struct sbuf b;
-	char *tok = NULL, *hint = NULL, e[256], ver[24], *body;
-	size_t len;
+	char *tok = NULL, *hint = NULL, e[256], *body;
+	size_t len, nh;
 	int f;
 
 	if (!introspect_caller_ok(r)) {
@@ -981,14 +1015,13 @@ handle_introspect(const struct server_req *r)
 		return authority_error(r, res.fail);
 	}
 	/* What the filter decided names its version, as every check does. */
-	snprintf(ver, sizeof(ver), "%llu", (unsigned long long)s->version);
+	tag_set(&tag, s);
 	check_end(s);
-	h[0].name = "X-Revcheck-Filter-Version";
-	h[0].value = ver;
+	nh = tag_headers(h, &tag);
 	if (res.status != CHECK_NOT_REVOKED) {
 		cJSON_Delete(claims);
 		return introspect_reply(r, MHD_HTTP_OK,
-		    "{\"active\":false}\n", h, 1);
+		    "{\"active\":false}\n", h, nh);
 	}
 	sbuf_init(&b, 512, 0);
 	sbuf_adds(&b, "{\"active\":true,\"token_type\":\"Bearer\"");
@@ -998,5 +1031,5 @@ handle_introspect(const struct server_req *r)
 	if ((body = sbuf_take(&b, &len)) == NULL)
 		return MHD_NO;
 	return server_reply(r, MHD_HTTP_OK, body, len, "application/json",
-	    h, 1);
+	    h, nh);
 }

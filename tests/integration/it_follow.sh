@@ -62,7 +62,10 @@ out=$("$FILTERBUILD" verify --pub "$T/key.pub" "$F" 2>&1) &&
 # An origin serving DIR enforces the deltas: an insert is revoked and a
 # delete released within seconds, and the answer names the delta sequence.
 mkdir -p "$T/state"
-rc_start O --filter-dir "$F" --trusted-key "$T/key.pub" --state-dir "$T/state"
+# revocation-only: /v1/authz reads a token's jti without verifying it, so
+# an unsigned token can ask for a key the deltas revoked.
+rc_start O --filter-dir "$F" --trusted-key "$T/key.pub" --state-dir "$T/state" \
+    --token-verification revocation-only
 rc_wait_version "$O_URL" "$v1" || rc_fail "origin serves the base"
 # node_is URL ID STATUS: waits until a check of ID answers STATUS (20 s at
 # most: the target is seconds, the margin is for a loaded machine).
@@ -81,6 +84,19 @@ answer_is live revoked && rc_ok "origin: a new row is enforced within 20 s" ||
 seq=$(rc_json delta_seq)
 [ "${seq:-0}" -ge 2 ] && rc_ok "origin: the answer names delta $seq" ||
     rc_fail "origin: delta_seq is '$seq'"
+rc_expect_eq "$(rc_header X-Revcheck-Delta-Seq)" "$seq" \
+    "origin: the check's X-Revcheck-Delta-Seq names the delta"
+# /v1/authz and introspection name the delta that decided too.
+rc_curl -H "Authorization: Bearer $(rc_jwt "" live)" "$O_URL/v1/authz"
+rc_expect_status 403 "origin: authz refuses a token a delta revoked"
+rc_expect_json verdict revoked "origin: authz verdict"
+rc_expect_json delta_seq "$seq" "origin: the authz answer names the delta"
+rc_expect_eq "$(rc_header X-Revcheck-Delta-Seq)" "$seq" \
+    "origin: the authz X-Revcheck-Delta-Seq names the delta"
+rc_curl -X POST -H 'Content-Type: application/json' \
+    --data '{"items":[{"id":"live"},{"id":"a"}]}' "$O_URL/v1/check"
+rc_expect_eq "$(rc_header X-Revcheck-Delta-Seq)" "$seq" \
+    "origin: a batch's X-Revcheck-Delta-Seq names the delta"
 rc_curl "$O_URL/v1/status"
 rc_expect_json filter.delta.seq "$seq" "status: delta seq"
 rc_expect_match "$(rc_json filter.delta.overlay_keys)" '^[1-9]' "status: overlay size"
