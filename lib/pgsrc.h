@@ -104,6 +104,81 @@ int pgsrc_check_trigger(struct pgsrc *p, uint64_t from, bool *changed,
     char *err, size_t errlen);
 
 /*
+ * What a --query reads, as pgsrc_check_query() finds it: the relations
+ * the server's plan scans (views expanded) and the names the query text
+ * and the plan's expressions use. Every string is NUL-terminated.
+ */
+#define PGSRC_PLAN_MAX		(4 << 20)	/* bytes of EXPLAIN output */
+#define PGSRC_PLAN_DEPTH	64		/* nested plans */
+#define PGSRC_PLAN_NODES	10000		/* plan nodes */
+#define PGSRC_NAMES_MAX		8192		/* names of each kind */
+
+struct pgsrc_names {
+	char	**v;
+	size_t	  n;
+};
+
+struct pgsrc_reads {
+	struct pgsrc_names nsp;		/* the schema of relation i */
+	struct pgsrc_names rel;		/* relation i, each (nsp, rel) once */
+	struct pgsrc_names calls;	/* names followed by '(' (functions, aggregates) */
+	struct pgsrc_names idents;	/* every identifier (views, among others) */
+	struct pgsrc_names ops;		/* operators */
+};
+
+/*
+ * Walks the output of EXPLAIN (VERBOSE, FORMAT JSON) as hostile input (at
+ * most PGSRC_PLAN_MAX bytes, PGSRC_PLAN_DEPTH levels, PGSRC_PLAN_NODES
+ * nodes): adds to r every relation a node scans ("Relation Name" with its
+ * "Schema"; each once) and the names of every expression string
+ * (pgsrc_sql_names()). A node whose reads the plan does not show (a
+ * Function Scan, Table Function Scan, Foreign Scan, Custom Scan, Named
+ * Tuplestore Scan, any scan it does not know) is refused: -1 with err
+ * naming it. Returns 0, or -1 with err.
+ */
+int pgsrc_plan_walk(const char *json, size_t len, struct pgsrc_reads *r,
+    char *err, size_t errlen);
+
+/*
+ * Adds to r the names SQL text uses, as the server's lexer reads them:
+ * identifiers (unquoted ones folded to lower case; a qualified name's
+ * parts each), those followed by '(', and operators; nothing inside
+ * string constants (standard, E'', dollar-quoted) or comments. Each name
+ * is kept once. Returns 0, or -1 with err (out of memory, more than
+ * PGSRC_NAMES_MAX names).
+ */
+int pgsrc_sql_names(const char *sql, struct pgsrc_reads *r, char *err,
+    size_t errlen);
+
+/* Frees what r holds and zeroes it. */
+void pgsrc_reads_free(struct pgsrc_reads *r);
+
+/*
+ * Follow's check of a --query (query NULL: nothing to check; the
+ * default query reads PGSRC_TABLE only, which pgsrc_check_trigger()
+ * checks). Asks the server for the plan of query and refuses, with err
+ * naming what and what to do:
+ *   - a node whose reads the plan does not show (pgsrc_plan_walk());
+ *   - a scanned relation that is not a table with PGSRC_TRIGGER logging
+ *     every change with revcheck_changes_log(), as pgsrc_check_trigger()
+ *     checks it on PGSRC_TABLE (a view is expanded into its tables; a
+ *     materialized or foreign table has no such trigger);
+ *   - a function the query, a view it names (and the views those name)
+ *     or one of their operators calls that could read what the plan
+ *     does not show: a volatile one, one in a language other than C or
+ *     internal that is not built in, or a built-in *_to_xml that reads a
+ *     table by name.
+ * Changes of those relations and functions reach deltas only through the
+ * trigger. When changed is not NULL, *changed tells whether a trigger of
+ * those relations, its function or the rule of one of those views was
+ * written by a transaction at or above from (then a re-base reads what
+ * the chain could not see). Inside a snapshot or not. Returns 0, or -1
+ * with err.
+ */
+int pgsrc_check_query(struct pgsrc *p, const char *query, uint64_t from,
+    bool *changed, char *err, size_t errlen);
+
+/*
  * Inside a snapshot: calls fn for the changes of every transaction with
  * an id in [from, to), in the order they were made (nothing when to
  * equals from). A hostile value (bad op, empty id, unreadable time) is an
