@@ -999,6 +999,20 @@ names_free(struct pgsrc_names *n)
 	n->n = 0;
 }
 
+/* Adds every name of from to n. 0 or -1. */
+static int
+names_merge(struct pgsrc_names *n, const struct pgsrc_names *from,
+    char *err, size_t errlen)
+{
+	size_t i;
+
+	for (i = 0; i < from->n; i++)
+		if (names_add(n, from->v[i], strlen(from->v[i]), err,
+		    errlen) != 0)
+			return -1;
+	return 0;
+}
+
 void
 pgsrc_reads_free(struct pgsrc_reads *r)
 {
@@ -1339,6 +1353,357 @@ out:
 	return rc;
 }
 
+/* ---- the key columns of a --query: what deltas take from the log -------- */
+
+static const char *const pg_key_names[PGSRC_KEY_N] = {
+	"id", "scope", "revoked_at"
+};
+
+/* Scans of a relation that return each row of it at most once. */
+static const char *const pg_scans_rel[] = {
+	"Seq Scan", "Index Scan", "Index Only Scan", "Bitmap Heap Scan",
+	"Tid Scan", "Tid Range Scan", NULL
+};
+
+/*
+ * Nodes whose Output columns are their child's (or, for an aggregate, the
+ * child's grouped columns): a row they return is a row of their child,
+ * or rows of it with the same values.
+ */
+static const char *const pg_nodes_pass[] = {
+	"Sort", "Incremental Sort", "Unique", "Aggregate", "Group", "Result",
+	"Materialize", "Memoize", "Gather", "Gather Merge", NULL
+};
+
+/* Why a node is refused (a row's presence depends on other rows). */
+static const char *
+pg_node_why(const char *type)
+{
+	if (strstr(type, "Join") != NULL || strcmp(type, "Nested Loop") == 0 ||
+	    strcmp(type, "Hash") == 0)
+		return "a join: a row is returned or not by rows of another "
+		    "table, whose changes log their own keys, not this row's";
+	if (strcmp(type, "Limit") == 0 || strcmp(type, "WindowAgg") == 0)
+		return "a row beyond the limit (or ranked by a window function) "
+		    "enters the result when another leaves, with no change of "
+		    "its own";
+	if (strcmp(type, "SetOp") == 0 || strcmp(type, "Recursive Union") == 0)
+		return "INTERSECT, EXCEPT or a recursive query: a row is "
+		    "returned or not by other rows";
+	if (strcmp(type, "Values Scan") == 0 || strcmp(type, "Result") == 0)
+		return "a row of constants is in no table, and no trigger logs it";
+	if (strcmp(type, "Sample Scan") == 0)
+		return "TABLESAMPLE returns a row or not by chance";
+	return "follow cannot tell that each row returned is one row of a "
+	    "table with the trigger, returned for its own columns";
+}
+
+/* Whether node n has a Parent Relationship of InitPlan or SubPlan. */
+static bool
+pg_is_subplan(const cJSON *n)
+{
+	const cJSON *pr = cJSON_GetObjectItemCaseSensitive(n, "Parent Relationship");
+
+	return cJSON_IsString(pr) && (strcmp(pr->valuestring, "InitPlan") == 0 ||
+	    strcmp(pr->valuestring, "SubPlan") == 0);
+}
+
+/* Refuses a subquery anywhere in the plan. 0, or -1 with err. */
+static int
+keys_no_subplan(const cJSON *n, int depth, char *err, size_t errlen)
+{
+	const cJSON *kids, *k;
+
+	if (depth > PGSRC_PLAN_DEPTH) {
+		snprintf(err, errlen, "postgresql: the query's plan has more "
+		    "than %d levels", PGSRC_PLAN_DEPTH);
+		return -1;
+	}
+	kids = cJSON_GetObjectItemCaseSensitive(n, "Plans");
+	cJSON_ArrayForEach(k, kids) {
+		if (pg_is_subplan(k)) {
+			snprintf(err, errlen, "postgresql: the query has a "
+			    "subquery (%s in its plan): a row is returned or "
+			    "not by other rows, whose changes log their own keys, "
+			    "not this row's, so a delta could miss it (follow "
+			    "only conditions on a row's own columns; a UNION ALL "
+			    "of tables with the trigger " PGSRC_TRIGGER " is "
+			    "fine)", cJSON_GetObjectItemCaseSensitive(k,
+			    "Parent Relationship")->valuestring);
+			return -1;
+		}
+		if (keys_no_subplan(k, depth + 1, err, errlen) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * Whether s (an Output entry) is the plain column col: "col", or
+ * "Q.col" where Q is any qualifier (alias NULL) or alias, bare or in
+ * double quotes ('"' doubled). Names that need quoting are not plain.
+ */
+static bool
+keys_is_col(const char *s, const char *col, const char *alias)
+{
+	size_t sl = strlen(s), cl = strlen(col), i, j;
+
+	if (strcmp(s, col) == 0)
+		return true;
+	if (sl < cl + 2 || strcmp(s + sl - cl, col) != 0 || s[sl - cl - 1] != '.')
+		return false;
+	sl -= cl + 1;		/* the qualifier is s[0, sl) */
+	if (alias == NULL) {
+		if (s[0] == '"')
+			return sl >= 2 && s[sl - 1] == '"';
+		for (i = 0; i < sl; i++)
+			if (!SQL_IDCHAR((unsigned char)s[i]))
+				return false;
+		return sl > 0;
+	}
+	if (strlen(alias) == sl && strncmp(s, alias, sl) == 0)
+		return true;
+	if (sl < 2 || s[0] != '"' || s[sl - 1] != '"')
+		return false;
+	for (i = 1, j = 0; i < sl - 1; i++, j++) {
+		if (alias[j] != s[i])
+			return false;
+		if (s[i] == '"' && s[++i] != '"')
+			return false;
+	}
+	return alias[j] == '\0' && i == sl - 1;
+}
+
+/* Output entry i of node n (NULL when there is none). */
+static const char *
+keys_out(const cJSON *n, int i)
+{
+	const cJSON *o = cJSON_GetObjectItemCaseSensitive(n, "Output"), *e;
+
+	if (!cJSON_IsArray(o) || i < 0 || (e = cJSON_GetArrayItem(o, i)) ==
+	    NULL || !cJSON_IsString(e))
+		return NULL;
+	return e->valuestring;
+}
+
+/*
+ * The node whose Output names n's columns: n, or for an Append without
+ * one its first member (EXPLAIN names an Append's columns after it).
+ */
+static const cJSON *
+keys_named(const cJSON *n, int depth)
+{
+	const cJSON *kids;
+
+	while (depth++ < PGSRC_PLAN_DEPTH && n != NULL &&
+	    cJSON_GetObjectItemCaseSensitive(n, "Output") == NULL &&
+	    (kids = cJSON_GetObjectItemCaseSensitive(n, "Plans")) != NULL)
+		n = cJSON_GetArrayItem(kids, 0);
+	return n;
+}
+
+static int
+keys_node(const cJSON *n, int k, int i, int depth, size_t *nodes,
+    const struct pgsrc_names *aliased, char *err, size_t errlen);
+
+/* Checks n's column i, a plain column k, in its one row child. */
+static int
+keys_pass(const cJSON *n, const char *type, const char *out, int k,
+    int depth, size_t *nodes, const struct pgsrc_names *aliased,
+    char *err, size_t errlen)
+{
+	const cJSON *kids = cJSON_GetObjectItemCaseSensitive(n, "Plans"), *c;
+	const cJSON *child = NULL, *named, *o;
+	const char *s;
+	int j, found = 0;
+
+	cJSON_ArrayForEach(c, kids) {
+		if (pg_is_subplan(c))
+			continue;
+		if (child != NULL) {
+			snprintf(err, errlen, "postgresql: the query's plan: a "
+			    "%.40s with more than one input", type);
+			return -1;
+		}
+		child = c;
+	}
+	if (child == NULL) {
+		snprintf(err, errlen, "postgresql: the query's column %s is "
+		    "%.120s in a %.40s without a table: %s (return the column "
+		    "%s of a table with the trigger " PGSRC_TRIGGER ")",
+		    pg_key_names[k], out, type, pg_node_why("Result"),
+		    pg_key_names[k]);
+		return -1;
+	}
+	named = keys_named(child, depth + 1);
+	o = named != NULL ? cJSON_GetObjectItemCaseSensitive(named, "Output") :
+	    NULL;
+	for (j = 0; cJSON_IsArray(o) && j < cJSON_GetArraySize(o); j++) {
+		if ((s = keys_out(named, j)) == NULL || strcmp(s, out) != 0)
+			continue;
+		found++;
+		if (keys_node(child, k, j, depth + 1, nodes, aliased, err,
+		    errlen) != 0)
+			return -1;
+	}
+	if (found == 0) {
+		snprintf(err, errlen, "postgresql: the query's plan: the "
+		    "column %s (%.120s) of a %.40s is not among its input's "
+		    "columns", pg_key_names[k], out, type);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Checks that column i of node n is, for every row it returns, the
+ * column pg_key_names[k] of the scanned table's row the row is. 0 or -1.
+ */
+static int
+keys_node(const cJSON *n, int k, int i, int depth, size_t *nodes,
+    const struct pgsrc_names *aliased, char *err, size_t errlen)
+{
+	const cJSON *t, *rel, *nsp, *alias, *kids, *c;
+	const char *type, *out, *col = pg_key_names[k];
+	size_t a;
+
+	if (!cJSON_IsObject(n) || !cJSON_IsString(t =
+	    cJSON_GetObjectItemCaseSensitive(n, "Node Type"))) {
+		snprintf(err, errlen, "postgresql: the query's plan: a node "
+		    "without a \"Node Type\"");
+		return -1;
+	}
+	if (depth > PGSRC_PLAN_DEPTH || ++*nodes > PGSRC_PLAN_NODES) {
+		snprintf(err, errlen, "postgresql: the query's plan has more "
+		    "than %d levels or %d nodes", PGSRC_PLAN_DEPTH,
+		    PGSRC_PLAN_NODES);
+		return -1;
+	}
+	type = t->valuestring;
+	kids = cJSON_GetObjectItemCaseSensitive(n, "Plans");
+	if (strcmp(type, "Append") == 0 || strcmp(type, "Merge Append") == 0) {
+		/* UNION ALL, partitions: each member's column i. */
+		cJSON_ArrayForEach(c, kids)
+			if (!pg_is_subplan(c) && keys_node(c, k, i, depth + 1,
+			    nodes, aliased, err, errlen) != 0)
+				return -1;
+		return 0;
+	}
+	out = keys_out(n, i);
+	if (!pg_in(type, pg_scans_rel) && !pg_in(type, pg_nodes_pass)) {
+		snprintf(err, errlen, "postgresql: the query's plan has a "
+		    "%.40s above the column %s: %s (follow only rows of "
+		    "tables with the trigger " PGSRC_TRIGGER ", or a UNION ALL "
+		    "of them, with conditions on each row's own columns)",
+		    type, col, pg_node_why(type));
+		return -1;
+	}
+	if (out == NULL) {
+		snprintf(err, errlen, "postgresql: the query's plan: a %.40s "
+		    "without its Output column %d", type, i + 1);
+		return -1;
+	}
+	rel = cJSON_GetObjectItemCaseSensitive(n, "Relation Name");
+	nsp = cJSON_GetObjectItemCaseSensitive(n, "Schema");
+	alias = cJSON_GetObjectItemCaseSensitive(n, "Alias");
+	if (!keys_is_col(out, col, NULL)) {
+		char where[160] = "";
+
+		if (cJSON_IsString(rel) && cJSON_IsString(nsp))
+			snprintf(where, sizeof(where), " (%.64s.%.64s)",
+			    nsp->valuestring, rel->valuestring);
+		snprintf(err, errlen, "postgresql: the query's column %s is "
+		    "%.120s, not the column %s of a table%s: the trigger "
+		    PGSRC_TRIGGER " logs a row's own %s, so a change would reach "
+		    "deltas with another %s than the base's and a new row "
+		    "could answer not_revoked (return the table's column %s as "
+		    "it is, under that name; change the rows, not the query)",
+		    col, out, col, where, col, col, col);
+		return -1;
+	}
+	if (!pg_in(type, pg_scans_rel))
+		return keys_pass(n, type, out, k, depth, nodes, aliased, err,
+		    errlen);
+	if (!cJSON_IsString(rel) || !cJSON_IsString(nsp) ||
+	    !cJSON_IsString(alias)) {
+		snprintf(err, errlen, "postgresql: the query's plan: a %.40s "
+		    "without a relation, its schema and its alias", type);
+		return -1;
+	}
+	/* A column alias list (FROM t AS a(id, scope)) renames columns. */
+	for (a = 0; a < aliased->n; a++)
+		if (strcmp(aliased->v[a], alias->valuestring) == 0 ||
+		    strlen(alias->valuestring) >= SQL_NAME_MAX - 4) {
+			snprintf(err, errlen, "postgresql: the query (or a view "
+			    "it reads) may give the columns of %.64s.%.64s other "
+			    "names with a column alias list (%.64s(...)): follow "
+			    "cannot tell which column is %s (name the columns in "
+			    "the SELECT list instead: SELECT %.64s.%s ...)",
+			    nsp->valuestring, rel->valuestring,
+			    alias->valuestring, col, alias->valuestring, col);
+			return -1;
+		}
+	if (!keys_is_col(out, col, alias->valuestring)) {
+		snprintf(err, errlen, "postgresql: the query's plan: the column "
+		    "%s of a %.40s of %.64s.%.64s is %.120s", col, type,
+		    nsp->valuestring, rel->valuestring, out);
+		return -1;
+	}
+	return 0;
+}
+
+int
+pgsrc_plan_keys(const char *json, size_t len, const int pos[PGSRC_KEY_N],
+    const struct pgsrc_names *aliased, char *err, size_t errlen)
+{
+	static const struct pgsrc_names none = { NULL, 0 };
+	cJSON *root;
+	const cJSON *plan;
+	size_t nodes;
+	int k, rc = -1;
+
+	if (aliased == NULL)
+		aliased = &none;
+	if (pos[PGSRC_KEY_ID] < 0) {
+		snprintf(err, errlen, "postgresql: the query returns no column "
+		    "named \"id\"");
+		return -1;
+	}
+	if (pos[PGSRC_KEY_AT] < 0) {
+		snprintf(err, errlen, "postgresql: the query returns no column "
+		    "named \"revoked_at\": a delta carries the revoked_at the "
+		    "trigger " PGSRC_TRIGGER " logs, a base none, and a subject "
+		    "or session cutoff would differ between them (return the "
+		    "table's column revoked_at)");
+		return -1;
+	}
+	if (len > PGSRC_PLAN_MAX) {
+		snprintf(err, errlen, "postgresql: the query's plan is over %d "
+		    "bytes", PGSRC_PLAN_MAX);
+		return -1;
+	}
+	if ((root = cJSON_ParseWithLength(json, len)) == NULL ||
+	    !cJSON_IsArray(root) || cJSON_GetArraySize(root) != 1 ||
+	    (plan = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(root,
+	    0), "Plan")) == NULL) {
+		snprintf(err, errlen, "postgresql: the query's plan is not one "
+		    "EXPLAIN (FORMAT JSON) plan");
+		goto out;
+	}
+	if (keys_no_subplan(plan, 0, err, errlen) != 0)
+		goto out;
+	for (k = 0; k < PGSRC_KEY_N; k++) {
+		nodes = 0;
+		if (pos[k] >= 0 && keys_node(plan, k, pos[k], 0, &nodes,
+		    aliased, err, errlen) != 0)
+			goto out;
+	}
+	rc = 0;
+out:
+	cJSON_Delete(root);
+	return rc;
+}
+
 /* Appends a text[] literal of n's names to a fresh buffer. 0 or -1. */
 static int
 pg_names_array(const struct pgsrc_names *n, unsigned char **buf)
@@ -1375,7 +1740,7 @@ pg_names_array(const struct pgsrc_names *n, unsigned char **buf)
  * (pg_depend of their rules), aggregates to their support functions,
  * operators to their functions.
  */
-#define PG_SQL_FUNCS \
+#define PG_SQL_VIEWS \
 	"WITH RECURSIVE v(oid) AS (" \
 	" SELECT c.oid FROM pg_class c WHERE c.relkind = 'v' AND " \
 	"  c.relname = ANY($1::text[])" \
@@ -1383,7 +1748,9 @@ pg_names_array(const struct pgsrc_names *n, unsigned char **buf)
 	"  JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND " \
 	"  d.objid = w.oid AND d.refclassid = 'pg_class'::regclass" \
 	"  JOIN pg_class c ON c.oid = d.refobjid AND c.relkind = 'v'" \
-	"), dep AS (" \
+	")"
+#define PG_SQL_FUNCS \
+	PG_SQL_VIEWS ", dep AS (" \
 	" SELECT d.refclassid, d.refobjid FROM v JOIN pg_rewrite w ON " \
 	"  w.ev_class = v.oid JOIN pg_depend d ON d.classid = " \
 	"  'pg_rewrite'::regclass AND d.objid = w.oid" \
@@ -1549,15 +1916,81 @@ out:
 	return rc;
 }
 
+/*
+ * The definitions of the views the query could read ($1: identifiers;
+ * those the views name, recursively): the names they follow by '(' go
+ * to aliased (a column alias list among them). 0 or -1.
+ */
+static int
+pg_query_viewdefs(struct pgsrc *p, const struct pgsrc_reads *r,
+    struct pgsrc_reads *aliased, char *err, size_t errlen)
+{
+	unsigned char *a = NULL;
+	const char *params[1];
+	PGresult *res = NULL;
+	int i, rc = -1;
+
+	if (pg_names_array(&r->idents, &a) != 0) {
+		snprintf(err, errlen, "postgresql: out of memory");
+		goto out;
+	}
+	params[0] = (const char *)a;
+	res = PQexecParams(p->conn, PG_SQL_VIEWS " SELECT "
+	    "pg_get_viewdef(v.oid) FROM v", 1, NULL, params, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQnfields(res) != 1) {
+		pg_err(p, res, "reading the views the query reads", err, errlen);
+		goto out;
+	}
+	for (i = 0; i < PQntuples(res); i++)
+		if (!PQgetisnull(res, i, 0) && pgsrc_sql_names(PQgetvalue(res,
+		    i, 0), aliased, err, errlen) != 0)
+			goto out;
+	rc = 0;
+out:
+	PQclear(res);
+	free(a);
+	return rc;
+}
+
+/*
+ * The positions of the columns "id", "scope" and "revoked_at" in the
+ * query's result (-1: none), as a full read finds them by name: the
+ * query is prepared (unnamed), not run. 0 or -1.
+ */
+static int
+pg_query_keypos(struct pgsrc *p, const char *q, int pos[PGSRC_KEY_N],
+    char *err, size_t errlen)
+{
+	PGresult *res = PQprepare(p->conn, "", q, 0, NULL);
+	int k, rc = -1;
+
+	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+		pg_err(p, res, "preparing the query", err, errlen);
+		goto out;
+	}
+	PQclear(res);
+	res = PQdescribePrepared(p->conn, "");
+	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+		pg_err(p, res, "describing the query", err, errlen);
+		goto out;
+	}
+	for (k = 0; k < PGSRC_KEY_N; k++)
+		pos[k] = PQfnumber(res, pg_key_names[k]);
+	rc = 0;
+out:
+	PQclear(res);
+	return rc;
+}
+
 int
 pgsrc_check_query(struct pgsrc *p, const char *query, uint64_t from,
     bool *changed, char *err, size_t errlen)
 {
-	struct pgsrc_reads r;
+	struct pgsrc_reads r, v;
 	PGresult *res = NULL;
 	char *q = NULL, *sql = NULL;
 	size_t qlen;
-	int rc = -1;
+	int pos[PGSRC_KEY_N], rc = -1;
 
 	assert(p != NULL);
 	if (changed != NULL)
@@ -1565,6 +1998,7 @@ pgsrc_check_query(struct pgsrc *p, const char *query, uint64_t from,
 	if (query == NULL)
 		return 0;
 	memset(&r, 0, sizeof(r));
+	memset(&v, 0, sizeof(v));
 	qlen = pg_query_len(query);
 	if (qlen > INT_MAX || pg_stmt_sql(&q, "%.*s", (int)qlen, query) != 0 ||
 	    pg_stmt_sql(&sql, "EXPLAIN (VERBOSE, FORMAT JSON, COSTS OFF) %s",
@@ -1591,12 +2025,25 @@ pgsrc_check_query(struct pgsrc *p, const char *query, uint64_t from,
 	    pg_query_rels(p, &r, from, changed, err, errlen) != 0 ||
 	    pg_query_funcs(p, &r, from, changed, err, errlen) != 0)
 		goto out;
+	/*
+	 * Deltas take scope, id and revoked_at from the change log, the
+	 * base from the query: they agree only when the query returns each
+	 * row's own columns. A column alias list in the query or a view it
+	 * reads is followed by '(', as a function is.
+	 */
+	if (pg_query_viewdefs(p, &r, &v, err, errlen) != 0 ||
+	    names_merge(&v.calls, &r.calls, err, errlen) != 0 ||
+	    pg_query_keypos(p, q, pos, err, errlen) != 0 ||
+	    pgsrc_plan_keys(PQgetvalue(res, 0, 0),
+	    (size_t)PQgetlength(res, 0, 0), pos, &v.calls, err, errlen) != 0)
+		goto out;
 	rc = 0;
 out:
 	PQclear(res);
 	free(q);
 	free(sql);
 	pgsrc_reads_free(&r);
+	pgsrc_reads_free(&v);
 	return rc;
 }
 

@@ -154,6 +154,38 @@ int pgsrc_sql_names(const char *sql, struct pgsrc_reads *r, char *err,
 void pgsrc_reads_free(struct pgsrc_reads *r);
 
 /*
+ * The columns of a --query that a delta takes from the change log rather
+ * than from the query: revcheck_changes_log() logs a written row's own
+ * scope, id and revoked_at (a subject or session cutoff's time), so a
+ * delta agrees with the base only when the query returns each of them
+ * as that same column of the row, untransformed.
+ */
+enum { PGSRC_KEY_ID, PGSRC_KEY_SCOPE, PGSRC_KEY_AT, PGSRC_KEY_N };
+
+/*
+ * Checks, on the output of EXPLAIN (VERBOSE, FORMAT JSON) of a --query
+ * (hostile input, as pgsrc_plan_walk() reads it), that each row the
+ * query returns is one row of one scanned table, returned because of
+ * that row's own columns, with its key columns untransformed. pos[k] is
+ * the position in the query's result of the column named "id", "scope"
+ * and "revoked_at" (-1: the query has none; id is required). Through
+ * Append (UNION ALL, partitions), Sort, Unique, Aggregate (UNION,
+ * DISTINCT, GROUP BY), Result, Materialize, Memoize and Gather nodes
+ * down to every relation scan the column must be the plain column of
+ * that name of the scanned table ("col" or "alias.col" in the Output
+ * list). Refused, with err naming the column or the node and what to
+ * do: an expression, a constant or another column in that place; a scan
+ * whose Alias is in aliased (names followed by '(' in the query or the
+ * views it reads: a column alias list can rename a table's columns, and
+ * the plan shows the new names); a join, a subquery (SubPlan, InitPlan),
+ * LIMIT, a window function, INTERSECT/EXCEPT, a CTE, VALUES or any other
+ * node (a row's presence then depends on rows whose changes log other
+ * keys). Returns 0, or -1 with err.
+ */
+int pgsrc_plan_keys(const char *json, size_t len, const int pos[PGSRC_KEY_N],
+    const struct pgsrc_names *aliased, char *err, size_t errlen);
+
+/*
  * Follow's check of a --query (query NULL: nothing to check; the
  * default query reads PGSRC_TABLE only, which pgsrc_check_trigger()
  * checks). Asks the server for the plan of query and refuses, with err
@@ -167,7 +199,12 @@ void pgsrc_reads_free(struct pgsrc_reads *r);
  *     or one of their operators calls that could read what the plan
  *     does not show: a volatile one, one in a language other than C or
  *     internal that is not built in, or a built-in *_to_xml that reads a
- *     table by name.
+ *     table by name;
+ *   - a key column (id, scope, revoked_at) that is not, through the plan,
+ *     the plain column of that name of every table a row can come from,
+ *     or a plan where a row's presence depends on other rows
+ *     (pgsrc_plan_keys(); a query without revoked_at is refused too: the
+ *     base would hold no cutoff time where deltas hold the logged one).
  * Changes of those relations and functions reach deltas only through the
  * trigger. When changed is not NULL, *changed tells whether a trigger of
  * those relations, its function or the rule of one of those views was

@@ -439,3 +439,156 @@ Test(pgsrc_plan, sql_names_skip_constants_and_comments)
 	cr_assert(has(&r.ops, "#>") && has(&r.ops, "||") && has(&r.ops, "="));
 	pgsrc_reads_free(&r);
 }
+
+/* ---- pgsrc_plan_keys: the key columns a delta takes from the log ------ */
+
+/* A scan node (JSON) of rel with alias and Output out (a JSON list body). */
+#define SCAN(type, rel, alias, out) "{\"Node Type\": \"" type "\", " \
+	"\"Parent Relationship\": \"Member\", \"Relation Name\": \"" rel \
+	"\", \"Schema\": \"public\", \"Alias\": \"" alias "\", " \
+	"\"Output\": [" out "]}"
+#define PLAN(node)	"[{\"Plan\": " node "}]"
+#define R3		"\"scope\", \"id\", \"revoked_at\""
+
+static int
+keys(const char *json, int id, int scope, int at, const char *aliased,
+    char *err, size_t errlen)
+{
+	char *v[1] = { (char *)aliased };
+	struct pgsrc_names a = { v, aliased != NULL ? 1 : 0 };
+	int pos[PGSRC_KEY_N];
+
+	pos[PGSRC_KEY_ID] = id;
+	pos[PGSRC_KEY_SCOPE] = scope;
+	pos[PGSRC_KEY_AT] = at;
+	err[0] = '\0';
+	return pgsrc_plan_keys(json, strlen(json), pos, &a, err, errlen);
+}
+
+/* The default query, a view with a WHERE, UNION ALL, UNION, DISTINCT. */
+Test(pgsrc_plan, plain_key_columns_follow)
+{
+	static const char *const ok[] = {
+		PLAN(SCAN("Seq Scan", "revcheck_revocations",
+		    "revcheck_revocations", R3)),
+		PLAN(SCAN("Index Scan", "revcheck_revocations", "R",
+		    "\"\\\"R\\\".scope\", \"\\\"R\\\".id\", "
+		    "\"\\\"R\\\".revoked_at\"")),
+		PLAN("{\"Node Type\": \"Append\", \"Plans\": ["
+		    SCAN("Seq Scan", "revcheck_revocations", "r", "\"r.scope\", "
+		    "\"r.id\", \"r.revoked_at\"") ", "
+		    SCAN("Seq Scan", "other", "other", "\"other.scope\", "
+		    "\"other.id\", \"other.revoked_at\"") "]}"),
+		/* UNION: an Aggregate names the Append's columns after its first member. */
+		PLAN("{\"Node Type\": \"Aggregate\", \"Output\": [\"r.scope\", "
+		    "\"r.id\", \"r.revoked_at\"], \"Plans\": [{\"Node Type\": "
+		    "\"Append\", \"Plans\": ["
+		    SCAN("Seq Scan", "revcheck_revocations", "r", "\"r.scope\", "
+		    "\"r.id\", \"r.revoked_at\"") ", "
+		    SCAN("Bitmap Heap Scan", "other", "o", "\"o.scope\", "
+		    "\"o.id\", \"o.revoked_at\"") "]}]}"),
+		/* DISTINCT ... ORDER BY: a Sort over an Aggregate, columns reordered. */
+		PLAN("{\"Node Type\": \"Sort\", \"Output\": [\"id\", \"scope\", "
+		    "\"revoked_at\"], \"Plans\": [{\"Node Type\": \"Aggregate\", "
+		    "\"Output\": [\"id\", \"scope\", \"revoked_at\"], \"Plans\": ["
+		    SCAN("Seq Scan", "revcheck_revocations", "revcheck_revocations",
+		    R3 ", \"reason\"") "]}]}"),
+	};
+	char err[512];
+	size_t i;
+
+	for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+		cr_assert_eq(keys(ok[i], i == 4 ? 0 : 1, i == 4 ? 1 : 0, 2,
+		    NULL, err, sizeof(err)), 0, "plan %zu: %s", i, err);
+	/* No scope column: the base's one scope; a change elsewhere re-bases. */
+	cr_assert_eq(keys(ok[0], 1, -1, 2, NULL, err, sizeof(err)), 0, "%s", err);
+}
+
+/* What the log holds is not what the query returns: refused, named. */
+Test(pgsrc_plan, transformed_key_columns_are_refused)
+{
+	static const struct {
+		const char *json, *want;
+	} bad[] = {
+		{ PLAN(SCAN("Seq Scan", "revcheck_revocations", "r",
+		    "\"scope\", \"lower(id)\", \"revoked_at\"")),
+		  "column id is lower(id), not the column id of a table "
+		  "(public.revcheck_revocations)" },
+		{ PLAN(SCAN("Seq Scan", "revcheck_revocations", "r",
+		    "\"'api'::text\", \"id\", \"revoked_at\"")),
+		  "column scope is 'api'::text" },
+		{ PLAN(SCAN("Seq Scan", "revcheck_revocations", "r",
+		    "\"scope\", \"id\", \"(revoked_at + '1 day'::interval)\"")),
+		  "column revoked_at is (revoked_at" },
+		/* The second UNION ALL branch renames another column. */
+		{ PLAN("{\"Node Type\": \"Append\", \"Plans\": ["
+		    SCAN("Seq Scan", "revcheck_revocations", "r", "\"r.scope\", "
+		    "\"r.id\", \"r.revoked_at\"") ", "
+		    SCAN("Seq Scan", "other", "other", "\"other.scope\", "
+		    "\"other.token\", \"other.revoked_at\"") "]}"),
+		  "column id is other.token, not the column id of a table "
+		  "(public.other)" },
+		/* The right name from another table's alias. */
+		{ PLAN(SCAN("Seq Scan", "revcheck_revocations", "r",
+		    "\"r.scope\", \"x.id\", \"r.revoked_at\"")),
+		  "the column id of a Seq Scan of public.revcheck_revocations "
+		  "is x.id" },
+		/* A Result projecting over a scan. */
+		{ PLAN("{\"Node Type\": \"Result\", \"Output\": [\"r.scope\", "
+		    "\"upper(r.id)\", \"r.revoked_at\"], \"Plans\": ["
+		    SCAN("Seq Scan", "revcheck_revocations", "r", R3) "]}"),
+		  "column id is upper(r.id)" },
+		/* A constant row. */
+		{ PLAN("{\"Node Type\": \"Result\", \"Output\": [\"x.scope\", "
+		    "\"x.id\", \"x.revoked_at\"]}"), "without a table" },
+		{ PLAN("{\"Node Type\": \"Hash Join\", \"Output\": [\"r.scope\", "
+		    "\"r.id\", \"r.revoked_at\"], \"Plans\": ["
+		    SCAN("Seq Scan", "revcheck_revocations", "r", R3) "]}"),
+		  "Hash Join above the column id: a join" },
+		{ PLAN("{\"Node Type\": \"Limit\", \"Output\": [\"scope\", "
+		    "\"id\", \"revoked_at\"], \"Plans\": ["
+		    SCAN("Seq Scan", "revcheck_revocations", "r", R3) "]}"),
+		  "Limit above the column id" },
+		{ PLAN("{\"Node Type\": \"Values Scan\", \"Output\": "
+		    "[\"\\\"*VALUES*\\\".column1\"]}"), "Values Scan" },
+		{ PLAN("{\"Node Type\": \"Seq Scan\", \"Relation Name\": \"t\", "
+		    "\"Schema\": \"public\", \"Alias\": \"t\", \"Output\": ["
+		    R3 "], \"Plans\": [{\"Node Type\": \"Seq Scan\", "
+		    "\"Parent Relationship\": \"SubPlan\", \"Relation Name\": "
+		    "\"u\", \"Schema\": \"public\", \"Alias\": \"u\"}]}"),
+		  "subquery (SubPlan in its plan)" },
+		/* The Output ends before the column. */
+		{ PLAN(SCAN("Seq Scan", "t", "t", "\"scope\"")),
+		  "without its Output column 2" },
+		{ "[{\"Plan\": 1}]", "without a \"Node Type\"" },
+		{ "{}", "not one EXPLAIN" },
+	};
+	char err[512];
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_assert_eq(keys(bad[i].json, 1, 0, 2, NULL, err, sizeof(err)),
+		    -1, "plan %zu accepted", i);
+		cr_assert(strstr(err, bad[i].want) != NULL, "plan %zu: %s", i,
+		    err);
+	}
+}
+
+/* A column alias list renames columns; no id or revoked_at column. */
+Test(pgsrc_plan, alias_lists_and_missing_columns_are_refused)
+{
+	static const char j[] = PLAN(SCAN("Seq Scan", "revcheck_revocations",
+	    "r", "\"scope\", \"id\", \"revoked_at\""));
+	char err[512];
+
+	cr_assert_eq(keys(j, 1, 0, 2, "r", err, sizeof(err)), -1);
+	cr_assert(strstr(err, "column alias list (r(...))") != NULL, "%s", err);
+	cr_assert_eq(keys(j, 1, 0, 2, "lower", err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(keys(j, 1, 0, -1, NULL, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "no column named \"revoked_at\"") != NULL);
+	cr_assert_eq(keys(j, -1, 0, 2, NULL, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "no column named \"id\"") != NULL);
+	/* Positions swapped: scope's place holds id. */
+	cr_assert_eq(keys(j, 0, 1, 2, NULL, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "column id is scope") != NULL, "%s", err);
+}
