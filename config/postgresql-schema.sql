@@ -71,6 +71,16 @@ CREATE TRIGGER revcheck_changes_trg
     AFTER INSERT OR UPDATE OR DELETE ON revcheck_revocations
     FOR EACH ROW EXECUTE FUNCTION revcheck_changes_log();
 
+-- A `follow --query` that reads other tables too (a UNION, a join, a view)
+-- is followed only when each of them has this trigger (the same name, the
+-- same function: it logs scope, id, revoked_at, reason and expires_at):
+--     CREATE TRIGGER revcheck_changes_trg AFTER INSERT OR UPDATE OR DELETE
+--         ON other_table FOR EACH ROW EXECUTE FUNCTION revcheck_changes_log();
+-- A delta takes scope, id and revoked_at from this log, the base from the
+-- query: the query must return each table's own scope, id and revoked_at
+-- columns as they are (no lower(id), no 'api' AS scope, no token AS id),
+-- with no join, subquery or LIMIT deciding which rows are returned.
+
 -- The follower never deletes from revcheck_changes. Rows of transactions
 -- below the horizon every follower has published (the "cursor" field of
 -- `filterbuild follow`'s state file) may be deleted by the operator:

@@ -922,7 +922,7 @@ follow_round(struct follow_state *st, const struct follow_opts *o,
 	struct follow_batch b;
 	uint64_t horizon = st->cursor;
 	char err[1024];
-	bool changed = false, refused = false;
+	bool changed = false, qchanged = false, refused = false;
 	int64_t lag, wall;
 	int rc = 0, r;
 
@@ -950,12 +950,20 @@ follow_round(struct follow_state *st, const struct follow_opts *o,
 		 */
 		r = pgsrc_check_trigger(p, st->cursor, &changed, err,
 		    sizeof(err));
+		/*
+		 * And so for every table a --query reads (a view, a UNION, a
+		 * subquery): a table without the trigger is in no change.
+		 */
+		if (r == 0)
+			r = pgsrc_check_query(p, o->query, st->cursor,
+			    &qchanged, err, sizeof(err));
 		refused = r != 0;
-		if (changed) {
+		if (changed || qchanged) {
 			if (!o->quiet)
 				log_info("follow: the trigger " PGSRC_TRIGGER
-				    " or its function changed since cursor %"
-				    PRIu64 ": re-basing", st->cursor);
+				    " of a table the query reads, its function "
+				    "or a view the query names changed since "
+				    "cursor %" PRIu64 ": re-basing", st->cursor);
 			b.rebase = true;
 		}
 		if (r == 0 && !b.rebase)
@@ -1121,6 +1129,8 @@ fb_follow(int argc, char **argv)
 			if (p == NULL || follow_connect_source(&o, p, err,
 			    sizeof(err)) != 0 ||
 			    pgsrc_check_trigger(p, 0, NULL, err,
+			    sizeof(err)) != 0 ||
+			    pgsrc_check_query(p, o.query, 0, NULL, err,
 			    sizeof(err)) != 0 ||
 			    (can = pgsrc_prepare_rows(p, o.query, err,
 			    sizeof(err))) < 0) {

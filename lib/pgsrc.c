@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
 #include <libpq-fe.h>
 
 #include "util.h"
@@ -459,21 +460,93 @@ pg_xid_full(uint64_t next, uint64_t xid)
 	return next >= back ? next - back : 0;
 }
 
+/*
+ * The trigger's columns of a row: tgenabled, tgtype, "no WHEN, no column
+ * list, revcheck_changes_log()", the trigger's and its function's xmin,
+ * the snapshot's xmax. All NULL when there is no trigger (a LEFT JOIN).
+ */
+#define PG_SQL_TRG_COLS \
+	"t.tgenabled::text, t.tgtype::int::text, " \
+	"t.tgqual IS NULL AND t.tgattr = ''::int2vector AND " \
+	"f.proname = 'revcheck_changes_log', t.xmin::text, f.xmin::text, " \
+	"pg_snapshot_xmax(pg_current_snapshot())::text"
+
+/*
+ * Checks the trigger of rel in columns c to c + 5 of row i (see
+ * PG_SQL_TRG_COLS): present, enabled, logging every change. main: rel is
+ * PGSRC_TABLE, which config/postgresql-schema.sql creates. Sets *changed
+ * (never clears it) when the trigger or its function was written at or
+ * above from. 0, or -1 with err.
+ */
+static int
+pg_trigger_check(const PGresult *res, int i, int c, const char *rel,
+    bool main, uint64_t from, bool *changed, char *err, size_t errlen)
+{
+	uint64_t next, txmin, fxmin;
+	const char *en;
+	long type;
+	char *end;
+
+	if (PQgetisnull(res, i, c) || PQgetisnull(res, i, c + 1)) {
+		if (main)
+			snprintf(err, errlen, "postgresql: " PGSRC_TABLE " has "
+			    "no trigger " PGSRC_TRIGGER ": its changes would "
+			    "reach no delta (apply config/postgresql-schema.sql)");
+		else
+			snprintf(err, errlen, "postgresql: the query reads %s, "
+			    "which has no trigger " PGSRC_TRIGGER ": its changes "
+			    "would reach no delta (CREATE TRIGGER " PGSRC_TRIGGER
+			    " AFTER INSERT OR UPDATE OR DELETE ON %s FOR EACH "
+			    "ROW EXECUTE FUNCTION revcheck_changes_log(), or "
+			    "leave it out of --query)", rel, rel);
+		return -1;
+	}
+	/* 'O' fires in a normal session, 'A' always; 'D' never, 'R' on replicas only. */
+	en = PQgetvalue(res, i, c);
+	if (strcmp(en, "O") != 0 && strcmp(en, "A") != 0) {
+		snprintf(err, errlen, "postgresql: the trigger " PGSRC_TRIGGER
+		    " on %s is disabled (tgenabled '%.4s'): its changes would "
+		    "reach no delta (ALTER TABLE %s ENABLE TRIGGER "
+		    PGSRC_TRIGGER ")", rel, en, rel);
+		return -1;
+	}
+	/* ROW, INSERT, DELETE, UPDATE; not BEFORE, not INSTEAD OF. */
+	errno = 0;
+	type = strtol(PQgetvalue(res, i, c + 1), &end, 10);
+	if (errno != 0 || *end != '\0' || (type & 0x5f) != 0x1d ||
+	    strcmp(PQgetvalue(res, i, c + 2), "t") != 0) {
+		snprintf(err, errlen, "postgresql: the trigger " PGSRC_TRIGGER
+		    " on %s does not log every insert, update and delete with "
+		    "revcheck_changes_log() (AFTER, FOR EACH ROW, no WHEN, no "
+		    "column list; %s)", rel, main ? "apply "
+		    "config/postgresql-schema.sql again" : "create it as "
+		    "config/postgresql-schema.sql does on " PGSRC_TABLE);
+		return -1;
+	}
+	if (util_parse_u64(PQgetvalue(res, i, c + 3), UINT32_MAX, &txmin) != 0 ||
+	    util_parse_u64(PQgetvalue(res, i, c + 4), UINT32_MAX, &fxmin) != 0 ||
+	    util_parse_u64(PQgetvalue(res, i, c + 5), UINT64_MAX, &next) != 0) {
+		snprintf(err, errlen, "postgresql: the trigger's transaction "
+		    "ids are not unsigned integers");
+		return -1;
+	}
+	if (changed != NULL && (pg_xid_full(next, txmin) >= from ||
+	    pg_xid_full(next, fxmin) >= from))
+		*changed = true;
+	return 0;
+}
+
 int
 pgsrc_check_trigger(struct pgsrc *p, uint64_t from, bool *changed,
     char *err, size_t errlen)
 {
 	PGresult *res;
-	uint64_t next, txmin, fxmin;
-	long type;
-	char *end;
 	int rc = -1;
 
 	assert(p != NULL);
-	res = PQexec(p->conn, "SELECT t.tgenabled::text, t.tgtype::int::text, "
-	    "t.tgqual IS NULL AND t.tgattr = ''::int2vector AND "
-	    "f.proname = 'revcheck_changes_log', t.xmin::text, f.xmin::text, "
-	    "pg_snapshot_xmax(pg_current_snapshot())::text FROM pg_trigger t "
+	if (changed != NULL)
+		*changed = false;
+	res = PQexec(p->conn, "SELECT " PG_SQL_TRG_COLS " FROM pg_trigger t "
 	    "JOIN pg_proc f ON f.oid = t.tgfoid WHERE t.tgrelid = "
 	    "to_regclass('" PGSRC_TABLE "') AND t.tgname = '" PGSRC_TRIGGER "'");
 	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
@@ -486,41 +559,24 @@ pgsrc_check_trigger(struct pgsrc *p, uint64_t from, bool *changed,
 		    "delta (apply config/postgresql-schema.sql)");
 		goto out;
 	}
-	/* 'O' fires in a normal session, 'A' always; 'D' never, 'R' on replicas only. */
-	if (strcmp(PQgetvalue(res, 0, 0), "O") != 0 &&
-	    strcmp(PQgetvalue(res, 0, 0), "A") != 0) {
-		snprintf(err, errlen, "postgresql: the trigger " PGSRC_TRIGGER
-		    " on " PGSRC_TABLE " is disabled (tgenabled '%.4s'): its "
-		    "changes would reach no delta (ALTER TABLE " PGSRC_TABLE
-		    " ENABLE TRIGGER " PGSRC_TRIGGER ")", PQgetvalue(res, 0, 0));
-		goto out;
-	}
-	/* ROW, INSERT, DELETE, UPDATE; not BEFORE, not INSTEAD OF. */
-	errno = 0;
-	type = strtol(PQgetvalue(res, 0, 1), &end, 10);
-	if (errno != 0 || *end != '\0' || (type & 0x5f) != 0x1d ||
-	    strcmp(PQgetvalue(res, 0, 2), "t") != 0) {
-		snprintf(err, errlen, "postgresql: the trigger " PGSRC_TRIGGER
-		    " on " PGSRC_TABLE " does not log every insert, update "
-		    "and delete with revcheck_changes_log() (AFTER, FOR EACH "
-		    "ROW, no WHEN, no column list; apply "
-		    "config/postgresql-schema.sql again)");
-		goto out;
-	}
-	if (util_parse_u64(PQgetvalue(res, 0, 3), UINT32_MAX, &txmin) != 0 ||
-	    util_parse_u64(PQgetvalue(res, 0, 4), UINT32_MAX, &fxmin) != 0 ||
-	    util_parse_u64(PQgetvalue(res, 0, 5), UINT64_MAX, &next) != 0) {
-		snprintf(err, errlen, "postgresql: the trigger's transaction "
-		    "ids are not unsigned integers");
-		goto out;
-	}
-	if (changed != NULL)
-		*changed = pg_xid_full(next, txmin) >= from ||
-		    pg_xid_full(next, fxmin) >= from;
-	rc = 0;
+	rc = pg_trigger_check(res, 0, 0, PGSRC_TABLE, true, from, changed,
+	    err, errlen);
 out:
 	PQclear(res);
 	return rc;
+}
+
+/* The length of query without the ';' and blanks that end it. */
+static size_t
+pg_query_len(const char *query)
+{
+	size_t qlen = strlen(query);
+
+	while (qlen > 0 && (query[qlen - 1] == ';' || query[qlen - 1] == ' ' ||
+	    query[qlen - 1] == '\n' || query[qlen - 1] == '\t' ||
+	    query[qlen - 1] == '\r'))
+		qlen--;
+	return qlen;
 }
 
 /* ---- rows of the source query: the expiry sweep, removal rechecks ------- */
@@ -590,11 +646,7 @@ pgsrc_prepare_rows(struct pgsrc *p, const char *query, char *err,
 	if (query == NULL)
 		query = PGSRC_DEFAULT_QUERY;
 	/* A subquery cannot end in ';' (a full read's cursor does not mind). */
-	qlen = strlen(query);
-	while (qlen > 0 && (query[qlen - 1] == ';' || query[qlen - 1] == ' ' ||
-	    query[qlen - 1] == '\n' || query[qlen - 1] == '\t' ||
-	    query[qlen - 1] == '\r'))
-		qlen--;
+	qlen = pg_query_len(query);
 	if (qlen > INT_MAX || pg_stmt_sql(&q, "%.*s", (int)qlen, query) != 0 ||
 	    pg_stmt_sql(&probe, "SELECT * FROM (%s) q LIMIT 0", q) != 0) {
 		snprintf(err, errlen, "postgresql: out of memory");
@@ -872,6 +924,1127 @@ pgsrc_read_live(struct pgsrc *p, const struct revkey *const *keys,
 		return -1;
 	return pg_live(p, keys, n, true, default_scope, at, fn, arg, err,
 	    errlen);
+}
+
+/* ---- what a --query reads: follow's check ------------------------------- */
+
+/* Scan nodes whose reads the plan shows: a relation, or its own children. */
+static const char *const pg_scans_seen[] = {
+	"Seq Scan", "Index Scan", "Index Only Scan", "Bitmap Index Scan",
+	"Bitmap Heap Scan", "Tid Scan", "Tid Range Scan", "Sample Scan",
+	"Subquery Scan", "CTE Scan", "WorkTable Scan", "Values Scan", NULL
+};
+
+/* Scans that read what the plan does not show, even with a relation. */
+static const char *const pg_scans_unseen[] = {
+	"Foreign Scan", "Custom Scan", "Function Scan", "Table Function Scan",
+	"Named Tuplestore Scan", NULL
+};
+
+static bool
+pg_in(const char *s, const char *const *list)
+{
+	for (; *list != NULL; list++)
+		if (strcmp(s, *list) == 0)
+			return true;
+	return false;
+}
+
+/* Adds a copy of s (len bytes) to the sorted names n, once. 0 or -1. */
+static int
+names_add(struct pgsrc_names *n, const char *s, size_t len, char *err,
+    size_t errlen)
+{
+	size_t lo = 0, hi = n->n, mid;
+	char **v, *c;
+	int cmp;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		cmp = strncmp(n->v[mid], s, len);
+		if (cmp == 0 && n->v[mid][len] != '\0')
+			cmp = 1;
+		if (cmp == 0)
+			return 0;
+		if (cmp < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (n->n >= PGSRC_NAMES_MAX) {
+		snprintf(err, errlen, "postgresql: the query uses more than %d "
+		    "names of one kind", PGSRC_NAMES_MAX);
+		return -1;
+	}
+	if ((v = reallocarray(n->v, n->n + 1, sizeof(*v))) == NULL ||
+	    (n->v = v, (c = strndup(s, len)) == NULL)) {
+		snprintf(err, errlen, "postgresql: out of memory");
+		return -1;
+	}
+	memmove(v + lo + 1, v + lo, (n->n - lo) * sizeof(*v));
+	v[lo] = c;
+	n->n++;
+	return 0;
+}
+
+static void
+names_free(struct pgsrc_names *n)
+{
+	size_t i;
+
+	for (i = 0; i < n->n; i++)
+		free(n->v[i]);
+	free(n->v);
+	n->v = NULL;
+	n->n = 0;
+}
+
+/* Adds every name of from to n. 0 or -1. */
+static int
+names_merge(struct pgsrc_names *n, const struct pgsrc_names *from,
+    char *err, size_t errlen)
+{
+	size_t i;
+
+	for (i = 0; i < from->n; i++)
+		if (names_add(n, from->v[i], strlen(from->v[i]), err,
+		    errlen) != 0)
+			return -1;
+	return 0;
+}
+
+void
+pgsrc_reads_free(struct pgsrc_reads *r)
+{
+	if (r == NULL)
+		return;
+	names_free(&r->nsp);
+	names_free(&r->rel);
+	names_free(&r->calls);
+	names_free(&r->idents);
+	names_free(&r->ops);
+}
+
+#define SQL_IDSTART(c)	(((c) >= 'a' && (c) <= 'z') || ((c) >= 'A' && \
+			    (c) <= 'Z') || (c) == '_' || (c) >= 0x80)
+#define SQL_IDCHAR(c)	(SQL_IDSTART(c) || ((c) >= '0' && (c) <= '9') || \
+			    (c) == '$')
+#define SQL_OPCHAR(c)	((c) != '\0' && strchr("+-*/<>=~!@#%^&|`?", (c)) != NULL)
+/* The server keeps the first NAMEDATALEN - 1 bytes of a name. */
+#define SQL_NAME_MAX	63
+
+/* Past a comment at s + i (none: i). Unterminated: the end. */
+static size_t
+sql_comment(const unsigned char *s, size_t i)
+{
+	int depth = 0;
+
+	if (s[i] == '-' && s[i + 1] == '-') {
+		while (s[i] != '\0' && s[i] != '\n')
+			i++;
+		return i;
+	}
+	if (s[i] != '/' || s[i + 1] != '*')
+		return i;
+	do {
+		if (s[i] == '/' && s[i + 1] == '*') {
+			depth++;
+			i += 2;
+		} else if (s[i] == '*' && s[i + 1] == '/') {
+			depth--;
+			i += 2;
+		} else
+			i++;
+	} while (depth > 0 && s[i] != '\0');
+	return i;
+}
+
+/* Past blanks and comments from s + i. */
+static size_t
+sql_blank(const unsigned char *s, size_t i)
+{
+	size_t j;
+
+	for (;;) {
+		while (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' ||
+		    s[i] == '\r' || s[i] == '\f' || s[i] == '\v')
+			i++;
+		if ((j = sql_comment(s, i)) == i)
+			return i;
+		i = j;
+	}
+}
+
+/* Past a string constant whose opening quote is at s + i. */
+static size_t
+sql_string(const unsigned char *s, size_t i, bool backslash)
+{
+	for (i++; s[i] != '\0'; i++) {
+		if (backslash && s[i] == '\\' && s[i + 1] != '\0')
+			i++;
+		else if (s[i] == '\'' && s[i + 1] == '\'')
+			i++;
+		else if (s[i] == '\'')
+			return i + 1;
+	}
+	return i;
+}
+
+/*
+ * Past a dollar-quoted constant ($$...$$, $tag$...$tag$) at s + i, or i
+ * when there is none there.
+ */
+static size_t
+sql_dollar(const unsigned char *s, size_t i)
+{
+	size_t j = i + 1, tl;
+	const char *end;
+
+	if (s[j] != '$' && !(SQL_IDSTART(s[j])))
+		return i;
+	while (s[j] != '$' && SQL_IDCHAR(s[j]) && s[j] != '$')
+		j++;
+	if (s[j] != '$')
+		return i;
+	tl = j + 1 - i;		/* "$tag$" */
+	for (end = (const char *)s + j + 1; (end = strchr(end, '$')) != NULL;
+	    end++)
+		if (strncmp(end, (const char *)s + i, tl) == 0)
+			return (size_t)((const unsigned char *)end - s) + tl;
+	return strlen((const char *)s);
+}
+
+int
+pgsrc_sql_names(const char *sql, struct pgsrc_reads *r, char *err,
+    size_t errlen)
+{
+	const unsigned char *s = (const unsigned char *)sql;
+	char name[SQL_NAME_MAX + 1];
+	size_t i = 0, j, n;
+
+	while (s[i] != '\0') {
+		if ((j = sql_blank(s, i)) != i) {
+			i = j;
+			continue;
+		}
+		if (s[i] == '\'') {
+			i = sql_string(s, i, false);
+			continue;
+		}
+		if (s[i] == '$') {
+			if ((j = sql_dollar(s, i)) == i)
+				for (j = i + 1; s[j] >= '0' && s[j] <= '9'; j++)
+					;
+			i = j;
+			continue;
+		}
+		if (s[i] >= '0' && s[i] <= '9') {
+			while (SQL_IDCHAR(s[i]) || s[i] == '.')
+				i++;
+			continue;
+		}
+		if (SQL_OPCHAR(s[i])) {
+			for (j = i; SQL_OPCHAR(s[j]) && sql_comment(s, j) == j;
+			    j++)
+				;
+			if (names_add(&r->ops, (const char *)s + i, j - i, err,
+			    errlen) != 0)
+				return -1;
+			i = j;
+			continue;
+		}
+		if (s[i] != '"' && !SQL_IDSTART(s[i])) {
+			i++;
+			continue;
+		}
+		n = 0;
+		if (s[i] == '"') {
+			for (j = i + 1; s[j] != '\0'; j++) {
+				if (s[j] == '"' && s[j + 1] != '"')
+					break;
+				if (s[j] == '"')
+					j++;
+				if (n < SQL_NAME_MAX)
+					name[n++] = (char)s[j];
+			}
+			if (s[j] == '"')
+				j++;
+		} else {
+			for (j = i; SQL_IDCHAR(s[j]); j++)
+				if (n < SQL_NAME_MAX)
+					name[n++] = (char)(s[j] >= 'A' &&
+					    s[j] <= 'Z' ? s[j] - 'A' + 'a' : s[j]);
+			/* E'...': backslash escapes. */
+			if (j == i + 1 && name[0] == 'e' && s[j] == '\'') {
+				i = sql_string(s, j, true);
+				continue;
+			}
+		}
+		i = j;
+		if (n == 0)
+			continue;
+		if (names_add(&r->idents, name, n, err, errlen) != 0)
+			return -1;
+		if (s[sql_blank(s, i)] == '(' && names_add(&r->calls, name, n,
+		    err, errlen) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* The names of every string in a plan node but its children. 0 or -1. */
+static int
+plan_strings(const cJSON *n, struct pgsrc_reads *r, char *err,
+    size_t errlen)
+{
+	const cJSON *k, *e;
+
+	cJSON_ArrayForEach(k, n) {
+		if (k->string != NULL && strcmp(k->string, "Plans") == 0)
+			continue;
+		if (cJSON_IsString(k) && pgsrc_sql_names(k->valuestring, r,
+		    err, errlen) != 0)
+			return -1;
+		if (!cJSON_IsArray(k))
+			continue;
+		cJSON_ArrayForEach(e, k)
+			if (cJSON_IsString(e) && pgsrc_sql_names(e->valuestring,
+			    r, err, errlen) != 0)
+				return -1;
+	}
+	return 0;
+}
+
+/* Adds (nsp, rel) to r once. 0 or -1. */
+static int
+plan_rel(struct pgsrc_reads *r, const char *nsp, const char *rel, char *err,
+    size_t errlen)
+{
+	size_t i;
+	char **a, **b;
+
+	for (i = 0; i < r->rel.n; i++)
+		if (strcmp(r->rel.v[i], rel) == 0 &&
+		    strcmp(r->nsp.v[i], nsp) == 0)
+			return 0;
+	if (r->rel.n >= PGSRC_NAMES_MAX) {
+		snprintf(err, errlen, "postgresql: the query reads more than "
+		    "%d relations", PGSRC_NAMES_MAX);
+		return -1;
+	}
+	a = reallocarray(r->rel.v, r->rel.n + 1, sizeof(*a));
+	if (a != NULL)
+		r->rel.v = a;
+	b = reallocarray(r->nsp.v, r->nsp.n + 1, sizeof(*b));
+	if (b != NULL)
+		r->nsp.v = b;
+	if (a == NULL || b == NULL ||
+	    (a[r->rel.n] = strdup(rel)) == NULL) {
+		snprintf(err, errlen, "postgresql: out of memory");
+		return -1;
+	}
+	r->rel.n++;
+	if ((b[r->nsp.n] = strdup(nsp)) == NULL) {
+		free(a[--r->rel.n]);
+		snprintf(err, errlen, "postgresql: out of memory");
+		return -1;
+	}
+	r->nsp.n++;
+	return 0;
+}
+
+static int
+plan_node(const cJSON *n, int depth, size_t *nodes, struct pgsrc_reads *r,
+    char *err, size_t errlen)
+{
+	const cJSON *t, *rel, *nsp, *fn, *kids, *k;
+	const char *type;
+	size_t tl;
+
+	if (!cJSON_IsObject(n) || !cJSON_IsString(t =
+	    cJSON_GetObjectItemCaseSensitive(n, "Node Type"))) {
+		snprintf(err, errlen, "postgresql: the query's plan: a node "
+		    "without a \"Node Type\"");
+		return -1;
+	}
+	if (depth > PGSRC_PLAN_DEPTH || ++*nodes > PGSRC_PLAN_NODES) {
+		snprintf(err, errlen, "postgresql: the query's plan has more "
+		    "than %d levels or %d nodes", PGSRC_PLAN_DEPTH,
+		    PGSRC_PLAN_NODES);
+		return -1;
+	}
+	type = t->valuestring;
+	tl = strlen(type);
+	rel = cJSON_GetObjectItemCaseSensitive(n, "Relation Name");
+	nsp = cJSON_GetObjectItemCaseSensitive(n, "Schema");
+	fn = cJSON_GetObjectItemCaseSensitive(n, "Function Name");
+	if (pg_in(type, pg_scans_unseen) || (rel == NULL && tl >= 4 &&
+	    strcmp(type + tl - 4, "Scan") == 0 && !pg_in(type, pg_scans_seen))) {
+		snprintf(err, errlen, "postgresql: the query reads through a "
+		    "%.40s%s%.64s%s%.64s: follow cannot see which tables that "
+		    "reads, so their changes could reach no delta (read the "
+		    "tables themselves in --query, each with the trigger "
+		    PGSRC_TRIGGER ")", type,
+		    cJSON_IsString(rel) || cJSON_IsString(fn) ? " of " : "",
+		    cJSON_IsString(nsp) ? nsp->valuestring : "",
+		    cJSON_IsString(nsp) ? "." : "",
+		    cJSON_IsString(rel) ? rel->valuestring :
+		    cJSON_IsString(fn) ? fn->valuestring : "");
+		return -1;
+	}
+	if (rel != NULL) {
+		if (!cJSON_IsString(rel) || !cJSON_IsString(nsp)) {
+			snprintf(err, errlen, "postgresql: the query's plan: "
+			    "a %.40s without a relation and its schema", type);
+			return -1;
+		}
+		if (plan_rel(r, nsp->valuestring, rel->valuestring, err,
+		    errlen) != 0)
+			return -1;
+	}
+	if (plan_strings(n, r, err, errlen) != 0)
+		return -1;
+	if ((kids = cJSON_GetObjectItemCaseSensitive(n, "Plans")) == NULL)
+		return 0;
+	if (!cJSON_IsArray(kids)) {
+		snprintf(err, errlen, "postgresql: the query's plan: \"Plans\" "
+		    "is not an array");
+		return -1;
+	}
+	cJSON_ArrayForEach(k, kids)
+		if (plan_node(k, depth + 1, nodes, r, err, errlen) != 0)
+			return -1;
+	return 0;
+}
+
+int
+pgsrc_plan_walk(const char *json, size_t len, struct pgsrc_reads *r,
+    char *err, size_t errlen)
+{
+	cJSON *root;
+	const cJSON *e, *plan;
+	size_t nodes = 0;
+	int rc = -1;
+
+	if (len > PGSRC_PLAN_MAX) {
+		snprintf(err, errlen, "postgresql: the query's plan is over %d "
+		    "bytes", PGSRC_PLAN_MAX);
+		return -1;
+	}
+	if ((root = cJSON_ParseWithLength(json, len)) == NULL ||
+	    !cJSON_IsArray(root) || cJSON_GetArraySize(root) < 1) {
+		snprintf(err, errlen, "postgresql: the query's plan is not an "
+		    "EXPLAIN (FORMAT JSON) list");
+		goto out;
+	}
+	cJSON_ArrayForEach(e, root) {
+		plan = cJSON_GetObjectItemCaseSensitive(e, "Plan");
+		if (plan == NULL) {
+			snprintf(err, errlen, "postgresql: the query's plan: "
+			    "an entry without \"Plan\"");
+			goto out;
+		}
+		if (plan_node(plan, 0, &nodes, r, err, errlen) != 0)
+			goto out;
+	}
+	rc = 0;
+out:
+	cJSON_Delete(root);
+	return rc;
+}
+
+/* ---- the key columns of a --query: what deltas take from the log -------- */
+
+static const char *const pg_key_names[PGSRC_KEY_N] = {
+	"id", "scope", "revoked_at"
+};
+
+/* Scans of a relation that return each row of it at most once. */
+static const char *const pg_scans_rel[] = {
+	"Seq Scan", "Index Scan", "Index Only Scan", "Bitmap Heap Scan",
+	"Tid Scan", "Tid Range Scan", NULL
+};
+
+/*
+ * Nodes whose Output columns are their child's (or, for an aggregate, the
+ * child's grouped columns): a row they return is a row of their child,
+ * or rows of it with the same values.
+ */
+static const char *const pg_nodes_pass[] = {
+	"Sort", "Incremental Sort", "Unique", "Aggregate", "Group", "Result",
+	"Materialize", "Memoize", "Gather", "Gather Merge", NULL
+};
+
+/* Why a node is refused (a row's presence depends on other rows). */
+static const char *
+pg_node_why(const char *type)
+{
+	if (strstr(type, "Join") != NULL || strcmp(type, "Nested Loop") == 0 ||
+	    strcmp(type, "Hash") == 0)
+		return "a join: a row is returned or not by rows of another "
+		    "table, whose changes log their own keys, not this row's";
+	if (strcmp(type, "Limit") == 0 || strcmp(type, "WindowAgg") == 0)
+		return "a row beyond the limit (or ranked by a window function) "
+		    "enters the result when another leaves, with no change of "
+		    "its own";
+	if (strcmp(type, "SetOp") == 0 || strcmp(type, "Recursive Union") == 0)
+		return "INTERSECT, EXCEPT or a recursive query: a row is "
+		    "returned or not by other rows";
+	if (strcmp(type, "Values Scan") == 0 || strcmp(type, "Result") == 0)
+		return "a row of constants is in no table, and no trigger logs it";
+	if (strcmp(type, "Sample Scan") == 0)
+		return "TABLESAMPLE returns a row or not by chance";
+	return "follow cannot tell that each row returned is one row of a "
+	    "table with the trigger, returned for its own columns";
+}
+
+/* Whether node n has a Parent Relationship of InitPlan or SubPlan. */
+static bool
+pg_is_subplan(const cJSON *n)
+{
+	const cJSON *pr = cJSON_GetObjectItemCaseSensitive(n, "Parent Relationship");
+
+	return cJSON_IsString(pr) && (strcmp(pr->valuestring, "InitPlan") == 0 ||
+	    strcmp(pr->valuestring, "SubPlan") == 0);
+}
+
+/* Refuses a subquery anywhere in the plan. 0, or -1 with err. */
+static int
+keys_no_subplan(const cJSON *n, int depth, char *err, size_t errlen)
+{
+	const cJSON *kids, *k;
+
+	if (depth > PGSRC_PLAN_DEPTH) {
+		snprintf(err, errlen, "postgresql: the query's plan has more "
+		    "than %d levels", PGSRC_PLAN_DEPTH);
+		return -1;
+	}
+	kids = cJSON_GetObjectItemCaseSensitive(n, "Plans");
+	cJSON_ArrayForEach(k, kids) {
+		if (pg_is_subplan(k)) {
+			snprintf(err, errlen, "postgresql: the query has a "
+			    "subquery (%s in its plan): a row is returned or "
+			    "not by other rows, whose changes log their own keys, "
+			    "not this row's, so a delta could miss it (follow "
+			    "only conditions on a row's own columns; a UNION ALL "
+			    "of tables with the trigger " PGSRC_TRIGGER " is "
+			    "fine)", cJSON_GetObjectItemCaseSensitive(k,
+			    "Parent Relationship")->valuestring);
+			return -1;
+		}
+		if (keys_no_subplan(k, depth + 1, err, errlen) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * Whether s (an Output entry) is the plain column col: "col", or
+ * "Q.col" where Q is any qualifier (alias NULL) or alias, bare or in
+ * double quotes ('"' doubled). Names that need quoting are not plain.
+ */
+static bool
+keys_is_col(const char *s, const char *col, const char *alias)
+{
+	size_t sl = strlen(s), cl = strlen(col), i, j;
+
+	if (strcmp(s, col) == 0)
+		return true;
+	if (sl < cl + 2 || strcmp(s + sl - cl, col) != 0 || s[sl - cl - 1] != '.')
+		return false;
+	sl -= cl + 1;		/* the qualifier is s[0, sl) */
+	if (alias == NULL) {
+		if (s[0] == '"')
+			return sl >= 2 && s[sl - 1] == '"';
+		for (i = 0; i < sl; i++)
+			if (!SQL_IDCHAR((unsigned char)s[i]))
+				return false;
+		return sl > 0;
+	}
+	if (strlen(alias) == sl && strncmp(s, alias, sl) == 0)
+		return true;
+	if (sl < 2 || s[0] != '"' || s[sl - 1] != '"')
+		return false;
+	for (i = 1, j = 0; i < sl - 1; i++, j++) {
+		if (alias[j] != s[i])
+			return false;
+		if (s[i] == '"' && s[++i] != '"')
+			return false;
+	}
+	return alias[j] == '\0' && i == sl - 1;
+}
+
+/* Output entry i of node n (NULL when there is none). */
+static const char *
+keys_out(const cJSON *n, int i)
+{
+	const cJSON *o = cJSON_GetObjectItemCaseSensitive(n, "Output"), *e;
+
+	if (!cJSON_IsArray(o) || i < 0 || (e = cJSON_GetArrayItem(o, i)) ==
+	    NULL || !cJSON_IsString(e))
+		return NULL;
+	return e->valuestring;
+}
+
+/*
+ * The node whose Output names n's columns: n, or for an Append without
+ * one its first member (EXPLAIN names an Append's columns after it).
+ */
+static const cJSON *
+keys_named(const cJSON *n, int depth)
+{
+	const cJSON *kids;
+
+	while (depth++ < PGSRC_PLAN_DEPTH && n != NULL &&
+	    cJSON_GetObjectItemCaseSensitive(n, "Output") == NULL &&
+	    (kids = cJSON_GetObjectItemCaseSensitive(n, "Plans")) != NULL)
+		n = cJSON_GetArrayItem(kids, 0);
+	return n;
+}
+
+static int
+keys_node(const cJSON *n, int k, int i, int depth, size_t *nodes,
+    const struct pgsrc_names *aliased, char *err, size_t errlen);
+
+/* Checks n's column i, a plain column k, in its one row child. */
+static int
+keys_pass(const cJSON *n, const char *type, const char *out, int k,
+    int depth, size_t *nodes, const struct pgsrc_names *aliased,
+    char *err, size_t errlen)
+{
+	const cJSON *kids = cJSON_GetObjectItemCaseSensitive(n, "Plans"), *c;
+	const cJSON *child = NULL, *named, *o;
+	const char *s;
+	int j, found = 0;
+
+	cJSON_ArrayForEach(c, kids) {
+		if (pg_is_subplan(c))
+			continue;
+		if (child != NULL) {
+			snprintf(err, errlen, "postgresql: the query's plan: a "
+			    "%.40s with more than one input", type);
+			return -1;
+		}
+		child = c;
+	}
+	if (child == NULL) {
+		snprintf(err, errlen, "postgresql: the query's column %s is "
+		    "%.120s in a %.40s without a table: %s (return the column "
+		    "%s of a table with the trigger " PGSRC_TRIGGER ")",
+		    pg_key_names[k], out, type, pg_node_why("Result"),
+		    pg_key_names[k]);
+		return -1;
+	}
+	named = keys_named(child, depth + 1);
+	o = named != NULL ? cJSON_GetObjectItemCaseSensitive(named, "Output") :
+	    NULL;
+	for (j = 0; cJSON_IsArray(o) && j < cJSON_GetArraySize(o); j++) {
+		if ((s = keys_out(named, j)) == NULL || strcmp(s, out) != 0)
+			continue;
+		found++;
+		if (keys_node(child, k, j, depth + 1, nodes, aliased, err,
+		    errlen) != 0)
+			return -1;
+	}
+	if (found == 0) {
+		snprintf(err, errlen, "postgresql: the query's plan: the "
+		    "column %s (%.120s) of a %.40s is not among its input's "
+		    "columns", pg_key_names[k], out, type);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Checks that column i of node n is, for every row it returns, the
+ * column pg_key_names[k] of the scanned table's row the row is. 0 or -1.
+ */
+static int
+keys_node(const cJSON *n, int k, int i, int depth, size_t *nodes,
+    const struct pgsrc_names *aliased, char *err, size_t errlen)
+{
+	const cJSON *t, *rel, *nsp, *alias, *kids, *c;
+	const char *type, *out, *col = pg_key_names[k];
+	size_t a;
+
+	if (!cJSON_IsObject(n) || !cJSON_IsString(t =
+	    cJSON_GetObjectItemCaseSensitive(n, "Node Type"))) {
+		snprintf(err, errlen, "postgresql: the query's plan: a node "
+		    "without a \"Node Type\"");
+		return -1;
+	}
+	if (depth > PGSRC_PLAN_DEPTH || ++*nodes > PGSRC_PLAN_NODES) {
+		snprintf(err, errlen, "postgresql: the query's plan has more "
+		    "than %d levels or %d nodes", PGSRC_PLAN_DEPTH,
+		    PGSRC_PLAN_NODES);
+		return -1;
+	}
+	type = t->valuestring;
+	kids = cJSON_GetObjectItemCaseSensitive(n, "Plans");
+	if (strcmp(type, "Append") == 0 || strcmp(type, "Merge Append") == 0) {
+		/* UNION ALL, partitions: each member's column i. */
+		cJSON_ArrayForEach(c, kids)
+			if (!pg_is_subplan(c) && keys_node(c, k, i, depth + 1,
+			    nodes, aliased, err, errlen) != 0)
+				return -1;
+		return 0;
+	}
+	out = keys_out(n, i);
+	if (!pg_in(type, pg_scans_rel) && !pg_in(type, pg_nodes_pass)) {
+		snprintf(err, errlen, "postgresql: the query's plan has a "
+		    "%.40s above the column %s: %s (follow only rows of "
+		    "tables with the trigger " PGSRC_TRIGGER ", or a UNION ALL "
+		    "of them, with conditions on each row's own columns)",
+		    type, col, pg_node_why(type));
+		return -1;
+	}
+	if (out == NULL) {
+		snprintf(err, errlen, "postgresql: the query's plan: a %.40s "
+		    "without its Output column %d", type, i + 1);
+		return -1;
+	}
+	rel = cJSON_GetObjectItemCaseSensitive(n, "Relation Name");
+	nsp = cJSON_GetObjectItemCaseSensitive(n, "Schema");
+	alias = cJSON_GetObjectItemCaseSensitive(n, "Alias");
+	if (!keys_is_col(out, col, NULL)) {
+		char where[160] = "";
+
+		if (cJSON_IsString(rel) && cJSON_IsString(nsp))
+			snprintf(where, sizeof(where), " (%.64s.%.64s)",
+			    nsp->valuestring, rel->valuestring);
+		snprintf(err, errlen, "postgresql: the query's column %s is "
+		    "%.120s, not the column %s of a table%s: the trigger "
+		    PGSRC_TRIGGER " logs a row's own %s, so a change would reach "
+		    "deltas with another %s than the base's and a new row "
+		    "could answer not_revoked (return the table's column %s as "
+		    "it is, under that name; change the rows, not the query)",
+		    col, out, col, where, col, col, col);
+		return -1;
+	}
+	if (!pg_in(type, pg_scans_rel))
+		return keys_pass(n, type, out, k, depth, nodes, aliased, err,
+		    errlen);
+	if (!cJSON_IsString(rel) || !cJSON_IsString(nsp) ||
+	    !cJSON_IsString(alias)) {
+		snprintf(err, errlen, "postgresql: the query's plan: a %.40s "
+		    "without a relation, its schema and its alias", type);
+		return -1;
+	}
+	/* A column alias list (FROM t AS a(id, scope)) renames columns. */
+	for (a = 0; a < aliased->n; a++)
+		if (strcmp(aliased->v[a], alias->valuestring) == 0 ||
+		    strlen(alias->valuestring) >= SQL_NAME_MAX - 4) {
+			snprintf(err, errlen, "postgresql: the query (or a view "
+			    "it reads) may give the columns of %.64s.%.64s other "
+			    "names with a column alias list (%.64s(...)): follow "
+			    "cannot tell which column is %s (name the columns in "
+			    "the SELECT list instead: SELECT %.64s.%s ...)",
+			    nsp->valuestring, rel->valuestring,
+			    alias->valuestring, col, alias->valuestring, col);
+			return -1;
+		}
+	if (!keys_is_col(out, col, alias->valuestring)) {
+		snprintf(err, errlen, "postgresql: the query's plan: the column "
+		    "%s of a %.40s of %.64s.%.64s is %.120s", col, type,
+		    nsp->valuestring, rel->valuestring, out);
+		return -1;
+	}
+	return 0;
+}
+
+int
+pgsrc_plan_keys(const char *json, size_t len, const int pos[PGSRC_KEY_N],
+    const struct pgsrc_names *aliased, char *err, size_t errlen)
+{
+	static const struct pgsrc_names none = { NULL, 0 };
+	cJSON *root;
+	const cJSON *plan;
+	size_t nodes;
+	int k, rc = -1;
+
+	if (aliased == NULL)
+		aliased = &none;
+	if (pos[PGSRC_KEY_ID] < 0) {
+		snprintf(err, errlen, "postgresql: the query returns no column "
+		    "named \"id\"");
+		return -1;
+	}
+	if (pos[PGSRC_KEY_AT] < 0) {
+		snprintf(err, errlen, "postgresql: the query returns no column "
+		    "named \"revoked_at\": a delta carries the revoked_at the "
+		    "trigger " PGSRC_TRIGGER " logs, a base none, and a subject "
+		    "or session cutoff would differ between them (return the "
+		    "table's column revoked_at)");
+		return -1;
+	}
+	if (len > PGSRC_PLAN_MAX) {
+		snprintf(err, errlen, "postgresql: the query's plan is over %d "
+		    "bytes", PGSRC_PLAN_MAX);
+		return -1;
+	}
+	if ((root = cJSON_ParseWithLength(json, len)) == NULL ||
+	    !cJSON_IsArray(root) || cJSON_GetArraySize(root) != 1 ||
+	    (plan = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(root,
+	    0), "Plan")) == NULL) {
+		snprintf(err, errlen, "postgresql: the query's plan is not one "
+		    "EXPLAIN (FORMAT JSON) plan");
+		goto out;
+	}
+	if (keys_no_subplan(plan, 0, err, errlen) != 0)
+		goto out;
+	for (k = 0; k < PGSRC_KEY_N; k++) {
+		nodes = 0;
+		if (pos[k] >= 0 && keys_node(plan, k, pos[k], 0, &nodes,
+		    aliased, err, errlen) != 0)
+			goto out;
+	}
+	rc = 0;
+out:
+	cJSON_Delete(root);
+	return rc;
+}
+
+/* Appends a text[] literal of n's names to a fresh buffer. 0 or -1. */
+static int
+pg_names_array(const struct pgsrc_names *n, unsigned char **buf)
+{
+	size_t len = 0, cap = 0, i;
+
+	*buf = NULL;
+	if (util_buf_append(buf, &len, &cap, "{", 1, SIZE_MAX) != 0)
+		return -1;
+	for (i = 0; i < n->n; i++)
+		if (pg_array_add(buf, &len, &cap, n->v[i],
+		    strlen(n->v[i])) != 0)
+			return -1;
+	return util_buf_append(buf, &len, &cap, "}", 2, SIZE_MAX);
+}
+
+/*
+ * The relations the plan scans, each with its trigger (the columns of
+ * pg_trigger_check() from 3 on). $1, $2: schemas and names.
+ */
+#define PG_SQL_RELS \
+	"SELECT r.nsp, r.rel, c.relkind::text, " PG_SQL_TRG_COLS \
+	" FROM unnest($1::text[], $2::text[]) AS r(nsp, rel) " \
+	"LEFT JOIN pg_namespace n ON n.nspname = r.nsp " \
+	"LEFT JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = r.rel " \
+	"LEFT JOIN pg_trigger t ON t.tgrelid = c.oid AND t.tgname = '" \
+	PGSRC_TRIGGER "' LEFT JOIN pg_proc f ON f.oid = t.tgfoid"
+
+/*
+ * The functions the query could call that could read what the plan does
+ * not show ('f', the function), and the rules of the views it names ('r',
+ * the rule's xmin). $1: identifiers (view names among them), $2: names
+ * called, $3: operators. Views are followed through the views they read
+ * (pg_depend of their rules), aggregates to their support functions,
+ * operators to their functions.
+ */
+#define PG_SQL_VIEWS \
+	"WITH RECURSIVE v(oid) AS (" \
+	" SELECT c.oid FROM pg_class c WHERE c.relkind = 'v' AND " \
+	"  c.relname = ANY($1::text[])" \
+	" UNION SELECT d.refobjid FROM v JOIN pg_rewrite w ON w.ev_class = v.oid" \
+	"  JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND " \
+	"  d.objid = w.oid AND d.refclassid = 'pg_class'::regclass" \
+	"  JOIN pg_class c ON c.oid = d.refobjid AND c.relkind = 'v'" \
+	")"
+#define PG_SQL_FUNCS \
+	PG_SQL_VIEWS ", dep AS (" \
+	" SELECT d.refclassid, d.refobjid FROM v JOIN pg_rewrite w ON " \
+	"  w.ev_class = v.oid JOIN pg_depend d ON d.classid = " \
+	"  'pg_rewrite'::regclass AND d.objid = w.oid" \
+	"), f1(oid) AS (" \
+	" SELECT p.oid FROM pg_proc p WHERE p.proname = ANY($2::text[])" \
+	" UNION SELECT o.oprcode::oid FROM pg_operator o WHERE " \
+	"  o.oprname = ANY($3::text[])" \
+	" UNION SELECT refobjid FROM dep WHERE refclassid = 'pg_proc'::regclass" \
+	" UNION SELECT o.oprcode::oid FROM dep JOIN pg_operator o ON " \
+	"  o.oid = dep.refobjid WHERE dep.refclassid = 'pg_operator'::regclass" \
+	"), f(oid) AS (" \
+	" SELECT oid FROM f1 UNION SELECT x.oid FROM f1 JOIN pg_aggregate a " \
+	"  ON a.aggfnoid = f1.oid CROSS JOIN LATERAL (VALUES " \
+	"  (a.aggtransfn::oid), (a.aggfinalfn::oid), (a.aggcombinefn::oid), " \
+	"  (a.aggmtransfn::oid), (a.aggminvtransfn::oid), " \
+	"  (a.aggmfinalfn::oid)) x(oid) WHERE x.oid <> 0" \
+	") SELECT 'f', p.oid::regprocedure::text FROM f JOIN pg_proc p ON " \
+	" p.oid = f.oid WHERE p.provolatile = 'v' OR p.proname IN " \
+	" ('table_to_xml', 'table_to_xml_and_xmlschema', 'schema_to_xml', " \
+	" 'schema_to_xml_and_xmlschema', 'database_to_xml', " \
+	" 'database_to_xml_and_xmlschema') OR (p.oid >= 16384 AND " \
+	" p.prolang NOT IN (SELECT l.oid FROM pg_language l WHERE " \
+	" l.lanname IN ('c', 'internal')))" \
+	" UNION ALL SELECT 'r', w.xmin::text FROM v JOIN pg_rewrite w ON " \
+	" w.ev_class = v.oid" \
+	" UNION ALL SELECT 'x', pg_snapshot_xmax(pg_current_snapshot())::text" \
+	" ORDER BY 1, 2"
+
+/* The relations the plan scans: tables with the trigger. 0 or -1. */
+static int
+pg_query_rels(struct pgsrc *p, const struct pgsrc_reads *r, uint64_t from,
+    bool *changed, char *err, size_t errlen)
+{
+	unsigned char *a1 = NULL, *a2 = NULL;
+	const char *params[2];
+	PGresult *res = NULL;
+	char rel[200];
+	int i, rc = -1;
+
+	if (r->rel.n == 0)
+		return 0;
+	if (pg_names_array(&r->nsp, &a1) != 0 ||
+	    pg_names_array(&r->rel, &a2) != 0) {
+		snprintf(err, errlen, "postgresql: out of memory");
+		goto out;
+	}
+	params[0] = (const char *)a1;
+	params[1] = (const char *)a2;
+	res = PQexecParams(p->conn, PG_SQL_RELS, 2, NULL, params, NULL, NULL,
+	    0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		pg_err(p, res, "reading the triggers of the query's tables",
+		    err, errlen);
+		goto out;
+	}
+	if (PQnfields(res) != 9 || PQntuples(res) != (int)r->rel.n) {
+		snprintf(err, errlen, "postgresql: reading the triggers of the "
+		    "query's tables: %d rows for %zu tables", PQntuples(res),
+		    r->rel.n);
+		goto out;
+	}
+	for (i = 0; i < PQntuples(res); i++) {
+		snprintf(rel, sizeof(rel), "%.63s.%.63s", PQgetvalue(res, i, 0),
+		    PQgetvalue(res, i, 1));
+		if (PQgetisnull(res, i, 2) ||
+		    strcmp(PQgetvalue(res, i, 2), "r") != 0) {
+			snprintf(err, errlen, "postgresql: the query reads %s, "
+			    "which is %s: no trigger logs its changes, so they "
+			    "would reach no delta (read a table with the "
+			    "trigger " PGSRC_TRIGGER " instead, or leave it out "
+			    "of --query)", rel, PQgetisnull(res, i, 2) ?
+			    "not found" : *PQgetvalue(res, i, 2) == 'm' ?
+			    "a materialized view" : *PQgetvalue(res, i, 2) ==
+			    'f' ? "a foreign table" : "not a table");
+			goto out;
+		}
+		if (pg_trigger_check(res, i, 3, rel, false, from, changed,
+		    err, errlen) != 0)
+			goto out;
+	}
+	rc = 0;
+out:
+	PQclear(res);
+	free(a1);
+	free(a2);
+	return rc;
+}
+
+/* The functions the query could call unseen; the views' rules. 0 or -1. */
+static int
+pg_query_funcs(struct pgsrc *p, const struct pgsrc_reads *r, uint64_t from,
+    bool *changed, char *err, size_t errlen)
+{
+	unsigned char *a[3] = { NULL, NULL, NULL };
+	const char *params[3];
+	PGresult *res = NULL;
+	uint64_t next = 0, xmin;
+	const char *k, *v;
+	int i, rc = -1;
+
+	if (pg_names_array(&r->idents, &a[0]) != 0 ||
+	    pg_names_array(&r->calls, &a[1]) != 0 ||
+	    pg_names_array(&r->ops, &a[2]) != 0) {
+		snprintf(err, errlen, "postgresql: out of memory");
+		goto out;
+	}
+	for (i = 0; i < 3; i++)
+		params[i] = (const char *)a[i];
+	res = PQexecParams(p->conn, PG_SQL_FUNCS, 3, NULL, params, NULL, NULL,
+	    0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		pg_err(p, res, "reading the functions the query calls", err,
+		    errlen);
+		goto out;
+	}
+	if (PQnfields(res) != 2) {
+		snprintf(err, errlen, "postgresql: reading the functions the "
+		    "query calls: %d columns", PQnfields(res));
+		goto out;
+	}
+	/* 'f' rows first, 'r' next, the one 'x' last. */
+	for (i = 0; i < PQntuples(res); i++) {
+		k = PQgetvalue(res, i, 0);
+		v = PQgetvalue(res, i, 1);
+		if (strcmp(k, "f") == 0) {
+			snprintf(err, errlen, "postgresql: the query calls %.200s "
+			    "(directly, through a view or an operator): a "
+			    "function that is volatile, or not built in and "
+			    "not in C, may read tables the plan does not show, "
+			    "so their changes could reach no delta (read the "
+			    "tables themselves in --query, each with the "
+			    "trigger " PGSRC_TRIGGER ")", v);
+			goto out;
+		}
+		if (strcmp(k, "x") == 0 &&
+		    util_parse_u64(v, UINT64_MAX, &next) != 0) {
+			snprintf(err, errlen, "postgresql: the snapshot's xmax "
+			    "is not an unsigned integer");
+			goto out;
+		}
+	}
+	if (next == 0) {
+		snprintf(err, errlen, "postgresql: no snapshot xmax");
+		goto out;
+	}
+	for (i = 0; changed != NULL && i < PQntuples(res); i++) {
+		if (strcmp(PQgetvalue(res, i, 0), "r") != 0)
+			continue;
+		if (util_parse_u64(PQgetvalue(res, i, 1), UINT32_MAX,
+		    &xmin) != 0) {
+			snprintf(err, errlen, "postgresql: a view's rule's "
+			    "transaction id is not an unsigned integer");
+			goto out;
+		}
+		if (pg_xid_full(next, xmin) >= from)
+			*changed = true;
+	}
+	rc = 0;
+out:
+	PQclear(res);
+	for (i = 0; i < 3; i++)
+		free(a[i]);
+	return rc;
+}
+
+/*
+ * The definitions of the views the query could read ($1: identifiers;
+ * those the views name, recursively): the names they follow by '(' go
+ * to aliased (a column alias list among them). 0 or -1.
+ */
+static int
+pg_query_viewdefs(struct pgsrc *p, const struct pgsrc_reads *r,
+    struct pgsrc_reads *aliased, char *err, size_t errlen)
+{
+	unsigned char *a = NULL;
+	const char *params[1];
+	PGresult *res = NULL;
+	int i, rc = -1;
+
+	if (pg_names_array(&r->idents, &a) != 0) {
+		snprintf(err, errlen, "postgresql: out of memory");
+		goto out;
+	}
+	params[0] = (const char *)a;
+	res = PQexecParams(p->conn, PG_SQL_VIEWS " SELECT "
+	    "pg_get_viewdef(v.oid) FROM v", 1, NULL, params, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQnfields(res) != 1) {
+		pg_err(p, res, "reading the views the query reads", err, errlen);
+		goto out;
+	}
+	for (i = 0; i < PQntuples(res); i++)
+		if (!PQgetisnull(res, i, 0) && pgsrc_sql_names(PQgetvalue(res,
+		    i, 0), aliased, err, errlen) != 0)
+			goto out;
+	rc = 0;
+out:
+	PQclear(res);
+	free(a);
+	return rc;
+}
+
+/*
+ * The positions of the columns "id", "scope" and "revoked_at" in the
+ * query's result (-1: none), as a full read finds them by name: the
+ * query is prepared (unnamed), not run. 0 or -1.
+ */
+static int
+pg_query_keypos(struct pgsrc *p, const char *q, int pos[PGSRC_KEY_N],
+    char *err, size_t errlen)
+{
+	PGresult *res = PQprepare(p->conn, "", q, 0, NULL);
+	int k, rc = -1;
+
+	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+		pg_err(p, res, "preparing the query", err, errlen);
+		goto out;
+	}
+	PQclear(res);
+	res = PQdescribePrepared(p->conn, "");
+	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+		pg_err(p, res, "describing the query", err, errlen);
+		goto out;
+	}
+	for (k = 0; k < PGSRC_KEY_N; k++)
+		pos[k] = PQfnumber(res, pg_key_names[k]);
+	rc = 0;
+out:
+	PQclear(res);
+	return rc;
+}
+
+int
+pgsrc_check_query(struct pgsrc *p, const char *query, uint64_t from,
+    bool *changed, char *err, size_t errlen)
+{
+	struct pgsrc_reads r, v;
+	PGresult *res = NULL;
+	char *q = NULL, *sql = NULL;
+	size_t qlen;
+	int pos[PGSRC_KEY_N], rc = -1;
+
+	assert(p != NULL);
+	if (changed != NULL)
+		*changed = false;
+	if (query == NULL)
+		return 0;
+	memset(&r, 0, sizeof(r));
+	memset(&v, 0, sizeof(v));
+	qlen = pg_query_len(query);
+	if (qlen > INT_MAX || pg_stmt_sql(&q, "%.*s", (int)qlen, query) != 0 ||
+	    pg_stmt_sql(&sql, "EXPLAIN (VERBOSE, FORMAT JSON, COSTS OFF) %s",
+	    q) != 0) {
+		snprintf(err, errlen, "postgresql: out of memory");
+		goto out;
+	}
+	if (pgsrc_sql_names(q, &r, err, errlen) != 0)
+		goto out;
+	/* One statement: the extended protocol refuses a second one. */
+	res = PQexecParams(p->conn, sql, 0, NULL, NULL, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		pg_err(p, res, "planning the query", err, errlen);
+		goto out;
+	}
+	if (PQntuples(res) != 1 || PQnfields(res) != 1 ||
+	    PQgetisnull(res, 0, 0)) {
+		snprintf(err, errlen, "postgresql: planning the query: not one "
+		    "plan");
+		goto out;
+	}
+	if (pgsrc_plan_walk(PQgetvalue(res, 0, 0),
+	    (size_t)PQgetlength(res, 0, 0), &r, err, errlen) != 0 ||
+	    pg_query_rels(p, &r, from, changed, err, errlen) != 0 ||
+	    pg_query_funcs(p, &r, from, changed, err, errlen) != 0)
+		goto out;
+	/*
+	 * Deltas take scope, id and revoked_at from the change log, the
+	 * base from the query: they agree only when the query returns each
+	 * row's own columns. A column alias list in the query or a view it
+	 * reads is followed by '(', as a function is.
+	 */
+	if (pg_query_viewdefs(p, &r, &v, err, errlen) != 0 ||
+	    names_merge(&v.calls, &r.calls, err, errlen) != 0 ||
+	    pg_query_keypos(p, q, pos, err, errlen) != 0 ||
+	    pgsrc_plan_keys(PQgetvalue(res, 0, 0),
+	    (size_t)PQgetlength(res, 0, 0), pos, &v.calls, err, errlen) != 0)
+		goto out;
+	rc = 0;
+out:
+	PQclear(res);
+	free(q);
+	free(sql);
+	pgsrc_reads_free(&r);
+	pgsrc_reads_free(&v);
+	return rc;
 }
 
 /* ---- wake-ups ----------------------------------------------------------- */

@@ -104,6 +104,118 @@ int pgsrc_check_trigger(struct pgsrc *p, uint64_t from, bool *changed,
     char *err, size_t errlen);
 
 /*
+ * What a --query reads, as pgsrc_check_query() finds it: the relations
+ * the server's plan scans (views expanded) and the names the query text
+ * and the plan's expressions use. Every string is NUL-terminated.
+ */
+#define PGSRC_PLAN_MAX		(4 << 20)	/* bytes of EXPLAIN output */
+#define PGSRC_PLAN_DEPTH	64		/* nested plans */
+#define PGSRC_PLAN_NODES	10000		/* plan nodes */
+#define PGSRC_NAMES_MAX		8192		/* names of each kind */
+
+struct pgsrc_names {
+	char	**v;
+	size_t	  n;
+};
+
+struct pgsrc_reads {
+	struct pgsrc_names nsp;		/* the schema of relation i */
+	struct pgsrc_names rel;		/* relation i, each (nsp, rel) once */
+	struct pgsrc_names calls;	/* names followed by '(' (functions, aggregates) */
+	struct pgsrc_names idents;	/* every identifier (views, among others) */
+	struct pgsrc_names ops;		/* operators */
+};
+
+/*
+ * Walks the output of EXPLAIN (VERBOSE, FORMAT JSON) as hostile input (at
+ * most PGSRC_PLAN_MAX bytes, PGSRC_PLAN_DEPTH levels, PGSRC_PLAN_NODES
+ * nodes): adds to r every relation a node scans ("Relation Name" with its
+ * "Schema"; each once) and the names of every expression string
+ * (pgsrc_sql_names()). A node whose reads the plan does not show (a
+ * Function Scan, Table Function Scan, Foreign Scan, Custom Scan, Named
+ * Tuplestore Scan, any scan it does not know) is refused: -1 with err
+ * naming it. Returns 0, or -1 with err.
+ */
+int pgsrc_plan_walk(const char *json, size_t len, struct pgsrc_reads *r,
+    char *err, size_t errlen);
+
+/*
+ * Adds to r the names SQL text uses, as the server's lexer reads them:
+ * identifiers (unquoted ones folded to lower case; a qualified name's
+ * parts each), those followed by '(', and operators; nothing inside
+ * string constants (standard, E'', dollar-quoted) or comments. Each name
+ * is kept once. Returns 0, or -1 with err (out of memory, more than
+ * PGSRC_NAMES_MAX names).
+ */
+int pgsrc_sql_names(const char *sql, struct pgsrc_reads *r, char *err,
+    size_t errlen);
+
+/* Frees what r holds and zeroes it. */
+void pgsrc_reads_free(struct pgsrc_reads *r);
+
+/*
+ * The columns of a --query that a delta takes from the change log rather
+ * than from the query: revcheck_changes_log() logs a written row's own
+ * scope, id and revoked_at (a subject or session cutoff's time), so a
+ * delta agrees with the base only when the query returns each of them
+ * as that same column of the row, untransformed.
+ */
+enum { PGSRC_KEY_ID, PGSRC_KEY_SCOPE, PGSRC_KEY_AT, PGSRC_KEY_N };
+
+/*
+ * Checks, on the output of EXPLAIN (VERBOSE, FORMAT JSON) of a --query
+ * (hostile input, as pgsrc_plan_walk() reads it), that each row the
+ * query returns is one row of one scanned table, returned because of
+ * that row's own columns, with its key columns untransformed. pos[k] is
+ * the position in the query's result of the column named "id", "scope"
+ * and "revoked_at" (-1: the query has none; id is required). Through
+ * Append (UNION ALL, partitions), Sort, Unique, Aggregate (UNION,
+ * DISTINCT, GROUP BY), Result, Materialize, Memoize and Gather nodes
+ * down to every relation scan the column must be the plain column of
+ * that name of the scanned table ("col" or "alias.col" in the Output
+ * list). Refused, with err naming the column or the node and what to
+ * do: an expression, a constant or another column in that place; a scan
+ * whose Alias is in aliased (names followed by '(' in the query or the
+ * views it reads: a column alias list can rename a table's columns, and
+ * the plan shows the new names); a join, a subquery (SubPlan, InitPlan),
+ * LIMIT, a window function, INTERSECT/EXCEPT, a CTE, VALUES or any other
+ * node (a row's presence then depends on rows whose changes log other
+ * keys). Returns 0, or -1 with err.
+ */
+int pgsrc_plan_keys(const char *json, size_t len, const int pos[PGSRC_KEY_N],
+    const struct pgsrc_names *aliased, char *err, size_t errlen);
+
+/*
+ * Follow's check of a --query (query NULL: nothing to check; the
+ * default query reads PGSRC_TABLE only, which pgsrc_check_trigger()
+ * checks). Asks the server for the plan of query and refuses, with err
+ * naming what and what to do:
+ *   - a node whose reads the plan does not show (pgsrc_plan_walk());
+ *   - a scanned relation that is not a table with PGSRC_TRIGGER logging
+ *     every change with revcheck_changes_log(), as pgsrc_check_trigger()
+ *     checks it on PGSRC_TABLE (a view is expanded into its tables; a
+ *     materialized or foreign table has no such trigger);
+ *   - a function the query, a view it names (and the views those name)
+ *     or one of their operators calls that could read what the plan
+ *     does not show: a volatile one, one in a language other than C or
+ *     internal that is not built in, or a built-in *_to_xml that reads a
+ *     table by name;
+ *   - a key column (id, scope, revoked_at) that is not, through the plan,
+ *     the plain column of that name of every table a row can come from,
+ *     or a plan where a row's presence depends on other rows
+ *     (pgsrc_plan_keys(); a query without revoked_at is refused too: the
+ *     base would hold no cutoff time where deltas hold the logged one).
+ * Changes of those relations and functions reach deltas only through the
+ * trigger. When changed is not NULL, *changed tells whether a trigger of
+ * those relations, its function or the rule of one of those views was
+ * written by a transaction at or above from (then a re-base reads what
+ * the chain could not see). Inside a snapshot or not. Returns 0, or -1
+ * with err.
+ */
+int pgsrc_check_query(struct pgsrc *p, const char *query, uint64_t from,
+    bool *changed, char *err, size_t errlen);
+
+/*
  * Inside a snapshot: calls fn for the changes of every transaction with
  * an id in [from, to), in the order they were made (nothing when to
  * equals from). A hostile value (bad op, empty id, unreadable time) is an

@@ -1,0 +1,257 @@
+#!/usr/bin/env bash
+# it_follow_query.sh - filterbuild follow refuses a --query that reads a table the change trigger does not watch (real PostgreSQL)
+#
+# Deltas carry only what the trigger revcheck_changes_trg logged. A
+# --query may read other tables too (a UNION, a join, a subquery, a view,
+# a function): their rows were in the base, but an insert into them was
+# in no change, while heads kept every node fresh, so a newly revoked id
+# there answered not_revoked until the next re-base. Now follow asks the
+# server for the query's plan and refuses, naming it, any table without
+# the trigger and anything whose reads the plan does not show (a
+# set-returning function, a function that is not built in); a view over
+# watched tables is followed, and redefining it re-bases.
+#
+# Deltas also take each change's scope, id and revoked_at from the log,
+# the row's own columns, while the base takes them from the query: a
+# query that transformed them (lower(id), 'api' AS scope, token AS id in
+# a UNION branch) put a new row in a delta under a key the query does
+# not return, and the key it does return answered not_revoked under a
+# fresh head. Now follow refuses such a query, naming the column; a
+# WHERE on a row's own columns, and two rows with one key, still follow
+# (a removal is rechecked through the query).
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/pg.sh"
+
+F=$T/filters
+"$FILTERBUILD" keygen --out "$T/key.pem" --pub "$T/key.pub" >/dev/null
+rc_pg_start
+psql -X -q -v ON_ERROR_STOP=1 -f "$RC_SRC/config/postgresql-schema.sql" "$PG_URL"
+cols="scope, id, revoked_at, reason, expires_at"
+rc_psql -c "CREATE TABLE other (LIKE revcheck_revocations INCLUDING ALL);
+    INSERT INTO revcheck_revocations (id) VALUES ('a');
+    INSERT INTO other (id) VALUES ('o0');
+    CREATE VIEW watched AS SELECT $cols FROM revcheck_revocations WHERE id <> 'never';
+    CREATE FUNCTION rows_of_other() RETURNS SETOF revcheck_revocations
+        LANGUAGE sql STABLE AS 'SELECT * FROM other';
+    CREATE FUNCTION not_in_other(text) RETURNS boolean LANGUAGE plpgsql
+        STABLE AS 'BEGIN RETURN NOT EXISTS (SELECT 1 FROM other WHERE id = \$1); END'"
+union="SELECT $cols FROM revcheck_revocations UNION ALL SELECT $cols FROM other"
+
+chain_ids() {
+	"$FILTERBUILD" verify --pub "$T/key.pub" --records "$F" 2>>"$T/verify.err" |
+	    cut -f2 | LC_ALL=C sort | tr '\n' ' '
+}
+has_ids() {
+	local want=$1 i
+	for i in $(seq 1 75); do
+		[ "$(chain_ids)" = "$want" ] && return 0
+		sleep 0.2
+	done
+	echo "# chain: $(chain_ids)  want: $want" >&2
+	return 1
+}
+version() { readlink "$F/current" | sed 's/^v0*//'; }
+head_sha() { sha256sum "$F/current/delta/head.rcd" 2>/dev/null | cut -c1-64; }
+once() {
+	"$FILTERBUILD" follow --source "$PG_URL" --key "$T/key.pem" --out "$1" \
+	    --once --query "$2" 2>&1
+}
+
+# A UNION with a table the trigger does not watch: refused, naming it.
+out=$(once "$T/f1" "$union") && rc_fail "a UNION with an unwatched table was followed" ||
+    rc_expect_match "$out" "reads public.other, which has no trigger revcheck_changes_trg" \
+    "UNION with an unwatched table: refused, naming it"
+[ -e "$T/f1/current" ] && rc_fail "UNION with an unwatched table: a base was published" ||
+    rc_ok "UNION with an unwatched table: nothing published"
+out=$(once "$T/f1" "SELECT $cols FROM revcheck_revocations WHERE id NOT IN (SELECT id FROM other)") &&
+    rc_fail "a subquery over an unwatched table was followed" ||
+    rc_expect_match "$out" "public.other" "a subquery over an unwatched table: refused"
+# A set-returning function, a function that reads a table: refused.
+out=$(once "$T/f1" "SELECT $cols FROM revcheck_revocations UNION ALL
+    SELECT $cols FROM rows_of_other()") &&
+    rc_fail "a function reading an unwatched table was followed" ||
+    rc_expect_match "$out" "other" "a function reading an unwatched table: refused"
+out2=$(once "$T/f1" "SELECT $cols FROM revcheck_revocations, generate_series(1, 1)") &&
+    rc_fail "a set-returning function was followed" ||
+    rc_expect_match "$out2" "Function Scan of pg_catalog.generate_series" \
+    "a set-returning function: refused, naming it"
+out=$(once "$T/f1" "SELECT $cols FROM revcheck_revocations WHERE not_in_other(id)") &&
+    rc_fail "a plpgsql function in WHERE was followed" ||
+    rc_expect_match "$out" "calls not_in_other" "a plpgsql function: refused, naming it"
+[ -e "$T/f1/current" ] && rc_fail "refused queries: a base was published" ||
+    rc_ok "refused queries: nothing published"
+# build reads everything each time: not refused.
+"$FILTERBUILD" build --source "$PG_URL" --key "$T/key.pem" --out "$T/b" \
+    --query "$union" --quiet && rc_ok "build --query over the UNION still works" ||
+    rc_fail "build --query over the UNION still works"
+# A view over the watched table is followed.
+out=$(once "$T/f2" "SELECT * FROM watched") && rc_ok "a view over the watched table is followed" ||
+    rc_fail "a view over the watched table is followed: $out"
+
+# With the trigger on the second table, the UNION is followed and an
+# insert into it reaches a delta (not a re-base), revoked by an origin.
+rc_psql -c "CREATE TRIGGER revcheck_changes_trg AFTER INSERT OR UPDATE OR DELETE
+    ON other FOR EACH ROW EXECUTE FUNCTION revcheck_changes_log()"
+rc_follow_start "$F" --interval 300ms --valid-for 10m --head-every 1s --query "$union"
+has_ids "a o0 " && rc_ok "trigger on both: followed" || rc_fail "trigger on both: followed"
+v1=$(version)
+mkdir -p "$T/state"
+rc_start O --filter-dir "$F" --trusted-key "$T/key.pub" --state-dir "$T/state"
+rc_wait_json "$O_URL/v1/check?id=o1" status not_revoked || rc_fail "origin: o1 not yet revoked"
+rc_psql -c "INSERT INTO other (id) VALUES ('o1')"
+rc_wait_json "$O_URL/v1/check?id=o1" status revoked &&
+    rc_ok "an insert into the second table is revoked by the origin" ||
+    rc_fail "an insert into the second table is revoked by the origin: $(rc_json status)"
+rc_expect_json source delta "the delta decided"
+rc_expect_eq "$(version)" "$v1" "through a delta, not a re-base"
+
+# The second table's trigger disabled: nothing more is published.
+rc_psql -c "ALTER TABLE other DISABLE TRIGGER revcheck_changes_trg"
+h=$(head_sha)
+sleep 3
+rc_expect_eq "$(head_sha)" "$h" "second table's trigger disabled: no head is signed"
+grep -q "revcheck_changes_trg on public.other is disabled" "$T/follow.log" &&
+    rc_ok "second table's trigger disabled: the log names the table" ||
+    rc_fail "second table's trigger disabled: the log names the table: $(tail -n 2 "$T/follow.log")"
+rc_psql -c "ALTER TABLE other ENABLE TRIGGER revcheck_changes_trg"
+has_ids "a o0 o1 " && rc_ok "enabled again: followed" || rc_fail "enabled again: followed"
+rc_follow_stop
+
+# A view the query names, redefined to read a watched table with rows the
+# chain never saw: the next round re-bases and finds them.
+F=$T/filters2
+rc_follow_start "$F" --interval 300ms --valid-for 10m --head-every 1s \
+    --query "SELECT * FROM watched"
+has_ids "a " && rc_ok "following the view" || rc_fail "following the view"
+v2=$(version)
+rc_psql -c "CREATE OR REPLACE VIEW watched AS SELECT $cols FROM revcheck_revocations
+    WHERE id <> 'never' UNION ALL SELECT $cols FROM other"
+has_ids "a o0 o1 " && rc_ok "the view redefined: its new rows reach the chain" ||
+    rc_fail "the view redefined: its new rows reach the chain"
+[ "$(version)" -gt "$v2" ] && rc_ok "through a re-base" || rc_fail "through a re-base"
+# Redefined to read an unwatched table: refused in the round.
+rc_psql -c "CREATE TABLE unwatched (LIKE revcheck_revocations);
+    CREATE OR REPLACE VIEW watched AS SELECT $cols FROM revcheck_revocations
+    WHERE id <> 'never' UNION ALL SELECT $cols FROM other
+    UNION ALL SELECT $cols FROM unwatched"
+h=$(head_sha)
+sleep 3
+rc_expect_eq "$(head_sha)" "$h" "the view now reads an unwatched table: no head is signed"
+grep -q "reads public.unwatched, which has no trigger" "$T/follow.log" &&
+    rc_ok "the view now reads an unwatched table: the log names it" ||
+    rc_fail "the view now reads an unwatched table: the log names it: $(tail -n 2 "$T/follow.log")"
+rc_follow_stop
+
+# ---- the key columns: deltas take them from the log, the base from the query
+F=$T/filters3
+rc_psql -c "CREATE TABLE tokens (LIKE revcheck_revocations INCLUDING ALL);
+    ALTER TABLE tokens ADD COLUMN token text;
+    CREATE TRIGGER revcheck_changes_trg AFTER INSERT OR UPDATE OR DELETE
+        ON tokens FOR EACH ROW EXECUTE FUNCTION revcheck_changes_log();
+    INSERT INTO tokens (id, token) VALUES ('t-id0', 't-tok0');
+    INSERT INTO revcheck_revocations (scope, id) VALUES ('api', 'r-api')"
+ids_of() {
+	"$FILTERBUILD" verify --pub "$T/key.pub" --records "$1" 2>/dev/null |
+	    cut -f2 | LC_ALL=C sort | tr '\n' ' '
+}
+# key_probe NAME QUERY CHANGE RAW CHECK what: follows QUERY, makes CHANGE
+# (a write whose logged id is RAW); the query then returns the key of
+# CHECK (a query string of /v1/check). Unless nothing was published, an
+# origin on the chain, once the change is in it under a fresh head, must
+# not answer not_revoked for CHECK.
+key_probe() {
+	local name=$1 q=$2 change=$3 raw=$4 check=$5 what=$6 d=$T/$1 url i
+	rc_follow_start "$d" --interval 300ms --valid-for 10m --head-every 1s --query "$q"
+	for i in $(seq 1 50); do
+		[ -e "$d/current/delta/head.rcd" ] && break
+		sleep 0.2
+	done
+	rc_psql -c "$change"
+	for i in $(seq 1 50); do
+		case " $(ids_of "$d")" in *" $raw "*) break ;; esac
+		sleep 0.2
+	done
+	if [ ! -e "$d/current" ]; then
+		rc_ok "$what: nothing published"
+	else
+		rc_start "$name" --filter-dir "$d" --trusted-key "$T/key.pub" \
+		    --state-dir "$T/state-$name"
+		url="${name}_URL"
+		rc_wait_json "${!url}/v1/check?id=$raw" status revoked 10 ||
+		    echo "# $what: the change is not in the chain" >&2
+		rc_curl "${!url}/v1/check?$check"
+		st=$(rc_json status)
+		[ "$st" != not_revoked ] && rc_ok "$what: $check answered $st" ||
+		    rc_fail "$what: $check (a key the query returns) answered not_revoked under a fresh head"
+	fi
+	rc_follow_stop
+}
+key_probe kl "SELECT scope, lower(id) AS id, revoked_at FROM revcheck_revocations" \
+    "INSERT INTO revcheck_revocations (id) VALUES ('UP-1')" UP-1 "id=up-1" "lower(id)"
+grep -q "the query's column id is lower(id)" "$T/follow.log" &&
+    rc_ok "lower(id): refused, naming the column" ||
+    rc_fail "lower(id): refused, naming the column: $(tail -n 1 "$T/follow.log")"
+key_probe ks "SELECT scope, id, revoked_at FROM revcheck_revocations UNION ALL
+    SELECT 'api' AS scope, id, revoked_at FROM tokens" \
+    "INSERT INTO tokens (id, token) VALUES ('t-id1', 't-tok1')" t-id1 "id=t-id1&scope=api" \
+    "a constant scope in a UNION branch"
+grep -q "the query's column scope is 'api'::text" "$T/follow.log" &&
+    rc_ok "a constant scope: refused, naming the column" ||
+    rc_fail "a constant scope: refused, naming the column: $(tail -n 1 "$T/follow.log")"
+key_probe kt "SELECT scope, id, revoked_at FROM revcheck_revocations UNION ALL
+    SELECT scope, token AS id, revoked_at FROM tokens" \
+    "INSERT INTO tokens (id, token) VALUES ('t-id2', 't-tok2')" t-id2 "id=t-tok2" \
+    "another column as id in a UNION branch"
+grep -q "the query's column id is tokens.token, not the column id of a table (public.tokens)" \
+    "$T/follow.log" && rc_ok "token AS id: refused, naming the column and the table" ||
+    rc_fail "token AS id: refused, naming the column and the table: $(tail -n 1 "$T/follow.log")"
+# Refused at once, nothing published: a column alias list (the plan shows
+# the new names), a view with one, a transformed revoked_at (a cutoff's
+# time), no revoked_at, a join, a LIMIT.
+rc_psql -c "CREATE VIEW kept AS SELECT $cols FROM revcheck_revocations WHERE id <> 'never';
+    CREATE VIEW swapped AS SELECT r.id, r.scope, r.revoked_at
+    FROM revcheck_revocations AS r(id, scope)"
+for q in "SELECT r.scope, r.id, r.revoked_at FROM revcheck_revocations AS r(id, scope)|column alias list" \
+    "SELECT * FROM swapped|column alias list" \
+    "SELECT scope, id, now() AS revoked_at FROM revcheck_revocations|column revoked_at is now()" \
+    "SELECT scope, id FROM revcheck_revocations|no column named \"revoked_at\"" \
+    "SELECT r.scope, r.id, r.revoked_at FROM revcheck_revocations r JOIN tokens t ON t.id = r.id|Join above the column id" \
+    "SELECT $cols FROM revcheck_revocations ORDER BY revoked_at LIMIT 1|Limit above the column id"; do
+	out=$(once "$T/f3" "${q%%|*}") && rc_fail "followed: ${q%%|*}" ||
+	    rc_expect_match "$out" "${q##*|}" "refused: ${q%%|*}"
+done
+[ -e "$T/f3/current" ] && rc_fail "refused key columns: a base was published" ||
+    rc_ok "refused key columns: nothing published"
+
+# Still followed: the plain columns through a view with a WHERE, a UNION
+# (duplicates removed) and DISTINCT. A row the WHERE now leaves out and a
+# second row of one key go through the removal recheck, which reads the
+# query: a key the query still returns stays revoked; one it no longer
+# returns is released; the new key of a row the WHERE excludes is
+# revoked (a delta carries every logged add: closed) until a re-base.
+for q in "SELECT * FROM kept" \
+    "SELECT $cols FROM revcheck_revocations UNION SELECT $cols FROM tokens" \
+    "SELECT DISTINCT scope, id, revoked_at FROM revcheck_revocations WHERE id <> 'never'"; do
+	out=$(once "$T/f4" "$q") && rc_ok "followed: $q" || rc_fail "followed: $q: $out"
+	rm -rf "$T/f4"
+done
+rc_follow_start "$F" --interval 300ms --valid-for 10m --head-every 1s --query \
+    "SELECT * FROM kept UNION ALL SELECT $cols FROM tokens WHERE id <> 'never'"
+for i in $(seq 1 50); do [ -e "$F/current/delta/head.rcd" ] && break; sleep 0.2; done
+v3=$(version)
+rc_start W --filter-dir "$F" --trusted-key "$T/key.pub" --state-dir "$T/state-w"
+rc_psql -c "INSERT INTO revcheck_revocations (id) VALUES ('dup'), ('w1');
+    INSERT INTO tokens (id) VALUES ('dup')"
+rc_wait_json "$W_URL/v1/check?id=w1" status revoked 10 || rc_fail "w1 revoked"
+rc_psql -c "DELETE FROM revcheck_revocations WHERE id = 'dup'"
+rc_psql -c "UPDATE revcheck_revocations SET id = 'never' WHERE id = 'w1'"
+rc_wait_json "$W_URL/v1/check?id=w1" status not_revoked 10 &&
+    rc_ok "a row the WHERE now leaves out: its key released" ||
+    rc_fail "a row the WHERE now leaves out: its key released: $(rc_json status)"
+rc_curl "$W_URL/v1/check?id=dup"
+rc_expect_json status revoked "one of two rows of a key deleted: still revoked (recheck)"
+rc_curl "$W_URL/v1/check?id=never"
+rc_expect_json status revoked "the new key of a row the WHERE excludes: revoked until a re-base (closed)"
+rc_expect_eq "$(version)" "$v3" "all through deltas, not a re-base"
+rc_follow_stop
+rc_done
