@@ -202,7 +202,8 @@ bench-bin: $(BENCH_BIN)
 # Fuzzing. Each tests/fuzz/fuzz_<name>.c defines LLVMFuzzerTestOneInput.
 # fuzz-replay (part of `make test`) runs every seed and every past crasher
 # through a plain driver under whatever SANITIZE is set; `make fuzz` runs
-# libFuzzer for FUZZ_TIME seconds per harness (clang from Debian).
+# libFuzzer for FUZZ_TIME seconds per harness (clang from Debian), with
+# tests/fuzz/<name>.dict when there is one.
 FUZZ_SRC  := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_NAMES := $(FUZZ_SRC:tests/fuzz/fuzz_%.c=%)
 FUZZ_REPLAY := $(FUZZ_NAMES:%=$(BUILD)/fuzz-replay/fuzz_%)

@@ -130,7 +130,7 @@ int
 revkey_from_text(struct revkey *k, const char *scope, const char *id,
     size_t id_len, char *err, size_t errlen)
 {
-	unsigned char buf[1 + REVKEY_ID_MAX];	/* a sign byte, the magnitude */
+	unsigned char buf[1 + REVKEY_ID_MAX];	/* sign byte, magnitude */
 	size_t slen = strnlen(scope, REVKEY_SCOPE_MAX + 1);
 	bool neg = false;
 	long n;

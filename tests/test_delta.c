@@ -348,7 +348,10 @@ Test(delta, a_bundle_splits_at_declared_lengths_and_refuses_cuts)
 	free(b);
 }
 
-/* The fuzz seeds that are meant to parse do (see fuzz_seeds_are_in_the_current_format in test_table.c). */
+/*
+ * The fuzz seeds that are meant to parse do (as in test_table.c: the
+ * table seeds once fell a format behind).
+ */
 Test(delta, fuzz_seeds_are_in_the_current_format)
 {
 	static const char *const valid[] = { "delta3", "head", "gen-head0.rcd",

@@ -526,9 +526,9 @@ Test(revkey, longest_serials_read_back_from_their_text)
 			    lens[i], err);
 			cr_assert_eq(k.id_len, lens[i] + (size_t)neg);
 			tl = revkey_id_text(&k, text);
-			cr_assert_eq(revkey_from_text(&t, k.scope, text, tl, err,
-			    sizeof(err)), 0, "%s%zu bytes: %s", neg ? "-" : "",
-			    lens[i], err);
+			cr_assert_eq(revkey_from_text(&t, k.scope, text, tl,
+			    err, sizeof(err)), 0, "%s%zu bytes: %s",
+			    neg ? "-" : "", lens[i], err);
 			cr_assert_eq(revkey_cmp(&t, &k), 0);
 		}
 	X509_NAME_free(n);

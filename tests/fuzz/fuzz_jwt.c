@@ -184,13 +184,14 @@ verify(struct jwt *t, const struct jwt_issuer *is)
 static size_t
 b64url(char *out, const unsigned char *in, size_t len)
 {
-	static const char al[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-	    "0123456789-_";
+	static const char al[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "abcdefghijklmnopqrstuvwxyz0123456789-_";
 	size_t i, o = 0;
 	uint32_t v;
 
 	for (i = 0; i + 2 < len; i += 3) {
-		v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
+		v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 |
+		    in[i + 2];
 		out[o++] = al[v >> 18];
 		out[o++] = al[(v >> 12) & 63];
 		out[o++] = al[(v >> 6) & 63];
@@ -300,7 +301,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		jwt_free(&part);
 		jwt_free(&full);
 	} else if (rk == 0) {
-		__builtin_trap();	/* jwt_revkey parses as jwt_parse does */
+		__builtin_trap();	/* jwt_revkey parses as jwt_parse */
 	} else if (jwt_parse_claims(&part, (const char *)data, size, err,
 	    sizeof(err)) == 0) {
 		jwt_free(&part);
