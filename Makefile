@@ -71,6 +71,7 @@ DEB_FUZZ_PKGS  := clang libclang-rt-14-dev
 
 .PHONY: all test unit-test integration-test deps deps-bench deps-fuzz demo \
         install uninstall clean lint bench bench-large fuzz fuzz-replay soak \
+        fuzz-dict-check fuzz-seeds \
         crash-bench deb
 
 all: $(REVCHECKD) $(FILTERBUILD) bin-links
@@ -205,7 +206,8 @@ bench-bin: $(BENCH_BIN)
 # Fuzzing. Each tests/fuzz/fuzz_<name>.c defines LLVMFuzzerTestOneInput.
 # fuzz-replay (part of `make test`) runs every seed and every past crasher
 # through a plain driver under whatever SANITIZE is set; `make fuzz` runs
-# libFuzzer for FUZZ_TIME seconds per harness (clang from Debian).
+# libFuzzer for FUZZ_TIME seconds per harness (clang from Debian), with
+# tests/fuzz/<name>.dict when there is one.
 FUZZ_SRC  := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_NAMES := $(FUZZ_SRC:tests/fuzz/fuzz_%.c=%)
 FUZZ_REPLAY := $(FUZZ_NAMES:%=$(BUILD)/fuzz-replay/fuzz_%)
@@ -215,7 +217,7 @@ $(BUILD)/fuzz-replay/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/driver.c $(SVCA) $(L
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests/fuzz -Isvc -o $@ $< tests/fuzz/driver.c $(SVCA) $(LIBA) $(ALL_LDFLAGS) $(LIBS)
 
-fuzz-replay: $(FUZZ_REPLAY)
+fuzz-replay: $(FUZZ_REPLAY) fuzz-dict-check
 	@set -e; for n in $(FUZZ_NAMES); do \
 	    dirs=""; for d in tests/fuzz/corpus/$$n tests/fuzz/crashers/$$n; do \
 	        [ -d $$d ] && dirs="$$dirs $$d"; done; \
@@ -233,11 +235,33 @@ fuzz: deps-fuzz
 	        build/fuzz/libsvc.a build/fuzz/librevcheck.a $(LIBS); \
 	    mkdir -p build/fuzz/corpus/$$n tests/fuzz/crashers/$$n; \
 	    echo "== fuzz_$$n for $(FUZZ_TIME)s"; \
+	    dict=; [ -f tests/fuzz/$$n.dict ] && dict=-dict=tests/fuzz/$$n.dict; \
 	    build/fuzz/bin/fuzz_$$n -max_total_time=$(FUZZ_TIME) -print_final_stats=1 \
-	        -artifact_prefix=tests/fuzz/crashers/$$n/ \
+	        $$dict -artifact_prefix=tests/fuzz/crashers/$$n/ \
 	        build/fuzz/corpus/$$n tests/fuzz/corpus/$$n 2>&1 | \
 	        grep -E 'stat::number_of_executed_units|stat::new_units_added|ERROR|SUMMARY' || true; \
 	done
+
+# libFuzzer refuses a whole dictionary for one bad line, and CI runs no
+# libFuzzer: each line of tests/fuzz/*.dict must be a comment, empty, or
+# [name=]"entry" with only \\, \" and \xNN escapes.
+fuzz-dict-check:
+	@for d in tests/fuzz/*.dict; do [ -e "$$d" ] || continue; \
+	    if grep -nvE '^(#.*|[[:space:]]*|[A-Za-z0-9_]*=?"([^"\\]|\\\\|\\"|\\x[0-9a-fA-F]{2})*"[[:space:]]*)$$' "$$d"; then \
+	        echo "fuzz-dict-check: $$d: bad line(s) above"; exit 1; fi; \
+	done
+
+# Valid tables and deltas written by the real encoders, and certificates
+# made with the openssl CLI, for the seed corpora (tests/fuzz/mkseeds.c,
+# tests/fuzz/mkcerts.sh); their output is checked in, so this runs only
+# when the formats change.
+$(BUILD)/fuzz-seeds/mkseeds: tests/fuzz/mkseeds.c $(LIBA)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIBA) $(ALL_LDFLAGS) $(LIBS)
+
+fuzz-seeds: $(BUILD)/fuzz-seeds/mkseeds
+	@$(BUILD)/fuzz-seeds/mkseeds tests/fuzz/corpus
+	@tests/fuzz/mkcerts.sh tests/fuzz/corpus/cert
 
 # Reliability runs that are not CI tests (docs/SECURITY.md): a 10-minute
 # soak under wrk with a publish every second, and 200 SIGKILLs of

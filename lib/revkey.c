@@ -130,7 +130,7 @@ int
 revkey_from_text(struct revkey *k, const char *scope, const char *id,
     size_t id_len, char *err, size_t errlen)
 {
-	unsigned char buf[REVKEY_ID_MAX];
+	unsigned char buf[1 + REVKEY_ID_MAX];	/* sign byte, magnitude */
 	size_t slen = strnlen(scope, REVKEY_SCOPE_MAX + 1);
 	bool neg = false;
 	long n;
@@ -162,15 +162,24 @@ revkey_from_text(struct revkey *k, const char *scope, const char *id,
 		id += 2;
 		id_len -= 2;
 	}
+	/*
+	 * As many bytes as revkey_from_issuer_serial takes from a
+	 * certificate or a CRL entry, so that every key's text reads back.
+	 */
 	n = util_unhex(buf + 1, sizeof(buf) - 1, id, id_len, true);
 	if (n <= 0) {
 		snprintf(err, errlen, "serial is not hex (digits 0-9a-f, "
 		    "optional ':' between bytes, a '-' before a negative one, "
-		    "at most %d bytes)", REVKEY_ID_MAX - 1);
+		    "at most %d bytes)", REVKEY_ID_MAX);
 		return -1;
 	}
 	n = (long)serial_canon(buf + 1, (size_t)n);
 	if (neg && !(n == 1 && buf[1] == 0)) {
+		if (n > REVKEY_ID_MAX - 1) {
+			snprintf(err, errlen, "a negative serial is at most %d "
+			    "bytes", REVKEY_ID_MAX - 1);
+			return -1;
+		}
 		buf[0] = 0;
 		return revkey_set(k, scope, buf, (size_t)n + 1);
 	}
@@ -448,7 +457,7 @@ revkey_from_issuer_serial(struct revkey *k, const X509_NAME *issuer,
 	if (BN_num_bytes(bn) > REVKEY_ID_MAX - (neg ? 1 : 0)) {
 		BN_free(bn);
 		snprintf(err, errlen, "serial number longer than %d bytes",
-		    REVKEY_ID_MAX - 1);
+		    REVKEY_ID_MAX - (neg ? 1 : 0));
 		return -1;
 	}
 	buf[0] = 0;

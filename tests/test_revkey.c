@@ -479,6 +479,61 @@ Test(revkey, negative_serials_keep_their_sign)
 	X509_NAME_free(n);
 }
 
+/*
+ * Every key a certificate or a CRL entry gives reads back from its text,
+ * as GET ?id=, text and JSON lists and the PostgreSQL source give it: a
+ * positive serial of 1024 bytes had a key whose 2048 hex digits
+ * revkey_from_text refused, so such a certificate could be checked but
+ * revoked by no list (found by fuzz_cert). A negative serial's magnitude
+ * has one byte less room (its sign byte), both ways.
+ */
+Test(revkey, longest_serials_read_back_from_their_text)
+{
+	static const size_t lens[] = { 1, 1023, 1024 };
+	unsigned char mag[REVKEY_ID_MAX];
+	char text[REVKEY_ID_TEXT_MAX + 1], err[256];
+	struct revkey k, t;
+	ASN1_INTEGER *ai;
+	X509_NAME *n = X509_NAME_new();
+	BIGNUM *bn;
+	size_t i, tl;
+	int neg, rc;
+
+	cr_assert(n != NULL && X509_NAME_add_entry_by_txt(n, "CN",
+	    MBSTRING_ASC, (const unsigned char *)"CA", -1, -1, 0));
+	memset(mag, 0xa5, sizeof(mag));
+	for (neg = 0; neg <= 1; neg++)
+		for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+			cr_assert_not_null(bn = BN_bin2bn(mag, (int)lens[i],
+			    NULL));
+			BN_set_negative(bn, neg);
+			cr_assert_not_null(ai = BN_to_ASN1_INTEGER(bn, NULL));
+			rc = revkey_from_issuer_serial(&k, n, ai, err,
+			    sizeof(err));
+			ASN1_INTEGER_free(ai);
+			BN_free(bn);
+			if (neg && lens[i] == REVKEY_ID_MAX) {
+				cr_assert_eq(rc, -1, "-%zu bytes accepted",
+				    lens[i]);
+				/* Nor as text. */
+				text[0] = '-';
+				util_hex(text + 1, mag, lens[i]);
+				cr_assert_eq(revkey_from_text(&t, k.scope, text,
+				    1 + 2 * lens[i], err, sizeof(err)), -1);
+				continue;
+			}
+			cr_assert_eq(rc, 0, "%s%zu bytes: %s", neg ? "-" : "",
+			    lens[i], err);
+			cr_assert_eq(k.id_len, lens[i] + (size_t)neg);
+			tl = revkey_id_text(&k, text);
+			cr_assert_eq(revkey_from_text(&t, k.scope, text, tl,
+			    err, sizeof(err)), 0, "%s%zu bytes: %s",
+			    neg ? "-" : "", lens[i], err);
+			cr_assert_eq(revkey_cmp(&t, &k), 0);
+		}
+	X509_NAME_free(n);
+}
+
 /* A PKITS certificate's key (tests/data/pkits/certs/name). */
 static struct revkey
 pkits_key(const char *name)
