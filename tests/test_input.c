@@ -2902,6 +2902,29 @@ Test(input_crl, delegate_covers_bare_serials)
 }
 
 /*
+ * CA X and CRL issuer C (both P-256, keyCertSign and cRLSign) with the
+ * statement --delegate X=C: certs[0] is X, certs[1] C, as issuers of o.
+ */
+static void
+delegate_x_to_c(EVP_PKEY *kx, EVP_PKEY *kc, X509 *certs[2],
+    struct input_delegation *dg, struct input_opts *o)
+{
+	certs[0] = cert_make(kx, "revcheck X CA", "critical,keyCertSign,cRLSign");
+	certs[1] = cert_make(kc, "revcheck C CRL issuer",
+	    "critical,keyCertSign,cRLSign");
+	memset(dg, 0, sizeof(*dg));
+	cr_assert_eq(revkey_x509_scope(dg->ca_scope,
+	    X509_get_subject_name(certs[0])), 0);
+	cr_assert_eq(revkey_x509_scope(dg->crl_issuer_scope,
+	    X509_get_subject_name(certs[1])), 0);
+	memcpy(dg->ca_issuer, "CN=revcheck X CA", 17);
+	o->issuers = certs;
+	o->nissuers = 2;
+	o->delegations = dg;
+	o->ndelegations = 1;
+}
+
+/*
  * A CA's scope covered partly by its own CRL (user certificates) and
  * partly by the indirect CRL it is delegated to (--delegate) is good only
  * while both are: its nextUpdate is the earlier one. It was its own
@@ -2924,19 +2947,7 @@ Test(input_crl, delegated_part_ends_with_its_crl)
 	unsigned i, ndg = 0;
 
 	cr_assert(kx != NULL && kc != NULL);
-	certs[0] = cert_make(kx, "revcheck X CA", "critical,keyCertSign,cRLSign");
-	certs[1] = cert_make(kc, "revcheck C CRL issuer",
-	    "critical,keyCertSign,cRLSign");
-	memset(&dg, 0, sizeof(dg));
-	cr_assert_eq(revkey_x509_scope(dg.ca_scope,
-	    X509_get_subject_name(certs[0])), 0);
-	cr_assert_eq(revkey_x509_scope(dg.crl_issuer_scope,
-	    X509_get_subject_name(certs[1])), 0);
-	memcpy(dg.ca_issuer, "CN=revcheck X CA", 17);
-	o.issuers = certs;
-	o.nissuers = 2;
-	o.delegations = &dg;
-	o.ndelegations = 1;
+	delegate_x_to_c(kx, kc, certs, &dg, &o);
 	memset(&cx, 0, sizeof(cx));
 	cx.number = 5;
 	cx.idp_user = true;
@@ -3053,20 +3064,7 @@ Test(input_crl, own_crl_lost_not_left_to_the_delegated_crl)
 	keys[0] = EVP_EC_gen("P-256");
 	keys[1] = EVP_EC_gen("P-256");
 	cr_assert(keys[0] != NULL && keys[1] != NULL);
-	certs[0] = cert_make(keys[0], "revcheck X CA",
-	    "critical,keyCertSign,cRLSign");
-	certs[1] = cert_make(keys[1], "revcheck C CRL issuer",
-	    "critical,keyCertSign,cRLSign");
-	memset(&dg, 0, sizeof(dg));
-	cr_assert_eq(revkey_x509_scope(dg.ca_scope,
-	    X509_get_subject_name(certs[0])), 0);
-	cr_assert_eq(revkey_x509_scope(dg.crl_issuer_scope,
-	    X509_get_subject_name(certs[1])), 0);
-	memcpy(dg.ca_issuer, "CN=revcheck X CA", 17);
-	o.issuers = certs;
-	o.nissuers = 2;
-	o.delegations = &dg;
-	o.ndelegations = 1;
+	delegate_x_to_c(keys[0], keys[1], certs, &dg, &o);
 	memset(&bare, 0, sizeof(bare));
 	user = cert_key(REVKEY_CERT_KNOWN, NULL);
 	ca = cert_key(REVKEY_CERT_KNOWN | REVKEY_CERT_CA, NULL);
