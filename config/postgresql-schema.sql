@@ -49,8 +49,13 @@ CREATE TABLE IF NOT EXISTS revcheck_changes (
 );
 CREATE INDEX IF NOT EXISTS revcheck_changes_xid ON revcheck_changes (xid);
 
+-- SET search_path FROM CURRENT: the function finds revcheck_changes in the
+-- schema this script created it in, whatever the session's search_path. A
+-- logical replication apply worker runs with an empty one: without this
+-- setting its first replicated row fails ("relation revcheck_changes does
+-- not exist") and replication stops.
 CREATE OR REPLACE FUNCTION revcheck_changes_log() RETURNS trigger
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
     -- An update is the removal of the old key and the addition of the new.
     IF TG_OP IN ('UPDATE', 'DELETE') THEN
@@ -70,16 +75,35 @@ DROP TRIGGER IF EXISTS revcheck_changes_trg ON revcheck_revocations;
 CREATE TRIGGER revcheck_changes_trg
     AFTER INSERT OR UPDATE OR DELETE ON revcheck_revocations
     FOR EACH ROW EXECUTE FUNCTION revcheck_changes_log();
+-- ALWAYS: a trigger in the default mode (ORIGIN) does not fire in a session
+-- with session_replication_role = replica: a logical replication apply
+-- worker (this database subscribing to revcheck_revocations), a bulk load
+-- that sets it to skip triggers and foreign keys, any superuser who sets it.
+-- Their rows would reach no delta while `filterbuild follow` kept every
+-- node fresh, and answer not_revoked until the next re-base. An ALWAYS
+-- trigger fires in every session. `filterbuild follow` warns at start
+-- about a trigger left in the default mode, and refuses one on a table a
+-- subscription of this database replicates into.
+ALTER TABLE revcheck_revocations ENABLE ALWAYS TRIGGER revcheck_changes_trg;
 
 -- A `follow --query` that reads other tables too (a UNION, a join, a view)
 -- is followed only when each of them has this trigger (the same name, the
 -- same function: it logs scope, id, revoked_at, reason and expires_at):
 --     CREATE TRIGGER revcheck_changes_trg AFTER INSERT OR UPDATE OR DELETE
 --         ON other_table FOR EACH ROW EXECUTE FUNCTION revcheck_changes_log();
+--     ALTER TABLE other_table ENABLE ALWAYS TRIGGER revcheck_changes_trg;
 -- A delta takes scope, id and revoked_at from this log, the base from the
 -- query: the query must return each table's own scope, id and revoked_at
 -- columns as they are (no lower(id), no 'api' AS scope, no token AS id),
 -- with no join, subquery or LIMIT deciding which rows are returned.
+
+-- On a logical replication subscriber, subscribe to revcheck_revocations
+-- (and the other tables a --query reads), never to revcheck_changes: this
+-- server's ALWAYS trigger logs every row the apply worker writes, with this
+-- server's transaction ids, which the follower's cursor is made of. Rows
+-- replicated into revcheck_changes carry the publisher's ids (and its seq
+-- numbers, which collide with this server's): `filterbuild follow` refuses
+-- a revcheck_changes that a subscription replicates into.
 
 -- The follower never deletes from revcheck_changes. Rows of transactions
 -- below the horizon every follower has published (the "cursor" field of

@@ -502,6 +502,16 @@ out:
 	return rc;
 }
 
+/*
+ * Set when pgsrc_check_replication() refused: rows a subscription's apply
+ * worker wrote meanwhile are in no change, and the fix (the trigger made
+ * ALWAYS, or the subscription dropped) need not touch the trigger, so
+ * the first round that passes re-bases. Cleared by a re-base.
+ */
+static bool	follow_repl_rebase;
+/* The last warning of pgsrc_check_replication() logged. */
+static char	follow_repl_said[1024];
+
 /* A full build from the source, then the head of its empty chain. */
 static int
 follow_rebase(struct follow_state *st, const struct follow_opts *o,
@@ -553,6 +563,7 @@ follow_rebase(struct follow_state *st, const struct follow_opts *o,
 	if (follow_head(st, o, key, ffile_info(st->base)->issued_at) != 0)
 		return -1;
 	st->have = true;
+	follow_repl_rebase = false;
 	if (!o->quiet)
 		log_info("follow: re-based: version %" PRIu64 ", %zu keys, "
 		    "cursor %" PRIu64, res.version, res.keys, res.cursor);
@@ -910,6 +921,25 @@ follow_source_lag(const struct follow_opts *o, struct pgsrc *p, int64_t *lag)
 }
 
 /*
+ * pgsrc_check_replication(), logging its warning at the first connection
+ * and whenever it changes. 0, or -1 with err (and a re-base due).
+ */
+static int
+follow_check_replication(struct pgsrc *p, char *err, size_t errlen)
+{
+	char warn[1024];
+
+	if (pgsrc_check_replication(p, warn, sizeof(warn), err, errlen) != 0) {
+		follow_repl_rebase = true;
+		return -1;
+	}
+	if (warn[0] != '\0' && strcmp(warn, follow_repl_said) != 0)
+		log_warn("follow: %s", warn);
+	snprintf(follow_repl_said, sizeof(follow_repl_said), "%s", warn);
+	return 0;
+}
+
+/*
  * One round: read the changes since the cursor and publish them as a
  * delta (or re-base). Returns 0; 1 when the source is a standby not shown
  * to be current (nothing published, the connection kept); -1 when the
@@ -957,7 +987,20 @@ follow_round(struct follow_state *st, const struct follow_opts *o,
 		if (r == 0)
 			r = pgsrc_check_query(p, o->query, st->cursor,
 			    &qchanged, err, sizeof(err));
+		/*
+		 * And in every session that writes them: an apply worker
+		 * does not fire a trigger in the default mode.
+		 */
+		if (r == 0)
+			r = follow_check_replication(p, err, sizeof(err));
 		refused = r != 0;
+		if (r == 0 && follow_repl_rebase) {
+			if (!o->quiet)
+				log_info("follow: the replication check "
+				    "passes again: re-basing (rows written "
+				    "while it refused are in no change)");
+			b.rebase = true;
+		}
 		if (changed || qchanged) {
 			if (!o->quiet)
 				log_info("follow: the trigger " PGSRC_TRIGGER
@@ -1131,6 +1174,8 @@ fb_follow(int argc, char **argv)
 			    pgsrc_check_trigger(p, 0, NULL, err,
 			    sizeof(err)) != 0 ||
 			    pgsrc_check_query(p, o.query, 0, NULL, err,
+			    sizeof(err)) != 0 ||
+			    follow_check_replication(p, err,
 			    sizeof(err)) != 0 ||
 			    (can = pgsrc_prepare_rows(p, o.query, err,
 			    sizeof(err))) < 0) {

@@ -501,12 +501,16 @@ pg_trigger_check(const PGresult *res, int i, int c, const char *rel,
 			    "leave it out of --query)", rel, rel);
 		return -1;
 	}
-	/* 'O' fires in a normal session, 'A' always; 'D' never, 'R' on replicas only. */
+	/*
+	 * 'O' fires in a normal session, 'A' always; 'D' never, 'R' on
+	 * replicas only. 'O' misses replica-role sessions: judged by
+	 * pgsrc_check_replication().
+	 */
 	en = PQgetvalue(res, i, c);
 	if (strcmp(en, "O") != 0 && strcmp(en, "A") != 0) {
 		snprintf(err, errlen, "postgresql: the trigger " PGSRC_TRIGGER
 		    " on %s is disabled (tgenabled '%.4s'): its changes would "
-		    "reach no delta (ALTER TABLE %s ENABLE TRIGGER "
+		    "reach no delta (ALTER TABLE %s ENABLE ALWAYS TRIGGER "
 		    PGSRC_TRIGGER ")", rel, en, rel);
 		return -1;
 	}
@@ -2284,4 +2288,169 @@ pgsrc_check_standby(struct pgsrc *p, int64_t max_lag, int64_t *lag,
 		    "be within --standby-max-lag %" PRId64 " s of its sender: "
 		    "%s", max_lag, why);
 	return (int)v;
+}
+
+/* ---- logical replication ------------------------------------------------ */
+
+enum pgsrc_repl_verdict
+pgsrc_repl_judge(const struct pgsrc_repl_rel *v, size_t n, bool known,
+    char *why, size_t whylen)
+{
+	const struct pgsrc_repl_rel *origin = NULL;
+	size_t i, norigin = 0;
+
+	if (whylen > 0)
+		why[0] = '\0';
+	for (i = 0; i < n; i++) {
+		if (v[i].mode == 0 && v[i].subs != NULL) {
+			snprintf(why, whylen, "revcheck_changes is replicated "
+			    "into this database by subscription %.200s: its "
+			    "rows carry the publisher's transaction ids, which "
+			    "the follower's cursor (this server's) cannot "
+			    "order, so changes could reach no delta; here the "
+			    "trigger " PGSRC_TRIGGER " logs what the apply "
+			    "worker writes (leave revcheck_changes out of the "
+			    "publication, then ALTER SUBSCRIPTION ... REFRESH "
+			    "PUBLICATION)", v[i].subs);
+			return PGSRC_REPL_REFUSE;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		if (v[i].mode == 0 || v[i].subs == NULL)
+			continue;
+		if (v[i].mode == 'O') {
+			snprintf(why, whylen, "the trigger " PGSRC_TRIGGER
+			    " on %.200s fires in the default mode (ORIGIN), "
+			    "so not in the apply worker of subscription %.200s "
+			    "that replicates into it: the rows it writes would "
+			    "reach no delta (ALTER TABLE %.200s ENABLE ALWAYS "
+			    "TRIGGER " PGSRC_TRIGGER ")", v[i].rel, v[i].subs,
+			    v[i].rel);
+			return PGSRC_REPL_REFUSE;
+		}
+		if (v[i].mode == 'A' && !v[i].path) {
+			snprintf(why, whylen, "the function of the trigger "
+			    PGSRC_TRIGGER " on %.200s sets no search_path: the "
+			    "apply worker of subscription %.200s runs with an "
+			    "empty one, so the trigger fails on the first row "
+			    "it replicates and replication stops (apply "
+			    "config/postgresql-schema.sql again: "
+			    "revcheck_changes_log() SET search_path FROM "
+			    "CURRENT)", v[i].rel, v[i].subs);
+			return PGSRC_REPL_REFUSE;
+		}
+	}
+	for (i = 0; i < n; i++)
+		if (v[i].mode == 'O' && norigin++ == 0)
+			origin = &v[i];
+	if (origin == NULL)
+		return PGSRC_REPL_OK;
+	if (!known) {
+		snprintf(why, whylen, "the trigger " PGSRC_TRIGGER " on %.200s "
+		    "fires in the default mode (ORIGIN), not in a logical "
+		    "replication apply worker, and this role cannot read "
+		    "pg_subscription_rel and pg_subscription.subname to tell "
+		    "whether a subscription replicates into it: its rows "
+		    "could reach no delta (ALTER TABLE %.200s ENABLE ALWAYS "
+		    "TRIGGER " PGSRC_TRIGGER ", or GRANT SELECT ON "
+		    "pg_subscription_rel and SELECT (oid, subname) ON "
+		    "pg_subscription to this role)", origin->rel, origin->rel);
+		return PGSRC_REPL_REFUSE;
+	}
+	snprintf(why, whylen, "the trigger " PGSRC_TRIGGER " on %.200s%s fires "
+	    "in the default mode (ORIGIN): a row written in a session with "
+	    "session_replication_role = replica (a bulk load that sets it, "
+	    "a superuser) reaches no delta, and answers not_revoked until "
+	    "the next re-base (ALTER TABLE %.200s ENABLE ALWAYS TRIGGER "
+	    PGSRC_TRIGGER ")", origin->rel, norigin > 1 ? " (and other "
+	    "tables)" : "", origin->rel);
+	return PGSRC_REPL_WARN;
+}
+
+/*
+ * Every table with the trigger calling revcheck_changes_log(), then
+ * revcheck_changes: kind ('t', 'l'), name, tgenabled, whether the
+ * function sets search_path, and the subscriptions of this database that
+ * replicate into it (PG_SQL_SUBS, or NULL when they cannot be read).
+ */
+#define PG_SQL_SUBS(rel) \
+	"(SELECT string_agg(quote_ident(s.subname::text), ', ' ORDER BY " \
+	"s.subname) FROM pg_catalog.pg_subscription_rel r JOIN " \
+	"pg_catalog.pg_subscription s ON s.oid = r.srsubid WHERE " \
+	"r.srrelid = " rel ")"
+#define PG_SQL_REPL(subs, logsubs) \
+	"SELECT 't', t.tgrelid::regclass::text, t.tgenabled::text, " \
+	"coalesce(EXISTS (SELECT 1 FROM unnest(f.proconfig) g WHERE " \
+	"g LIKE 'search\\_path=%'), false), " subs " FROM pg_trigger t " \
+	"JOIN pg_proc f ON f.oid = t.tgfoid WHERE t.tgname = '" \
+	PGSRC_TRIGGER "' AND f.proname = 'revcheck_changes_log' " \
+	"UNION ALL SELECT 'l', 'revcheck_changes', NULL, NULL, " logsubs \
+	" ORDER BY 1 DESC, 2"
+#define PG_SQL_REPL_PRIV \
+	"SELECT has_table_privilege('pg_catalog.pg_subscription_rel', " \
+	"'SELECT') AND has_column_privilege('pg_catalog.pg_subscription', " \
+	"'oid', 'SELECT') AND has_column_privilege(" \
+	"'pg_catalog.pg_subscription', 'subname', 'SELECT')"
+
+int
+pgsrc_check_replication(struct pgsrc *p, char *warn, size_t warnlen,
+    char *err, size_t errlen)
+{
+	struct pgsrc_repl_rel *v = NULL;
+	PGresult *res;
+	char why[1024];
+	bool known;
+	int i, n, rc = -1;
+
+	assert(p != NULL);
+	if (warnlen > 0)
+		warn[0] = '\0';
+	res = PQexec(p->conn, PG_SQL_REPL_PRIV);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 ||
+	    PQnfields(res) != 1) {
+		pg_err(p, res, "reading the privileges on pg_subscription", err,
+		    errlen);
+		goto out;
+	}
+	known = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+	PQclear(res);
+	res = PQexec(p->conn, known ? PG_SQL_REPL(PG_SQL_SUBS("t.tgrelid"),
+	    PG_SQL_SUBS("to_regclass('revcheck_changes')")) :
+	    PG_SQL_REPL("NULL::text", "NULL::text"));
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQnfields(res) != 5) {
+		pg_err(p, res, "reading the subscriptions of the trigger's "
+		    "tables", err, errlen);
+		goto out;
+	}
+	n = PQntuples(res);
+	if ((v = calloc((size_t)n + 1, sizeof(*v))) == NULL) {
+		snprintf(err, errlen, "postgresql: out of memory");
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		v[i].rel = PQgetvalue(res, i, 1);
+		v[i].mode = *PQgetvalue(res, i, 0) == 'l' ? 0 :
+		    *PQgetvalue(res, i, 2);
+		/* A mode of 0 would be taken for revcheck_changes. */
+		if (*PQgetvalue(res, i, 0) != 'l' && v[i].mode == 0)
+			v[i].mode = '?';
+		v[i].path = strcmp(PQgetvalue(res, i, 3), "t") == 0;
+		v[i].subs = PQgetisnull(res, i, 4) ? NULL :
+		    PQgetvalue(res, i, 4);
+	}
+	switch (pgsrc_repl_judge(v, (size_t)n, known, why, sizeof(why))) {
+	case PGSRC_REPL_OK:
+		break;
+	case PGSRC_REPL_WARN:
+		snprintf(warn, warnlen, "postgresql: %s", why);
+		break;
+	default:
+		snprintf(err, errlen, "postgresql: %s", why);
+		goto out;
+	}
+	rc = 0;
+out:
+	PQclear(res);
+	free(v);
+	return rc;
 }

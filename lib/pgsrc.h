@@ -372,4 +372,61 @@ int pgsrc_standby_read(struct pgsrc *p, struct pgsrc_standby *s, char *err,
 int pgsrc_check_standby(struct pgsrc *p, int64_t max_lag, int64_t *lag,
     bool *standby, char *err, size_t errlen);
 
+/*
+ * Logical replication and the trigger's firing mode. A trigger in the
+ * default mode (tgenabled 'O', ORIGIN) does not fire in a session with
+ * session_replication_role = replica: a logical replication apply
+ * worker, a bulk load that sets it, any superuser who does. What such a
+ * session writes is in no change. One relation as pgsrc_check_replication()
+ * reads it: every table with PGSRC_TRIGGER calling revcheck_changes_log()
+ * (whether a --query reads it or not), then revcheck_changes itself.
+ */
+struct pgsrc_repl_rel {
+	const char	*rel;		/* its name, as regclass prints it */
+	char		 mode;		/* tgenabled; 0 for revcheck_changes */
+	bool		 path;		/* revcheck_changes_log() sets search_path */
+	const char	*subs;		/* subscriptions of this database that
+					   replicate into it ("a, b"); NULL: none */
+};
+
+enum pgsrc_repl_verdict {
+	PGSRC_REPL_OK = 0,	/* every trigger fires in every session */
+	PGSRC_REPL_WARN,	/* a trigger in the default mode, no subscription
+				   writes its table: accepted, with a warning */
+	PGSRC_REPL_REFUSE,	/* rows written would reach no delta, or the
+				   log would hold rows of another server */
+};
+
+/*
+ * Decides from what was read (known: false when this role cannot read
+ * pg_subscription_rel and pg_subscription.subname, every subs NULL then):
+ *   - revcheck_changes replicated into this database by a subscription:
+ *     refused (its rows carry the publisher's transaction ids, which the
+ *     cursor, this server's transaction horizon, cannot order, and its
+ *     seq numbers, which collide with this server's and stop the apply);
+ *   - a table with the trigger in the default mode that a subscription
+ *     replicates into: refused (the apply worker's rows are in no change);
+ *   - such a table with an ALWAYS trigger whose function sets no
+ *     search_path: refused (the apply worker runs with an empty one: the
+ *     trigger fails and replication stops);
+ *   - a trigger in the default mode when it cannot be known whether a
+ *     subscription replicates into its table: refused, naming the
+ *     privilege (with ALWAYS triggers it does not matter);
+ *   - a trigger in the default mode otherwise: WARN (a replica-role
+ *     session's rows are in no change; nothing on the server shows one).
+ * why gets the reason of every verdict but OK: it names the table, the
+ * subscription and the statement to run. Needs no server.
+ */
+enum pgsrc_repl_verdict pgsrc_repl_judge(const struct pgsrc_repl_rel *v,
+    size_t n, bool known, char *why, size_t whylen);
+
+/*
+ * Reads the relations of pgsrc_repl_rel from the catalogs (inside the
+ * round's snapshot or not) and judges them: 0 with warn set to the
+ * warning of a WARN ("" for OK), or -1 with err (a REFUSE, or the read
+ * failed).
+ */
+int pgsrc_check_replication(struct pgsrc *p, char *warn, size_t warnlen,
+    char *err, size_t errlen);
+
 #endif

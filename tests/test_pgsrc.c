@@ -763,3 +763,148 @@ Test(pgsrc_plan, alias_lists_and_missing_columns_are_refused)
 	cr_assert_eq(keys(j, 0, 1, 2, NULL, err, sizeof(err)), -1);
 	cr_assert(strstr(err, "column id is scope") != NULL, "%s", err);
 }
+
+/* ---- the trigger's mode and logical replication (pgsrc_repl_judge) ---- */
+
+/* revcheck_revocations with its trigger in mode, then revcheck_changes. */
+static void
+repl_rels(struct pgsrc_repl_rel v[2], char mode, const char *subs,
+    const char *logsubs)
+{
+	memset(v, 0, 2 * sizeof(*v));
+	v[0].rel = "revcheck_revocations";
+	v[0].mode = mode;
+	v[0].path = true;
+	v[0].subs = subs;
+	v[1].rel = "revcheck_changes";
+	v[1].subs = logsubs;
+}
+
+Test(pgsrc_repl, an_always_trigger_is_fine_subscribed_or_not)
+{
+	struct pgsrc_repl_rel v[2];
+	char why[1024];
+
+	repl_rels(v, 'A', NULL, NULL);
+	cr_assert_eq(pgsrc_repl_judge(v, 2, true, why, sizeof(why)),
+	    PGSRC_REPL_OK);
+	cr_assert_str_empty(why);
+	repl_rels(v, 'A', "s", NULL);
+	cr_assert_eq(pgsrc_repl_judge(v, 2, true, why, sizeof(why)),
+	    PGSRC_REPL_OK);
+	/* Whether a subscription writes the table does not matter then. */
+	repl_rels(v, 'A', NULL, NULL);
+	cr_assert_eq(pgsrc_repl_judge(v, 2, false, why, sizeof(why)),
+	    PGSRC_REPL_OK);
+	/* No trigger at all is pgsrc_check_trigger()'s to refuse. */
+	cr_assert_eq(pgsrc_repl_judge(v + 1, 1, true, why, sizeof(why)),
+	    PGSRC_REPL_OK);
+}
+
+Test(pgsrc_repl, a_default_mode_trigger_on_a_primary_is_a_warning)
+{
+	struct pgsrc_repl_rel v[3];
+	char why[1024];
+
+	repl_rels(v, 'O', NULL, NULL);
+	cr_assert_eq(pgsrc_repl_judge(v, 2, true, why, sizeof(why)),
+	    PGSRC_REPL_WARN);
+	cr_assert(strstr(why, "session_replication_role = replica") != NULL,
+	    "%s", why);
+	cr_assert(strstr(why, "ALTER TABLE revcheck_revocations ENABLE ALWAYS "
+	    "TRIGGER revcheck_changes_trg") != NULL, "%s", why);
+	/* A --query's second table in the default mode is named too. */
+	repl_rels(v, 'A', NULL, NULL);
+	v[2] = v[0];
+	v[2].rel = "public.more";
+	v[2].mode = 'O';
+	cr_assert_eq(pgsrc_repl_judge(v, 3, true, why, sizeof(why)),
+	    PGSRC_REPL_WARN);
+	cr_assert(strstr(why, "ALTER TABLE public.more ENABLE ALWAYS") != NULL,
+	    "%s", why);
+	/* Disabled ('D') and replica-only ('R') are pgsrc_check_trigger()'s. */
+	v[2].mode = 'D';
+	cr_assert_eq(pgsrc_repl_judge(v, 3, true, why, sizeof(why)),
+	    PGSRC_REPL_OK);
+}
+
+Test(pgsrc_repl, a_default_mode_trigger_on_a_subscribed_table_is_refused)
+{
+	struct pgsrc_repl_rel v[3];
+	char why[1024];
+
+	repl_rels(v, 'O', "revsub", NULL);
+	cr_assert_eq(pgsrc_repl_judge(v, 2, true, why, sizeof(why)),
+	    PGSRC_REPL_REFUSE);
+	cr_assert(strstr(why, "subscription revsub") != NULL, "%s", why);
+	cr_assert(strstr(why, "ALTER TABLE revcheck_revocations ENABLE ALWAYS "
+	    "TRIGGER revcheck_changes_trg") != NULL, "%s", why);
+	/* A --query's other table, subscribed, in the default mode. */
+	repl_rels(v, 'A', NULL, NULL);
+	v[2] = v[0];
+	v[2].rel = "public.more";
+	v[2].mode = 'O';
+	v[2].subs = "s1, s2";
+	cr_assert_eq(pgsrc_repl_judge(v, 3, true, why, sizeof(why)),
+	    PGSRC_REPL_REFUSE);
+	cr_assert(strstr(why, "public.more") != NULL, "%s", why);
+	cr_assert(strstr(why, "s1, s2") != NULL, "%s", why);
+}
+
+Test(pgsrc_repl, a_replicated_change_log_is_refused_whatever_the_mode)
+{
+	struct pgsrc_repl_rel v[2];
+	char why[1024];
+
+	repl_rels(v, 'A', "s", "s");
+	cr_assert_eq(pgsrc_repl_judge(v, 2, true, why, sizeof(why)),
+	    PGSRC_REPL_REFUSE);
+	cr_assert(strstr(why, "revcheck_changes is replicated") != NULL, "%s",
+	    why);
+	cr_assert(strstr(why, "transaction ids") != NULL, "%s", why);
+	repl_rels(v, 'O', "s", "s");
+	cr_assert_eq(pgsrc_repl_judge(v, 2, true, why, sizeof(why)),
+	    PGSRC_REPL_REFUSE);
+	cr_assert(strstr(why, "revcheck_changes is replicated") != NULL, "%s",
+	    why);
+	repl_rels(v, 'A', NULL, "s");
+	cr_assert_eq(pgsrc_repl_judge(v, 2, true, why, sizeof(why)),
+	    PGSRC_REPL_REFUSE);
+}
+
+Test(pgsrc_repl, a_subscribed_always_trigger_needs_a_search_path)
+{
+	struct pgsrc_repl_rel v[2];
+	char why[1024];
+
+	repl_rels(v, 'A', "s", NULL);
+	v[0].path = false;
+	cr_assert_eq(pgsrc_repl_judge(v, 2, true, why, sizeof(why)),
+	    PGSRC_REPL_REFUSE);
+	cr_assert(strstr(why, "search_path") != NULL, "%s", why);
+	/* Not subscribed: no apply worker runs it. */
+	repl_rels(v, 'A', NULL, NULL);
+	v[0].path = false;
+	cr_assert_eq(pgsrc_repl_judge(v, 2, true, why, sizeof(why)),
+	    PGSRC_REPL_OK);
+}
+
+Test(pgsrc_repl, cannot_tell_refuses_only_the_default_mode)
+{
+	struct pgsrc_repl_rel v[2];
+	char why[1024];
+
+	repl_rels(v, 'O', NULL, NULL);
+	cr_assert_eq(pgsrc_repl_judge(v, 2, false, why, sizeof(why)),
+	    PGSRC_REPL_REFUSE);
+	cr_assert(strstr(why, "pg_subscription_rel") != NULL, "%s", why);
+	cr_assert(strstr(why, "ENABLE ALWAYS") != NULL, "%s", why);
+	repl_rels(v, 'A', NULL, NULL);
+	cr_assert_eq(pgsrc_repl_judge(v, 2, false, why, sizeof(why)),
+	    PGSRC_REPL_OK);
+	/* A short buffer is cut, never overrun. */
+	repl_rels(v, 'O', "s", NULL);
+	cr_assert_eq(pgsrc_repl_judge(v, 2, true, why, 8), PGSRC_REPL_REFUSE);
+	cr_assert_eq(strlen(why), 7);
+	cr_assert_eq(pgsrc_repl_judge(v, 2, true, NULL, 0), PGSRC_REPL_REFUSE);
+}
