@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <cjson/cJSON.h>
 #include <libpq-fe.h>
@@ -32,6 +33,12 @@
 #define PG_ST_LIVE_SER	"revcheck_live_serial"
 /* Keys per execution of a recheck statement. */
 #define PG_LIVE_BATCH	10000
+
+/* Type OIDs (pg_type.dat): the key columns' types. */
+#define PG_OID_NAME	19
+#define PG_OID_TEXT	25
+#define PG_OID_BPCHAR	1042
+#define PG_OID_VARCHAR	1043
 
 struct pgsrc {
 	PGconn		*conn;
@@ -120,7 +127,9 @@ pgsrc_connect(const char *conninfo, char *err, size_t errlen)
 	/* Timestamps print as "YYYY-MM-DD HH:MM:SS[.f]+00" from here on. */
 	if (pg_cmd(p, "SET TimeZone TO 'UTC'", "setting the time zone", err,
 	    errlen) != 0 || pg_cmd(p, "SET DateStyle TO 'ISO, YMD'",
-	    "setting the date style", err, errlen) != 0)
+	    "setting the date style", err, errlen) != 0 ||
+	    pg_cmd(p, "SET IntervalStyle TO 'postgres'",
+	    "setting the interval style", err, errlen) != 0)
 		goto fail;
 	return p;
 fail:
@@ -208,6 +217,9 @@ pg_time(const PGresult *res, int i, int col, int64_t *out, const char **bad)
 
 /* ---- full reads --------------------------------------------------------- */
 
+static int pg_key_type(struct pgsrc *, const PGresult *, int, const char *,
+    char *, size_t);
+
 struct full_rd {
 	struct pgsrc	*p;
 	const struct input_opts *o;
@@ -232,6 +244,9 @@ full_columns(struct full_rd *f, char *err, size_t errlen)
 		    "named \"id\"");
 		return -1;
 	}
+	if (pg_key_type(f->p, f->res, f->c_id, "id", err, errlen) != 0 ||
+	    pg_key_type(f->p, f->res, f->c_scope, "scope", err, errlen) != 0)
+		return -1;
 	return 0;
 }
 
@@ -1023,6 +1038,8 @@ pgsrc_reads_free(struct pgsrc_reads *r)
 	names_free(&r->calls);
 	names_free(&r->idents);
 	names_free(&r->ops);
+	names_free(&r->clock);
+	names_free(&r->casts);
 }
 
 #define SQL_IDSTART(c)	(((c) >= 'a' && (c) <= 'z') || ((c) >= 'A' && \
@@ -1075,29 +1092,154 @@ sql_blank(const unsigned char *s, size_t i)
 	}
 }
 
-/* Past a string constant whose opening quote is at s + i. */
-static size_t
-sql_string(const unsigned char *s, size_t i, bool backslash)
+/*
+ * Words of a string constant that the date and time types read as the
+ * current time ('now', 'today', ...); "epoch", "infinity" and "allballs"
+ * are constants.
+ */
+static const char *const sql_clock_words[] = {
+	"now", "today", "tomorrow", "yesterday", NULL
+};
+
+/*
+ * SQL value keywords: values of the clock or the session that take no
+ * parentheses (CURRENT_TIMESTAMP(0) takes some), as the server prints them.
+ */
+static const char *const sql_value_keywords[] = {
+	"current_catalog", "current_date", "current_role", "current_schema",
+	"current_time", "current_timestamp", "current_user", "localtime",
+	"localtimestamp", "session_user", "system_user", "user", NULL
+};
+
+/* The words of a string constant's value, read one character at a time. */
+struct sql_word {
+	char		 w[12];
+	size_t		 n;		/* letters of the current word */
+	const char	*found;		/* the first clock word, or NULL */
+};
+
+/* Feeds the code point c of a string constant's value to w. */
+static void
+sql_word_feed(struct sql_word *w, unsigned long c)
 {
-	for (i++; s[i] != '\0'; i++) {
-		if (backslash && s[i] == '\\' && s[i + 1] != '\0')
-			i++;
-		else if (s[i] == '\'' && s[i + 1] == '\'')
-			i++;
-		else if (s[i] == '\'')
-			return i + 1;
+	size_t k;
+
+	if (c >= 'A' && c <= 'Z')
+		c += 'a' - 'A';
+	if (c >= 'a' && c <= 'z') {
+		if (w->n < sizeof(w->w) - 1)
+			w->w[w->n] = (char)c;
+		w->n++;
+		return;
 	}
+	if (w->found == NULL && w->n > 0 && w->n < sizeof(w->w)) {
+		w->w[w->n] = '\0';
+		for (k = 0; sql_clock_words[k] != NULL; k++)
+			if (strcmp(w->w, sql_clock_words[k]) == 0)
+				w->found = sql_clock_words[k];
+	}
+	w->n = 0;
+}
+
+/* The value of up to nd hex digits at s + *i, *i moved past them. */
+static unsigned long
+sql_hex(const unsigned char *s, size_t *i, int nd)
+{
+	unsigned long v = 0;
+	int d;
+
+	for (; nd > 0 && (d = util_hexval(s[*i])) >= 0; nd--, (*i)++)
+		v = v * 16 + (unsigned long)d;
+	return v;
+}
+
+/*
+ * Past a string constant whose opening quote is at s + i, feeding its
+ * value to w (NULL: none): kind 'E' decodes backslash escapes (E''), 'U'
+ * the escapes of U&'' with the escape character esc, anything else none.
+ */
+static size_t
+sql_string(const unsigned char *s, size_t i, int kind, unsigned char esc,
+    struct sql_word *w)
+{
+	struct sql_word none;
+	unsigned long v;
+	size_t j;
+
+	if (w == NULL) {
+		memset(&none, 0, sizeof(none));
+		w = &none;
+	}
+	for (i++; s[i] != '\0'; i++) {
+		if (s[i] == '\'' && s[i + 1] == '\'') {
+			i++;
+			sql_word_feed(w, '\'');
+		} else if (s[i] == '\'') {
+			sql_word_feed(w, ' ');
+			return i + 1;
+		} else if (kind == 'E' && s[i] == '\\' && s[i + 1] != '\0') {
+			j = ++i + 1;
+			if (s[i] == 'x' && util_hexval(s[j]) >= 0)
+				v = sql_hex(s, &j, 2);
+			else if (s[i] == 'u' || s[i] == 'U')
+				v = sql_hex(s, &j, s[i] == 'u' ? 4 : 8);
+			else if (s[i] >= '0' && s[i] <= '7') {
+				for (v = 0, j = i; j < i + 3 && s[j] >= '0' &&
+				    s[j] <= '7'; j++)
+					v = v * 8 + (unsigned long)(s[j] - '0');
+			} else
+				v = strchr("bfnrt", s[i]) != NULL ? ' ' : s[i];
+			i = j - 1;
+			sql_word_feed(w, v);
+		} else if (kind == 'U' && s[i] == esc && s[i + 1] != '\0') {
+			if (s[i + 1] == esc) {
+				i++;
+				sql_word_feed(w, esc);
+				continue;
+			}
+			j = i + 1;
+			if (s[j] == '+')
+				j++;
+			v = sql_hex(s, &j, s[i + 1] == '+' ? 6 : 4);
+			i = j - 1;
+			sql_word_feed(w, v);
+		} else
+			sql_word_feed(w, s[i]);
+	}
+	sql_word_feed(w, ' ');
 	return i;
 }
 
 /*
- * Past a dollar-quoted constant ($$...$$, $tag$...$tag$) at s + i, or i
- * when there is none there.
+ * Past a U&'' constant whose quote is at s + i, feeding its value to w:
+ * the escape character is '\' or the one of a UESCAPE 'c' after it.
  */
 static size_t
-sql_dollar(const unsigned char *s, size_t i)
+sql_ustring(const unsigned char *s, size_t i, struct sql_word *w)
 {
-	size_t j = i + 1, tl;
+	size_t e = sql_string(s, i, 0, 0, NULL), j = sql_blank(s, e);
+	unsigned char esc = '\\';
+
+	if (strncasecmp((const char *)s + j, "uescape", 7) == 0 &&
+	    !SQL_IDCHAR(s[j + 7])) {
+		j = sql_blank(s, j + 7);
+		if (s[j] == '\'' && s[j + 1] != '\0' && s[j + 2] == '\'') {
+			esc = s[j + 1];
+			e = j + 3;
+		}
+	}
+	sql_string(s, i, 'U', esc, w);
+	return e;
+}
+
+/*
+ * Past a dollar-quoted constant ($$...$$, $tag$...$tag$) at s + i, its
+ * value fed to w, or i when there is none there.
+ */
+static size_t
+sql_dollar(const unsigned char *s, size_t i, struct sql_word *w)
+{
+	size_t j = i + 1, tl, k;
 	const char *end;
 
 	if (s[j] != '$' && !(SQL_IDSTART(s[j])))
@@ -1110,37 +1252,181 @@ sql_dollar(const unsigned char *s, size_t i)
 	for (end = (const char *)s + j + 1; (end = strchr(end, '$')) != NULL;
 	    end++)
 		if (strncmp(end, (const char *)s + i, tl) == 0)
-			return (size_t)((const unsigned char *)end - s) + tl;
-	return strlen((const char *)s);
+			break;
+	if (end == NULL)
+		end = (const char *)s + strlen((const char *)s);
+	for (k = j + 1; s + k < (const unsigned char *)end; k++)
+		sql_word_feed(w, s[k]);
+	sql_word_feed(w, ' ');
+	return end[0] == '\0' ? (size_t)((const unsigned char *)end - s) :
+	    (size_t)((const unsigned char *)end - s) + tl;
 }
 
-int
-pgsrc_sql_names(const char *sql, struct pgsrc_reads *r, char *err,
+/* Words that continue a type name after its first ("timestamp with time zone"). */
+static const char *const sql_type_words[] = {
+	"with", "without", "time", "zone", "varying", "precision", "year",
+	"month", "day", "hour", "minute", "second", "to", NULL
+};
+
+/*
+ * The type name at s + i (after "::"), as written with single blanks, into
+ * out (cap bytes; "?" when it does not fit). Returns its length, 0 for
+ * none.
+ */
+static size_t
+sql_type_name(const unsigned char *s, size_t i, char *out, size_t cap)
+{
+	char word[SQL_NAME_MAX + 1];
+	size_t n = 0, j, wl, first = 1;
+	int dots = 0;
+
+#define TN_ADD(p, l) do {						\
+	if (n + (l) + 1 > cap) {					\
+		snprintf(out, cap, "?");				\
+		return 1;						\
+	}								\
+	memcpy(out + n, (p), (l));					\
+	n += (l);							\
+	out[n] = '\0';							\
+} while (0)
+	out[0] = '\0';
+	for (;;) {
+		i = sql_blank(s, i);
+		if (s[i] == '"') {
+			for (j = i + 1; s[j] != '\0'; j++) {
+				if (s[j] == '"' && s[j + 1] != '"')
+					break;
+				if (s[j] == '"')
+					j++;
+			}
+			if (s[j] == '"')
+				j++;
+			if (!first && dots == 0)
+				break;
+			TN_ADD(s + i, j - i);
+		} else if (SQL_IDSTART(s[i])) {
+			for (j = i, wl = 0; SQL_IDCHAR(s[j]); j++)
+				if (wl < SQL_NAME_MAX)
+					word[wl++] = (char)(s[j] >= 'A' &&
+					    s[j] <= 'Z' ? s[j] - 'A' + 'a' : s[j]);
+			word[wl] = '\0';
+			if (!first && dots == 0 && !pg_in(word, sql_type_words))
+				break;
+			if (!first && dots == 0 && strcmp(word, "to") == 0 &&
+			    strncmp(out, "interval", 8) != 0)
+				break;
+			if (!first && dots == 0)
+				TN_ADD(" ", 1);
+			TN_ADD(word, wl);
+		} else
+			break;
+		i = j;
+		first = 0;
+		dots = 0;
+		if (s[sql_blank(s, i)] == '.') {
+			i = sql_blank(s, i) + 1;
+			TN_ADD(".", 1);
+			dots = 1;
+			continue;
+		}
+		/* A type modifier: "timestamp(0) without time zone". */
+		j = sql_blank(s, i);
+		if (s[j] == '(') {
+			for (i = j++; (s[j] >= '0' && s[j] <= '9') ||
+			    s[j] == ',' || s[j] == ' '; j++)
+				;
+			if (s[j] != ')')
+				break;
+			TN_ADD(s + i, j + 1 - i);
+			i = j + 1;
+		}
+	}
+	if (n == 0)
+		return 0;
+	/* Array brackets. */
+	i = sql_blank(s, i);
+	while (s[i] == '[') {
+		for (j = i + 1; s[j] >= '0' && s[j] <= '9'; j++)
+			;
+		if (s[j] != ']')
+			break;
+		TN_ADD(s + i, j + 1 - i);
+		i = sql_blank(s, j + 1);
+	}
+#undef TN_ADD
+	return n;
+}
+
+/* What the token before a "::" was: a constant is cast as it is parsed. */
+enum { SQL_PREV_NONE, SQL_PREV_CONST, SQL_PREV_VALUE };
+
+/* Adds "'word'" to r->clock when w found a clock word. 0 or -1. */
+static int
+sql_clock_add(struct pgsrc_reads *r, const struct sql_word *w, char *err,
+    size_t errlen)
+{
+	char q[16];
+
+	if (w->found == NULL)
+		return 0;
+	snprintf(q, sizeof(q), "'%s'", w->found);
+	return names_add(&r->clock, q, strlen(q), err, errlen);
+}
+
+/* pgsrc_sql_names(); expr false: sql is a name, not an expression. */
+static int
+sql_names(const char *sql, bool expr, struct pgsrc_reads *r, char *err,
     size_t errlen)
 {
 	const unsigned char *s = (const unsigned char *)sql;
-	char name[SQL_NAME_MAX + 1];
-	size_t i = 0, j, n;
+	char name[SQL_NAME_MAX + 1], type[160];
+	struct sql_word w;
+	size_t i = 0, j, n, k;
+	int prev = SQL_PREV_NONE;
+	bool quoted;
 
 	while (s[i] != '\0') {
 		if ((j = sql_blank(s, i)) != i) {
 			i = j;
 			continue;
 		}
-		if (s[i] == '\'') {
-			i = sql_string(s, i, false);
+		memset(&w, 0, sizeof(w));
+		if (s[i] == '\'' || ((s[i] == 'u' || s[i] == 'U') &&
+		    s[i + 1] == '&' && s[i + 2] == '\'')) {
+			i = s[i] == '\'' ? sql_string(s, i, 0, 0, &w) :
+			    sql_ustring(s, i + 2, &w);
+			if (expr && sql_clock_add(r, &w, err, errlen) != 0)
+				return -1;
+			prev = SQL_PREV_CONST;
 			continue;
 		}
 		if (s[i] == '$') {
-			if ((j = sql_dollar(s, i)) == i)
+			if ((j = sql_dollar(s, i, &w)) == i) {
 				for (j = i + 1; s[j] >= '0' && s[j] <= '9'; j++)
 					;
+				prev = SQL_PREV_VALUE;	/* a parameter */
+			} else {
+				if (expr && sql_clock_add(r, &w, err,
+				    errlen) != 0)
+					return -1;
+				prev = SQL_PREV_CONST;
+			}
 			i = j;
 			continue;
 		}
 		if (s[i] >= '0' && s[i] <= '9') {
 			while (SQL_IDCHAR(s[i]) || s[i] == '.')
 				i++;
+			prev = SQL_PREV_CONST;
+			continue;
+		}
+		if (s[i] == ':' && s[i + 1] == ':') {
+			if (expr && prev == SQL_PREV_VALUE && (n =
+			    sql_type_name(s, i + 2, type, sizeof(type))) > 0 &&
+			    names_add(&r->casts, type, n, err, errlen) != 0)
+				return -1;
+			i += 2;
+			prev = SQL_PREV_NONE;
 			continue;
 		}
 		if (SQL_OPCHAR(s[i])) {
@@ -1151,14 +1437,18 @@ pgsrc_sql_names(const char *sql, struct pgsrc_reads *r, char *err,
 			    errlen) != 0)
 				return -1;
 			i = j;
+			prev = SQL_PREV_NONE;
 			continue;
 		}
 		if (s[i] != '"' && !SQL_IDSTART(s[i])) {
+			prev = s[i] == ')' || s[i] == ']' ? SQL_PREV_VALUE :
+			    SQL_PREV_NONE;
 			i++;
 			continue;
 		}
 		n = 0;
-		if (s[i] == '"') {
+		quoted = s[i] == '"';
+		if (quoted) {
 			for (j = i + 1; s[j] != '\0'; j++) {
 				if (s[j] == '"' && s[j + 1] != '"')
 					break;
@@ -1176,21 +1466,80 @@ pgsrc_sql_names(const char *sql, struct pgsrc_reads *r, char *err,
 					    s[j] <= 'Z' ? s[j] - 'A' + 'a' : s[j]);
 			/* E'...': backslash escapes. */
 			if (j == i + 1 && name[0] == 'e' && s[j] == '\'') {
-				i = sql_string(s, j, true);
+				i = sql_string(s, j, 'E', '\\', &w);
+				if (expr && sql_clock_add(r, &w, err,
+				    errlen) != 0)
+					return -1;
+				prev = SQL_PREV_CONST;
 				continue;
 			}
 		}
 		i = j;
+		prev = SQL_PREV_VALUE;
 		if (n == 0)
 			continue;
+		name[n] = '\0';
 		if (names_add(&r->idents, name, n, err, errlen) != 0)
 			return -1;
 		if (s[sql_blank(s, i)] == '(' && names_add(&r->calls, name, n,
 		    err, errlen) != 0)
 			return -1;
+		if (!expr || quoted || !pg_in(name, sql_value_keywords))
+			continue;
+		for (k = 0; k < n; k++)
+			if (name[k] >= 'a' && name[k] <= 'z')
+				name[k] -= 'a' - 'A';
+		if (names_add(&r->clock, name, n, err, errlen) != 0)
+			return -1;
 	}
 	return 0;
 }
+
+int
+pgsrc_sql_names(const char *sql, struct pgsrc_reads *r, char *err,
+    size_t errlen)
+{
+	return sql_names(sql, true, r, err, errlen);
+}
+
+int
+pgsrc_reads_clock(const struct pgsrc_reads *r, char *err, size_t errlen)
+{
+	const char *c;
+
+	if (r->clock.n == 0)
+		return 0;
+	c = r->clock.v[0];
+	if (c[0] == '\'')
+		snprintf(err, errlen, "postgresql: the query has the string "
+		    "constant %.20s, which a date or time type reads as the "
+		    "current time: a row would enter or leave the result with "
+		    "time alone, with no change logged, and answer "
+		    "not_revoked under fresh heads until the next re-base "
+		    "(compare with a fixed time; to retire rows with time, "
+		    "give them an expires_at: follow's expiry sweep publishes "
+		    "their removal)", c);
+	else
+		snprintf(err, errlen, "postgresql: the query uses %.40s, whose "
+		    "value changes with time (or the session) alone: a row "
+		    "would enter or leave the result with no change logged, "
+		    "and answer not_revoked under fresh heads until the next "
+		    "re-base (compare with a fixed value; to retire rows with "
+		    "time, give them an expires_at: follow's expiry sweep "
+		    "publishes their removal)", c);
+	return -1;
+}
+
+/*
+ * Plan fields that hold a name or a word, not an expression: a table
+ * named "user" is no CURRENT_USER, an alias no cast.
+ */
+static const char *const plan_name_fields[] = {
+	"Node Type", "Relation Name", "Schema", "Alias", "Index Name",
+	"CTE Name", "Function Name", "Subplan Name", "Parent Relationship",
+	"Strategy", "Partial Mode", "Join Type", "Scan Direction", "Operation",
+	"Command", "Tuplestore Name", "Sort Method", "Sort Space Type", NULL
+};
 
 /* The names of every string in a plan node but its children. 0 or -1. */
 static int
@@ -1198,17 +1547,19 @@ plan_strings(const cJSON *n, struct pgsrc_reads *r, char *err,
     size_t errlen)
 {
 	const cJSON *k, *e;
+	bool expr;
 
 	cJSON_ArrayForEach(k, n) {
 		if (k->string != NULL && strcmp(k->string, "Plans") == 0)
 			continue;
-		if (cJSON_IsString(k) && pgsrc_sql_names(k->valuestring, r,
+		expr = k->string == NULL || !pg_in(k->string, plan_name_fields);
+		if (cJSON_IsString(k) && sql_names(k->valuestring, expr, r,
 		    err, errlen) != 0)
 			return -1;
 		if (!cJSON_IsArray(k))
 			continue;
 		cJSON_ArrayForEach(e, k)
-			if (cJSON_IsString(e) && pgsrc_sql_names(e->valuestring,
+			if (cJSON_IsString(e) && sql_names(e->valuestring, expr,
 			    r, err, errlen) != 0)
 				return -1;
 	}
@@ -1734,11 +2085,18 @@ pg_names_array(const struct pgsrc_names *n, unsigned char **buf)
 
 /*
  * The functions the query could call that could read what the plan does
- * not show ('f', the function), and the rules of the views it names ('r',
- * the rule's xmin). $1: identifiers (view names among them), $2: names
- * called, $3: operators. Views are followed through the views they read
- * (pg_depend of their rules), aggregates to their support functions,
- * operators to their functions.
+ * not show, or change its result with time alone ('f', the function, and
+ * why: 'v' volatile, 'x' a *_to_xml that reads a table by name, 'u' not
+ * built in and not in C, 's' not IMMUTABLE), and the rules of the views
+ * it names ('r', the rule's xmin). $1: identifiers (view names among
+ * them), $2: names called, $3: operators. Views are followed through the
+ * views they read (pg_depend of their rules), aggregates to their support
+ * functions, operators to their functions. A STABLE function is refused
+ * when called (by name: any overload, now() among them) or when it is an
+ * operator's and not built in; the built-in STABLE operators compare or
+ * add dates and times across time zones (TimeZone, which the connection
+ * sets), match text search (default_text_search_config) or print a value
+ * with || (DateStyle, set too): none reads the clock.
  */
 #define PG_SQL_VIEWS \
 	"WITH RECURSIVE v(oid) AS (" \
@@ -1754,30 +2112,55 @@ pg_names_array(const struct pgsrc_names *n, unsigned char **buf)
 	" SELECT d.refclassid, d.refobjid FROM v JOIN pg_rewrite w ON " \
 	"  w.ev_class = v.oid JOIN pg_depend d ON d.classid = " \
 	"  'pg_rewrite'::regclass AND d.objid = w.oid" \
-	"), f1(oid) AS (" \
-	" SELECT p.oid FROM pg_proc p WHERE p.proname = ANY($2::text[])" \
-	" UNION SELECT o.oprcode::oid FROM pg_operator o WHERE " \
+	"), f1(oid, op) AS (" \
+	" SELECT p.oid, false FROM pg_proc p WHERE p.proname = ANY($2::text[])" \
+	" UNION SELECT o.oprcode::oid, true FROM pg_operator o WHERE " \
 	"  o.oprname = ANY($3::text[])" \
-	" UNION SELECT refobjid FROM dep WHERE refclassid = 'pg_proc'::regclass" \
-	" UNION SELECT o.oprcode::oid FROM dep JOIN pg_operator o ON " \
+	" UNION SELECT refobjid, false FROM dep WHERE " \
+	"  refclassid = 'pg_proc'::regclass" \
+	" UNION SELECT o.oprcode::oid, true FROM dep JOIN pg_operator o ON " \
 	"  o.oid = dep.refobjid WHERE dep.refclassid = 'pg_operator'::regclass" \
-	"), f(oid) AS (" \
-	" SELECT oid FROM f1 UNION SELECT x.oid FROM f1 JOIN pg_aggregate a " \
-	"  ON a.aggfnoid = f1.oid CROSS JOIN LATERAL (VALUES " \
+	"), f(oid, op) AS (" \
+	" SELECT oid, op FROM f1 UNION SELECT x.oid, f1.op FROM f1 JOIN " \
+	"  pg_aggregate a ON a.aggfnoid = f1.oid CROSS JOIN LATERAL (VALUES " \
 	"  (a.aggtransfn::oid), (a.aggfinalfn::oid), (a.aggcombinefn::oid), " \
 	"  (a.aggmtransfn::oid), (a.aggminvtransfn::oid), " \
 	"  (a.aggmfinalfn::oid)) x(oid) WHERE x.oid <> 0" \
-	") SELECT 'f', p.oid::regprocedure::text FROM f JOIN pg_proc p ON " \
-	" p.oid = f.oid WHERE p.provolatile = 'v' OR p.proname IN " \
-	" ('table_to_xml', 'table_to_xml_and_xmlschema', 'schema_to_xml', " \
-	" 'schema_to_xml_and_xmlschema', 'database_to_xml', " \
-	" 'database_to_xml_and_xmlschema') OR (p.oid >= 16384 AND " \
-	" p.prolang NOT IN (SELECT l.oid FROM pg_language l WHERE " \
-	" l.lanname IN ('c', 'internal')))" \
-	" UNION ALL SELECT 'r', w.xmin::text FROM v JOIN pg_rewrite w ON " \
+	"), g AS (" \
+	" SELECT p.oid::regprocedure::text AS fn, CASE" \
+	"  WHEN p.provolatile = 'v' THEN 'v'" \
+	"  WHEN p.proname IN ('table_to_xml', 'table_to_xml_and_xmlschema', " \
+	"  'schema_to_xml', 'schema_to_xml_and_xmlschema', 'database_to_xml', " \
+	"  'database_to_xml_and_xmlschema') THEN 'x'" \
+	"  WHEN p.oid >= 16384 AND p.prolang NOT IN (SELECT l.oid FROM " \
+	"  pg_language l WHERE l.lanname IN ('c', 'internal')) THEN 'u'" \
+	"  WHEN p.provolatile <> 'i' AND (NOT f.op OR p.oid >= 16384) THEN 's'" \
+	"  END AS why FROM f JOIN pg_proc p ON p.oid = f.oid" \
+	") SELECT 'f', fn, why FROM g WHERE why IS NOT NULL" \
+	" UNION ALL SELECT 'r', w.xmin::text, '' FROM v JOIN pg_rewrite w ON " \
 	" w.ev_class = v.oid" \
-	" UNION ALL SELECT 'x', pg_snapshot_xmax(pg_current_snapshot())::text" \
-	" ORDER BY 1, 2"
+	" UNION ALL SELECT 'x', pg_snapshot_xmax(pg_current_snapshot())::text, ''" \
+	" ORDER BY 1, 3 DESC, 2"
+
+/*
+ * The casts of a value (not a constant) the query makes that could read
+ * the clock or the session: to a type ($1: names as written) that the
+ * server does not know, whose input function is not IMMUTABLE (the date
+ * and time types read 'now' from a text column; interval, the reg* types,
+ * money, arrays, ranges) or into which a cast function is not IMMUTABLE
+ * (timestamp with time zone to date: the time zone). A cast to text
+ * prints the value under the DateStyle, TimeZone and IntervalStyle the
+ * connection sets: it is not refused. The first such cast, its type as
+ * the server names it.
+ */
+#define PG_SQL_CASTS \
+	"SELECT c.name, coalesce(format_type(t.oid, NULL), '') FROM " \
+	" unnest($1::text[]) AS c(name) LEFT JOIN pg_type t ON " \
+	" t.oid = to_regtype(c.name) LEFT JOIN pg_proc i ON i.oid = t.typinput " \
+	"WHERE t.oid IS NULL OR i.provolatile IS DISTINCT FROM 'i' OR EXISTS " \
+	" (SELECT 1 FROM pg_cast k JOIN pg_proc f ON f.oid = k.castfunc " \
+	" WHERE k.casttarget = t.oid AND f.provolatile <> 'i') " \
+	"ORDER BY 1 LIMIT 1"
 
 /* The relations the plan scans: tables with the trigger. 0 or -1. */
 static int
@@ -1866,15 +2249,28 @@ pg_query_funcs(struct pgsrc *p, const struct pgsrc_reads *r, uint64_t from,
 		    errlen);
 		goto out;
 	}
-	if (PQnfields(res) != 2) {
+	if (PQnfields(res) != 3) {
 		snprintf(err, errlen, "postgresql: reading the functions the "
 		    "query calls: %d columns", PQnfields(res));
 		goto out;
 	}
-	/* 'f' rows first, 'r' next, the one 'x' last. */
+	/* 'f' rows first (reading tables before the clock), 'r', 'x' last. */
 	for (i = 0; i < PQntuples(res); i++) {
 		k = PQgetvalue(res, i, 0);
 		v = PQgetvalue(res, i, 1);
+		if (strcmp(k, "f") == 0 && *PQgetvalue(res, i, 2) == 's') {
+			snprintf(err, errlen, "postgresql: the query calls %.200s "
+			    "(directly, through a view or an operator; a "
+			    "function of that name), which is not IMMUTABLE: "
+			    "its result can change with time (or the session) "
+			    "alone, so a row would enter or leave the result "
+			    "with no change logged and answer not_revoked under "
+			    "fresh heads until the next re-base (compare with a "
+			    "fixed value; to retire rows with time, give them an "
+			    "expires_at: follow's expiry sweep publishes their "
+			    "removal)", v);
+			goto out;
+		}
 		if (strcmp(k, "f") == 0) {
 			snprintf(err, errlen, "postgresql: the query calls %.200s "
 			    "(directly, through a view or an operator): a "
@@ -1914,6 +2310,99 @@ out:
 	for (i = 0; i < 3; i++)
 		free(a[i]);
 	return rc;
+}
+
+/* Refuses a cast of PG_SQL_CASTS among r->casts. 0 or -1. */
+static int
+pg_query_casts(struct pgsrc *p, const struct pgsrc_reads *r, char *err,
+    size_t errlen)
+{
+	unsigned char *a = NULL;
+	const char *params[1], *t;
+	PGresult *res = NULL;
+	int rc = -1;
+
+	if (r->casts.n == 0)
+		return 0;
+	if (pg_names_array(&r->casts, &a) != 0) {
+		snprintf(err, errlen, "postgresql: out of memory");
+		goto out;
+	}
+	params[0] = (const char *)a;
+	res = PQexecParams(p->conn, PG_SQL_CASTS, 1, NULL, params, NULL, NULL,
+	    0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQnfields(res) != 2) {
+		pg_err(p, res, "reading the types the query casts to", err,
+		    errlen);
+		goto out;
+	}
+	if (PQntuples(res) > 0) {
+		t = PQgetvalue(res, 0, 1);
+		snprintf(err, errlen, "postgresql: the query has a cast to "
+		    "%.100s: %s, so a row could enter or leave the result with "
+		    "time (or the session) alone, with no change logged, and "
+		    "answer not_revoked under fresh heads until the next "
+		    "re-base (compare the columns as they are, with constants "
+		    "of their own type; to retire rows with time, give them an "
+		    "expires_at: follow's expiry sweep publishes their "
+		    "removal)", *t != '\0' ? t : PQgetvalue(res, 0, 0),
+		    *t != '\0' ? "a conversion to that type is not IMMUTABLE "
+		    "(a date or time type reads 'now' as the current time, a "
+		    "time zone shifts a date)" : "follow cannot tell which type "
+		    "that is");
+		goto out;
+	}
+	rc = 0;
+out:
+	PQclear(res);
+	free(a);
+	return rc;
+}
+
+/*
+ * Checks that the key column col (pos, in the query's result res, "id"
+ * or "scope") is text or varchar: other types print values other than the
+ * ones the table compares or the change log holds. 0, or -1 with err.
+ */
+static int
+pg_key_type(struct pgsrc *p, const PGresult *res, int pos, const char *col,
+    char *err, size_t errlen)
+{
+	char oid[16], mod[16];
+	const char *params[2], *why;
+	PGresult *tr;
+	Oid t;
+
+	if (pos < 0)
+		return 0;
+	t = PQftype(res, pos);
+	if (t == PG_OID_TEXT || t == PG_OID_VARCHAR)
+		return 0;
+	snprintf(oid, sizeof(oid), "%u", (unsigned)t);
+	snprintf(mod, sizeof(mod), "%d", PQfmod(res, pos));
+	params[0] = oid;
+	params[1] = mod;
+	tr = PQexecParams(p->conn, "SELECT format_type($1::oid, $2::int)", 2,
+	    NULL, params, NULL, NULL, 0);
+	if (t == PG_OID_BPCHAR)
+		why = "its values are read padded with blanks to the column's "
+		    "length ('tok-1     '), while checks and the change log "
+		    "carry them trimmed, so a revoked id answers not_revoked";
+	else if (t == PG_OID_NAME)
+		why = "a value over 63 bytes is cut when written, so the id "
+		    "revoked is not the one written";
+	else
+		why = "its text is not what the table compares (citext and "
+		    "uuid are equal for other spellings: case, hyphens), and "
+		    "revcheck matches an id byte for byte";
+	snprintf(err, errlen, "postgresql: the query's column \"%s\" is "
+	    "%.64s, not text or varchar: %s (make the table's column text or "
+	    "varchar; build --query may return %s::text AS %s, follow reads "
+	    "only a table's own column)", col,
+	    PQresultStatus(tr) == PGRES_TUPLES_OK && PQntuples(tr) == 1 &&
+	    PQnfields(tr) == 1 ? PQgetvalue(tr, 0, 0) : oid, why, col, col);
+	PQclear(tr);
+	return -1;
 }
 
 /*
@@ -1976,6 +2465,10 @@ pg_query_keypos(struct pgsrc *p, const char *q, int pos[PGSRC_KEY_N],
 	}
 	for (k = 0; k < PGSRC_KEY_N; k++)
 		pos[k] = PQfnumber(res, pg_key_names[k]);
+	if (pg_key_type(p, res, pos[PGSRC_KEY_ID], "id", err, errlen) != 0 ||
+	    pg_key_type(p, res, pos[PGSRC_KEY_SCOPE], "scope", err,
+	    errlen) != 0)
+		goto out;
 	rc = 0;
 out:
 	PQclear(res);
@@ -2032,6 +2525,10 @@ pgsrc_check_query(struct pgsrc *p, const char *query, uint64_t from,
 	 * reads is followed by '(', as a function is.
 	 */
 	if (pg_query_viewdefs(p, &r, &v, err, errlen) != 0 ||
+	    names_merge(&v.clock, &r.clock, err, errlen) != 0 ||
+	    names_merge(&v.casts, &r.casts, err, errlen) != 0 ||
+	    pgsrc_reads_clock(&v, err, errlen) != 0 ||
+	    pg_query_casts(p, &v, err, errlen) != 0 ||
 	    names_merge(&v.calls, &r.calls, err, errlen) != 0 ||
 	    pg_query_keypos(p, q, pos, err, errlen) != 0 ||
 	    pgsrc_plan_keys(PQgetvalue(res, 0, 0),

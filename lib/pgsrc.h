@@ -124,6 +124,17 @@ struct pgsrc_reads {
 	struct pgsrc_names calls;	/* names followed by '(' (functions, aggregates) */
 	struct pgsrc_names idents;	/* every identifier (views, among others) */
 	struct pgsrc_names ops;		/* operators */
+	/*
+	 * What changes with time (or the session) alone without a function
+	 * call: SQL value keywords as the server prints them
+	 * ("CURRENT_TIMESTAMP", "USER", ...) and the words of string
+	 * constants a date or time type reads as the current time, quoted
+	 * ("'now'", "'today'", "'tomorrow'", "'yesterday'"). Only from
+	 * expressions (SQL text, a plan's expressions), not from names.
+	 */
+	struct pgsrc_names clock;
+	/* The type names of casts of a value that is not a constant ("x::T", "(...)::T"). */
+	struct pgsrc_names casts;
 };
 
 /*
@@ -143,12 +154,25 @@ int pgsrc_plan_walk(const char *json, size_t len, struct pgsrc_reads *r,
  * Adds to r the names SQL text uses, as the server's lexer reads them:
  * identifiers (unquoted ones folded to lower case; a qualified name's
  * parts each), those followed by '(', and operators; nothing inside
- * string constants (standard, E'', dollar-quoted) or comments. Each name
- * is kept once. Returns 0, or -1 with err (out of memory, more than
- * PGSRC_NAMES_MAX names).
+ * string constants (standard, E'', U&'', dollar-quoted) or comments. To
+ * r->clock: unquoted SQL value keywords (CURRENT_TIMESTAMP, CURRENT_DATE,
+ * LOCALTIME, USER, ...) and string constants holding the word now, today,
+ * tomorrow or yesterday (any case; E'' and U&'' escapes decoded). To
+ * r->casts: the type after "::" when what is cast is not a constant (an
+ * identifier, ')' or ']' before it), as written ("timestamp with time
+ * zone", "character varying(10)[]"). Each name is kept once. Returns 0,
+ * or -1 with err (out of memory, more than PGSRC_NAMES_MAX names).
  */
 int pgsrc_sql_names(const char *sql, struct pgsrc_reads *r, char *err,
     size_t errlen);
+
+/*
+ * Follow's rule on what changes with time alone: refuses, with err naming
+ * the first and saying what to do, when r->clock holds anything (a row
+ * would enter or leave the result with no change logged). Function calls
+ * and casts are judged by the server (pgsrc_check_query()). 0 or -1.
+ */
+int pgsrc_reads_clock(const struct pgsrc_reads *r, char *err, size_t errlen);
 
 /* Frees what r holds and zeroes it. */
 void pgsrc_reads_free(struct pgsrc_reads *r);
@@ -200,6 +224,15 @@ int pgsrc_plan_keys(const char *json, size_t len, const int pos[PGSRC_KEY_N],
  *     does not show: a volatile one, one in a language other than C or
  *     internal that is not built in, or a built-in *_to_xml that reads a
  *     table by name;
+ *   - what could make a row enter or leave the result with time (or the
+ *     session) alone, with no change logged: a call of a function that
+ *     is not IMMUTABLE (by name: any overload; STABLE included, now()
+ *     among them), an operator whose function is not IMMUTABLE and not
+ *     built in, a SQL value keyword or a 'now'-like string constant
+ *     (pgsrc_reads_clock()), a cast of a value to a type whose input
+ *     function or a cast function into it is not IMMUTABLE (date and
+ *     time types: 'now' in a column; an unknown type too);
+ *   - an id or scope column of a type other than text and varchar;
  *   - a key column (id, scope, revoked_at) that is not, through the plan,
  *     the plain column of that name of every table a row can come from,
  *     or a plan where a row's presence depends on other rows

@@ -611,6 +611,142 @@ Test(pgsrc_plan, sql_names_skip_constants_and_comments)
 	pgsrc_reads_free(&r);
 }
 
+/* ---- what changes with time alone: clock values, calls, casts --------- */
+
+/*
+ * EXPLAIN (VERBOSE, FORMAT JSON) of a query whose WHERE reads the clock
+ * (PostgreSQL 15's own output): the calls, the SQL value keywords, the
+ * 'now' read at run time and the casts of values are seen; constants
+ * cast are not; names (a table called "user") are not expressions.
+ */
+Test(pgsrc_plan, clock_calls_keywords_and_casts_are_seen)
+{
+	static const char j[] = "[{\"Plan\": {\"Node Type\": \"Result\","
+	    "\"Output\": [\"scope\", \"id\", \"revoked_at\"],"
+	    "\"One-Time Filter\": \"((USER = 'x'::name) AND (CURRENT_USER = "
+	    "'x'::name))\", \"Plans\": [{\"Node Type\": \"Seq Scan\","
+	    "\"Parent Relationship\": \"Outer\", \"Relation Name\": \"user\","
+	    "\"Schema\": \"public\", \"Alias\": \"localtime\","
+	    "\"Output\": [\"scope\", \"id\", \"revoked_at\"],"
+	    "\"Filter\": \"((r.revoked_at < '2026-12-02 06:39:04+00'::"
+	    "timestamp with time zone) AND (r.revoked_at <= now()) AND "
+	    "(r.revoked_at < CURRENT_TIMESTAMP) AND (CURRENT_TIMESTAMP(0) > "
+	    "r.revoked_at) AND ((r.revoked_at)::date <= CURRENT_DATE) AND "
+	    "((r.revoked_at)::text < 'x'::text) AND (r.revoked_at < (now() - "
+	    "'1 day'::interval)) AND (r.revoked_at > ('now'::cstring)::"
+	    "timestamp with time zone) AND ((r.reason)::timestamp with time "
+	    "zone < LOCALTIMESTAMP) AND (age((CURRENT_DATE)::timestamp with "
+	    "time zone, r.revoked_at) > '1 day'::interval) AND "
+	    "(r.id = ANY ('{a,b}'::text[])) AND (statement_timestamp() > "
+	    "(r.expires_at)::timestamp(0) without time zone))\"}]}}]";
+	struct pgsrc_reads r;
+	char err[1024];
+
+	cr_assert_eq(walk(j, &r, err, sizeof(err)), 0, "%s", err);
+	cr_assert(has(&r.calls, "now") && has(&r.calls, "age") &&
+	    has(&r.calls, "statement_timestamp"));
+	cr_assert(has(&r.clock, "CURRENT_TIMESTAMP"));
+	cr_assert(has(&r.clock, "CURRENT_DATE"));
+	cr_assert(has(&r.clock, "LOCALTIMESTAMP"));
+	cr_assert(has(&r.clock, "USER") && has(&r.clock, "CURRENT_USER"));
+	cr_assert(!has(&r.clock, "LOCALTIME"), "an alias is a name");
+	cr_assert(has(&r.clock, "'now'"), "read at run time");
+	cr_assert(has(&r.casts, "date"));
+	cr_assert(has(&r.casts, "text"));
+	cr_assert(has(&r.casts, "timestamp with time zone"));
+	cr_assert(has(&r.casts, "timestamp(0) without time zone"));
+	cr_assert(!has(&r.casts, "interval") && !has(&r.casts, "text[]") &&
+	    !has(&r.casts, "name") && !has(&r.casts, "cstring"),
+	    "constants cast are not casts of a value");
+	cr_assert_eq(pgsrc_reads_clock(&r, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "not_revoked") != NULL, "%s", err);
+	cr_assert(strstr(err, "expires_at") != NULL, "says what to do: %s",
+	    err);
+	pgsrc_reads_free(&r);
+}
+
+/* The query's text: literals the date and time types read as the clock. */
+Test(pgsrc_plan, clock_literals_are_seen_however_spelled)
+{
+	static const struct {
+		const char *sql, *want;
+	} c[] = {
+		{ "WHERE revoked_at <= 'now'", "'now'" },
+		{ "WHERE revoked_at <= timestamptz 'Tomorrow'", "'tomorrow'" },
+		{ "WHERE d <= date ' today '", "'today'" },
+		{ "WHERE d <= 'yesterday 10:00'::timestamp", "'yesterday'" },
+		{ "WHERE d <= E'\\x6eow'", "'now'" },
+		{ "WHERE d <= E'\\156\\157\\167'", "'now'" },
+		{ "WHERE d <= e'to\\u0064ay'", "'today'" },
+		{ "WHERE d <= U&'\\006Eow'", "'now'" },
+		{ "WHERE d <= u&'!006e!+00006Fw' UESCAPE '!'", "'now'" },
+		{ "WHERE d <= $$now$$", "'now'" },
+		{ "WHERE d <= $t$ NOW $t$::timestamptz", "'now'" },
+		{ "WHERE reason = 'not now'", "'now'" },
+		{ "WHERE d <= current_timestamp(0)", "CURRENT_TIMESTAMP" },
+		{ "WHERE d::date <= Current_Date", "CURRENT_DATE" },
+		{ "WHERE d <= LOCALTIME", "LOCALTIME" },
+		{ "WHERE s = session_user", "SESSION_USER" },
+	};
+	static const char *const fine[] = {
+		"SELECT scope, id, revoked_at FROM t WHERE reason = 'nowhere'",
+		"SELECT scope, id, revoked_at FROM t WHERE reason = 'snow'",
+		"SELECT \"user\", \"current_date\" FROM t -- now\n",
+		"SELECT id FROM t WHERE d < '2030-01-01' /* 'today' */",
+		"SELECT id FROM t WHERE reason = E'\\now'",	/* newline, "ow" */
+		"SELECT id FROM t WHERE d < 'epoch' AND e < 'infinity'",
+	};
+	struct pgsrc_reads r;
+	char err[1024];
+	size_t i;
+
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		memset(&r, 0, sizeof(r));
+		cr_assert_eq(pgsrc_sql_names(c[i].sql, &r, err, sizeof(err)),
+		    0, "%s", err);
+		cr_assert(has(&r.clock, c[i].want), "%s: want %s", c[i].sql,
+		    c[i].want);
+		cr_assert_eq(pgsrc_reads_clock(&r, err, sizeof(err)), -1);
+		cr_assert(strstr(err, c[i].want) != NULL, "%s", err);
+		pgsrc_reads_free(&r);
+	}
+	for (i = 0; i < sizeof(fine) / sizeof(fine[0]); i++) {
+		memset(&r, 0, sizeof(r));
+		cr_assert_eq(pgsrc_sql_names(fine[i], &r, err, sizeof(err)),
+		    0, "%s", err);
+		cr_assert_eq(r.clock.n, 0, "%s: %s", fine[i], r.clock.n > 0 ?
+		    r.clock.v[0] : "");
+		cr_assert_eq(pgsrc_reads_clock(&r, err, sizeof(err)), 0);
+		pgsrc_reads_free(&r);
+	}
+}
+
+/* Casts of a value, not of a constant, with the type as written. */
+Test(pgsrc_plan, casts_of_values_are_seen)
+{
+	struct pgsrc_reads r;
+	char err[256];
+
+	memset(&r, 0, sizeof(r));
+	cr_assert_eq(pgsrc_sql_names("SELECT id FROM t WHERE reason::TimestampTZ "
+	    "< '2030-01-01'::timestamptz AND 'x'::text::date < d AND "
+	    "x[1]::pg_catalog.\"interval\" > '1 day' AND $1::varchar(10) = id "
+	    "AND (a)::character varying(5)[] IS NULL AND 1::money > 0 AND "
+	    "b::double precision > 0 AND c::time with time zone > '10:00' "
+	    "AND e::int similar to 'x'", &r, err, sizeof(err)), 0, "%s", err);
+	cr_assert(has(&r.casts, "timestamptz"), "folded to lower case");
+	cr_assert(has(&r.casts, "date"), "a cast of a cast");
+	cr_assert(has(&r.casts, "pg_catalog.\"interval\""));
+	cr_assert(has(&r.casts, "varchar(10)"), "a parameter");
+	cr_assert(has(&r.casts, "character varying(5)[]"));
+	cr_assert(has(&r.casts, "double precision"));
+	cr_assert(has(&r.casts, "time with time zone"));
+	cr_assert(has(&r.casts, "int"), "no more words than a type has");
+	cr_assert(!has(&r.casts, "money"), "a constant");
+	cr_assert_eq(r.casts.n, 8, "%zu casts", r.casts.n);
+	pgsrc_reads_free(&r);
+}
+
 /* ---- pgsrc_plan_keys: the key columns a delta takes from the log ------ */
 
 /* A scan node (JSON) of rel with alias and Output out (a JSON list body). */
