@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cjson/cJSON.h>
 #include <libpq-fe.h>
 
 #include "util.h"
@@ -32,6 +31,12 @@
 #define PG_ST_LIVE_SER	"revcheck_live_serial"
 /* Keys per execution of a recheck statement. */
 #define PG_LIVE_BATCH	10000
+
+/* Type OIDs (pg_type.dat): the key columns' types. */
+#define PG_OID_NAME	19
+#define PG_OID_TEXT	25
+#define PG_OID_BPCHAR	1042
+#define PG_OID_VARCHAR	1043
 
 struct pgsrc {
 	PGconn		*conn;
@@ -120,7 +125,9 @@ pgsrc_connect(const char *conninfo, char *err, size_t errlen)
 	/* Timestamps print as "YYYY-MM-DD HH:MM:SS[.f]+00" from here on. */
 	if (pg_cmd(p, "SET TimeZone TO 'UTC'", "setting the time zone", err,
 	    errlen) != 0 || pg_cmd(p, "SET DateStyle TO 'ISO, YMD'",
-	    "setting the date style", err, errlen) != 0)
+	    "setting the date style", err, errlen) != 0 ||
+	    pg_cmd(p, "SET IntervalStyle TO 'postgres'",
+	    "setting the interval style", err, errlen) != 0)
 		goto fail;
 	return p;
 fail:
@@ -208,6 +215,9 @@ pg_time(const PGresult *res, int i, int col, int64_t *out, const char **bad)
 
 /* ---- full reads --------------------------------------------------------- */
 
+static int pg_key_type(struct pgsrc *, const PGresult *, int, const char *,
+    char *, size_t);
+
 struct full_rd {
 	struct pgsrc	*p;
 	const struct input_opts *o;
@@ -232,6 +242,9 @@ full_columns(struct full_rd *f, char *err, size_t errlen)
 		    "named \"id\"");
 		return -1;
 	}
+	if (pg_key_type(f->p, f->res, f->c_id, "id", err, errlen) != 0 ||
+	    pg_key_type(f->p, f->res, f->c_scope, "scope", err, errlen) != 0)
+		return -1;
 	return 0;
 }
 
@@ -930,783 +943,7 @@ pgsrc_read_live(struct pgsrc *p, const struct revkey *const *keys,
 	    errlen);
 }
 
-/* ---- what a --query reads: follow's check ------------------------------- */
-
-/* Scan nodes whose reads the plan shows: a relation, or its own children. */
-static const char *const pg_scans_seen[] = {
-	"Seq Scan", "Index Scan", "Index Only Scan", "Bitmap Index Scan",
-	"Bitmap Heap Scan", "Tid Scan", "Tid Range Scan", "Sample Scan",
-	"Subquery Scan", "CTE Scan", "WorkTable Scan", "Values Scan", NULL
-};
-
-/* Scans that read what the plan does not show, even with a relation. */
-static const char *const pg_scans_unseen[] = {
-	"Foreign Scan", "Custom Scan", "Function Scan", "Table Function Scan",
-	"Named Tuplestore Scan", NULL
-};
-
-static bool
-pg_in(const char *s, const char *const *list)
-{
-	for (; *list != NULL; list++)
-		if (strcmp(s, *list) == 0)
-			return true;
-	return false;
-}
-
-/* Adds a copy of s (len bytes) to the sorted names n, once. 0 or -1. */
-static int
-names_add(struct pgsrc_names *n, const char *s, size_t len, char *err,
-    size_t errlen)
-{
-	size_t lo = 0, hi = n->n, mid;
-	char **v, *c;
-	int cmp;
-
-	while (lo < hi) {
-		mid = lo + (hi - lo) / 2;
-		cmp = strncmp(n->v[mid], s, len);
-		if (cmp == 0 && n->v[mid][len] != '\0')
-			cmp = 1;
-		if (cmp == 0)
-			return 0;
-		if (cmp < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (n->n >= PGSRC_NAMES_MAX) {
-		snprintf(err, errlen, "postgresql: the query uses more than %d "
-		    "names of one kind", PGSRC_NAMES_MAX);
-		return -1;
-	}
-	if ((v = reallocarray(n->v, n->n + 1, sizeof(*v))) == NULL ||
-	    (n->v = v, (c = strndup(s, len)) == NULL)) {
-		snprintf(err, errlen, "postgresql: out of memory");
-		return -1;
-	}
-	memmove(v + lo + 1, v + lo, (n->n - lo) * sizeof(*v));
-	v[lo] = c;
-	n->n++;
-	return 0;
-}
-
-static void
-names_free(struct pgsrc_names *n)
-{
-	size_t i;
-
-	for (i = 0; i < n->n; i++)
-		free(n->v[i]);
-	free(n->v);
-	n->v = NULL;
-	n->n = 0;
-}
-
-/* Adds every name of from to n. 0 or -1. */
-static int
-names_merge(struct pgsrc_names *n, const struct pgsrc_names *from,
-    char *err, size_t errlen)
-{
-	size_t i;
-
-	for (i = 0; i < from->n; i++)
-		if (names_add(n, from->v[i], strlen(from->v[i]), err,
-		    errlen) != 0)
-			return -1;
-	return 0;
-}
-
-void
-pgsrc_reads_free(struct pgsrc_reads *r)
-{
-	if (r == NULL)
-		return;
-	names_free(&r->nsp);
-	names_free(&r->rel);
-	names_free(&r->calls);
-	names_free(&r->idents);
-	names_free(&r->ops);
-}
-
-#define SQL_IDSTART(c)	(((c) >= 'a' && (c) <= 'z') || ((c) >= 'A' && \
-			    (c) <= 'Z') || (c) == '_' || (c) >= 0x80)
-#define SQL_IDCHAR(c)	(SQL_IDSTART(c) || ((c) >= '0' && (c) <= '9') || \
-			    (c) == '$')
-#define SQL_OPCHAR(c)	((c) != '\0' && strchr("+-*/<>=~!@#%^&|`?", (c)) != NULL)
-/* The server keeps the first NAMEDATALEN - 1 bytes of a name. */
-#define SQL_NAME_MAX	63
-
-/* Past a comment at s + i (none: i). Unterminated: the end. */
-static size_t
-sql_comment(const unsigned char *s, size_t i)
-{
-	int depth = 0;
-
-	if (s[i] == '-' && s[i + 1] == '-') {
-		while (s[i] != '\0' && s[i] != '\n')
-			i++;
-		return i;
-	}
-	if (s[i] != '/' || s[i + 1] != '*')
-		return i;
-	do {
-		if (s[i] == '/' && s[i + 1] == '*') {
-			depth++;
-			i += 2;
-		} else if (s[i] == '*' && s[i + 1] == '/') {
-			depth--;
-			i += 2;
-		} else
-			i++;
-	} while (depth > 0 && s[i] != '\0');
-	return i;
-}
-
-/* Past blanks and comments from s + i. */
-static size_t
-sql_blank(const unsigned char *s, size_t i)
-{
-	size_t j;
-
-	for (;;) {
-		while (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' ||
-		    s[i] == '\r' || s[i] == '\f' || s[i] == '\v')
-			i++;
-		if ((j = sql_comment(s, i)) == i)
-			return i;
-		i = j;
-	}
-}
-
-/* Past a string constant whose opening quote is at s + i. */
-static size_t
-sql_string(const unsigned char *s, size_t i, bool backslash)
-{
-	for (i++; s[i] != '\0'; i++) {
-		if (backslash && s[i] == '\\' && s[i + 1] != '\0')
-			i++;
-		else if (s[i] == '\'' && s[i + 1] == '\'')
-			i++;
-		else if (s[i] == '\'')
-			return i + 1;
-	}
-	return i;
-}
-
-/*
- * Past a dollar-quoted constant ($$...$$, $tag$...$tag$) at s + i, or i
- * when there is none there.
- */
-static size_t
-sql_dollar(const unsigned char *s, size_t i)
-{
-	size_t j = i + 1, tl;
-	const char *end;
-
-	if (s[j] != '$' && !(SQL_IDSTART(s[j])))
-		return i;
-	while (s[j] != '$' && SQL_IDCHAR(s[j]) && s[j] != '$')
-		j++;
-	if (s[j] != '$')
-		return i;
-	tl = j + 1 - i;		/* "$tag$" */
-	for (end = (const char *)s + j + 1; (end = strchr(end, '$')) != NULL;
-	    end++)
-		if (strncmp(end, (const char *)s + i, tl) == 0)
-			return (size_t)((const unsigned char *)end - s) + tl;
-	return strlen((const char *)s);
-}
-
-int
-pgsrc_sql_names(const char *sql, struct pgsrc_reads *r, char *err,
-    size_t errlen)
-{
-	const unsigned char *s = (const unsigned char *)sql;
-	char name[SQL_NAME_MAX + 1];
-	size_t i = 0, j, n;
-
-	while (s[i] != '\0') {
-		if ((j = sql_blank(s, i)) != i) {
-			i = j;
-			continue;
-		}
-		if (s[i] == '\'') {
-			i = sql_string(s, i, false);
-			continue;
-		}
-		if (s[i] == '$') {
-			if ((j = sql_dollar(s, i)) == i)
-				for (j = i + 1; s[j] >= '0' && s[j] <= '9'; j++)
-					;
-			i = j;
-			continue;
-		}
-		if (s[i] >= '0' && s[i] <= '9') {
-			while (SQL_IDCHAR(s[i]) || s[i] == '.')
-				i++;
-			continue;
-		}
-		if (SQL_OPCHAR(s[i])) {
-			for (j = i; SQL_OPCHAR(s[j]) && sql_comment(s, j) == j;
-			    j++)
-				;
-			if (names_add(&r->ops, (const char *)s + i, j - i, err,
-			    errlen) != 0)
-				return -1;
-			i = j;
-			continue;
-		}
-		if (s[i] != '"' && !SQL_IDSTART(s[i])) {
-			i++;
-			continue;
-		}
-		n = 0;
-		if (s[i] == '"') {
-			for (j = i + 1; s[j] != '\0'; j++) {
-				if (s[j] == '"' && s[j + 1] != '"')
-					break;
-				if (s[j] == '"')
-					j++;
-				if (n < SQL_NAME_MAX)
-					name[n++] = (char)s[j];
-			}
-			if (s[j] == '"')
-				j++;
-		} else {
-			for (j = i; SQL_IDCHAR(s[j]); j++)
-				if (n < SQL_NAME_MAX)
-					name[n++] = (char)(s[j] >= 'A' &&
-					    s[j] <= 'Z' ? s[j] - 'A' + 'a' : s[j]);
-			/* E'...': backslash escapes. */
-			if (j == i + 1 && name[0] == 'e' && s[j] == '\'') {
-				i = sql_string(s, j, true);
-				continue;
-			}
-		}
-		i = j;
-		if (n == 0)
-			continue;
-		if (names_add(&r->idents, name, n, err, errlen) != 0)
-			return -1;
-		if (s[sql_blank(s, i)] == '(' && names_add(&r->calls, name, n,
-		    err, errlen) != 0)
-			return -1;
-	}
-	return 0;
-}
-
-/* The names of every string in a plan node but its children. 0 or -1. */
-static int
-plan_strings(const cJSON *n, struct pgsrc_reads *r, char *err,
-    size_t errlen)
-{
-	const cJSON *k, *e;
-
-	cJSON_ArrayForEach(k, n) {
-		if (k->string != NULL && strcmp(k->string, "Plans") == 0)
-			continue;
-		if (cJSON_IsString(k) && pgsrc_sql_names(k->valuestring, r,
-		    err, errlen) != 0)
-			return -1;
-		if (!cJSON_IsArray(k))
-			continue;
-		cJSON_ArrayForEach(e, k)
-			if (cJSON_IsString(e) && pgsrc_sql_names(e->valuestring,
-			    r, err, errlen) != 0)
-				return -1;
-	}
-	return 0;
-}
-
-/* Adds (nsp, rel) to r once. 0 or -1. */
-static int
-plan_rel(struct pgsrc_reads *r, const char *nsp, const char *rel, char *err,
-    size_t errlen)
-{
-	size_t i;
-	char **a, **b;
-
-	for (i = 0; i < r->rel.n; i++)
-		if (strcmp(r->rel.v[i], rel) == 0 &&
-		    strcmp(r->nsp.v[i], nsp) == 0)
-			return 0;
-	if (r->rel.n >= PGSRC_NAMES_MAX) {
-		snprintf(err, errlen, "postgresql: the query reads more than "
-		    "%d relations", PGSRC_NAMES_MAX);
-		return -1;
-	}
-	a = reallocarray(r->rel.v, r->rel.n + 1, sizeof(*a));
-	if (a != NULL)
-		r->rel.v = a;
-	b = reallocarray(r->nsp.v, r->nsp.n + 1, sizeof(*b));
-	if (b != NULL)
-		r->nsp.v = b;
-	if (a == NULL || b == NULL ||
-	    (a[r->rel.n] = strdup(rel)) == NULL) {
-		snprintf(err, errlen, "postgresql: out of memory");
-		return -1;
-	}
-	r->rel.n++;
-	if ((b[r->nsp.n] = strdup(nsp)) == NULL) {
-		free(a[--r->rel.n]);
-		snprintf(err, errlen, "postgresql: out of memory");
-		return -1;
-	}
-	r->nsp.n++;
-	return 0;
-}
-
-static int
-plan_node(const cJSON *n, int depth, size_t *nodes, struct pgsrc_reads *r,
-    char *err, size_t errlen)
-{
-	const cJSON *t, *rel, *nsp, *fn, *kids, *k;
-	const char *type;
-	size_t tl;
-
-	if (!cJSON_IsObject(n) || !cJSON_IsString(t =
-	    cJSON_GetObjectItemCaseSensitive(n, "Node Type"))) {
-		snprintf(err, errlen, "postgresql: the query's plan: a node "
-		    "without a \"Node Type\"");
-		return -1;
-	}
-	if (depth > PGSRC_PLAN_DEPTH || ++*nodes > PGSRC_PLAN_NODES) {
-		snprintf(err, errlen, "postgresql: the query's plan has more "
-		    "than %d levels or %d nodes", PGSRC_PLAN_DEPTH,
-		    PGSRC_PLAN_NODES);
-		return -1;
-	}
-	type = t->valuestring;
-	tl = strlen(type);
-	rel = cJSON_GetObjectItemCaseSensitive(n, "Relation Name");
-	nsp = cJSON_GetObjectItemCaseSensitive(n, "Schema");
-	fn = cJSON_GetObjectItemCaseSensitive(n, "Function Name");
-	if (pg_in(type, pg_scans_unseen) || (rel == NULL && tl >= 4 &&
-	    strcmp(type + tl - 4, "Scan") == 0 && !pg_in(type, pg_scans_seen))) {
-		snprintf(err, errlen, "postgresql: the query reads through a "
-		    "%.40s%s%.64s%s%.64s: follow cannot see which tables that "
-		    "reads, so their changes could reach no delta (read the "
-		    "tables themselves in --query, each with the trigger "
-		    PGSRC_TRIGGER ")", type,
-		    cJSON_IsString(rel) || cJSON_IsString(fn) ? " of " : "",
-		    cJSON_IsString(nsp) ? nsp->valuestring : "",
-		    cJSON_IsString(nsp) ? "." : "",
-		    cJSON_IsString(rel) ? rel->valuestring :
-		    cJSON_IsString(fn) ? fn->valuestring : "");
-		return -1;
-	}
-	if (rel != NULL) {
-		if (!cJSON_IsString(rel) || !cJSON_IsString(nsp)) {
-			snprintf(err, errlen, "postgresql: the query's plan: "
-			    "a %.40s without a relation and its schema", type);
-			return -1;
-		}
-		if (plan_rel(r, nsp->valuestring, rel->valuestring, err,
-		    errlen) != 0)
-			return -1;
-	}
-	if (plan_strings(n, r, err, errlen) != 0)
-		return -1;
-	if ((kids = cJSON_GetObjectItemCaseSensitive(n, "Plans")) == NULL)
-		return 0;
-	if (!cJSON_IsArray(kids)) {
-		snprintf(err, errlen, "postgresql: the query's plan: \"Plans\" "
-		    "is not an array");
-		return -1;
-	}
-	cJSON_ArrayForEach(k, kids)
-		if (plan_node(k, depth + 1, nodes, r, err, errlen) != 0)
-			return -1;
-	return 0;
-}
-
-int
-pgsrc_plan_walk(const char *json, size_t len, struct pgsrc_reads *r,
-    char *err, size_t errlen)
-{
-	cJSON *root;
-	const cJSON *e, *plan;
-	size_t nodes = 0;
-	int rc = -1;
-
-	if (len > PGSRC_PLAN_MAX) {
-		snprintf(err, errlen, "postgresql: the query's plan is over %d "
-		    "bytes", PGSRC_PLAN_MAX);
-		return -1;
-	}
-	if ((root = cJSON_ParseWithLength(json, len)) == NULL ||
-	    !cJSON_IsArray(root) || cJSON_GetArraySize(root) < 1) {
-		snprintf(err, errlen, "postgresql: the query's plan is not an "
-		    "EXPLAIN (FORMAT JSON) list");
-		goto out;
-	}
-	cJSON_ArrayForEach(e, root) {
-		plan = cJSON_GetObjectItemCaseSensitive(e, "Plan");
-		if (plan == NULL) {
-			snprintf(err, errlen, "postgresql: the query's plan: "
-			    "an entry without \"Plan\"");
-			goto out;
-		}
-		if (plan_node(plan, 0, &nodes, r, err, errlen) != 0)
-			goto out;
-	}
-	rc = 0;
-out:
-	cJSON_Delete(root);
-	return rc;
-}
-
-/* ---- the key columns of a --query: what deltas take from the log -------- */
-
-static const char *const pg_key_names[PGSRC_KEY_N] = {
-	"id", "scope", "revoked_at"
-};
-
-/* Scans of a relation that return each row of it at most once. */
-static const char *const pg_scans_rel[] = {
-	"Seq Scan", "Index Scan", "Index Only Scan", "Bitmap Heap Scan",
-	"Tid Scan", "Tid Range Scan", NULL
-};
-
-/*
- * Nodes whose Output columns are their child's (or, for an aggregate, the
- * child's grouped columns): a row they return is a row of their child,
- * or rows of it with the same values.
- */
-static const char *const pg_nodes_pass[] = {
-	"Sort", "Incremental Sort", "Unique", "Aggregate", "Group", "Result",
-	"Materialize", "Memoize", "Gather", "Gather Merge", NULL
-};
-
-/* Why a node is refused (a row's presence depends on other rows). */
-static const char *
-pg_node_why(const char *type)
-{
-	if (strstr(type, "Join") != NULL || strcmp(type, "Nested Loop") == 0 ||
-	    strcmp(type, "Hash") == 0)
-		return "a join: a row is returned or not by rows of another "
-		    "table, whose changes log their own keys, not this row's";
-	if (strcmp(type, "Limit") == 0 || strcmp(type, "WindowAgg") == 0)
-		return "a row beyond the limit (or ranked by a window function) "
-		    "enters the result when another leaves, with no change of "
-		    "its own";
-	if (strcmp(type, "SetOp") == 0 || strcmp(type, "Recursive Union") == 0)
-		return "INTERSECT, EXCEPT or a recursive query: a row is "
-		    "returned or not by other rows";
-	if (strcmp(type, "Values Scan") == 0 || strcmp(type, "Result") == 0)
-		return "a row of constants is in no table, and no trigger logs it";
-	if (strcmp(type, "Sample Scan") == 0)
-		return "TABLESAMPLE returns a row or not by chance";
-	return "follow cannot tell that each row returned is one row of a "
-	    "table with the trigger, returned for its own columns";
-}
-
-/* Whether node n has a Parent Relationship of InitPlan or SubPlan. */
-static bool
-pg_is_subplan(const cJSON *n)
-{
-	const cJSON *pr = cJSON_GetObjectItemCaseSensitive(n, "Parent Relationship");
-
-	return cJSON_IsString(pr) && (strcmp(pr->valuestring, "InitPlan") == 0 ||
-	    strcmp(pr->valuestring, "SubPlan") == 0);
-}
-
-/* Refuses a subquery anywhere in the plan. 0, or -1 with err. */
-static int
-keys_no_subplan(const cJSON *n, int depth, char *err, size_t errlen)
-{
-	const cJSON *kids, *k;
-
-	if (depth > PGSRC_PLAN_DEPTH) {
-		snprintf(err, errlen, "postgresql: the query's plan has more "
-		    "than %d levels", PGSRC_PLAN_DEPTH);
-		return -1;
-	}
-	kids = cJSON_GetObjectItemCaseSensitive(n, "Plans");
-	cJSON_ArrayForEach(k, kids) {
-		if (pg_is_subplan(k)) {
-			snprintf(err, errlen, "postgresql: the query has a "
-			    "subquery (%s in its plan): a row is returned or "
-			    "not by other rows, whose changes log their own keys, "
-			    "not this row's, so a delta could miss it (follow "
-			    "only conditions on a row's own columns; a UNION ALL "
-			    "of tables with the trigger " PGSRC_TRIGGER " is "
-			    "fine)", cJSON_GetObjectItemCaseSensitive(k,
-			    "Parent Relationship")->valuestring);
-			return -1;
-		}
-		if (keys_no_subplan(k, depth + 1, err, errlen) != 0)
-			return -1;
-	}
-	return 0;
-}
-
-/*
- * Whether s (an Output entry) is the plain column col: "col", or
- * "Q.col" where Q is any qualifier (alias NULL) or alias, bare or in
- * double quotes ('"' doubled). Names that need quoting are not plain.
- */
-static bool
-keys_is_col(const char *s, const char *col, const char *alias)
-{
-	size_t sl = strlen(s), cl = strlen(col), i, j;
-
-	if (strcmp(s, col) == 0)
-		return true;
-	if (sl < cl + 2 || strcmp(s + sl - cl, col) != 0 || s[sl - cl - 1] != '.')
-		return false;
-	sl -= cl + 1;		/* the qualifier is s[0, sl) */
-	if (alias == NULL) {
-		if (s[0] == '"')
-			return sl >= 2 && s[sl - 1] == '"';
-		for (i = 0; i < sl; i++)
-			if (!SQL_IDCHAR((unsigned char)s[i]))
-				return false;
-		return sl > 0;
-	}
-	if (strlen(alias) == sl && strncmp(s, alias, sl) == 0)
-		return true;
-	if (sl < 2 || s[0] != '"' || s[sl - 1] != '"')
-		return false;
-	for (i = 1, j = 0; i < sl - 1; i++, j++) {
-		if (alias[j] != s[i])
-			return false;
-		if (s[i] == '"' && s[++i] != '"')
-			return false;
-	}
-	return alias[j] == '\0' && i == sl - 1;
-}
-
-/* Output entry i of node n (NULL when there is none). */
-static const char *
-keys_out(const cJSON *n, int i)
-{
-	const cJSON *o = cJSON_GetObjectItemCaseSensitive(n, "Output"), *e;
-
-	if (!cJSON_IsArray(o) || i < 0 || (e = cJSON_GetArrayItem(o, i)) ==
-	    NULL || !cJSON_IsString(e))
-		return NULL;
-	return e->valuestring;
-}
-
-/*
- * The node whose Output names n's columns: n, or for an Append without
- * one its first member (EXPLAIN names an Append's columns after it).
- */
-static const cJSON *
-keys_named(const cJSON *n, int depth)
-{
-	const cJSON *kids;
-
-	while (depth++ < PGSRC_PLAN_DEPTH && n != NULL &&
-	    cJSON_GetObjectItemCaseSensitive(n, "Output") == NULL &&
-	    (kids = cJSON_GetObjectItemCaseSensitive(n, "Plans")) != NULL)
-		n = cJSON_GetArrayItem(kids, 0);
-	return n;
-}
-
-static int
-keys_node(const cJSON *n, int k, int i, int depth, size_t *nodes,
-    const struct pgsrc_names *aliased, char *err, size_t errlen);
-
-/* Checks n's column i, a plain column k, in its one row child. */
-static int
-keys_pass(const cJSON *n, const char *type, const char *out, int k,
-    int depth, size_t *nodes, const struct pgsrc_names *aliased,
-    char *err, size_t errlen)
-{
-	const cJSON *kids = cJSON_GetObjectItemCaseSensitive(n, "Plans"), *c;
-	const cJSON *child = NULL, *named, *o;
-	const char *s;
-	int j, found = 0;
-
-	cJSON_ArrayForEach(c, kids) {
-		if (pg_is_subplan(c))
-			continue;
-		if (child != NULL) {
-			snprintf(err, errlen, "postgresql: the query's plan: a "
-			    "%.40s with more than one input", type);
-			return -1;
-		}
-		child = c;
-	}
-	if (child == NULL) {
-		snprintf(err, errlen, "postgresql: the query's column %s is "
-		    "%.120s in a %.40s without a table: %s (return the column "
-		    "%s of a table with the trigger " PGSRC_TRIGGER ")",
-		    pg_key_names[k], out, type, pg_node_why("Result"),
-		    pg_key_names[k]);
-		return -1;
-	}
-	named = keys_named(child, depth + 1);
-	o = named != NULL ? cJSON_GetObjectItemCaseSensitive(named, "Output") :
-	    NULL;
-	for (j = 0; cJSON_IsArray(o) && j < cJSON_GetArraySize(o); j++) {
-		if ((s = keys_out(named, j)) == NULL || strcmp(s, out) != 0)
-			continue;
-		found++;
-		if (keys_node(child, k, j, depth + 1, nodes, aliased, err,
-		    errlen) != 0)
-			return -1;
-	}
-	if (found == 0) {
-		snprintf(err, errlen, "postgresql: the query's plan: the "
-		    "column %s (%.120s) of a %.40s is not among its input's "
-		    "columns", pg_key_names[k], out, type);
-		return -1;
-	}
-	return 0;
-}
-
-/*
- * Checks that column i of node n is, for every row it returns, the
- * column pg_key_names[k] of the scanned table's row the row is. 0 or -1.
- */
-static int
-keys_node(const cJSON *n, int k, int i, int depth, size_t *nodes,
-    const struct pgsrc_names *aliased, char *err, size_t errlen)
-{
-	const cJSON *t, *rel, *nsp, *alias, *kids, *c;
-	const char *type, *out, *col = pg_key_names[k];
-	size_t a;
-
-	if (!cJSON_IsObject(n) || !cJSON_IsString(t =
-	    cJSON_GetObjectItemCaseSensitive(n, "Node Type"))) {
-		snprintf(err, errlen, "postgresql: the query's plan: a node "
-		    "without a \"Node Type\"");
-		return -1;
-	}
-	if (depth > PGSRC_PLAN_DEPTH || ++*nodes > PGSRC_PLAN_NODES) {
-		snprintf(err, errlen, "postgresql: the query's plan has more "
-		    "than %d levels or %d nodes", PGSRC_PLAN_DEPTH,
-		    PGSRC_PLAN_NODES);
-		return -1;
-	}
-	type = t->valuestring;
-	kids = cJSON_GetObjectItemCaseSensitive(n, "Plans");
-	if (strcmp(type, "Append") == 0 || strcmp(type, "Merge Append") == 0) {
-		/* UNION ALL, partitions: each member's column i. */
-		cJSON_ArrayForEach(c, kids)
-			if (!pg_is_subplan(c) && keys_node(c, k, i, depth + 1,
-			    nodes, aliased, err, errlen) != 0)
-				return -1;
-		return 0;
-	}
-	out = keys_out(n, i);
-	if (!pg_in(type, pg_scans_rel) && !pg_in(type, pg_nodes_pass)) {
-		snprintf(err, errlen, "postgresql: the query's plan has a "
-		    "%.40s above the column %s: %s (follow only rows of "
-		    "tables with the trigger " PGSRC_TRIGGER ", or a UNION ALL "
-		    "of them, with conditions on each row's own columns)",
-		    type, col, pg_node_why(type));
-		return -1;
-	}
-	if (out == NULL) {
-		snprintf(err, errlen, "postgresql: the query's plan: a %.40s "
-		    "without its Output column %d", type, i + 1);
-		return -1;
-	}
-	rel = cJSON_GetObjectItemCaseSensitive(n, "Relation Name");
-	nsp = cJSON_GetObjectItemCaseSensitive(n, "Schema");
-	alias = cJSON_GetObjectItemCaseSensitive(n, "Alias");
-	if (!keys_is_col(out, col, NULL)) {
-		char where[160] = "";
-
-		if (cJSON_IsString(rel) && cJSON_IsString(nsp))
-			snprintf(where, sizeof(where), " (%.64s.%.64s)",
-			    nsp->valuestring, rel->valuestring);
-		snprintf(err, errlen, "postgresql: the query's column %s is "
-		    "%.120s, not the column %s of a table%s: the trigger "
-		    PGSRC_TRIGGER " logs a row's own %s, so a change would reach "
-		    "deltas with another %s than the base's and a new row "
-		    "could answer not_revoked (return the table's column %s as "
-		    "it is, under that name; change the rows, not the query)",
-		    col, out, col, where, col, col, col);
-		return -1;
-	}
-	if (!pg_in(type, pg_scans_rel))
-		return keys_pass(n, type, out, k, depth, nodes, aliased, err,
-		    errlen);
-	if (!cJSON_IsString(rel) || !cJSON_IsString(nsp) ||
-	    !cJSON_IsString(alias)) {
-		snprintf(err, errlen, "postgresql: the query's plan: a %.40s "
-		    "without a relation, its schema and its alias", type);
-		return -1;
-	}
-	/* A column alias list (FROM t AS a(id, scope)) renames columns. */
-	for (a = 0; a < aliased->n; a++)
-		if (strcmp(aliased->v[a], alias->valuestring) == 0 ||
-		    strlen(alias->valuestring) >= SQL_NAME_MAX - 4) {
-			snprintf(err, errlen, "postgresql: the query (or a view "
-			    "it reads) may give the columns of %.64s.%.64s other "
-			    "names with a column alias list (%.64s(...)): follow "
-			    "cannot tell which column is %s (name the columns in "
-			    "the SELECT list instead: SELECT %.64s.%s ...)",
-			    nsp->valuestring, rel->valuestring,
-			    alias->valuestring, col, alias->valuestring, col);
-			return -1;
-		}
-	if (!keys_is_col(out, col, alias->valuestring)) {
-		snprintf(err, errlen, "postgresql: the query's plan: the column "
-		    "%s of a %.40s of %.64s.%.64s is %.120s", col, type,
-		    nsp->valuestring, rel->valuestring, out);
-		return -1;
-	}
-	return 0;
-}
-
-int
-pgsrc_plan_keys(const char *json, size_t len, const int pos[PGSRC_KEY_N],
-    const struct pgsrc_names *aliased, char *err, size_t errlen)
-{
-	static const struct pgsrc_names none = { NULL, 0 };
-	cJSON *root;
-	const cJSON *plan;
-	size_t nodes;
-	int k, rc = -1;
-
-	if (aliased == NULL)
-		aliased = &none;
-	if (pos[PGSRC_KEY_ID] < 0) {
-		snprintf(err, errlen, "postgresql: the query returns no column "
-		    "named \"id\"");
-		return -1;
-	}
-	if (pos[PGSRC_KEY_AT] < 0) {
-		snprintf(err, errlen, "postgresql: the query returns no column "
-		    "named \"revoked_at\": a delta carries the revoked_at the "
-		    "trigger " PGSRC_TRIGGER " logs, a base none, and a subject "
-		    "or session cutoff would differ between them (return the "
-		    "table's column revoked_at)");
-		return -1;
-	}
-	if (len > PGSRC_PLAN_MAX) {
-		snprintf(err, errlen, "postgresql: the query's plan is over %d "
-		    "bytes", PGSRC_PLAN_MAX);
-		return -1;
-	}
-	if ((root = cJSON_ParseWithLength(json, len)) == NULL ||
-	    !cJSON_IsArray(root) || cJSON_GetArraySize(root) != 1 ||
-	    (plan = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(root,
-	    0), "Plan")) == NULL) {
-		snprintf(err, errlen, "postgresql: the query's plan is not one "
-		    "EXPLAIN (FORMAT JSON) plan");
-		goto out;
-	}
-	if (keys_no_subplan(plan, 0, err, errlen) != 0)
-		goto out;
-	for (k = 0; k < PGSRC_KEY_N; k++) {
-		nodes = 0;
-		if (pos[k] >= 0 && keys_node(plan, k, pos[k], 0, &nodes,
-		    aliased, err, errlen) != 0)
-			goto out;
-	}
-	rc = 0;
-out:
-	cJSON_Delete(root);
-	return rc;
-}
+/* ---- what a --query reads: follow's check, the server's side --------- */
 
 /* Appends a text[] literal of n's names to a fresh buffer. 0 or -1. */
 static int
@@ -1738,11 +975,18 @@ pg_names_array(const struct pgsrc_names *n, unsigned char **buf)
 
 /*
  * The functions the query could call that could read what the plan does
- * not show ('f', the function), and the rules of the views it names ('r',
- * the rule's xmin). $1: identifiers (view names among them), $2: names
- * called, $3: operators. Views are followed through the views they read
- * (pg_depend of their rules), aggregates to their support functions,
- * operators to their functions.
+ * not show, or change its result with time alone ('f', the function, and
+ * why: 'v' volatile, 'x' a *_to_xml that reads a table by name, 'u' not
+ * built in and not in C, 's' not IMMUTABLE), and the rules of the views
+ * it names ('r', the rule's xmin). $1: identifiers (view names among
+ * them), $2: names called, $3: operators. Views are followed through the
+ * views they read (pg_depend of their rules), aggregates to their support
+ * functions, operators to their functions. A STABLE function is refused
+ * when called (by name: any overload, now() among them) or when it is an
+ * operator's and not built in; the built-in STABLE operators compare or
+ * add dates and times across time zones (TimeZone, which the connection
+ * sets), match text search (default_text_search_config) or print a value
+ * with || (DateStyle, set too): none reads the clock.
  */
 #define PG_SQL_VIEWS \
 	"WITH RECURSIVE v(oid) AS (" \
@@ -1758,30 +1002,55 @@ pg_names_array(const struct pgsrc_names *n, unsigned char **buf)
 	" SELECT d.refclassid, d.refobjid FROM v JOIN pg_rewrite w ON " \
 	"  w.ev_class = v.oid JOIN pg_depend d ON d.classid = " \
 	"  'pg_rewrite'::regclass AND d.objid = w.oid" \
-	"), f1(oid) AS (" \
-	" SELECT p.oid FROM pg_proc p WHERE p.proname = ANY($2::text[])" \
-	" UNION SELECT o.oprcode::oid FROM pg_operator o WHERE " \
+	"), f1(oid, op) AS (" \
+	" SELECT p.oid, false FROM pg_proc p WHERE p.proname = ANY($2::text[])" \
+	" UNION SELECT o.oprcode::oid, true FROM pg_operator o WHERE " \
 	"  o.oprname = ANY($3::text[])" \
-	" UNION SELECT refobjid FROM dep WHERE refclassid = 'pg_proc'::regclass" \
-	" UNION SELECT o.oprcode::oid FROM dep JOIN pg_operator o ON " \
+	" UNION SELECT refobjid, false FROM dep WHERE " \
+	"  refclassid = 'pg_proc'::regclass" \
+	" UNION SELECT o.oprcode::oid, true FROM dep JOIN pg_operator o ON " \
 	"  o.oid = dep.refobjid WHERE dep.refclassid = 'pg_operator'::regclass" \
-	"), f(oid) AS (" \
-	" SELECT oid FROM f1 UNION SELECT x.oid FROM f1 JOIN pg_aggregate a " \
-	"  ON a.aggfnoid = f1.oid CROSS JOIN LATERAL (VALUES " \
+	"), f(oid, op) AS (" \
+	" SELECT oid, op FROM f1 UNION SELECT x.oid, f1.op FROM f1 JOIN " \
+	"  pg_aggregate a ON a.aggfnoid = f1.oid CROSS JOIN LATERAL (VALUES " \
 	"  (a.aggtransfn::oid), (a.aggfinalfn::oid), (a.aggcombinefn::oid), " \
 	"  (a.aggmtransfn::oid), (a.aggminvtransfn::oid), " \
 	"  (a.aggmfinalfn::oid)) x(oid) WHERE x.oid <> 0" \
-	") SELECT 'f', p.oid::regprocedure::text FROM f JOIN pg_proc p ON " \
-	" p.oid = f.oid WHERE p.provolatile = 'v' OR p.proname IN " \
-	" ('table_to_xml', 'table_to_xml_and_xmlschema', 'schema_to_xml', " \
-	" 'schema_to_xml_and_xmlschema', 'database_to_xml', " \
-	" 'database_to_xml_and_xmlschema') OR (p.oid >= 16384 AND " \
-	" p.prolang NOT IN (SELECT l.oid FROM pg_language l WHERE " \
-	" l.lanname IN ('c', 'internal')))" \
-	" UNION ALL SELECT 'r', w.xmin::text FROM v JOIN pg_rewrite w ON " \
+	"), g AS (" \
+	" SELECT p.oid::regprocedure::text AS fn, CASE" \
+	"  WHEN p.provolatile = 'v' THEN 'v'" \
+	"  WHEN p.proname IN ('table_to_xml', 'table_to_xml_and_xmlschema', " \
+	"  'schema_to_xml', 'schema_to_xml_and_xmlschema', 'database_to_xml', " \
+	"  'database_to_xml_and_xmlschema') THEN 'x'" \
+	"  WHEN p.oid >= 16384 AND p.prolang NOT IN (SELECT l.oid FROM " \
+	"  pg_language l WHERE l.lanname IN ('c', 'internal')) THEN 'u'" \
+	"  WHEN p.provolatile <> 'i' AND (NOT f.op OR p.oid >= 16384) THEN 's'" \
+	"  END AS why FROM f JOIN pg_proc p ON p.oid = f.oid" \
+	") SELECT 'f', fn, why FROM g WHERE why IS NOT NULL" \
+	" UNION ALL SELECT 'r', w.xmin::text, '' FROM v JOIN pg_rewrite w ON " \
 	" w.ev_class = v.oid" \
-	" UNION ALL SELECT 'x', pg_snapshot_xmax(pg_current_snapshot())::text" \
-	" ORDER BY 1, 2"
+	" UNION ALL SELECT 'x', pg_snapshot_xmax(pg_current_snapshot())::text, ''" \
+	" ORDER BY 1, 3 DESC, 2"
+
+/*
+ * The casts of a value (not a constant) the query makes that could read
+ * the clock or the session: to a type ($1: names as written) that the
+ * server does not know, whose input function is not IMMUTABLE (the date
+ * and time types read 'now' from a text column; interval, the reg* types,
+ * money, arrays, ranges) or into which a cast function is not IMMUTABLE
+ * (timestamp with time zone to date: the time zone). A cast to text
+ * prints the value under the DateStyle, TimeZone and IntervalStyle the
+ * connection sets: it is not refused. The first such cast, its type as
+ * the server names it.
+ */
+#define PG_SQL_CASTS \
+	"SELECT c.name, coalesce(format_type(t.oid, NULL), '') FROM " \
+	" unnest($1::text[]) AS c(name) LEFT JOIN pg_type t ON " \
+	" t.oid = to_regtype(c.name) LEFT JOIN pg_proc i ON i.oid = t.typinput " \
+	"WHERE t.oid IS NULL OR i.provolatile IS DISTINCT FROM 'i' OR EXISTS " \
+	" (SELECT 1 FROM pg_cast k JOIN pg_proc f ON f.oid = k.castfunc " \
+	" WHERE k.casttarget = t.oid AND f.provolatile <> 'i') " \
+	"ORDER BY 1 LIMIT 1"
 
 /* The relations the plan scans: tables with the trigger. 0 or -1. */
 static int
@@ -1870,15 +1139,28 @@ pg_query_funcs(struct pgsrc *p, const struct pgsrc_reads *r, uint64_t from,
 		    errlen);
 		goto out;
 	}
-	if (PQnfields(res) != 2) {
+	if (PQnfields(res) != 3) {
 		snprintf(err, errlen, "postgresql: reading the functions the "
 		    "query calls: %d columns", PQnfields(res));
 		goto out;
 	}
-	/* 'f' rows first, 'r' next, the one 'x' last. */
+	/* 'f' rows first (reading tables before the clock), 'r', 'x' last. */
 	for (i = 0; i < PQntuples(res); i++) {
 		k = PQgetvalue(res, i, 0);
 		v = PQgetvalue(res, i, 1);
+		if (strcmp(k, "f") == 0 && *PQgetvalue(res, i, 2) == 's') {
+			snprintf(err, errlen, "postgresql: the query calls %.200s "
+			    "(directly, through a view or an operator; a "
+			    "function of that name), which is not IMMUTABLE: "
+			    "its result can change with time (or the session) "
+			    "alone, so a row would enter or leave the result "
+			    "with no change logged and answer not_revoked under "
+			    "fresh heads until the next re-base (compare with a "
+			    "fixed value; to retire rows with time, give them an "
+			    "expires_at: follow's expiry sweep publishes their "
+			    "removal)", v);
+			goto out;
+		}
 		if (strcmp(k, "f") == 0) {
 			snprintf(err, errlen, "postgresql: the query calls %.200s "
 			    "(directly, through a view or an operator): a "
@@ -1918,6 +1200,99 @@ out:
 	for (i = 0; i < 3; i++)
 		free(a[i]);
 	return rc;
+}
+
+/* Refuses a cast of PG_SQL_CASTS among r->casts. 0 or -1. */
+static int
+pg_query_casts(struct pgsrc *p, const struct pgsrc_reads *r, char *err,
+    size_t errlen)
+{
+	unsigned char *a = NULL;
+	const char *params[1], *t;
+	PGresult *res = NULL;
+	int rc = -1;
+
+	if (r->casts.n == 0)
+		return 0;
+	if (pg_names_array(&r->casts, &a) != 0) {
+		snprintf(err, errlen, "postgresql: out of memory");
+		goto out;
+	}
+	params[0] = (const char *)a;
+	res = PQexecParams(p->conn, PG_SQL_CASTS, 1, NULL, params, NULL, NULL,
+	    0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQnfields(res) != 2) {
+		pg_err(p, res, "reading the types the query casts to", err,
+		    errlen);
+		goto out;
+	}
+	if (PQntuples(res) > 0) {
+		t = PQgetvalue(res, 0, 1);
+		snprintf(err, errlen, "postgresql: the query has a cast to "
+		    "%.100s: %s, so a row could enter or leave the result with "
+		    "time (or the session) alone, with no change logged, and "
+		    "answer not_revoked under fresh heads until the next "
+		    "re-base (compare the columns as they are, with constants "
+		    "of their own type; to retire rows with time, give them an "
+		    "expires_at: follow's expiry sweep publishes their "
+		    "removal)", *t != '\0' ? t : PQgetvalue(res, 0, 0),
+		    *t != '\0' ? "a conversion to that type is not IMMUTABLE "
+		    "(a date or time type reads 'now' as the current time, a "
+		    "time zone shifts a date)" : "follow cannot tell which type "
+		    "that is");
+		goto out;
+	}
+	rc = 0;
+out:
+	PQclear(res);
+	free(a);
+	return rc;
+}
+
+/*
+ * Checks that the key column col (pos, in the query's result res, "id"
+ * or "scope") is text or varchar: other types print values other than the
+ * ones the table compares or the change log holds. 0, or -1 with err.
+ */
+static int
+pg_key_type(struct pgsrc *p, const PGresult *res, int pos, const char *col,
+    char *err, size_t errlen)
+{
+	char oid[16], mod[16];
+	const char *params[2], *why;
+	PGresult *tr;
+	Oid t;
+
+	if (pos < 0)
+		return 0;
+	t = PQftype(res, pos);
+	if (t == PG_OID_TEXT || t == PG_OID_VARCHAR)
+		return 0;
+	snprintf(oid, sizeof(oid), "%u", (unsigned)t);
+	snprintf(mod, sizeof(mod), "%d", PQfmod(res, pos));
+	params[0] = oid;
+	params[1] = mod;
+	tr = PQexecParams(p->conn, "SELECT format_type($1::oid, $2::int)", 2,
+	    NULL, params, NULL, NULL, 0);
+	if (t == PG_OID_BPCHAR)
+		why = "its values are read padded with blanks to the column's "
+		    "length ('tok-1     '), while checks and the change log "
+		    "carry them trimmed, so a revoked id answers not_revoked";
+	else if (t == PG_OID_NAME)
+		why = "a value over 63 bytes is cut when written, so the id "
+		    "revoked is not the one written";
+	else
+		why = "its text is not what the table compares (citext and "
+		    "uuid are equal for other spellings: case, hyphens), and "
+		    "revcheck matches an id byte for byte";
+	snprintf(err, errlen, "postgresql: the query's column \"%s\" is "
+	    "%.64s, not text or varchar: %s (make the table's column text or "
+	    "varchar; build --query may return %s::text AS %s, follow reads "
+	    "only a table's own column)", col,
+	    PQresultStatus(tr) == PGRES_TUPLES_OK && PQntuples(tr) == 1 &&
+	    PQnfields(tr) == 1 ? PQgetvalue(tr, 0, 0) : oid, why, col, col);
+	PQclear(tr);
+	return -1;
 }
 
 /*
@@ -1979,7 +1354,11 @@ pg_query_keypos(struct pgsrc *p, const char *q, int pos[PGSRC_KEY_N],
 		goto out;
 	}
 	for (k = 0; k < PGSRC_KEY_N; k++)
-		pos[k] = PQfnumber(res, pg_key_names[k]);
+		pos[k] = PQfnumber(res, pgsrc_key_name(k));
+	if (pg_key_type(p, res, pos[PGSRC_KEY_ID], "id", err, errlen) != 0 ||
+	    pg_key_type(p, res, pos[PGSRC_KEY_SCOPE], "scope", err,
+	    errlen) != 0)
+		goto out;
 	rc = 0;
 out:
 	PQclear(res);
@@ -2036,7 +1415,11 @@ pgsrc_check_query(struct pgsrc *p, const char *query, uint64_t from,
 	 * reads is followed by '(', as a function is.
 	 */
 	if (pg_query_viewdefs(p, &r, &v, err, errlen) != 0 ||
-	    names_merge(&v.calls, &r.calls, err, errlen) != 0 ||
+	    pgsrc_names_merge(&v.clock, &r.clock, err, errlen) != 0 ||
+	    pgsrc_names_merge(&v.casts, &r.casts, err, errlen) != 0 ||
+	    pgsrc_reads_clock(&v, err, errlen) != 0 ||
+	    pg_query_casts(p, &v, err, errlen) != 0 ||
+	    pgsrc_names_merge(&v.calls, &r.calls, err, errlen) != 0 ||
 	    pg_query_keypos(p, q, pos, err, errlen) != 0 ||
 	    pgsrc_plan_keys(PQgetvalue(res, 0, 0),
 	    (size_t)PQgetlength(res, 0, 0), pos, &v.calls, err, errlen) != 0)
@@ -2103,96 +1486,6 @@ pgsrc_wait(struct pgsrc *p, int timeout_ms, char *err, size_t errlen)
 }
 
 /* ---- standbys: how far behind the data may be --------------------------- */
-
-enum pgsrc_standby_verdict
-pgsrc_standby_judge(const struct pgsrc_standby *s, int64_t max_lag,
-    int64_t *lag, char *why, size_t whylen)
-{
-	char dummy[1];
-	int64_t l = -1;
-	enum pgsrc_standby_verdict v;
-
-	assert(s != NULL && lag != NULL);
-	if (why == NULL) {
-		why = dummy;
-		whylen = sizeof(dummy);
-	}
-	why[0] = '\0';
-	*lag = -1;
-	if (!s->in_recovery) {
-		*lag = 0;
-		return PGSRC_SB_PRIMARY;
-	}
-	if (max_lag <= 0) {
-		snprintf(why, whylen, "the server is a standby (in recovery): "
-		    "its data may be behind the primary's by any time, and what "
-		    "is signed from it would say it is current; read the "
-		    "primary, or allow a standby with --standby-max-lag");
-		return PGSRC_SB_NOT_ALLOWED;
-	}
-	if (!s->receiver) {
-		snprintf(why, whylen, "no WAL receiver runs (replication is "
-		    "not streaming: broken, or recovery from an archive)");
-		return PGSRC_SB_UNKNOWN;
-	}
-	if (!s->visible) {
-		snprintf(why, whylen, "pg_stat_wal_receiver's details are not "
-		    "readable by this role: grant it pg_read_all_stats (or "
-		    "pg_monitor)");
-		return PGSRC_SB_NO_PRIVILEGE;
-	}
-	if (!s->streaming) {
-		snprintf(why, whylen, "the WAL receiver is \"%.20s\", not "
-		    "streaming", s->status);
-		return PGSRC_SB_UNKNOWN;
-	}
-	if (!s->have_age || !s->have_end || !s->have_receive ||
-	    !s->have_replay) {
-		snprintf(why, whylen, "no message from the sender yet naming "
-		    "its end of WAL");
-		return PGSRC_SB_UNKNOWN;
-	}
-	if (s->age_ms < 0) {
-		snprintf(why, whylen, "the last message from the sender arrived "
-		    "%" PRId64 " ms in the standby's future (its clock went "
-		    "back?)", -s->age_ms);
-		return PGSRC_SB_UNKNOWN;
-	}
-	/* In whole seconds, rounded up, with the margin. */
-	if (s->age_ms <= INT64_MAX - PGSRC_STANDBY_MARGIN_MS - 999)
-		l = (s->age_ms + PGSRC_STANDBY_MARGIN_MS + 999) / 1000;
-	else
-		l = INT64_MAX / 1000;
-	v = PGSRC_SB_BEHIND;
-	if (s->paused)
-		snprintf(why, whylen, "replay is paused "
-		    "(pg_wal_replay_resume() resumes it)");
-	else if (s->replay_lsn < s->receive_lsn)
-		snprintf(why, whylen, "replay is behind what was received "
-		    "(replayed %" PRIX64 "/%" PRIX64 ", received %" PRIX64
-		    "/%" PRIX64 ")", s->replay_lsn >> 32,
-		    s->replay_lsn & 0xffffffff, s->receive_lsn >> 32,
-		    s->receive_lsn & 0xffffffff);
-	else if (s->replay_lsn < s->end_lsn)
-		snprintf(why, whylen, "replay is behind the sender's end of WAL "
-		    "(replayed %" PRIX64 "/%" PRIX64 ", sender at %" PRIX64
-		    "/%" PRIX64 ")", s->replay_lsn >> 32,
-		    s->replay_lsn & 0xffffffff, s->end_lsn >> 32,
-		    s->end_lsn & 0xffffffff);
-	else if (l > max_lag) {
-		snprintf(why, whylen, "the last message from the sender arrived "
-		    "%" PRId64 " ms ago: the data may be %" PRId64 " s behind, "
-		    "more than %" PRId64 " s (an idle sender answers every "
-		    "wal_receiver_timeout / 2 of the standby)", s->age_ms, l,
-		    max_lag);
-		*lag = l;
-	} else {
-		v = PGSRC_SB_CURRENT;
-		*lag = l;
-	}
-	/* Replay behind: how far is not known (*lag stays -1). */
-	return v;
-}
 
 /* Reads an unsigned decimal column; false when NULL or not a number. */
 static bool

@@ -213,7 +213,7 @@ rc_psql -c "CREATE VIEW kept AS SELECT $cols FROM revcheck_revocations WHERE id 
     FROM revcheck_revocations AS r(id, scope)"
 for q in "SELECT r.scope, r.id, r.revoked_at FROM revcheck_revocations AS r(id, scope)|column alias list" \
     "SELECT * FROM swapped|column alias list" \
-    "SELECT scope, id, now() AS revoked_at FROM revcheck_revocations|column revoked_at is now()" \
+    "SELECT scope, id, revoked_at + interval '1 day' AS revoked_at FROM revcheck_revocations|column revoked_at is .revoked_at . '1 day'" \
     "SELECT scope, id FROM revcheck_revocations|no column named \"revoked_at\"" \
     "SELECT r.scope, r.id, r.revoked_at FROM revcheck_revocations r JOIN tokens t ON t.id = r.id|Join above the column id" \
     "SELECT $cols FROM revcheck_revocations ORDER BY revoked_at LIMIT 1|Limit above the column id"; do
@@ -254,4 +254,129 @@ rc_curl "$W_URL/v1/check?id=never"
 rc_expect_json status revoked "the new key of a row the WHERE excludes: revoked until a re-base (closed)"
 rc_expect_eq "$(version)" "$v3" "all through deltas, not a re-base"
 rc_follow_stop
+# ---- a WHERE whose truth changes with time alone ---------------------
+# A row whose revoked_at is 3 s ahead when the base is read is left out by
+# "WHERE revoked_at <= now()"; once that time passes, the query returns
+# it, but no change was logged: heads kept every node fresh while it
+# answered not_revoked until the next re-base. Now follow refuses any
+# call of a function that is not IMMUTABLE, CURRENT_TIMESTAMP and the
+# other SQL value keywords, 'now'-like literals and casts to date/time
+# types, naming them; nothing is published.
+F=$T/filters5
+rc_psql -c "INSERT INTO revcheck_revocations (id, revoked_at)
+    VALUES ('later-1', now() + interval '3 seconds')"
+tq="SELECT $cols FROM revcheck_revocations WHERE revoked_at <= now()"
+rc_follow_start "$F" --interval 300ms --valid-for 10m --head-every 1s --query "$tq"
+for i in $(seq 1 50); do [ -e "$F/current/delta/head.rcd" ] && break; sleep 0.2; done
+sleep 4
+if [ ! -e "$F/current" ]; then
+	rc_ok "revoked_at <= now(): nothing published"
+else
+	# A head signed after revoked_at passed: the chain claims to be
+	# complete as of a time the query returns later-1.
+	h=$(head_sha)
+	for i in $(seq 1 50); do [ "$(head_sha)" != "$h" ] && break; sleep 0.2; done
+	rc_start TQ --filter-dir "$F" --trusted-key "$T/key.pub" --state-dir "$T/state-tq"
+	rc_wait_json "$TQ_URL/v1/check?id=a" status revoked 10 || rc_fail "origin: the chain is not loaded"
+	rc_curl "$TQ_URL/v1/check?id=later-1"
+	st=$(rc_json status)
+	[ "$st" != not_revoked ] && rc_ok "revoked_at <= now(): later-1 answered $st" ||
+	    rc_fail "revoked_at <= now(): later-1 (revoked_at passed, the query returns it) answered not_revoked under a fresh head"
+fi
+grep -q "the query calls now()" "$T/follow.log" &&
+    rc_ok "revoked_at <= now(): refused, naming now()" ||
+    rc_fail "revoked_at <= now(): refused, naming now(): $(tail -n 1 "$T/follow.log")"
+rc_follow_stop
+rc_psql -c "CREATE FUNCTION my_now() RETURNS timestamptz LANGUAGE internal STABLE AS 'now';
+    CREATE VIEW recent AS SELECT $cols FROM revcheck_revocations WHERE revoked_at <= now();
+    CREATE VIEW recent2 AS SELECT $cols FROM revcheck_revocations
+        WHERE revoked_at <= CURRENT_TIMESTAMP"
+for q in "WHERE revoked_at <= CURRENT_TIMESTAMP|CURRENT_TIMESTAMP" \
+    "WHERE revoked_at <= current_timestamp(0)|CURRENT_TIMESTAMP" \
+    "WHERE revoked_at::date <= current_date|CURRENT_DATE" \
+    "WHERE revoked_at <= localtimestamp|LOCALTIMESTAMP" \
+    "WHERE revoked_at <= statement_timestamp()|calls statement_timestamp()" \
+    "WHERE revoked_at <= transaction_timestamp()|calls transaction_timestamp()" \
+    "WHERE revoked_at <= clock_timestamp()|calls clock_timestamp()" \
+    "WHERE revoked_at::text <= timeofday()|calls timeofday()" \
+    "WHERE age(revoked_at) > interval '1 day'|calls age.timestamp with time zone." \
+    "WHERE revoked_at <= now() - interval '1 hour'|calls now()" \
+    "WHERE revoked_at <= my_now()|calls my_now()" \
+    "WHERE revoked_at <= 'now'|'now'" \
+    "WHERE revoked_at <= timestamptz 'Tomorrow'|'tomorrow'" \
+    "WHERE revoked_at::date <= E'\\x74oday'::date|'today'" \
+    "WHERE revoked_at <= reason::timestamptz|cast to timestamp with time zone" \
+    "WHERE revoked_at::date < '2030-01-01'|cast to date"; do
+	out=$(once "$T/f5" "SELECT $cols FROM revcheck_revocations ${q%%|*}") &&
+	    rc_fail "followed: ${q%%|*}" ||
+	    rc_expect_match "$out" "${q##*|}" "refused: ${q%%|*}"
+done
+for q in "SELECT * FROM recent|calls now()" "SELECT * FROM recent2|CURRENT_TIMESTAMP"; do
+	out=$(once "$T/f5" "${q%%|*}") && rc_fail "followed: ${q%%|*}" ||
+	    rc_expect_match "$out" "${q##*|}" "refused: ${q%%|*}"
+done
+[ -e "$T/f5/current" ] && rc_fail "time-dependent queries: a base was published" ||
+    rc_ok "time-dependent queries: nothing published"
+# Still followed: a WHERE against a constant time, a comparison of a
+# row's own times, a constant interval. build --query is not held to it.
+for q in "SELECT $cols FROM revcheck_revocations WHERE revoked_at <= '2030-01-01 00:00:00+00'" \
+    "SELECT $cols FROM revcheck_revocations WHERE expires_at IS NULL OR expires_at > revoked_at + interval '1 second'" \
+    "SELECT $cols FROM revcheck_revocations WHERE reason IS DISTINCT FROM 'nowhere'"; do
+	out=$(once "$T/f6" "$q") && rc_ok "followed: $q" || rc_fail "followed: $q: $out"
+	rm -rf "$T/f6"
+done
+"$FILTERBUILD" build --source "$PG_URL" --key "$T/key.pem" --out "$T/b2" \
+    --query "$tq" --quiet && rc_ok "build --query with now() still works" ||
+    rc_fail "build --query with now() still works"
+
+# ---- key column types: char(n) pads, citext compares without case -----
+# A char(10) id is read padded ('tok-1     ') by a full read, while the
+# trigger logs it trimmed (NEW.id into a text column): the base held a
+# key no check asks for, and 'tok-1' answered not_revoked, from build
+# --source and from follow's base alike. A citext id is one revoked id
+# for the table in every case, one key for revcheck. Both are refused,
+# naming the column and its type.
+rc_psql -c "CREATE TABLE padded (LIKE revcheck_revocations INCLUDING ALL);
+    ALTER TABLE padded ALTER COLUMN id TYPE char(10);
+    CREATE TRIGGER revcheck_changes_trg AFTER INSERT OR UPDATE OR DELETE
+        ON padded FOR EACH ROW EXECUTE FUNCTION revcheck_changes_log();
+    INSERT INTO padded (id) VALUES ('tok-1');
+    CREATE EXTENSION IF NOT EXISTS citext;
+    CREATE TABLE folded (LIKE revcheck_revocations INCLUDING ALL);
+    ALTER TABLE folded ALTER COLUMN id TYPE citext;
+    CREATE TRIGGER revcheck_changes_trg AFTER INSERT OR UPDATE OR DELETE
+        ON folded FOR EACH ROW EXECUTE FUNCTION revcheck_changes_log();
+    INSERT INTO folded (id) VALUES ('Tok-F')"
+# probe NAME DIR: an origin on DIR must not answer not_revoked for id=tok-1.
+probe_padded() {
+	local url
+	if [ ! -e "$2/current" ]; then
+		rc_ok "$3: nothing published"
+		return
+	fi
+	rc_start "$1" --filter-dir "$2" --trusted-key "$T/key.pub" --state-dir "$T/state-$1"
+	url="${1}_URL"
+	rc_wait_json "${!url}/v1/check?id=tok-1" status not_revoked 5 ||
+	    rc_wait_json "${!url}/v1/check?id=tok-1" status revoked 5
+	rc_curl "${!url}/v1/check?id=tok-1"
+	st=$(rc_json status)
+	[ "$st" != not_revoked ] && rc_ok "$3: tok-1 answered $st" ||
+	    rc_fail "$3: tok-1 (a row of the table) answered not_revoked"
+}
+out=$("$FILTERBUILD" build --source "$PG_URL" --key "$T/key.pem" --out "$T/b3" \
+    --query "SELECT $cols FROM padded" 2>&1) || true
+probe_padded PB "$T/b3" "build --source over a char(10) id"
+rc_expect_match "$out" 'column "id" is character' "build --source over a char(10) id: refused, naming the column and type"
+out=$(once "$T/f7" "SELECT $cols FROM padded") || true
+probe_padded PF "$T/f7" "follow over a char(10) id"
+rc_expect_match "$out" 'column "id" is character' "follow over a char(10) id: refused, naming the column and type"
+out=$(once "$T/f8" "SELECT $cols FROM folded") && rc_fail "follow over a citext id was followed" ||
+    rc_expect_match "$out" 'column "id" is citext' "follow over a citext id: refused, naming the type"
+out=$("$FILTERBUILD" build --source "$PG_URL" --key "$T/key.pem" --out "$T/b4" \
+    --query "SELECT $cols FROM folded" 2>&1) && rc_fail "build over a citext id was published" ||
+    rc_expect_match "$out" 'column "id" is citext' "build over a citext id: refused, naming the type"
+"$FILTERBUILD" build --source "$PG_URL" --key "$T/key.pem" --out "$T/b5" --quiet \
+    --query "SELECT scope, id::text AS id, revoked_at FROM padded" &&
+    rc_ok "build --query with id::text over char(10) works" ||
+    rc_fail "build --query with id::text over char(10) works"
 rc_done
