@@ -37,21 +37,6 @@ rc_psql -c "CREATE TABLE other (LIKE revcheck_revocations INCLUDING ALL);
         STABLE AS 'BEGIN RETURN NOT EXISTS (SELECT 1 FROM other WHERE id = \$1); END'"
 union="SELECT $cols FROM revcheck_revocations UNION ALL SELECT $cols FROM other"
 
-chain_ids() {
-	"$FILTERBUILD" verify --pub "$T/key.pub" --records "$F" 2>>"$T/verify.err" |
-	    cut -f2 | LC_ALL=C sort | tr '\n' ' '
-}
-has_ids() {
-	local want=$1 i
-	for i in $(seq 1 75); do
-		[ "$(chain_ids)" = "$want" ] && return 0
-		sleep 0.2
-	done
-	echo "# chain: $(chain_ids)  want: $want" >&2
-	return 1
-}
-version() { readlink "$F/current" | sed 's/^v0*//'; }
-head_sha() { sha256sum "$F/current/delta/head.rcd" 2>/dev/null | cut -c1-64; }
 once() {
 	"$FILTERBUILD" follow --source "$PG_URL" --key "$T/key.pem" --out "$1" \
 	    --once --query "$2" 2>&1
@@ -93,8 +78,8 @@ out=$(once "$T/f2" "SELECT * FROM watched") && rc_ok "a view over the watched ta
 rc_psql -c "CREATE TRIGGER revcheck_changes_trg AFTER INSERT OR UPDATE OR DELETE
     ON other FOR EACH ROW EXECUTE FUNCTION revcheck_changes_log()"
 rc_follow_start "$F" --interval 300ms --valid-for 10m --head-every 1s --query "$union"
-has_ids "a o0 " && rc_ok "trigger on both: followed" || rc_fail "trigger on both: followed"
-v1=$(version)
+rc_chain_has "a o0 " && rc_ok "trigger on both: followed" || rc_fail "trigger on both: followed"
+v1=$(rc_version)
 mkdir -p "$T/state"
 rc_start O --filter-dir "$F" --trusted-key "$T/key.pub" --state-dir "$T/state"
 rc_wait_json "$O_URL/v1/check?id=o1" status not_revoked || rc_fail "origin: o1 not yet revoked"
@@ -103,18 +88,18 @@ rc_wait_json "$O_URL/v1/check?id=o1" status revoked &&
     rc_ok "an insert into the second table is revoked by the origin" ||
     rc_fail "an insert into the second table is revoked by the origin: $(rc_json status)"
 rc_expect_json source delta "the delta decided"
-rc_expect_eq "$(version)" "$v1" "through a delta, not a re-base"
+rc_expect_eq "$(rc_version)" "$v1" "through a delta, not a re-base"
 
 # The second table's trigger disabled: nothing more is published.
 rc_psql -c "ALTER TABLE other DISABLE TRIGGER revcheck_changes_trg"
-h=$(head_sha)
+h=$(rc_head_sha)
 sleep 3
-rc_expect_eq "$(head_sha)" "$h" "second table's trigger disabled: no head is signed"
+rc_expect_eq "$(rc_head_sha)" "$h" "second table's trigger disabled: no head is signed"
 grep -q "revcheck_changes_trg on public.other is disabled" "$T/follow.log" &&
     rc_ok "second table's trigger disabled: the log names the table" ||
     rc_fail "second table's trigger disabled: the log names the table: $(tail -n 2 "$T/follow.log")"
 rc_psql -c "ALTER TABLE other ENABLE TRIGGER revcheck_changes_trg"
-has_ids "a o0 o1 " && rc_ok "enabled again: followed" || rc_fail "enabled again: followed"
+rc_chain_has "a o0 o1 " && rc_ok "enabled again: followed" || rc_fail "enabled again: followed"
 rc_follow_stop
 
 # A view the query names, redefined to read a watched table with rows the
@@ -122,21 +107,21 @@ rc_follow_stop
 F=$T/filters2
 rc_follow_start "$F" --interval 300ms --valid-for 10m --head-every 1s \
     --query "SELECT * FROM watched"
-has_ids "a " && rc_ok "following the view" || rc_fail "following the view"
-v2=$(version)
+rc_chain_has "a " && rc_ok "following the view" || rc_fail "following the view"
+v2=$(rc_version)
 rc_psql -c "CREATE OR REPLACE VIEW watched AS SELECT $cols FROM revcheck_revocations
     WHERE id <> 'never' UNION ALL SELECT $cols FROM other"
-has_ids "a o0 o1 " && rc_ok "the view redefined: its new rows reach the chain" ||
+rc_chain_has "a o0 o1 " && rc_ok "the view redefined: its new rows reach the chain" ||
     rc_fail "the view redefined: its new rows reach the chain"
-[ "$(version)" -gt "$v2" ] && rc_ok "through a re-base" || rc_fail "through a re-base"
+[ "$(rc_version)" -gt "$v2" ] && rc_ok "through a re-base" || rc_fail "through a re-base"
 # Redefined to read an unwatched table: refused in the round.
 rc_psql -c "CREATE TABLE unwatched (LIKE revcheck_revocations);
     CREATE OR REPLACE VIEW watched AS SELECT $cols FROM revcheck_revocations
     WHERE id <> 'never' UNION ALL SELECT $cols FROM other
     UNION ALL SELECT $cols FROM unwatched"
-h=$(head_sha)
+h=$(rc_head_sha)
 sleep 3
-rc_expect_eq "$(head_sha)" "$h" "the view now reads an unwatched table: no head is signed"
+rc_expect_eq "$(rc_head_sha)" "$h" "the view now reads an unwatched table: no head is signed"
 grep -q "reads public.unwatched, which has no trigger" "$T/follow.log" &&
     rc_ok "the view now reads an unwatched table: the log names it" ||
     rc_fail "the view now reads an unwatched table: the log names it: $(tail -n 2 "$T/follow.log")"
@@ -238,7 +223,7 @@ done
 rc_follow_start "$F" --interval 300ms --valid-for 10m --head-every 1s --query \
     "SELECT * FROM kept UNION ALL SELECT $cols FROM tokens WHERE id <> 'never'"
 for i in $(seq 1 50); do [ -e "$F/current/delta/head.rcd" ] && break; sleep 0.2; done
-v3=$(version)
+v3=$(rc_version)
 rc_start W --filter-dir "$F" --trusted-key "$T/key.pub" --state-dir "$T/state-w"
 rc_psql -c "INSERT INTO revcheck_revocations (id) VALUES ('dup'), ('w1');
     INSERT INTO tokens (id) VALUES ('dup')"
@@ -252,7 +237,7 @@ rc_curl "$W_URL/v1/check?id=dup"
 rc_expect_json status revoked "one of two rows of a key deleted: still revoked (recheck)"
 rc_curl "$W_URL/v1/check?id=never"
 rc_expect_json status revoked "the new key of a row the WHERE excludes: revoked until a re-base (closed)"
-rc_expect_eq "$(version)" "$v3" "all through deltas, not a re-base"
+rc_expect_eq "$(rc_version)" "$v3" "all through deltas, not a re-base"
 rc_follow_stop
 # ---- a WHERE whose truth changes with time alone ---------------------
 # A row whose revoked_at is 3 s ahead when the base is read is left out by
@@ -274,8 +259,8 @@ if [ ! -e "$F/current" ]; then
 else
 	# A head signed after revoked_at passed: the chain claims to be
 	# complete as of a time the query returns later-1.
-	h=$(head_sha)
-	for i in $(seq 1 50); do [ "$(head_sha)" != "$h" ] && break; sleep 0.2; done
+	h=$(rc_head_sha)
+	for i in $(seq 1 50); do [ "$(rc_head_sha)" != "$h" ] && break; sleep 0.2; done
 	rc_start TQ --filter-dir "$F" --trusted-key "$T/key.pub" --state-dir "$T/state-tq"
 	rc_wait_json "$TQ_URL/v1/check?id=a" status revoked 10 || rc_fail "origin: the chain is not loaded"
 	rc_curl "$TQ_URL/v1/check?id=later-1"

@@ -28,31 +28,11 @@ rc_expect_eq "$(rc_psql -c "SELECT tgenabled FROM pg_trigger WHERE tgname = '$TR
     "the schema makes the trigger ALWAYS"
 
 # URL of the database whose rows the chain must hold, and the chain's dir.
-REF_URL=$PG_URL
-chain_ids() {
-	"$FILTERBUILD" verify --pub "$T/key.pub" --records "$F" 2>>"$T/verify.err" |
-	    cut -f2 | LC_ALL=C sort | tr '\n' ' '
-}
-db_ids() {
-	psql -X -q -At "$REF_URL" -c "SELECT id FROM revcheck_revocations" |
-	    LC_ALL=C sort | tr '\n' ' '
-}
-converged() {
-	local want i
-	want=$(db_ids)
-	for i in $(seq 1 "${1:-50}"); do
-		[ "$(chain_ids)" = "$want" ] && return 0
-		sleep 0.2
-	done
-	echo "# chain: $(chain_ids)  db: $want" >&2
-	return 1
-}
+RC_REF_URL=$PG_URL
 has_not() {
-	case " $(chain_ids) " in *" $1 "*) return 1 ;; esac
+	case " $(rc_chain_ids) " in *" $1 "*) return 1 ;; esac
 	return 0
 }
-version() { readlink "$F/current" | sed 's/^v0*//'; }
-head_sha() { sha256sum "$F/current/delta/head.rcd" 2>/dev/null | cut -c1-64; }
 replica_insert() {
 	psql -X -q -v ON_ERROR_STOP=1 "$1" -c "SET session_replication_role = replica" \
 	    -c "INSERT INTO revcheck_revocations (id) VALUES ('$2')"
@@ -60,19 +40,19 @@ replica_insert() {
 
 # ---- a plain primary: a replica-role session ----------------------------
 rc_follow_start "$F" --interval 300ms --valid-for 10m --head-every 1s
-converged && rc_ok "first base" || rc_fail "first base"
-v1=$(version)
+rc_converged && rc_ok "first base" || rc_fail "first base"
+v1=$(rc_version)
 replica_insert "$PG_URL" rep1
-converged && rc_ok "ALWAYS: a replica-role insert reaches the chain" ||
+rc_converged && rc_ok "ALWAYS: a replica-role insert reaches the chain" ||
     rc_fail "ALWAYS: a replica-role insert reaches the chain"
-rc_expect_eq "$(version)" "$v1" "through a delta (no re-base)"
+rc_expect_eq "$(rc_version)" "$v1" "through a delta (no re-base)"
 grep -q "default mode" "$T/follow.log" &&
     rc_fail "ALWAYS: a warning about the default mode was logged" ||
     rc_ok "ALWAYS: no warning"
 
 # The default mode ('O', as applied before): accepted, with a warning.
 rc_psql -c "ALTER TABLE revcheck_revocations ENABLE TRIGGER $TRG"
-converged && rc_ok "default mode on a primary: followed" ||
+rc_converged && rc_ok "default mode on a primary: followed" ||
     rc_fail "default mode on a primary: followed"
 for _ in $(seq 1 25); do
 	grep -q "default mode (ORIGIN).*session_replication_role = replica.*ALTER TABLE revcheck_revocations ENABLE ALWAYS TRIGGER $TRG" \
@@ -92,16 +72,16 @@ done
 [ "$(grep -c "default mode (ORIGIN)" "$T/follow.log")" -gt "$n" ] &&
     rc_ok "default mode: warned again at start" || rc_fail "default mode: warned again at start"
 # What the warning is about: a replica-role insert is in no delta.
-v2=$(version)
+v2=$(rc_version)
 replica_insert "$PG_URL" rep2
 sleep 2
 has_not rep2 && rc_ok "default mode: a replica-role insert is in no delta (the accepted risk)" ||
     rc_fail "default mode: a replica-role insert is in no delta"
 # Made ALWAYS again: the trigger changed since the cursor, a re-base reads it.
 rc_psql -c "ALTER TABLE revcheck_revocations ENABLE ALWAYS TRIGGER $TRG"
-converged && rc_ok "ALWAYS again: re-based, rep2 in the chain" ||
+rc_converged && rc_ok "ALWAYS again: re-based, rep2 in the chain" ||
     rc_fail "ALWAYS again: re-based, rep2 in the chain"
-[ "$(version)" -gt "$v2" ] && rc_ok "through a re-base" || rc_fail "through a re-base"
+[ "$(rc_version)" -gt "$v2" ] && rc_ok "through a re-base" || rc_fail "through a re-base"
 rc_follow_stop
 
 # A role that cannot tell whether a subscription writes the table.
@@ -158,7 +138,7 @@ psql -X -q -v ON_ERROR_STOP=1 -f "$RC_SRC/config/postgresql-schema.sql" "$S_URL"
 sub_psql -c "ALTER TABLE revcheck_revocations ENABLE TRIGGER $TRG"
 CONN="host=127.0.0.1 port=$P_PORT dbname=postgres user=revcheck"
 sub_psql -c "CREATE SUBSCRIPTION s CONNECTION '$CONN' PUBLICATION p" 2>/dev/null
-REF_URL=$P_URL
+RC_REF_URL=$P_URL
 # Until the subscriber holds what the publisher does.
 synced() {
 	local i
@@ -184,9 +164,9 @@ out=$("$FILTERBUILD" follow --source "$S_URL" --key "$T/key.pem" --out "$F" --on
 # ALWAYS: the apply worker's rows are logged on the subscriber.
 sub_psql -c "ALTER TABLE revcheck_revocations ENABLE ALWAYS TRIGGER $TRG"
 PG_URL=$S_URL rc_follow_start "$F" --interval 300ms --valid-for 10m --head-every 1s
-converged && rc_ok "ALWAYS on the subscriber: first base" ||
+rc_converged && rc_ok "ALWAYS on the subscriber: first base" ||
     rc_fail "ALWAYS on the subscriber: first base: $(tail -n 3 "$T/follow.log")"
-v1=$(version)
+v1=$(rc_version)
 mkdir -p "$T/state"
 rc_start O --filter-dir "$F" --trusted-key "$T/key.pub" --state-dir "$T/state"
 rc_wait_json "$O_URL/v1/check?id=p1" status not_revoked || rc_fail "origin: p1 not yet revoked"
@@ -195,27 +175,27 @@ rc_wait_json "$O_URL/v1/check?id=p1" status revoked &&
     rc_ok "an insert on the publisher is revoked by revcheckd following the subscriber" ||
     rc_fail "an insert on the publisher is revoked by revcheckd following the subscriber: $(rc_json status)"
 rc_expect_json source delta "the delta decided"
-rc_expect_eq "$(version)" "$v1" "through a delta, not a re-base"
+rc_expect_eq "$(rc_version)" "$v1" "through a delta, not a re-base"
 
 # A subscription created under a follower whose trigger is in the default
 # mode: refused from the next round, with no change to the trigger.
 sub_psql -c "DROP SUBSCRIPTION s" 2>/dev/null
 sub_psql -c "ALTER TABLE revcheck_revocations ENABLE TRIGGER $TRG"
 for _ in $(seq 1 50); do
-	[ "$(version)" -gt "$v1" ] && grep -q "default mode (ORIGIN): a row" "$T/follow.log" &&
+	[ "$(rc_version)" -gt "$v1" ] && grep -q "default mode (ORIGIN): a row" "$T/follow.log" &&
 	    break
 	sleep 0.2
 done
-[ "$(version)" -gt "$v1" ] && rc_ok "default mode, no subscription: re-based, followed" ||
+[ "$(rc_version)" -gt "$v1" ] && rc_ok "default mode, no subscription: re-based, followed" ||
     rc_fail "default mode, no subscription: re-based, followed"
 sub_psql -c "CREATE SUBSCRIPTION s2 CONNECTION '$CONN' PUBLICATION p
     WITH (copy_data = false)" 2>/dev/null
 sleep 1
-h=$(head_sha)
+h=$(rc_head_sha)
 pub_psql -c "INSERT INTO revcheck_revocations (id) VALUES ('p2')"
 synced || rc_fail "p2 reaches the subscriber"
 sleep 2
-rc_expect_eq "$(head_sha)" "$h" "a subscription created under a default-mode trigger: no head is signed (nodes go stale)"
+rc_expect_eq "$(rc_head_sha)" "$h" "a subscription created under a default-mode trigger: no head is signed (nodes go stale)"
 has_not p2 && rc_ok "p2, applied unlogged, is in no delta" || rc_fail "p2, applied unlogged, is in no delta"
 grep -q "subscription s2 .*ENABLE ALWAYS TRIGGER" "$T/follow.log" &&
     rc_ok "the log names the subscription and the statement" ||
@@ -223,7 +203,7 @@ grep -q "subscription s2 .*ENABLE ALWAYS TRIGGER" "$T/follow.log" &&
 # Fixed without touching the trigger (the subscription dropped): nobody
 # logged the rows applied meanwhile, so the follower re-bases.
 sub_psql -c "DROP SUBSCRIPTION s2" 2>/dev/null
-converged 100 && rc_ok "subscription dropped: re-based, p2 in the chain" ||
+rc_converged && rc_ok "subscription dropped: re-based, p2 in the chain" ||
     rc_fail "subscription dropped: re-based, p2 in the chain"
 grep -q "replication check passes again: re-basing" "$T/follow.log" &&
     rc_ok "the log says why it re-based" || rc_fail "the log says why it re-based"

@@ -74,26 +74,8 @@ sb_current() {
 sb_current && rc_ok "the standby streams" || rc_fail "the standby streams"
 rc_expect_eq "$(sb_psql -c "SELECT pg_is_in_recovery()")" t "the standby is in recovery"
 
-chain_ids() {
-	"$FILTERBUILD" verify --pub "$T/key.pub" --records "$F" 2>>"$T/verify.err" |
-	    cut -f2 | LC_ALL=C sort | tr '\n' ' '
-}
-# What the primary holds: the standby must not be the reference.
-db_ids() {
-	rc_psql -c "SELECT id FROM revcheck_revocations" | LC_ALL=C sort | tr '\n' ' '
-}
-converged() {
-	local want i
-	want=$(db_ids)
-	for i in $(seq 1 "${1:-100}"); do
-		[ "$(chain_ids)" = "$want" ] && return 0
-		sleep 0.2
-	done
-	echo "# chain: $(chain_ids)  primary: $want" >&2
-	return 1
-}
-version() { readlink "$F/current" | sed 's/^v0*//'; }
-head_sha() { sha256sum "$F/current/delta/head.rcd" 2>/dev/null | cut -c1-64; }
+# rc_converged compares with the primary (PG_URL): the standby must not be
+# the reference.
 # The signed issued_at of the head (little-endian u64 at offset 96).
 head_at() { od -An -t u8 -j 96 -N 8 "$F/current/delta/head.rcd" | tr -d ' '; }
 # The newest time anything in the chain claims: the head's, or the last delta's.
@@ -141,13 +123,13 @@ rc_psql -c "INSERT INTO revcheck_revocations (id) VALUES ('b')"
     --standby-max-lag "$LAG" --interval 300ms --valid-for 10m --head-every 1s \
     >>"$T/follow.log" 2>&1 &
 FOLLOW_PID=$!
-converged && rc_ok "follow from the standby: first base" ||
+rc_converged && rc_ok "follow from the standby: first base" ||
     rc_fail "follow from the standby: first base: $(tail -n 5 "$T/follow.log")"
-v1=$(version)
+v1=$(rc_version)
 rc_psql -c "INSERT INTO revcheck_revocations (id) VALUES ('p1')"
-converged && rc_ok "a revocation on the primary reaches the chain read from the standby" ||
+rc_converged && rc_ok "a revocation on the primary reaches the chain read from the standby" ||
     rc_fail "a revocation on the primary reaches the chain read from the standby"
-rc_expect_eq "$(version)" "$v1" "through a delta (no re-base)"
+rc_expect_eq "$(rc_version)" "$v1" "through a delta (no re-base)"
 grep -q "source is a standby" "$T/follow.log" && rc_ok "the log says the source is a standby" ||
     rc_fail "the log says the source is a standby"
 now=$(date +%s)
@@ -169,26 +151,26 @@ kill -STOP "$WALSENDER"
 t_stop=$(date +%s)
 rc_psql -c "INSERT INTO revcheck_revocations (id) VALUES ('p2')"
 sleep 7
-h=$(head_sha)
+h=$(rc_head_sha)
 c=$(chain_at)
 [ "$c" -le "$t_stop" ] &&
     rc_ok "sender stopped: nothing is signed as of a time after the stall ($((t_stop - c)) s before)" ||
     rc_fail "sender stopped: the chain claims $c, the stream stalled at $t_stop"
-case " $(chain_ids) " in
+case " $(rc_chain_ids) " in
 *" p2 "*) rc_fail "sender stopped: p2 is in the chain (the standby cannot have it)" ;;
 *) rc_ok "sender stopped: p2 is absent, and no signed time covers it" ;;
 esac
 rc_expect_eq "$(sb_psql -c "SELECT status FROM pg_stat_wal_receiver")" streaming \
     "sender stopped: the receiver still says streaming"
 sleep 2
-rc_expect_eq "$(head_sha)" "$h" "sender stopped: no new head (nodes go stale)"
+rc_expect_eq "$(rc_head_sha)" "$h" "sender stopped: no new head (nodes go stale)"
 grep -q "not shown to be within --standby-max-lag.*last message from the sender arrived" "$T/follow.log" &&
     rc_ok "sender stopped: the log says why" ||
     rc_fail "sender stopped: the log says why: $(tail -n 3 "$T/follow.log")"
 kill -CONT "$WALSENDER"
 WALSENDER=
 sb_psql -c "ALTER SYSTEM RESET wal_receiver_timeout" -c "SELECT pg_reload_conf()" >/dev/null
-converged && rc_ok "the stream back: p2 reaches the chain" ||
+rc_converged && rc_ok "the stream back: p2 reaches the chain" ||
     rc_fail "the stream back: p2 reaches the chain"
 
 # ---- replay paused on the standby ---------------------------------------
@@ -196,21 +178,21 @@ sb_psql -c "SELECT pg_wal_replay_pause()" >/dev/null
 t_pause=$(date +%s)
 rc_psql -c "INSERT INTO revcheck_revocations (id) VALUES ('p3')"
 sleep 3
-h=$(head_sha)
+h=$(rc_head_sha)
 c=$(chain_at)
 [ "$c" -le "$t_pause" ] &&
     rc_ok "replay paused: nothing is signed as of a time after the pause" ||
     rc_fail "replay paused: the chain claims $c, replay paused at $t_pause"
 sleep 2
-rc_expect_eq "$(head_sha)" "$h" "replay paused: no new head"
-case " $(chain_ids) " in
+rc_expect_eq "$(rc_head_sha)" "$h" "replay paused: no new head"
+case " $(rc_chain_ids) " in
 *" p3 "*) rc_fail "replay paused: p3 is in the chain" ;;
 *) rc_ok "replay paused: p3 is absent, and no signed time covers it" ;;
 esac
 grep -q "replay is paused" "$T/follow.log" && rc_ok "replay paused: the log says so" ||
     rc_fail "replay paused: the log says so"
 sb_psql -c "SELECT pg_wal_replay_resume()" >/dev/null
-converged && rc_ok "replay resumed: p3 reaches the chain" ||
+rc_converged && rc_ok "replay resumed: p3 reaches the chain" ||
     rc_fail "replay resumed: p3 reaches the chain"
 rc_follow_stop
 out=$("$FILTERBUILD" verify --pub "$T/key.pub" "$F" 2>&1) &&

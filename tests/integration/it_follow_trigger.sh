@@ -21,25 +21,6 @@ rc_pg_start
 schema() { psql -X -q -v ON_ERROR_STOP=1 -f "$RC_SRC/config/postgresql-schema.sql" "$PG_URL"; }
 schema
 
-chain_ids() {
-	"$FILTERBUILD" verify --pub "$T/key.pub" --records "$F" 2>>"$T/verify.err" |
-	    cut -f2 | LC_ALL=C sort | tr '\n' ' '
-}
-db_ids() {
-	rc_psql -c "SELECT id FROM revcheck_revocations" | LC_ALL=C sort | tr '\n' ' '
-}
-converged() {
-	local want i
-	want=$(db_ids)
-	for i in $(seq 1 "${1:-75}"); do
-		[ "$(chain_ids)" = "$want" ] && return 0
-		sleep 0.2
-	done
-	echo "# chain: $(chain_ids)  db: $want" >&2
-	return 1
-}
-version() { readlink "$F/current" | sed 's/^v0*//'; }
-head_sha() { sha256sum "$F/current/delta/head.rcd" 2>/dev/null | cut -c1-64; }
 
 # No trigger: nothing is published, and the error names the trigger.
 rc_psql -c "DROP TRIGGER revcheck_changes_trg ON revcheck_revocations"
@@ -52,17 +33,17 @@ out=$("$FILTERBUILD" follow --source "$PG_URL" --key "$T/key.pem" --out "$F" \
 schema
 
 rc_follow_start "$F" --interval 300ms --valid-for 10m --head-every 1s
-converged && rc_ok "first base" || rc_fail "first base"
-v1=$(version)
+rc_converged && rc_ok "first base" || rc_fail "first base"
+v1=$(rc_version)
 
 # Disabled for a bulk load, then enabled again, between two rounds (one
 # transaction) and across several rounds.
 rc_psql -c "BEGIN; ALTER TABLE revcheck_revocations DISABLE TRIGGER revcheck_changes_trg;
     INSERT INTO revcheck_revocations (id) VALUES ('bulk1');
     ALTER TABLE revcheck_revocations ENABLE TRIGGER revcheck_changes_trg; COMMIT"
-converged && rc_ok "an insert while the trigger was disabled (one transaction) reaches the chain" ||
+rc_converged && rc_ok "an insert while the trigger was disabled (one transaction) reaches the chain" ||
     rc_fail "an insert while the trigger was disabled (one transaction) reaches the chain"
-[ "$(version)" -gt "$v1" ] && rc_ok "through a re-base" || rc_fail "through a re-base"
+[ "$(rc_version)" -gt "$v1" ] && rc_ok "through a re-base" || rc_fail "through a re-base"
 
 rc_psql -c "ALTER TABLE revcheck_revocations DISABLE TRIGGER revcheck_changes_trg"
 rc_psql -c "INSERT INTO revcheck_revocations (id) VALUES ('bulk2')"
@@ -72,11 +53,11 @@ n=$(grep -c "revcheck_changes_trg.*disabled" "$T/follow.log" || true)
 rc_wait_log "$T/follow.log" "revcheck_changes_trg.*disabled" $((n + 1)) 20 &&
     rc_ok "trigger disabled: the log says so" ||
     rc_fail "trigger disabled: the log says so: $(tail -n 3 "$T/follow.log")"
-h=$(head_sha)
+h=$(rc_head_sha)
 sleep 3
-rc_expect_eq "$(head_sha)" "$h" "trigger disabled: no head is signed (nodes go stale)"
+rc_expect_eq "$(rc_head_sha)" "$h" "trigger disabled: no head is signed (nodes go stale)"
 rc_psql -c "ALTER TABLE revcheck_revocations ENABLE TRIGGER revcheck_changes_trg"
-converged && rc_ok "an insert while the trigger was disabled (several rounds) reaches the chain" ||
+rc_converged && rc_ok "an insert while the trigger was disabled (several rounds) reaches the chain" ||
     rc_fail "an insert while the trigger was disabled (several rounds) reaches the chain"
 
 # A trigger that misses some changes: an update of the scope or the id is
@@ -88,12 +69,12 @@ n=$(grep -c "revcheck_changes_trg.*every" "$T/follow.log" || true)
 rc_wait_log "$T/follow.log" "revcheck_changes_trg.*every" $((n + 1)) 20 &&
     rc_ok "trigger for UPDATE OF one column: the log says so" ||
     rc_fail "trigger for UPDATE OF one column: the log says so: $(tail -n 3 "$T/follow.log")"
-h=$(head_sha)
+h=$(rc_head_sha)
 sleep 3
-rc_expect_eq "$(head_sha)" "$h" "trigger for UPDATE OF one column: no head is signed"
+rc_expect_eq "$(rc_head_sha)" "$h" "trigger for UPDATE OF one column: no head is signed"
 schema
 rc_psql -c "UPDATE revcheck_revocations SET id = 'moved' WHERE id = 'a'"
-converged && rc_ok "the schema applied again: the follower goes on" ||
+rc_converged && rc_ok "the schema applied again: the follower goes on" ||
     rc_fail "the schema applied again: the follower goes on"
 out=$("$FILTERBUILD" verify --pub "$T/key.pub" "$F" 2>&1) &&
     rc_expect_match "$out" "chain OK" "the chain verifies" || rc_fail "verify: $out"
@@ -106,15 +87,15 @@ rc_follow_stop
 # start without reading anything: every restart kept the nodes fresh for
 # another --valid-for while rows committed since were in no delta.
 rc_psql -c "INSERT INTO revcheck_revocations (id) VALUES ('unread')"
-h=$(head_sha)
+h=$(rc_head_sha)
 for _ in 1 2; do
 	"$FILTERBUILD" follow --source "postgresql://revcheck@127.0.0.1:$(rc_free_port)/postgres" \
 	    --key "$T/key.pem" --out "$F" --once >>"$T/follow.log" 2>&1 &&
 	    rc_fail "follow --once with the database unreachable succeeded"
 done
-rc_expect_eq "$(head_sha)" "$h" "restarted without the database: no head is signed"
+rc_expect_eq "$(rc_head_sha)" "$h" "restarted without the database: no head is signed"
 rc_follow_start "$F" --interval 300ms --valid-for 10m --head-every 1s
-converged && rc_ok "with the database back the chain catches up" ||
+rc_converged && rc_ok "with the database back the chain catches up" ||
     rc_fail "with the database back the chain catches up"
 rc_follow_stop
 rc_done

@@ -9,6 +9,14 @@
 #     rc_follow_start DIR [options]  filterbuild follow on PG_URL with $T/key.pem
 #                            into DIR (log: $T/follow.log); FOLLOW_PID is its pid
 #     rc_follow_stop [SIGNAL]  stops it (TERM; KILL for a crash) and waits
+#     rc_chain_ids           the ids of the chain in $F (base and deltas, as
+#                            filterbuild verify --records reads it with
+#                            $T/key.pub), sorted, on one line
+#     rc_db_ids [URL]        the ids revcheck_revocations holds at URL
+#                            (RC_REF_URL, else PG_URL), the same way
+#     rc_chain_has WANT      waits (20 s at most) until rc_chain_ids is WANT
+#     rc_converged [URL]     waits until the chain holds what the database does
+#     rc_version, rc_head_sha  $F's current version; its head file's SHA-256
 # Debian's postgresql package puts the server in /usr/lib/postgresql/N/bin.
 # The server refuses to run as root: as root the cluster belongs to
 # `nobody` (runuser), otherwise to the user running the test. Trust
@@ -118,3 +126,30 @@ rc_follow_stop() {
 	FOLLOW_PID=
 }
 RC_AT_EXIT+=(rc_follow_stop)
+
+rc_chain_ids() {
+	"$FILTERBUILD" verify --pub "$T/key.pub" --records "$F" 2>>"$T/verify.err" |
+	    cut -f2 | LC_ALL=C sort | tr '\n' ' '
+}
+
+rc_db_ids() {
+	psql -X -q -At "${1:-${RC_REF_URL:-$PG_URL}}" \
+	    -c "SELECT id FROM revcheck_revocations" | LC_ALL=C sort | tr '\n' ' '
+}
+
+rc_chain_has() {
+	local i
+	for i in $(seq 1 100); do
+		[ "$(rc_chain_ids)" = "$1" ] && return 0
+		sleep 0.2
+	done
+	echo "# chain: $(rc_chain_ids)  want: $1" >&2
+	return 1
+}
+
+rc_converged() {
+	rc_chain_has "$(rc_db_ids "$@")"
+}
+
+rc_version() { readlink "$F/current" | sed 's/^v0*//'; }
+rc_head_sha() { sha256sum "$F/current/delta/head.rcd" 2>/dev/null | cut -c1-64; }
