@@ -643,6 +643,32 @@ plan_strings(const cJSON *n, struct pgsrc_reads *r, char *err,
 	return 0;
 }
 
+/*
+ * The "Node Type" of plan node n, counted against the walk's limits
+ * (depth, nodes so far); NULL with err for a node without one or past
+ * them.
+ */
+static const char *
+plan_node_type(const cJSON *n, int depth, size_t *nodes, char *err,
+    size_t errlen)
+{
+	const cJSON *t;
+
+	if (!cJSON_IsObject(n) || !cJSON_IsString(t =
+	    cJSON_GetObjectItemCaseSensitive(n, "Node Type"))) {
+		snprintf(err, errlen, "postgresql: the query's plan: a node "
+		    "without a \"Node Type\"");
+		return NULL;
+	}
+	if (depth > PGSRC_PLAN_DEPTH || ++*nodes > PGSRC_PLAN_NODES) {
+		snprintf(err, errlen, "postgresql: the query's plan has more "
+		    "than %d levels or %d nodes", PGSRC_PLAN_DEPTH,
+		    PGSRC_PLAN_NODES);
+		return NULL;
+	}
+	return t->valuestring;
+}
+
 /* Adds (nsp, rel) to r once. 0 or -1. */
 static int
 plan_rel(struct pgsrc_reads *r, const char *nsp, const char *rel, char *err,
@@ -685,23 +711,12 @@ static int
 plan_node(const cJSON *n, int depth, size_t *nodes, struct pgsrc_reads *r,
     char *err, size_t errlen)
 {
-	const cJSON *t, *rel, *nsp, *fn, *kids, *k;
+	const cJSON *rel, *nsp, *fn, *kids, *k;
 	const char *type;
 	size_t tl;
 
-	if (!cJSON_IsObject(n) || !cJSON_IsString(t =
-	    cJSON_GetObjectItemCaseSensitive(n, "Node Type"))) {
-		snprintf(err, errlen, "postgresql: the query's plan: a node "
-		    "without a \"Node Type\"");
+	if ((type = plan_node_type(n, depth, nodes, err, errlen)) == NULL)
 		return -1;
-	}
-	if (depth > PGSRC_PLAN_DEPTH || ++*nodes > PGSRC_PLAN_NODES) {
-		snprintf(err, errlen, "postgresql: the query's plan has more "
-		    "than %d levels or %d nodes", PGSRC_PLAN_DEPTH,
-		    PGSRC_PLAN_NODES);
-		return -1;
-	}
-	type = t->valuestring;
 	tl = strlen(type);
 	rel = cJSON_GetObjectItemCaseSensitive(n, "Relation Name");
 	nsp = cJSON_GetObjectItemCaseSensitive(n, "Schema");
@@ -997,23 +1012,12 @@ static int
 keys_node(const cJSON *n, int k, int i, int depth, size_t *nodes,
     const struct pgsrc_names *aliased, char *err, size_t errlen)
 {
-	const cJSON *t, *rel, *nsp, *alias, *kids, *c;
+	const cJSON *rel, *nsp, *alias, *kids, *c;
 	const char *type, *out, *col = pg_key_names[k];
 	size_t a;
 
-	if (!cJSON_IsObject(n) || !cJSON_IsString(t =
-	    cJSON_GetObjectItemCaseSensitive(n, "Node Type"))) {
-		snprintf(err, errlen, "postgresql: the query's plan: a node "
-		    "without a \"Node Type\"");
+	if ((type = plan_node_type(n, depth, nodes, err, errlen)) == NULL)
 		return -1;
-	}
-	if (depth > PGSRC_PLAN_DEPTH || ++*nodes > PGSRC_PLAN_NODES) {
-		snprintf(err, errlen, "postgresql: the query's plan has more "
-		    "than %d levels or %d nodes", PGSRC_PLAN_DEPTH,
-		    PGSRC_PLAN_NODES);
-		return -1;
-	}
-	type = t->valuestring;
 	kids = cJSON_GetObjectItemCaseSensitive(n, "Plans");
 	if (strcmp(type, "Append") == 0 || strcmp(type, "Merge Append") == 0) {
 		/* UNION ALL, partitions: each member's column i. */
