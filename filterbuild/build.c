@@ -49,6 +49,7 @@ enum {
 	OPT_TRUSTED_KEY,
 	OPT_DELEGATE,
 	OPT_STANDBY_MAX_LAG,
+	OPT_SUBSCRIBER_MAX_LAG,
 };
 
 struct build_opts {
@@ -86,6 +87,7 @@ struct build_opts {
 	const char	*source;	/* postgresql:// connection, or NULL */
 	const char	*query;		/* NULL: PGSRC_DEFAULT_QUERY */
 	int64_t		 standby_max_lag; /* seconds; 0: a standby is refused */
+	int64_t		 subscriber_max_lag; /* seconds; 0: a subscriber is refused */
 	struct fetch_opts fetch;	/* http(s) inputs */
 };
 
@@ -170,6 +172,12 @@ build_usage(FILE *fp)
 	    "                       to be at most DUR behind its sender; the filter\n"
 	    "                       is dated that far back (default: a standby is\n"
 	    "                       refused; see filterbuild(1))\n"
+	    "  --subscriber-max-lag DUR\n"
+	    "                       the source's tables may be fed by a logical\n"
+	    "                       replication subscription whose apply worker is\n"
+	    "                       shown to be at most DUR behind its publisher; the\n"
+	    "                       filter is dated that far back (default: such a\n"
+	    "                       subscriber is refused; see filterbuild(1))\n"
 	    "  --expiry-grace DUR   keep a source row this long past its expires_at\n"
 	    "                       (default 10m: more than any verifier's leeway plus\n"
 	    "                       the clock difference between hosts)\n"
@@ -261,6 +269,8 @@ build_parse(struct build_opts *o, int argc, char **argv, int *first_input)
 		{ "source",	   required_argument, NULL, 'S' },
 		{ "query",	   required_argument, NULL, 'Q' },
 		{ "standby-max-lag", required_argument, NULL, OPT_STANDBY_MAX_LAG },
+		{ "subscriber-max-lag", required_argument, NULL,
+		    OPT_SUBSCRIBER_MAX_LAG },
 		{ "help",	   no_argument,	      NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -345,6 +355,13 @@ build_parse(struct build_opts *o, int argc, char **argv, int *first_input)
 			if (fb_parse_standby_lag(optarg,
 			    &o->standby_max_lag) != 0)
 				return fb_usage_err("build", "--standby-max-lag "
+				    "'%s': want a duration from 1s to 1d",
+				    optarg);
+			break;
+		case OPT_SUBSCRIBER_MAX_LAG:
+			if (fb_parse_standby_lag(optarg,
+			    &o->subscriber_max_lag) != 0)
+				return fb_usage_err("build", "--subscriber-max-lag "
 				    "'%s': want a duration from 1s to 1d",
 				    optarg);
 			break;
@@ -434,9 +451,13 @@ build_parse(struct build_opts *o, int argc, char **argv, int *first_input)
 		return fb_usage_err("build", "--query needs --source");
 	if (o->standby_max_lag != 0 && o->source == NULL)
 		return fb_usage_err("build", "--standby-max-lag needs --source");
-	if (o->standby_max_lag * 2 > o->valid_for)
-		return fb_usage_err("build", "--standby-max-lag must be at most "
-		    "half of --valid-for: the filter is dated that far back");
+	if (o->subscriber_max_lag != 0 && o->source == NULL)
+		return fb_usage_err("build", "--subscriber-max-lag needs "
+		    "--source");
+	if ((o->standby_max_lag + o->subscriber_max_lag) * 2 > o->valid_for)
+		return fb_usage_err("build", "--standby-max-lag and "
+		    "--subscriber-max-lag together must be at most half of "
+		    "--valid-for: the filter is dated that far back");
 	*first_input = optind;
 	return 0;
 }
@@ -713,10 +734,12 @@ build_check_previous(const struct build_opts *o, const struct input_set *set,
 /*
  * Reads the --source database into set; *cursor (when not NULL) gets the
  * snapshot's change horizon. A standby is read only when --standby-max-lag
- * allows it and it is shown that close to its sender; *lag is how far
- * behind the data may be (0 for a primary), asked before the read's
- * snapshot is taken, and rows expire as of io->now - *lag. 0, or -1 after
- * a message.
+ * allows it and it is shown that close to its sender, tables a logical
+ * replication subscription feeds only when --subscriber-max-lag allows it
+ * and its apply worker is shown that close to its publisher; *lag is how
+ * far behind the data may be (0 for a primary that subscribes to nothing
+ * read), asked before the read's snapshot is taken, and rows expire as of
+ * io->now - *lag. 0, or -1 after a message.
  */
 static int
 build_read_source(const struct build_opts *o, struct input_set *set,
@@ -725,6 +748,7 @@ build_read_source(const struct build_opts *o, struct input_set *set,
 	struct input_opts sio = *io;
 	struct pgsrc *p;
 	char err[1024];
+	int64_t slag;
 	int rc = -1, v;
 
 	if ((p = pgsrc_connect(o->source, err, sizeof(err))) == NULL) {
@@ -741,6 +765,18 @@ build_read_source(const struct build_opts *o, struct input_set *set,
 		fb_err("the source is a standby shown at most %" PRId64 " s "
 		    "behind its sender: the filter is dated %" PRId64 " s back",
 		    *lag, *lag);
+	v = pgsrc_check_subscriber(p, o->subscriber_max_lag, o->query != NULL,
+	    &slag, err, sizeof(err));
+	if (v != PGSRC_SUB_NONE && v != PGSRC_SUB_CURRENT) {
+		fb_err("%s: nothing published", err);
+		goto out;
+	}
+	if (v == PGSRC_SUB_CURRENT && !o->quiet)
+		fb_err("the source's tables are fed by a logical replication "
+		    "subscription shown at most %" PRId64 " s behind its "
+		    "publisher: the filter is dated %" PRId64 " s back", slag,
+		    *lag + slag);
+	*lag += slag;
 	sio.now = io->now - *lag;
 	rc = pgsrc_read_full(p, o->query, set, &sio, cursor, err, sizeof(err));
 	if (rc != 0)
@@ -929,7 +965,7 @@ build_main(int argc, char **argv, const struct ffile_info *enforced,
 	memset(&po, 0, sizeof(po));
 	po.key = key;
 	po.version = version;
-	/* Complete as of the source's time: a standby's data is that old. */
+	/* Complete as of the source's time: a standby's or subscriber's data is that old. */
 	po.issued_at = now - src_lag;
 	po.expires_at = po.issued_at + o.valid_for;
 	po.fp_rate = o.fp_rate;

@@ -60,6 +60,8 @@ struct follow_opts {
 	const char	*grace_arg;
 	const char	*standby_arg;
 	int64_t		 standby_max_lag; /* seconds; 0: no standby */
+	const char	*subscriber_arg;
+	int64_t		 subscriber_max_lag; /* seconds; 0: no subscriber */
 	int64_t		 grace;		/* --expiry-grace */
 	int64_t		 interval_ms;
 	int64_t		 valid_for;
@@ -136,6 +138,12 @@ follow_usage(FILE *fp)
 	    "                       shown to be at most DUR behind its sender; deltas\n"
 	    "                       and heads are dated that far back (default: a\n"
 	    "                       standby is refused; see filterbuild(1))\n"
+	    "  --subscriber-max-lag DUR\n"
+	    "                       read tables a logical replication subscription\n"
+	    "                       feeds only while its apply worker is shown to be\n"
+	    "                       at most DUR behind its publisher; deltas and\n"
+	    "                       heads are dated that far back (default: such a\n"
+	    "                       subscriber is refused; see filterbuild(1))\n"
 	    "  --once               publish what is there, then exit\n"
 	    "  --query, --scope, --fp-rate, --layout, --keep, --quiet: as for build\n"
 	    "  --help               this text\n", fp);
@@ -182,6 +190,7 @@ follow_parse(struct follow_opts *o, int argc, char **argv)
 		{ "once",	  no_argument,	     NULL, '1' },
 		{ "expiry-grace", required_argument, NULL, 'G' },
 		{ "standby-max-lag", required_argument, NULL, 'Y' },
+		{ "subscriber-max-lag", required_argument, NULL, 'Z' },
 		{ "query",	  required_argument, NULL, 'Q' },
 		{ "scope",	  required_argument, NULL, 's' },
 		{ "fp-rate",	  required_argument, NULL, 'p' },
@@ -253,6 +262,14 @@ follow_parse(struct follow_opts *o, int argc, char **argv)
 				    optarg);
 			o->standby_arg = optarg;
 			break;
+		case 'Z':
+			if (fb_parse_standby_lag(optarg,
+			    &o->subscriber_max_lag) != 0)
+				return fb_usage_err("follow", "--subscriber-max-lag "
+				    "'%s': want a duration from 1s to 1d",
+				    optarg);
+			o->subscriber_arg = optarg;
+			break;
 		case 'Q': o->query = optarg; break;
 		case 's': o->scope = optarg; break;
 		case 'p': o->fp_rate = optarg; break;
@@ -272,9 +289,10 @@ follow_parse(struct follow_opts *o, int argc, char **argv)
 	if (o->head_every * 2 > o->valid_for)
 		return fb_usage_err("follow", "--head-every must be at most half "
 		    "of --valid-for, or idle nodes go stale");
-	if (o->standby_max_lag * 2 > o->valid_for)
-		return fb_usage_err("follow", "--standby-max-lag must be at most "
-		    "half of --valid-for: what it signs is dated that far back");
+	if ((o->standby_max_lag + o->subscriber_max_lag) * 2 > o->valid_for)
+		return fb_usage_err("follow", "--standby-max-lag and "
+		    "--subscriber-max-lag together must be at most half of "
+		    "--valid-for: what it signs is dated that far back");
 	return 0;
 }
 
@@ -537,6 +555,7 @@ follow_rebase(struct follow_state *st, const struct follow_opts *o,
 	OPT("--valid-for", o->valid_for_arg);
 	OPT("--expiry-grace", o->grace_arg);
 	OPT("--standby-max-lag", o->standby_arg);
+	OPT("--subscriber-max-lag", o->subscriber_arg);
 	if (o->quiet)
 		ARG("--quiet");
 	args[n] = NULL;
@@ -557,7 +576,7 @@ follow_rebase(struct follow_state *st, const struct follow_opts *o,
 	/*
 	 * Not yet "have": the chain becomes usable once its head is written.
 	 * The head says what the base's read showed: complete as of its
-	 * issued_at (the build's time, less a standby's lag).
+	 * issued_at (the build's time, less a standby's or subscriber's lag).
 	 */
 	st->cursor = res.cursor;
 	if (follow_head(st, o, key, ffile_info(st->base)->issued_at) != 0)
@@ -884,32 +903,43 @@ follow_base_expiring(const struct follow_state *st,
 	return ffile_info(st->base)->expires_at - now <= margin;
 }
 
-/* A standby refused round by round: said when it starts, then twice a minute. */
+/*
+ * A standby or subscriber refused round by round: said when it starts,
+ * then twice a minute.
+ */
 static bool	follow_sb_refusing;
 static int64_t	follow_sb_said;
 
 /*
  * How far behind the source may be, asked before the round's snapshot is
- * taken (replay only moves forward: the snapshot holds at least what the
- * answer shows). 0 with *lag (seconds; 0 for a primary), or -1 (logged):
- * a standby not shown within --standby-max-lag, or the question failed.
+ * taken (replay only moves forward, and what an apply worker committed
+ * stays: the snapshot holds at least what the answer shows). 0 with *lag
+ * (seconds; 0 for a primary that subscribes to nothing it reads), or -1
+ * (logged): a standby not shown within --standby-max-lag, a subscription
+ * feeding its tables not shown within --subscriber-max-lag, or the
+ * question failed.
  */
 static int
 follow_source_lag(const struct follow_opts *o, struct pgsrc *p, int64_t *lag)
 {
 	char err[1024];
-	int64_t now = util_now();
+	int64_t now = util_now(), slag;
 	int v;
 
 	v = pgsrc_check_standby(p, o->standby_max_lag, lag, NULL, err,
 	    sizeof(err));
 	if (v == PGSRC_SB_PRIMARY || v == PGSRC_SB_CURRENT) {
-		if (follow_sb_refusing && !o->quiet)
-			log_info("follow: the standby is within "
-			    "--standby-max-lag again (%" PRId64 " s): "
-			    "publishing", *lag);
-		follow_sb_refusing = false;
-		return 0;
+		v = pgsrc_check_subscriber(p, o->subscriber_max_lag,
+		    o->query != NULL, &slag, err, sizeof(err));
+		if (v == PGSRC_SUB_NONE || v == PGSRC_SUB_CURRENT) {
+			*lag += slag;
+			if (follow_sb_refusing && !o->quiet)
+				log_info("follow: the source is shown within "
+				    "its bound again (%" PRId64 " s behind): "
+				    "publishing", *lag);
+			follow_sb_refusing = false;
+			return 0;
+		}
 	}
 	if (!follow_sb_refusing || now - follow_sb_said >= 30) {
 		log_err("follow: %s: nothing is published (nodes go stale)",
@@ -941,9 +971,9 @@ follow_check_replication(struct pgsrc *p, char *err, size_t errlen)
 
 /*
  * One round: read the changes since the cursor and publish them as a
- * delta (or re-base). Returns 0; 1 when the source is a standby not shown
- * to be current (nothing published, the connection kept); -1 when the
- * connection must be dropped.
+ * delta (or re-base). Returns 0; 1 when the source is a standby or
+ * subscriber not shown to be current (nothing published, the connection
+ * kept); -1 when the connection must be dropped.
  */
 static int
 follow_round(struct follow_state *st, const struct follow_opts *o,
@@ -1076,9 +1106,11 @@ follow_caps_log(int can, const char *why)
 
 /*
  * At every connection: a standby is refused unless --standby-max-lag
- * allows one and this role can read how far behind it is (whether it is
- * close enough is asked again every round). A primary is LISTENed on; a
- * standby cannot LISTEN, and is read every --interval. 0, or -1 with err.
+ * allows one and this role can read how far behind it is, and so are
+ * tables a logical replication subscription feeds unless
+ * --subscriber-max-lag allows it (whether they are close enough is asked
+ * again every round). A primary is LISTENed on; a standby cannot LISTEN,
+ * and is read every --interval. 0, or -1 with err.
  */
 static int
 follow_connect_source(const struct follow_opts *o, struct pgsrc *p, char *err,
@@ -1092,6 +1124,15 @@ follow_connect_source(const struct follow_opts *o, struct pgsrc *p, char *err,
 	    errlen);
 	if (v < 0 || v == PGSRC_SB_NOT_ALLOWED || v == PGSRC_SB_NO_PRIVILEGE)
 		return -1;
+	v = pgsrc_check_subscriber(p, o->subscriber_max_lag, o->query != NULL,
+	    &lag, err, errlen);
+	if (v < 0 || v == PGSRC_SUB_NOT_ALLOWED || v == PGSRC_SUB_NO_PRIVILEGE)
+		return -1;
+	if (v != PGSRC_SUB_NONE && !o->quiet)
+		log_info("follow: the source's tables are fed by a logical "
+		    "replication subscription: rounds publish only while its "
+		    "apply worker is shown within %" PRId64 " s of its "
+		    "publisher", o->subscriber_max_lag);
 	if (!standby)
 		return pgsrc_listen(p, err, errlen);
 	if (!o->quiet)
@@ -1209,7 +1250,7 @@ fb_follow(int argc, char **argv)
 				goto out;
 			continue;
 		} else if (r > 0 && o.once) {
-			goto out;	/* a standby too far behind */
+			goto out;	/* a source not shown current */
 		}
 		if (o.once) {
 			ret = st.have ? FB_EXIT_OK : FB_EXIT_FAIL;

@@ -1747,3 +1747,243 @@ out:
 	free(v);
 	return rc;
 }
+
+/* ---- logical replication subscribers: how far behind the data may be ---- */
+
+enum pgsrc_sub_verdict
+pgsrc_sub_judge(const struct pgsrc_sub *v, size_t n, int64_t max_lag,
+    int64_t *lag, char *why, size_t whylen)
+{
+	const struct pgsrc_sub *s;
+	char dummy[1];
+	int64_t l, worst = 0;
+	size_t i;
+
+	assert(lag != NULL && (v != NULL || n == 0));
+	if (why == NULL) {
+		why = dummy;
+		whylen = sizeof(dummy);
+	}
+	why[0] = '\0';
+	*lag = -1;
+	if (n == 0) {
+		*lag = 0;
+		return PGSRC_SUB_NONE;
+	}
+	if (max_lag <= 0) {
+		snprintf(why, whylen, "%.200s is replicated into this database "
+		    "by subscription %.200s: its data may be behind the "
+		    "publisher's by any time (a subscription disabled, an apply "
+		    "worker failing on a conflict, a publisher out of reach), "
+		    "and what is signed from it would say it is current; read "
+		    "the publisher, or allow a subscriber with "
+		    "--subscriber-max-lag", v[0].rel, v[0].name);
+		return PGSRC_SUB_NOT_ALLOWED;
+	}
+	/* Every subscription must be shown current: the first that is not. */
+	for (i = 0; i < n; i++) {
+		s = &v[i];
+		if (!s->enabled) {
+			snprintf(why, whylen, "subscription %.200s is disabled "
+			    "(ALTER SUBSCRIPTION %.200s ENABLE): %.200s holds "
+			    "only what it applied before", s->name, s->name,
+			    s->rel);
+			return PGSRC_SUB_UNKNOWN;
+		}
+		if (s->unready != NULL) {
+			snprintf(why, whylen, "subscription %.200s has not "
+			    "synchronized %.200s yet (srsubstate '%c' in "
+			    "pg_subscription_rel, not 'r')", s->name,
+			    s->unready, s->unready_state != '\0' ?
+			    s->unready_state : '?');
+			return PGSRC_SUB_UNKNOWN;
+		}
+		if (!s->worker) {
+			snprintf(why, whylen, "no apply worker runs for "
+			    "subscription %.200s (it failed, a conflict or the "
+			    "publisher out of reach: see the server's log; or "
+			    "it is starting)", s->name);
+			return PGSRC_SUB_UNKNOWN;
+		}
+		if (!s->have_age) {
+			snprintf(why, whylen, "the apply worker of subscription "
+			    "%.200s has no message from the publisher yet",
+			    s->name);
+			return PGSRC_SUB_UNKNOWN;
+		}
+		if (s->age_ms < 0) {
+			snprintf(why, whylen, "the last message of subscription "
+			    "%.200s arrived %" PRId64 " ms in the subscriber's "
+			    "future (its clock went back?)", s->name, -s->age_ms);
+			return PGSRC_SUB_UNKNOWN;
+		}
+		if (s->age_ms <= INT64_MAX - PGSRC_SUB_MARGIN_MS - 999)
+			l = (s->age_ms + PGSRC_SUB_MARGIN_MS + 999) / 1000;
+		else
+			l = INT64_MAX / 1000;
+		if (!s->keepalive) {
+			/* What it received may not be applied: how far, unknown. */
+			snprintf(why, whylen, "the last message of subscription "
+			    "%.200s (%" PRId64 " ms ago) was data its apply "
+			    "worker may still be applying, not a keepalive",
+			    s->name, s->age_ms);
+			return PGSRC_SUB_BEHIND;
+		}
+		if (l > max_lag) {
+			snprintf(why, whylen, "the last message of subscription "
+			    "%.200s arrived %" PRId64 " ms ago: %.200s may be %"
+			    PRId64 " s behind, more than %" PRId64 " s (an idle "
+			    "publisher is heard from every wal_receiver_timeout "
+			    "/ 2 of the subscriber)", s->name, s->age_ms, s->rel,
+			    l, max_lag);
+			*lag = l;
+			return PGSRC_SUB_BEHIND;
+		}
+		if (l > worst)
+			worst = l;
+	}
+	*lag = worst;
+	return PGSRC_SUB_CURRENT;
+}
+
+/*
+ * Whether this role can read what pgsrc_check_subscriber() needs:
+ * pg_subscription (oid, subdbid, subname, subenabled), pg_subscription_rel,
+ * pg_stat_subscription.
+ */
+#define PG_SQL_SUB_PRIV \
+	"SELECT has_column_privilege('pg_catalog.pg_subscription', 'oid', " \
+	"'SELECT') AND has_column_privilege('pg_catalog.pg_subscription', " \
+	"'subdbid', 'SELECT') AND has_column_privilege(" \
+	"'pg_catalog.pg_subscription', 'subname', 'SELECT') AND " \
+	"has_column_privilege('pg_catalog.pg_subscription', 'subenabled', " \
+	"'SELECT'), has_table_privilege('pg_catalog.pg_subscription_rel', " \
+	"'SELECT'), has_table_privilege('pg_catalog.pg_stat_subscription', " \
+	"'SELECT'), (SELECT count(*) FROM pg_catalog.pg_subscription " \
+	"WHERE subdbid = (SELECT oid FROM pg_catalog.pg_database WHERE " \
+	"datname = current_database()))::text"
+/*
+ * The subscriptions of this database that feed a table the source reads,
+ * one row each, in one statement on the subscriber's clock: name, a
+ * table it feeds, one not ready and its state, enabled, an apply worker's
+ * pid, its last message a keepalive naming all received, that message's
+ * age in ms. The tables (PG_SQL_SUB_RELS): those with the trigger, and
+ * revcheck_revocations; or every one (a build's --query).
+ */
+#define PG_SQL_SUB_RELS \
+	"(r.srrelid = to_regclass('" PGSRC_TABLE "') OR r.srrelid IN (" \
+	"SELECT t.tgrelid FROM pg_catalog.pg_trigger t JOIN " \
+	"pg_catalog.pg_proc f ON f.oid = t.tgfoid WHERE t.tgname = '" \
+	PGSRC_TRIGGER "' AND f.proname = 'revcheck_changes_log'))"
+#define PG_SQL_SUB(rels) \
+	"SELECT quote_ident(s.subname::text), min(r.srrelid::regclass::text), " \
+	"min(r.srrelid::regclass::text) FILTER (WHERE r.srsubstate <> 'r'), " \
+	"min(r.srsubstate::text) FILTER (WHERE r.srsubstate <> 'r'), " \
+	"s.subenabled::text, (w.pid IS NOT NULL)::text, " \
+	"coalesce(w.last_msg_send_time = w.latest_end_time AND " \
+	"w.received_lsn = w.latest_end_lsn, false)::text, " \
+	"floor(extract(epoch FROM clock_timestamp() - " \
+	"w.last_msg_receipt_time) * 1000)::bigint::text " \
+	"FROM pg_catalog.pg_subscription_rel r JOIN " \
+	"pg_catalog.pg_subscription s ON s.oid = r.srsubid LEFT JOIN " \
+	"pg_catalog.pg_stat_subscription w ON w.subid = s.oid AND " \
+	"w.relid IS NULL WHERE " rels " GROUP BY s.subname, s.subenabled, " \
+	"w.pid, w.last_msg_send_time, w.latest_end_time, w.received_lsn, " \
+	"w.latest_end_lsn, w.last_msg_receipt_time ORDER BY 1"
+
+int
+pgsrc_check_subscriber(struct pgsrc *p, int64_t max_lag, bool all,
+    int64_t *lag, char *err, size_t errlen)
+{
+	struct pgsrc_sub *v = NULL;
+	PGresult *res;
+	const char *s;
+	char why[1024], *end;
+	long long age;
+	int i, n, rc = -1;
+
+	assert(p != NULL && lag != NULL);
+	*lag = -1;
+	res = PQexec(p->conn, PG_SQL_SUB_PRIV);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 ||
+	    PQnfields(res) != 4) {
+		pg_err(p, res, "reading the privileges on pg_subscription", err,
+		    errlen);
+		goto out;
+	}
+	/*
+	 * Cannot tell whether a subscription feeds the tables: refused. With
+	 * no subscription in this database, the rest need not be readable.
+	 */
+	if (strcmp(PQgetvalue(res, 0, 0), "t") != 0) {
+		snprintf(err, errlen, "postgresql: this role cannot read "
+		    "pg_subscription (oid, subdbid, subname, subenabled) to tell "
+		    "whether a logical replication subscription feeds the "
+		    "tables it reads, whose data would then be behind the "
+		    "publisher's by any time (GRANT SELECT (oid, subdbid, "
+		    "subname, subenabled) ON pg_subscription to this role)");
+		rc = PGSRC_SUB_NO_PRIVILEGE;
+		goto out;
+	}
+	if (strcmp(PQgetvalue(res, 0, 3), "0") == 0) {
+		*lag = 0;
+		rc = PGSRC_SUB_NONE;
+		goto out;
+	}
+	if (strcmp(PQgetvalue(res, 0, 1), "t") != 0 ||
+	    strcmp(PQgetvalue(res, 0, 2), "t") != 0) {
+		snprintf(err, errlen, "postgresql: this database has logical "
+		    "replication subscriptions and this role cannot read %s to "
+		    "tell whether one feeds the tables it reads, or how far "
+		    "behind the publisher it is (GRANT SELECT ON %s to this "
+		    "role)", strcmp(PQgetvalue(res, 0, 1), "t") != 0 ?
+		    "pg_subscription_rel" : "pg_stat_subscription",
+		    strcmp(PQgetvalue(res, 0, 1), "t") != 0 ?
+		    "pg_subscription_rel" : "pg_stat_subscription");
+		rc = PGSRC_SUB_NO_PRIVILEGE;
+		goto out;
+	}
+	PQclear(res);
+	res = PQexec(p->conn, all ? PG_SQL_SUB("true") :
+	    PG_SQL_SUB(PG_SQL_SUB_RELS));
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQnfields(res) != 8) {
+		pg_err(p, res, "reading the subscriptions of the source's "
+		    "tables", err, errlen);
+		goto out;
+	}
+	n = PQntuples(res);
+	if ((v = calloc((size_t)n + 1, sizeof(*v))) == NULL) {
+		snprintf(err, errlen, "postgresql: out of memory");
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		v[i].name = PQgetvalue(res, i, 0);
+		v[i].rel = PQgetvalue(res, i, 1);
+		v[i].unready = PQgetisnull(res, i, 2) ? NULL :
+		    PQgetvalue(res, i, 2);
+		v[i].unready_state = PQgetisnull(res, i, 3) ? '\0' :
+		    *PQgetvalue(res, i, 3);
+		v[i].enabled = strcmp(PQgetvalue(res, i, 4), "true") == 0;
+		v[i].worker = strcmp(PQgetvalue(res, i, 5), "true") == 0;
+		v[i].keepalive = strcmp(PQgetvalue(res, i, 6), "true") == 0;
+		if (!PQgetisnull(res, i, 7)) {
+			s = PQgetvalue(res, i, 7);
+			errno = 0;
+			age = strtoll(s, &end, 10);
+			v[i].have_age = errno == 0 && end != s && *end == '\0';
+			v[i].age_ms = v[i].have_age ? (int64_t)age : 0;
+		}
+	}
+	rc = (int)pgsrc_sub_judge(v, (size_t)n, max_lag, lag, why,
+	    sizeof(why));
+	if (rc == PGSRC_SUB_NOT_ALLOWED)
+		snprintf(err, errlen, "postgresql: %s", why);
+	else if (rc != PGSRC_SUB_NONE && rc != PGSRC_SUB_CURRENT)
+		snprintf(err, errlen, "postgresql: the subscriber is not shown "
+		    "to be within --subscriber-max-lag %" PRId64 " s of its "
+		    "publisher: %s", max_lag, why);
+out:
+	PQclear(res);
+	free(v);
+	return rc;
+}

@@ -300,4 +300,70 @@ enum pgsrc_repl_verdict pgsrc_repl_judge(const struct pgsrc_repl_rel *v,
 int pgsrc_check_replication(struct pgsrc *p, char *warn, size_t warnlen,
     char *err, size_t errlen);
 
+/*
+ * A logical replication subscriber: a table the source reads that a
+ * subscription of this database replicates into holds what its apply
+ * worker has applied, which may be behind the publisher by any time. One
+ * subscription as pgsrc_sub_read() reads it, in one statement on the
+ * subscriber's clock (pg_stat_subscription, the apply worker's row).
+ */
+struct pgsrc_sub {
+	const char	*name;		/* the subscription, quoted as an identifier */
+	const char	*rel;		/* a table the source reads that it feeds */
+	const char	*unready;	/* such a table not yet synchronized
+					   (srsubstate not 'r'); NULL: none */
+	char		 unready_state;	/* its srsubstate */
+	bool		 enabled;	/* pg_subscription.subenabled */
+	bool		 worker;	/* an apply worker runs (pid not NULL) */
+	bool		 keepalive;	/* its last message was a keepalive
+					   (last_msg_send_time = latest_end_time)
+					   naming all it received (received_lsn
+					   = latest_end_lsn) */
+	bool		 have_age;
+	int64_t		 age_ms;	/* clock_timestamp() - last_msg_receipt_time */
+};
+
+/* The evidence is taken this much later than it is (as for a standby). */
+#define PGSRC_SUB_MARGIN_MS	PGSRC_STANDBY_MARGIN_MS
+
+enum pgsrc_sub_verdict {
+	PGSRC_SUB_NONE = 0,	/* no subscription feeds a table the source reads */
+	PGSRC_SUB_CURRENT,	/* every one shown at most *lag s behind, within the bound */
+	PGSRC_SUB_NOT_ALLOWED,	/* one does, and no bound allows it */
+	PGSRC_SUB_NO_PRIVILEGE,	/* the catalogs or statistics not readable */
+	PGSRC_SUB_UNKNOWN,	/* disabled, no worker, a table syncing, nothing heard */
+	PGSRC_SUB_BEHIND,	/* shown, or may be, more than the bound behind */
+};
+
+/*
+ * Decides from the n subscriptions that feed a table the source reads
+ * whether what it reads may be published as current: with none, always
+ * (NONE, *lag 0); else only when max_lag > 0 (seconds; 0: refused) and
+ * each is enabled, every table it feeds is ready ('r'), its apply worker
+ * runs, its last message was a keepalive naming everything it received
+ * (the worker applies messages in order, one at a time: what came before
+ * the keepalive is committed here) and arrived age_ms ago. *lag is then
+ * the largest ceil((age_ms + margin) / 1000) seconds (CURRENT, or BEHIND by
+ * the age alone; else -1). What this shows and what it cannot (the
+ * publisher's WAL sender decoding behind its WAL): docs/SECURITY.md,
+ * "Reading a logical replication subscriber". why (when not NULL) gets
+ * the reason of every verdict but NONE and CURRENT, naming the
+ * subscription and the table. Needs no server.
+ */
+enum pgsrc_sub_verdict pgsrc_sub_judge(const struct pgsrc_sub *v, size_t n,
+    int64_t max_lag, int64_t *lag, char *why, size_t whylen);
+
+/*
+ * Reads the subscriptions that feed a table the source reads (every
+ * table with PGSRC_TRIGGER calling revcheck_changes_log(), and
+ * revcheck_revocations; with all, every table a subscription of this
+ * database replicates into: a build's --query may read any) and judges
+ * them, in statements outside any transaction: the caller's snapshot must
+ * be taken after it (what an apply worker committed stays committed).
+ * Returns the verdict, with err saying why for every one but NONE and
+ * CURRENT; -1 with err when the server could not be asked.
+ */
+int pgsrc_check_subscriber(struct pgsrc *p, int64_t max_lag, bool all,
+    int64_t *lag, char *err, size_t errlen);
+
 #endif

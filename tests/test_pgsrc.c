@@ -552,3 +552,166 @@ Test(pgsrc_repl, cannot_tell_refuses_only_the_default_mode)
 	cr_assert_eq(strlen(why), 7);
 	cr_assert_eq(pgsrc_repl_judge(v, 2, true, NULL, 0), PGSRC_REPL_REFUSE);
 }
+
+/* ---- logical replication subscribers: pgsrc_sub_judge ------------------- */
+
+/* A subscription enabled, ready, its worker idle after a keepalive 300 ms ago. */
+static struct pgsrc_sub
+sub_current(const char *name)
+{
+	struct pgsrc_sub s;
+
+	memset(&s, 0, sizeof(s));
+	s.name = name;
+	s.rel = "revcheck_revocations";
+	s.enabled = s.worker = s.keepalive = s.have_age = true;
+	s.age_ms = 300;
+	return s;
+}
+
+Test(pgsrc_sub, no_subscription_is_current_whatever_the_bound)
+{
+	int64_t lag = 42;
+
+	cr_assert_eq(pgsrc_sub_judge(NULL, 0, 0, &lag, NULL, 0),
+	    PGSRC_SUB_NONE);
+	cr_assert_eq(lag, 0);
+	cr_assert_eq(pgsrc_sub_judge(NULL, 0, 5, &lag, NULL, 0),
+	    PGSRC_SUB_NONE);
+	cr_assert_eq(lag, 0);
+}
+
+Test(pgsrc_sub, a_subscriber_is_refused_without_a_bound)
+{
+	struct pgsrc_sub s = sub_current("s");
+	char why[1024];
+	int64_t lag = 42;
+
+	cr_assert_eq(pgsrc_sub_judge(&s, 1, 0, &lag, why, sizeof(why)),
+	    PGSRC_SUB_NOT_ALLOWED);
+	cr_assert_eq(lag, -1);
+	cr_assert(strstr(why, "revcheck_revocations is replicated into this "
+	    "database by subscription s:") != NULL, "%s", why);
+	cr_assert(strstr(why, "read the publisher") != NULL, "%s", why);
+	cr_assert(strstr(why, "--subscriber-max-lag") != NULL, "%s", why);
+}
+
+Test(pgsrc_sub, a_current_subscription_within_the_bound_is_current)
+{
+	struct pgsrc_sub s = sub_current("s");
+	int64_t lag = 0;
+
+	cr_assert_eq(pgsrc_sub_judge(&s, 1, 5, &lag, NULL, 0),
+	    PGSRC_SUB_CURRENT);
+	/* 300 ms + the 1 s margin, rounded up. */
+	cr_assert_eq(lag, 2);
+	s.age_ms = 0;
+	cr_assert_eq(pgsrc_sub_judge(&s, 1, 1, &lag, NULL, 0),
+	    PGSRC_SUB_CURRENT);
+	cr_assert_eq(lag, 1);
+	/* At the edge: 4000 ms + 1 s is 5 s. */
+	s.age_ms = 4000;
+	cr_assert_eq(pgsrc_sub_judge(&s, 1, 5, &lag, NULL, 0),
+	    PGSRC_SUB_CURRENT);
+	cr_assert_eq(lag, 5);
+}
+
+Test(pgsrc_sub, a_last_message_too_old_is_behind)
+{
+	struct pgsrc_sub s = sub_current("s");
+	char why[1024];
+	int64_t lag = 0;
+
+	s.age_ms = 4001;
+	cr_assert_eq(pgsrc_sub_judge(&s, 1, 5, &lag, why, sizeof(why)),
+	    PGSRC_SUB_BEHIND);
+	cr_assert_eq(lag, 6);
+	cr_assert(strstr(why, "last message of subscription s arrived 4001 "
+	    "ms ago") != NULL, "%s", why);
+	s.age_ms = INT64_MAX;
+	cr_assert_eq(pgsrc_sub_judge(&s, 1, 86400, &lag, NULL, 0),
+	    PGSRC_SUB_BEHIND);
+	cr_assert(lag > 86400);
+}
+
+Test(pgsrc_sub, data_not_followed_by_a_keepalive_is_behind_by_an_unknown_time)
+{
+	struct pgsrc_sub s = sub_current("s");
+	char why[1024];
+	int64_t lag = 0;
+
+	s.keepalive = false;
+	cr_assert_eq(pgsrc_sub_judge(&s, 1, 5, &lag, why, sizeof(why)),
+	    PGSRC_SUB_BEHIND);
+	cr_assert_eq(lag, -1);
+	cr_assert(strstr(why, "may still be applying") != NULL, "%s", why);
+}
+
+Test(pgsrc_sub, a_subscription_that_shows_nothing_is_unknown)
+{
+	struct pgsrc_sub s;
+	char why[1024];
+	int64_t lag = 0;
+
+	s = sub_current("s");
+	s.enabled = false;
+	s.worker = false;
+	cr_assert_eq(pgsrc_sub_judge(&s, 1, 5, &lag, why, sizeof(why)),
+	    PGSRC_SUB_UNKNOWN);
+	cr_assert_eq(lag, -1);
+	cr_assert(strstr(why, "subscription s is disabled (ALTER SUBSCRIPTION "
+	    "s ENABLE)") != NULL, "%s", why);
+
+	s = sub_current("s");
+	s.unready = "revcheck_revocations";
+	s.unready_state = 'd';
+	cr_assert_eq(pgsrc_sub_judge(&s, 1, 5, &lag, why, sizeof(why)),
+	    PGSRC_SUB_UNKNOWN);
+	cr_assert(strstr(why, "not synchronized revcheck_revocations yet "
+	    "(srsubstate 'd'") != NULL, "%s", why);
+	/* Synchronized but not yet handed to the apply worker: not ready. */
+	s.unready_state = 's';
+	cr_assert_eq(pgsrc_sub_judge(&s, 1, 5, &lag, NULL, 0),
+	    PGSRC_SUB_UNKNOWN);
+
+	s = sub_current("s");
+	s.worker = false;
+	s.have_age = false;
+	cr_assert_eq(pgsrc_sub_judge(&s, 1, 5, &lag, why, sizeof(why)),
+	    PGSRC_SUB_UNKNOWN);
+	cr_assert(strstr(why, "no apply worker runs for subscription s") !=
+	    NULL, "%s", why);
+
+	s = sub_current("s");
+	s.have_age = false;
+	cr_assert_eq(pgsrc_sub_judge(&s, 1, 5, &lag, why, sizeof(why)),
+	    PGSRC_SUB_UNKNOWN);
+	cr_assert(strstr(why, "no message") != NULL, "%s", why);
+
+	s = sub_current("s");
+	s.age_ms = -1;
+	cr_assert_eq(pgsrc_sub_judge(&s, 1, 5, &lag, why, sizeof(why)),
+	    PGSRC_SUB_UNKNOWN);
+	cr_assert(strstr(why, "future") != NULL, "%s", why);
+}
+
+Test(pgsrc_sub, every_subscription_must_be_current_and_the_worst_lag_counts)
+{
+	struct pgsrc_sub v[3];
+	char why[1024];
+	int64_t lag = 0;
+
+	v[0] = sub_current("a");
+	v[1] = sub_current("b");
+	v[2] = sub_current("c");
+	v[1].age_ms = 2500;
+	cr_assert_eq(pgsrc_sub_judge(v, 3, 5, &lag, NULL, 0),
+	    PGSRC_SUB_CURRENT);
+	cr_assert_eq(lag, 4);
+	v[2].enabled = false;
+	cr_assert_eq(pgsrc_sub_judge(v, 3, 5, &lag, why, sizeof(why)),
+	    PGSRC_SUB_UNKNOWN);
+	cr_assert_eq(lag, -1);
+	cr_assert(strstr(why, "subscription c is disabled") != NULL, "%s",
+	    why);
+}

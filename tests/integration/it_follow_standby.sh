@@ -76,21 +76,6 @@ rc_expect_eq "$(sb_psql -c "SELECT pg_is_in_recovery()")" t "the standby is in r
 
 # rc_converged compares with the primary (PG_URL): the standby must not be
 # the reference.
-# The signed issued_at of the head (little-endian u64 at offset 96).
-head_at() { od -An -t u8 -j 96 -N 8 "$F/current/delta/head.rcd" | tr -d ' '; }
-# The newest time anything in the chain claims: the head's, or the last delta's.
-chain_at() {
-	local f t max=0
-	for f in "$F"/current/delta/*.rcd; do
-		t=$(od -An -t u8 -j 96 -N 8 "$f" | tr -d ' ')
-		[ "$t" -gt "$max" ] && max=$t
-	done
-	echo "$max"
-}
-filter_at() {
-	date -d "$("$FILTERBUILD" inspect --json "$1" | python3 -c \
-	    'import json, sys; print(json.load(sys.stdin)["issued_at"])')" +%s
-}
 
 # ---- refused by default, naming the reason -----------------------------
 out=$("$FILTERBUILD" build --key "$T/key.pem" --out "$F" --source "$S_URL" \
@@ -113,7 +98,7 @@ t0=$(date +%s)
     --standby-max-lag "$LAG" --quiet 2>"$T/build.err" &&
     rc_ok "build from a streaming standby under --standby-max-lag" ||
     rc_fail "build from a streaming standby under --standby-max-lag: $(cat "$T/build.err")"
-at=$(filter_at "$T/fb")
+at=$(rc_filter_at "$T/fb")
 [ "$at" -le "$t0" ] && [ "$at" -ge $((t0 - 5)) ] &&
     rc_ok "its filter is dated back by the standby's lag ($((t0 - at)) s)" ||
     rc_fail "its filter is dated back by the standby's lag: issued $at, build started $t0"
@@ -133,7 +118,7 @@ rc_expect_eq "$(rc_version)" "$v1" "through a delta (no re-base)"
 grep -q "source is a standby" "$T/follow.log" && rc_ok "the log says the source is a standby" ||
     rc_fail "the log says the source is a standby"
 now=$(date +%s)
-h=$(head_at)
+h=$(rc_head_at)
 [ "$h" -lt "$now" ] && [ "$h" -ge $((now - 10)) ] &&
     rc_ok "heads are signed, dated back by the lag ($((now - h)) s)" ||
     rc_fail "heads are signed, dated back by the lag: head $h, now $now"
@@ -152,7 +137,7 @@ t_stop=$(date +%s)
 rc_psql -c "INSERT INTO revcheck_revocations (id) VALUES ('p2')"
 sleep 7
 h=$(rc_head_sha)
-c=$(chain_at)
+c=$(rc_chain_at)
 [ "$c" -le "$t_stop" ] &&
     rc_ok "sender stopped: nothing is signed as of a time after the stall ($((t_stop - c)) s before)" ||
     rc_fail "sender stopped: the chain claims $c, the stream stalled at $t_stop"
@@ -179,7 +164,7 @@ t_pause=$(date +%s)
 rc_psql -c "INSERT INTO revcheck_revocations (id) VALUES ('p3')"
 sleep 3
 h=$(rc_head_sha)
-c=$(chain_at)
+c=$(rc_chain_at)
 [ "$c" -le "$t_pause" ] &&
     rc_ok "replay paused: nothing is signed as of a time after the pause" ||
     rc_fail "replay paused: the chain claims $c, replay paused at $t_pause"

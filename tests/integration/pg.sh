@@ -14,9 +14,14 @@
 #                            $T/key.pub), sorted, on one line
 #     rc_db_ids [URL]        the ids revcheck_revocations holds at URL
 #                            (RC_REF_URL, else PG_URL), the same way
-#     rc_chain_has WANT      waits (20 s at most) until rc_chain_ids is WANT
+#     rc_chain_has WANT      waits (RC_WAIT_TRIES x 0.2 s, 20 s by default)
+#                            until rc_chain_ids is WANT
 #     rc_converged [URL]     waits until the chain holds what the database does
+#     rc_chain_lacks ID      true when the chain does not hold ID
 #     rc_version, rc_head_sha  $F's current version; its head file's SHA-256
+#     rc_head_at, rc_chain_at  the signed issued_at of $F's head; the newest
+#                            any delta or head of $F claims (Unix seconds)
+#     rc_filter_at DIR       the signed issued_at of DIR's current filter
 # Debian's postgresql package puts the server in /usr/lib/postgresql/N/bin.
 # The server refuses to run as root: as root the cluster belongs to
 # `nobody` (runuser), otherwise to the user running the test. Trust
@@ -139,7 +144,7 @@ rc_db_ids() {
 
 rc_chain_has() {
 	local i
-	for i in $(seq 1 100); do
+	for i in $(seq 1 "${RC_WAIT_TRIES:-100}"); do
 		[ "$(rc_chain_ids)" = "$1" ] && return 0
 		sleep 0.2
 	done
@@ -153,3 +158,22 @@ rc_converged() {
 
 rc_version() { readlink "$F/current" | sed 's/^v0*//'; }
 rc_head_sha() { sha256sum "$F/current/delta/head.rcd" 2>/dev/null | cut -c1-64; }
+rc_chain_lacks() {
+	case " $(rc_chain_ids) " in *" $1 "*) return 1 ;; esac
+	return 0
+}
+
+# A delta's or head's signed issued_at: a little-endian u64 at offset 96.
+rc_head_at() { od -An -t u8 -j 96 -N 8 "$F/current/delta/head.rcd" | tr -d ' '; }
+rc_chain_at() {
+	local f t max=0
+	for f in "$F"/current/delta/*.rcd; do
+		t=$(od -An -t u8 -j 96 -N 8 "$f" | tr -d ' ')
+		[ "$t" -gt "$max" ] && max=$t
+	done
+	echo "$max"
+}
+rc_filter_at() {
+	date -d "$("$FILTERBUILD" inspect --json "$1" | python3 -c \
+	    'import json, sys; print(json.load(sys.stdin)["issued_at"])')" +%s
+}
