@@ -521,6 +521,7 @@ fail:
 static pthread_mutex_t spare_mu = PTHREAD_MUTEX_INITIALIZER;
 static void *spare_map;
 static size_t spare_cap;	/* bytes mapped: a multiple of the page size */
+static double spare_at;		/* util_monotime() when it was parked */
 static bool spare_keep;
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -607,6 +608,38 @@ util_copy_keep(bool on)
 		(void)munmap(p, cap);
 }
 
+size_t
+util_copy_trim(double max_idle)
+{
+	void *p = NULL;
+	size_t cap = 0;
+
+	pthread_mutex_lock(&spare_mu);
+	if (spare_map != NULL && util_monotime() - spare_at >= max_idle) {
+		p = spare_map;
+		cap = spare_cap;
+		spare_map = NULL;
+		spare_cap = 0;
+	}
+	pthread_mutex_unlock(&spare_mu);
+	if (p != NULL) {
+		spare_unpoison(p, cap);
+		(void)munmap(p, cap);
+	}
+	return cap;
+}
+
+size_t
+util_copy_spare(void)
+{
+	size_t cap;
+
+	pthread_mutex_lock(&spare_mu);
+	cap = spare_cap;
+	pthread_mutex_unlock(&spare_mu);
+	return cap;
+}
+
 void
 util_copy_free(void *map, size_t len)
 {
@@ -625,6 +658,7 @@ util_copy_free(void *map, size_t len)
 		ocap = spare_cap;
 		spare_map = map;
 		spare_cap = cap;
+		spare_at = util_monotime();
 		map = NULL;
 	}
 	pthread_mutex_unlock(&spare_mu);

@@ -171,6 +171,17 @@ void util_copy_free(void *map, size_t len);
 void util_copy_keep(bool on);
 
 /*
+ * Unmaps the spare once it has been parked max_idle seconds or more: a
+ * process that reloads now and then gives the memory back, one that
+ * reloads every few seconds keeps reading into it. Returns the bytes
+ * unmapped (0: none). Any thread.
+ */
+size_t util_copy_trim(double max_idle);
+
+/* The bytes the spare holds (0: none). */
+size_t util_copy_spare(void);
+
+/*
  * Writes len bytes fully to fd, retrying on EINTR and short writes.
  * Returns 0, or -1 with errno set.
  */

@@ -114,11 +114,11 @@ static const struct opt opts[] = {
 	    "10", "N", "nice added to the thread that reads and verifies\n"
 	    "new filters (the main thread; an edge's sync\n"
 	    "thread), so that it yields to the HTTP workers;\n0: none" },
-	{ "reload_spare", OPT_BOOL, OFF(reload_spare), 0, 0, NEED_ANY,
-	    "true", NULL, "keep the table copy a reload released for the\n"
-	    "next reload to read into (no fresh pages to fault\n"
-	    "and zero; idle memory stays at the reload peak);\n"
-	    "false: unmap it" },
+	{ "reload_spare", OPT_DUR, OFF(reload_spare), 0, 86400, NEED_ANY,
+	    "60", "S", "keep the table copy a reload released this long\n"
+	    "for the next reload to read into (no fresh pages\n"
+	    "to fault and zero; meanwhile memory stays at the\n"
+	    "reload peak); 0: unmap it at once" },
 	{ "poll_interval", OPT_UINT, OFF(poll_interval), 1, 3600, NEED_ANY,
 	    "2", "S", "filter directory poll fallback" },
 	{ "authz_cert_header", OPT_STR, OFF(authz_cert_header), 0, 0,

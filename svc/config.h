@@ -80,7 +80,7 @@ struct config {
 	unsigned	 max_conns_per_ip;
 	unsigned	 threads;	/* 0: one per CPU */
 	unsigned	 loader_nice;	/* added to the loading thread's nice */
-	bool		 reload_spare;	/* keep a released table copy for reuse */
+	int64_t		 reload_spare;	/* s a released table copy is kept; 0: none */
 	unsigned	 poll_interval;	/* seconds between readlink polls */
 	char		*authz_cert_header;
 	bool		 authz_not_covered_allow;

@@ -399,6 +399,7 @@ run(struct config *c)
 	struct live *lv;
 	char err[512], drain[64];
 	double last_poll, last_try, last_wd = 0, now;
+	size_t freed;
 	uint64_t wd_usec;
 	bool ready = false;
 	int ino = -1, timeout, rc = 1, n, fstate = -1;
@@ -504,6 +505,11 @@ run(struct config *c)
 			break;
 		now = util_monotime();
 		server_sweep(srv);
+		if (c->reload_spare > 0 &&
+		    (freed = util_copy_trim((double)c->reload_spare)) > 0)
+			log_info("reload_spare: %zu bytes of a released table "
+			    "copy given back after %llds unused", freed,
+			    (long long)c->reload_spare);
 		if (got_hup) {
 			got_hup = 0;
 			log_info("SIGHUP: reloading");
@@ -628,10 +634,11 @@ main(int argc, char **argv)
 	/*
 	 * A reload reads the new table into the buffer the table before the
 	 * last one left (released once no request can see it): no fresh
-	 * pages to fault, zero and unmap each time (reload_spare, true by
-	 * default). Off again, it unmaps.
+	 * pages to fault, zero and unmap each time (reload_spare seconds, 60
+	 * by default; the main loop gives it back after that). Off again, it
+	 * unmaps.
 	 */
-	util_copy_keep(c.reload_spare);
+	util_copy_keep(c.reload_spare > 0);
 	rc = run(&c);
 	util_copy_keep(false);
 out:

@@ -675,26 +675,30 @@ Test(config, loader_nice_bounded_and_restart_only)
 }
 
 /*
- * reload_spare: true by default, a boolean, read once at start (the spare
- * buffer is set up in main before the loader runs).
+ * reload_spare: 60 s by default, a duration up to a day (0: none), read
+ * once at start (the spare buffer is set up in main before the loader).
  */
-Test(config, reload_spare_boolean_and_restart_only)
+Test(config, reload_spare_duration_and_restart_only)
 {
 	struct config a, b;
 	char err[256], out[256];
 
 	config_init(&a);
 	config_init(&b);
-	cr_assert(a.reload_spare);
-	cr_assert_eq(load(&a, "{\"reload_spare\": 1}", err, sizeof(err)), -1);
+	cr_assert_eq(a.reload_spare, 60);
+	cr_assert_eq(load(&a, "{\"reload_spare\": \"2d\"}", err,
+	    sizeof(err)), -1);
 	cr_assert(strstr(err, "reload_spare") != NULL, "%s", err);
+	cr_assert_eq(load(&a, "{\"reload_spare\": true}", err, sizeof(err)),
+	    -1);
 	cr_assert_eq(load(&a, "{\"filter_dir\": \"/f\", \"trusted_key\": "
-	    "\"/a.pub\", \"reload_spare\": false}", err, sizeof(err)), 0,
+	    "\"/a.pub\", \"reload_spare\": 0}", err, sizeof(err)), 0,
 	    "%s", err);
-	cr_assert(!a.reload_spare);
+	cr_assert_eq(a.reload_spare, 0);
 	cr_assert_eq(load(&b, "{\"filter_dir\": \"/f\", \"trusted_key\": "
-	    "\"/a.pub\"}", err, sizeof(err)), 0, "%s", err);
-	cr_assert(b.reload_spare);
+	    "\"/a.pub\", \"reload_spare\": \"5m\"}", err, sizeof(err)), 0,
+	    "%s", err);
+	cr_assert_eq(b.reload_spare, 300);
 	cr_assert_eq(config_restart_keys(&a, &b, out, sizeof(out)), 1);
 	cr_assert_str_eq(out, "reload_spare");
 	cr_assert(!config_key_is_live("reload_spare"));

@@ -511,6 +511,19 @@ Test(util, copy_fd_reuses_only_released_copies)
 	cr_assert(m4 == m2 || m4 == m3);
 	cr_assert(lz == 2u << 20 && memcmp(m4, bz, lz) == 0);
 	util_copy_free(m4, lz);
+	/* Parked a moment ago: kept for an hour, gone at an idle of 0. */
+	cr_assert_eq(util_copy_trim(3600), 0);
+	cr_assert_geq(util_copy_spare(), lz);
+	m2 = copy_of(pz, &lz);
+	cr_assert_eq(m2, m4, "a spare within its idle time was not reused");
+	cr_assert_eq(util_copy_spare(), 0, "the spare is handed out once");
+	util_copy_free(m2, lz);
+	cr_assert_geq(util_copy_trim(0), lz);
+	cr_assert_eq(util_copy_spare(), 0);
+	cr_assert_eq(util_copy_trim(0), 0);
+	m4 = copy_of(pz, &lz);
+	cr_assert(memcmp(m4, bz, lz) == 0);
+	util_copy_free(m4, lz);
 	/* Under half its size: the spare is unmapped, fresh memory read. */
 	m1 = copy_of(pw, &lw);
 	cr_assert(lw == 100 && memcmp(m1, bw, 100) == 0);
