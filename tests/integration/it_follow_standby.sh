@@ -34,29 +34,15 @@ rc_psql -c "INSERT INTO revcheck_revocations (id) VALUES ('a')"
 # and standby.signal), on its own port. An idle sender answers the
 # receiver's ping every wal_receiver_timeout / 2: 2 s here, inside $LAG.
 S_DIR=$T/pgs
-mkdir -p "$S_DIR/sock"
-[ "$(id -u)" -ne 0 ] || chown nobody "$S_DIR" "$S_DIR/sock"
+rc_pg2_dir "$S_DIR"
 rc_pg_as "$PG_BIN/pg_basebackup" -h 127.0.0.1 -p "$PG_PORT" -U revcheck \
     -D "$S_DIR/data" -R -X stream -c fast >"$S_DIR/basebackup.log" 2>&1 ||
     { cat "$S_DIR/basebackup.log" >&2; exit 1; }
-S_PORT=$(rc_free_port)
-cat >>"$S_DIR/data/postgresql.conf" <<CONF
-port = $S_PORT
-unix_socket_directories = '$S_DIR/sock'
-wal_receiver_timeout = '4s'
-wal_receiver_status_interval = '1s'
-CONF
-sb_ctl() {
-	rc_pg_as "$PG_BIN/pg_ctl" -D "$S_DIR/data" -l "$S_DIR/server.log" -w -t 60 "$@"
-}
-sb_stop() {
-	[ -e "$S_DIR/data/postmaster.pid" ] || return 0
-	sb_ctl stop -m fast >/dev/null 2>&1 || true
-}
-# A WAL sender left stopped would hold up the primary's shutdown.
-WALSENDER=
-ws_cont() { [ -z "$WALSENDER" ] || kill -CONT "$WALSENDER" 2>/dev/null || true; }
-RC_AT_EXIT=(ws_cont sb_stop "${RC_AT_EXIT[@]}")
+rc_pg2_conf "$S_DIR" "wal_receiver_timeout = '4s'" "wal_receiver_status_interval = '1s'"
+S_PORT=$RC_PG2_PORT
+sb_ctl() { rc_pg2_ctl "$S_DIR" "$@"; }
+sb_stop() { rc_pg2_stop "$S_DIR"; }
+RC_AT_EXIT=(rc_ws_cont sb_stop "${RC_AT_EXIT[@]}")
 sb_ctl start >/dev/null || { tail -n 20 "$S_DIR/server.log" >&2; exit 1; }
 S_URL="postgresql://revcheck@127.0.0.1:$S_PORT/postgres"
 sb_psql() { psql -X -q -v ON_ERROR_STOP=1 -At "$S_URL" "$@"; }

@@ -34,31 +34,13 @@ S_URL=$PG_URL
 
 # ---- the publisher --------------------------------------------------------
 P_DIR=$T/pgp
-mkdir -p "$P_DIR/sock"
-[ "$(id -u)" -ne 0 ] || chown nobody "$P_DIR" "$P_DIR/sock"
-rc_pg_as "$PG_BIN/initdb" -D "$P_DIR/data" -U revcheck --auth=trust \
-    --no-sync -E UTF8 --locale=C >"$P_DIR/initdb.log" 2>&1 ||
-    { cat "$P_DIR/initdb.log" >&2; exit 1; }
-P_PORT=$(rc_free_port)
-cat >>"$P_DIR/data/postgresql.conf" <<CONF
-port = $P_PORT
-listen_addresses = '127.0.0.1'
-unix_socket_directories = '$P_DIR/sock'
-fsync = off
-wal_level = logical
-CONF
-pub_ctl() {
-	rc_pg_as "$PG_BIN/pg_ctl" -D "$P_DIR/data" -l "$P_DIR/server.log" -w -t 60 "$@"
-}
-pub_stop() {
-	[ -e "$P_DIR/data/postmaster.pid" ] || return 0
-	pub_ctl stop -m fast >/dev/null 2>&1 || true
-}
-# A WAL sender left stopped would hold up the publisher's shutdown.
-WALSENDER=
-ws_cont() { [ -z "$WALSENDER" ] || kill -CONT "$WALSENDER" 2>/dev/null || true; }
+rc_pg2_init "$P_DIR" || exit 1
+rc_pg2_conf "$P_DIR" "wal_level = logical"
+P_PORT=$RC_PG2_PORT
+pub_ctl() { rc_pg2_ctl "$P_DIR" "$@"; }
+pub_stop() { rc_pg2_stop "$P_DIR"; }
 # The subscriber's cluster stops first: its apply worker then lets go.
-RC_AT_EXIT=(ws_cont "${RC_AT_EXIT[@]}" pub_stop)
+RC_AT_EXIT=(rc_ws_cont "${RC_AT_EXIT[@]}" pub_stop)
 pub_ctl start >/dev/null || { tail -n 20 "$P_DIR/server.log" >&2; exit 1; }
 P_URL="postgresql://revcheck@127.0.0.1:$P_PORT/postgres"
 pub_psql() { psql -X -q -v ON_ERROR_STOP=1 -At "$P_URL" "$@"; }

@@ -19,6 +19,14 @@
 #     rc_converged [URL]     waits until the chain holds what the database does
 #     rc_chain_lacks ID      true when the chain does not hold ID
 #     rc_version, rc_head_sha  $F's current version; its head file's SHA-256
+#     rc_pg2_init DIR        a second cluster (a publisher) in DIR: initdb as
+#                            rc_pg_start's (or fill DIR/data with pg_basebackup
+#                            into rc_pg2_dir DIR for a standby)
+#     rc_pg2_conf DIR SETTING...  its port (a free one: RC_PG2_PORT), its
+#                            socket directory and each SETTING line
+#     rc_pg2_ctl DIR ARGS..., rc_pg2_stop DIR  pg_ctl on it; a fast stop
+#     WALSENDER, rc_ws_cont  a WAL sender a test stopped (SIGSTOP), let go
+#                            at exit (it would hold up its server's shutdown)
 #     rc_head_at, rc_chain_at  the signed issued_at of $F's head; the newest
 #                            any delta or head of $F claims (Unix seconds)
 #     rc_filter_at DIR       the signed issued_at of DIR's current filter
@@ -177,3 +185,39 @@ rc_filter_at() {
 	date -d "$("$FILTERBUILD" inspect --json "$1" | python3 -c \
 	    'import json, sys; print(json.load(sys.stdin)["issued_at"])')" +%s
 }
+
+rc_pg2_dir() {
+	mkdir -p "$1/sock"
+	[ "$(id -u)" -ne 0 ] || chown nobody "$1" "$1/sock"
+}
+
+rc_pg2_init() {
+	rc_pg2_dir "$1"
+	rc_pg_as "$PG_BIN/initdb" -D "$1/data" -U revcheck --auth=trust \
+	    --no-sync -E UTF8 --locale=C >"$1/initdb.log" 2>&1 || {
+		cat "$1/initdb.log" >&2; return 1; }
+	printf '%s\n' "listen_addresses = '127.0.0.1'" "fsync = off" \
+	    >>"$1/data/postgresql.conf"
+}
+
+rc_pg2_conf() {
+	local d=$1
+	shift
+	RC_PG2_PORT=$(rc_free_port)
+	printf '%s\n' "port = $RC_PG2_PORT" "unix_socket_directories = '$d/sock'" \
+	    "$@" >>"$d/data/postgresql.conf"
+}
+
+rc_pg2_ctl() {
+	local d=$1
+	shift
+	rc_pg_as "$PG_BIN/pg_ctl" -D "$d/data" -l "$d/server.log" -w -t 60 "$@"
+}
+
+rc_pg2_stop() {
+	[ -e "$1/data/postmaster.pid" ] || return 0
+	rc_pg2_ctl "$1" stop -m fast >/dev/null 2>&1 || true
+}
+
+WALSENDER=
+rc_ws_cont() { [ -z "$WALSENDER" ] || kill -CONT "$WALSENDER" 2>/dev/null || true; }
