@@ -373,6 +373,9 @@ handle_metrics(const struct server_req *r)
 	    s != NULL && s->ov != NULL ? (double)overlay_count(s->ov) : 0);
 	gauge(&b, "delta_overlay_bytes", "Memory of the delta overlay.",
 	    s != NULL && s->ov != NULL ? (double)overlay_bytes(s->ov) : 0);
+	gauge(&b, "reload_spare_bytes", "Memory of the table copy a reload "
+	    "released, kept reload_spare seconds for the next (0: none).",
+	    (double)util_copy_spare());
 	gauge(&b, "delta_last_age_seconds", "Seconds since the last delta "
 	    "in service was issued (0 when none).",
 	    s != NULL && s->last_delta_at != 0 ?

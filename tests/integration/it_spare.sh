@@ -21,7 +21,7 @@ anon_kb() { awk '$1 == "RssAnon:" { print $2 }' "/proc/$1/status"; }
 publish 1 a
 TABLE_KB=$(( $(stat -c %s "$T/f/current/table.rct") / 1024 ))
 rc_start O --filter-dir "$T/f" --trusted-key "$T/key.pub" --state-dir "$T/s" \
-    --poll-interval 1 --reload-spare 4
+    --poll-interval 1 --reload-spare 6
 rc_wait_version "$O_URL" 1 || rc_fail "O did not load version 1"
 publish 2 b
 rc_wait_version "$O_URL" 2 20 || rc_fail "O did not load version 2"
@@ -30,11 +30,18 @@ rc_expect_json status revoked "version 2 answers for its ids"
 rc_curl "$O_URL/v1/check?id=a-00000007"
 rc_expect_json status not_revoked "version 2 does not answer from version 1's copy"
 held=$(anon_kb "$O_PID")
-rc_wait_log "$T/O.log" "reload_spare: [0-9]+ bytes of a released table copy given back after 4s unused" 1 20 &&
+rc_curl "$O_URL/metrics"
+spare=$(printf '%s\n' "$RC_BODY" | awk '$1 == "revcheckd_reload_spare_bytes" { print $2 }')
+[ "${spare:-0}" -ge $((TABLE_KB * 1024)) ] 2>/dev/null &&
+    rc_ok "metrics: the kept copy is shown ($spare bytes)" ||
+    rc_fail "metrics: revcheckd_reload_spare_bytes is '$spare' (table $TABLE_KB kB)"
+rc_wait_log "$T/O.log" "reload_spare: [0-9]+ bytes of a released table copy given back after 6s unused" 1 20 &&
     rc_ok "the spare is given back after reload_spare seconds, logged" ||
     rc_fail "the spare is given back after reload_spare seconds: $(tail -n 3 "$T/O.log")"
 sleep 0.5
 after=$(anon_kb "$O_PID")
+rc_curl "$O_URL/metrics"
+rc_expect_match "$RC_BODY" "revcheckd_reload_spare_bytes 0" "metrics: none kept once given back"
 [ $((held - after)) -ge $((TABLE_KB * 8 / 10)) ] &&
     rc_ok "the daemon's memory falls by about a table ($held -> $after kB, table $TABLE_KB kB)" ||
     rc_fail "the daemon's memory falls by about a table ($held -> $after kB, table $TABLE_KB kB)"
