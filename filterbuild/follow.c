@@ -996,6 +996,16 @@ follow_round(struct follow_state *st, const struct follow_opts *o,
 	 * standby, that far back (its deltas and heads say no more than
 	 * the standby shows, and expiries are judged at that time too).
 	 */
+	/*
+	 * The trigger's mode first (again in the snapshot below): a round
+	 * the source's lag refuses must still see a subscription that
+	 * writes rows no trigger logs, so that a re-base is due once it is
+	 * gone; else those rows would be in no change.
+	 */
+	if (follow_check_replication(p, err, sizeof(err)) != 0) {
+		log_err("follow: %s", err);
+		return -1;
+	}
 	if (follow_source_lag(o, p, &lag) != 0)
 		return pgsrc_ok(p) ? 1 : -1;
 	b.now -= lag;
@@ -1210,13 +1220,20 @@ fb_follow(int argc, char **argv)
 	while (!follow_stop) {
 		if (p == NULL) {
 			p = pgsrc_connect(o.source, err, sizeof(err));
-			if (p == NULL || follow_connect_source(&o, p, err,
+			/*
+			 * The trigger's mode before the source's lag: a
+			 * subscription writing rows no trigger logs must
+			 * be seen (and a re-base made due) even while the
+			 * lag refuses, or once it is gone its rows would
+			 * be in no change.
+			 */
+			if (p == NULL || follow_check_replication(p, err,
+			    sizeof(err)) != 0 ||
+			    follow_connect_source(&o, p, err,
 			    sizeof(err)) != 0 ||
 			    pgsrc_check_trigger(p, 0, NULL, err,
 			    sizeof(err)) != 0 ||
 			    pgsrc_check_query(p, o.query, 0, NULL, err,
-			    sizeof(err)) != 0 ||
-			    follow_check_replication(p, err,
 			    sizeof(err)) != 0 ||
 			    (can = pgsrc_prepare_rows(p, o.query, err,
 			    sizeof(err))) < 0) {

@@ -172,13 +172,20 @@ for _ in $(seq 1 50); do
 done
 [ "$(rc_version)" -gt "$v1" ] && rc_ok "default mode, no subscription: re-based, followed" ||
     rc_fail "default mode, no subscription: re-based, followed"
+# The follower is held (SIGSTOP) while the subscription applies p2 and is
+# disabled: from then on the lag check refuses every round (a disabled
+# subscription is not shown current). The trigger's mode must be checked
+# first, or the subscription, once dropped, would leave p2 in no change
+# (a CI run saw the lag check refuse all along).
+kill -STOP "$FOLLOW_PID"
 sub_psql -c "CREATE SUBSCRIPTION s2 CONNECTION '$CONN' PUBLICATION p
     WITH (copy_data = false)" 2>/dev/null
-sleep 1
-h=$(rc_head_sha)
 pub_psql -c "INSERT INTO revcheck_revocations (id) VALUES ('p2')"
 synced || rc_fail "p2 reaches the subscriber"
-sleep 2
+sub_psql -c "ALTER SUBSCRIPTION s2 DISABLE"
+h=$(rc_head_sha)
+kill -CONT "$FOLLOW_PID"
+sleep 3
 rc_expect_eq "$(rc_head_sha)" "$h" "a subscription created under a default-mode trigger: no head is signed (nodes go stale)"
 rc_chain_lacks p2 && rc_ok "p2, applied unlogged, is in no delta" || rc_fail "p2, applied unlogged, is in no delta"
 grep -q "subscription s2 .*ENABLE ALWAYS TRIGGER" "$T/follow.log" &&
