@@ -387,6 +387,29 @@ rd_refuse_empty(struct rd *r, const char *scope)
 #define UTF8_BOM	"\xef\xbb\xbf"
 
 /*
+ * Before a large list is read, room for a record per line (an id is at
+ * most its line, scope and header added), so that the builder's memory is
+ * prepared ahead by another thread rather than faulted in by this one.
+ */
+#define INPUT_RESERVE_MIN	((size_t)16 << 20)
+
+static void
+reserve_lines(struct rd *r, const char *buf, size_t len, const char *scope)
+{
+	const char *p = buf, *end = buf + len;
+	size_t lines = 1;
+
+	if (len < INPUT_RESERVE_MIN)
+		return;
+	while ((p = memchr(p, '\n', (size_t)(end - p))) != NULL) {
+		lines++;
+		p++;
+	}
+	(void)table_builder_reserve(&r->s->builder, lines, len + lines *
+	    (TABLE_REC_HDR_LEN + strlen(scope) + 1));
+}
+
+/*
  * A token list is lines of single ids. Anything else (a PEM file, a
  * document, binary data) would publish its lines as ids, and garbage in
  * place of the real list un-revokes what that list revoked: it is refused
@@ -399,7 +422,7 @@ read_text(struct rd *r, const char *buf, size_t len)
 	char kerr[256];
 	struct revkey k;
 	size_t pos = 0, lineno = 0, col, nids = 0;
-	bool raw = !revkey_scope_is_x509(scope);
+	bool raw = !revkey_scope_is_x509(scope), plain;
 
 	if (list_scope_ok(r, scope, "") != 0 || set_scope(r, scope) != 0)
 		return -1;
@@ -410,6 +433,7 @@ read_text(struct rd *r, const char *buf, size_t len)
 	 */
 	if (len >= 3 && memcmp(buf, UTF8_BOM, 3) == 0)
 		pos = 3;
+	reserve_lines(r, buf, len, scope);
 	while (pos < len) {
 		line = buf + pos;
 		nl = memchr(line, '\n', len - pos);
@@ -423,7 +447,9 @@ read_text(struct rd *r, const char *buf, size_t len)
 			e--;
 		if (b == e || *b == '#')
 			continue;
-		if (memchr(b, '\0', (size_t)(e - b)) != NULL) {
+		/* Bytes 0x21..0x7e only: no NUL, no mark, nothing refused. */
+		plain = id_plain((const unsigned char *)b, (size_t)(e - b));
+		if (!plain && memchr(b, '\0', (size_t)(e - b)) != NULL) {
 			rd_err_line(r, lineno, "NUL byte in id");
 			return -1;
 		}
@@ -432,12 +458,13 @@ read_text(struct rd *r, const char *buf, size_t len)
 			    "token list");
 			return -1;
 		}
-		if ((why = id_refused(b, (size_t)(e - b), true, &col)) != NULL) {
+		if (!plain && (why = id_refused(b, (size_t)(e - b), true,
+		    &col)) != NULL) {
 			rd_err_line(r, lineno, "column %zu: %s: not a token "
 			    "list", col + (size_t)(b - line), why);
 			return -1;
 		}
-		if ((bom = memmem(b, (size_t)(e - b), UTF8_BOM, 3)) !=
+		if (!plain && (bom = memmem(b, (size_t)(e - b), UTF8_BOM, 3)) !=
 		    NULL) {
 			rd_err_line(r, lineno, "column %zu: a byte order mark "
 			    "(U+FEFF) inside an id: no check would ask for "

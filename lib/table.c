@@ -181,11 +181,21 @@ table_builder_init(struct table_builder *b)
 	b->sorted = true;
 }
 
+/* Stops the prefault threads (their memory stays as it is). */
+static void
+tb_prefault_stop(struct table_builder *b)
+{
+	util_prefault_stop(b->apf);
+	util_prefault_stop(b->epf);
+	b->apf = b->epf = NULL;
+}
+
 void
 table_builder_free(struct table_builder *b)
 {
 	if (b == NULL)
 		return;
+	tb_prefault_stop(b);
 	free(b->arena);
 	free(b->ents);
 	free(b->offs);
@@ -232,6 +242,7 @@ tb_unpack(struct table_builder *b)
 
 	if (b->offs == NULL)
 		return 0;
+	tb_prefault_stop(b);
 	if (cap > SIZE_MAX / sizeof(*e))
 		return -1;
 	e = realloc(b->offs, cap * sizeof(*e));
@@ -247,7 +258,73 @@ tb_unpack(struct table_builder *b)
 	b->offs = NULL;
 	b->ents = e;
 	b->ncap = cap;
+	b->epop = 0;
 	b->gap_at = b->gap_len = 0;
+	return 0;
+}
+
+/*
+ * Populates buf from byte have, which covers at least need bytes, up to
+ * UTIL_POPULATE_STEP past need or to cap; returns the new populated end.
+ * Below that step the faults are too few to batch.
+ */
+static size_t
+tb_populate(void *buf, size_t have, size_t need, size_t cap)
+{
+	size_t to;
+
+	if (cap < UTIL_POPULATE_STEP)
+		return cap;
+	to = need > cap - UTIL_POPULATE_STEP ? cap : need + UTIL_POPULATE_STEP;
+	util_populate((unsigned char *)buf + have, to - have);
+	return to;
+}
+
+/*
+ * Makes buf ready up to need (have: ready so far, cap: its size): from the
+ * prefault thread pf, which works from byte base on, or by populating.
+ * Returns how far it is ready.
+ */
+static size_t
+tb_ready(struct util_prefault *pf, size_t base, void *buf, size_t have,
+    size_t need, size_t cap)
+{
+	if (pf != NULL && need > base)
+		return base + util_prefault_need(pf, need - base);
+	return tb_populate(buf, have, need, cap);
+}
+
+int
+table_builder_reserve(struct table_builder *b, size_t nrecs, size_t bytes)
+{
+	struct table_ent *e;
+	unsigned char *p;
+
+	assert(b != NULL);
+	if (b->offs != NULL || nrecs > TABLE_MAX_RECORDS - b->n ||
+	    bytes > (size_t)TB_OFF_MASK - b->len)
+		return -1;
+	tb_prefault_stop(b);
+	if (b->len + bytes > b->cap) {
+		if ((p = realloc(b->arena, b->len + bytes)) == NULL)
+			return -1;
+		b->arena = p;
+		b->cap = b->len + bytes;
+	}
+	if (b->n + nrecs > b->ncap) {
+		if ((e = realloc(b->ents, (b->n + nrecs) * sizeof(*e))) ==
+		    NULL)
+			return -1;
+		b->ents = e;
+		b->ncap = b->n + nrecs;
+	}
+	b->abase = b->len;
+	b->apop = b->len;
+	b->apf = util_prefault_start(b->arena + b->len, b->cap - b->len);
+	b->ebase = b->n * sizeof(*b->ents);
+	b->epop = b->ebase;
+	b->epf = util_prefault_start(b->ents + b->n, (b->ncap - b->n) *
+	    sizeof(*b->ents));
 	return 0;
 }
 
@@ -284,6 +361,7 @@ table_builder_add(struct table_builder *b, const struct revkey *k,
 			}
 			ncap *= 2;
 		}
+		tb_prefault_stop(b);
 		p = realloc(b->arena, ncap);
 		if (p == NULL) {
 			errno = ENOMEM;
@@ -300,6 +378,7 @@ table_builder_add(struct table_builder *b, const struct revkey *k,
 			errno = ENOMEM;
 			return -1;
 		}
+		tb_prefault_stop(b);
 		e = realloc(b->ents, ncap * sizeof(*e));
 		if (e == NULL) {
 			errno = ENOMEM;
@@ -308,6 +387,12 @@ table_builder_add(struct table_builder *b, const struct revkey *k,
 		b->ents = e;
 		b->ncap = ncap;
 	}
+	if (b->len + sz > b->apop)
+		b->apop = tb_ready(b->apf, b->abase, b->arena, b->apop,
+		    b->len + sz, b->cap);
+	if ((b->n + 1) * sizeof(*b->ents) > b->epop)
+		b->epop = tb_ready(b->epf, b->ebase, b->ents, b->epop,
+		    (b->n + 1) * sizeof(*b->ents), b->ncap * sizeof(*b->ents));
 	tb_rec_put(b->arena + b->len, k, revoked_at, reason, rlen);
 	b->ents[b->n].pfx = 0;
 	b->ents[b->n].off = b->len;
@@ -823,7 +908,32 @@ struct tb_packer {
 	size_t			 from, to;	/* entries [from, to) */
 	uint64_t		 at;	/* forward: the end; backward: start */
 	bool			 backward;
+	uint64_t		 pop;	/* populated to (from, backward) */
 };
+
+/*
+ * Populates the new arena a step ahead of a packer about to write sz
+ * bytes at p->at (see tb_populate): toward the other half, never past the
+ * arena, so that at most a step per side of the gap is populated unused.
+ */
+static void
+tb_pack_populate(struct tb_packer *p, size_t sz)
+{
+	uint64_t to;
+
+	if (!p->backward && p->at + sz > p->pop) {
+		to = p->at + sz + UTIL_POPULATE_STEP;
+		if (to > p->b->len)
+			to = p->b->len;
+		util_populate(p->na + p->pop, (size_t)(to - p->pop));
+		p->pop = to;
+	} else if (p->backward && p->at < p->pop) {
+		to = p->at > UTIL_POPULATE_STEP ? p->at - UTIL_POPULATE_STEP :
+		    0;
+		util_populate(p->na + to, (size_t)(p->pop - to));
+		p->pop = to;
+	}
+}
 
 static void *
 tb_pack_main(void *arg)
@@ -845,6 +955,7 @@ tb_pack_main(void *arg)
 		sz = rec_size(r);
 		if (p->backward)
 			p->at -= sz;
+		tb_pack_populate(p, sz);
 		memcpy(p->na + p->at, r, sz);
 		offs[i] = (offs[i] & ~TB_OFF_MASK) | p->at;
 		if (!p->backward)
@@ -878,8 +989,8 @@ tb_pack(struct table_builder *b)
 		b->offs = offs;
 	b->ncap = 0;
 	h = b->n >= TB_PAR_MIN ? b->n / 2 : b->n;
-	fw = (struct tb_packer){ b, na, 0, h, 0, false };
-	bw = (struct tb_packer){ b, na, h, b->n, b->len, true };
+	fw = (struct tb_packer){ b, na, 0, h, 0, false, 0 };
+	bw = (struct tb_packer){ b, na, h, b->n, b->len, true, b->len };
 	if (h < b->n && pthread_create(&tid, NULL, tb_pack_main, &bw) == 0) {
 		tb_pack_main(&fw);
 		(void)pthread_join(tid, NULL);
@@ -889,7 +1000,8 @@ tb_pack(struct table_builder *b)
 	}
 	free(b->arena);
 	b->arena = na;
-	b->cap = b->len;
+	b->cap = b->apop = b->len;
+	b->epop = 0;
 	b->gap_at = fw.at;
 	b->gap_len = bw.at - fw.at;
 	b->rlen = b->len - b->gap_len;
@@ -944,6 +1056,7 @@ table_builder_sort_unique(struct table_builder *b)
 	int64_t when;
 
 	assert(b != NULL);
+	tb_prefault_stop(b);
 	if (b->sorted)
 		return;
 	b->ranked = tb_rank_scopes(b, &skip);

@@ -59,6 +59,8 @@ struct table_ent {
 	uint64_t	 off;	/* record offset in the arena (low 48 bits) */
 };
 
+struct util_prefault;
+
 struct table_builder {
 	unsigned char	*arena;
 	size_t		 len;
@@ -83,6 +85,17 @@ struct table_builder {
 	uint64_t	 gap_at;
 	uint64_t	 gap_len;
 	uint64_t	 rlen;		/* record area length, once sorted */
+	/*
+	 * Arena bytes and entry bytes ready ahead of the writer: populated
+	 * (util_populate), or handed over by a prefault thread started by
+	 * table_builder_reserve at arena offset abase and entry byte ebase.
+	 */
+	size_t		 apop;
+	size_t		 epop;
+	struct util_prefault *apf;
+	struct util_prefault *epf;
+	size_t		 abase;
+	size_t		 ebase;
 	bool		 sorted;	/* sorted and unique since the last add */
 	bool		 ranked;	/* sorted with a scope rank per entry */
 };
@@ -97,6 +110,16 @@ void table_builder_free(struct table_builder *b);
  * or -1 (b unchanged) when the key is invalid, the reason is bad, the
  * record cap is reached or memory runs out; errno is EINVAL or ENOMEM.
  */
+/*
+ * Makes room for nrecs more records of bytes more encoded bytes in all
+ * (TABLE_REC_HDR_LEN + scope length + 1 + id length + reason length
+ * each; an estimate from above), and for large amounts starts threads
+ * that prepare that memory ahead of the adds (util_prefault_start),
+ * until the builder is sorted, freed or grown past it. 0, or -1 (nothing
+ * reserved; the adds grow the builder as they go).
+ */
+int table_builder_reserve(struct table_builder *b, size_t nrecs,
+    size_t bytes);
 int table_builder_add(struct table_builder *b, const struct revkey *k,
     int64_t revoked_at, const char *reason);
 int table_builder_add_rec(struct table_builder *b, const struct table_rec *r);

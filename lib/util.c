@@ -462,6 +462,9 @@ util_read_file_st(const char *path, size_t max, unsigned char **out,
 		snprintf(err, errlen, "%s: out of memory", path);
 		goto fail;
 	}
+	/* A regular file's size is known: its pages all get written. */
+	if (cap >= UTIL_POPULATE_STEP)
+		util_populate(buf, cap);
 	for (;;) {
 		if (len + 1 >= cap) {
 			if (cap > max) {
@@ -546,6 +549,143 @@ page_round(size_t n)
 	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
 
 	return n > SIZE_MAX - (pg - 1) ? 0 : (n + pg - 1) / pg * pg;
+}
+
+void
+util_populate(void *p, size_t len)
+{
+#ifdef MADV_POPULATE_WRITE
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	uintptr_t a = (uintptr_t)p, e;
+
+	if (p == NULL || len < pg || a > UINTPTR_MAX - len)
+		return;
+	e = (a + len) / pg * pg;
+	a = (a + pg - 1) / pg * pg;
+	if (e > a)
+		(void)madvise((void *)a, e - a, MADV_POPULATE_WRITE);
+#else
+	(void)p;
+	(void)len;
+#endif
+}
+
+struct util_prefault {
+	pthread_mutex_t	 mu;
+	pthread_cond_t	 cv;
+	pthread_t	 tid;
+	unsigned char	*base;
+	size_t		 len;
+	size_t		 writer;	/* [0, writer): the writer's alone */
+	size_t		 done;		/* [writer, done): prepared */
+	size_t		 busy_from;	/* the step being prepared, */
+	size_t		 busy_to;	/* empty when equal */
+	bool		 stop;
+};
+
+#define PREFAULT_AHEAD	(2 * UTIL_POPULATE_STEP)
+
+static void *
+prefault_main(void *arg)
+{
+	struct util_prefault *pf = arg;
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE), from, to, i;
+	volatile unsigned char sink = 0;
+
+	pthread_mutex_lock(&pf->mu);
+	for (;;) {
+		from = pf->done > pf->writer ? pf->done : pf->writer;
+		if (pf->stop || from >= pf->len)
+			break;
+		if (from >= pf->writer + PREFAULT_AHEAD) {
+			pthread_cond_wait(&pf->cv, &pf->mu);
+			continue;
+		}
+		to = pf->len - from > UTIL_POPULATE_STEP ?
+		    from + UTIL_POPULATE_STEP : pf->len;
+		pf->busy_from = from;
+		pf->busy_to = to;
+		pthread_mutex_unlock(&pf->mu);
+		util_populate(pf->base + from, to - from);
+		for (i = from; i < to; i += pg)
+			sink += ((volatile unsigned char *)pf->base)[i];
+		pthread_mutex_lock(&pf->mu);
+		pf->busy_from = pf->busy_to = 0;
+		pf->done = to;
+		pthread_cond_broadcast(&pf->cv);
+	}
+	pthread_mutex_unlock(&pf->mu);
+	(void)sink;
+	return NULL;
+}
+
+struct util_prefault *
+util_prefault_start(void *base, size_t len)
+{
+	struct util_prefault *pf;
+
+	if (base == NULL || len < 2 * UTIL_POPULATE_STEP ||
+	    (pf = calloc(1, sizeof(*pf))) == NULL)
+		return NULL;
+	pf->base = base;
+	pf->len = len;
+	if (pthread_mutex_init(&pf->mu, NULL) != 0) {
+		free(pf);
+		return NULL;
+	}
+	if (pthread_cond_init(&pf->cv, NULL) != 0) {
+		pthread_mutex_destroy(&pf->mu);
+		free(pf);
+		return NULL;
+	}
+	if (pthread_create(&pf->tid, NULL, prefault_main, pf) != 0) {
+		pthread_cond_destroy(&pf->cv);
+		pthread_mutex_destroy(&pf->mu);
+		free(pf);
+		return NULL;
+	}
+	return pf;
+}
+
+size_t
+util_prefault_need(struct util_prefault *pf, size_t upto)
+{
+	size_t w, ok;
+
+	if (pf == NULL)
+		return SIZE_MAX;
+	pthread_mutex_lock(&pf->mu);
+	while (pf->busy_from < pf->busy_to && pf->busy_from < upto)
+		pthread_cond_wait(&pf->cv, &pf->mu);
+	/*
+	 * Whole steps: the thread's start on multiples of one, so a step it
+	 * is in at or past upto lies at or past w.
+	 */
+	w = upto >= pf->len ? pf->len : (upto + UTIL_POPULATE_STEP - 1) /
+	    UTIL_POPULATE_STEP * UTIL_POPULATE_STEP;
+	if (w > pf->len)
+		w = pf->len;
+	if (w > pf->writer)
+		pf->writer = w;
+	ok = pf->done > pf->writer ? pf->done : pf->writer;
+	pthread_cond_broadcast(&pf->cv);
+	pthread_mutex_unlock(&pf->mu);
+	return ok;
+}
+
+void
+util_prefault_stop(struct util_prefault *pf)
+{
+	if (pf == NULL)
+		return;
+	pthread_mutex_lock(&pf->mu);
+	pf->stop = true;
+	pthread_cond_broadcast(&pf->cv);
+	pthread_mutex_unlock(&pf->mu);
+	(void)pthread_join(pf->tid, NULL);
+	pthread_cond_destroy(&pf->cv);
+	pthread_mutex_destroy(&pf->mu);
+	free(pf);
 }
 
 /* Takes the spare away; NULL when there is none. */

@@ -182,6 +182,52 @@ size_t util_copy_trim(double max_idle);
 size_t util_copy_spare(void);
 
 /*
+ * Makes the pages of [p, p + len) that lie wholly inside it present and
+ * writable before their first write (MADV_POPULATE_WRITE): one call maps
+ * them in a batch instead of one page fault per page, which on machines
+ * where a fault is costly (a paravirtualised MMU: measured 2.9 ms per MB
+ * written into fresh memory against 1.3 with the pages populated first)
+ * is most of the price of fresh memory. The contents are not changed, so
+ * bytes already written stay. A hint: failure (an old kernel, no memory
+ * now: the later write faults as it would have) is ignored.
+ */
+void util_populate(void *p, size_t len);
+
+/*
+ * What a growing buffer populates ahead of its writer at a time: enough
+ * to batch the faults, little enough that the pages populated but not yet
+ * written add at most this to the peak.
+ */
+#define UTIL_POPULATE_STEP	((size_t)32 << 20)
+
+/*
+ * A thread that prepares a buffer ahead of its one writer: it populates
+ * (util_populate) and then reads one byte of every page of each step of
+ * [base, base + len) in order, at most two steps past where the writer is,
+ * so that the writer's first writes find the pages ready. On machines
+ * where a page's first touch is costly (a paravirtualised MMU: even a
+ * populated page costs about 1.3 ms per MB at its first touch from user
+ * space), that cost moves to the other core. The writer calls
+ * util_prefault_need() before writing at or past what the last call
+ * returned; the two never touch the same step at once, and the contents
+ * are never changed. NULL (no thread, no memory) is a valid handle: the
+ * calls then do nothing, as for a buffer of under two steps.
+ */
+struct util_prefault;
+
+struct util_prefault *util_prefault_start(void *base, size_t len);
+
+/*
+ * The writer is about to write below offset upto: waits while the thread
+ * touches that part, and returns the offset below which it may now write
+ * without calling again (at least upto).
+ */
+size_t util_prefault_need(struct util_prefault *pf, size_t upto);
+
+/* Stops and joins the thread; NULL is a no-op. */
+void util_prefault_stop(struct util_prefault *pf);
+
+/*
  * Writes len bytes fully to fd, retrying on EINTR and short writes.
  * Returns 0, or -1 with errno set.
  */

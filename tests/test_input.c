@@ -3475,3 +3475,50 @@ Test(input, long_id_refused_at_any_line)
 	}
 	input_set_free(&s);
 }
+
+/*
+ * A list past INPUT_RESERVE_MIN (16 MB) reserves a record per line and
+ * has the memory prepared ahead by threads: every id is read as from a
+ * small list, and a bad line near the end is still refused with its line
+ * number, nothing of the file kept.
+ */
+Test(input, large_text_list_reserved_ahead)
+{
+	struct input_set s;
+	struct input_opts o = opts("default");
+	char dir[] = "/tmp/revcheck-input-XXXXXX", path[256], err[512] = "";
+	size_t n = 900000, i, len = 0;
+	char *text = malloc(n * 24 + 64);
+
+	cr_assert_not_null(text);
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/ids.txt", dir);
+	for (i = 0; i < n; i++)
+		len += (size_t)snprintf(text + len, 25, "tok-%016zx\n",
+		    i * 0x9e3779b1u);
+	cr_assert_gt(len, (size_t)16 << 20);
+	write_file(path, text, len);
+	input_set_init(&s);
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(input_set_records(&s), n);
+	cr_assert(find_str(&s, "default", "tok-0000000000000000") >= 0);
+	snprintf(err, sizeof(err), "tok-%016zx", (n - 1) * 0x9e3779b1u);
+	cr_assert(find_str(&s, "default", err) >= 0, "%s", err);
+	input_set_free(&s);
+
+	/* A mark inside the second-to-last id. */
+	memcpy(text + len - 30, "\xef\xbb\xbf", 3);
+	write_file(path, text, len);
+	input_set_init(&s);
+	cr_assert_eq(input_read(&s, path, &o, err, sizeof(err)), -1);
+	snprintf(path + strlen(dir), sizeof(path) - strlen(dir), ":%zu: ",
+	    n - 1);
+	cr_assert(strstr(err, path + strlen(dir)) != NULL &&
+	    strstr(err, "byte order mark") != NULL, "%s", err);
+	cr_assert_eq(input_set_records(&s), 0);
+	input_set_free(&s);
+	snprintf(path, sizeof(path), "%s/ids.txt", dir);
+	unlink(path);
+	rmdir(dir);
+	free(text);
+}

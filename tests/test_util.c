@@ -538,3 +538,73 @@ Test(util, copy_fd_reuses_only_released_copies)
 	free(bz);
 	free(bw);
 }
+
+/*
+ * util_populate only maps pages: what was written stays, byte for byte,
+ * at any alignment, and a range inside one page is left alone.
+ */
+Test(util, populate_keeps_contents)
+{
+	size_t n = 3 * UTIL_POPULATE_STEP / 2, i;
+	unsigned char *p = malloc(n);
+
+	cr_assert_not_null(p);
+	for (i = 0; i < n / 2; i++)
+		p[i] = (unsigned char)(i * 31 + 7);
+	util_populate(p + 3, n - 5);
+	util_populate(p + 1, 10);
+	util_populate(NULL, n);
+	for (i = 0; i < n / 2; i++)
+		cr_assert_eq(p[i], (unsigned char)(i * 31 + 7), "byte %zu", i);
+	memset(p + n / 2, 0x5a, n - n / 2);
+	for (i = n / 2; i < n; i++)
+		cr_assert_eq(p[i], 0x5a);
+	free(p);
+}
+
+/*
+ * A prefault thread and its writer: the writer writes 40-byte records
+ * front to back, asking only when it reaches what the last answer
+ * allowed; every answer covers what it asked for and stays inside the
+ * buffer; bytes written before the thread started and past where the
+ * writer stops are never changed; every record written is read back.
+ */
+Test(util, prefault_hands_over_without_changing_bytes)
+{
+	size_t n = 7 * UTIL_POPULATE_STEP / 2 + 123, stop = n - 40 * 1000;
+	size_t off, ok = 0, asks = 0, i;
+	unsigned char *p = malloc(n);
+	struct util_prefault *pf;
+	unsigned char rec[40];
+
+	cr_assert_not_null(p);
+	memset(p + stop, 0xa5, n - stop);	/* the writer never gets here */
+	pf = util_prefault_start(p, n);
+	cr_assert_not_null(pf);
+	for (off = 0; off + 40 <= stop; off += 40) {
+		if (off + 40 > ok) {
+			ok = util_prefault_need(pf, off + 40);
+			asks++;
+			cr_assert_geq(ok, off + 40);
+			cr_assert_leq(ok, n);
+		}
+		for (i = 0; i < 40; i++)
+			rec[i] = (unsigned char)(off / 40 + i);
+		memcpy(p + off, rec, 40);
+	}
+	util_prefault_stop(pf);
+	cr_assert_lt(asks, 64, "%zu asks: one per step or so", asks);
+	for (off = 0; off + 40 <= stop; off += 40)
+		for (i = 0; i < 40; i++)
+			cr_assert_eq(p[off + i], (unsigned char)(off / 40 + i),
+			    "byte %zu", off + i);
+	for (i = stop; i < n; i++)
+		cr_assert_eq(p[i], 0xa5, "byte %zu past the writer", i);
+	free(p);
+
+	/* Small buffers get no thread; a NULL handle lets anything through. */
+	cr_assert_null(util_prefault_start(rec, sizeof(rec)));
+	cr_assert_null(util_prefault_start(NULL, 4 * UTIL_POPULATE_STEP));
+	cr_assert_eq(util_prefault_need(NULL, 12345), SIZE_MAX);
+	util_prefault_stop(NULL);
+}
