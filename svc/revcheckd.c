@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -576,6 +577,28 @@ out:
 	return rc;
 }
 
+/*
+ * glibc hands the free space at the top of a thread's heap back to the
+ * kernel once it passes a threshold that starts at 128 KiB: a worker that
+ * answers a batch of 1000 ids (about 100 KB of answer, freed once sent)
+ * gave those pages back after every request (madvise, with a TLB flush
+ * on every CPU) and faulted them in again for the next. On a machine
+ * where a page fault is costly (the 2-core AMD EPYC VM: 2.9 ms per MB of
+ * fresh memory) the batch endpoint answered 2.0-2.2 k such requests a
+ * second, and 7.7-9.1 k with a heap that keeps up to 32 MiB free. Blocks
+ * of 4 MiB and more (none on the request path; tables and filters are
+ * mapped by util.c) are still mapped and unmapped on their own. Setting
+ * either value also turns off glibc's moving of both.
+ */
+static void
+tune_malloc(void)
+{
+#if defined(M_TRIM_THRESHOLD) && defined(M_MMAP_THRESHOLD)
+	(void)mallopt(M_TRIM_THRESHOLD, 32 << 20);
+	(void)mallopt(M_MMAP_THRESHOLD, 4 << 20);
+#endif
+}
+
 int
 main(int argc, char **argv)
 {
@@ -583,6 +606,7 @@ main(int argc, char **argv)
 	char err[1024];
 	int rc = 1;
 
+	tune_malloc();
 	log_init("revcheckd", LOG_LVL_INFO);
 	saved_argc = argc;
 	saved_argv = argv;
