@@ -9,6 +9,7 @@
 #   TAIL_CLIENTS=32      connections of the load generator
 #   TAIL_RATE=           offered requests/s (default: half of nginx's
 #                        measured maximum)
+#   TAIL_RC_ARGS=        more revcheckd options (e.g. "--loader-nice 19")
 # Method: nginx answers a fixed JSON body of a check's shape; its maximum
 # is measured first (wrk -t2 -c64, as bench/run.sh does), then h2load
 # (nghttp2-client, HTTP/1.1, --rps per connection) offers half of it to
@@ -79,7 +80,7 @@ mapfile -t VERS < <(cd "$T/f" && ls -d v[0-9]* | sort)
 [ "${#VERS[@]}" -ge "$K" ] || { say "skipped (only ${#VERS[@]} of $K versions built)"; exit 0; }
 rc_publish_link "$T/f" "${VERS[0]}"
 rc_start R --filter-dir "$T/f" --trusted-key "$T/key.pub" --state-dir "$T/s" \
-    --poll-interval 1 --log-level warn || { say "skipped (revcheckd did not start)"; exit 0; }
+    --poll-interval 1 --log-level warn ${TAIL_RC_ARGS:-} || { say "skipped (revcheckd did not start)"; exit 0; }
 rc_wait_ready "$R_URL" 60 || { say "skipped (revcheckd not ready: $(tail -c 300 "$T/R.log"))"; exit 0; }
 
 # ---------------------------------------------------------------- nginx's maximum
