@@ -31,8 +31,9 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
     -keyout "$T/c.key" -out "$T/cert.pem" -subj /CN=x -days 1 2>/dev/null
 build_expect 1 "a PEM certificate as a token list" "$T/cert.pem"
 rc_expect_match "$(cat "$T/err")" 'cert.pem:1: PEM armour' "PEM refusal names line 1"
-head -c 100 /dev/urandom >"$T/random.bin"
-printf '\001' >>"$T/random.bin"
+# One line, so that no line of it can be a comment ('#' first: about one
+# run in 256 had the whole file read as comments and refused as empty).
+{ printf 'x'; head -c 100 /dev/urandom | tr -d '\n'; printf '\001'; } >"$T/random.bin"
 build_expect 1 "100 random bytes as a token list" "$T/random.bin"
 # The first bad byte decides the message: a space or tab between two
 # other bytes of a line is one too (about one run in a hundred).
