@@ -37,13 +37,17 @@ since_exp() {
 	    FROM revcheck_revocations WHERE id = '$1'"
 }
 
-# Rows that expire soon, rows that stay, and a serial spelt twice.
+# Rows that expire soon, rows that stay, and a serial spelt twice. SOON
+# leaves the start (PostgreSQL, follower, origin) time to show the base
+# before the first expiry plus the grace: 6 s was once not enough on a
+# busy CI machine, and 0B was already released when the base was asked.
+SOON=15
 rc_psql -c "INSERT INTO revcheck_revocations (id, expires_at) VALUES
-    ('perm', NULL), ('soon', $(exp_in 6)), ('again', $(exp_in 6)),
+    ('perm', NULL), ('soon', $(exp_in $SOON)), ('again', $(exp_in $SOON)),
     ('gone', $(exp_in 3600)), ('q\"u\\o,te{x}', NULL);
     INSERT INTO revcheck_revocations (scope, id, expires_at) VALUES
-    ('$S509', '0A', $(exp_in 6)), ('$S509', '00:0a', NULL),
-    ('$S509', '0B', $(exp_in 6)),
+    ('$S509', '0A', $(exp_in $SOON)), ('$S509', '00:0a', NULL),
+    ('$S509', '0B', $(exp_in $SOON)),
     ('$S509', '1F', NULL), ('$S509', '0x1f', NULL), ('$S509', '2C', NULL)"
 follow_start
 for _ in $(seq 1 300); do [ -e "$F/current/delta/head.rcd" ] && break; sleep 0.1; done
@@ -75,7 +79,7 @@ is 1f revoked "$S509" && rc_ok "deleting one spelling keeps a serial another row
 # The expiry passes: within the grace 'soon' is still revoked (asserted
 # only when the check ran well inside the grace), then a delta of the same
 # base removes it.
-for _ in $(seq 1 150); do [ "$(since_exp soon)" -ge 1 ] && break; sleep 0.1; done
+for _ in $(seq 1 $((SOON * 10 + 50))); do [ "$(since_exp soon)" -ge 1 ] && break; sleep 0.1; done
 rc_curl "$O_URL/v1/check?id=soon"
 st=$(rc_json status)
 if [ "$(since_exp soon)" -lt $((GRACE - 1)) ]; then
