@@ -105,21 +105,22 @@ void table_builder_init(struct table_builder *b);
 void table_builder_free(struct table_builder *b);
 
 /*
+ * Makes room for nrecs more records of bytes more encoded bytes in all
+ * (TABLE_REC_HDR_LEN + scope length + 1 + id length + reason length
+ * each; an estimate from above), and for large amounts starts threads
+ * that prepare that memory ahead of the adds (util_prefault_start),
+ * until the builder is sorted, freed or grown past it. 0, or -1 (no thread
+ * started, the records unchanged; the adds grow the builder as they go).
+ */
+int table_builder_reserve(struct table_builder *b, size_t nrecs,
+    size_t bytes);
+
+/*
  * Appends a record. reason may be NULL or "" when unknown; it must be
  * shorter than TABLE_REASON_MAX and free of control characters. Returns 0,
  * or -1 (b unchanged) when the key is invalid, the reason is bad, the
  * record cap is reached or memory runs out; errno is EINVAL or ENOMEM.
  */
-/*
- * Makes room for nrecs more records of bytes more encoded bytes in all
- * (TABLE_REC_HDR_LEN + scope length + 1 + id length + reason length
- * each; an estimate from above), and for large amounts starts threads
- * that prepare that memory ahead of the adds (util_prefault_start),
- * until the builder is sorted, freed or grown past it. 0, or -1 (nothing
- * reserved; the adds grow the builder as they go).
- */
-int table_builder_reserve(struct table_builder *b, size_t nrecs,
-    size_t bytes);
 int table_builder_add(struct table_builder *b, const struct revkey *k,
     int64_t revoked_at, const char *reason);
 int table_builder_add_rec(struct table_builder *b, const struct table_rec *r);
