@@ -145,14 +145,24 @@ ids_of() {
 # origin on the chain, once the change is in it under a fresh head, must
 # not answer not_revoked for CHECK.
 key_probe() {
-	local name=$1 q=$2 change=$3 raw=$4 check=$5 what=$6 d=$T/$1 url i
+	local name=$1 q=$2 change=$3 raw=$4 check=$5 what=$6 d=$T/$1 url i off
+	local refused=false
+	off=$(stat -c %s "$T/follow.log" 2>/dev/null || echo 0)
 	rc_follow_start "$d" --interval 300ms --valid-for 10m --head-every 1s --query "$q"
 	for i in $(seq 1 50); do
 		[ -e "$d/current/delta/head.rcd" ] && break
+		# A refusal is said in the round: nothing to wait for.
+		if grep -q "the query's column" < <(tail -c +$((off + 1)) "$T/follow.log"); then
+			refused=true
+			break
+		fi
 		sleep 0.2
 	done
 	rc_psql -c "$change"
+	# Refused, the follower still gets three rounds to (wrongly) publish.
+	! $refused || sleep 1
 	for i in $(seq 1 50); do
+		! $refused || break
 		case " $(ids_of "$d")" in *" $raw "*) break ;; esac
 		sleep 0.2
 	done

@@ -16,7 +16,8 @@
 # finish, with the last 40 lines of a failed test's output. Each run
 # records how long each test took (IT_TIMES, default build/it-times in the
 # source tree); the next run starts the longest ones first, so that no
-# lane is left with a long test at the end (tests not yet timed go first).
+# lane is left with a long test at the end (tests not yet timed go first;
+# a tree with no record orders by tests/integration/it-times).
 set -u
 
 dir=$(cd "$(dirname "$0")" && pwd)
@@ -26,10 +27,14 @@ if [ -z "${IT_JOBS:-}" ]; then
 	[ "$IT_JOBS" -ge 2 ] && IT_JOBS=$((IT_JOBS + 1))
 fi
 times=${IT_TIMES:-$dir/../../build/it-times}
+# A fresh tree (CI's clean clone) orders by the times kept in the source,
+# tests/integration/it-times (a plain run on a 2-CPU machine).
+order=$times
+[ -s "$order" ] || order=$dir/it-times
 # secs_of NAME: the seconds NAME took in the run recorded, 100000 if none.
 secs_of() {
 	local s
-	s=$(awk -v n="$1" '$1 == n { s = $2 } END { print s }' "$times" 2>/dev/null)
+	s=$(awk -v n="$1" '$1 == n { s = $2 } END { print s }' "$order" 2>/dev/null)
 	case "$s" in ''|*[!0-9]*) echo 100000 ;; *) echo "$s" ;; esac
 }
 case "$IT_JOBS" in
