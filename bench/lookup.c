@@ -192,7 +192,7 @@ best_k(enum bloom_layout layout, uint64_t n, uint64_t m)
 }
 
 #define MAX_ROWS 10
-#define WIDTH_REPS 5
+#define WIDTH_REPS 9
 
 struct row {
 	const char	*name;

@@ -4,7 +4,8 @@
 # Usage: BUILD=build/bench bench/tail.sh   (make bench runs it; never fails)
 # Knobs (environment):
 #   BENCH_DURATION=5     seconds of the wrk run that measures nginx's maximum
-#   TAIL_SECONDS=20      seconds of each fixed-rate run
+#   TAIL_SECONDS=20      seconds each server is measured, in all rounds
+#   TAIL_ROUNDS=4        rounds the runs are split into, interleaved
 #   TAIL_N=1000000       ids in the filter served
 #   TAIL_CLIENTS=32      connections of the load generator
 #   TAIL_RATE=           offered requests/s (default: half of nginx's
@@ -15,7 +16,8 @@
 # (nghttp2-client, HTTP/1.1, --rps per connection) offers half of it to
 # revcheckd (GET /v1/check, all ids different and absent) and to nginx in
 # turn, then to revcheckd again while a new version of its filter is
-# published every second (prebuilt, each with one id more, so that each
+# published every second; the three runs are repeated in TAIL_ROUNDS
+# short rounds, so that noise on a shared machine falls on all alike (prebuilt, each with one id more, so that each
 # reload reads a whole new table; `current` switched atomically, the
 # daemon polls every second). Latencies are h2load's per-request log
 # (--log-file: from the request's start to the end of its response).
@@ -34,6 +36,7 @@ DUR=${BENCH_DURATION:-5}
 SECS=${TAIL_SECONDS:-20}
 TN=${TAIL_N:-1000000}
 CL=${TAIL_CLIENTS:-32}
+ROUNDS=${TAIL_ROUNDS:-4}
 say() { echo "tail: $*"; }
 for p in h2load wrk nginx; do
 	command -v "$p" >/dev/null || { say "skipped ($p missing: make deps-bench)"; exit 0; }
@@ -60,7 +63,9 @@ NG_URL="http://127.0.0.1:$NPORT"
 
 # Versions 1..K of the same ids, built before any timing: one to serve,
 # one more per second of the reload run.
-K=$((SECS + 2))
+case "$ROUNDS" in ''|*[!0-9]*|0) say "skipped (TAIL_ROUNDS must be a positive number)"; exit 0 ;; esac
+RSECS=$(( (SECS + ROUNDS - 1) / ROUNDS ))
+K=$((ROUNDS * (RSECS + 1) + 2))
 "$FILTERBUILD" keygen --out "$T/key.pem" --pub "$T/key.pub" >/dev/null
 # Distinct ids: mawk's %x stops at 32 bits (larger values all print as
 # ffffffff), so the 64-bit product is printed as two 32-bit halves.
@@ -99,14 +104,15 @@ RPC=$(( (RATE + CL - 1) / CL ))		# h2load's --rps is per connection
 [ "$RPC" -ge 1 ] || RPC=1
 OFFERED=$((RPC * CL))
 
-# Distinct absent ids, more than a run asks for (h2load cycles the list).
-awk -v n=$((OFFERED * SECS / CL + 1000)) \
-    'BEGIN { printf "http://127.0.0.1:1/v1/check?id=abs-tl-0\n"; for (i = 1; i < n; i++) printf "/v1/check?id=abs-tl-%d\n", i }' >"$T/uris"
-
-# run TAG URL: one fixed-rate run; the per-request log in $T/log.TAG.
+# run TAG URL ROUND: one fixed-rate run of RSECS seconds, asking ids of
+# its own; its per-request log is added to $T/log.TAG.
 run() {
-	timeout $((SECS + 60)) h2load --h1 -t 2 -c "$CL" --rps "$RPC" -D "$SECS" --warm-up-time 1 \
-	    -i "$T/uris" -B "$2" --log-file "$T/log.$1" >"$T/h2load.$1" 2>&1
+	awk -v n=$((OFFERED * RSECS / CL + 1000)) -v r="$3" -v t="$1" \
+	    'BEGIN { printf "http://127.0.0.1:1/v1/check?id=abs-tl-%s-%s-0\n", t, r
+		for (i = 1; i < n; i++) printf "/v1/check?id=abs-tl-%s-%s-%d\n", t, r, i }' >"$T/uris"
+	timeout $((RSECS + 60)) h2load --h1 -t 2 -c "$CL" --rps "$RPC" -D "$RSECS" --warm-up-time 1 \
+	    -i "$T/uris" -B "$2" --log-file "$T/log.$1.$3" >"$T/h2load.$1.$3" 2>&1
+	cat "$T/log.$1.$3" >>"$T/log.$1"
 }
 
 # pct TAG: "p99_ms p999_ms requests failed" from the log (failed: status
@@ -129,21 +135,38 @@ emit() {	# emit NAME OURS PEER NOTE: lower is better, target at most 1.5x the pe
 }
 
 # ---------------------------------------------------------------- the runs
-run rc "$R_URL"
-run ng "$NG_URL"
+# TAIL_ROUNDS rounds, each revcheckd steady, nginx, then revcheckd under
+# reloads for SECS/TAIL_ROUNDS seconds: a burst of noise from the rest of
+# a shared machine, or one unlucky spread of connections over the
+# servers' threads (each run opens its connections anew), then falls on
+# all three alike instead of on whichever ran during it. Each server's
+# percentiles are over its requests of all rounds together.
 reloads0=$(curl -s "$R_URL/metrics" | awk '$1 ~ /^revcheckd_reloads_total\{result="accepted"\}/ { print $2 }')
-( for v in "${VERS[@]:1}"; do sleep 1; rc_publish_link "$T/f" "$v"; done ) &
-pub=$!
-run reload "$R_URL"
-kill "$pub" 2>/dev/null
-wait "$pub" 2>/dev/null
+next=1
+for r in $(seq 1 "$ROUNDS"); do
+	run rc "$R_URL" "$r"
+	run ng "$NG_URL" "$r"
+	n=$((next + RSECS + 1))
+	[ "$n" -le "$K" ] || n=$K
+	( for v in "${VERS[@]:next:n-next}"; do sleep 1; rc_publish_link "$T/f" "$v"
+		echo "$v" >"$T/published"; done ) &
+	pub=$!
+	run reload "$R_URL" "$r"
+	kill "$pub" 2>/dev/null
+	wait "$pub" 2>/dev/null
+	next=$n
+	# The next steady run starts once the last version published is
+	# served, not while it is still being loaded.
+	v=$(cat "$T/published" 2>/dev/null) && v=${v#v} &&
+	    rc_wait_version "$R_URL" "$((10#$v))" 10 || true
+done
 reloads1=$(curl -s "$R_URL/metrics" | awk '$1 ~ /^revcheckd_reloads_total\{result="accepted"\}/ { print $2 }')
 RELOADS=$(( ${reloads1:-0} - ${reloads0:-0} ))
 
 read -r rc99 rc999 rcn rcf < <(pct rc)
 read -r ng99 ng999 ngn ngf < <(pct ng)
 read -r rl99 rl999 rln rlf < <(pct reload)
-note="GET /v1/check of absent ids, $TN-id filter, h2load --h1 -c$CL at $OFFERED req/s offered (half of nginx's maximum $NG_MAX req/s, wrk -t2 -c64) for ${SECS}s"
+note="GET /v1/check of absent ids, $TN-id filter, h2load --h1 -c$CL at $OFFERED req/s offered (half of nginx's maximum $NG_MAX req/s, wrk -t2 -c64), ${RSECS}s a run in $ROUNDS interleaved rounds"
 emit p99_vs_nginx "$rc99" "$ng99" "$note; $rcn and $ngn requests, $rcf and $ngf failed"
 emit p999_vs_nginx "$rc999" "$ng999" "$note"
 emit reload_p99_vs_nginx "$rl99" "$ng99" "$note, a new filter version published every second ($RELOADS reloads accepted during the run); $rln requests, $rlf failed"
