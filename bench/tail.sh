@@ -16,10 +16,10 @@
 # (nghttp2-client, HTTP/1.1, --rps per connection) offers half of it to
 # revcheckd (GET /v1/check, all ids different and absent) and to nginx in
 # turn, then to revcheckd again while a new version of its filter is
-# published every second; the three runs are repeated in TAIL_ROUNDS
-# short rounds, so that noise on a shared machine falls on all alike (prebuilt, each with one id more, so that each
+# published every second (prebuilt, each with one id more, so that each
 # reload reads a whole new table; `current` switched atomically, the
-# daemon polls every second). Latencies are h2load's per-request log
+# daemon polls every second). The three runs are repeated in TAIL_ROUNDS
+# short rounds, so that noise on a shared machine falls on all alike. Latencies are h2load's per-request log
 # (--log-file: from the request's start to the end of its response).
 # h2load sends a connection's next request only after the previous
 # answer, so a stall delays the requests behind it rather than being
