@@ -19,8 +19,10 @@
 # published every second (prebuilt, each with one id more, so that each
 # reload reads a whole new table; `current` switched atomically, the
 # daemon polls every second). The three runs are repeated in TAIL_ROUNDS
-# short rounds, so that noise on a shared machine falls on all alike. Latencies are h2load's per-request log
-# (--log-file: from the request's start to the end of its response).
+# short rounds, so that noise on a shared machine falls on all alike.
+# Latencies are h2load's per-request logs (--log-file: from the
+# request's start to the end of its response), all rounds of a server
+# together.
 # h2load sends a connection's next request only after the previous
 # answer, so a stall delays the requests behind it rather than being
 # counted against them (coordinated omission): both servers are measured
