@@ -1581,6 +1581,7 @@ tb_validate(struct table *t, char *err, size_t errlen)
 		}
 		prev = r;
 		pos += sz;
+		util_give_way_point(sz + 8);
 	}
 	if (pos != rlen) {
 		util_errf(err, errlen, "offset %" PRIu64 ": %" PRIu64

@@ -43,7 +43,11 @@ int util_path_join(char *out, size_t cap, const char *dir, const char *name);
 /* The value of hex digit c (either case), or -1. */
 int util_hexval(int c);
 
-/* SHA-256 of a buffer into out[32]. Returns 0, or -1 if OpenSSL fails. */
+/*
+ * SHA-256 of a buffer into out[32]. Returns 0, or -1 if OpenSSL fails.
+ * On a thread that gives way (util_give_way), hashed a stretch at a time
+ * with a util_give_way_point after each.
+ */
 int util_sha256(unsigned char out[UTIL_SHA256_LEN], const void *buf,
     size_t len);
 
@@ -115,6 +119,24 @@ double util_monotime(void);
  * -1 with errno (EPERM where seccomp denies setpriority).
  */
 int util_lower_thread_priority(int delta);
+
+/*
+ * Makes the calling thread give way: from now on util_give_way_point
+ * calls sched_yield() each time the work it is told of adds up to bytes
+ * (0: never, the default of every thread). A lower nice value alone does
+ * not stop a thread that is running from keeping its CPU for a whole
+ * time slice (several milliseconds under EEVDF) while a woken thread of
+ * higher priority waits behind it; long loops of a thread that gives way
+ * (a table's validation, SHA-256 of a large buffer) hand the CPU over
+ * every bytes instead. Thread-local: other threads are not affected.
+ */
+void util_give_way(size_t bytes);
+
+/* Counts bytes of work done; yields when the thread's stretch is full. */
+void util_give_way_point(size_t bytes);
+
+/* The calling thread's yields so far (for tests and benchmarks). */
+uint64_t util_give_way_count(void);
 
 /*
  * Reads a whole file (or standard input when path is "-") into a fresh

@@ -113,7 +113,8 @@ static const struct opt opts[] = {
 	{ "loader_nice", OPT_UINT, OFF(loader_nice), 0, 19, NEED_ANY,
 	    "10", "N", "nice added to the thread that reads and verifies\n"
 	    "new filters (the main thread; an edge's sync\n"
-	    "thread), so that it yields to the HTTP workers;\n0: none" },
+	    "thread), which also yields its CPU every 256 KiB\n"
+	    "it hashes, so that it gives way to the HTTP\nworkers; 0: neither" },
 	{ "reload_spare", OPT_DUR, OFF(reload_spare), 0, 86400, NEED_ANY,
 	    "60", "S", "keep the table copy a reload released this long\n"
 	    "for the next reload to read into (no fresh pages\n"

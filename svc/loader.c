@@ -1280,6 +1280,7 @@ loader_lower_priority(const struct config *c, const char *who)
 
 	if (c->loader_nice == 0)
 		return;
+	util_give_way(LOADER_GIVE_WAY);
 	if ((n = util_lower_thread_priority((int)c->loader_nice)) == -1) {
 		log_warn("%s thread: cannot lower its priority by loader_nice "
 		    "%u: %s; filter loads compete with the HTTP workers (allow "
@@ -1287,6 +1288,7 @@ loader_lower_priority(const struct config *c, const char *who)
 		    strerror(errno));
 		return;
 	}
-	log_info("%s thread: filter loads run at nice %d (loader_nice %u)",
-	    who, n, c->loader_nice);
+	log_info("%s thread: filter loads run at nice %d (loader_nice %u) "
+	    "and give way every %u KiB", who, n, c->loader_nice,
+	    LOADER_GIVE_WAY >> 10);
 }

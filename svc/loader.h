@@ -250,9 +250,15 @@ uint64_t loader_highest(struct loader *l);
  * Lowers the calling thread's priority by the config's loader_nice (none
  * at 0): called by the thread that reads, hashes and verifies new filters
  * (who: "main" or "sync") once the HTTP workers exist, so that a reload
- * takes the CPU they leave rather than delay their answers. Logs what it
- * did; a refusal (seccomp, EPERM) is a warning and changes nothing else.
+ * takes the CPU they leave rather than delay their answers. The thread
+ * also gives way (util_give_way) every LOADER_GIVE_WAY bytes it hashes or
+ * validates: a nice value alone lets a running loader keep its CPU for a
+ * whole time slice (4-10 ms seen on two cores under EEVDF) while a woken
+ * worker waits. Logs what it did; a refusal of the nice value (seccomp,
+ * EPERM) is a warning and changes nothing else.
  */
+#define LOADER_GIVE_WAY	(256u << 10)
+
 void loader_lower_priority(const struct config *c, const char *who);
 
 #endif

@@ -608,3 +608,74 @@ Test(util, prefault_hands_over_without_changing_bytes)
 	cr_assert_eq(util_prefault_need(NULL, 12345), SIZE_MAX);
 	util_prefault_stop(NULL);
 }
+
+/*
+ * A thread that gives way hashes a stretch at a time and yields after
+ * each (the loader, so that a woken HTTP worker does not wait out its
+ * time slice): the digest is the one of a single pass at every length
+ * around the stretch, the yields are counted on that thread only.
+ */
+struct gw_probe {
+	size_t		 every;
+	size_t		 len;
+	const unsigned char *buf;
+	unsigned char	 sha[UTIL_SHA256_LEN];
+	uint64_t	 yields;
+	int		 rc;
+};
+
+static void *
+gw_thread(void *arg)
+{
+	struct gw_probe *p = arg;
+	uint64_t before;
+
+	util_give_way(p->every);
+	before = util_give_way_count();
+	p->rc = util_sha256(p->sha, p->buf, p->len);
+	p->yields = util_give_way_count() - before;
+	return NULL;
+}
+
+Test(util, give_way_keeps_the_digest_and_yields_on_its_thread_only)
+{
+	static const size_t lens[] = { 0, 1, 4095, 4096, 4097, 12288, 40000 };
+	unsigned char *buf = malloc(40000), want[UTIL_SHA256_LEN];
+	uint64_t mine = util_give_way_count();
+	struct gw_probe p;
+	pthread_t th;
+	size_t i;
+
+	cr_assert_not_null(buf);
+	for (i = 0; i < 40000; i++)
+		buf[i] = (unsigned char)(i * 131 + (i >> 8));
+	for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		cr_assert_eq(util_sha256(want, buf, lens[i]), 0);
+		memset(&p, 0, sizeof(p));
+		p.every = 4096;
+		p.len = lens[i];
+		p.buf = buf;
+		cr_assert_eq(pthread_create(&th, NULL, gw_thread, &p), 0);
+		cr_assert_eq(pthread_join(th, NULL), 0);
+		cr_assert_eq(p.rc, 0);
+		cr_assert_arr_eq(p.sha, want, UTIL_SHA256_LEN, "length %zu",
+		    lens[i]);
+		cr_assert_eq(p.yields, lens[i] / 4096, "length %zu: %llu yields",
+		    lens[i], (unsigned long long)p.yields);
+	}
+	/* A thread that never asked to give way does not. */
+	cr_assert_eq(util_sha256(want, buf, 40000), 0);
+	cr_assert_eq(util_give_way_count(), mine);
+	util_give_way_point(1 << 30);
+	cr_assert_eq(util_give_way_count(), mine);
+	/* Points add up across calls; 0 turns it off again. */
+	util_give_way(100);
+	util_give_way_point(60);
+	cr_assert_eq(util_give_way_count(), mine);
+	util_give_way_point(40);
+	cr_assert_eq(util_give_way_count(), mine + 1);
+	util_give_way(0);
+	util_give_way_point(1000);
+	cr_assert_eq(util_give_way_count(), mine + 1);
+	free(buf);
+}

@@ -5,7 +5,8 @@
 # competes for the CPU with the workers answering requests. revcheckd
 # lowers the priority of the loading thread only (the main thread of an
 # origin, the sync thread of an edge), by loader_nice (10 by default), and
-# says so in its log. Read from /proc: field 19 of a thread's stat is its
+# says so in its log; the same thread yields its CPU every 256 KiB it
+# hashes or validates (unit tests count the yields). Read from /proc: field 19 of a thread's stat is its
 # nice value.
 . "$(dirname "$0")/lib.sh"
 
@@ -31,8 +32,8 @@ rc_wait_version "$O_URL" 1 || rc_fail "origin did not load version 1"
 want=$((base + 10 > 19 ? 19 : base + 10))
 rc_expect_eq "$(nice_of "$O_PID" revcheckd)" "$want " "origin: the main thread (loads) at nice +10"
 rc_expect_eq "$(nice_of "$O_PID" MHD-worker)" "$base " "origin: every HTTP worker at the daemon's nice"
-grep -q "main thread: filter loads run at nice $want (loader_nice 10)" "$T/O.log" &&
-    rc_ok "the log says so" || rc_fail "no log line: $(tail -n 5 "$T/O.log")"
+grep -q "main thread: filter loads run at nice $want (loader_nice 10) and give way every 256 KiB" "$T/O.log" &&
+    rc_ok "the log says so, and that loads give way every 256 KiB" || rc_fail "no log line: $(tail -n 5 "$T/O.log")"
 # A reload still happens, at the lower priority.
 FB build --key "$T/key.pem" --out "$T/f" --quiet "$T/tokens.txt"
 rc_wait_version "$O_URL" 2 || rc_fail "origin did not load version 2"
@@ -40,6 +41,8 @@ rc_wait_version "$O_URL" 2 || rc_fail "origin did not load version 2"
 rc_start O0 --filter-dir "$T/f" --trusted-key "$T/key.pub" --state-dir "$T/s0" --loader-nice 0
 rc_wait_version "$O0_URL" 2 || rc_fail "O0 did not load version 2"
 rc_expect_eq "$(nice_of "$O0_PID" revcheckd)" "$base " "loader_nice 0: the main thread keeps the daemon's nice"
+grep -q "give way" "$T/O0.log" && rc_fail "loader_nice 0 still gives way: $(grep "give way" "$T/O0.log")" ||
+    rc_ok "loader_nice 0: loads neither lowered nor giving way"
 
 rc_start E --trusted-key "$T/key.pub" --state-dir "$T/se" --sync-interval 1 \
     --upstream-insecure-http --upstream-filter "$O_URL/v1/filter" --upstream-check "$O_URL/v1/check"
