@@ -1146,6 +1146,51 @@ Test(input_crl, text_around_pem_blocks)
 	free(pem);
 }
 
+/*
+ * The sniffing for a PEM CRL block finds its tag anywhere, up to the last
+ * byte, among capitals that begin nothing; a tag cut short is no block.
+ */
+Test(input_crl, pem_tag_found_at_every_place)
+{
+	static const char tag[] = "-----BEGIN X509 CRL-----";
+	struct input_set s;
+	struct input_opts o = opts("default");
+	char buf[256], err[512];
+	size_t n;
+
+	/* Capitals and X alone: a token list. */
+	n = (size_t)snprintf(buf, sizeof(buf), "X\nXX\ntok-X509\nX509-CRL\n");
+	input_set_init(&s);
+	cr_assert_eq(input_read_buf(&s, "ids.txt", buf, n, &o, err,
+	    sizeof(err)), 0, "%s", err);
+	cr_assert_eq(input_set_records(&s), 4);
+	input_set_free(&s);
+	/* The tag as the last bytes: sniffed as a CRL, refused as one. */
+	n = (size_t)snprintf(buf, sizeof(buf), "X\ntok-1\n%s", tag);
+	input_set_init(&s);
+	cr_assert_eq(input_read_buf(&s, "end.pem", buf, n, &o, err,
+	    sizeof(err)), -1);
+	cr_assert(strstr(err, "PEM armour") == NULL, "read as text: %s", err);
+	input_set_free(&s);
+	/* One byte short: a token list with a line of armour, refused so. */
+	input_set_init(&s);
+	cr_assert_eq(input_read_buf(&s, "short.txt", buf, n - 1, &o, err,
+	    sizeof(err)), -1);
+	cr_assert(strstr(err, "PEM armour") != NULL, "%s", err);
+	input_set_free(&s);
+	/* The tag alone, and at offset 0 of a longer buffer. */
+	for (n = 0; n < 2; n++) {
+		size_t len = (size_t)snprintf(buf, sizeof(buf), "%s%s", tag,
+		    n ? "\nXXXXXXXXXXXX\n" : "");
+
+		input_set_init(&s);
+		cr_assert_eq(input_read_buf(&s, "start.pem", buf, len, &o, err,
+		    sizeof(err)), -1);
+		cr_assert(strstr(err, "PEM armour") == NULL, "%zu: %s", n, err);
+		input_set_free(&s);
+	}
+}
+
 Test(input_crl, failure_leaves_set_unchanged)
 {
 	struct input_set s;
