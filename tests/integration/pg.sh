@@ -128,7 +128,7 @@ rc_follow_chain() {
 	psql -X -q -v ON_ERROR_STOP=1 -f "$RC_SRC/config/postgresql-schema.sql" "$PG_URL"
 	rc_psql -c "INSERT INTO revcheck_revocations (id) VALUES ('a')"
 	rc_follow_start "$dir" --interval 300ms --valid-for 10m --head-every 2s
-	for _ in $(seq 1 100); do [ -e "$dir/current" ] && break; sleep 0.2; done
+	for ((_rc_ci = 0; _rc_ci < 100; _rc_ci++)); do [ -e "$dir/current" ] && break; sleep 0.2; done
 	V1=$(readlink "$dir/current" | sed 's/^v0*//')
 }
 
@@ -152,7 +152,7 @@ rc_db_ids() {
 
 rc_chain_has() {
 	local i
-	for i in $(seq 1 "${RC_WAIT_TRIES:-100}"); do
+	for ((i = 1; i <= ${RC_WAIT_TRIES:-100}; i++)); do
 		[ "$(rc_chain_ids)" = "$1" ] && return 0
 		sleep 0.2
 	done
