@@ -251,8 +251,8 @@ uint64_t loader_highest(struct loader *l);
  * at 0): called by the thread that reads, hashes and verifies new filters
  * (who: "main" or "sync") once the HTTP workers exist, so that a reload
  * takes the CPU they leave rather than delay their answers. The thread
- * also gives way (util_give_way) every LOADER_GIVE_WAY bytes it hashes or
- * validates: a nice value alone lets a running loader keep its CPU for a
+ * also gives way (util_give_way) every LOADER_GIVE_WAY bytes it hashes,
+ * validates or faults in: a nice value alone lets a running loader keep its CPU for a
  * whole time slice (4-10 ms seen on two cores under EEVDF) while a woken
  * worker waits. Logs what it did; a refusal of the nice value (seccomp,
  * EPERM) is a warning and changes nothing else.

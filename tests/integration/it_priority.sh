@@ -6,8 +6,8 @@
 # lowers the priority of the loading thread only (the main thread of an
 # origin, the sync thread of an edge), by loader_nice (10 by default), and
 # says so in its log; the same thread yields its CPU every 256 KiB it
-# hashes or validates (unit tests count the yields). Read from /proc: field 19 of a thread's stat is its
-# nice value.
+# hashes, validates or faults in (unit tests count the yields). Read from
+# /proc: field 19 of a thread's stat is its nice value.
 . "$(dirname "$0")/lib.sh"
 
 FB() { "$FILTERBUILD" "$@"; }
