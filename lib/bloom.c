@@ -812,61 +812,84 @@ bloom_estimated_fp(const struct bloom *b)
 }
 
 /*
- * Fuse construction by peeling. Every cell counts the keys that use it and
- * XORs their indexes; a cell used by one key names that key, which is
- * taken out of its three cells ("peeled"), possibly leaving more cells
- * with one key. When every key is peeled, the keys are assigned in the
- * reverse order: each key's peeled cell is still zero then, and is set so
- * that its three cells XOR to its fingerprint. A later key never touches
- * an earlier key's cells again, so every key's equation holds at the end.
+ * Fuse construction by peeling, in the order Graf and Lemire describe.
+ * Every cell keeps four times the number of keys that use it plus the XOR
+ * of the positions (0, 1 or 2) it has among those keys' three cells, and
+ * the XOR of their hashes: a cell with one key holds that key's hash and
+ * its place in it, so the key's other two cells follow from the cell
+ * alone, with no look-up of the key. Taking the key out of them
+ * ("peeling") may leave one of them with one key; cells with one key are
+ * kept on a stack, so that cell is peeled next, while its lines are still
+ * in cache (a queue worked through the whole array before coming back, and
+ * the construction at 10^7 keys took three times as long). A cell is
+ * pushed at most once: when it is found with one key at the start, or
+ * when its count falls from two to one; counts never rise again, so the
+ * stack needs one slot a cell. When every key is peeled, the keys are
+ * assigned in the reverse order: each key's peeled cell is still zero
+ * then, and is set so that its three cells XOR to its fingerprint. A
+ * later key never touches an earlier key's cells again, so every key's
+ * equation holds at the end. Whether the keys peel does not depend on
+ * the order they are taken in (the set left when none can be is the
+ * same), only which of the solutions is found.
+ *
+ * BLOOM_FUSE derives h2 from h1 (bloom_fuse_h2), so only h1 is kept; the
+ * XXH3-128 layouts keep h2 beside it.
  */
-struct fuse_cell {
-	uint32_t	 count;
-	uint32_t	 xkey;
+struct fuse_work {
+	uint64_t	*h1;	/* n hashes in bucket order; then the peel order */
+	uint64_t	*h2;	/* the same for h2; NULL for BLOOM_FUSE */
+	uint8_t		*count;	/* per cell: 4 * keys | XOR of their positions */
+	uint64_t	*x1;	/* per cell: XOR of the keys' h1 ... */
+	uint64_t	*x2;	/* ... and h2 (NULL for BLOOM_FUSE) */
+	uint32_t	*stack;	/* cells with one key, one slot a cell */
+	uint8_t		*pos;	/* n: the peeled cell's place in its key */
 };
 
-struct fuse_work {
-	struct bloom_hash *h;		/* n hashes */
-	/* Per cell, side by side (one line for both): the keys using
-	 * it and the XOR of their indexes. */
-	struct fuse_cell *cell;
-	uint32_t	*queue;		/* cells seen with one key */
-	uint32_t	*pkey;		/* peel order: key ... */
-	uint32_t	*pcell;		/* ... and the cell it was peeled from */
-};
+/* The 4 * keys a count holds at most: 63 keys, else the attempt fails. */
+#define FUSE_COUNT_MAX	0xfcu
 
 static void
 fuse_work_free(struct fuse_work *w)
 {
-	free(w->h);
-	free(w->cell);
-	free(w->queue);
-	free(w->pkey);
-	free(w->pcell);
+	free(w->h1);
+	free(w->h2);
+	free(w->count);
+	free(w->x1);
+	free(w->x2);
+	free(w->stack);
+	free(w->pos);
 	memset(w, 0, sizeof(*w));
 }
 
+/* Key i's hash from w (h1[i], and h2[i] or derived). */
+static inline struct bloom_hash
+fuse_work_hash(const struct fuse_work *w, size_t i)
+{
+	struct bloom_hash h;
+
+	h.h1 = w->h1[i];
+	h.h2 = w->h2 != NULL ? w->h2[i] : bloom_fuse_h2(h.h1);
+	return h;
+}
+
 /*
- * Hashes the n keys into h ordered by the top FUSE_SORT_BITS bits of h1,
+ * Hashes the n keys into w ordered by the top FUSE_SORT_BITS bits of h1,
  * which orders them by their first cell: the keys of one bucket then
- * touch cells in a window of about three segments, so the counts, the
- * XORs and the hashes themselves are read and written in cache instead of
- * at random over the whole filter (the peeling at 10^7 keys took half the
- * time so). A counting sort that hashes twice, once to count and once to
- * place, rather than keep a second array of hashes. A filter's cells do
- * not depend on the order its keys come in, only on which valid solution
- * the peeling finds; below FUSE_SORT_MIN keys the arrays fit in cache and
- * the keys keep their order.
+ * touch cells in a window of about three segments, so the counts and the
+ * XORs are read and written in cache instead of at random over the whole
+ * filter. A counting sort that hashes twice, once to count and once to
+ * place, rather than keep a second array of hashes. Below FUSE_SORT_MIN
+ * keys the arrays fit in cache and the keys keep their order.
  */
 #define FUSE_SORT_BITS	12
 #define FUSE_SORT_MIN	(1u << 16)
 
 static int
-fuse_hash_keys(const struct bloom *b, struct bloom_hash *h, size_t n,
+fuse_hash_keys(const struct bloom *b, struct fuse_work *w, size_t n,
     bloom_key_fn key, void *arg)
 {
 	size_t pos[1u << FUSE_SORT_BITS], end[1u << FUSE_SORT_BITS];
-	size_t i, s, klen;
+	size_t i, s, klen, at;
 	const unsigned shift = 64 - FUSE_SORT_BITS;
 	struct bloom_hash x;
 	const void *kb;
@@ -875,7 +898,10 @@ fuse_hash_keys(const struct bloom *b, struct bloom_hash *h, size_t n,
 	if (n < FUSE_SORT_MIN) {
 		for (i = 0; i < n; i++) {
 			kb = key(arg, i, &klen);
-			h[i] = bloom_hash(b, kb, klen);
+			x = bloom_hash(b, kb, klen);
+			w->h1[i] = x.h1;
+			if (w->h2 != NULL)
+				w->h2[i] = x.h2;
 		}
 		return 0;
 	}
@@ -897,45 +923,80 @@ fuse_hash_keys(const struct bloom *b, struct bloom_hash *h, size_t n,
 		 * a key here: refused instead. */
 		if (pos[v] == end[v])
 			return -1;
-		h[pos[v]++] = x;
+		at = pos[v]++;
+		w->h1[at] = x.h1;
+		if (w->h2 != NULL)
+			w->h2[at] = x.h2;
 	}
 	return 0;
 }
 
-/* One attempt with b's seed and shape. 0 when every key peeled. */
+/* XORs key h, at place t of its cells, into cell c: adds it or takes it out. */
+static inline void
+fuse_touch(struct fuse_work *w, uint64_t c, unsigned t,
+    const struct bloom_hash *h)
+{
+	w->count[c] ^= (uint8_t)t;
+	w->x1[c] ^= h->h1;
+	if (w->x2 != NULL)
+		w->x2[c] ^= h->h2;
+}
+
+/*
+ * One attempt with b's seed and shape: 0 when every key peeled, with the
+ * keys' hashes in peel order in w->h1 (and w->h2) and their peeled cells'
+ * places in w->pos.
+ */
 static int
 fuse_peel(const struct bloom *b, struct fuse_work *w, size_t n)
 {
-	uint64_t cells = fuse_ncells(b), c[3];
-	size_t i, qhead = 0, qtail = 0, npeeled = 0;
-	uint32_t cell, key;
-	int j;
+	uint64_t cells = fuse_ncells(b), c[3], o;
+	size_t i, top = 0, npeeled = 0;
+	struct bloom_hash h;
+	uint32_t cell;
+	unsigned j, t;
 
-	memset(w->cell, 0, (size_t)cells * sizeof(*w->cell));
+	memset(w->count, 0, (size_t)cells);
+	memset(w->x1, 0, (size_t)cells * sizeof(*w->x1));
+	if (w->x2 != NULL)
+		memset(w->x2, 0, (size_t)cells * sizeof(*w->x2));
 	for (i = 0; i < n; i++) {
-		fuse_cells(b, &w->h[i], c);
-		for (j = 0; j < 3; j++) {
-			w->cell[c[j]].count++;
-			w->cell[c[j]].xkey ^= (uint32_t)i;
+		h = fuse_work_hash(w, i);
+		fuse_cells(b, &h, c);
+		for (t = 0; t < 3; t++) {
+			if (w->count[c[t]] >= FUSE_COUNT_MAX)
+				return -1;
+			w->count[c[t]] += 4;
+			fuse_touch(w, c[t], t, &h);
 		}
 	}
 	for (i = 0; i < (size_t)cells; i++)
-		if (w->cell[i].count == 1)
-			w->queue[qtail++] = (uint32_t)i;
-	while (qhead < qtail) {
-		cell = w->queue[qhead++];
-		if (w->cell[cell].count != 1)
-			continue;	/* emptied since it was queued */
-		key = w->cell[cell].xkey;
-		w->pkey[npeeled] = key;
-		w->pcell[npeeled] = cell;
-		npeeled++;
-		fuse_cells(b, &w->h[key], c);
-		for (j = 0; j < 3; j++) {
-			w->cell[c[j]].count--;
-			w->cell[c[j]].xkey ^= key;
-			if (w->cell[c[j]].count == 1)
-				w->queue[qtail++] = (uint32_t)c[j];
+		if (w->count[i] >> 2 == 1)
+			w->stack[top++] = (uint32_t)i;
+	/* w->h1 and w->h2 are free now: the peel order goes there. */
+	while (top > 0) {
+		cell = w->stack[--top];
+		if (w->count[cell] >> 2 != 1)
+			continue;	/* emptied since it was pushed */
+		j = w->count[cell] & 3;
+		h.h1 = w->x1[cell];
+		h.h2 = w->x2 != NULL ? w->x2[cell] : bloom_fuse_h2(h.h1);
+		fuse_cells(b, &h, c);
+		if (j > 2 || c[j] != cell)
+			return -1;	/* cannot be: refuse, never guess */
+		w->h1[npeeled] = h.h1;
+		if (w->h2 != NULL)
+			w->h2[npeeled] = h.h2;
+		w->pos[npeeled++] = (uint8_t)j;
+		w->count[cell] = 0;
+		for (t = 0; t < 3; t++) {
+			if (t == j)
+				continue;
+			o = c[t];
+			w->count[o] -= 4;
+			fuse_touch(w, o, t, &h);
+			if (w->count[o] >> 2 == 1)
+				w->stack[top++] = (uint32_t)o;
 		}
 	}
 	return npeeled == n ? 0 : -1;
@@ -975,10 +1036,12 @@ fuse_build(struct bloom *b, enum bloom_layout layout, uint32_t width,
     size_t n, uint64_t seed, bloom_key_fn key, void *arg)
 {
 	struct fuse_work w;
+	struct bloom_hash h;
 	uint64_t cells, maxcells, c[3];
 	uint32_t seglog, wbits, v;
 	unsigned attempt;
 	size_t j;
+	bool wide = layout != BLOOM_FUSE;
 
 	memset(b, 0, sizeof(*b));
 	memset(&w, 0, sizeof(w));
@@ -989,18 +1052,21 @@ fuse_build(struct bloom *b, enum bloom_layout layout, uint32_t width,
 	fuse_shape(n, FUSE_ATTEMPTS - 1, &seglog, &maxcells);
 	if (maxcells > UINT32_MAX || maxcells * wbits > BLOOM_MAX_BITS)
 		return -1;
-	if ((n > 0 && (w.h = calloc(n, sizeof(*w.h))) == NULL) ||
-	    (w.cell = calloc((size_t)maxcells, sizeof(*w.cell))) == NULL ||
-	    (w.queue = calloc((size_t)maxcells, sizeof(uint32_t))) == NULL ||
-	    (n > 0 && (w.pkey = calloc(n, sizeof(uint32_t))) == NULL) ||
-	    (n > 0 && (w.pcell = calloc(n, sizeof(uint32_t))) == NULL))
+	if ((n > 0 && (w.h1 = malloc(n * sizeof(*w.h1))) == NULL) ||
+	    (wide && n > 0 && (w.h2 = malloc(n * sizeof(*w.h2))) == NULL) ||
+	    (n > 0 && (w.pos = malloc(n)) == NULL) ||
+	    (w.count = malloc((size_t)maxcells)) == NULL ||
+	    (w.x1 = malloc((size_t)maxcells * sizeof(*w.x1))) == NULL ||
+	    (wide && (w.x2 = malloc((size_t)maxcells *
+	    sizeof(*w.x2))) == NULL) ||
+	    (w.stack = malloc((size_t)maxcells * sizeof(*w.stack))) == NULL)
 		goto fail;
 
 	for (attempt = 0; attempt < FUSE_ATTEMPTS; attempt++) {
 		fuse_shape(n, attempt, &seglog, &cells);
 		bloom_set_params(b, layout, cells * wbits, BLOOM_FUSE_ARITY,
 		    seglog, width, seed);
-		if (fuse_hash_keys(b, w.h, n, key, arg) != 0)
+		if (fuse_hash_keys(b, &w, n, key, arg) != 0)
 			goto fail;
 		if (fuse_peel(b, &w, n) == 0)
 			break;
@@ -1013,17 +1079,18 @@ fuse_build(struct bloom *b, enum bloom_layout layout, uint32_t width,
 		goto fail;
 	b->owned = true;
 	for (j = n; j-- > 0;) {
-		fuse_cells(b, &w.h[w.pkey[j]], c);
+		h = fuse_work_hash(&w, j);
+		fuse_cells(b, &h, c);
+		/* The peeled cell is still 0: XORing it in changes nothing. */
 		if (layout == BLOOM_FUSE8) {
-			b->bits[w.pcell[j]] = (unsigned char)(fuse_fingerprint(
-			    b, &w.h[w.pkey[j]]) ^ b->bits[c[0]] ^
-			    b->bits[c[1]] ^ b->bits[c[2]]);
+			b->bits[c[w.pos[j]]] = (unsigned char)(fuse_fingerprint(
+			    b, &h) ^ b->bits[c[0]] ^ b->bits[c[1]] ^
+			    b->bits[c[2]]);
 			continue;
 		}
-		/* The peeled cell is still 0: XORing it in changes nothing. */
-		v = fuse_fingerprint(b, &w.h[w.pkey[j]]) ^ fuse_get(b, c[0]) ^
+		v = fuse_fingerprint(b, &h) ^ fuse_get(b, c[0]) ^
 		    fuse_get(b, c[1]) ^ fuse_get(b, c[2]);
-		fuse_set(b, w.pcell[j], v);
+		fuse_set(b, c[w.pos[j]], v);
 	}
 	fuse_work_free(&w);
 	return 0;

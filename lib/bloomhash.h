@@ -21,6 +21,12 @@
  * the cell offsets from bits 1..38 of h2, which depend only on bits 0..38
  * of x; the fingerprint from the top bits of h2, which depend on all of x.
  */
+static inline uint64_t
+bloom_fuse_h2(uint64_t x)
+{
+	return (x * UINT64_C(0x9e3779b97f4a7c15)) | 1;
+}
+
 static inline struct bloom_hash
 bloom_hash_xxh64(uint64_t seed, const void *key, size_t len)
 {
@@ -28,7 +34,7 @@ bloom_hash_xxh64(uint64_t seed, const void *key, size_t len)
 	struct bloom_hash h;
 
 	h.h1 = x;
-	h.h2 = (x * UINT64_C(0x9e3779b97f4a7c15)) | 1;
+	h.h2 = bloom_fuse_h2(x);
 	return h;
 }
 
