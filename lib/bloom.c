@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "bloomhash.h"
+#include "util.h"
 
 /* Golden-ratio multiplier that remixes h2 between blocked probes. */
 #define BLOOM_MIX UINT64_C(0x9e3779b97f4a7c15)
@@ -1061,9 +1062,24 @@ fuse_build(struct bloom *b, enum bloom_layout layout, uint32_t width,
 	    sizeof(*w.x2))) == NULL) ||
 	    (w.stack = malloc((size_t)maxcells * sizeof(*w.stack))) == NULL)
 		goto fail;
+	/*
+	 * What is written through next is mapped in a batch, not a fault a
+	 * page (util_populate): the keys' arrays now, the cells' as far as
+	 * an attempt's shape reaches (a later one's larger shape is not
+	 * resident until it is tried).
+	 */
+	util_populate(w.h1, n * sizeof(*w.h1));
+	if (w.h2 != NULL)
+		util_populate(w.h2, n * sizeof(*w.h2));
+	util_populate(w.pos, n);
 
 	for (attempt = 0; attempt < FUSE_ATTEMPTS; attempt++) {
 		fuse_shape(n, attempt, &seglog, &cells);
+		util_populate(w.count, (size_t)cells);
+		util_populate(w.x1, (size_t)cells * sizeof(*w.x1));
+		if (w.x2 != NULL)
+			util_populate(w.x2, (size_t)cells * sizeof(*w.x2));
+		util_populate(w.stack, (size_t)cells * sizeof(*w.stack));
 		bloom_set_params(b, layout, cells * wbits, BLOOM_FUSE_ARITY,
 		    seglog, width, seed);
 		if (fuse_hash_keys(b, &w, n, key, arg) != 0)
@@ -1077,6 +1093,7 @@ fuse_build(struct bloom *b, enum bloom_layout layout, uint32_t width,
 
 	if ((b->bits = calloc(1, b->nbytes)) == NULL)
 		goto fail;
+	util_populate(b->bits, b->nbytes);
 	b->owned = true;
 	for (j = n; j-- > 0;) {
 		h = fuse_work_hash(&w, j);
