@@ -619,6 +619,11 @@ util_populate(void *p, size_t len)
 		return;
 	e = (a + len) / pg * pg;
 	a = (a + pg - 1) / pg * pg;
+#ifdef MADV_HUGEPAGE
+	/* In 2 MB pages where the kernel has them (see util.h). */
+	if (e - a >= UTIL_HUGE_MIN)
+		(void)madvise((void *)a, e - a, MADV_HUGEPAGE);
+#endif
 	if (e > a)
 		(void)madvise((void *)a, e - a, MADV_POPULATE_WRITE);
 #else

@@ -209,11 +209,19 @@ size_t util_copy_spare(void);
  * them in a batch instead of one page fault per page, which on machines
  * where a fault is costly (a paravirtualised MMU: measured 2.9 ms per MB
  * written into fresh memory against 1.3 with the pages populated first)
- * is most of the price of fresh memory. The contents are not changed, so
- * bytes already written stay. A hint: failure (an old kernel, no memory
- * now: the later write faults as it would have) is ignored.
+ * is most of the price of fresh memory. A range of UTIL_HUGE_MIN or more
+ * is asked for in 2 MB pages first (MADV_HUGEPAGE; with the kernel's
+ * "madvise" setting, Debian's default, only such ranges get them): a
+ * 10^8-id build took 37-42 s so against 50-51 s in small pages on the
+ * same VM, its shadow page tables holding one entry per 2 MB instead of
+ * 512 (10^7 ids: no difference the noise let through). The contents are
+ * not changed, so bytes already written stay. A hint: failure (an old
+ * kernel, no memory now, no 2 MB pages: the later write faults as it
+ * would have, or in small pages) is ignored.
  */
 void util_populate(void *p, size_t len);
+
+#define UTIL_HUGE_MIN	((size_t)2 << 20)
 
 /*
  * What a growing buffer populates ahead of its writer at a time: enough
