@@ -174,6 +174,101 @@ Test(util, read_file_caps_and_errors)
 }
 
 /*
+ * A regular file is read at its size from fstat, then one byte more tells
+ * its end (without doubling the buffer); a file whose size fstat does not
+ * know (/proc reports 0) and a pipe grow the buffer as they go. Sizes on
+ * both sides of the 4096-byte first buffer and of the populate step.
+ */
+Test(util, read_file_every_size_and_growing_files)
+{
+	static const size_t sizes[] = { 0, 1, 4094, 4095, 4096, 4097,
+	    UTIL_POPULATE_STEP - 1, UTIL_POPULATE_STEP + 4097 };
+	char path[] = "/tmp/util-size-XXXXXX", err[256];
+	unsigned char *want, *buf;
+	size_t i, j, len;
+	ssize_t n;
+	int fd, p[2], saved;
+	pid_t pid;
+
+	want = malloc(UTIL_POPULATE_STEP + 4097);
+	cr_assert_not_null(want);
+	for (j = 0; j < UTIL_POPULATE_STEP + 4097; j++)
+		want[j] = (unsigned char)('a' + (j * 7 + j / 4096) % 26);
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		fd = mkstemp(path);
+		cr_assert_geq(fd, 0);
+		cr_assert_eq(util_write_all(fd, want, sizes[i]), 0);
+		close(fd);
+		cr_assert_eq(util_read_file(path, sizes[i] + 1, &buf, &len,
+		    err, sizeof(err)), 0, "%zu bytes: %s", sizes[i], err);
+		cr_assert_eq(len, sizes[i]);
+		cr_assert(memcmp(buf, want, len) == 0, "%zu bytes differ",
+		    sizes[i]);
+		cr_assert_eq(buf[len], '\0');
+		free(buf);
+		/* Exactly at the limit reads; one byte over does not. */
+		cr_assert_eq(util_read_file(path, sizes[i], &buf, &len, err,
+		    sizeof(err)), 0, "%zu bytes at the limit: %s", sizes[i], err);
+		free(buf);
+		if (sizes[i] > 0) {
+			cr_assert_eq(util_read_file(path, sizes[i] - 1, &buf,
+			    &len, err, sizeof(err)), -1);
+			cr_assert(strstr(err, "limit") != NULL, "%s", err);
+		}
+		unlink(path);
+		memcpy(path, "/tmp/util-size-XXXXXX", sizeof(path));
+	}
+	/*
+	 * /proc/kallsyms: regular, st_size 0, megabytes long and the same
+	 * from one read to the next: every byte, the one-byte probe at the
+	 * first buffer's end included, must match a plain read of it.
+	 */
+	cr_assert_eq(util_read_file("/proc/kallsyms", 1 << 28, &buf, &len,
+	    err, sizeof(err)), 0, "%s", err);
+	cr_assert_gt(len, 4096);
+	free(want);
+	want = malloc(len + 1);
+	cr_assert_not_null(want);
+	fd = open("/proc/kallsyms", O_RDONLY);
+	cr_assert_geq(fd, 0);
+	for (j = 0; j <= len; j += (size_t)n) {
+		n = read(fd, want + j, len + 1 - j);
+		cr_assert_geq(n, 0);
+		if (n == 0)
+			break;
+	}
+	close(fd);
+	cr_assert_eq(j, len);
+	cr_assert(memcmp(buf, want, len) == 0);
+	free(buf);
+	free(want);
+	want = malloc(3 * 4096 + 5);
+	cr_assert_not_null(want);
+	for (j = 0; j < 3 * 4096 + 5; j++)
+		want[j] = (unsigned char)('a' + j % 26);
+	/* A pipe on standard input, written by a child: 3 x 4096 + 5. */
+	cr_assert_eq(pipe(p), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		close(p[0]);
+		_exit(util_write_all(p[1], want, 3 * 4096 + 5) == 0 ? 0 : 1);
+	}
+	close(p[1]);
+	saved = dup(STDIN_FILENO);
+	cr_assert_eq(dup2(p[0], STDIN_FILENO), STDIN_FILENO);
+	close(p[0]);
+	cr_assert_eq(util_read_file("-", 1 << 20, &buf, &len, err,
+	    sizeof(err)), 0, "%s", err);
+	dup2(saved, STDIN_FILENO);
+	close(saved);
+	cr_assert_eq(len, 3 * 4096 + 5);
+	cr_assert(memcmp(buf, want, len) == 0);
+	free(buf);
+	free(want);
+}
+
+/*
  * A file a configuration names is read with util_read_file_st: a FIFO
  * (which nothing writes, so a plain open would wait forever) and a device
  * are refused at once, a regular file is read with its fstat.
