@@ -471,13 +471,12 @@ int
 util_read_file_st(const char *path, size_t max, unsigned char **out,
     size_t *outlen, struct stat *stp, char *err, size_t errlen)
 {
-	unsigned char *buf = NULL, *nbuf, probe = 0;
+	unsigned char *buf = NULL, *nbuf;
 	size_t len = 0, cap = 0;
 	ssize_t n;
 	struct stat st;
 	int fd;
-	bool is_stdin = strcmp(path, "-") == 0, regular = false;
-	bool probed = false, probe_kept = false;
+	bool is_stdin = strcmp(path, "-") == 0;
 
 	*out = NULL;
 	*outlen = 0;
@@ -503,8 +502,13 @@ util_read_file_st(const char *path, size_t max, unsigned char **out,
 			    "limit of %zu", path, (long long)st.st_size, max);
 			goto fail;
 		}
-		cap = (size_t)st.st_size + 1;
-		regular = true;
+		/*
+		 * Its length, a byte more and the NUL: the read that finds
+		 * the end then has room, and the buffer is doubled (copied
+		 * into fresh memory: 2 GB for a 10^8-id list) only if the
+		 * file grew since fstat.
+		 */
+		cap = (size_t)st.st_size + 2;
 		/* Opened without blocking only for the open itself. */
 		if (stp != NULL && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) &
 		    ~O_NONBLOCK) == -1) {
@@ -525,26 +529,6 @@ util_read_file_st(const char *path, size_t max, unsigned char **out,
 	if (cap >= UTIL_POPULATE_STEP)
 		util_populate(buf, cap);
 	for (;;) {
-		/*
-		 * Read to its size, a regular file is most likely at its
-		 * end: a one-byte read says so before the buffer is doubled
-		 * (a copy of the whole file into fresh memory, 2 GB of it
-		 * for a 10^8-id list).
-		 */
-		if (len + 1 == cap && regular && !probed) {
-			probed = true;
-			do
-				n = read(fd, &probe, 1);
-			while (n == -1 && errno == EINTR);
-			if (n == -1) {
-				snprintf(err, errlen, "%s: read: %s", path,
-				    strerror(errno));
-				goto fail;
-			}
-			if (n == 0)
-				break;
-			/* It grew: on as for any other stream. */
-		}
 		if (len + 1 >= cap) {
 			if (cap > max) {
 				snprintf(err, errlen, "%s: input over the limit "
@@ -557,10 +541,6 @@ util_read_file_st(const char *path, size_t max, unsigned char **out,
 				goto fail;
 			}
 			buf = nbuf;
-			if (probed && !probe_kept) {
-				buf[len++] = probe;
-				probe_kept = true;
-			}
 		}
 		n = read(fd, buf + len, cap - len - 1);
 		if (n == -1 && errno == EINTR)

@@ -174,10 +174,11 @@ Test(util, read_file_caps_and_errors)
 }
 
 /*
- * A regular file is read at its size from fstat, then one byte more tells
- * its end (without doubling the buffer); a file whose size fstat does not
- * know (/proc reports 0) and a pipe grow the buffer as they go. Sizes on
- * both sides of the 4096-byte first buffer and of the populate step.
+ * A regular file is read into a buffer of its fstat size with room for
+ * the read that finds its end (not doubled then); a file whose size fstat
+ * does not know (/proc reports 0) and a pipe grow the buffer as they go.
+ * Sizes on both sides of the 4096-byte first buffer and of the populate
+ * step.
  */
 Test(util, read_file_every_size_and_growing_files)
 {
@@ -220,8 +221,8 @@ Test(util, read_file_every_size_and_growing_files)
 	}
 	/*
 	 * /proc/kallsyms: regular, st_size 0, megabytes long and the same
-	 * from one read to the next: every byte, the one-byte probe at the
-	 * first buffer's end included, must match a plain read of it.
+	 * from one read to the next: every byte, across every doubling of
+	 * the buffer, must match a plain read of it.
 	 */
 	cr_assert_eq(util_read_file("/proc/kallsyms", 1 << 28, &buf, &len,
 	    err, sizeof(err)), 0, "%s", err);
