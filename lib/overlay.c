@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/rand.h>
 #include <xxhash.h>
 
 /* One key: its encoded bytes and its last change, in one allocation. */
@@ -16,17 +17,26 @@ struct ov_ent {
 	unsigned char	 bytes[];	/* key (scope 0x00 id), then reason */
 };
 
+/*
+ * The keys come from deltas, and a delta's keys from sources revcheck
+ * does not control (a CA's CRL, rows of a database). A public hash
+ * would let whoever chooses keys choose their slots: keys made to share
+ * a slot's low bits become one probe run, and every insert and every
+ * check that lands in it walks all of it. Each overlay has its own
+ * random seed, so slots cannot be aimed at.
+ */
 struct overlay {
 	struct ov_ent	**slots;	/* open addressing, NULL = empty */
 	size_t		 cap;		/* power of two */
 	size_t		 n;
 	size_t		 bytes;
+	uint64_t	 seed;		/* of ov_hash, random, kept by clones */
 };
 
 static uint64_t
-ov_hash(const unsigned char *k, size_t len)
+ov_hash(const struct overlay *ov, const unsigned char *k, size_t len)
 {
-	return XXH3_64bits(k, len);
+	return XXH3_64bits_withSeed(k, len, ov->seed);
 }
 
 struct overlay *
@@ -37,7 +47,8 @@ overlay_new(void)
 	if (ov == NULL)
 		return NULL;
 	ov->cap = 64;
-	if ((ov->slots = calloc(ov->cap, sizeof(*ov->slots))) == NULL) {
+	if (RAND_bytes((unsigned char *)&ov->seed, sizeof(ov->seed)) != 1 ||
+	    (ov->slots = calloc(ov->cap, sizeof(*ov->slots))) == NULL) {
 		free(ov);
 		return NULL;
 	}
@@ -54,7 +65,7 @@ ov_ent_size(const struct ov_ent *e)
 static size_t
 ov_slot(const struct overlay *ov, const unsigned char *k, size_t len)
 {
-	size_t mask = ov->cap - 1, i = (size_t)ov_hash(k, len) & mask;
+	size_t mask = ov->cap - 1, i = (size_t)ov_hash(ov, k, len) & mask;
 
 	while (ov->slots[i] != NULL && (ov->slots[i]->key_len != len ||
 	    memcmp(ov->slots[i]->bytes, k, len) != 0))
@@ -96,6 +107,7 @@ overlay_clone(const struct overlay *ov)
 		return NULL;
 	}
 	c->cap = ov->cap;
+	c->seed = ov->seed;		/* the slots are copied where they are */
 	for (i = 0; i < ov->cap; i++) {
 		if (ov->slots[i] == NULL)
 			continue;
@@ -197,6 +209,24 @@ size_t
 overlay_bytes(const struct overlay *ov)
 {
 	return ov->bytes + ov->cap * sizeof(*ov->slots);
+}
+
+size_t
+overlay_longest_run(const struct overlay *ov)
+{
+	size_t i, run = 0, best = 0, first = 0;
+
+	/* Runs wrap around the end: the run at slot 0 continues the last. */
+	for (i = 0; i < ov->cap && ov->slots[i] != NULL; i++)
+		first++;
+	for (i = first; i < ov->cap; i++) {
+		run = ov->slots[i] != NULL ? run + 1 : 0;
+		if (run > best)
+			best = run;
+	}
+	if (first < ov->cap && run + first > best)
+		best = run + first;
+	return first == ov->cap ? ov->cap : best;
 }
 
 int

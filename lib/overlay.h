@@ -44,6 +44,13 @@ size_t overlay_count(const struct overlay *ov);
 size_t overlay_bytes(const struct overlay *ov);
 
 /*
+ * The longest run of occupied slots (wrapping around the end): the most
+ * slots a lookup can probe. Each overlay hashes with a random seed of its
+ * own, so no choice of keys makes it long.
+ */
+size_t overlay_longest_run(const struct overlay *ov);
+
+/*
  * Iterates the keys in no particular order, for tools that list the
  * effective set: start with *it = 0; returns the next key's op and fills
  * rec, or 0 when there is no more.
