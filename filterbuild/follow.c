@@ -493,7 +493,8 @@ follow_enforced(const struct follow_state *st, const struct sign_ring *ring,
 	    delta_chain_walk(st->ddir, ring, &pos, follow_overlay_apply, ov,
 	    &head, &head_seq, err, sizeof(err)) != 0) {
 		log_warn("follow: counting what the chain enforces: %s",
-		    ov == NULL || sc == NULL ? "out of memory" : err);
+		    ov == NULL ? "no memory or no random seed for the overlay" :
+		    sc == NULL ? "out of memory" : err);
 		goto out;
 	}
 	memcpy(sc, bi->scopes, bi->nscopes * sizeof(*sc));

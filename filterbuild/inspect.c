@@ -851,7 +851,8 @@ verify_chain(const char *path, const struct target *t, const struct ffile *f,
 	memcpy(pos.base_sha256, ffile_sha256(f), 32);
 	memcpy(pos.last_sha256, pos.base_sha256, 32);
 	if ((ov = overlay_new()) == NULL) {
-		fb_err("verify: out of memory");
+		fb_err("verify: no memory or no random seed for the delta "
+		    "overlay");
 		return -1;
 	}
 	sum.ov = ov;

@@ -18,7 +18,10 @@
  */
 struct overlay;
 
-/* An empty overlay, or NULL when memory runs out. */
+/*
+ * An empty overlay with a random seed of its own, or NULL when memory
+ * runs out or OpenSSL's random generator fails.
+ */
 struct overlay *overlay_new(void);
 
 /* A deep copy, or NULL when memory runs out. */

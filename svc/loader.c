@@ -1150,7 +1150,8 @@ loader_apply_chain(struct loader *l, struct snapshot_slot *sl,
 	ch.pos = s->pos;
 	w.ov = s->ov != NULL ? overlay_clone(s->ov) : overlay_new();
 	if (w.ov == NULL) {
-		chain_refused(l, "out of memory for the delta overlay");
+		chain_refused(l, "cannot make the delta overlay: out of memory, "
+		    "or no random seed for it");
 		rc = -1;
 		goto out;
 	}
