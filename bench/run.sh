@@ -14,7 +14,7 @@
 # started here on 127.0.0.1, on a free port, and stopped on exit. Anything
 # missing is skipped with a message; the script exits 0 whatever happens
 # (also when interrupted). Knobs (environment):
-#   BENCH_LARGE=1      add the 10^8-key scaling points (lookups and build)
+#   BENCH_LARGE=1      add the 10^8-key scaling points (lookups and build), measured last
 #   BENCH_DURATION=5   seconds per wrk run (BENCH_ROUNDS=3 rounds of the HTTP runs)
 #   BENCH_N=10000000   keys for lookups, build, memory and reload
 #   BENCH_HTTP_N=1000000  keys in the filter and the Redis set for HTTP
