@@ -26,8 +26,10 @@
  *
  * absent_ns and present_ns are the best of LOOKUP_REPS passes, in ns per
  * lookup; fp is the measured false-positive rate over the absent keys.
- * Variants: libbloom (bloom_check), classic, blocked and fuse (bloom_query:
- * hash plus query, one key at a time), classic-batch, blocked-batch and
+ * Variants: libbloom (bloom_check), classic, blocked and fuse
+ * (bloomhash.h's bloom_query_inline, as ffile_query() calls it: hash plus
+ * query, one key at a time; for classic and blocked it is the call
+ * bloom_query), classic-batch, blocked-batch and
  * fuse-batch (the library's batch call: hash BATCH keys with
  * bloomhash.h's inline bloom_hash, then bloom_query_many, which hints each
  * key's cache lines a few keys before
@@ -44,14 +46,17 @@
  *
  *   fusew n=N w=W p=P bytes=B bits_per_key=X ratio=R fp=F fp_queries=Q
  *     fp_rel=E fuse_ns=A fuse_batch_ns=C lb_ns=L fuse_present_ns=..
- *     fuse_batch_present_ns=.. lb_present_ns=.. lb_bytes=.. build_s=S
+ *     fuse_batch_present_ns=.. lb_present_ns=.. fuse_call_ns=..
+ *     fuse_call_present_ns=.. lb_bytes=.. build_s=S
  *
  * bytes is the whole array (cells and padding); ratio is bits_per_key /
  * log2(1/p); fp is measured over fp_queries absent keys, at least 10^6
  * and 2000 x 2^w (so the count has about 2000 hits: 1 sigma = 2.2 %);
  * fp_rel is fp / 2^-w - 1, the filter's own rate. The *_ns are the best
  * of WIDTH_REPS passes over QUERIES (default 10^6) absent keys, and as
- * many present ones; passes interleave the six timings of a width.
+ * many present ones; passes interleave the eight timings of a width.
+ * fuse_ns is bloom_query_inline, one key at a time; fuse_call_ns the
+ * same lookup through the call bloom_query, for comparison.
  */
 
 #define KEY_LEN		28	/* "default\0" + "tok-" + 16 hex digits */
@@ -117,6 +122,7 @@ now_s(void)
 enum variant {
 	V_LIBBLOOM,
 	V_SINGLE,
+	V_CALL,
 	V_BATCH,
 };
 
@@ -126,38 +132,75 @@ struct target {
 	struct bloom	*b;
 };
 
-/* Looks up q keys; returns how many answered "possibly present". */
-static uint64_t
-run_queries(const struct target *t, const unsigned char *keys, uint64_t q)
+/*
+ * Each variant's loop is its own function, so that none shares a frame,
+ * registers or spills with another's.
+ */
+static __attribute__((noinline)) uint64_t
+run_libbloom(struct lbshim *lb, const unsigned char *keys, uint64_t q)
+{
+	uint64_t i, hits = 0;
+
+	for (i = 0; i < q; i++)
+		hits += lbshim_check(lb, keys + i * KEY_SLOT, KEY_LEN) == 1;
+	return hits;
+}
+
+static __attribute__((noinline)) uint64_t
+run_single(const struct bloom *b, const unsigned char *keys, uint64_t q)
+{
+	uint64_t i, hits = 0;
+
+	for (i = 0; i < q; i++)
+		hits += bloom_query_inline(b, keys + i * KEY_SLOT, KEY_LEN);
+	return hits;
+}
+
+static __attribute__((noinline)) uint64_t
+run_call(const struct bloom *b, const unsigned char *keys, uint64_t q)
+{
+	uint64_t i, hits = 0;
+
+	for (i = 0; i < q; i++)
+		hits += bloom_query(b, keys + i * KEY_SLOT, KEY_LEN);
+	return hits;
+}
+
+static __attribute__((noinline)) uint64_t
+run_batch(const struct bloom *b, const unsigned char *keys, uint64_t q)
 {
 	struct bloom_hash h[BATCH];
 	bool res[BATCH];
 	uint64_t i, hits = 0;
 	size_t j, nb;
 
-	switch (t->v) {
-	case V_LIBBLOOM:
-		for (i = 0; i < q; i++)
-			hits += lbshim_check(t->lb, keys + i * KEY_SLOT,
-			    KEY_LEN) == 1;
-		break;
-	case V_SINGLE:
-		for (i = 0; i < q; i++)
-			hits += bloom_query(t->b, keys + i * KEY_SLOT, KEY_LEN);
-		break;
-	case V_BATCH:
-		for (i = 0; i < q; i += nb) {
-			nb = q - i < BATCH ? (size_t)(q - i) : BATCH;
-			for (j = 0; j < nb; j++)
-				h[j] = bloom_hash_inline(t->b,
-				    keys + (i + j) * KEY_SLOT, KEY_LEN);
-			bloom_query_many(t->b, h, nb, res);
-			for (j = 0; j < nb; j++)
-				hits += res[j];
-		}
-		break;
+	for (i = 0; i < q; i += nb) {
+		nb = q - i < BATCH ? (size_t)(q - i) : BATCH;
+		for (j = 0; j < nb; j++)
+			h[j] = bloom_hash_inline(b, keys + (i + j) * KEY_SLOT,
+			    KEY_LEN);
+		bloom_query_many(b, h, nb, res);
+		for (j = 0; j < nb; j++)
+			hits += res[j];
 	}
 	return hits;
+}
+
+/* Looks up q keys; returns how many answered "possibly present". */
+static uint64_t
+run_queries(const struct target *t, const unsigned char *keys, uint64_t q)
+{
+	switch (t->v) {
+	case V_LIBBLOOM:
+		return run_libbloom(t->lb, keys, q);
+	case V_SINGLE:
+		return run_single(t->b, keys, q);
+	case V_CALL:
+		return run_call(t->b, keys, q);
+	case V_BATCH:
+		return run_batch(t->b, keys, q);
+	}
+	return 0;
 }
 
 static int
@@ -269,16 +312,19 @@ add_ours(struct row *rows, size_t *nrows, const char *name,
 	}
 }
 
+#define WIDTH_TARGETS 4
+
 /*
- * The six timings of one width: fuse one at a time, fuse batched and
- * libbloom, over absent then present keys. Passes interleave them, so
- * that a burst of noise from the rest of the machine hits them alike;
- * each keeps its best, in ns per lookup. hits[i] is what pass 0 found.
+ * The eight timings of one width: fuse one at a time (inline), fuse
+ * batched, libbloom and fuse one at a time through the call, over absent
+ * then present keys. Passes interleave them, so that a burst of noise
+ * from the rest of the machine hits them alike; each keeps its best, in
+ * ns per lookup. hits[i] is what pass 0 found.
  */
 static void
-time_width(const struct target t[3], const unsigned char *absent, uint64_t q,
-    const unsigned char *present, uint64_t qp, double best[6],
-    uint64_t hits[6])
+time_width(const struct target t[WIDTH_TARGETS], const unsigned char *absent,
+    uint64_t q, const unsigned char *present, uint64_t qp,
+    double best[2 * WIDTH_TARGETS], uint64_t hits[2 * WIDTH_TARGETS])
 {
 	const unsigned char *keys;
 	double t0, ns;
@@ -286,11 +332,11 @@ time_width(const struct target t[3], const unsigned char *absent, uint64_t q,
 	int rep, i;
 
 	for (rep = 0; rep < WIDTH_REPS; rep++) {
-		for (i = 0; i < 6; i++) {
-			keys = i < 3 ? absent : present;
-			nq = i < 3 ? q : qp;
+		for (i = 0; i < 2 * WIDTH_TARGETS; i++) {
+			keys = i < WIDTH_TARGETS ? absent : present;
+			nq = i < WIDTH_TARGETS ? q : qp;
 			t0 = now_s();
-			h = run_queries(&t[i % 3], keys, nq);
+			h = run_queries(&t[i % WIDTH_TARGETS], keys, nq);
 			ns = (now_s() - t0) * 1e9 / (double)nq;
 			if (rep == 0) {
 				hits[i] = h;
@@ -333,11 +379,11 @@ static int
 widths(uint64_t n, uint64_t q)
 {
 	unsigned char *present, *absent;
-	struct target t[3];
+	struct target t[WIDTH_TARGETS];
 	struct lbshim *lb;
 	struct bloom b;
-	uint64_t qp = q < n ? q : n, i, hits[6], fpq, fp;
-	double p, t0, build_s, bpk, ns[6], target;
+	uint64_t qp = q < n ? q : n, i, hits[2 * WIDTH_TARGETS], fpq, fp;
+	double p, t0, build_s, bpk, ns[2 * WIDTH_TARGETS], target;
 	char err[256];
 	uint32_t w, wi;
 	int rc = 0;
@@ -374,11 +420,13 @@ widths(uint64_t n, uint64_t q)
 		t[2].v = V_LIBBLOOM;
 		t[2].lb = lb;
 		t[2].b = NULL;
+		t[3] = t[0];
+		t[3].v = V_CALL;
 		time_width(t, absent, q, present, qp, ns, hits);
-		if (hits[3] != qp || hits[4] != qp) {
-			fprintf(stderr, "lookup: fuse w=%u: %" PRIu64 " and %"
-			    PRIu64 " false negatives\n", w, qp - hits[3],
-			    qp - hits[4]);
+		if (hits[4] != qp || hits[5] != qp || hits[7] != qp) {
+			fprintf(stderr, "lookup: fuse w=%u: %" PRIu64 ", %"
+			    PRIu64 " and %" PRIu64 " false negatives\n", w,
+			    qp - hits[4], qp - hits[5], qp - hits[7]);
 			rc = 1;
 		}
 		fpq = (uint64_t)(2000.0 / target);
@@ -390,11 +438,14 @@ widths(uint64_t n, uint64_t q)
 		    "bits_per_key=%.3f ratio=%.4f fp=%.4e fp_queries=%" PRIu64
 		    " fp_rel=%+.4f fuse_ns=%.2f fuse_batch_ns=%.2f lb_ns=%.2f "
 		    "fuse_present_ns=%.2f fuse_batch_present_ns=%.2f "
-		    "lb_present_ns=%.2f lb_bytes=%zu lb_k=%d build_s=%.3f\n",
+		    "lb_present_ns=%.2f fuse_call_ns=%.2f "
+		    "fuse_call_present_ns=%.2f lb_bytes=%zu lb_k=%d "
+		    "build_s=%.3f\n",
 		    n, w, p, b.nbytes, bpk, bpk / -log2(p),
 		    (double)fp / (double)fpq, fpq,
 		    (double)fp / (double)fpq / target - 1.0, ns[0], ns[1],
-		    ns[2], ns[3], ns[4], ns[5], lbshim_bytes(lb),
+		    ns[2], ns[4], ns[5], ns[6], ns[3], ns[7],
+		    lbshim_bytes(lb),
 		    lbshim_hashes(lb),
 		    build_s);
 		fflush(stdout);

@@ -233,11 +233,11 @@ if [ "$HAVE_LOOKUP" = 1 ] && timeout 900 "$BB/lookup" --widths "$WIDTHS_N" >"$T/
 		    "$(awk -v w="$w" 'BEGIN { printf "%.6e", 2 ^ -w }')" 0.1 fp-rate \
 		    "n=$WIDTHS_N, measured over $(field "$line" fp_queries) absent keys against the filter's 2^-$w (1 sigma about 2.2 %)"
 		emit "fuse_${tag}_lookup_single" "$(field "$line" fuse_ns)" "$(field "$line" lb_ns)" \
-		    ns/lookup lower 3 "n=$WIDTHS_N p=$p, absent keys, one bloom_query (hash+query) at a time vs libbloom bloom_check at the same p (k=$(field "$line" lb_k))"
+		    ns/lookup lower 3 "n=$WIDTHS_N p=$p, absent keys, one bloom_query_inline (hash+query, as ffile_query; the call: $(field "$line" fuse_call_ns) ns) at a time vs libbloom bloom_check at the same p (k=$(field "$line" lb_k))"
 		emit "fuse_${tag}_lookup_batch" "$(field "$line" fuse_batch_ns)" "$(field "$line" lb_ns)" \
 		    ns/lookup lower 3 "n=$WIDTHS_N p=$p, absent keys, batches of 1000: hash, then bloom_query_many, vs libbloom"
 		emit "fuse_${tag}_lookup_present_single" "$(field "$line" fuse_present_ns)" "$(field "$line" lb_present_ns)" \
-		    ns/lookup lower 3 "n=$WIDTHS_N p=$p, present keys, one at a time vs libbloom"
+		    ns/lookup lower 3 "n=$WIDTHS_N p=$p, present keys, one at a time (the call: $(field "$line" fuse_call_present_ns) ns) vs libbloom"
 		emit "fuse_${tag}_lookup_present_batch" "$(field "$line" fuse_batch_present_ns)" "$(field "$line" lb_present_ns)" \
 		    ns/lookup lower 3 "n=$WIDTHS_N p=$p, present keys, batches of 1000 vs libbloom"
 	done <"$T/widths"

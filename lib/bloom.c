@@ -377,24 +377,6 @@ bloom_probe(const struct bloom_hash *h, uint32_t i, uint64_t m)
 	return (uint64_t)(x % m);
 }
 
-/*
- * Bit i of the array is bit i % 64 of the little-endian 64-bit word at byte
- * (i / 64) * 8, the same bit as bit i % 8 of byte i / 8: word loads read the
- * fixed byte layout on any machine. The same holds for a word at any byte
- * offset, which is how BLOOM_FUSE reads its cells.
- */
-static inline uint64_t
-bloom_load64(const unsigned char *p)
-{
-	uint64_t w;
-
-	memcpy(&w, p, 8);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	w = __builtin_bswap64(w);
-#endif
-	return w;
-}
-
 static inline void
 bloom_store64(unsigned char *p, uint64_t w)
 {
@@ -402,21 +384,6 @@ bloom_store64(unsigned char *p, uint64_t w)
 	w = __builtin_bswap64(w);
 #endif
 	memcpy(p, &w, 8);
-}
-
-/*
- * Cell c of a BLOOM_FUSE filter: bits c*w .. c*w+w-1, read with one load
- * of the 8 bytes from byte c*w/8. The shift is at most 7 and w at most 16,
- * so the cell lies inside the word; the last cell's word ends at most 7
- * bytes past the cells, inside the BLOOM_FUSE_PAD bytes of padding.
- */
-static inline uint32_t
-fuse_get(const struct bloom *b, uint64_t c)
-{
-	uint64_t bit = c * b->width;
-
-	return (uint32_t)(bloom_load64(b->bits + (bit >> 3)) >> (bit & 7)) &
-	    b->fmask;
 }
 
 /* The line holding cell c of a BLOOM_FUSE filter. */
@@ -433,37 +400,14 @@ bloom_block(const struct bloom *b, const struct bloom_hash *h)
 	return (uint64_t)(((unsigned __int128)h->h1 * b->nblocks) >> 64);
 }
 
-/*
- * A fuse key's three cells: the first anywhere in the first span cells
- * (a multiply-shift of h1), the second and third at the same offset one
- * and two segments on, each XORed with its own 18 bits of h2. XOR with a
- * value below the segment length keeps a cell inside its aligned segment.
- */
-static inline void
-fuse_cells(const struct bloom *b, const struct bloom_hash *h, uint64_t c[3])
-{
-	uint64_t mask = b->seglen - 1;
-
-	c[0] = (uint64_t)(((unsigned __int128)h->h1 * b->span) >> 64);
-	c[1] = (c[0] + b->seglen) ^ ((h->h2 >> 1) & mask);
-	c[2] = (c[0] + 2 * b->seglen) ^ ((h->h2 >> 21) & mask);
-}
-
-/* A key's fingerprint: the top w bits of h2, clear of the cell offsets. */
-static inline uint32_t
-fuse_fingerprint(const struct bloom *b, const struct bloom_hash *h)
-{
-	return (uint32_t)(h->h2 >> (64 - b->width));
-}
-
 static inline bool
 bloom_query_fuse8(const struct bloom *b, const struct bloom_hash *h)
 {
 	uint64_t c[3];
 
-	fuse_cells(b, h, c);
+	bloom_fuse_cells(b, h, c);
 	return (uint32_t)(b->bits[c[0]] ^ b->bits[c[1]] ^ b->bits[c[2]]) ==
-	    fuse_fingerprint(b, h);
+	    bloom_fuse_fingerprint(b, h);
 }
 
 void
@@ -504,16 +448,6 @@ bloom_add_hash(struct bloom *b, const struct bloom_hash *h)
  * data-dependent branch: an absent key costs no misprediction, so the CPU
  * goes on to the next key's load while this one is in flight.
  */
-static inline bool
-bloom_query_fuse(const struct bloom *b, const struct bloom_hash *h)
-{
-	uint64_t c[3];
-
-	fuse_cells(b, h, c);
-	return (fuse_get(b, c[0]) ^ fuse_get(b, c[1]) ^ fuse_get(b, c[2])) ==
-	    fuse_fingerprint(b, h);
-}
-
 static inline bool
 bloom_query_blocked(const struct bloom *b, const struct bloom_hash *h)
 {
@@ -563,10 +497,10 @@ bloom_prefetch(const struct bloom *b, const struct bloom_hash *h)
 		__builtin_prefetch(b->bits + bloom_block(b, h) *
 		    (BLOOM_BLOCK_BITS / 8));
 	} else if (bloom_fuse_packed(b->layout)) {
-		fuse_cells(b, h, c);
+		bloom_fuse_cells(b, h, c);
 		__builtin_prefetch(fuse_addr(b, c[0]));
 	} else if (b->layout == BLOOM_FUSE8) {
-		fuse_cells(b, h, c);
+		bloom_fuse_cells(b, h, c);
 		__builtin_prefetch(b->bits + c[0]);
 	} else {
 		__builtin_prefetch(b->bits + ((h->h1 % b->m) >> 3));
@@ -701,7 +635,7 @@ bloom_query_many(const struct bloom *b, const struct bloom_hash *h, size_t n,
 
 		for (i = 0; i < n + BLOOM_AHEAD_FUSE; i++) {
 			if (i < n) {
-				fuse_cells(b, &h[i], c);
+				bloom_fuse_cells(b, &h[i], c);
 				__builtin_prefetch(b->bits + c[0]);
 				__builtin_prefetch(b->bits + c[1]);
 				__builtin_prefetch(b->bits + c[2]);
@@ -746,12 +680,6 @@ bloom_add(struct bloom *b, const void *key, size_t len)
 	bloom_add_hash(b, &h);
 }
 
-/*
- * Keys up to this length take bloom_query()'s inline path: XXH3's
- * 0..128-byte branches, none of its calls for longer input.
- */
-#define BLOOM_QUERY_INLINE_MAX	128
-
 /* Every other case, out of bloom_query()'s way. */
 static __attribute__((noinline, flatten)) bool
 bloom_query_other(const struct bloom *b, const void *key, size_t len)
@@ -762,22 +690,19 @@ bloom_query_other(const struct bloom *b, const void *key, size_t len)
 }
 
 /*
- * The layout filterbuild writes, BLOOM_FUSE, with a key of at most 128
- * bytes (every revcheck key but the longest scopes and ids) first and
- * alone: its hash and three cell reads inline into one straight path
- * that needs few registers and saves none (inlining every layout's query
- * and XXH3's long-input calls cost it about a tenth at 10^6 keys, where
+ * bloomhash.h's bloom_query_inline(), out of line: the layout filterbuild
+ * writes, BLOOM_FUSE, with a key of at most 128 bytes (every revcheck key
+ * but the longest scopes and ids) first and alone, its hash and three
+ * cell reads in one straight path (inlining every layout's query and
+ * XXH3's long-input calls cost it about a tenth at 10^6 keys, where
  * lookups overlap as far as their instructions allow).
  */
 __attribute__((flatten)) bool
 bloom_query(const struct bloom *b, const void *key, size_t len)
 {
-	struct bloom_hash h;
-
 	if (b->layout != BLOOM_FUSE || len > BLOOM_QUERY_INLINE_MAX)
 		return bloom_query_other(b, key, len);
-	h = bloom_hash_xxh64(b->seed, key, len);
-	return bloom_query_fuse(b, &h);
+	return bloom_query_fuse_key(b, key, len);
 }
 
 uint64_t
@@ -963,7 +888,7 @@ fuse_peel(const struct bloom *b, struct fuse_work *w, size_t n)
 		memset(w->x2, 0, (size_t)cells * sizeof(*w->x2));
 	for (i = 0; i < n; i++) {
 		h = fuse_work_hash(w, i);
-		fuse_cells(b, &h, c);
+		bloom_fuse_cells(b, &h, c);
 		for (t = 0; t < 3; t++) {
 			if (w->count[c[t]] >= FUSE_COUNT_MAX)
 				return -1;
@@ -982,7 +907,7 @@ fuse_peel(const struct bloom *b, struct fuse_work *w, size_t n)
 		j = w->count[cell] & 3;
 		h.h1 = w->x1[cell];
 		h.h2 = w->x2 != NULL ? w->x2[cell] : bloom_fuse_h2(h.h1);
-		fuse_cells(b, &h, c);
+		bloom_fuse_cells(b, &h, c);
 		if (j > 2 || c[j] != cell)
 			return -1;	/* cannot be: refuse, never guess */
 		w->h1[npeeled] = h.h1;
@@ -1097,16 +1022,16 @@ fuse_build(struct bloom *b, enum bloom_layout layout, uint32_t width,
 	b->owned = true;
 	for (j = n; j-- > 0;) {
 		h = fuse_work_hash(&w, j);
-		fuse_cells(b, &h, c);
+		bloom_fuse_cells(b, &h, c);
 		/* The peeled cell is still 0: XORing it in changes nothing. */
 		if (layout == BLOOM_FUSE8) {
-			b->bits[c[w.pos[j]]] = (unsigned char)(fuse_fingerprint(
+			b->bits[c[w.pos[j]]] = (unsigned char)(bloom_fuse_fingerprint(
 			    b, &h) ^ b->bits[c[0]] ^ b->bits[c[1]] ^
 			    b->bits[c[2]]);
 			continue;
 		}
-		v = fuse_fingerprint(b, &h) ^ fuse_get(b, c[0]) ^
-		    fuse_get(b, c[1]) ^ fuse_get(b, c[2]);
+		v = bloom_fuse_fingerprint(b, &h) ^ bloom_fuse_get(b, c[0]) ^
+		    bloom_fuse_get(b, c[1]) ^ bloom_fuse_get(b, c[2]);
 		fuse_set(b, c[w.pos[j]], v);
 	}
 	fuse_work_free(&w);

@@ -1,8 +1,12 @@
-/* bloomhash.h - bloom_hash() inline, for the loops that hash many keys before bloom_query_many() */
+/* bloomhash.h - bloom_hash() and the fuse query inline, for the loops that look up many keys */
 #ifndef REVCHECK_BLOOMHASH_H
 #define REVCHECK_BLOOMHASH_H
 
 #include "bloom.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -57,6 +61,105 @@ bloom_hash_inline(const struct bloom *b, const void *key, size_t len)
 	if (b->layout == BLOOM_FUSE)
 		return bloom_hash_xxh64(b->seed, key, len);
 	return bloom_hash_xxh128(b->seed, key, len);
+}
+
+/*
+ * Bit i of the array is bit i % 64 of the little-endian 64-bit word at byte
+ * (i / 64) * 8, the same bit as bit i % 8 of byte i / 8: word loads read the
+ * fixed byte layout on any machine. The same holds for a word at any byte
+ * offset, which is how BLOOM_FUSE reads its cells.
+ */
+static inline uint64_t
+bloom_load64(const unsigned char *p)
+{
+	uint64_t w;
+
+	memcpy(&w, p, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	w = __builtin_bswap64(w);
+#endif
+	return w;
+}
+
+/*
+ * Cell c of a BLOOM_FUSE filter: bits c*w .. c*w+w-1, read with one load
+ * of the 8 bytes from byte c*w/8. The shift is at most 7 and w at most 16,
+ * so the cell lies inside the word; the last cell's word ends at most 7
+ * bytes past the cells, inside the BLOOM_FUSE_PAD bytes of padding.
+ */
+static inline uint32_t
+bloom_fuse_get(const struct bloom *b, uint64_t c)
+{
+	uint64_t bit = c * b->width;
+
+	return (uint32_t)(bloom_load64(b->bits + (bit >> 3)) >> (bit & 7)) &
+	    b->fmask;
+}
+
+/*
+ * A fuse key's three cells: the first anywhere in the first span cells
+ * (a multiply-shift of h1), the second and third at the same offset one
+ * and two segments on, each XORed with its own 18 bits of h2. XOR with a
+ * value below the segment length keeps a cell inside its aligned segment.
+ */
+static inline void
+bloom_fuse_cells(const struct bloom *b, const struct bloom_hash *h,
+    uint64_t c[3])
+{
+	uint64_t mask = b->seglen - 1;
+
+	c[0] = (uint64_t)(((unsigned __int128)h->h1 * b->span) >> 64);
+	c[1] = (c[0] + b->seglen) ^ ((h->h2 >> 1) & mask);
+	c[2] = (c[0] + 2 * b->seglen) ^ ((h->h2 >> 21) & mask);
+}
+
+/* A key's fingerprint: the top w bits of h2, clear of the cell offsets. */
+static inline uint32_t
+bloom_fuse_fingerprint(const struct bloom *b, const struct bloom_hash *h)
+{
+	return (uint32_t)(h->h2 >> (64 - b->width));
+}
+
+/* A fuse key is possibly present when its three cells XOR to its fingerprint. */
+static inline bool
+bloom_query_fuse(const struct bloom *b, const struct bloom_hash *h)
+{
+	uint64_t c[3];
+
+	bloom_fuse_cells(b, h, c);
+	return (bloom_fuse_get(b, c[0]) ^ bloom_fuse_get(b, c[1]) ^
+	    bloom_fuse_get(b, c[2])) == bloom_fuse_fingerprint(b, h);
+}
+
+/*
+ * Keys up to this length take the inline path of bloom_query() and
+ * bloom_query_inline(): XXH3's
+ * 0..128-byte branches, none of its calls for longer input.
+ */
+#define BLOOM_QUERY_INLINE_MAX	128
+
+/* The fast path of bloom_query(): b is BLOOM_FUSE, len at most BLOOM_QUERY_INLINE_MAX. */
+static inline bool
+bloom_query_fuse_key(const struct bloom *b, const void *key, size_t len)
+{
+	struct bloom_hash h = bloom_hash_xxh64(b->seed, key, len);
+
+	return bloom_query_fuse(b, &h);
+}
+
+/*
+ * Exactly bloom_query(b, key, len), its fast path inline: a caller that
+ * looks up one key after another in a loop (ffile_query(), the benchmark)
+ * saves the call, the registers bloom_query() saves for its other paths,
+ * and the reloads of the filter's shape, about a tenth of a lookup whose
+ * cells are in cache. Every other layout or key length takes the call.
+ */
+static inline bool
+bloom_query_inline(const struct bloom *b, const void *key, size_t len)
+{
+	if (b->layout != BLOOM_FUSE || len > BLOOM_QUERY_INLINE_MAX)
+		return bloom_query(b, key, len);
+	return bloom_query_fuse_key(b, key, len);
 }
 
 #endif

@@ -13,6 +13,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
+#include "bloomhash.h"
 #include "ffile.h"
 #include "util.h"
 
@@ -793,7 +794,7 @@ ffile_query(const struct ffile *f, const struct revkey *k)
 
 	assert(f != NULL && k != NULL);
 	len = revkey_encode(k, key);
-	return bloom_query(&f->bloom, key, len);
+	return bloom_query_inline(&f->bloom, key, len);
 }
 
 bool
