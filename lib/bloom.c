@@ -9,9 +9,6 @@
 #include "bloomhash.h"
 #include "util.h"
 
-/* Golden-ratio multiplier that remixes h2 between blocked probes. */
-#define BLOOM_MIX UINT64_C(0x9e3779b97f4a7c15)
-
 const char *
 bloom_layout_name(enum bloom_layout layout)
 {
@@ -393,13 +390,6 @@ fuse_addr(const struct bloom *b, uint64_t c)
 	return b->bits + ((c * b->width) >> 3);
 }
 
-/* Index of a key's block: a multiply-shift range reduction of h1. */
-static inline uint64_t
-bloom_block(const struct bloom *b, const struct bloom_hash *h)
-{
-	return (uint64_t)(((unsigned __int128)h->h1 * b->nblocks) >> 64);
-}
-
 static inline bool
 bloom_query_fuse8(const struct bloom *b, const struct bloom_hash *h)
 {
@@ -442,27 +432,6 @@ bloom_add_hash(struct bloom *b, const struct bloom_hash *h)
 	}
 }
 
-
-/*
- * The blocked query reads all k bits of its one cache line without a
- * data-dependent branch: an absent key costs no misprediction, so the CPU
- * goes on to the next key's load while this one is in flight.
- */
-static inline bool
-bloom_query_blocked(const struct bloom *b, const struct bloom_hash *h)
-{
-	const unsigned char *blk;
-	uint64_t x = h->h2, acc = 1, pos;
-	uint32_t i;
-
-	blk = b->bits + bloom_block(b, h) * (BLOOM_BLOCK_BITS / 8);
-	for (i = 0; i < b->k; i++) {
-		pos = x >> 55;			/* 9 bits: 0..511 */
-		acc &= bloom_load64(blk + (pos >> 6) * 8) >> (pos & 63);
-		x *= BLOOM_MIX;
-	}
-	return (acc & 1) != 0;
-}
 
 bool
 bloom_query_hash(const struct bloom *b, const struct bloom_hash *h)

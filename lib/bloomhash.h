@@ -138,6 +138,37 @@ bloom_query_fuse(const struct bloom *b, const struct bloom_hash *h)
  */
 #define BLOOM_QUERY_INLINE_MAX	128
 
+/* Golden-ratio multiplier that remixes h2 between blocked probes. */
+#define BLOOM_MIX UINT64_C(0x9e3779b97f4a7c15)
+
+/* Index of a key's block: a multiply-shift range reduction of h1. */
+static inline uint64_t
+bloom_block(const struct bloom *b, const struct bloom_hash *h)
+{
+	return (uint64_t)(((unsigned __int128)h->h1 * b->nblocks) >> 64);
+}
+
+/*
+ * The blocked query reads all k bits of its one cache line without a
+ * data-dependent branch: an absent key costs no misprediction, so the CPU
+ * goes on to the next key's load while this one is in flight.
+ */
+static inline bool
+bloom_query_blocked(const struct bloom *b, const struct bloom_hash *h)
+{
+	const unsigned char *blk;
+	uint64_t x = h->h2, acc = 1, pos;
+	uint32_t i;
+
+	blk = b->bits + bloom_block(b, h) * (BLOOM_BLOCK_BITS / 8);
+	for (i = 0; i < b->k; i++) {
+		pos = x >> 55;			/* 9 bits: 0..511 */
+		acc &= bloom_load64(blk + (pos >> 6) * 8) >> (pos & 63);
+		x *= BLOOM_MIX;
+	}
+	return (acc & 1) != 0;
+}
+
 /* The fast path of bloom_query(): b is BLOOM_FUSE, len at most BLOOM_QUERY_INLINE_MAX. */
 static inline bool
 bloom_query_fuse_key(const struct bloom *b, const void *key, size_t len)
@@ -148,18 +179,30 @@ bloom_query_fuse_key(const struct bloom *b, const void *key, size_t len)
 }
 
 /*
- * Exactly bloom_query(b, key, len), its fast path inline: a caller that
- * looks up one key after another in a loop (ffile_query(), the benchmark)
- * saves the call, the registers bloom_query() saves for its other paths,
- * and the reloads of the filter's shape, about a tenth of a lookup whose
- * cells are in cache. Every other layout or key length takes the call.
+ * Exactly bloom_query(b, key, len), the fuse and blocked layouts' paths
+ * inline: a caller that looks up one key after another in a loop
+ * (ffile_query(), the benchmark) saves the call and the registers
+ * bloom_query() saves for its other paths. Where the cells are in cache
+ * that is a tenth of a lookup; where each lookup misses the cache, fewer
+ * instructions per lookup leave room for more lookups' loads in flight
+ * at once (a blocked filter of 10^7 keys: about 22 ns against 37-54 ns).
+ * Keys over BLOOM_QUERY_INLINE_MAX bytes and the classic and old fuse
+ * layouts take the call.
  */
 static inline bool
 bloom_query_inline(const struct bloom *b, const void *key, size_t len)
 {
-	if (b->layout != BLOOM_FUSE || len > BLOOM_QUERY_INLINE_MAX)
-		return bloom_query(b, key, len);
-	return bloom_query_fuse_key(b, key, len);
+	struct bloom_hash h;
+
+	if (len <= BLOOM_QUERY_INLINE_MAX) {
+		if (b->layout == BLOOM_FUSE)
+			return bloom_query_fuse_key(b, key, len);
+		if (b->layout == BLOOM_BLOCKED) {
+			h = bloom_hash_xxh128(b->seed, key, len);
+			return bloom_query_blocked(b, &h);
+		}
+	}
+	return bloom_query(b, key, len);
 }
 
 #endif
