@@ -122,16 +122,11 @@ ASAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:detect_odr_violation=0 
 # themselves then run one binary (and one integration test) at a time.
 NPROC := $(shell nproc 2>/dev/null || echo 1)
 
-# The unit tests run beside the integration tests (run-all.sh's IT_ALSO),
-# which spend most of their time waiting on daemons, and before those that
-# must run alone: the same tests, about two minutes sooner in CI.
 test: deps
 	@$(MAKE) --no-print-directory -j$(NPROC) all $(TEST_BIN) $(FUZZ_REPLAY)
+	@$(MAKE) --no-print-directory unit-test
 	@$(MAKE) --no-print-directory fuzz-replay
-	@$(ASAN_ENV) REVCHECK_SRC=$(CURDIR) REVCHECKD=$(CURDIR)/$(REVCHECKD) \
-	    FILTERBUILD=$(CURDIR)/$(FILTERBUILD) IT_ALSO_NAME=unit-test \
-	    IT_ALSO='$(MAKE) --no-print-directory unit-test' \
-	    tests/integration/run-all.sh
+	@$(MAKE) --no-print-directory integration-test
 
 # Criterion runs each test in a child process and does not count a
 # sanitizer report printed at the child's exit, so the log is searched too.

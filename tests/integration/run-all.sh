@@ -18,14 +18,6 @@
 # source tree); the next run starts the longest ones first, so that no
 # lane is left with a long test at the end (tests not yet timed go first;
 # a tree with no record orders by tests/integration/it-times).
-#
-# IT_ALSO, when set, is a command run beside the tests that need no lane
-# to themselves (make test runs the unit tests so: they keep both CPUs
-# busy while most integration tests wait on their daemons), named
-# IT_ALSO_NAME (default "also"), with IT_ALSO_TIMEOUT seconds (default
-# 1200). It starts with the first test; the tests marked it-serial wait
-# for it. Its whole output prints when it ends, and it passes or fails
-# like a test.
 set -u
 
 dir=$(cd "$(dirname "$0")" && pwd)
@@ -84,8 +76,7 @@ declare -A pid_slot=()	# pid of each test running -> its slot
 logdir=$(mktemp -d "${TMPDIR:-/tmp}/run-all.XXXXXX")
 # Interrupted, the runner stops the tests still running (timeout passes
 # the signal on to each test, whose own exit hook stops its daemons).
-also_pid=
-trap 'kill -TERM "${!pid_slot[@]}" $also_pid 2>/dev/null; wait; rm -rf "$logdir"' EXIT
+trap 'kill -TERM "${!pid_slot[@]}" 2>/dev/null; wait; rm -rf "$logdir"' EXIT
 trap 'exit 130' INT TERM
 
 # start SLOT LANES TEST: runs TEST in the background in port share SLOT of
@@ -104,53 +95,12 @@ start() {
 	slot_start[$slot]=$(date +%s)
 }
 
-# IT_ALSO's command, its start time and, once it ended, its exit status.
-also_name=${IT_ALSO_NAME:-also}
-also_start=
-also_rc=
-also_start() {
-	[ -n "${IT_ALSO:-}" ] || return 0
-	total=$((total + 1))
-	also_start=$(date +%s)
-	timeout --kill-after=10 "${IT_ALSO_TIMEOUT:-1200}" bash -c "$IT_ALSO" \
-	    >"$logdir/$also_name.out" 2>&1 &
-	also_pid=$!
-}
-
-# also_report RC: prints IT_ALSO's output and result.
-also_report() {
-	local rc=$1 secs=$(( $(date +%s) - also_start ))
-
-	also_rc=$rc
-	also_pid=
-	sed 's/^/    /' "$logdir/$also_name.out"
-	if [ "$rc" -eq 0 ]; then
-		echo "PASS $also_name (${secs}s)"
-	else
-		echo "FAIL $also_name (exit $rc, ${secs}s)"
-		failed+=("$also_name")
-	fi
-}
-
-# also_wait: waits for IT_ALSO's command if it still runs.
-also_wait() {
-	local rc
-	[ -n "$also_pid" ] || return 0
-	wait "$also_pid"
-	rc=$?
-	also_report "$rc"
-}
-
 # reap: waits for one test to end, prints its result; sets FREE to its slot.
 FREE=
 reap() {
 	local pid rc slot name why secs
-	while :; do
-		wait -n -p pid
-		rc=$?
-		[ -n "$also_pid" ] && [ "$pid" = "$also_pid" ] || break
-		also_report "$rc"
-	done
+	wait -n -p pid
+	rc=$?
 	slot=${pid_slot[$pid]}
 	unset "pid_slot[$pid]"
 	name=${slot_name[$slot]}
@@ -187,9 +137,7 @@ run() {
 	done
 }
 
-also_start
 [ ${#parallel[@]} -eq 0 ] || run "$IT_JOBS" "${parallel[@]}"
-also_wait
 [ ${#serial[@]} -eq 0 ] || run 1 "${serial[@]}"
 
 # Keeps every test's last time: this run's, then the others recorded.
