@@ -113,6 +113,10 @@ $(FILTERBUILD): $(FB_OBJ) $(LIBA)
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(SVCA) $(LIBA)
 	$(CC) $(ALL_LDFLAGS) -o $@ $< $(SVCA) $(LIBA) $(TEST_LIBS) $(LIBS)
 
+# Kept: deleted as intermediate after the first build, they were compiled
+# again, one at a time, by make unit-test (which the .d files then name).
+.SECONDARY: $(TEST_BIN:%=%.o)
+
 # Tests run one binary at a time so their output stays readable; a failure
 # anywhere fails the target.
 ASAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:detect_odr_violation=0 \
