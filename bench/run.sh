@@ -277,19 +277,19 @@ if [ "$HAVE_LOOKUP" = 1 ] && lookup_rows "$N" && grep -q 'variant=libbloom' "$T/
 		    "n=$N p=0.01, blocked layout (the default), batches of 1000: hash, then bloom_query_many (the library's batch call with its prefetch pipeline) vs libbloom bloom_check"
 		emit "lookup_${kind}_single" "$(lk "$N" blocked ${kind}_ns)" \
 		    "$(lk "$N" libbloom ${kind}_ns)" ns/lookup lower 2 \
-		    "n=$N p=0.01, blocked layout, one bloom_query (hash+query) at a time vs libbloom"
+		    "n=$N p=0.01, blocked layout, one bloom_query_inline (hash+query, inline as in ffile_query) at a time vs libbloom"
 		emit "lookup_${kind}_fuse_batch" "$(lk "$N" fuse-batch ${kind}_ns)" \
 		    "$(lk "$N" libbloom ${kind}_ns)" ns/lookup lower 2 \
 		    "n=$N p=0.01, fuse layout (binary fuse filter of 7-bit cells, FP 2^-7: less memory and a lower FP rate than libbloom, rows lookup_*_fuse below), batches of 1000 through bloom_query_many"
 		emit "lookup_${kind}_fuse_single" "$(lk "$N" fuse ${kind}_ns)" \
 		    "$(lk "$N" libbloom ${kind}_ns)" ns/lookup lower 2 \
-		    "n=$N p=0.01, fuse layout, one bloom_query at a time"
+		    "n=$N p=0.01, fuse layout, one bloom_query_inline at a time"
 		emit "lookup_${kind}_classic_batch" "$(lk "$N" classic-batch ${kind}_ns)" \
 		    "$(lk "$N" libbloom ${kind}_ns)" ns/lookup lower - \
 		    "n=$N p=0.01, classic layout (libbloom's m and k: its 7 cache lines per key bound it), batches of 1000 through bloom_query_many"
 		emit "lookup_${kind}_classic" "$(lk "$N" classic ${kind}_ns)" \
 		    "$(lk "$N" libbloom ${kind}_ns)" ns/lookup lower - \
-		    "n=$N p=0.01, classic layout, one bloom_query at a time"
+		    "n=$N p=0.01, classic layout, one bloom_query_inline (for classic, the call bloom_query) at a time"
 	done
 	# Two FP rates measured over q keys each differ by noise alone up to
 	# about 2 * sqrt(2) sigma: ratios that close to the target are ties.
