@@ -994,9 +994,9 @@ fuse_build(struct bloom *b, enum bloom_layout layout, uint32_t width,
 		bloom_fuse_cells(b, &h, c);
 		/* The peeled cell is still 0: XORing it in changes nothing. */
 		if (layout == BLOOM_FUSE8) {
-			b->bits[c[w.pos[j]]] = (unsigned char)(bloom_fuse_fingerprint(
-			    b, &h) ^ b->bits[c[0]] ^ b->bits[c[1]] ^
-			    b->bits[c[2]]);
+			b->bits[c[w.pos[j]]] = (unsigned char)(
+			    bloom_fuse_fingerprint(b, &h) ^ b->bits[c[0]] ^
+			    b->bits[c[1]] ^ b->bits[c[2]]);
 			continue;
 		}
 		v = bloom_fuse_fingerprint(b, &h) ^ bloom_fuse_get(b, c[0]) ^

@@ -1,4 +1,4 @@
-/* bloomhash.h - bloom_hash() and the fuse query inline, for the loops that look up many keys */
+/* bloomhash.h - the key hashes and the one-key query inline, for loops over many keys */
 #ifndef REVCHECK_BLOOMHASH_H
 #define REVCHECK_BLOOMHASH_H
 
@@ -133,8 +133,8 @@ bloom_query_fuse(const struct bloom *b, const struct bloom_hash *h)
 
 /*
  * Keys up to this length take the inline path of bloom_query() and
- * bloom_query_inline(): XXH3's
- * 0..128-byte branches, none of its calls for longer input.
+ * bloom_query_inline(): XXH3's 0..128-byte branches, none of its calls
+ * for longer input.
  */
 #define BLOOM_QUERY_INLINE_MAX	128
 
@@ -169,7 +169,7 @@ bloom_query_blocked(const struct bloom *b, const struct bloom_hash *h)
 	return (acc & 1) != 0;
 }
 
-/* The fast path of bloom_query(): b is BLOOM_FUSE, len at most BLOOM_QUERY_INLINE_MAX. */
+/* bloom_query()'s fast path: b is BLOOM_FUSE, len <= BLOOM_QUERY_INLINE_MAX. */
 static inline bool
 bloom_query_fuse_key(const struct bloom *b, const void *key, size_t len)
 {
@@ -183,9 +183,10 @@ bloom_query_fuse_key(const struct bloom *b, const void *key, size_t len)
  * inline: a caller that looks up one key after another in a loop
  * (ffile_query(), the benchmark) saves the call and the registers
  * bloom_query() saves for its other paths. Where the cells are in cache
- * that is a tenth of a lookup; where each lookup misses the cache, fewer
- * instructions per lookup leave room for more lookups' loads in flight
- * at once (a blocked filter of 10^7 keys: about 22 ns against 37-54 ns).
+ * that is about a tenth of a lookup; where each lookup misses the cache,
+ * fewer instructions per lookup leave room for more lookups' loads in
+ * flight at once (a blocked filter of 10^7 keys: 20-22 ns against 24-30
+ * ns through the call, docs/BENCHMARKS.md).
  * Keys over BLOOM_QUERY_INLINE_MAX bytes and the classic and old fuse
  * layouts take the call.
  */
