@@ -30,10 +30,9 @@
  * (bloomhash.h's bloom_query_inline, as ffile_query() calls it: hash plus
  * query, one key at a time; for classic and blocked it is the call
  * bloom_query), classic-batch, blocked-batch and
- * fuse-batch (the library's batch call: hash BATCH keys with
- * bloomhash.h's inline bloom_hash, then bloom_query_many, which hints each
- * key's cache lines a few keys before
- * reading them, as revcheckd's POST /v1/check batches do, see
+ * fuse-batch (the library's batch call bloom_query_keys over BATCH keys,
+ * as revcheckd's POST /v1/check batches make it: each key hashed and its
+ * cache lines hinted a few keys before they are read, see
  * docs/BENCHMARKS.md). build_s of fuse is the whole construction (hashing and
  * peeling); of the others the adds. The fuse filter has ceil(log2(1/P))-bit
  * fingerprints (7 at the default P = 0.01).
@@ -175,17 +174,19 @@ run_call(const struct bloom *b, const unsigned char *keys, uint64_t q)
 static __attribute__((noinline)) uint64_t
 run_batch(const struct bloom *b, const unsigned char *keys, uint64_t q)
 {
-	struct bloom_hash h[BATCH];
+	const unsigned char *kp[BATCH];
+	size_t kl[BATCH];
 	bool res[BATCH];
 	uint64_t i, hits = 0;
 	size_t j, nb, len = key_len;
 
 	for (i = 0; i < q; i += nb) {
 		nb = q - i < BATCH ? (size_t)(q - i) : BATCH;
-		for (j = 0; j < nb; j++)
-			h[j] = bloom_hash_inline(b, keys + (i + j) * KEY_SLOT,
-			    len);
-		bloom_query_many(b, h, nb, res);
+		for (j = 0; j < nb; j++) {
+			kp[j] = keys + (i + j) * KEY_SLOT;
+			kl[j] = len;
+		}
+		bloom_query_keys(b, kp, kl, nb, res);
 		for (j = 0; j < nb; j++)
 			hits += res[j];
 	}

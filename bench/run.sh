@@ -235,7 +235,7 @@ if [ "$HAVE_LOOKUP" = 1 ] && timeout 900 "$BB/lookup" --widths "$WIDTHS_N" >"$T/
 		emit "fuse_${tag}_lookup_single" "$(field "$line" fuse_ns)" "$(field "$line" lb_ns)" \
 		    ns/lookup lower 3 "n=$WIDTHS_N p=$p, absent keys, one bloom_query_inline (hash+query, as ffile_query; the call: $(field "$line" fuse_call_ns) ns) at a time vs libbloom bloom_check at the same p (k=$(field "$line" lb_k))"
 		emit "fuse_${tag}_lookup_batch" "$(field "$line" fuse_batch_ns)" "$(field "$line" lb_ns)" \
-		    ns/lookup lower 3 "n=$WIDTHS_N p=$p, absent keys, batches of 1000: hash, then bloom_query_many, vs libbloom"
+		    ns/lookup lower 3 "n=$WIDTHS_N p=$p, absent keys, batches of 1000 through bloom_query_keys (hashing and reading in one pipeline), vs libbloom"
 		emit "fuse_${tag}_lookup_present_single" "$(field "$line" fuse_present_ns)" "$(field "$line" lb_present_ns)" \
 		    ns/lookup lower 3 "n=$WIDTHS_N p=$p, present keys, one at a time (the call: $(field "$line" fuse_call_present_ns) ns) vs libbloom"
 		emit "fuse_${tag}_lookup_present_batch" "$(field "$line" fuse_batch_present_ns)" "$(field "$line" lb_present_ns)" \
@@ -274,19 +274,19 @@ if [ "$HAVE_LOOKUP" = 1 ] && lookup_rows "$N" && grep -q 'variant=libbloom' "$T/
 	for kind in absent present; do
 		emit "lookup_${kind}_batch" "$(lk "$N" blocked-batch ${kind}_ns)" \
 		    "$(lk "$N" libbloom ${kind}_ns)" ns/lookup lower 2 \
-		    "n=$N p=0.01, blocked layout (the default), batches of 1000: hash, then bloom_query_many (the library's batch call with its prefetch pipeline) vs libbloom bloom_check"
+		    "n=$N p=0.01, blocked layout (the default), batches of 1000 through bloom_query_keys (the library's batch call: for blocked, hash 64 keys, then bloom_query_many's prefetch pipeline) vs libbloom bloom_check"
 		emit "lookup_${kind}_single" "$(lk "$N" blocked ${kind}_ns)" \
 		    "$(lk "$N" libbloom ${kind}_ns)" ns/lookup lower 2 \
 		    "n=$N p=0.01, blocked layout, one bloom_query_inline (hash+query, inline as in ffile_query) at a time vs libbloom"
 		emit "lookup_${kind}_fuse_batch" "$(lk "$N" fuse-batch ${kind}_ns)" \
 		    "$(lk "$N" libbloom ${kind}_ns)" ns/lookup lower 2 \
-		    "n=$N p=0.01, fuse layout (binary fuse filter of 7-bit cells, FP 2^-7: less memory and a lower FP rate than libbloom, rows lookup_*_fuse below), batches of 1000 through bloom_query_many"
+		    "n=$N p=0.01, fuse layout (binary fuse filter of 7-bit cells, FP 2^-7: less memory and a lower FP rate than libbloom, rows lookup_*_fuse below), batches of 1000 through bloom_query_keys (each key hashed, its cells hinted, read 8 keys later)"
 		emit "lookup_${kind}_fuse_single" "$(lk "$N" fuse ${kind}_ns)" \
 		    "$(lk "$N" libbloom ${kind}_ns)" ns/lookup lower 2 \
 		    "n=$N p=0.01, fuse layout, one bloom_query_inline at a time"
 		emit "lookup_${kind}_classic_batch" "$(lk "$N" classic-batch ${kind}_ns)" \
 		    "$(lk "$N" libbloom ${kind}_ns)" ns/lookup lower - \
-		    "n=$N p=0.01, classic layout (libbloom's m and k: its 7 cache lines per key bound it), batches of 1000 through bloom_query_many"
+		    "n=$N p=0.01, classic layout (libbloom's m and k: its 7 cache lines per key bound it), batches of 1000 through bloom_query_keys"
 		emit "lookup_${kind}_classic" "$(lk "$N" classic ${kind}_ns)" \
 		    "$(lk "$N" libbloom ${kind}_ns)" ns/lookup lower - \
 		    "n=$N p=0.01, classic layout, one bloom_query_inline (for classic, the call bloom_query) at a time"

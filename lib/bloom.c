@@ -9,6 +9,13 @@
 #include "bloomhash.h"
 #include "util.h"
 
+/* bloomhash.h's hash of fuse keys: a call for every caller, see there. */
+__attribute__((noinline)) uint64_t
+bloom_xxh3_64(const void *key, size_t len, uint64_t seed)
+{
+	return XXH3_64bits_withSeed(key, len, seed);
+}
+
 const char *
 bloom_layout_name(enum bloom_layout layout)
 {
@@ -638,6 +645,70 @@ bloom_query_many(const struct bloom *b, const struct bloom_hash *h, size_t n,
 			p = p >= b->m - st ? p - (b->m - st) : p + st;
 		}
 		out[i] = (acc & 1) != 0;
+	}
+}
+
+/*
+ * BLOOM_FUSE keys: hashed, their cells computed and hinted, and read
+ * BLOOM_AHEAD_FUSE keys later, all in one pass (bloom_query_keys).
+ */
+static void
+fuse_query_keys(const struct bloom *b, const unsigned char *const *key,
+    const size_t *len, size_t n, bool *out)
+{
+	const unsigned char *bits = b->bits;
+	const uint64_t span = b->span, seglen = b->seglen, mask = seglen - 1;
+	const uint64_t fmask = b->fmask, w = b->width, seed = b->seed;
+	const unsigned fshift = 64 - b->width;
+	uint64_t ring[BLOOM_AHEAD_FUSE][4], c0, v, *rr;
+	struct bloom_hash h;
+	size_t i, j;
+
+	for (i = 0; i < n + BLOOM_AHEAD_FUSE; i++) {
+		/* Read key i - AHEAD first: key i takes over its slot. */
+		if (i >= BLOOM_AHEAD_FUSE) {
+			j = i - BLOOM_AHEAD_FUSE;
+			rr = ring[j % BLOOM_AHEAD_FUSE];
+			v = (bloom_load64(bits + (rr[0] >> 3)) >> (rr[0] & 7)) ^
+			    (bloom_load64(bits + (rr[1] >> 3)) >> (rr[1] & 7)) ^
+			    (bloom_load64(bits + (rr[2] >> 3)) >> (rr[2] & 7));
+			out[j] = (v & fmask) == rr[3];
+		}
+		if (i < n) {
+			h = bloom_hash_xxh64(seed, key[i], len[i]);
+			rr = ring[i % BLOOM_AHEAD_FUSE];
+			c0 = (uint64_t)(((unsigned __int128)h.h1 * span) >> 64);
+			rr[0] = c0 * w;
+			rr[1] = ((c0 + seglen) ^ ((h.h2 >> 1) & mask)) * w;
+			rr[2] = ((c0 + 2 * seglen) ^ ((h.h2 >> 21) & mask)) *
+			    w;
+			rr[3] = h.h2 >> fshift;
+			__builtin_prefetch(bits + (rr[0] >> 3));
+			__builtin_prefetch(bits + (rr[1] >> 3));
+			__builtin_prefetch(bits + (rr[2] >> 3));
+		}
+	}
+}
+
+/* Keys of bloom_query_keys() hashed at a time for bloom_query_many(). */
+#define BLOOM_KEYS_CHUNK	64
+
+void
+bloom_query_keys(const struct bloom *b, const unsigned char *const *key,
+    const size_t *len, size_t n, bool *out)
+{
+	struct bloom_hash h[BLOOM_KEYS_CHUNK];
+	size_t i, j, m;
+
+	if (b->layout == BLOOM_FUSE) {
+		fuse_query_keys(b, key, len, n, out);
+		return;
+	}
+	for (i = 0; i < n; i += m) {
+		m = n - i < BLOOM_KEYS_CHUNK ? n - i : BLOOM_KEYS_CHUNK;
+		for (j = 0; j < m; j++)
+			h[j] = bloom_hash_inline(b, key[i + j], len[i + j]);
+		bloom_query_many(b, h, m, out + i);
 	}
 }
 

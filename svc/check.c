@@ -379,45 +379,58 @@ check_key_tally(const struct snapshot *s, const struct revkey *k,
 	return decide_after_filter(s, k, ffile_query(s->ff, k), r, t);
 }
 
-/* Keys whose filter lookups are overlapped at once (bloom_query_many). */
+/* Keys whose filter lookups are overlapped at once (bloom_query_keys). */
 #define MANY_CHUNK	64
+/* Their encoded bytes side by side: room for several keys of any length. */
+#define MANY_ENC	8192
+_Static_assert(MANY_ENC >= 4 * REVKEY_ENC_MAX, "MANY_ENC holds few keys");
+
+/* Asks the filter for the pending keys at once, then ends each check. */
+static void
+settle_chunk(const struct snapshot *s, const struct revkey *keys,
+    const size_t *idx, const unsigned char *const *enc, const size_t *len,
+    size_t m, struct check_result *r, int *rc, struct metrics_tally *t)
+{
+	bool maybe[MANY_CHUNK];
+	size_t j;
+
+	bloom_query_keys(ffile_bloom(s->ff), enc, len, m, maybe);
+	for (j = 0; j < m; j++)
+		rc[idx[j]] = decide_after_filter(s, &keys[idx[j]], maybe[j],
+		    &r[idx[j]], t);
+}
 
 void
 check_keys_tally(const struct snapshot *s, const struct revkey *keys,
     size_t n, struct check_result *r, int *rc, struct metrics_tally *t)
 {
-	const struct bloom *b = ffile_bloom(s->ff);
 	const struct ffile_scope *sc = NULL;
 	const struct revkey *prev = NULL;
-	unsigned char enc[REVKEY_ENC_MAX];
-	struct bloom_hash h[MANY_CHUNK];
-	bool maybe[MANY_CHUNK];
-	size_t idx[MANY_CHUNK], i, j, m, len;
+	unsigned char buf[MANY_ENC];
+	const unsigned char *enc[MANY_CHUNK];
+	size_t idx[MANY_CHUNK], len[MANY_CHUNK], i, m = 0, used = 0;
 
-	for (i = 0; i < n; i += m) {
-		m = n - i < MANY_CHUNK ? n - i : MANY_CHUNK;
-		/* 1. What coverage and the overlay decide; hash the rest. */
-		for (len = 0, j = i; j < i + m; j++) {
-			rc[j] = 0;
-			/* Items of a batch mostly share one scope. */
-			if (prev == NULL || prev->scope_len != keys[j].scope_len ||
-			    memcmp(prev->scope, keys[j].scope,
-			    keys[j].scope_len) != 0)
-				sc = ffile_scope(s->ff, keys[j].scope);
-			prev = &keys[j];
-			if (decide_before_filter(s, &keys[j], sc, &r[j], t))
-				continue;
-			idx[len] = j;
-			h[len++] = bloom_hash_inline(b, enc,
-			    revkey_encode(&keys[j], enc));
+	for (i = 0; i < n; i++) {
+		rc[i] = 0;
+		/* Items of a batch mostly share one scope. */
+		if (prev == NULL || prev->scope_len != keys[i].scope_len ||
+		    memcmp(prev->scope, keys[i].scope, keys[i].scope_len) != 0)
+			sc = ffile_scope(s->ff, keys[i].scope);
+		prev = &keys[i];
+		/* What coverage and the overlay decide needs no filter. */
+		if (decide_before_filter(s, &keys[i], sc, &r[i], t))
+			continue;
+		if (m == MANY_CHUNK || used + REVKEY_ENC_MAX > sizeof(buf)) {
+			settle_chunk(s, keys, idx, enc, len, m, r, rc, t);
+			m = used = 0;
 		}
-		/* 2. One pass over the filter, each key's lines hinted ahead. */
-		bloom_query_many(b, h, len, maybe);
-		/* 3. The rest of each check, in order. */
-		for (j = 0; j < len; j++)
-			rc[idx[j]] = decide_after_filter(s, &keys[idx[j]],
-			    maybe[j], &r[idx[j]], t);
+		idx[m] = i;
+		enc[m] = buf + used;
+		len[m] = revkey_encode(&keys[i], buf + used);
+		used += len[m++];
 	}
+	if (m > 0)
+		settle_chunk(s, keys, idx, enc, len, m, r, rc, t);
 }
 
 

@@ -153,11 +153,11 @@ int check_key_tally(const struct snapshot *s, const struct revkey *k,
 /*
  * Answers keys[0..n) from one snapshot exactly as check_key_tally answers
  * each of them (the same results and counts, in t), but asks the filter
- * for them together, a chunk at a time (bloom_query_many: each key's
- * cache lines are requested while earlier keys are read). rc[i] is what
- * check_key would return for keys[i]: 0 with r[i] filled, or -1 with
- * r[i].fail set (the caller answers that item as unsettled, never
- * not_revoked). This function can't fail.
+ * for them together, a chunk at a time (bloom_query_keys: each key is
+ * hashed and its cache lines requested while earlier keys are read).
+ * rc[i] is what check_key would return for keys[i]: 0 with r[i] filled,
+ * or -1 with r[i].fail set (the caller answers that item as unsettled,
+ * never not_revoked). This function can't fail.
  */
 void check_keys_tally(const struct snapshot *s, const struct revkey *keys,
     size_t n, struct check_result *r, int *rc, struct metrics_tally *t);

@@ -669,22 +669,32 @@ wexpect_all_present(const struct bloom *b, size_t n, uint64_t tag)
 {
 	struct wkeys wk = { tag, 0, { 0 } };
 	struct bloom_hash h[256];
-	bool out[256];
-	const void *kp;
-	size_t i, j, len, nb;
+	static unsigned char kb[256][sizeof(wk.buf)];
+	const unsigned char *kp[256];
+	size_t kl[256];
+	bool out[256], outk[256];
+	const void *p;
+	size_t i, j, nb;
 
 	for (i = 0; i < n; i += nb) {
 		nb = n - i < 256 ? n - i : 256;
 		for (j = 0; j < nb; j++) {
-			kp = wkey(&wk, i + j, &len);
-			cr_assert(bloom_query(b, kp, len), "w=%u n=%zu: false "
+			p = wkey(&wk, i + j, &kl[j]);
+			cr_assert(bloom_query(b, p, kl[j]), "w=%u n=%zu: false "
 			    "negative for key %zu", b->width, n, i + j);
-			h[j] = bloom_hash(b, kp, len);
+			h[j] = bloom_hash(b, p, kl[j]);
+			memcpy(kb[j], p, kl[j]);
+			kp[j] = kb[j];
 		}
 		bloom_query_many(b, h, nb, out);
-		for (j = 0; j < nb; j++)
+		bloom_query_keys(b, kp, kl, nb, outk);
+		for (j = 0; j < nb; j++) {
 			cr_assert(out[j], "w=%u n=%zu: batched false negative "
 			    "for key %zu", b->width, n, i + j);
+			cr_assert(outk[j], "w=%u n=%zu: false negative for key "
+			    "%zu batched by bloom_query_keys", b->width, n,
+			    i + j);
+		}
 	}
 }
 
@@ -693,13 +703,29 @@ static uint64_t
 wcount_fp(const struct bloom *b, uint64_t tag, uint64_t q)
 {
 	struct wkeys wk = { tag, 0, { 0 } };
-	const void *kp;
+	static unsigned char kb[256][sizeof(wk.buf)];
+	const unsigned char *kp[256];
+	size_t kl[256], j, nb;
+	bool one, out[256];
+	const void *p;
 	uint64_t i, fp = 0;
-	size_t len;
 
-	for (i = 0; i < q; i++) {
-		kp = wkey(&wk, i, &len);
-		fp += bloom_query(b, kp, len);
+	/* One by one and through bloom_query_keys: the same answers. */
+	for (i = 0; i < q; i += nb) {
+		nb = q - i < 256 ? (size_t)(q - i) : 256;
+		for (j = 0; j < nb; j++) {
+			p = wkey(&wk, i + j, &kl[j]);
+			memcpy(kb[j], p, kl[j]);
+			kp[j] = kb[j];
+		}
+		bloom_query_keys(b, kp, kl, nb, out);
+		for (j = 0; j < nb; j++) {
+			one = bloom_query(b, kp[j], kl[j]);
+			cr_assert_eq(out[j], one, "w=%u: non-member %llu: "
+			    "bloom_query_keys says %d", b->width,
+			    (unsigned long long)(i + j), out[j]);
+			fp += one;
+		}
 	}
 	return fp;
 }
@@ -1235,6 +1261,72 @@ Test(bloom, query_inline_answers_as_query_does)
 				    "FORMAT.md disagrees", b.layout, len);
 			if (l == 0)
 				*(qi ? &yes : &no) += 1;
+		}
+		bloom_free(&b);
+	}
+	cr_assert(yes > 0 && no > 0, "w = 4: %zu absent keys matched, %zu "
+	    "did not", yes, no);
+}
+
+/*
+ * bloom_query_keys() answers every key as bloom_query() does: five
+ * layouts, keys of 1-400 bytes (XXH3's every branch), present and absent,
+ * batches of every size around the fuse pipeline's depth (8), and the
+ * pointers and lengths of its caller left as they were.
+ */
+Test(bloom, query_keys_answers_as_query_does)
+{
+	static const size_t ns[] = { 0, 1, 7, 8, 9, 17, 65, 800 };
+	static unsigned char keys[800][400];
+	const unsigned char *kp[800];
+	size_t kl[800], i, ni, len, yes = 0, no = 0;
+	struct lenkeys lk;
+	struct fuse_keys fk = { "keys", 0, { 0 } };
+	struct bloom b;
+	const void *p;
+	bool out[801];
+	int l;
+
+	for (i = 0; i < 400; i++) {
+		p = lenkey(&lk, i, &len);
+		memcpy(keys[i], p, len);
+		memcpy(keys[400 + i], p, len);
+		keys[400 + i][len - 1] ^= 0x80;		/* absent */
+		kp[i] = keys[i];
+		kp[400 + i] = keys[400 + i];
+		kl[i] = kl[400 + i] = len;
+	}
+	for (l = 0; l < 5; l++) {
+		if (l < 2)
+			cr_assert_eq((l == 0 ? bloom_build_fuse :
+			    bloom_build_fuse128)(&b, 4, 400, 3, lenkey, &lk), 0);
+		else if (l == 2)
+			cr_assert_eq(bloom_build_fuse8(&b, 400, 3, fuse_key,
+			    &fk), 0);
+		else {
+			cr_assert_eq(bloom_init(&b, l == 3 ? BLOOM_CLASSIC :
+			    BLOOM_BLOCKED, 4096, 3, 3), 0);
+			for (i = 0; i < 400; i++)
+				bloom_add(&b, kp[i], kl[i]);
+		}
+		for (ni = 0; ni < sizeof(ns) / sizeof(ns[0]); ni++) {
+			memset(out, 0x55, sizeof(out));
+			/* From key 400 - ns/2: present and absent keys. */
+			i = 400 - ns[ni] / 2;
+			bloom_query_keys(&b, kp + i, kl + i, ns[ni], out);
+			cr_assert_eq(*(unsigned char *)&out[ns[ni]], 0x55,
+			    "layout %d: wrote past %zu answers", b.layout,
+			    ns[ni]);
+			for (len = 0; len < ns[ni]; len++, i++) {
+				cr_assert_eq(out[len], bloom_query(&b, kp[i],
+				    kl[i]), "layout %d, batch of %zu: key %zu "
+				    "(%zu bytes)", b.layout, ns[ni], i, kl[i]);
+				if (i < 400 && l != 2)
+					cr_assert(out[len], "layout %d: key %zu "
+					    "missed", b.layout, i);
+				if (i >= 400 && l == 0)
+					*(out[len] ? &yes : &no) += 1;
+			}
 		}
 		bloom_free(&b);
 	}

@@ -200,7 +200,7 @@ Test(check, edge_authority_hook_settles_positives)
 
 /*
  * A batch decided at once (check_keys_tally, the filter asked through
- * bloom_query_many) answers and counts exactly as one check at a time,
+ * bloom_query_keys) answers and counts exactly as one check at a time,
  * for every kind of key, at every chunk boundary, on an origin (table)
  * and without an authority (positives fail closed alike).
  */
@@ -265,6 +265,37 @@ Test(check, keys_at_once_answer_and_count_as_one_at_a_time)
 		for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
 			same_as_one_at_a_time(snaps[j], keys, sizes[i]);
 	for (j = 0; j < 3; j++)
+		snapshot_release(snaps[j]);
+}
+
+/*
+ * Long keys fill the batch's buffer of encoded keys before its 64 slots:
+ * ids of up to REVKEY_ID_MAX bytes among short ones answer and count as
+ * one at a time, across the chunks the buffer's size makes.
+ */
+Test(check, long_keys_at_once_answer_as_one_at_a_time)
+{
+	static const size_t sizes[] = { 1, 6, 7, 8, 15, 40 };
+	static char id[REVKEY_ID_MAX + 1];
+	static struct revkey keys[40];
+	struct snapshot *snaps[2];
+	size_t i, j, len;
+
+	snaps[0] = make_snapshot(7, 1 << 16, 7, true);
+	snaps[1] = make_snapshot(8, 8, 1, true);	/* nearly all positive */
+	for (i = 0; i < 40; i++) {
+		len = i % 5 == 4 ? 12 : REVKEY_ID_MAX - i;
+		memset(id, 'a' + (int)(i % 26), len);
+		snprintf(id, 12, "long-%zu-", i);
+		id[strlen(id)] = 'x';
+		id[len] = '\0';
+		key_text(&keys[i], i % 3 == 0 ? "issuer-a" : "default", id);
+		cr_assert_eq(keys[i].id_len, len);
+	}
+	for (j = 0; j < 2; j++)
+		for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+			same_as_one_at_a_time(snaps[j], keys, sizes[i]);
+	for (j = 0; j < 2; j++)
 		snapshot_release(snaps[j]);
 }
 
