@@ -539,20 +539,25 @@ bloom_classic_start(const struct bloom *b, const struct bloom_hash *h,
 
 /*
  * BLOOM_FUSE batches: each key's three cells are computed once, as bit
- * positions kept in a ring until the key is read BLOOM_AHEAD_FUSE keys
- * later, their lines hinted meanwhile. The filter's fields are read into
- * locals once: stores to out could alias them for all the compiler knows,
- * and reloading them per key cost as much as the loads themselves.
+ * positions kept in a ring with its fingerprint until the key is read
+ * BLOOM_AHEAD_FUSE keys later, their lines hinted meanwhile. The keys'
+ * hashes come from h (bloom_query_many) or are made on the way from key
+ * and len (bloom_query_keys: one key's hashing overlaps another's
+ * loads); each caller passes constants, so each gets its own loop. The
+ * filter's fields are read into locals once: stores to out could alias
+ * them for all the compiler knows, and reloading them per key cost as
+ * much as the loads themselves.
  */
-static void
-fuse_query_many(const struct bloom *b, const struct bloom_hash *h, size_t n,
-    bool *out)
+static inline __attribute__((always_inline)) void
+fuse_pipeline(const struct bloom *b, const struct bloom_hash *h,
+    const unsigned char *const *key, const size_t *len, size_t n, bool *out)
 {
 	const unsigned char *bits = b->bits;
 	const uint64_t span = b->span, seglen = b->seglen, mask = seglen - 1;
-	const uint64_t fmask = b->fmask, w = b->width;
+	const uint64_t fmask = b->fmask, w = b->width, seed = b->seed;
 	const unsigned fshift = 64 - b->width;
-	uint64_t ring[BLOOM_AHEAD_FUSE][3], c0, v, *rr;
+	uint64_t ring[BLOOM_AHEAD_FUSE][4], c0, v, *rr;
+	struct bloom_hash k;
 	size_t i, j;
 
 	for (i = 0; i < n + BLOOM_AHEAD_FUSE; i++) {
@@ -563,21 +568,30 @@ fuse_query_many(const struct bloom *b, const struct bloom_hash *h, size_t n,
 			v = (bloom_load64(bits + (rr[0] >> 3)) >> (rr[0] & 7)) ^
 			    (bloom_load64(bits + (rr[1] >> 3)) >> (rr[1] & 7)) ^
 			    (bloom_load64(bits + (rr[2] >> 3)) >> (rr[2] & 7));
-			out[j] = (v & fmask) == (h[j].h2 >> fshift);
+			out[j] = (v & fmask) == rr[3];
 		}
 		if (i < n) {
+			k = h != NULL ? h[i] :
+			    bloom_hash_xxh64(seed, key[i], len[i]);
 			rr = ring[i % BLOOM_AHEAD_FUSE];
-			c0 = (uint64_t)(((unsigned __int128)h[i].h1 * span) >>
-			    64);
+			c0 = (uint64_t)(((unsigned __int128)k.h1 * span) >> 64);
 			rr[0] = c0 * w;
-			rr[1] = ((c0 + seglen) ^ ((h[i].h2 >> 1) & mask)) * w;
-			rr[2] = ((c0 + 2 * seglen) ^ ((h[i].h2 >> 21) & mask)) *
+			rr[1] = ((c0 + seglen) ^ ((k.h2 >> 1) & mask)) * w;
+			rr[2] = ((c0 + 2 * seglen) ^ ((k.h2 >> 21) & mask)) *
 			    w;
+			rr[3] = k.h2 >> fshift;
 			__builtin_prefetch(bits + (rr[0] >> 3));
 			__builtin_prefetch(bits + (rr[1] >> 3));
 			__builtin_prefetch(bits + (rr[2] >> 3));
 		}
 	}
+}
+
+static void
+fuse_query_many(const struct bloom *b, const struct bloom_hash *h, size_t n,
+    bool *out)
+{
+	fuse_pipeline(b, h, NULL, NULL, n, out);
 }
 
 void
@@ -648,46 +662,12 @@ bloom_query_many(const struct bloom *b, const struct bloom_hash *h, size_t n,
 	}
 }
 
-/*
- * BLOOM_FUSE keys: hashed, their cells computed and hinted, and read
- * BLOOM_AHEAD_FUSE keys later, all in one pass (bloom_query_keys).
- */
+/* BLOOM_FUSE keys, hashed on the way (bloom_query_keys). */
 static void
 fuse_query_keys(const struct bloom *b, const unsigned char *const *key,
     const size_t *len, size_t n, bool *out)
 {
-	const unsigned char *bits = b->bits;
-	const uint64_t span = b->span, seglen = b->seglen, mask = seglen - 1;
-	const uint64_t fmask = b->fmask, w = b->width, seed = b->seed;
-	const unsigned fshift = 64 - b->width;
-	uint64_t ring[BLOOM_AHEAD_FUSE][4], c0, v, *rr;
-	struct bloom_hash h;
-	size_t i, j;
-
-	for (i = 0; i < n + BLOOM_AHEAD_FUSE; i++) {
-		/* Read key i - AHEAD first: key i takes over its slot. */
-		if (i >= BLOOM_AHEAD_FUSE) {
-			j = i - BLOOM_AHEAD_FUSE;
-			rr = ring[j % BLOOM_AHEAD_FUSE];
-			v = (bloom_load64(bits + (rr[0] >> 3)) >> (rr[0] & 7)) ^
-			    (bloom_load64(bits + (rr[1] >> 3)) >> (rr[1] & 7)) ^
-			    (bloom_load64(bits + (rr[2] >> 3)) >> (rr[2] & 7));
-			out[j] = (v & fmask) == rr[3];
-		}
-		if (i < n) {
-			h = bloom_hash_xxh64(seed, key[i], len[i]);
-			rr = ring[i % BLOOM_AHEAD_FUSE];
-			c0 = (uint64_t)(((unsigned __int128)h.h1 * span) >> 64);
-			rr[0] = c0 * w;
-			rr[1] = ((c0 + seglen) ^ ((h.h2 >> 1) & mask)) * w;
-			rr[2] = ((c0 + 2 * seglen) ^ ((h.h2 >> 21) & mask)) *
-			    w;
-			rr[3] = h.h2 >> fshift;
-			__builtin_prefetch(bits + (rr[0] >> 3));
-			__builtin_prefetch(bits + (rr[1] >> 3));
-			__builtin_prefetch(bits + (rr[2] >> 3));
-		}
-	}
+	fuse_pipeline(b, NULL, key, len, n, out);
 }
 
 /* Keys of bloom_query_keys() hashed at a time for bloom_query_many(). */
