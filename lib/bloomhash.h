@@ -143,8 +143,10 @@ bloom_query_fuse(const struct bloom *b, const struct bloom_hash *h)
 
 /*
  * Keys up to this length take the inline path of bloom_query() and
- * bloom_query_inline(): XXH3's 0..128-byte branches, none of its calls
- * for longer input.
+ * bloom_query_inline(): for the blocked layout XXH3-128's 0..128-byte
+ * branches inline, none of its calls for longer input; for the fuse
+ * layout only the cell reads are inline (its hash is bloom_xxh3_64, a
+ * call, either way).
  */
 #define BLOOM_QUERY_INLINE_MAX	128
 
@@ -190,7 +192,7 @@ bloom_query_fuse_key(const struct bloom *b, const void *key, size_t len)
 
 /*
  * Exactly bloom_query(b, key, len), the fuse and blocked layouts' paths
- * inline: a caller that looks up one key after another in a loop
+ * inline (but the fuse key's hash, a call): a caller that looks up one key after another in a loop
  * (ffile_query(), the benchmark) saves the call and the registers
  * bloom_query() saves for its other paths. Where the cells are in cache
  * that is about a tenth of a lookup; where each lookup misses the cache,
