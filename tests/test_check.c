@@ -278,7 +278,10 @@ Test(check, long_keys_at_once_answer_as_one_at_a_time)
 	static const size_t sizes[] = { 1, 6, 7, 8, 15, 40 };
 	static char id[REVKEY_ID_MAX + 1];
 	static struct revkey keys[40];
+	static struct check_result r[40];
 	struct snapshot *snaps[2];
+	struct metrics_tally t;
+	int rc[40];
 	size_t i, j, len;
 
 	snaps[0] = make_snapshot(7, 1 << 16, 7, true);
@@ -292,11 +295,21 @@ Test(check, long_keys_at_once_answer_as_one_at_a_time)
 		key_text(&keys[i], i % 3 == 0 ? "issuer-a" : "default", id);
 		cr_assert_eq(keys[i].id_len, len);
 	}
+	/* Revoked keys among them, in chunks the buffer's size cut. */
+	for (i = 9; i < 40; i += 10)
+		key_text(&keys[i], "default", "tok-revoked");
 	for (j = 0; j < 2; j++)
 		for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
 			same_as_one_at_a_time(snaps[j], keys, sizes[i]);
-	for (j = 0; j < 2; j++)
+	for (j = 0; j < 2; j++) {
+		memset(&t, 0, sizeof(t));
+		check_keys_tally(snaps[j], keys, 40, r, rc, &t);
+		for (i = 9; i < 40; i += 10)
+			cr_assert(rc[i] == 0 && r[i].status == CHECK_REVOKED,
+			    "snapshot %zu: revoked key %zu answered %d", j, i,
+			    (int)r[i].status);
 		snapshot_release(snaps[j]);
+	}
 }
 
 Test(check, gate_refuses_missing_and_stale)
