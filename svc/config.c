@@ -110,6 +110,10 @@ static const struct opt opts[] = {
 	    NEED_ANY, "256", "N", "per-IP connection limit" },
 	{ "threads", OPT_UINT, OFF(threads), 0, 1024, NEED_ANY,
 	    "0", "N", "HTTP worker threads; 0: one per CPU" },
+	{ "fast_path", OPT_BOOL, OFF(fast_path), 0, 0, NEED_ANY, "true",
+	    "true|false", "answer plain single GET /v1/check requests\n"
+	    "before libmicrohttpd (as many threads again);\n"
+	    "false: libmicrohttpd answers every request" },
 	{ "loader_nice", OPT_UINT, OFF(loader_nice), 0, 19, NEED_ANY,
 	    "10", "N", "nice added to the thread that reads and verifies\n"
 	    "new filters (the main thread; an edge's sync\n"

@@ -78,6 +78,7 @@ struct config {
 	unsigned	 conn_timeout;	/* seconds of idle before a drop */
 	unsigned	 max_conns;
 	unsigned	 max_conns_per_ip;
+	bool		 fast_path;	/* fastpath.c answers plain GET checks */
 	unsigned	 threads;	/* 0: one per CPU */
 	unsigned	 loader_nice;	/* added to the loading thread's nice */
 	int64_t		 reload_spare;	/* s a released table copy is kept; 0: none */

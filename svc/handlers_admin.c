@@ -423,6 +423,12 @@ handle_metrics(const struct server_req *r)
 	counter(&b, "body_memory_refused", "Requests refused (503) or cut "
 	    "off because the bodies buffered at once reached max_body_total.",
 	    metrics_get(MET_BODY_REFUSED));
+	counter(&b, "fast_path_requests", "Single GET /v1/check requests the "
+	    "fast path answered (fast_path).",
+	    metrics_get(MET_FAST_PATH));
+	counter(&b, "fast_path_handoffs", "Connections the fast path handed "
+	    "to libmicrohttpd at a request it does not answer.",
+	    metrics_get(MET_HANDOFF));
 	if (ctx->loader != NULL)
 		loader_stats(ctx->loader, NULL, &acc, &rej);
 	sbuf_adds(&b, "# HELP revcheckd_reloads_total Filter loads by "

@@ -289,6 +289,7 @@ metrics_name(enum metric m)
 		"reloads_refused",
 		"delta_hits", "deltas_applied", "deltas_refused",
 		"config_reloads_applied", "config_reloads_refused",
+		"fast_path_requests", "fast_path_handoffs",
 	};
 	return (unsigned)m < MET_COUNT_ && names[m] != NULL ? names[m] :
 	    "unknown";

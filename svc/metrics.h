@@ -35,6 +35,8 @@ enum metric {
 	MET_DELTA_REFUSED,	/* delta chain files refused */
 	MET_CONFIG_RELOAD_APPLIED, /* SIGHUPs applied */
 	MET_CONFIG_RELOAD_REFUSED, /* SIGHUPs refused: nothing changed */
+	MET_FAST_PATH,		/* single checks the fast path answered */
+	MET_HANDOFF,		/* connections it handed to libmicrohttpd */
 	MET_COUNT_
 };
 

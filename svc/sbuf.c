@@ -22,6 +22,15 @@ sbuf_init(struct sbuf *b, size_t hint, size_t max)
 }
 
 void
+sbuf_clear(struct sbuf *b)
+{
+	b->len = 0;
+	b->oom = false;
+	if (b->p != NULL)
+		b->p[0] = '\0';
+}
+
+void
 sbuf_free(struct sbuf *b)
 {
 	free(b->p);

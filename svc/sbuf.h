@@ -27,6 +27,9 @@ struct sbuf {
 void sbuf_init(struct sbuf *b, size_t hint, size_t max);
 void sbuf_free(struct sbuf *b);
 
+/* Empties b, keeping its allocation for the next appends. */
+void sbuf_clear(struct sbuf *b);
+
 /* True when no append has failed. */
 bool sbuf_ok(const struct sbuf *b);
 

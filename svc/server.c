@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fastpath.h"
 #include "log.h"
 #include "perthread.h"
 #include "sbuf.h"
@@ -112,6 +113,7 @@ struct reqstate {
 struct server {
 	struct MHD_Daemon	*d;
 	struct server_ctx	*ctx;
+	struct fastpath		*fp;	/* owns the listening socket, or NULL */
 };
 
 /*
@@ -937,6 +939,42 @@ on_mhd_log(void *cls, const char *fmt, va_list ap)
 	log_warn("httpd: %s", msg);
 }
 
+/* The connections libmicrohttpd holds now (the fast path's limit). */
+static unsigned
+mhd_conns(struct server *s)
+{
+	const union MHD_DaemonInfo *di;
+
+	di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+	return di != NULL ? di->num_connections : 0;
+}
+
+/*
+ * The listening socket the fast path owns, made as libmicrohttpd makes
+ * its own: address reuse, IPv6 only for an IPv6 address, non-blocking.
+ */
+static int
+listen_socket(const struct sockaddr_storage *ss, unsigned socklen)
+{
+	int fd, one = 1, e;
+
+	fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+	    0);
+	if (fd == -1)
+		return -1;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ==
+	    -1 || (ss->ss_family == AF_INET6 && setsockopt(fd, IPPROTO_IPV6,
+	    IPV6_V6ONLY, &one, sizeof(one)) == -1) ||
+	    bind(fd, (const struct sockaddr *)ss, socklen) == -1 ||
+	    listen(fd, 1024) == -1) {
+		e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
 struct server *
 server_start(struct server_ctx *ctx, char *err, size_t errlen)
 {
@@ -945,6 +983,7 @@ server_start(struct server_ctx *ctx, char *err, size_t errlen)
 	struct server *s;
 	unsigned socklen, threads, flags;
 	long ncpu;
+	int lfd = -1;
 
 	if (config_parse_listen(c->listen, &ss, &socklen) == -1) {
 		snprintf(err, errlen, "listen: bad address \"%.64s\"",
@@ -967,6 +1006,16 @@ server_start(struct server_ctx *ctx, char *err, size_t errlen)
 	    MHD_ALLOW_SUSPEND_RESUME;
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
+	if (c->fast_path) {
+		if ((lfd = listen_socket(&ss, socklen)) == -1) {
+			snprintf(err, errlen, "cannot listen on %s: %s",
+			    c->listen, strerror(errno));
+			free(s);
+			return NULL;
+		}
+		/* libmicrohttpd gets its connections from the fast path. */
+		flags |= MHD_USE_NO_LISTEN_SOCKET;
+	}
 	s->d = MHD_start_daemon(flags, 0, NULL, NULL, on_access, ctx,
 	    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
 	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
@@ -984,10 +1033,26 @@ server_start(struct server_ctx *ctx, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot listen on %s: %s", c->listen,
 		    errno != 0 ? strerror(errno) : "libmicrohttpd refused "
 		    "the options");
+		if (lfd != -1)
+			close(lfd);
+		free(s);
+		return NULL;
+	}
+	if (lfd != -1 && (s->fp = fastpath_start(ctx, s,
+	    server_take_connection, mhd_conns, lfd, threads, err,
+	    errlen)) == NULL) {
+		MHD_stop_daemon(s->d);
 		free(s);
 		return NULL;
 	}
 	return s;
+}
+
+int
+server_take_connection(struct server *s, int fd, const struct sockaddr *peer,
+    socklen_t peerlen)
+{
+	return MHD_add_connection(s->d, fd, peer, peerlen) == MHD_YES ? 0 : -1;
 }
 
 int
@@ -1027,6 +1092,8 @@ server_stop(struct server *s, unsigned drain_ms)
 	if (server_inflight() > 0)
 		log_warn("stopping with %lu requests still in flight",
 		    server_inflight());
+	/* Its requests are answered on its threads: none is in flight. */
+	fastpath_stop(s->fp);
 	MHD_stop_daemon(s->d);
 	free(s);
 }

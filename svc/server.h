@@ -105,6 +105,14 @@ void server_stop(struct server *s, unsigned drain_ms);
 int server_add_connection(struct server *s, int fd);
 
 /*
+ * The fast path's hand-off (fastpath.h): libmicrohttpd takes fd, accepted
+ * from peer, as one of its connections. -1: refused (its limits), and fd
+ * is closed.
+ */
+int server_take_connection(struct server *s, int fd,
+    const struct sockaddr *peer, socklen_t peerlen);
+
+/*
  * Asks the server's own /healthz over loopback (the listen address, or
  * the loopback of its family for a wildcard address) and waits at most
  * timeout_ms. Returns 0 when it answered 200, -1 otherwise. For the
@@ -162,6 +170,24 @@ void server_render_error(struct sbuf *b, const char *code, const char *msg);
  */
 enum MHD_Result server_error(const struct server_req *r, unsigned status,
     const char *code, const char *msg, unsigned retry_after);
+
+/*
+ * The fast path's GET /v1/check (fastpath.c), answered as check_get
+ * answers it when that is a 200 decided now: the body is appended to b,
+ * status is its X-Revcheck-Status, ver and seq its X-Revcheck-Filter-
+ * Version and -Delta-Seq (seq "" for none). -1 for anything else (a bad
+ * id or scope, no fresh filter, a positive the authority must settle):
+ * libmicrohttpd's path answers that request, as it answers all others,
+ * and nothing this call counted stays counted. scope NULL: the default.
+ */
+struct check_fast {
+	const char	*status;
+	char		 ver[24];
+	char		 seq[24];
+};
+int check_get_fast(const struct server_ctx *ctx, const struct live *lv,
+    const char *id, size_t id_len, const char *scope, size_t scope_len,
+    struct sbuf *b, struct check_fast *out);
 
 /* Handlers (handlers_check.c, handlers_admin.c). */
 enum MHD_Result handle_check(const struct server_req *r);

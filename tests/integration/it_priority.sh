@@ -32,6 +32,7 @@ rc_wait_version "$O_URL" 1 || rc_fail "origin did not load version 1"
 want=$((base + 10 > 19 ? 19 : base + 10))
 rc_expect_eq "$(nice_of "$O_PID" revcheckd)" "$want " "origin: the main thread (loads) at nice +10"
 rc_expect_eq "$(nice_of "$O_PID" MHD-worker)" "$base " "origin: every HTTP worker at the daemon's nice"
+rc_expect_eq "$(nice_of "$O_PID" revcheckd-fast)" "$base " "origin: every fast-path worker at the daemon's nice"
 grep -q "main thread: filter loads run at nice $want (loader_nice 10) and give way every 256 KiB" "$T/O.log" &&
     rc_ok "the log says so, and that loads give way every 256 KiB" || rc_fail "no log line: $(tail -n 5 "$T/O.log")"
 # A reload still happens, at the lower priority.
@@ -49,5 +50,6 @@ rc_start E --trusted-key "$T/key.pub" --state-dir "$T/se" --sync-interval 1 \
 rc_wait_version "$E_URL" 2 10 || rc_fail "edge did not sync version 2"
 rc_expect_eq "$(nice_of "$E_PID" revcheckd-sync)" "$want " "edge: the sync thread (loads) at nice +10"
 rc_expect_eq "$(nice_of "$E_PID" MHD-worker)" "$base " "edge: every HTTP worker at the daemon's nice"
+rc_expect_eq "$(nice_of "$E_PID" revcheckd-fast)" "$base " "edge: every fast-path worker at the daemon's nice"
 rc_expect_eq "$(nice_of "$E_PID" revcheckd)" "$base " "edge: the main thread (loads nothing) at the daemon's nice"
 rc_done

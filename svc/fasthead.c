@@ -1,0 +1,172 @@
+/* fasthead.c - the request heads the fast path answers (fastpath.c) */
+#include <string.h>
+#include <strings.h>
+
+#include "fasthead.h"
+#include "util.h"
+
+static const char prefix[] = "GET /v1/check?";
+#define PREFIX_LEN	(sizeof(prefix) - 1)
+
+static const char version[] = " HTTP/1.1";
+#define VERSION_LEN	(sizeof(version) - 1)
+
+/* RFC 9110 5.6.2 tchar. */
+static bool
+is_tchar(unsigned char c)
+{
+	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	    (c >= '0' && c <= '9'))
+		return true;
+	return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+}
+
+/*
+ * Decodes one query value v[0..n) into out (at most n bytes). False for
+ * any byte the fast path does not take: outside 0x21-0x7e, a raw '+'
+ * (libmicrohttpd reads a space; server.c refuses it), '=', '#', or a '%'
+ * without two hex digits.
+ */
+static bool
+value_decode(const char *v, size_t n, char *out, size_t *outlen)
+{
+	size_t i = 0, o = 0;
+	unsigned char c;
+	int hi, lo;
+
+	while (i < n) {
+		c = (unsigned char)v[i];
+		if (c == '%') {
+			if (n - i < 3)
+				return false;
+			hi = util_hexval((unsigned char)v[i + 1]);
+			lo = util_hexval((unsigned char)v[i + 2]);
+			if (hi < 0 || lo < 0)
+				return false;
+			out[o++] = (char)(hi << 4 | lo);
+			i += 3;
+			continue;
+		}
+		if (c < 0x21 || c > 0x7e || c == '+' || c == '=' || c == '#')
+			return false;
+		out[o++] = (char)c;
+		i++;
+	}
+	*outlen = o;
+	return true;
+}
+
+/* The query q[0..n): id once, scope at most once, nothing else. */
+static bool
+query_parse(const char *q, size_t n, struct fasthead *h, char *dec)
+{
+	const char *seg, *amp, *end = q + n;
+	size_t slen, used = 0, dlen;
+	bool have_id = false;
+
+	h->scope = NULL;
+	h->scope_len = 0;
+	for (seg = q; seg <= end; seg = amp + 1) {
+		amp = memchr(seg, '&', (size_t)(end - seg));
+		if (amp == NULL)
+			amp = end;
+		slen = (size_t)(amp - seg);
+		if (slen > 3 && memcmp(seg, "id=", 3) == 0 && !have_id) {
+			if (!value_decode(seg + 3, slen - 3, dec + used, &dlen))
+				return false;
+			h->id = dec + used;
+			h->id_len = dlen;
+			have_id = true;
+		} else if (slen > 6 && memcmp(seg, "scope=", 6) == 0 &&
+		    h->scope == NULL) {
+			if (!value_decode(seg + 6, slen - 6, dec + used, &dlen) ||
+			    memchr(dec + used, '\0', dlen) != NULL)
+				return false;
+			h->scope = dec + used;
+			h->scope_len = dlen;
+		} else
+			return false;
+		/* Each ends in a NUL (the scope is read as a C string). */
+		dec[used + dlen] = '\0';
+		used += dlen + 1;
+		if (amp == end)
+			break;
+	}
+	return have_id;
+}
+
+/* One header line l[0..n) (no CRLF). False: not the fast path's. */
+static bool
+header_ok(const char *l, size_t n, unsigned *hosts)
+{
+	size_t i = 0, name_len, vs, ve;
+
+	while (i < n && is_tchar((unsigned char)l[i]))
+		i++;
+	if (i == 0 || i == n || l[i] != ':')
+		return false;	/* no name, or obs-fold, or space before ':' */
+	name_len = i++;
+	for (vs = i; vs < n && (l[vs] == ' ' || l[vs] == '\t'); vs++)
+		;
+	for (i = vs; i < n; i++)
+		if (((unsigned char)l[i] < 0x20 && l[i] != '\t') ||
+		    (unsigned char)l[i] > 0x7e)
+			return false;
+	for (ve = n; ve > vs && (l[ve - 1] == ' ' || l[ve - 1] == '\t'); ve--)
+		;
+#define NAME_IS(s) (name_len == sizeof(s) - 1 && \
+	strncasecmp(l, s, sizeof(s) - 1) == 0)
+	if (NAME_IS("Host")) {
+		(*hosts)++;
+		return true;
+	}
+	if (NAME_IS("Connection"))
+		return ve - vs == 10 && strncasecmp(l + vs, "keep-alive", 10) == 0;
+	return !(NAME_IS("Content-Length") || NAME_IS("Transfer-Encoding") ||
+	    NAME_IS("Expect") || NAME_IS("Upgrade") ||
+	    NAME_IS("Authorization"));
+#undef NAME_IS
+}
+
+enum fasthead_kind
+fasthead_parse(const char *buf, size_t len, struct fasthead *h, char *dec,
+    size_t decsz)
+{
+	const char *end, *line, *cr, *target;
+	size_t tlen;
+	unsigned hosts = 0;
+
+	if (len > FASTHEAD_MAX)
+		len = FASTHEAD_MAX;
+	if (decsz < FASTHEAD_MAX)
+		return FH_OTHER;
+	/* Not ours is known from the first bytes: no need to wait. */
+	if (memcmp(buf, prefix, len < PREFIX_LEN ? len : PREFIX_LEN) != 0)
+		return FH_OTHER;
+	if ((end = memmem(buf, len, "\r\n\r\n", 4)) == NULL)
+		return len == FASTHEAD_MAX ? FH_OTHER : FH_MORE;
+	h->head_len = (size_t)(end - buf) + 4;
+	/*
+	 * The request line, then each header line, ends in CRLF: a bare CR
+	 * or LF anywhere is libmicrohttpd's to judge.
+	 */
+	cr = memchr(buf, '\r', (size_t)(end - buf) + 1);
+	if (cr[1] != '\n' || memchr(buf, '\n', (size_t)(cr - buf)) != NULL ||
+	    (size_t)(cr - buf) < PREFIX_LEN + VERSION_LEN ||
+	    memcmp(cr - VERSION_LEN, version, VERSION_LEN) != 0)
+		return FH_OTHER;
+	target = buf + PREFIX_LEN;
+	tlen = (size_t)(cr - VERSION_LEN - target);
+	if (!query_parse(target, tlen, h, dec))
+		return FH_OTHER;
+	/* The header lines; end points at the last one's CRLF. */
+	for (line = cr + 2; line < end + 2; line = cr + 2) {
+		cr = memchr(line, '\r', (size_t)(end + 2 - line));
+		if (cr == NULL || cr[1] != '\n' ||
+		    memchr(line, '\n', (size_t)(cr - line)) != NULL)
+			return FH_OTHER;
+		if (!header_ok(line, (size_t)(cr - line), &hosts))
+			return FH_OTHER;
+	}
+	return hosts == 1 ? FH_CHECK : FH_OTHER;
+}
