@@ -114,6 +114,7 @@ struct server {
 	struct MHD_Daemon	*d;
 	struct server_ctx	*ctx;
 	struct fastpath		*fp;	/* owns the listening socket, or NULL */
+	unsigned		 port;	/* the fast path's, bound */
 };
 
 /*
@@ -949,6 +950,28 @@ mhd_conns(struct server *s)
 	return di != NULL ? di->num_connections : 0;
 }
 
+/* The port a listening socket is bound to (":0" picks one), or 0. */
+static unsigned
+bound_port(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) == -1)
+		return 0;
+	if (ss.ss_family == AF_INET)
+		return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	if (ss.ss_family == AF_INET6)
+		return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+	return 0;
+}
+
+unsigned
+server_fast_port(const struct server *s)
+{
+	return s != NULL && s->fp != NULL ? s->port : 0;
+}
+
 /*
  * The listening socket the fast path owns, made as libmicrohttpd makes
  * its own: address reuse, IPv6 only for an IPv6 address, non-blocking.
@@ -1038,6 +1061,8 @@ server_start(struct server_ctx *ctx, char *err, size_t errlen)
 		free(s);
 		return NULL;
 	}
+	if (lfd != -1)
+		s->port = bound_port(lfd);
 	if (lfd != -1 && (s->fp = fastpath_start(ctx, s,
 	    server_take_connection, mhd_conns, lfd, threads, err,
 	    errlen)) == NULL) {

@@ -112,6 +112,9 @@ int server_add_connection(struct server *s, int fd);
 int server_take_connection(struct server *s, int fd,
     const struct sockaddr *peer, socklen_t peerlen);
 
+/* The port the fast path listens on (":0" picks one), 0 without it. */
+unsigned server_fast_port(const struct server *s);
+
 /*
  * Asks the server's own /healthz over loopback (the listen address, or
  * the loopback of its family for a wildcard address) and waits at most

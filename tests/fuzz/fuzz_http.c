@@ -8,10 +8,15 @@
  * the server took over with server_add_connection(); then the write side
  * is shut down and the reply read until the server hangs up. The request
  * limits are set low (max_body 1024, max_batch 16) so the caps are in
- * reach of small inputs.
+ * reach of small inputs. An input that starts as a single check
+ * ("GET /v1/check?") is also sent over TCP to the fast path's port, and
+ * its first answer there must be libmicrohttpd's (all but Date): the fast
+ * path answers only what libmicrohttpd would answer alike.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <ftw.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -44,6 +49,7 @@ static struct live_slot live;
 static struct server *srv;
 static char tmpdir[64];
 static char replies[16 * 1024 * 1024];
+static char fast_replies[16 * 1024 * 1024];
 static bool verbose;		/* FUZZ_HTTP_VERBOSE=1 prints each reply */
 
 static int
@@ -201,27 +207,23 @@ check_replies(const char *r, size_t len)
 			abort();
 }
 
-int
-LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+/*
+ * Writes data into fd (shutting the write side down after it) while
+ * reading what comes back into out, until the server hangs up or
+ * REPLY_MS pass; closes fd. Returns the bytes read.
+ */
+static size_t
+exchange(int fd, const uint8_t *data, size_t size, char *out, size_t cap)
 {
-	struct timespec tick = { 0, 1000 * 1000 };
 	struct pollfd pfd;
 	size_t off = 0, got = 0;
-	double deadline;
+	double deadline = ms_now() + REPLY_MS;
 	ssize_t n;
-	int sv[2], left;
+	int left;
 	bool wdone = false;
 
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
-	    sv) == -1)
-		die("socketpair", strerror(errno));
-	if (server_add_connection(srv, sv[0]) == -1) {
-		close(sv[1]);
-		die("server_add_connection", strerror(errno));
-	}
-	deadline = ms_now() + REPLY_MS;
 	if (size == 0) {
-		shutdown(sv[1], SHUT_WR);
+		shutdown(fd, SHUT_WR);
 		wdone = true;
 	}
 	/* Write and read at once: the server may answer (or hang up) early. */
@@ -229,7 +231,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		left = (int)(deadline - ms_now());
 		if (left <= 0)
 			break;
-		pfd.fd = sv[1];
+		pfd.fd = fd;
 		pfd.events = POLLIN | (wdone ? 0 : POLLOUT);
 		pfd.revents = 0;
 		if (poll(&pfd, 1, left) == -1) {
@@ -238,29 +240,117 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		}
 		if (!wdone && (pfd.revents & (POLLOUT | POLLERR | POLLHUP))) {
-			n = send(sv[1], data + off, size - off, MSG_NOSIGNAL);
+			n = send(fd, data + off, size - off, MSG_NOSIGNAL);
 			if (n > 0)
 				off += (size_t)n;
 			if ((n == -1 && errno != EAGAIN && errno != EINTR) ||
 			    off == size) {
-				shutdown(sv[1], SHUT_WR);
+				shutdown(fd, SHUT_WR);
 				wdone = true;
 			}
 		}
 		if (pfd.revents & (POLLIN | POLLHUP | POLLERR)) {
-			n = recv(sv[1], replies + got, sizeof(replies) - got,
-			    0);
+			n = recv(fd, out + got, cap - got, 0);
 			if (n == 0)
 				break;		/* the server hung up */
 			if (n > 0) {
 				got += (size_t)n;
-				if (got == sizeof(replies))
+				if (got == cap)
 					break;
 			} else if (errno != EAGAIN && errno != EINTR)
 				break;
 		}
 	}
-	close(sv[1]);
+	close(fd);
+	return got;
+}
+
+/*
+ * The first answer in r[0..len) reduced to what must match: its head but
+ * the Date line, then its body (Content-Length bytes). 0 when r holds no
+ * complete answer.
+ */
+static size_t
+first_answer(const char *r, size_t len, char *out, size_t cap)
+{
+	const char *end, *line, *eol, *cl;
+	size_t o = 0, body = 0, n;
+
+	if ((end = memmem(r, len, "\r\n\r\n", 4)) == NULL)
+		return 0;
+	for (line = r; line < end + 2; line = eol + 2) {
+		eol = memmem(line, (size_t)(end + 2 - line), "\r\n", 2);
+		if (eol == NULL)
+			return 0;
+		n = (size_t)(eol - line);
+		if (n >= 5 && strncasecmp(line, "Date:", 5) == 0)
+			continue;
+		if (n >= 15 && strncasecmp(line, "Content-Length:", 15) == 0) {
+			cl = line + 15;
+			body = (size_t)strtoul(cl, NULL, 10);
+		}
+		if (o + n + 1 > cap)
+			return 0;
+		memcpy(out + o, line, n);
+		out[o + n] = '\n';
+		o += n + 1;
+	}
+	end += 4;
+	if ((size_t)(r + len - end) < body || o + body > cap)
+		return 0;
+	memcpy(out + o, end, body);
+	return o + body;
+}
+
+/* The first answer over TCP, through the fast path, against got's. */
+static void
+check_fast_path(const uint8_t *data, size_t size, size_t got)
+{
+	static char a[64 * 1024], b[64 * 1024];
+	struct sockaddr_in sin;
+	size_t fgot, na, nb;
+	int fd;
+
+	if (server_fast_port(srv) == 0 || size < 14 ||
+	    memcmp(data, "GET /v1/check?", 14) != 0)
+		return;
+	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK |
+	    SOCK_CLOEXEC, 0)) == -1)
+		die("socket", strerror(errno));
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_port = htons((uint16_t)server_fast_port(srv));
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == -1 &&
+	    errno != EINPROGRESS)
+		die("connect", strerror(errno));
+	fgot = exchange(fd, data, size, fast_replies, sizeof(fast_replies));
+	na = first_answer(replies, got, a, sizeof(a));
+	nb = first_answer(fast_replies, fgot, b, sizeof(b));
+	if (na != nb || memcmp(a, b, na) != 0) {
+		fprintf(stderr, "fuzz_http: the fast path answered otherwise\n"
+		    "--- libmicrohttpd:\n%.*s\n--- fast path:\n%.*s\n",
+		    (int)na, a, (int)nb, b);
+		abort();
+	}
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct timespec tick = { 0, 1000 * 1000 };
+	size_t got;
+	double deadline;
+	int sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
+	    sv) == -1)
+		die("socketpair", strerror(errno));
+	if (server_add_connection(srv, sv[0]) == -1) {
+		close(sv[1]);
+		die("server_add_connection", strerror(errno));
+	}
+	got = exchange(sv[1], data, size, replies, sizeof(replies));
 	/*
 	 * Once the connection is gone, every request on it has completed:
 	 * per-request state freed, nothing left for a drain to wait on.
@@ -279,5 +369,6 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fprintf(stderr, "--- %zu bytes in, %zu out\n%.*s\n", size, got,
 		    (int)got, replies);
 	check_replies(replies, got);
+	check_fast_path(data, size, got);
 	return 0;
 }
