@@ -128,13 +128,24 @@ header_ok(const char *l, size_t n, unsigned *hosts)
 #undef NAME_IS
 }
 
+/* The request line l[0..n) (no CRLF): GET /v1/check?QUERY HTTP/1.1. */
+static bool
+request_line_ok(const char *l, size_t n, struct fasthead *h, char *dec)
+{
+	if (n < PREFIX_LEN + VERSION_LEN ||
+	    memcmp(l + n - VERSION_LEN, version, VERSION_LEN) != 0)
+		return false;
+	return query_parse(l + PREFIX_LEN, n - PREFIX_LEN - VERSION_LEN, h,
+	    dec);
+}
+
 enum fasthead_kind
 fasthead_parse(const char *buf, size_t len, struct fasthead *h, char *dec,
     size_t decsz)
 {
-	const char *end, *line, *cr, *target;
-	size_t tlen;
-	unsigned hosts = 0;
+	const char *p, *e, *cr;
+	unsigned hosts = 0, nline;
+	size_t n;
 
 	if (len > FASTHEAD_MAX)
 		len = FASTHEAD_MAX;
@@ -143,30 +154,29 @@ fasthead_parse(const char *buf, size_t len, struct fasthead *h, char *dec,
 	/* Not ours is known from the first bytes: no need to wait. */
 	if (memcmp(buf, prefix, len < PREFIX_LEN ? len : PREFIX_LEN) != 0)
 		return FH_OTHER;
-	if ((end = memmem(buf, len, "\r\n\r\n", 4)) == NULL)
-		return len == FASTHEAD_MAX ? FH_OTHER : FH_MORE;
-	h->head_len = (size_t)(end - buf) + 4;
 	/*
-	 * The request line, then each header line, ends in CRLF: a bare CR
-	 * or LF anywhere is libmicrohttpd's to judge.
+	 * Line by line, each judged as soon as it is all in, so that a head
+	 * that cannot become a plain check is not waited for: the request
+	 * line, header lines, the blank line. Every line ends in CRLF: a
+	 * bare CR or LF anywhere is libmicrohttpd's to judge.
 	 */
-	cr = memchr(buf, '\r', (size_t)(end - buf) + 1);
-	if (cr[1] != '\n' || memchr(buf, '\n', (size_t)(cr - buf)) != NULL ||
-	    (size_t)(cr - buf) < PREFIX_LEN + VERSION_LEN ||
-	    memcmp(cr - VERSION_LEN, version, VERSION_LEN) != 0)
-		return FH_OTHER;
-	target = buf + PREFIX_LEN;
-	tlen = (size_t)(cr - VERSION_LEN - target);
-	if (!query_parse(target, tlen, h, dec))
-		return FH_OTHER;
-	/* The header lines; end points at the last one's CRLF. */
-	for (line = cr + 2; line < end + 2; line = cr + 2) {
-		cr = memchr(line, '\r', (size_t)(end + 2 - line));
-		if (cr == NULL || cr[1] != '\n' ||
-		    memchr(line, '\n', (size_t)(cr - line)) != NULL)
+	e = buf + len;
+	for (p = buf, nline = 0;; p = cr + 2, nline++) {
+		cr = memchr(p, '\r', (size_t)(e - p));
+		if (memchr(p, '\n', (size_t)((cr != NULL ? cr : e) - p)) != NULL)
 			return FH_OTHER;
-		if (!header_ok(line, (size_t)(cr - line), &hosts))
+		if (cr == NULL || cr + 1 == e)
+			return len == FASTHEAD_MAX ? FH_OTHER : FH_MORE;
+		if (cr[1] != '\n')
+			return FH_OTHER;
+		n = (size_t)(cr - p);
+		if (nline == 0) {
+			if (!request_line_ok(p, n, h, dec))
+				return FH_OTHER;
+		} else if (n == 0) {
+			h->head_len = (size_t)(cr + 2 - buf);
+			return hosts == 1 ? FH_CHECK : FH_OTHER;
+		} else if (!header_ok(p, n, &hosts))
 			return FH_OTHER;
 	}
-	return hosts == 1 ? FH_CHECK : FH_OTHER;
 }
