@@ -242,6 +242,96 @@ sys.exit(1 if fails else 0)
 PY
 [ $? = 0 ] && rc_ok "F and M answer alike, the limits hold" || rc_fail "fast path differs (above)"
 
+# ---------------------------------------------------------------- an answer that waits
+# In a network namespace of its own with 4 KiB send buffers (tcp_wmem is
+# per namespace), 30 pipelined checks of 900-byte ids get answers the
+# socket cannot take at once: the rest waits for EPOLLOUT on the fast
+# path, the reader gets all 30, and a request sent after them is read
+# and answered too (the connection went back to reading); all 31 on the
+# fast path, nothing handed off but the /metrics reads. A client that
+# half-closes behind such checks and reads nothing leaves the worker idle.
+if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null && command -v ip >/dev/null; then
+	NS_PORT=$(rc_free_port)
+	st=0
+	REVCHECKD="$REVCHECKD" T="$T" NS_PORT="$NS_PORT" unshare -n bash -s <<'NS' >"$T/ns.log" 2>&1 || st=$?
+set -e
+ip link set lo up
+sysctl -qw net.ipv4.tcp_wmem="4096 4096 4096"
+mkdir -p "$T/sn"
+"$REVCHECKD" --listen "127.0.0.1:$NS_PORT" --filter-dir "$T/f" --trusted-key "$T/key.pub" \
+    --state-dir "$T/sn" --threads 1 >"$T/N.log" 2>&1 &
+pid=$!
+trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null || true' EXIT
+for _ in $(seq 100); do
+	[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$NS_PORT/readyz")" = 200 ] && break
+	sleep 0.1
+done
+python3 - "$NS_PORT" "$pid" <<'PY'
+import socket, sys, time
+port, pid = int(sys.argv[1]), sys.argv[2]
+def ticks():
+    f = open("/proc/%s/stat" % pid).read().rsplit(")", 1)[1].split()
+    return int(f[11]) + int(f[12])
+def metric(name):
+    m = socket.create_connection(("127.0.0.1", port))
+    m.sendall(b"GET /metrics HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+    out = b""
+    while True:
+        b = m.recv(65536)
+        if not b:
+            break
+        out += b
+    for line in out.decode().splitlines():
+        if line.startswith("revcheckd_%s_total " % name):
+            return int(line.split()[1])
+    return 0
+f0, h0 = metric("fast_path_requests"), metric("fast_path_handoffs")
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+s.connect(("127.0.0.1", port))
+req = b"GET /v1/check?id=" + b"x" * 900 + b" HTTP/1.1\r\nHost: t\r\n\r\n"
+s.sendall(req * 30)
+time.sleep(0.5)
+s.settimeout(3)
+def read_answers(n):
+    got, buf = 0, b""
+    while got < n:
+        b = s.recv(4096)
+        if not b:
+            break
+        buf += b
+        got = buf.count(b"HTTP/1.1 200 OK")
+        time.sleep(0.005)
+    return got
+first = read_answers(30)
+s.sendall(req.replace(b"x" * 900, b"after"))
+last = read_answers(1)
+f1, h1 = metric("fast_path_requests"), metric("fast_path_handoffs")
+# A client that half-closes behind 30 such checks and reads nothing: its
+# answers wait for EPOLLOUT while its FIN is in, and the worker must not
+# spin on it (EPOLLRDHUP is not asked for while an answer waits).
+h = socket.socket()
+h.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+h.connect(("127.0.0.1", port))
+h.sendall(req * 30)
+h.shutdown(socket.SHUT_WR)
+time.sleep(0.5)
+t0 = ticks()
+time.sleep(1.5)
+spin = ticks() - t0
+h.close()
+print("answers %d then %d; fast path %d, hand-offs %d; half-closed reader: %d ticks in 1.5 s"
+      % (first, last, f1 - f0, h1 - h0, spin))
+# Hand-offs: the two /metrics reads after h0's own.
+sys.exit(0 if (first, last, f1 - f0, h1 - h0) == (30, 1, 31, 2) and spin < 30 else 1)
+PY
+NS
+	[ "$st" = 0 ] && rc_ok "an answer that waits for EPOLLOUT: $(tail -n 1 "$T/ns.log")" ||
+	    rc_fail "an answer that waits for EPOLLOUT: $(tail -n 3 "$T/ns.log")"
+else
+	echo "# it_fastpath: not root or no unshare/ip: the EPOLLOUT case is not run"
+fi
+
 NFAST=$(cat "$T/nfast")
 NOTHER=$(cat "$T/nother")
 NPIPED=$(cat "$T/npiped")
