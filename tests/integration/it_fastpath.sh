@@ -355,9 +355,9 @@ idle_check() {	# idle_check PID WHAT: under 30 ticks (0.3 s) of CPU in 1.5 s
 }
 python3 - "$F_PORT" "$T/stuck.ready" <<'PY' &
 import socket, sys, threading, time
-# A small receive buffer and 30000 requests written as they go: F's
-# answers back up (its send buffer full, the rest waiting for EPOLLOUT)
-# with requests still unread behind them, some cut between segments.
+# A small receive buffer and 30000 requests written as they go: the
+# answers back up with requests still unread behind them (on the fast
+# path, or on libmicrohttpd's once a segment ends inside a head).
 s = socket.socket()
 s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
 s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
