@@ -65,7 +65,7 @@ DEB_PKGS       := pkg-config libssl-dev openssl libmicrohttpd-dev libxxhash-dev 
                   libcjson-dev libcriterion-dev libcurl4-openssl-dev curl \
                   nginx-light python3 systemd man-db strace prometheus libpq-dev postgresql \
                   python3-jwt python3-cryptography dpkg-dev lintian binutils \
-                  apache2 libapache2-mod-auth-openidc faketime
+                  apache2 libapache2-mod-auth-openidc faketime iproute2
 DEB_BENCH_PKGS := redis-server redis-tools wrk libbloom-dev nghttp2-client
 DEB_FUZZ_PKGS  := clang libclang-rt-14-dev
 

@@ -250,7 +250,7 @@ PY
 # and answered too (the connection went back to reading); all 31 on the
 # fast path, nothing handed off but the /metrics reads. A client that
 # half-closes behind such checks and reads nothing leaves the worker idle.
-if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null && command -v ip >/dev/null; then
+if [ "$(id -u)" = 0 ]; then
 	NS_PORT=$(rc_free_port)
 	st=0
 	REVCHECKD="$REVCHECKD" T="$T" NS_PORT="$NS_PORT" unshare -n bash -s <<'NS' >"$T/ns.log" 2>&1 || st=$?
@@ -329,7 +329,7 @@ NS
 	[ "$st" = 0 ] && rc_ok "an answer that waits for EPOLLOUT: $(tail -n 1 "$T/ns.log")" ||
 	    rc_fail "an answer that waits for EPOLLOUT: $(tail -n 3 "$T/ns.log")"
 else
-	echo "# it_fastpath: not root or no unshare/ip: the EPOLLOUT case is not run"
+	echo "# it_fastpath: not root: the EPOLLOUT case (a network namespace) is not run"
 fi
 
 NFAST=$(cat "$T/nfast")
