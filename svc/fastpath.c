@@ -31,7 +31,7 @@
  * its workers accept, and on each connection read a request's head with
  * MSG_PEEK. One that fasthead_parse() takes for a single GET /v1/check
  * and check_get_fast() answers 200 is consumed and answered here; for
- * anything else (another endpoint, a refusal, a head not in yet, a
+ * anything else (another endpoint, a refusal, a head not all in yet, a
  * positive an edge's authority must settle, draining) the connection is
  * handed to libmicrohttpd with that request unread, and stays there. The
  * fast path never answers anything libmicrohttpd's path would answer
@@ -199,11 +199,13 @@ conn_handoff(struct fworker *w, struct fconn *c)
 	int fd = c->fd;
 	struct sockaddr_storage peer = c->peer;
 	socklen_t plen = c->peerlen;
+	double deadline = c->deadline;
 
 	conn_drop(w, c, true);
 	metrics_inc(MET_HANDOFF);
 	/* On failure (its limits) libmicrohttpd has closed fd. */
-	(void)w->fp->handoff(w->fp->srv, fd, (struct sockaddr *)&peer, plen);
+	(void)w->fp->handoff(w->fp->srv, fd, (struct sockaddr *)&peer, plen,
+	    deadline);
 }
 
 /*
@@ -368,7 +370,7 @@ answer(struct fworker *w, struct fconn *c, const struct fasthead *h)
 	struct check_fast cf;
 	struct live *lv;
 	char hdr[512], drop[FASTHEAD_MAX];
-	double t0 = util_monotime();
+	double t0 = util_monotime(), t1;
 	int hlen, rc;
 
 	if (atomic_load(&ctx->draining))
@@ -400,10 +402,11 @@ answer(struct fworker *w, struct fconn *c, const struct fasthead *h)
 	if (send_answer(w, c, hdr, (size_t)hlen, w->body.p, w->body.len) ==
 	    -1)
 		return -1;
+	t1 = util_monotime();
 	metrics_inc(MET_FAST_PATH);
 	metrics_request(EP_CHECK, 200);
-	metrics_observe_request(EP_CHECK, util_monotime() - t0);
-	c->deadline = util_monotime() + ctx->cfg->conn_timeout;
+	metrics_observe_request(EP_CHECK, t1 - t0);
+	c->deadline = t1 + ctx->cfg->conn_timeout;
 	return 0;
 }
 

@@ -11,11 +11,12 @@ struct fastpath;
 
 /*
  * The hand-off to libmicrohttpd: takes fd (non-blocking, accepted from
- * peer) as a connection of its own, with nothing of it read; on failure
- * it has closed fd (server.c: server_take_connection).
+ * peer) as a connection of its own, with nothing of it read and the
+ * deadline its next request had here; on failure it has closed fd
+ * (server.c: server_take_connection).
  */
 typedef int (*fastpath_handoff_fn)(struct server *s, int fd,
-    const struct sockaddr *peer, socklen_t peerlen);
+    const struct sockaddr *peer, socklen_t peerlen, double deadline);
 
 /*
  * Starts threads workers on the listening socket lfd (non-blocking; the

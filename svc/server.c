@@ -143,6 +143,44 @@ struct conn_track {
 };
 
 static pthread_mutex_t track_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/*
+ * Connections the fast path handed over, each with the deadline it had
+ * there (fastpath.c): on_connection starts a handed connection's deadline
+ * from it rather than afresh, or a client idle on the fast path that then
+ * trickles a head would have conn_timeout twice. libmicrohttpd takes a
+ * handed connection on its worker thread within moments; an entry older
+ * than HANDED_STALE (never taken: closed on the way) is dropped, so a
+ * later connection on the same fd never inherits it. Under track_mu.
+ */
+struct handed {
+	struct handed	*next;
+	int		 fd;
+	double		 at;		/* monotonic: when handed */
+	double		 deadline;
+};
+#define HANDED_STALE	5.0
+static struct handed *handed_list;
+
+/* The deadline the fast path gave fd, or def; the entry goes. */
+static double
+handed_take(int fd, double def)
+{
+	struct handed *h, **ph;
+	double now = util_monotime(), d = def;
+
+	for (ph = &handed_list; (h = *ph) != NULL;) {
+		if (h->fd == fd || now - h->at > HANDED_STALE) {
+			if (h->fd == fd && now - h->at <= HANDED_STALE &&
+			    h->deadline < d)
+				d = h->deadline;
+			*ph = h->next;
+			free(h);
+		} else
+			ph = &h->next;
+	}
+	return d;
+}
 static struct conn_track track_head = { .prev = &track_head,
     .next = &track_head, .fd = MHD_INVALID_SOCKET };
 
@@ -367,9 +405,9 @@ on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
 		if (ci == NULL || (ct = calloc(1, sizeof(*ct))) == NULL)
 			return;	/* untracked: the idle timeout still holds */
 		ct->fd = ci->connect_fd;
-		atomic_init(&ct->deadline, util_monotime() +
-		    ctx->cfg->conn_timeout);
 		pthread_mutex_lock(&track_mu);
+		atomic_init(&ct->deadline, handed_take(ct->fd,
+		    util_monotime() + ctx->cfg->conn_timeout));
 		ct->next = track_head.next;
 		ct->prev = &track_head;
 		track_head.next->prev = ct;
@@ -1075,9 +1113,27 @@ server_start(struct server_ctx *ctx, char *err, size_t errlen)
 
 int
 server_take_connection(struct server *s, int fd, const struct sockaddr *peer,
-    socklen_t peerlen)
+    socklen_t peerlen, double deadline)
 {
-	return MHD_add_connection(s->d, fd, peer, peerlen) == MHD_YES ? 0 : -1;
+	struct handed *h;
+
+	/* Without the entry (no memory) the deadline starts afresh. */
+	if ((h = malloc(sizeof(*h))) != NULL) {
+		h->fd = fd;
+		h->at = util_monotime();
+		h->deadline = deadline;
+		pthread_mutex_lock(&track_mu);
+		h->next = handed_list;
+		handed_list = h;
+		pthread_mutex_unlock(&track_mu);
+	}
+	if (MHD_add_connection(s->d, fd, peer, peerlen) == MHD_YES)
+		return 0;
+	/* Refused and closed: its entry must not reach a later fd. */
+	pthread_mutex_lock(&track_mu);
+	(void)handed_take(fd, 0);
+	pthread_mutex_unlock(&track_mu);
+	return -1;
 }
 
 int

@@ -106,11 +106,13 @@ int server_add_connection(struct server *s, int fd);
 
 /*
  * The fast path's hand-off (fastpath.h): libmicrohttpd takes fd, accepted
- * from peer, as one of its connections. -1: refused (its limits), and fd
- * is closed.
+ * from peer, as one of its connections, whose next request (headers and
+ * body) must be in by deadline (monotonic), the one it had on the fast
+ * path, not conn_timeout from now. -1: refused (its limits), and fd is
+ * closed.
  */
 int server_take_connection(struct server *s, int fd,
-    const struct sockaddr *peer, socklen_t peerlen);
+    const struct sockaddr *peer, socklen_t peerlen, double deadline);
 
 /* The port the fast path listens on (":0" picks one), 0 without it. */
 unsigned server_fast_port(const struct server *s);

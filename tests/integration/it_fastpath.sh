@@ -17,7 +17,8 @@
 #     counter by the connections of the others; M's stayed 0;
 #   - a head sent in two pieces (handed off) is answered right; one that
 #     never completes is dropped at conn_timeout (by libmicrohttpd's idle
-#     timeout or server.c's sweep, whichever comes first);
+#     timeout or server.c's sweep, whichever comes first); one trickled
+#     after idling on the fast path keeps the deadline it had there;
 #   - an idle fast-path connection is closed after conn_timeout, and the
 #     per-IP limit holds for connections the fast path holds;
 #   - a slow reader of 5000 pipelined checks gets every answer;
@@ -197,6 +198,27 @@ s.close()
 if rest != b"" or time.time() - t0 > 5:
     fail("an unfinished head was not dropped in time: %r after %.1f s"
          % (rest, time.time() - t0))
+
+# Idle on the fast path for 1.8 s, then a head trickled a byte every
+# 0.4 s (handed over at its first bytes): the connection keeps the
+# deadline it had, 2 s from opening, and is dropped by about 3 s (the
+# sweep runs every second), not 2 s after the hand-over (3.8 s and on).
+s = socket.create_connection(("127.0.0.1", fport))
+t0 = time.time()
+time.sleep(1.8)
+s.sendall(b"GET /v1/check?id=trickle HTTP/1.1\r\nX-Trickle: ")
+dropped = None
+while time.time() - t0 < 8:
+    time.sleep(0.4)
+    try:
+        s.sendall(b"a")
+    except (BrokenPipeError, ConnectionResetError):
+        dropped = time.time() - t0
+        break
+s.close()
+if dropped is None or dropped > 3.5:
+    fail("a head trickled after 1.8 s idle on the fast path was dropped at %s s "
+         "(its deadline was 2 s from opening)" % dropped)
 
 # Idle past conn_timeout (2 s): closed by the server.
 s = socket.create_connection(("127.0.0.1", fport))
