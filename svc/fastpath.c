@@ -73,6 +73,7 @@ struct fworker {
 	int		 ep;
 	struct fconn	 head;		/* this worker's connections */
 	struct sbuf	 body;		/* reused from answer to answer */
+	struct sbuf	 hbuf;		/* the answer's head, likewise */
 	double		 resume_at;	/* accepting again then, or 0 */
 	double		 warned_at;	/* the last "out of descriptors" */
 	time_t		 date_sec;
@@ -369,9 +370,9 @@ answer(struct fworker *w, struct fconn *c, const struct fasthead *h)
 	struct server_ctx *ctx = w->fp->ctx;
 	struct check_fast cf;
 	struct live *lv;
-	char hdr[512], drop[FASTHEAD_MAX];
+	char drop[FASTHEAD_MAX];
 	double t0 = util_monotime(), t1;
-	int hlen, rc;
+	int rc;
 
 	if (atomic_load(&ctx->draining))
 		return 1;	/* libmicrohttpd says Connection: close */
@@ -384,23 +385,31 @@ answer(struct fworker *w, struct fconn *c, const struct fasthead *h)
 	live_leave();
 	if (rc == -1)
 		return 1;
-	hlen = snprintf(hdr, sizeof(hdr), "HTTP/1.1 200 OK\r\n%s"
-	    "Content-Type: application/json\r\n"
-	    "X-Revcheck-Status: %s\r\n"
-	    "X-Revcheck-Filter-Version: %s\r\n"
-	    "%s%s%s"
-	    "Cache-Control: no-store\r\n"
+	/* The same head as server_queue's for this answer, without printf. */
+	sbuf_clear(&w->hbuf);
+	sbuf_addlit(&w->hbuf, "HTTP/1.1 200 OK\r\n");
+	sbuf_adds(&w->hbuf, date_line(w));
+	sbuf_addlit(&w->hbuf, "Content-Type: application/json\r\n"
+	    "X-Revcheck-Status: ");
+	sbuf_adds(&w->hbuf, cf.status);
+	sbuf_addlit(&w->hbuf, "\r\nX-Revcheck-Filter-Version: ");
+	sbuf_adds(&w->hbuf, cf.ver);
+	if (cf.seq[0] != '\0') {
+		sbuf_addlit(&w->hbuf, "\r\nX-Revcheck-Delta-Seq: ");
+		sbuf_adds(&w->hbuf, cf.seq);
+	}
+	sbuf_addlit(&w->hbuf, "\r\nCache-Control: no-store\r\n"
 	    "X-Content-Type-Options: nosniff\r\n"
-	    "Content-Length: %zu\r\n\r\n", date_line(w), cf.status, cf.ver,
-	    cf.seq[0] != '\0' ? "X-Revcheck-Delta-Seq: " : "", cf.seq,
-	    cf.seq[0] != '\0' ? "\r\n" : "", w->body.len);
-	if (hlen < 0 || (size_t)hlen >= sizeof(hdr))
+	    "Content-Length: ");
+	sbuf_add_u64(&w->hbuf, w->body.len);
+	sbuf_addlit(&w->hbuf, "\r\n\r\n");
+	if (w->hbuf.oom || w->body.oom)
 		return 1;
 	/* The head was peeked: this takes exactly it. */
 	if (recv(c->fd, drop, h->head_len, 0) != (ssize_t)h->head_len)
 		return -1;
-	if (send_answer(w, c, hdr, (size_t)hlen, w->body.p, w->body.len) ==
-	    -1)
+	if (send_answer(w, c, w->hbuf.p, w->hbuf.len, w->body.p,
+	    w->body.len) == -1)
 		return -1;
 	t1 = util_monotime();
 	metrics_inc(MET_FAST_PATH);
@@ -542,6 +551,7 @@ fastpath_start(struct server_ctx *ctx, struct server *srv,
 		w->fp = fp;
 		w->head.next = w->head.prev = &w->head;
 		sbuf_init(&w->body, 512, 0);
+		sbuf_init(&w->hbuf, 256, 0);
 		if ((w->ep = epoll_create1(EPOLL_CLOEXEC)) == -1) {
 			snprintf(err, errlen, "fast path: epoll_create1: %s",
 			    strerror(errno));
@@ -597,6 +607,7 @@ fastpath_stop(struct fastpath *fp)
 		if (fp->w[i].ep > 0)
 			close(fp->w[i].ep);
 		sbuf_free(&fp->w[i].body);
+		sbuf_free(&fp->w[i].hbuf);
 	}
 	for (i = 0; i < IP_BUCKETS; i++)
 		while ((e = fp->ip[i]) != NULL) {

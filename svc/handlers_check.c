@@ -106,12 +106,10 @@ struct answer_tag {
 static void
 tag_set(struct answer_tag *t, const struct snapshot *s)
 {
-	snprintf(t->ver, sizeof(t->ver), "%llu",
-	    (unsigned long long)s->version);
+	(void)u64_dec(t->ver, s->version);
 	t->seq[0] = '\0';
 	if (s->pos.seq != 0)
-		snprintf(t->seq, sizeof(t->seq), "%llu",
-		    (unsigned long long)s->pos.seq);
+		(void)u64_dec(t->seq, s->pos.seq);
 }
 
 /* Appends X-Revcheck-Filter-Version and -Delta-Seq to h; how many. */

@@ -136,17 +136,28 @@ sbuf_addf(struct sbuf *b, const char *fmt, ...)
 	b->len += (size_t)n;
 }
 
-void
-sbuf_add_u64(struct sbuf *b, uint64_t v)
+size_t
+u64_dec(char out[U64_DEC_MAX], uint64_t v)
 {
-	char tmp[24];
-	size_t i = sizeof(tmp);
+	char tmp[U64_DEC_MAX];
+	size_t i = sizeof(tmp) - 1, n;
 
+	tmp[i] = '\0';
 	do {
 		tmp[--i] = (char)('0' + v % 10);
 		v /= 10;
 	} while (v != 0);
-	sbuf_add(b, tmp + i, sizeof(tmp) - i);
+	n = sizeof(tmp) - 1 - i;
+	memcpy(out, tmp + i, n + 1);
+	return n;
+}
+
+void
+sbuf_add_u64(struct sbuf *b, uint64_t v)
+{
+	char tmp[U64_DEC_MAX];
+
+	sbuf_add(b, tmp, u64_dec(tmp, v));
 }
 
 void

@@ -62,6 +62,9 @@ void sbuf_adds(struct sbuf *b, const char *s);
 void sbuf_addf(struct sbuf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void sbuf_add_u64(struct sbuf *b, uint64_t v);
+/* v in decimal, NUL-terminated, in out; its length. No printf. */
+#define U64_DEC_MAX	21	/* 20 digits and the NUL */
+size_t u64_dec(char out[U64_DEC_MAX], uint64_t v);
 void sbuf_add_i64(struct sbuf *b, int64_t v);
 
 /*

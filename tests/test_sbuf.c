@@ -78,6 +78,25 @@ Test(sbuf, every_byte_string_is_valid_json)
 	free(s);
 }
 
+/* u64_dec: what printf's %llu gives, NUL-terminated, and its length. */
+Test(sbuf, u64_dec_is_printf)
+{
+	static const uint64_t v[] = { 0, 1, 9, 10, 99, 100, 4294967295u,
+	    4294967296u, UINT64_C(9999999999999999999),
+	    UINT64_C(10000000000000000000), UINT64_MAX };
+	char got[U64_DEC_MAX + 8], want[32];
+	size_t i, n;
+
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		memset(got, 'x', sizeof(got));
+		n = u64_dec(got, v[i]);
+		snprintf(want, sizeof(want), "%llu", (unsigned long long)v[i]);
+		cr_assert_str_eq(got, want);
+		cr_assert_eq(n, strlen(want));
+		cr_assert_eq(got[U64_DEC_MAX], 'x', "wrote past U64_DEC_MAX");
+	}
+}
+
 Test(sbuf, numbers_and_growth)
 {
 	struct sbuf b;
