@@ -389,17 +389,17 @@ answer(struct fworker *w, struct fconn *c, const struct fasthead *h)
 	sbuf_clear(&w->hbuf);
 	sbuf_addlit(&w->hbuf, "HTTP/1.1 200 OK\r\n");
 	sbuf_adds(&w->hbuf, date_line(w));
-	sbuf_addlit(&w->hbuf, "Content-Type: application/json\r\n"
-	    "X-Revcheck-Status: ");
+	sbuf_addlit(&w->hbuf, "Content-Type: " CTYPE_JSON "\r\n"
+	    HDR_STATUS ": ");
 	sbuf_adds(&w->hbuf, cf.status);
-	sbuf_addlit(&w->hbuf, "\r\nX-Revcheck-Filter-Version: ");
+	sbuf_addlit(&w->hbuf, "\r\n" HDR_FILTER_VERSION ": ");
 	sbuf_adds(&w->hbuf, cf.ver);
 	if (cf.seq[0] != '\0') {
-		sbuf_addlit(&w->hbuf, "\r\nX-Revcheck-Delta-Seq: ");
+		sbuf_addlit(&w->hbuf, "\r\n" HDR_DELTA_SEQ ": ");
 		sbuf_adds(&w->hbuf, cf.seq);
 	}
-	sbuf_addlit(&w->hbuf, "\r\nCache-Control: no-store\r\n"
-	    "X-Content-Type-Options: nosniff\r\n"
+	sbuf_addlit(&w->hbuf, "\r\n" HDR_CACHE ": " HDR_CACHE_DEFAULT "\r\n"
+	    HDR_NOSNIFF ": " HDR_NOSNIFF_VALUE "\r\n"
 	    "Content-Length: ");
 	sbuf_add_u64(&w->hbuf, w->body.len);
 	sbuf_addlit(&w->hbuf, "\r\n\r\n");

@@ -249,7 +249,7 @@ handle_status(const struct server_req *r)
 	sbuf_add_json(&b, root);
 	sbuf_adds(&b, "\n");
 	cJSON_Delete(root);
-	return reply_sbuf(r, MHD_HTTP_OK, &b, "application/json");
+	return reply_sbuf(r, MHD_HTTP_OK, &b, CTYPE_JSON);
 }
 
 static void
@@ -463,7 +463,7 @@ handle_healthz(const struct server_req *r)
 
 	sbuf_init(&b, 32, 0);
 	sbuf_adds(&b, "{\"status\":\"ok\"}\n");
-	return reply_sbuf(r, MHD_HTTP_OK, &b, "application/json");
+	return reply_sbuf(r, MHD_HTTP_OK, &b, CTYPE_JSON);
 }
 
 enum MHD_Result
@@ -507,7 +507,7 @@ handle_readyz(const struct server_req *r)
 	sbuf_adds(&b, "}\n");
 	check_end(s);
 	return reply_sbuf(r, deg != NULL ? MHD_HTTP_SERVICE_UNAVAILABLE :
-	    MHD_HTTP_OK, &b, "application/json");
+	    MHD_HTTP_OK, &b, CTYPE_JSON);
 }
 
 /* True when an If-None-Match list names etag (weak or strong) or is "*". */
@@ -605,7 +605,7 @@ handle_filter(const struct server_req *r)
 	h[1].value = s->last_modified;
 	h[2].name = MHD_HTTP_HEADER_CACHE_CONTROL;
 	h[2].value = cc;
-	h[3].name = "X-Revcheck-Filter-Version";
+	h[3].name = HDR_FILTER_VERSION;
 	h[3].value = ver;
 	inm = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
 	    MHD_HTTP_HEADER_IF_NONE_MATCH);
@@ -691,9 +691,9 @@ handle_delta(const struct server_req *r)
 	snprintf(seqs, sizeof(seqs), "%llu", (unsigned long long)s->pos.seq);
 	h[0].name = MHD_HTTP_HEADER_ETAG;
 	h[0].value = etag;
-	h[1].name = "X-Revcheck-Filter-Version";
+	h[1].name = HDR_FILTER_VERSION;
 	h[1].value = ver;
-	h[2].name = "X-Revcheck-Delta-Seq";
+	h[2].name = HDR_DELTA_SEQ;
 	h[2].value = seqs;
 	inm = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
 	    MHD_HTTP_HEADER_IF_NONE_MATCH);

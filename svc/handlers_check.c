@@ -85,12 +85,12 @@ invalid_token(const struct server_req *r, enum jwt_verdict why,
 	sbuf_adds(&b, "\n");
 	if ((body = sbuf_take(&b, &len)) == NULL)
 		return MHD_NO;
-	h[0].name = "X-Revcheck-Status";
+	h[0].name = HDR_STATUS;
 	h[0].value = jwt_verdict_str(why);
 	h[1].name = MHD_HTTP_HEADER_WWW_AUTHENTICATE;
 	h[1].value = "Bearer error=\"invalid_token\"";
 	return server_reply(r, MHD_HTTP_UNAUTHORIZED, body, len,
-	    "application/json", h, 2);
+	    CTYPE_JSON, h, 2);
 }
 
 /*
@@ -116,11 +116,11 @@ tag_set(struct answer_tag *t, const struct snapshot *s)
 static size_t
 tag_headers(struct server_hdr *h, const struct answer_tag *t)
 {
-	h[0].name = "X-Revcheck-Filter-Version";
+	h[0].name = HDR_FILTER_VERSION;
 	h[0].value = t->ver;
 	if (t->seq[0] == '\0')
 		return 1;
-	h[1].name = "X-Revcheck-Delta-Seq";
+	h[1].name = HDR_DELTA_SEQ;
 	h[1].value = t->seq;
 	return 2;
 }
@@ -178,9 +178,9 @@ answer_keys(const struct server_req *r, const struct revkey *keys,
 	check_end(s);
 	if ((body = sbuf_take(&b, &len)) == NULL)
 		return MHD_NO;
-	h[0].name = "X-Revcheck-Status";
+	h[0].name = HDR_STATUS;
 	h[0].value = check_status_str(res[w].status);
-	return server_reply(r, MHD_HTTP_OK, body, len, "application/json", h,
+	return server_reply(r, MHD_HTTP_OK, body, len, CTYPE_JSON, h,
 	    1 + tag_headers(&h[1], &tag));
 }
 
@@ -304,7 +304,7 @@ batch_reply(const struct server_req *r, struct sbuf *b,
 	metrics_tally_flush(tally);
 	if ((body = sbuf_take(b, &len)) == NULL)
 		return MHD_NO;
-	return server_reply(r, MHD_HTTP_OK, body, len, "application/json", h,
+	return server_reply(r, MHD_HTTP_OK, body, len, CTYPE_JSON, h,
 	    tag_headers(h, tag));
 }
 
@@ -711,7 +711,7 @@ authz_reply_certs(const struct server_req *r, unsigned status,
 	sbuf_adds(&b, "}\n");
 	if ((body = sbuf_take(&b, &len)) == NULL)
 		return MHD_NO;
-	h[nh].name = "X-Revcheck-Status";
+	h[nh].name = HDR_STATUS;
 	h[nh++].value = verdict;
 	if (tag != NULL)
 		nh += tag_headers(&h[nh], tag);
@@ -721,7 +721,7 @@ authz_reply_certs(const struct server_req *r, unsigned status,
 		h[nh++].value = strcmp(verdict, "no_credential") == 0 ?
 		    "Bearer" : "Bearer error=\"invalid_token\"";
 	}
-	return server_reply(r, status, body, len, "application/json", h, nh);
+	return server_reply(r, status, body, len, CTYPE_JSON, h, nh);
 }
 
 static enum MHD_Result
@@ -973,7 +973,7 @@ introspect_reply(const struct server_req *r, unsigned status,
 	sbuf_adds(&b, text);
 	if ((body = sbuf_take(&b, &len)) == NULL)
 		return MHD_NO;
-	return server_reply(r, status, body, len, "application/json", hdrs,
+	return server_reply(r, status, body, len, CTYPE_JSON, hdrs,
 	    nhdrs);
 }
 
@@ -1076,6 +1076,6 @@ handle_introspect(const struct server_req *r)
 	cJSON_Delete(claims);
 	if ((body = sbuf_take(&b, &len)) == NULL)
 		return MHD_NO;
-	return server_reply(r, MHD_HTTP_OK, body, len, "application/json",
+	return server_reply(r, MHD_HTTP_OK, body, len, CTYPE_JSON,
 	    h, nh);
 }

@@ -527,13 +527,13 @@ server_queue(const struct server_req *r, unsigned status,
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
 		    ctype);
 	for (i = 0; i < nhdrs; i++) {
-		if (strcasecmp(hdrs[i].name, "Cache-Control") == 0)
+		if (strcasecmp(hdrs[i].name, HDR_CACHE) == 0)
 			cache = true;
 		MHD_add_response_header(resp, hdrs[i].name, hdrs[i].value);
 	}
 	if (!cache)
-		MHD_add_response_header(resp, "Cache-Control", "no-store");
-	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+		MHD_add_response_header(resp, HDR_CACHE, HDR_CACHE_DEFAULT);
+	MHD_add_response_header(resp, HDR_NOSNIFF, HDR_NOSNIFF_VALUE);
 	if (r->close || (r->ctx != NULL && atomic_load(&r->ctx->draining)))
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION,
 		    "close");
@@ -580,7 +580,7 @@ server_error(const struct server_req *r, unsigned status, const char *code,
 		h[nh].name = MHD_HTTP_HEADER_ALLOW;
 		h[nh++].value = rt->allow;
 	}
-	return server_reply(r, status, body, len, "application/json", h, nh);
+	return server_reply(r, status, body, len, CTYPE_JSON, h, nh);
 }
 
 /* True for the media type want, with or without parameters. */
@@ -723,7 +723,7 @@ req_start(struct server_req *r, struct reqstate *st)
 	if ((rt->body_methods & mb) != 0 &&
 	    !is_media_type(MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 	    MHD_HTTP_HEADER_CONTENT_TYPE), rt->body_type != NULL ?
-	    rt->body_type : "application/json"))
+	    rt->body_type : CTYPE_JSON))
 		return server_error(r, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
 		    "unsupported_media_type", rt->body_type != NULL ?
 		    "the body must be application/x-www-form-urlencoded" :

@@ -75,6 +75,20 @@ struct server_req {
 	bool			*deferred;
 };
 
+/*
+ * Header names and values written by both libmicrohttpd's path
+ * (server_queue and the handlers) and the fast path's own head
+ * (fastpath.c): one spelling, so that the two answers stay alike.
+ */
+#define HDR_STATUS		"X-Revcheck-Status"
+#define HDR_FILTER_VERSION	"X-Revcheck-Filter-Version"
+#define HDR_DELTA_SEQ		"X-Revcheck-Delta-Seq"
+#define HDR_CACHE		"Cache-Control"
+#define HDR_CACHE_DEFAULT	"no-store"
+#define HDR_NOSNIFF		"X-Content-Type-Options"
+#define HDR_NOSNIFF_VALUE	"nosniff"
+#define CTYPE_JSON		"application/json"
+
 struct server_hdr {
 	const char	*name;
 	const char	*value;
