@@ -534,6 +534,10 @@ fastpath_start(struct server_ctx *ctx, struct server *srv,
 		snprintf(err, errlen, "fast path: out of memory");
 		return NULL;
 	}
+	/* Descriptors not made yet are -1 (0 is a descriptor like any other). */
+	fp->stopfd = -1;
+	for (i = 0; i < threads; i++)
+		fp->w[i].ep = -1;
 	fp->ctx = ctx;
 	fp->srv = srv;
 	fp->handoff = handoff;
@@ -598,13 +602,13 @@ fastpath_stop(struct fastpath *fp)
 	if (fp == NULL)
 		return;
 	atomic_store(&fp->stop, true);
-	if (fp->stopfd > 0 && write(fp->stopfd, &one, sizeof(one)) == -1)
+	if (fp->stopfd >= 0 && write(fp->stopfd, &one, sizeof(one)) == -1)
 		log_warn("fast path: cannot wake the workers: %s",
 		    strerror(errno));
 	for (i = 0; i < fp->nw; i++) {
 		if (fp->w[i].started)
 			pthread_join(fp->w[i].th, NULL);
-		if (fp->w[i].ep > 0)
+		if (fp->w[i].ep >= 0)
 			close(fp->w[i].ep);
 		sbuf_free(&fp->w[i].body);
 		sbuf_free(&fp->w[i].hbuf);
@@ -614,7 +618,7 @@ fastpath_stop(struct fastpath *fp)
 			fp->ip[i] = e->next;
 			free(e);
 		}
-	if (fp->stopfd > 0)
+	if (fp->stopfd >= 0)
 		close(fp->stopfd);
 	close(fp->lfd);
 	pthread_mutex_destroy(&fp->ip_mu);
