@@ -68,6 +68,8 @@ const char *bloom_layout_name(enum bloom_layout layout);
  */
 #define BLOOM_FUSE_MAX_KEYS  UINT64_C(3000000000)
 
+#define BLOOM_FSEC_WORDS 16u	/* XXH3's 17..128-byte path: 128 bytes */
+
 struct bloom {
 	enum bloom_layout layout;
 	uint64_t	 m;		/* bits */
@@ -79,6 +81,8 @@ struct bloom {
 	uint64_t	 span;		/* fuse layouts: cells a first probe spans */
 	uint32_t	 width;		/* fuse layouts: fingerprint bits */
 	uint32_t	 fmask;		/* fuse layouts: 2^width - 1 */
+	uint64_t	 fsec[BLOOM_FSEC_WORDS];	/* BLOOM_FUSE: XXH3's
+					   secret with the seed folded in */
 	unsigned char	*bits;		/* nbytes = bloom_array_len(layout, m) */
 	size_t		 nbytes;
 	bool		 owned;		/* bits freed by bloom_free() */
@@ -258,6 +262,12 @@ void bloom_query_many(const struct bloom *b, const struct bloom_hash *h,
  */
 void bloom_query_keys(const struct bloom *b, const unsigned char *const *key,
     const size_t *len, size_t n, bool *out);
+
+/*
+ * Fuse filters larger than this are hinted ahead in bloom_query_many()
+ * and bloom_query_keys(); smaller ones are in a core's L2 cache anyway.
+ */
+#define BLOOM_HINT_MIN_BYTES	(UINT64_C(1) << 20)
 
 /*
  * Set bits, set bits / m, and the FP rate that fill implies (fill^k; for a

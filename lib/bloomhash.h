@@ -32,19 +32,87 @@ bloom_fuse_h2(uint64_t x)
 }
 
 /*
- * XXH3-64 of a fuse key, always a call (bloom.c). Inlined, XXH3's code
- * for every input length made the one-key loops it went into slower, not
- * faster (a 10^6-key fuse filter of 10-bit cells: 13.3-13.8 ns a lookup
- * against 8.9-10.7 through the call, Intel Xeon), and whether GCC inlined
- * it changed with unrelated code in the same file; a call keeps every
- * caller's loop the same and small.
+ * Bit i of the array is bit i % 64 of the little-endian 64-bit word at byte
+ * (i / 64) * 8, the same bit as bit i % 8 of byte i / 8: word loads read the
+ * fixed byte layout on any machine. The same holds for a word at any byte
+ * offset, which is how BLOOM_FUSE reads its cells.
+ */
+static inline uint64_t
+bloom_load64(const unsigned char *p)
+{
+	uint64_t w;
+
+	memcpy(&w, p, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	w = __builtin_bswap64(w);
+#endif
+	return w;
+}
+
+/*
+ * XXH3-64 of a fuse key for lengths outside 17..128, a call (bloom.c):
+ * inlined whole, XXH3's code for every length made the one-key loops it
+ * went into slower, not faster, and whether GCC inlined it changed with
+ * unrelated code in the same file.
  */
 uint64_t bloom_xxh3_64(const void *key, size_t len, uint64_t seed);
 
-static inline struct bloom_hash
-bloom_hash_xxh64(uint64_t seed, const void *key, size_t len)
+/*
+ * XXH3-64's 17..128-byte path (xxhash.h, XXH3_len_17to128_64b), inline,
+ * with the seed already folded into the secret: fsec[2i] is the secret's
+ * little-endian word 2i plus the seed, fsec[2i + 1] word 2i + 1 minus it
+ * (bloom_set_params). Keys of that length (every X.509 key, most token
+ * keys) hash with no call, no length dispatch beyond this one and two
+ * fewer additions per 16 bytes; every other length takes the call. The
+ * result is XXH3_64bits_withSeed's, bit for bit (test_bloom checks every
+ * length 0..300 at every alignment).
+ */
+#define BLOOM_XXH3_PRIME64_1	UINT64_C(0x9E3779B185EBCA87)
+#define BLOOM_XXH3_AVALANCHE	UINT64_C(0x165667919E3779F9)
+
+static inline uint64_t
+bloom_xxh3_mix16(const unsigned char *in, const uint64_t *fsec)
 {
-	uint64_t x = bloom_xxh3_64(key, len, seed);
+	unsigned __int128 m = (unsigned __int128)(bloom_load64(in) ^ fsec[0]) *
+	    (bloom_load64(in + 8) ^ fsec[1]);
+
+	return (uint64_t)m ^ (uint64_t)(m >> 64);
+}
+
+static inline __attribute__((always_inline)) uint64_t
+bloom_fuse_xxh3(const struct bloom *b, const void *key, size_t len)
+{
+	const unsigned char *in = key;
+	const uint64_t *s = b->fsec;
+	uint64_t acc;
+
+	if (len <= 16 || len > 128)
+		return bloom_xxh3_64(key, len, b->seed);
+	acc = len * BLOOM_XXH3_PRIME64_1;
+	if (len > 32) {
+		if (len > 64) {
+			if (len > 96) {
+				acc += bloom_xxh3_mix16(in + 48, s + 12);
+				acc += bloom_xxh3_mix16(in + len - 64, s + 14);
+			}
+			acc += bloom_xxh3_mix16(in + 32, s + 8);
+			acc += bloom_xxh3_mix16(in + len - 48, s + 10);
+		}
+		acc += bloom_xxh3_mix16(in + 16, s + 4);
+		acc += bloom_xxh3_mix16(in + len - 32, s + 6);
+	}
+	acc += bloom_xxh3_mix16(in, s);
+	acc += bloom_xxh3_mix16(in + len - 16, s + 2);
+	acc ^= acc >> 37;
+	acc *= BLOOM_XXH3_AVALANCHE;
+	return acc ^ (acc >> 32);
+}
+
+/* BLOOM_FUSE's key hash: h1 the XXH3-64, h2 its remix. */
+static inline __attribute__((always_inline)) struct bloom_hash
+bloom_hash_fuse(const struct bloom *b, const void *key, size_t len)
+{
+	uint64_t x = bloom_fuse_xxh3(b, key, len);
 	struct bloom_hash h;
 
 	h.h1 = x;
@@ -69,26 +137,8 @@ static inline struct bloom_hash
 bloom_hash_inline(const struct bloom *b, const void *key, size_t len)
 {
 	if (b->layout == BLOOM_FUSE)
-		return bloom_hash_xxh64(b->seed, key, len);
+		return bloom_hash_fuse(b, key, len);
 	return bloom_hash_xxh128(b->seed, key, len);
-}
-
-/*
- * Bit i of the array is bit i % 64 of the little-endian 64-bit word at byte
- * (i / 64) * 8, the same bit as bit i % 8 of byte i / 8: word loads read the
- * fixed byte layout on any machine. The same holds for a word at any byte
- * offset, which is how BLOOM_FUSE reads its cells.
- */
-static inline uint64_t
-bloom_load64(const unsigned char *p)
-{
-	uint64_t w;
-
-	memcpy(&w, p, 8);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	w = __builtin_bswap64(w);
-#endif
-	return w;
 }
 
 /*
@@ -145,8 +195,8 @@ bloom_query_fuse(const struct bloom *b, const struct bloom_hash *h)
  * Keys up to this length take the inline path of bloom_query() and
  * bloom_query_inline(): for the blocked layout XXH3-128's 0..128-byte
  * branches inline, none of its calls for longer input; for the fuse
- * layout only the cell reads are inline (its hash is bloom_xxh3_64, a
- * call, either way).
+ * layout the cell reads and, for 17..128-byte keys, the hash
+ * (bloom_fuse_xxh3).
  */
 #define BLOOM_QUERY_INLINE_MAX	128
 
@@ -185,14 +235,14 @@ bloom_query_blocked(const struct bloom *b, const struct bloom_hash *h)
 static inline bool
 bloom_query_fuse_key(const struct bloom *b, const void *key, size_t len)
 {
-	struct bloom_hash h = bloom_hash_xxh64(b->seed, key, len);
+	struct bloom_hash h = bloom_hash_fuse(b, key, len);
 
 	return bloom_query_fuse(b, &h);
 }
 
 /*
  * Exactly bloom_query(b, key, len), the fuse and blocked layouts' paths
- * inline (but the fuse key's hash, a call): a caller that looks up one key after another in a loop
+ * inline: a caller that looks up one key after another in a loop
  * (ffile_query(), the benchmark) saves the call and the registers
  * bloom_query() saves for its other paths. Where the cells are in cache
  * that is about a tenth of a lookup; where each lookup misses the cache,

@@ -794,6 +794,9 @@ Test(bloom, fuse_default_target_1e6_keys_size_and_fp)
 	bpk = (double)b.nbytes * 8 / 1e6;
 	cr_assert(bpk <= 1.15 * log2(1000.0), "%.3f bits per key", bpk);
 	cr_assert(bpk > 11.0, "%.3f bits per key: smaller than 1.1 w?", bpk);
+	/* Large enough for the batches' hinted pipeline (the other tests'
+	 * filters take the unhinted one). */
+	cr_assert_gt(b.nbytes, BLOOM_HINT_MIN_BYTES);
 	wexpect_all_present(&b, 1000000, 0x33);
 	fp = wcount_fp(&b, 0x44, 1000000);
 	rate = (double)fp / 1e6;
@@ -1024,6 +1027,44 @@ Test(bloom, fuse_and_fuse128_are_told_apart_by_their_layout)
 	    "10000 keys missed", miss);
 	bloom_free(&b4);
 	bloom_free(&b5);
+}
+
+/*
+ * BLOOM_FUSE's inline XXH3-64 (the 17..128-byte path with the seed folded
+ * into the filter's secret, a call for other lengths) is XXH3-64 itself:
+ * every length 0..300, every alignment 0..7, seeds with their high bit,
+ * low bit, neither and all set.
+ */
+Test(bloom, fuse_inline_hash_is_xxh3_64)
+{
+	static const uint64_t seeds[] = { 0, 1, 0x5eed, UINT64_C(1) << 63,
+	    UINT64_MAX, UINT64_C(0x9e3779b97f4a7c15) };
+	unsigned char bits[3 * 16 * 10 / 8 + BLOOM_FUSE_PAD] = { 0 };
+	unsigned char buf[8 + 300];
+	struct bloom_hash h;
+	struct bloom v;
+	size_t si, len, al, i;
+	uint64_t x;
+
+	for (i = 0; i < sizeof(buf); i++)
+		buf[i] = (unsigned char)(i * 131 + 7);
+	for (si = 0; si < sizeof(seeds) / sizeof(seeds[0]); si++) {
+		cr_assert_eq(bloom_attach(&v, BLOOM_FUSE, 480, 3, 4, 10,
+		    seeds[si], bits, sizeof(bits)), 0);
+		for (len = 0; len <= 300; len++) {
+			for (al = 0; al < 8; al++) {
+				x = XXH3_64bits_withSeed(buf + al, len,
+				    seeds[si]);
+				cr_assert_eq(bloom_fuse_xxh3(&v, buf + al, len),
+				    x, "seed %zu, %zu bytes at +%zu", si, len,
+				    al);
+				h = bloom_hash(&v, buf + al, len);
+				cr_assert_eq(h.h1, x);
+				cr_assert_eq(h.h2, bloom_fuse_h2(x));
+			}
+		}
+		bloom_free(&v);
+	}
 }
 
 Test(bloom, fuse_attach_shape_checks_and_query_many)
