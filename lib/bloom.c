@@ -16,6 +16,12 @@ bloom_xxh3_64(const void *key, size_t len, uint64_t seed)
 	return XXH3_64bits_withSeed(key, len, seed);
 }
 
+XXH128_hash_t
+bloom_xxh3_128(const void *key, size_t len, uint64_t seed)
+{
+	return XXH3_128bits_withSeed(key, len, seed);
+}
+
 const char *
 bloom_layout_name(enum bloom_layout layout)
 {
@@ -328,8 +334,7 @@ bloom_set_params(struct bloom *b, enum bloom_layout layout, uint64_t m,
 		b->seglen = UINT64_C(1) << seglog;
 		b->span = m / b->width - 2 * b->seglen;
 	}
-	if (layout == BLOOM_FUSE)
-		bloom_fold_secret(b->fsec, seed);
+	bloom_fold_secret(b->fsec, seed);
 }
 
 /* Cells of a fuse filter. */

@@ -81,8 +81,8 @@ struct bloom {
 	uint64_t	 span;		/* fuse layouts: cells a first probe spans */
 	uint32_t	 width;		/* fuse layouts: fingerprint bits */
 	uint32_t	 fmask;		/* fuse layouts: 2^width - 1 */
-	uint64_t	 fsec[BLOOM_FSEC_WORDS];	/* BLOOM_FUSE: XXH3's
-					   secret with the seed folded in */
+	uint64_t	 fsec[BLOOM_FSEC_WORDS];	/* XXH3's secret with
+					   the seed folded in (bloomhash.h) */
 	unsigned char	*bits;		/* nbytes = bloom_array_len(layout, m) */
 	size_t		 nbytes;
 	bool		 owned;		/* bits freed by bloom_free() */

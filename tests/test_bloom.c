@@ -1067,6 +1067,45 @@ Test(bloom, fuse_inline_hash_is_xxh3_64)
 	}
 }
 
+/* The other layouts' inline XXH3-128 is XXH3-128 itself, the same way. */
+Test(bloom, inline_hash_is_xxh3_128)
+{
+	static const uint64_t seeds[] = { 0, 1, 0x5eed, UINT64_C(1) << 63,
+	    UINT64_MAX, UINT64_C(0x9e3779b97f4a7c15) };
+	static const enum bloom_layout lay[] = { BLOOM_CLASSIC, BLOOM_BLOCKED };
+	unsigned char bits[64] = { 0 };
+	unsigned char buf[8 + 300];
+	struct bloom_hash h;
+	XXH128_hash_t x;
+	struct bloom v;
+	size_t si, li, len, al, i;
+
+	for (i = 0; i < sizeof(buf); i++)
+		buf[i] = (unsigned char)(i * 29 + 3);
+	for (li = 0; li < 2; li++) {
+		for (si = 0; si < sizeof(seeds) / sizeof(seeds[0]); si++) {
+			cr_assert_eq(bloom_attach(&v, lay[li], 512, 3, 0, 0,
+			    seeds[si], bits, sizeof(bits)), 0);
+			for (len = 0; len <= 300; len++) {
+				for (al = 0; al < 8; al++) {
+					x = XXH3_128bits_withSeed(buf + al, len,
+					    seeds[si]);
+					h = bloom_hash(&v, buf + al, len);
+					cr_assert_eq(h.h1, x.low64, "layout %d, "
+					    "seed %zu, %zu bytes at +%zu",
+					    lay[li], si, len, al);
+					cr_assert_eq(h.h2, x.high64 | 1);
+					h = bloom_hash_inline(&v, buf + al,
+					    len);
+					cr_assert_eq(h.h1, x.low64);
+					cr_assert_eq(h.h2, x.high64 | 1);
+				}
+			}
+			bloom_free(&v);
+		}
+	}
+}
+
 Test(bloom, fuse_attach_shape_checks_and_query_many)
 {
 	static const size_t ns[] = { 0, 1, 7, 8, 9, 1000 };
