@@ -48,7 +48,7 @@
  */
 
 #define KEYS		1024
-#define ROUNDS		3
+#define ROUNDS		5
 #define MAX_THREADS	64
 
 enum variant { V_EPOCH = 0, V_REFCOUNT, V_SPIN, V_COUNT };
