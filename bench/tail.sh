@@ -153,8 +153,12 @@ for v in sys.argv[3:]:
         os.unlink(tmp)
     os.symlink(v, tmp)
     os.replace(tmp, os.path.join(d, "current"))
-    with open(published, "w") as f:
+    # Renamed into place: the publisher is killed at the end of its
+    # run, and a kill between open (which truncates) and write left an
+    # empty file that ended the rounds early (2026-12-03).
+    with open(published + ".tmp", "w") as f:
         f.write(v + "\n")
+    os.replace(published + ".tmp", published)
 '
 reloads0=$(curl -s "$R_URL/metrics" | awk '$1 ~ /^revcheckd_reloads_total\{result="accepted"\}/ { print $2 }')
 next=1
@@ -174,8 +178,11 @@ for r in $(seq 1 "$ROUNDS"); do
 	next=$n
 	# The next steady run starts once the last version published is
 	# served, not while it is still being loaded.
-	v=$(cat "$T/published" 2>/dev/null) && v=${v#v} &&
-	    rc_wait_version "$R_URL" "$((10#$v))" 10 || true
+	v=$(cat "$T/published" 2>/dev/null) && v=${v#v}
+	case "$v" in
+	''|*[!0-9]*) ;;
+	*) rc_wait_version "$R_URL" "$((10#$v))" 10 || true ;;
+	esac
 done
 reloads1=$(curl -s "$R_URL/metrics" | awk '$1 ~ /^revcheckd_reloads_total\{result="accepted"\}/ { print $2 }')
 RELOADS=$(( ${reloads1:-0} - ${reloads0:-0} ))
