@@ -9,13 +9,14 @@
 #include "bloomhash.h"
 #include "util.h"
 
-/* bloomhash.h's hash of fuse keys: a call for every caller, see there. */
+/* bloomhash.h's hash of fuse keys outside 17..128 bytes: a call, see there. */
 __attribute__((noinline)) uint64_t
 bloom_xxh3_64(const void *key, size_t len, uint64_t seed)
 {
 	return XXH3_64bits_withSeed(key, len, seed);
 }
 
+/* The same for the other layouts' XXH3-128. */
 XXH128_hash_t
 bloom_xxh3_128(const void *key, size_t len, uint64_t seed)
 {

@@ -253,7 +253,8 @@ void bloom_query_many(const struct bloom *b, const struct bloom_hash *h,
  * Queries n keys at once, hashing each on the way: out[i] is set to
  * bloom_query(b, key[i], len[i]) for every i < n (revcheckd's batch
  * checks, through check_keys_tally, and the benchmark). For the fuse
- * layout one pass hashes a key, hints its three cells' lines and reads
+ * layout one pass hashes a key, hints its three cells' lines (filters over
+ * BLOOM_HINT_MIN_BYTES only) and reads
  * the cells of the key BLOOM_AHEAD_FUSE before it, so that one key's
  * hashing overlaps another's loads; hashing all keys first and reading
  * after (bloom_query_many) left the two apart, and cost a quarter more
