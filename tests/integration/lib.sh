@@ -10,10 +10,25 @@
 #
 # Daemons:   rc_start NAME [revcheckd args...]   sets NAME_URL, NAME_PORT, NAME_PID
 #            rc_stop NAME                         SIGTERM, wait, fails unless exit 0
-#            rc_wait_ready URL [SECONDS]          until /readyz answers 200
+#            rc_wait_ready URL [SECONDS]          until /readyz answers 200 (30 s)
 #            rc_wait_version URL VERSION [SECS]   until /v1/status serves VERSION
+#                                                 (30 s)
 #            rc_wait_json URL PATH VALUE [SECS]   until rc_json PATH of a GET of
 #                                                 URL is VALUE (default 20 s)
+# Waits end as soon as what they wait for is there: give them seconds to
+# spare (a 2-CPU machine running three lanes, a sanitizer build 3x slower).
+# Logs:      rc_wait_log FILE REGEX [COUNT] [SECS]  until COUNT lines of FILE
+#                                                 match (1, 30 s): the whole file
+#            rc_log_mark FILE                     prints FILE's line count now (0
+#                                                 when absent): where the lines a
+#                                                 case causes will start
+#            rc_wait_log_since FILE MARK REGEX [COUNT] [SECS]   until COUNT lines
+#                                                 after line MARK match (1, 30 s);
+#                                                 says what it waited for when not
+#            rc_log_since FILE MARK               prints the lines after line MARK
+# A case waits for its own event: a line an earlier case (or the start)
+# may already have logged is waited for with a mark taken before the case
+# acts, never by a grep of the whole log.
 # Processes: rc_stop_at_exit PID                  rc_cleanup stops PID (another
 #                                                 background process) at exit
 #            rc_stop_pid PID [SIGNAL]             SIGNAL (TERM), SIGKILL after 5 s,
@@ -301,7 +316,7 @@ rc_expect_json() {
 }
 
 rc_wait_ready() {
-	local url=$1 secs=${2:-10} i
+	local url=$1 secs=${2:-30} i
 	for ((i = 1; i <= secs * 10; i++)); do
 		if [ "$(curl -s -o /dev/null -w '%{http_code}' "$url/readyz")" = 200 ]; then
 			return 0
@@ -312,14 +327,45 @@ rc_wait_ready() {
 }
 
 # rc_wait_log FILE REGEX [COUNT] [SECONDS]: until COUNT lines of FILE match
-# REGEX (default 1, within 10 s); 1 when they do not in time.
+# REGEX (default 1, within 30 s); 1 when they do not in time. It reads the
+# whole file: for a line an earlier case may have logged too, rc_log_mark
+# and rc_wait_log_since.
 rc_wait_log() {
 	local i n
-	for ((i = 1; i <= ${4:-10} * 10; i++)); do
+	for ((i = 1; i <= ${4:-30} * 10; i++)); do
 		n=$(grep -cE -- "$2" "$1" || true)
 		[ "$n" -ge "${3:-1}" ] && return 0
 		sleep 0.1
 	done
+	return 1
+}
+
+# rc_log_mark FILE: prints how many lines FILE has now (0 when it does not
+# exist yet), to pass to rc_wait_log_since and rc_log_since.
+rc_log_mark() {
+	local n=0
+	[ ! -e "$1" ] || n=$(wc -l <"$1")
+	echo $((n))
+}
+
+# rc_log_since FILE MARK: prints FILE's lines after line MARK.
+rc_log_since() {
+	[ ! -e "$1" ] || tail -n "+$(($2 + 1))" "$1"
+}
+
+# rc_wait_log_since FILE MARK REGEX [COUNT] [SECONDS]: until COUNT lines
+# after line MARK of FILE match REGEX (default 1, within 30 s). Returns 1
+# when they do not in time, and prints to stderr what it waited for and
+# the last lines after MARK.
+rc_wait_log_since() {
+	local i n
+	for ((i = 1; i <= ${5:-30} * 10; i++)); do
+		n=$(rc_log_since "$1" "$2" | grep -cE -- "$3" || true)
+		[ "$n" -ge "${4:-1}" ] && return 0
+		sleep 0.1
+	done
+	echo "# rc_wait_log_since: ${4:-1} line(s) /$3/ after line $2 of $1 not seen in ${5:-30} s; last lines:" >&2
+	rc_log_since "$1" "$2" | tail -n 5 | sed 's/^/#   /' >&2
 	return 1
 }
 
@@ -334,7 +380,7 @@ rc_wait_json() {
 }
 
 rc_wait_version() {
-	local url=$1 want=$2 secs=${3:-10} i body
+	local url=$1 want=$2 secs=${3:-30} i body
 	for ((i = 1; i <= secs * 10; i++)); do
 		body=$(curl -s "$url/v1/status") || body=
 		if [[ $body == *"\"filter\":{\"version\":$want,"* ]]; then
