@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# delta.sh - issue 16's targets: revocation latency, bytes per change, no failed request through a re-base
+# delta.sh - the delta-chain targets: revocation latency, bytes per change, no failed request through a re-base
 #
 # Usage: BUILD=build/bench bench/delta.sh   (make bench runs it; never fails)
 # Knobs (environment):

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# jwt.sh - issue 15's speed targets: cached token verification on /v1/authz, uncached verify against openssl speed
+# jwt.sh - the token speed targets: cached token verification on /v1/authz, uncached verify against openssl speed
 #
 # Usage: BUILD=build/bench bench/jwt.sh   (make bench runs it; never fails)
 # Knobs (environment):

@@ -61,7 +61,7 @@ CPU_MODEL=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
 add_row() {
 	/usr/bin/python3 - "$ROWS" "$OUT" "$(nproc)" "$CPU_MODEL" "$COMMIT" \
 	    "BUILD=${BUILD#"$ROOT"/} BENCH_LARGE=$LARGE bench/run.sh" "$@" <<'PY' || log "could not write $OUT"
-import json, math, os, re, sys, time
+import json, math, os, re, sys
 rows, out, cpus, cpu, commit, command = sys.argv[1:7]
 row = {}
 for arg in sys.argv[7:]:
@@ -79,8 +79,7 @@ with open(rows, "a") as f:
     f.write(json.dumps(row) + "\n")
 with open(rows) as f:
     lines = f.read().splitlines()
-head = [("date", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())),
-        ("command", command), ("commit", commit), ("cpus", int(cpus)), ("cpu", cpu)]
+head = [("command", command), ("commit", commit), ("cpus", int(cpus)), ("cpu", cpu)]
 with open(out + ".tmp", "w") as f:
     f.write("{\n")
     for k, v in head:
@@ -91,7 +90,7 @@ PY
 }
 
 # emit NAME OURS PEER UNIT lower|higher TARGET NOTE [TOL [KEY=NUMBER...]]
-# TARGET is the minimum ratio the issue asks for, "zero" when OURS must be
+# TARGET is the minimum ratio the target asks for, "zero" when OURS must be
 # 0, or "-" for none; TOL (default 0) how far below TARGET is a tie; each
 # KEY=NUMBER is one more field of the JSON row.
 emit() {
@@ -195,7 +194,7 @@ deadline_ok() { [ $(( $(date +%s) - START )) -lt "${1:-1500}" ]; }
 WARN="-Wall -Wextra -Wstrict-prototypes -Wmissing-prototypes -Wshadow -Wpointer-arith -Wformat=2 -Wwrite-strings -Wvla"
 CC=${CC:-cc}
 mkdir -p "$BB"
-echo "== revcheck benchmarks ($(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%M:%SZ), results in ${OUT#"$ROOT"/})"
+echo "== revcheck benchmarks (commit $COMMIT, $(nproc) CPUs, $CPU_MODEL; results in ${OUT#"$ROOT"/})"
 HAVE_LOOKUP=0
 if [ ! -f "$BUILD/librevcheck.a" ]; then
 	log "building $BUILD/librevcheck.a"
@@ -220,7 +219,7 @@ else
 	cat "$T/cc.log" >&2
 fi
 
-# ---------------------------------------------------------------- 1b. fuse widths (issue 14, target 1)
+# ---------------------------------------------------------------- 1b. fuse widths (memory, FP rate and lookups at every width)
 # The fuse layout at every fingerprint width w = 4..16 (p = 2^-w) and at
 # the default p = 0.001 (w = 10), 10^6 keys, against libbloom at the same
 # p: bits per key against log2(1/p) (at most 1.15x: the ratio
@@ -304,7 +303,7 @@ if [ "$HAVE_LOOKUP" = 1 ] && lookup_rows "$N" && grep -q 'variant=libbloom' "$T/
 	# Two FP rates measured over q keys each differ by noise alone up to
 	# about 2 * sqrt(2) sigma: ratios that close to the target are ties.
 	tol=$(awk -v s="$sigma" -v p="$lbf" 'BEGIN { printf "%.3f", 2 * sqrt(2) * s / p }')
-	# Issue 6, item 1: FP no worse than libbloom's at the same memory or
+	# FP no worse than libbloom's at the same memory or
 	# less. The fuse layout meets both at once; the blocked layout meets
 	# the FP rate with a little more memory (a blocked Bloom filter can't
 	# match a classic one bit for bit: its per-block load varies).
@@ -426,17 +425,17 @@ if [ "$HAVE_FB" = 1 ]; then
 	w=${BUILD_WALL_10000000:-}
 	if [ "$N" = 10000000 ] && [ -n "$w" ]; then
 		emit scale_req_build_seconds "$w" 30 s lower 1 \
-		    "issue 3 Scale: 10^7 ids build in at most 30 s (peer = the 30 s limit)"
+		    "scale requirement: 10^7 ids build in at most 30 s (peer = the 30 s limit)"
 		emit scale_req_peak_memory "$(awk -v r="$BUILD_RSS_10000000" 'BEGIN { printf "%.0f", r * 1024 }')" \
 		    "$(awk -v o="$BUILD_OUT_10000000" 'BEGIN { printf "%.0f", 3 * o }')" bytes lower 1 \
-		    "issue 3 Scale: peak RSS at most 3x the output ($BUILD_OUT_10000000 B) (peer = the limit)"
-		# Issue 14 target 4: 5 s, and the peak beyond the input file's bytes.
+		    "scale requirement: peak RSS at most 3x the output ($BUILD_OUT_10000000 B) (peer = the limit)"
+		# The build target: 5 s, and the peak beyond the input file's bytes.
 		emit build_10m_seconds "$w" 5 s lower 1 \
-		    "issue 14: 10^7 ids into a signed pair in at most 5 s (peer = the limit)"
+		    "build time: 10^7 ids into a signed pair in at most 5 s (peer = the limit)"
 		in_b=$(stat -c %s "$T/ids.txt")
 		emit build_10m_memory "$(awk -v r="$BUILD_RSS_10000000" -v i="$in_b" 'BEGIN { printf "%.0f", r * 1024 - i }')" \
 		    "$(awk -v o="$BUILD_OUT_10000000" 'BEGIN { printf "%.0f", 1.5 * o }')" bytes lower 1 \
-		    "issue 14: peak RSS minus the input file ($in_b B) at most 1.5x the output ($BUILD_OUT_10000000 B) (peer = the limit)"
+		    "build memory: peak RSS minus the input file ($in_b B) at most 1.5x the output ($BUILD_OUT_10000000 B) (peer = the limit)"
 	fi
 	# The same N ids as a fuse filter: construction peels, adds don't.
 	w=$(eval echo "\${BUILD_WALL_$N:-}")
@@ -475,7 +474,7 @@ fi
 # bench/reloadcpu (built by `make bench-bin`): the loading thread's CPU
 # per reload of the HTTP_N-id table, read cold as a new version is, into
 # the released copy (revcheckd's default, reload_spare) against fresh
-# memory (reload_spare false): issue 14 item 6's reload cost.
+# memory (reload_spare false): what a reload costs the loading thread.
 RT="$T/fb.$HTTP_N/current/table.rct"
 if [ -x "$BB/reloadcpu" ] && [ -f "$RT" ] &&
     timeout 300 "$BB/reloadcpu" -c -k -r 15 "$RT" >"$T/reloadcpu.k" 2>"$T/reloadcpu.err" &&
@@ -593,11 +592,11 @@ HAVE_RC=0
 # this shared machine does not decide a ratio.
 
 ROUNDS=${BENCH_ROUNDS:-5}
-# The wrk single-check rows (no target: item 5 is h2load's) in the first
+# The wrk single-check rows (no target: the single-check target is h2load's) in the first
 # WRK_ROUNDS rounds only, to keep the run short. Five rounds rather than
 # three: on a shared host one round of the same server ranged 131-266 k
 # req/s (docs/BENCHMARKS.md), and a burst that spoils two of three rounds
-# of one peer decided item 5's ratio.
+# of one peer decided the single-check ratio.
 WRK_ROUNDS=$((ROUNDS < 3 ? ROUNDS : 3))
 
 # nginx_start: nginx in $T/nginx (lib.sh's rc_nginx_conf and rc_nginx_run,
@@ -730,7 +729,7 @@ done
 [ "$HAVE_RC_HTTP" = 1 ] && rc_stop_pid "$HTTPD_PID" && HTTPD_PID=
 
 if [ "$HAVE_RC_HTTP" = 1 ]; then
-	# Item 5's rows: h2load, which reads its URIs from a list, as
+	# The single-check rows: h2load, which reads its URIs from a list, as
 	# redis-benchmark draws its keys in C. wrk runs a Lua function per
 	# request, and on a 2-CPU machine that cost is the load generator's
 	# share of the CPUs the server needs: a server that answers a constant
@@ -740,14 +739,14 @@ if [ "$HAVE_RC_HTTP" = 1 ]; then
 	[ "$RCH_BAD" != 0 ] && note="$note; WARNING $RCH_BAD failed or non-2xx"
 	if [ -n "$RCH_RPS" ] && [ -n "$REDIS_RPS" ]; then
 		emit http_single_vs_redis "$RCH_RPS" "$REDIS_RPS" req/s higher 1.3 \
-		    "$note vs redis-benchmark -c 64 SISMEMBER on a $HTTP_N-member set; issue 14 item 5 (was 1.0x)" \
+		    "$note vs redis-benchmark -c 64 SISMEMBER on a $HTTP_N-member set; single checks against Redis" \
 		    0 ours_failed="$RCH_BAD"
 	else
 		skip http_single_vs_redis "h2load or redis-benchmark did not run (revcheckd h2load: ${RCH_RPS:-none}, redis: ${REDIS_RPS:-none})"
 	fi
 	if [ -n "$RCH_RPS" ] && [ -n "$NGINXH_RPS" ]; then
 		emit http_single_vs_nginx "$RCH_RPS" "$NGINXH_RPS" req/s higher 0.9 \
-		    "$note vs nginx 'return 200' fixed JSON, same h2load; issue 14 item 5 (was 0.6x)"
+		    "$note vs nginx 'return 200' fixed JSON, same h2load; single checks against the cheapest HTTP answer"
 	else
 		skip http_single_vs_nginx "h2load or nginx did not run (revcheckd h2load: ${RCH_RPS:-none}, nginx: ${NGINXH_RPS:-none})"
 	fi
@@ -774,7 +773,7 @@ if [ "$HAVE_RC_HTTP" = 1 ]; then
 	note="POST /v1/check, 1000 absent ids per request, wrk -t2 -c16 -d${DUR}s, best of $ROUNDS; p99 $B_P99 ms per request"
 	[ "$B_NON2XX" != 0 ] && note="$note; WARNING $B_NON2XX non-2xx answers"
 	emit http_batch_ids_per_second "$B_IDS" 5000000 ids/s higher 1 \
-	    "$note (peer = issue 14 item 3's 5 M ids/s; was 2 M)" 0 p99_ms="$B_P99" non2xx="$B_NON2XX"
+	    "$note (peer = the batch target, 5 M ids/s)" 0 p99_ms="$B_P99" non2xx="$B_NON2XX"
 else
 	why="needs revcheckd ($REVCHECKD), filterbuild, wrk, curl and a $HTTP_N-key build"
 	[ "$HAVE_RC" = 1 ] && [ -d "$T/fb.$HTTP_N" ] && why="revcheckd did not become ready: $(tail -c 300 "$T/HTTPD.log" 2>/dev/null)"
@@ -923,7 +922,7 @@ else
 	skip reload "$why"
 fi
 
-# Issue 16's targets (revocation latency, bytes per change, re-base under
+# The delta-chain targets (revocation latency, bytes per change, re-base under
 # load): PostgreSQL, filterbuild follow, an origin and an edge.
 if deadline_ok 1500; then
 	BUILD=$BUILD REVCHECKD=$REVCHECKD FILTERBUILD=$FILTERBUILD "$ROOT/bench/delta.sh"
@@ -931,7 +930,7 @@ else
 	skip delta "out of time"
 fi
 
-# Issue 15's targets: /v1/authz with a cached verified ES256 token against
+# The token targets: /v1/authz with a cached verified ES256 token against
 # the unverified single check, uncached verification against openssl speed.
 if deadline_ok 1700; then
 	BUILD=$BUILD REVCHECKD=$REVCHECKD FILTERBUILD=$FILTERBUILD BENCH_DURATION=$DUR \
@@ -940,7 +939,7 @@ else
 	skip jwt "out of time"
 fi
 
-# Issue 14's tail latency: p99 and p99.9 at half of nginx's maximum rate
+# Tail latency: p99 and p99.9 at half of nginx's maximum rate
 # (h2load), revcheckd against nginx, steady and with a reload a second.
 if deadline_ok 1800; then
 	BUILD=$BUILD REVCHECKD=$REVCHECKD FILTERBUILD=$FILTERBUILD BENCH_DURATION=$DUR \
@@ -951,7 +950,7 @@ fi
 
 # ---------------------------------------------------------------- 7c. 10^8 keys, last (make bench-large)
 #
-# Lookups and a build at LARGE_N, and issue 14 target 4's second half:
+# Lookups and a build at LARGE_N, and the build target's second half:
 # the build's cost per id at 10^8 against this run's 10^7 build.
 if [ "$LARGE" = 1 ]; then
 	if [ "$HAVE_LOOKUP" = 1 ]; then
@@ -978,7 +977,7 @@ if [ "$LARGE" = 1 ]; then
 			emit build_100m_cost_per_id \
 			    "$(awk -v w="$w8" 'BEGIN { printf "%.1f", w * 1e9 / 1e8 }')" \
 			    "$(awk -v w="$w" 'BEGIN { printf "%.1f", 1.3 * w * 1e9 / 1e7 }')" ns/id lower 1 \
-			    "issue 14: a build's cost per id at 10^8 at most 1.3x that at 10^7 ($(awk -v w="$w" 'BEGIN { printf "%.1f", w * 1e9 / 1e7 }') ns/id) (peer = the limit)"
+			    "build scaling: a build's cost per id at 10^8 at most 1.3x that at 10^7 ($(awk -v w="$w" 'BEGIN { printf "%.1f", w * 1e9 / 1e7 }') ns/id) (peer = the limit)"
 		fi
 	fi
 fi

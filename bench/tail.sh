@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tail.sh - issue 14's tail-latency target: p99 and p99.9 of single checks at a fixed offered load, against nginx
+# tail.sh - the tail-latency target: p99 and p99.9 of single checks at a fixed offered load, against nginx
 #
 # Usage: BUILD=build/bench bench/tail.sh   (make bench runs it; never fails)
 # Knobs (environment):
