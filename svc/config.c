@@ -87,7 +87,8 @@ static const struct opt opts[] = {
 	{ "audit_log", OPT_STR, OFF(audit_log), 0, 0, NEED_ANY,
 	    NULL, "FILE", "audit log path (STATE_DIR/audit.log)" },
 	{ "max_age", OPT_DUR, OFF(max_age), 0, 0, NEED_ANY,
-	    "0", "D", "refuse filters older than D; 0: no limit" },
+	    "2h", "D", "refuse filters older than D, whatever their\n"
+	    "expiry; 0: none (logged as a warning)" },
 	{ "clock_skew", OPT_DUR, OFF(clock_skew), 0, 0, NEED_ANY,
 	    "300", "D", "allowed issued_at in the future" },
 	{ "max_batch", OPT_U64, OFF(max_batch), 1, 1000000, NEED_ANY,
@@ -150,8 +151,9 @@ static const struct opt opts[] = {
 	{ "max_download", OPT_U64, OFF(max_download), 1024, FFILE_MAX_SIZE,
 	    NEED_EDGE, "268435456", "BYTES", "edge mode: filter download cap" },
 	{ "max_lag", OPT_DUR, OFF(max_lag), 0, 0, NEED_EDGE,
-	    "0", "D", "edge mode: stale when a newer version, or a delta\n"
-	    "a verified head names, is not loaded within D; 0: off" },
+	    "5m", "D", "edge mode: stale when a newer version, or a delta\n"
+	    "a verified head names, is not loaded within D;\n"
+	    "0: off (logged as a warning)" },
 	{ "sync_timeout", OPT_DUR, OFF(sync_timeout), 1, 3600, NEED_EDGE,
 	    "600", "D", "edge mode: one filter download, all included" },
 	{ "sync_connect_timeout", OPT_DUR, OFF(sync_connect_timeout), 1, 3600,
@@ -172,7 +174,8 @@ static const struct opt opts[] = {
 	    100000, NEED_AUTHORITY, "256", "N",
 	    "edge mode: requests waiting on it; past it 503\nat once" },
 	{ "upstream_insecure_http", OPT_BOOL, OFF(upstream_insecure_http), 0,
-	    0, NEED_EDGE, NULL, NULL, "edge mode: allow plain http:// upstreams\n"
+	    0, NEED_EDGE, NULL, "[true|false]",
+	    "edge mode: allow plain http:// upstreams\n"
 	    "(anyone on the path can forge answers)" },
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
@@ -1176,6 +1179,24 @@ build_longopts(struct option *lo, char names[][32])
 }
 
 /*
+ * A boolean flag's value: after '=' (--fast-path=false), or as the next
+ * word when that is true or false (--fast-path false, the form --help
+ * shows), which is then consumed; a bare flag is true (NULL). getopt
+ * only ever hands an optional argument over in the first form.
+ */
+static const char *
+flag_value(const struct opt *o, int argc, char **argv)
+{
+	if (o->type != OPT_BOOL || optarg != NULL || optind >= argc ||
+	    argv[optind] == NULL)
+		return optarg;
+	if (strcmp(argv[optind], "true") == 0 ||
+	    strcmp(argv[optind], "false") == 0)
+		return argv[optind++];
+	return NULL;
+}
+
+/*
  * A connect timeout nobody set fits inside its total: upstream_timeout
  * 1s alone means a 1s connect timeout, not a refusal. One set
  * explicitly is left for config_validate() to judge.
@@ -1254,6 +1275,10 @@ config_from_args(struct config *c, int argc, char **argv, char *err,
 			c->usage_error = true;
 			return -1;
 		default:
+			/* A boolean's separate value is no stray argument. */
+			if (ch >= F_BASE && ch < F_BASE + (int)NOPTS)
+				(void)flag_value(&opts[ch - F_BASE], argc,
+				    argv);
 			break;
 		}
 	}
@@ -1284,7 +1309,8 @@ config_from_args(struct config *c, int argc, char **argv, char *err,
 			clear_keys(c);
 			cli_keys = true;
 		}
-		if (set_opt(c, o, optarg, e, sizeof(e)) == -1) {
+		if (set_opt(c, o, flag_value(o, argc, argv), e,
+		    sizeof(e)) == -1) {
 			snprintf(err, errlen, "--%s: %s", names[ch - F_BASE],
 			    e);
 			c->usage_error = true;

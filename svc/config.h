@@ -69,7 +69,7 @@ struct config {
 	size_t		 ntrusted;
 	char		*state_dir;	/* rollback state, default audit log */
 	char		*audit_log;	/* NULL: STATE_DIR/audit.log */
-	int64_t		 max_age;	/* seconds; 0 = no local limit */
+	int64_t		 max_age;	/* seconds; 0: no local limit (2h) */
 	int64_t		 clock_skew;	/* seconds allowed for issued_at */
 	uint64_t	 max_batch;	/* items per batch */
 	uint64_t	 max_body;	/* bytes per request body */
@@ -101,7 +101,7 @@ struct config {
 	char		*upstream_check;
 	int64_t		 sync_interval;
 	uint64_t	 max_download;
-	int64_t		 max_lag;
+	int64_t		 max_lag;		/* seconds; 0: off (5m) */
 	int64_t		 sync_timeout;		/* seconds for one download */
 	int64_t		 sync_connect_timeout;	/* seconds, <= sync_timeout */
 	int64_t		 upstream_timeout;	/* seconds per attempt */

@@ -206,6 +206,23 @@ check_config(const struct config *c)
 }
 
 /*
+ * A staleness limit turned off is said loudly, at start and after each
+ * SIGHUP that leaves it off: the defaults (max_age 2h, max_lag 5m) are on.
+ */
+static void
+warn_limits_off(const struct config *c)
+{
+	if (c->max_age == 0)
+		log_warn("max_age is 0 (off): a filter stays in service until "
+		    "its signed expires_at, however long ago it was issued");
+	if (c->upstream_filter != NULL && c->max_lag == 0)
+		log_warn("max_lag is 0 (off): this edge keeps answering "
+		    "not_revoked from the filter it has while it knows of a "
+		    "newer version or delta it cannot load, until that filter "
+		    "expires");
+}
+
+/*
  * The generation in force. Only this (the main) thread swaps it, so the
  * slot's own reference keeps it alive for as long as this thread uses it.
  */
@@ -279,6 +296,7 @@ reload_config(struct config *c, struct loader *l, struct snapshot_slot *sl,
 	    nlive > 0 ? "changed " : "no live setting changed",
 	    nlive > 0 ? changed : "");
 	trust_log(&nl->trust);
+	warn_limits_off(&nl->cfg);
 	if (!nl->cfg.revocation_only && nl->cfg.nissuers == 0)
 		log_warn("no trusted token issuer is configured: every token "
 		    "is refused");
@@ -417,6 +435,7 @@ run(struct config *c)
 	live_slot_init(&live);
 	live_swap(&live, lv);
 	trust_log(&lv->trust);
+	warn_limits_off(c);
 	if (!c->revocation_only && c->nissuers == 0)
 		log_warn("no trusted token issuer is configured: every token "
 		    "is refused (set \"issuers\", or token_verification "

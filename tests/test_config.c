@@ -63,6 +63,95 @@ Test(config, safe_defaults)
 	config_free(&c);
 }
 
+/*
+ * The staleness limits are on without a config file: a filter signed for
+ * long is refused after max_age, and an edge that knows of a version or
+ * delta it cannot load stops answering after max_lag, as the example
+ * configurations set them (2h, 5m).
+ */
+Test(config, staleness_limits_on_by_default)
+{
+	struct config c;
+	char err[256];
+	const char *const argv_src[] = { "revcheckd", "--upstream-filter",
+	    "https://o.example/v1/filter", "--trusted-key", "/k.pub" };
+	char **argv = mkargv(5, argv_src);
+
+	config_init(&c);
+	cr_assert_eq(c.max_age, 7200);
+	cr_assert_eq(c.max_lag, 300);
+	cr_assert_eq(config_from_args(&c, 5, argv, err, sizeof(err)), 0, "%s",
+	    err);
+	cr_assert_eq(c.max_age, 7200);
+	cr_assert_eq(c.max_lag, 300);
+	cr_assert_eq(config_validate(&c, err, sizeof(err)), 0, "%s", err);
+	config_free(&c);
+	/* 0 still turns either off, when said. */
+	config_init(&c);
+	cr_assert_eq(load(&c, "{\"max_age\": 0, \"max_lag\": \"0\"}", err,
+	    sizeof(err)), 0, "%s", err);
+	cr_assert_eq(c.max_age, 0);
+	cr_assert_eq(c.max_lag, 0);
+	freeargv(argv);
+	config_free(&c);
+}
+
+/* Every form of a boolean flag that --help and revcheckd(8) show. */
+Test(config, boolean_flags_take_the_forms_help_shows)
+{
+	static const struct {
+		const char *args[4];
+		int n;
+		bool fast, insecure;
+	} cases[] = {
+		{ { "--fast-path", "false" }, 2, false, false },
+		{ { "--fast-path", "true" }, 2, true, false },
+		{ { "--fast-path=false" }, 1, false, false },
+		{ { "--fast-path" }, 1, true, false },
+		{ { "--fast-path", "false", "--max-batch", "9" }, 4, false,
+		    false },
+		{ { "--upstream-insecure-http", "true" }, 2, true, true },
+		{ { "--upstream-insecure-http", "false" }, 2, true, false },
+		{ { "--upstream-insecure-http" }, 1, true, true },
+		{ { "--upstream-insecure-http=false", "--fast-path", "false" },
+		    3, false, false },
+	};
+	struct config c;
+	char err[256];
+	const char *src[8];
+	char **argv;
+	size_t i;
+	int j, n;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		n = 0;
+		src[n++] = "revcheckd";
+		for (j = 0; j < cases[i].n; j++)
+			src[n++] = cases[i].args[j];
+		argv = mkargv(n, src);
+		config_init(&c);
+		cr_assert_eq(config_from_args(&c, n, argv, err, sizeof(err)),
+		    0, "case %zu (%s %s): %s", i, cases[i].args[0],
+		    cases[i].args[1] ? cases[i].args[1] : "", err);
+		cr_assert_eq(c.fast_path, cases[i].fast, "case %zu", i);
+		cr_assert_eq(c.upstream_insecure_http, cases[i].insecure,
+		    "case %zu", i);
+		config_free(&c);
+		freeargv(argv);
+	}
+	/* Any other word after a boolean flag is still a stray argument. */
+	src[0] = "revcheckd";
+	src[1] = "--fast-path";
+	src[2] = "no";
+	argv = mkargv(3, src);
+	config_init(&c);
+	cr_assert_eq(config_from_args(&c, 3, argv, err, sizeof(err)), -1);
+	cr_assert(c.usage_error);
+	cr_assert(strstr(err, "\"no\"") != NULL, "%s", err);
+	config_free(&c);
+	freeargv(argv);
+}
+
 Test(config, comments_and_values)
 {
 	struct config c;
