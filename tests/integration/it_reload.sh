@@ -48,9 +48,9 @@ reloads() {
 	curl -s "$D_URL/metrics" | sed -n \
 	    's/^revcheckd_config_reloads_total{result="'"$1"'"} \([0-9]*\)$/\1/p'
 }
-# wait_reloads RESULT N: until that counter is N (5 s at most).
+# wait_reloads RESULT N: until that counter is N (30 s at most).
 wait_reloads() {
-	for _ in $(seq 1 50); do
+	for _ in $(seq 1 300); do
 		[ "$(reloads "$1")" = "$2" ] && return 0
 		sleep 0.1
 	done
@@ -60,7 +60,7 @@ wait_reloads() {
 hup() {
 	GEN=$((GEN + 1))
 	kill -HUP "$D_PID"
-	rc_wait_json "$D_URL/v1/status" config.generation "$GEN" 10 ||
+	rc_wait_json "$D_URL/v1/status" config.generation "$GEN" 30 ||
 	    rc_fail "generation $GEN was not applied: $(tail -n 3 "$T/D.log")"
 	wait_reloads applied $((GEN - 1)) ||
 	    rc_fail "generation $GEN: reloads{applied} is $(reloads applied), want $((GEN - 1))"
@@ -73,11 +73,13 @@ hup() {
 # hup_refused WHAT REGEX: SIGHUP, the reload is refused naming REGEX, nothing
 # changed; /v1/status and /metrics say so too, not only the log.
 hup_refused() {
+	local m
 	REFUSED=$((REFUSED + 1))
+	m=$(rc_log_mark "$T/D.log")
 	kill -HUP "$D_PID"
-	rc_wait_log "$T/D.log" 'SIGHUP: configuration not reloaded, nothing changed' "$REFUSED" 10 &&
+	rc_wait_log_since "$T/D.log" "$m" 'SIGHUP: configuration not reloaded, nothing changed' &&
 	    rc_ok "$1: the reload is refused" || rc_fail "$1: the reload was not refused"
-	rc_expect_match "$(grep 'configuration not reloaded' "$T/D.log" | tail -n 1)" "$2" \
+	rc_expect_match "$(rc_log_since "$T/D.log" "$m" | grep 'configuration not reloaded' | tail -n 1)" "$2" \
 	    "$1: the log names the cause"
 	wait_reloads refused "$REFUSED" && rc_ok "$1: reloads{refused} is $REFUSED" ||
 	    rc_fail "$1: reloads{refused} is '$(reloads refused)', want $REFUSED"
@@ -196,7 +198,13 @@ rc_wait_log "$T/D.log" '^\{.*SIGHUP: configuration generation '"$GEN"' applied: 
     rc_fail "log_format json was not applied (the applied line is not a JSON object)"
 
 # ---------------------------------------------------------------- staleness policy: max_age, Retry-After
-sleep 2	# the filter is now more than 1 s old
+# Until the filter is more than 1 s old (its age, not a time slept).
+for ((i = 0; i < 300; i++)); do
+	rc_curl "$D_URL/v1/status"
+	[ "$(rc_json filter.age_seconds)" -ge 2 ] 2>/dev/null && break
+	sleep 0.1
+done
+[ "$i" -lt 300 ] || rc_fail "the filter's age did not reach 2 s ($(rc_json filter.age_seconds))"
 conf "$(iss_a)" '"poll_interval": 7, "max_age": 1'
 hup
 rc_curl "$D_URL/v1/check?id=ok-x&scope=https%3A%2F%2Fa.example"
@@ -275,7 +283,7 @@ python3 "$RC_SRC/tests/integration/rawhttp.py" serve 0 hang >"$T/hang.port" 2>/d
 HANG_PID=$!
 stop_hang() { [ -z "$HANG_PID" ] || kill "$HANG_PID" 2>/dev/null || true; }
 RC_AT_EXIT+=(stop_hang)
-for _ in $(seq 1 50); do
+for _ in $(seq 1 300); do
 	HANG_PORT=$(head -n 1 "$T/hang.port" 2>/dev/null || true)
 	[ -n "$HANG_PORT" ] && break
 	sleep 0.1
@@ -290,7 +298,7 @@ econf() {	# econf TIMEOUT RETRIES [MORE]
 mkdir -p "$T/se"
 econf 1 0 '"sync_interval": "1"'
 rc_start E -c "$T/e.json"
-rc_wait_version "$E_URL" 1 10 || rc_fail "E did not sync version 1"
+rc_wait_version "$E_URL" 1 30 || rc_fail "E did not sync version 1"
 positive_ms() {	# the milliseconds a filter positive waits on the hung authority
 	local t0 code
 	t0=$(date +%s%3N)
@@ -305,7 +313,7 @@ ms=$(positive_ms)
     rc_fail "upstream_timeout 1s: waited ${ms} ms"
 econf 1 2 '"sync_interval": "5"'
 kill -HUP "$E_PID"
-rc_wait_json "$E_URL/v1/status" config.generation 2 10 || rc_fail "E did not apply the SIGHUP"
+rc_wait_json "$E_URL/v1/status" config.generation 2 30 || rc_fail "E did not apply the SIGHUP"
 rc_expect_json config.restart_pending sync_interval "edge: sync_interval needs a restart"
 ms=$(positive_ms)
 [ "$ms" -ge 2700 ] && [ "$ms" -lt 5000 ] &&
