@@ -36,7 +36,7 @@ python3 "$D/rawhttp.py" serve 0 hang >"$T/hang.port" 2>/dev/null &
 HANG_PID=$!
 RC_AT_EXIT+=(stop_hang)
 stop_hang() { [ -z "$HANG_PID" ] || kill "$HANG_PID" 2>/dev/null || true; }
-for _ in $(seq 1 50); do
+for _ in $(seq 1 300); do
 	HANG_PORT=$(head -n 1 "$T/hang.port" 2>/dev/null || true)
 	[ -n "$HANG_PORT" ] && break
 	sleep 0.1
@@ -48,7 +48,7 @@ EDGE=(--trusted-key "$T/key.pub" --sync-interval 1 --upstream-insecure-http
 rc_start H "${EDGE[@]}" --state-dir "$T/sh" --threads 1 \
     --upstream-check "http://127.0.0.1:$HANG_PORT/v1/check" \
     --upstream-timeout 2s --upstream-retries 1
-rc_wait_version "$H_URL" 1 10 || rc_fail "H did not sync version 1"
+rc_wait_version "$H_URL" 1 30 || rc_fail "H did not sync version 1"
 rc_curl "$H_URL/readyz"
 rc_expect_status 200 "H is ready before any positive"
 
@@ -69,7 +69,17 @@ done
 items=$(python3 -c 'import json; print(json.dumps({"items": [{"id": "tok-rev-%d" % i} for i in range(10, 16)]}))')
 timed -H 'Content-Type: application/json' --data-binary "$items" "$H_URL/v1/check" >"$T/batch.out" &
 P+=($!)
-sleep 0.5
+# waiting_for N URL: until URL's /v1/status shows N requests waiting on
+# the authority (3 s at most: the positives give up after 4).
+waiting_for() {
+	for ((i = 0; i < 30; i++)); do
+		rc_curl "$2/v1/status"
+		[ "$(rc_json authority.waiting)" -ge "$1" ] 2>/dev/null && return 0
+		sleep 0.1
+	done
+	rc_fail "$2: $(rc_json authority.waiting) requests waiting on the authority, want $1"
+}
+waiting_for 5 "$H_URL"
 for what in "v1/check?id=tok-fine" healthz metrics "v1/status"; do
 	read -r code ms < <(timed "$H_URL/$what")
 	rc_expect_eq "$code" 200 "/$what answered while positives wait on a hung authority"
@@ -113,12 +123,12 @@ rc_expect_json results.599.error authority_unavailable "its last item"
 rc_start C "${EDGE[@]}" --state-dir "$T/sc" \
     --upstream-check "http://127.0.0.1:$HANG_PORT/v1/check" \
     --upstream-timeout 3s --upstream-retries 0 --upstream-max-waiting 2
-rc_wait_version "$C_URL" 1 10 || rc_fail "C did not sync version 1"
+rc_wait_version "$C_URL" 1 30 || rc_fail "C did not sync version 1"
 timed "$C_URL/v1/check?id=tok-rev-1" >"$T/c.1" &
 W1=$!
 timed "$C_URL/v1/check?id=tok-rev-2" >"$T/c.2" &
 W2=$!
-sleep 0.7
+waiting_for 2 "$C_URL"
 rc_curl "$C_URL/readyz"
 rc_expect_json degraded authority_busy "/readyz: busy while the cap is reached"
 read -r code ms < <(timed "$C_URL/v1/check?id=tok-rev-3")
@@ -135,7 +145,7 @@ rc_expect_match "$RC_BODY" 'revcheckd_upstream_refused_busy_total 1' "metrics co
 # ---------------------------------------------------------------- identical positives settled once, in one batch
 rc_start R "${EDGE[@]}" --state-dir "$T/sr" --upstream-check "$O_URL/v1/check" \
     --token-verification revocation-only	# the unsigned bearer below
-rc_wait_version "$R_URL" 1 10 || rc_fail "R did not sync version 1"
+rc_wait_version "$R_URL" 1 30 || rc_fail "R did not sync version 1"
 python3 -c 'import json; print(json.dumps({"items": [{"id": "tok-rev-7"}] * 200 + [{"id": "tok-rev-8"}, {"id": "tok-fine"}, {"id": "tok-rev-9"}]}))' >"$T/dup.json"
 rc_curl -H 'Content-Type: application/json' --data-binary @"$T/dup.json" "$R_URL/v1/check"
 rc_expect_status 200 "a batch of 200 copies of one positive and two more"
