@@ -29,12 +29,12 @@ mkdir -p "$T/state"
 rc_start B --filter-dir "$T/f" --trusted-key "$T/key.pub" --state-dir "$T/state" \
     --conn-timeout 2 --max-body 65536 --max-body-total 262144 --threads 2 \
     --token-verification revocation-only	# unsigned bearer tokens below
-rc_wait_ready "$B_URL" 10 || rc_fail "no filter loaded"
+rc_wait_ready "$B_URL" 30 || rc_fail "no filter loaded"
 mkdir -p "$T/state-m"
 rc_start M --filter-dir "$T/f" --trusted-key "$T/key.pub" --state-dir "$T/state-m" \
     --conn-timeout 20 --max-body 65536 --max-body-total 262144 --threads 2 \
     --max-header-size 16384
-rc_wait_ready "$M_URL" 10 || rc_fail "M: no filter loaded"
+rc_wait_ready "$M_URL" 30 || rc_fail "M: no filter loaded"
 
 PY() { python3 - "$B_PORT" "$@"; }
 
@@ -54,7 +54,7 @@ rc_expect_match "$RC_BODY" 'revcheckd_slow_dropped_total [1-9]' "the drop is cou
 # Six connections announce 60000 bytes each and send one: four fit in
 # 262144 bytes, the fifth and sixth are refused at once with 503.
 out=$(python3 - "$M_PORT" <<'EOF'
-import json, re, socket, sys, time
+import json, re, select, socket, sys, time
 port = int(sys.argv[1])
 held, answers = [], []
 for i in range(6):
@@ -62,14 +62,16 @@ for i in range(6):
     s.sendall(b"POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
               b"Content-Length: 60000\r\n\r\n{")
     held.append(s)
-    time.sleep(0.15)
-time.sleep(0.5)
+    time.sleep(0.15)	# one after the other: the fifth and sixth are over the budget
+# Until two connections have an answer (20 s at most); the others are held.
+answered = set()
+end = time.monotonic() + 20
+while len(answered) < 2 and time.monotonic() < end:
+    r, _, _ = select.select([s for s in held if s not in answered], [], [], 0.5)
+    answered.update(r)
 for s in held:
-    s.settimeout(0.2)
-    try:
-        data = s.recv(4096)
-    except socket.timeout:
-        data = None
+    s.settimeout(5)
+    data = s.recv(4096) if s in answered else None
     if data is None:
         answers.append("held")
     elif data == b"":
@@ -104,9 +106,13 @@ rc_curl "$M_URL/v1/status"
 rc_expect_json counters.body_memory_refused 2 "status counts the two refusals"
 rc_curl "$M_URL/metrics"
 rc_expect_match "$RC_BODY" 'revcheckd_body_memory_refused_total 2' "metrics count them"
-# The holders have closed (B's deadline would drop them too): bodies are read again.
-sleep 1
-rc_curl -H 'Content-Type: application/json' --data-binary '{"id":"tok-1"}' "$M_URL/v1/check"
+# The holders have closed (B's deadline would drop them too): bodies are
+# read again once M has seen them go (30 s at most).
+for ((i = 0; i < 300; i++)); do
+	rc_curl -H 'Content-Type: application/json' --data-binary '{"id":"tok-1"}' "$M_URL/v1/check"
+	[ "$RC_STATUS" = 200 ] && break
+	sleep 0.1
+done
 rc_expect_status 200 "a POST after the holders are gone"
 rc_expect_json status revoked "and it is answered"
 
