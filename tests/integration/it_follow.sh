@@ -31,7 +31,7 @@ db_ids() {
 converged() {
 	local want i
 	want=$(db_ids)
-	for i in $(seq 1 "${1:-100}"); do
+	for i in $(seq 1 "${1:-150}"); do
 		[ "$(chain_ids)" = "$want" ] && return 0
 		sleep 0.2
 	done
@@ -150,9 +150,12 @@ edge_is b not_revoked && rc_ok "edge: a delete is released" ||
 # Idle: the edge keeps fresh for well under 1 kB per interval.
 rc_curl "$E_URL/v1/status"
 f0=$(rc_json sync.delta_fetches); b0=$(rc_json sync.delta_bytes)
-sleep 4
-rc_curl "$E_URL/v1/status"
-f1=$(rc_json sync.delta_fetches); b1=$(rc_json sync.delta_bytes)
+for _ in $(seq 1 300); do	# until 3 more intervals' fetches
+	rc_curl "$E_URL/v1/status"
+	f1=$(rc_json sync.delta_fetches); b1=$(rc_json sync.delta_bytes)
+	[ "$((f1 - f0))" -ge 3 ] && break
+	sleep 0.1
+done
 rc_expect_json filter.stale false "edge: fresh while idle"
 if [ "$((f1 - f0))" -gt 0 ] && [ "$(((b1 - b0) / (f1 - f0)))" -le 1024 ]; then
 	rc_ok "edge: idle costs $(((b1 - b0) / (f1 - f0))) bytes per interval"
@@ -233,7 +236,7 @@ for _ in $(seq 1 100); do
 	sleep 0.1
 done
 rc_psql -c "INSERT INTO revcheck_revocations (id) VALUES ('fast')"
-sleep 1.5
+sleep 1.5	# rounds (300 ms) in which nothing may be published: an absence has no event
 chain_ids | grep -q "	slow$" && rc_fail "uncommitted row published" || rc_ok "uncommitted row not published"
 kill -0 "$slow" 2>/dev/null && rc_ok "the slow transaction was still open when looked at" ||
     rc_fail "the slow transaction ended before the look"
@@ -296,9 +299,9 @@ converged && rc_ok "a new scope is published" || rc_fail "a new scope is publish
 [ "$(version)" -gt "$v" ] && rc_ok "a new scope re-bases" || rc_fail "a new scope re-bases"
 
 # Hostile values stop the follower's progress (never a partial delta).
+m=$(rc_log_mark "$T/follow.log")
 rc_psql -c "INSERT INTO revcheck_revocations (id, reason) VALUES ('bad', E'x\\ny')"
-for _ in $(seq 1 100); do grep -q "reason" "$T/follow.log" && break; sleep 0.2; done
-grep -q "reason" "$T/follow.log" && rc_ok "the follower says why" ||
+rc_wait_log_since "$T/follow.log" "$m" "reason" && rc_ok "the follower says why" ||
     rc_fail "the follower says why"
 chain_ids | grep -q "	bad$" && rc_fail "a hostile row was published" ||
     rc_ok "a hostile row is not published"
