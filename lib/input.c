@@ -217,14 +217,19 @@ set_find_scope(struct rd *r, const char *name)
 
 /*
  * Makes sure the set covers a scope, appending a list-sourced entry when
- * it is new. The only place scopes enter a set. Returns 0, or -1 with the
- * error set.
+ * it is new. The only place scopes enter a set. A subject or session
+ * cutoff scope ("sub:" or "sid:" and an issuer) covers its issuer's token
+ * scope too, with no key when the issuer has no jti revoked: a token is
+ * checked by its jti and its cutoffs together, and a jti scope not
+ * covered would make every token of that issuer not_covered. Returns 0,
+ * or -1 with the error set.
  */
 static int
 set_scope(struct rd *r, const char *name)
 {
 	struct input_set *s = r->s;
 	struct ffile_scope *ns, *sc;
+	const char *iss;
 	size_t ncap, len;
 
 	if (set_find_scope(r, name) != SIZE_MAX)
@@ -234,6 +239,15 @@ set_scope(struct rd *r, const char *name)
 		rd_err(r, "invalid scope \"%.*s\"", (int)(len > 80 ? 80 : len),
 		    name);
 		return -1;
+	}
+	if (revkey_scope_is_cutoff(name)) {
+		_Static_assert(sizeof(REVKEY_SUB_PREFIX) ==
+		    sizeof(REVKEY_SID_PREFIX), "one cutoff prefix length");
+		iss = name + strlen(REVKEY_SUB_PREFIX);
+		if (revkey_scope_valid(iss, strlen(iss)) &&
+		    !revkey_scope_is_x509(iss) &&
+		    !revkey_scope_is_cutoff(iss) && set_scope(r, iss) != 0)
+			return -1;
 	}
 	if (s->nscopes >= FFILE_MAX_SCOPES) {
 		rd_err(r, "more than %d scopes", FFILE_MAX_SCOPES);

@@ -434,37 +434,81 @@ check_keys_tally(const struct snapshot *s, const struct revkey *keys,
 }
 
 
+/*
+ * Whether a cutoff answer cr revokes a token issued at c->iat: a cutoff
+ * found revoked at time T revokes it when it has no iat, iat < T, or T
+ * is unknown. A cutoff scope the filter does not cover holds no cutoff.
+ */
+static bool
+cutoff_revokes(const struct check_result *cr, const struct trust_cutoffs *c)
+{
+	if (cr->status != CHECK_REVOKED)
+		return false;
+	return cr->revoked_at == 0 || !c->has_iat || c->iat < cr->revoked_at;
+}
+
+void
+check_token_merge(struct check_result *r, const struct check_result *cr,
+    const struct trust_cutoffs *c, bool sub)
+{
+	if (r->status == CHECK_REVOKED || !cutoff_revokes(cr, c))
+		return;
+	r->status = CHECK_REVOKED;
+	r->source = cr->source;
+	r->revoked_at = cr->revoked_at;
+	snprintf(r->reason, sizeof(r->reason), "%s cutoff",
+	    sub ? "subject" : "session");
+}
+
 int
-check_cutoffs(const struct snapshot *s, const struct trust_cutoffs *c,
-    struct check_result *r)
+check_token_tally(const struct snapshot *s, const struct revkey *k,
+    const struct trust_cutoffs *c, struct check_result *r,
+    struct metrics_tally *t)
 {
 	const struct revkey *keys[2];
 	struct check_result cr;
+	enum check_fail fail = CHECK_FAIL_UNAVAILABLE;
+	bool failed = false;
 	size_t n = 0, i;
 
-	if (r->status != CHECK_NOT_REVOKED)
-		return 0;
-	if (c->has_sub)
+	/*
+	 * Every key of the token is asked, whatever the others answered:
+	 * a jti scope the filter does not cover (not_covered) or a jti
+	 * positive the authority has not settled must not hide a cutoff
+	 * that revokes the token, and an edge gets all of the token's
+	 * positives to settle in one go.
+	 */
+	if (check_key_tally(s, k, r, t) == -1) {
+		failed = true;
+		fail = r->fail;
+		memset(r, 0, sizeof(*r));
+		r->status = CHECK_NOT_COVERED;	/* never not_revoked */
+	}
+	if (c != NULL && c->has_sub)
 		keys[n++] = &c->sub;
-	if (c->has_sid)
+	if (c != NULL && c->has_sid)
 		keys[n++] = &c->sid;
 	for (i = 0; i < n; i++) {
-		if (check_key(s, keys[i], &cr) == -1) {
-			r->fail = cr.fail;
-			return -1;
-		}
-		if (cr.status != CHECK_REVOKED)
+		if (check_key_tally(s, keys[i], &cr, t) == -1) {
+			if (!failed)
+				fail = cr.fail;
+			failed = true;
 			continue;
-		if (cr.revoked_at != 0 && c->has_iat && c->iat >= cr.revoked_at)
-			continue;	/* issued after the cutoff */
-		r->status = CHECK_REVOKED;
-		r->source = cr.source;
-		r->revoked_at = cr.revoked_at;
-		snprintf(r->reason, sizeof(r->reason), "%s cutoff",
-		    keys[i] == &c->sub ? "subject" : "session");
-		return 0;
+		}
+		check_token_merge(r, &cr, c, keys[i] == &c->sub);
+	}
+	if (failed && r->status != CHECK_REVOKED) {
+		r->fail = fail;
+		return -1;
 	}
 	return 0;
+}
+
+int
+check_token(const struct snapshot *s, const struct revkey *k,
+    const struct trust_cutoffs *c, struct check_result *r)
+{
+	return check_token_tally(s, k, c, r, NULL);
 }
 
 

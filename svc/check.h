@@ -163,16 +163,35 @@ void check_keys_tally(const struct snapshot *s, const struct revkey *keys,
     size_t n, struct check_result *r, int *rc, struct metrics_tally *t);
 
 /*
- * Applies a token's subject and session cutoffs after its jti was
- * answered not_revoked in r: a cutoff key found revoked at time T
- * revokes the token when it has no iat or iat < T (and always when T is
- * unknown). Leaves r alone when no cutoff applies (a cutoff scope the
- * filter does not cover holds no cutoff: the jti's issuer scope is
- * covered). Returns 0, or -1 when a cutoff positive could not be settled
- * (r->fail set): the caller refuses, never answers not_revoked.
+ * Answers a token from every one of its keys: its jti key k, and its
+ * subject and session cutoff keys in c (NULL: none). Each key is asked
+ * whatever the others answered, and the worst verdict wins (revoked, then
+ * not_covered, then not_revoked; check_token_merge), so a cutoff revokes
+ * a token whose jti scope the filter does not cover, or whose jti
+ * positive is unsettled. Returns 0 with r filled, or -1 (r->fail set)
+ * when some key could not be settled and no key proved the token
+ * revoked: the caller refuses, never answers not_revoked nor not_covered.
+ * Counts as check_key_tally does, in t (NULL: the global counters).
  */
-int check_cutoffs(const struct snapshot *s, const struct trust_cutoffs *c,
-    struct check_result *r);
+int check_token_tally(const struct snapshot *s, const struct revkey *k,
+    const struct trust_cutoffs *c, struct check_result *r,
+    struct metrics_tally *t);
+
+/* check_token_tally with the global counters. */
+int check_token(const struct snapshot *s, const struct revkey *k,
+    const struct trust_cutoffs *c, struct check_result *r);
+
+/*
+ * Merges cr, the answer for one of a token's cutoff keys (its subject's
+ * when sub, else its session's), into r, the token's answer so far: a
+ * cutoff found revoked at time T revokes the token when it has no iat,
+ * iat < T, or T is unknown (0), and revoked wins over not_covered and
+ * not_revoked. A cutoff not revoked, issued after, or in a scope the
+ * filter does not cover (that issuer has no such cutoff) leaves r as it
+ * is: the jti's answer says the rest. This function can't fail.
+ */
+void check_token_merge(struct check_result *r, const struct check_result *cr,
+    const struct trust_cutoffs *c, bool sub);
 
 /*
  * The verdict order over a chain: revoked, then not_covered, then

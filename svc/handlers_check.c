@@ -153,10 +153,9 @@ answer_keys(const struct server_req *r, const struct revkey *keys,
 	if (g != CHECK_GATE_OK)
 		return gate_error(r, g, why);
 	for (i = 0; i < n; i++) {
-		ok[i] = check_key(s, &keys[i], &res[i]) == 0;
 		/* A token: its subject and session cutoffs too. */
-		if (ok[i] && cut != NULL)
-			ok[i] = check_cutoffs(s, cut, &res[i]) == 0;
+		ok[i] = (cut != NULL ? check_token(s, &keys[i], cut, &res[i]) :
+		    check_key(s, &keys[i], &res[i])) == 0;
 		if (!ok[i]) {
 			res[i].status = CHECK_NOT_COVERED;
 			if (unsettled == SIZE_MAX)
@@ -351,8 +350,7 @@ check_batch(const struct server_req *r, const cJSON *items)
 				render_invalid(&b, jv, e);
 			else
 				server_render_error(&b, "bad_request", e);
-		} else if (check_key_tally(s, &k, &res, &tally) == -1 ||
-		    check_cutoffs(s, &cut, &res) == -1) {
+		} else if (check_token_tally(s, &k, &cut, &res, &tally) == -1) {
 			metrics_tally_inc(&tally, MET_BAD_ITEMS);
 			render_unsettled(&b, res.fail);
 		} else
@@ -839,8 +837,8 @@ handle_authz(const struct server_req *r)
 	 * positives in one go (check_settle).
 	 */
 	for (i = 0; i < nk; i++) {
-		if (check_key(s, &keys[i], &res) == -1 ||
-		    (has_token && i == 0 && check_cutoffs(s, &cut, &res) == -1)) {
+		if ((has_token && i == 0 ? check_token(s, &keys[i], &cut,
+		    &res) : check_key(s, &keys[i], &res)) == -1) {
 			if (!failed)
 				fail = res.fail;
 			failed = true;
@@ -1054,8 +1052,7 @@ handle_introspect(const struct server_req *r)
 		cJSON_Delete(claims);
 		return gate_error(r, g, why);
 	}
-	if (check_key(s, &k, &res) == -1 ||
-	    check_cutoffs(s, &cut, &res) == -1) {
+	if (check_token(s, &k, &cut, &res) == -1) {
 		check_end(s);
 		cJSON_Delete(claims);
 		return authority_error(r, res.fail);

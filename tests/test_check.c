@@ -950,3 +950,198 @@ Test(check, fuse_widths_every_key_built_in_is_revoked_or_fails_closed)
 	free(ids);
 	free(rs);
 }
+
+/*
+ * A token's keys: recs for an issuer "cut-only" with a subject and a
+ * session cutoff and no jti revoked (an older builder covered only the
+ * cutoff scopes), and "both" with a jti revoked and a subject cutoff.
+ */
+static const struct fx_rec cut_recs[] = {
+	{ "sub:cut-only", "alice", "subject cutoff", 1600000300 },
+	{ "sid:cut-only", "s-1", NULL, 0 },
+	{ "both", "j-revoked", "keyCompromise", 1600000000 },
+	{ "sub:both", "bob", NULL, 1600000500 },
+};
+
+static struct snapshot *
+cut_snapshot(bool with_table)
+{
+	struct fx_pair p;
+	struct ffile *ff;
+	struct table *t = NULL;
+	char err[256];
+
+	if (key == NULL)
+		cr_assert_not_null(key = sign_keygen());
+	cr_assert_eq(fx_build(key, 9, NOW - 10, NOW + 3600, cut_recs, 4, NULL,
+	    0, 1 << 16, 7, &p), 0);
+	ff = ffile_parse(p.filter, p.flen, true, err, sizeof(err));
+	cr_assert_not_null(ff, "%s", err);
+	if (with_table) {
+		t = table_parse(p.table, p.tlen, true, err, sizeof(err));
+		cr_assert_not_null(t, "%s", err);
+	} else
+		free(p.table);
+	return snapshot_new(ff, t, NOW);
+}
+
+static void
+cut_set(struct trust_cutoffs *c, const char *iss, const char *sub,
+    const char *sid, int64_t iat)
+{
+	memset(c, 0, sizeof(*c));
+	if (sub != NULL) {
+		cr_assert_eq(revkey_cutoff(&c->sub, REVKEY_SUB_PREFIX, iss, sub,
+		    strlen(sub)), 0);
+		c->has_sub = true;
+	}
+	if (sid != NULL) {
+		cr_assert_eq(revkey_cutoff(&c->sid, REVKEY_SID_PREFIX, iss, sid,
+		    strlen(sid)), 0);
+		c->has_sid = true;
+	}
+	c->has_iat = iat != 0;
+	c->iat = iat;
+}
+
+/*
+ * The jti's scope not covered must not hide a cutoff: the old check
+ * stopped at not_covered, and under authz_not_covered allow a token of a
+ * revoked subject passed.
+ */
+Test(check, cutoff_revokes_a_token_whose_jti_scope_is_not_covered)
+{
+	struct snapshot *s = cut_snapshot(true);
+	struct trust_cutoffs c;
+	struct check_result r;
+	struct revkey k;
+
+	key_text(&k, "cut-only", "j1");
+	cr_assert_eq(check_key(s, &k, &r), 0);
+	cr_assert_eq(r.status, CHECK_NOT_COVERED, "the jti scope alone");
+	cut_set(&c, "cut-only", "alice", NULL, NOW - 1000000000);
+	cr_assert_eq(check_token(s, &k, &c, &r), 0);
+	cr_assert_eq(r.status, CHECK_REVOKED);
+	cr_assert_eq(r.revoked_at, 1600000300);
+	cr_assert_str_eq(r.reason, "subject cutoff");
+	/* The session cutoff has no time: every token of it is revoked. */
+	cut_set(&c, "cut-only", "carol", "s-1", NOW);
+	cr_assert_eq(check_token(s, &k, &c, &r), 0);
+	cr_assert_eq(r.status, CHECK_REVOKED);
+	cr_assert_str_eq(r.reason, "session cutoff");
+	/* Issued after the cutoff: the jti's answer stands, not_covered. */
+	cut_set(&c, "cut-only", "alice", NULL, 1600000300);
+	cr_assert_eq(check_token(s, &k, &c, &r), 0);
+	cr_assert_eq(r.status, CHECK_NOT_COVERED);
+	/* Another subject, no cutoff: not_covered, never not_revoked. */
+	cut_set(&c, "cut-only", "dave", "s-2", 0);
+	cr_assert_eq(check_token(s, &k, &c, &r), 0);
+	cr_assert_eq(r.status, CHECK_NOT_COVERED);
+	snapshot_release(s);
+}
+
+Test(check, token_keys_worst_verdict_wins)
+{
+	struct snapshot *s = cut_snapshot(true);
+	struct trust_cutoffs c;
+	struct check_result r;
+	struct revkey k;
+
+	/* A revoked jti stays revoked whatever its cutoffs say. */
+	key_text(&k, "both", "j-revoked");
+	cut_set(&c, "both", "bob", NULL, 1600000600);
+	cr_assert_eq(check_token(s, &k, &c, &r), 0);
+	cr_assert_eq(r.status, CHECK_REVOKED);
+	cr_assert_str_eq(r.reason, "keyCompromise");
+	/* A clean jti, its subject cut off before it was issued. */
+	key_text(&k, "both", "j-clean");
+	cut_set(&c, "both", "bob", NULL, 1600000400);
+	cr_assert_eq(check_token(s, &k, &c, &r), 0);
+	cr_assert_eq(r.status, CHECK_REVOKED);
+	cr_assert_str_eq(r.reason, "subject cutoff");
+	/* Its sid scope is not covered: that issuer has no such cutoff. */
+	cut_set(&c, "both", "bob", "s-9", 1600000600);
+	cr_assert_eq(check_token(s, &k, &c, &r), 0);
+	cr_assert_eq(r.status, CHECK_NOT_REVOKED);
+	cr_assert_eq(check_token(s, &k, NULL, &r), 0);
+	cr_assert_eq(r.status, CHECK_NOT_REVOKED);
+	snapshot_release(s);
+}
+
+Test(check, token_merge_order_revoked_not_covered_not_revoked)
+{
+	static const enum check_status st[] = { CHECK_NOT_REVOKED,
+	    CHECK_NOT_COVERED, CHECK_REVOKED };
+	struct check_result r, cr;
+	struct trust_cutoffs c;
+	size_t i, j;
+
+	memset(&c, 0, sizeof(c));
+	c.has_iat = true;
+	c.iat = 1000;
+	for (i = 0; i < 3; i++) {
+		for (j = 0; j < 3; j++) {
+			memset(&r, 0, sizeof(r));
+			memset(&cr, 0, sizeof(cr));
+			r.status = st[i];
+			cr.status = st[j];
+			cr.revoked_at = 2000;	/* after the token's iat */
+			check_token_merge(&r, &cr, &c, true);
+			cr_assert_eq(r.status, st[j] == CHECK_REVOKED ?
+			    CHECK_REVOKED : st[i], "jti %zu, cutoff %zu", i, j);
+			/* A cutoff before the token revokes nothing. */
+			r.status = st[i];
+			cr.revoked_at = 500;
+			check_token_merge(&r, &cr, &c, false);
+			cr_assert_eq(r.status, st[i], "jti %zu, cutoff %zu", i,
+			    j);
+			/* A cutoff of unknown time revokes every token. */
+			cr.revoked_at = 0;
+			check_token_merge(&r, &cr, &c, false);
+			cr_assert_eq(r.status, st[j] == CHECK_REVOKED ?
+			    CHECK_REVOKED : st[i]);
+		}
+	}
+}
+
+/* An authority that settles the cutoff scopes only. */
+static int
+cut_authority(void *arg, const struct snapshot *s, const struct revkey *k,
+    struct check_result *r)
+{
+	int *calls = arg;
+
+	(void)s;
+	(*calls)++;
+	if (!revkey_scope_is_cutoff(k->scope))
+		return -1;
+	r->status = CHECK_REVOKED;
+	r->source = CHECK_SRC_AUTHORITATIVE;
+	r->revoked_at = 1600000500;
+	return 0;
+}
+
+/*
+ * A jti positive the authority cannot settle does not hide a cutoff
+ * that revokes the token; without one the token is refused (-1), never
+ * answered.
+ */
+Test(check, token_cutoff_revokes_beside_an_unsettled_jti)
+{
+	struct snapshot *s = cut_snapshot(false);
+	struct trust_cutoffs c;
+	struct check_result r;
+	struct revkey k;
+	int calls = 0;
+
+	check_set_authority(cut_authority, &calls);
+	key_text(&k, "both", "j-revoked");
+	cut_set(&c, "both", "bob", NULL, 1600000400);
+	cr_assert_eq(check_token(s, &k, &c, &r), 0);
+	cr_assert_eq(r.status, CHECK_REVOKED);
+	cr_assert_str_eq(r.reason, "subject cutoff");
+	cut_set(&c, "both", "bob", NULL, 1600000600);
+	cr_assert_eq(check_token(s, &k, &c, &r), -1);
+	cr_assert_eq(r.fail, CHECK_FAIL_UNAVAILABLE);
+	snapshot_release(s);
+}

@@ -2193,6 +2193,46 @@ Test(input, json_cutoffs)
 }
 
 /*
+ * An issuer with a subject or session cutoff and no jti revoked has its
+ * token scope covered all the same, with no key: its tokens are checked
+ * by jti and cutoffs together, and a jti scope not covered made each one
+ * not_covered. A cutoff of an issuer that is no token scope covers
+ * nothing more.
+ */
+Test(input, json_cutoff_covers_the_issuer_scope)
+{
+	static const char list[] = "["
+	    "{\"sub\": \"alice\", \"scope\": \"https://idp.example\", "
+	    "\"before\": \"2026-01-31T12:00:00Z\"},"
+	    "{\"sid\": \"s-1\", \"scope\": \"other\", "
+	    "\"before\": \"2026-01-31T12:00:00Z\"}]";
+	static const char text[] = "bob\n";
+	struct input_set s;
+	struct input_opts o = opts("default");
+	const struct ffile_scope *sc;
+	char err[512] = "";
+
+	input_set_init(&s);
+	cr_assert_eq(input_read_buf(&s, "l.json", list, strlen(list), &o, err,
+	    sizeof(err)), 0, "%s", err);
+	cr_assert_eq(input_set_records(&s), 2);
+	cr_assert_not_null(scope_of(&s, "sub:https://idp.example"));
+	cr_assert_not_null(scope_of(&s, "sid:other"));
+	cr_assert_not_null(sc = scope_of(&s, "https://idp.example"));
+	cr_assert_eq(sc->keys, 0);
+	cr_assert_not_null(scope_of(&s, "other"));
+	cr_assert_eq(s.nscopes, 4);
+	input_set_free(&s);
+	/* A text list of cutoffs (--scope sub:ISSUER) too. */
+	o = opts("sub:issuer-t");
+	input_set_init(&s);
+	cr_assert_eq(input_read_buf(&s, "l.txt", text, strlen(text), &o, err,
+	    sizeof(err)), 0, "%s", err);
+	cr_assert_not_null(scope_of(&s, "issuer-t"));
+	input_set_free(&s);
+}
+
+/*
  * A serial listed several times (certificateHold, then keyCompromise a
  * day later) gives the entry in effect, date and reason together; not the
  * hold's date with the compromise's reason. A negative serial keeps its
