@@ -85,6 +85,7 @@ struct build_opts {
 	int64_t		 expiry_grace;	/* --source rows kept past expires_at */
 	bool		 quiet;
 	const char	*source;	/* postgresql:// connection, or NULL */
+	bool		 source_only;	/* --source and no INPUT */
 	const char	*query;		/* NULL: PGSRC_DEFAULT_QUERY */
 	int64_t		 standby_max_lag; /* seconds; 0: a standby is refused */
 	int64_t		 subscriber_max_lag; /* seconds; 0: a subscriber is refused */
@@ -684,6 +685,45 @@ fail:
 }
 
 /*
+ * input_prev_opts.authoritative of a database source alone: its rows are
+ * the truth for every scope, an empty one included.
+ */
+static bool
+build_db_scope(void *arg, const char *scope)
+{
+	(void)arg;
+	(void)scope;
+	return true;
+}
+
+/*
+ * A database source alone: the list scopes of the version nodes enforce
+ * that it no longer names (their last row expired or was deleted) stay
+ * covered with no keys. 0, or -1 after a message.
+ */
+static int
+build_cover_db_scopes(const struct build_opts *o, struct input_set *set,
+    const struct ffile *prev)
+{
+	const struct ffile_info *was = o->enforced != NULL ? o->enforced :
+	    prev != NULL ? ffile_info(prev) : NULL;
+	char err[1024];
+	size_t added = 0;
+
+	if (!o->source_only || was == NULL)
+		return 0;
+	if (input_cover_scopes(set, was, &added, err, sizeof(err)) != 0) {
+		fb_err("%s", err);
+		return -1;
+	}
+	if (added > 0 && !o->quiet)
+		fb_err("%zu scope(s) of version %" PRIu64 " without a row in "
+		    "the source: kept covered with no keys", added,
+		    was->version);
+	return 0;
+}
+
+/*
  * Compares the inputs with the current version (prev, NULL when it could
  * not be opened or verified: why says so): a dropped scope, one that
  * shrank too much or a replayed CRL is refused unless allowed. A current
@@ -700,6 +740,16 @@ build_check_previous(const struct build_opts *o, const struct input_set *set,
 	char err[1024];
 	int rc;
 
+	/*
+	 * A database source alone names no CRL scope and speaks for every
+	 * scope it covers: nothing to compare with.
+	 */
+	if (prev == NULL && o->source_only) {
+		if (!o->quiet)
+			fb_err("warning: not compared with the current version: "
+			    "%s (the database alone is the input)", why);
+		return 0;
+	}
 	if (prev == NULL) {
 		if (!o->allow_shrink) {
 			fb_err("cannot compare with the current version: %s; "
@@ -724,6 +774,8 @@ build_check_previous(const struct build_opts *o, const struct input_set *set,
 			gone[ngone++] = rep->scopes[i].scope;
 	po.gone = gone;
 	po.ngone = ngone;
+	if (o->source_only)
+		po.authoritative = build_db_scope;
 	rc = input_check_previous(set, o->enforced != NULL ? o->enforced :
 	    ffile_info(prev), &po, err, sizeof(err));
 	if (rc != 0)
@@ -814,6 +866,7 @@ build_main(int argc, char **argv, const struct ffile_info *enforced,
 	if (rc != 0)
 		return rc < 0 ? FB_EXIT_OK : rc;
 	o.enforced = enforced;
+	o.source_only = o.source != NULL && first >= argc;
 	fb_report_init(&rep);
 
 	memset(&pr, 0, sizeof(pr));
@@ -943,6 +996,8 @@ build_main(int argc, char **argv, const struct ffile_info *enforced,
 	table_builder_sort_unique(&set.builder);
 	n = table_builder_count(&set.builder);
 	input_count_scopes(&set);
+	if (cur != 0 && build_cover_db_scopes(&o, &set, prev) != 0)
+		goto out;
 	if (set.nscopes == 0) {
 		fb_err("inputs cover no scope");
 		goto out;

@@ -2382,6 +2382,10 @@ input_check_previous(const struct input_set *s,
 				break;
 		if (j < o->ngone)
 			continue;
+		/* A database's empty or smaller scope is the truth. */
+		if (now != NULL && o->authoritative != NULL &&
+		    o->authoritative(o->auth_arg, old->name))
+			continue;
 		if (now == NULL) {
 			n = snprintf(msg, sizeof(msg), "scope \"%s\" (%" PRIu64
 			    " keys in version %" PRIu64 ") is not in the "
@@ -2412,6 +2416,32 @@ input_check_previous(const struct input_set *s,
 out:
 	free(ord);
 	return rc;
+}
+
+int
+input_cover_scopes(struct input_set *s, const struct ffile_info *prev,
+    size_t *added, char *err, size_t errlen)
+{
+	struct input_opts o;
+	struct rd r;
+	size_t nscopes0;
+	uint32_t i;
+	int rc = 0;
+
+	assert(s != NULL && prev != NULL);
+	memset(&o, 0, sizeof(o));
+	nscopes0 = s->nscopes;
+	rd_begin(&r, s, "previous version", &o, err, errlen);
+	for (i = 0; i < prev->nscopes && rc == 0; i++) {
+		const struct ffile_scope *old = &prev->scopes[i];
+
+		if (old->source == FFILE_SRC_LIST &&
+		    set_find_scope(&r, old->name) == SIZE_MAX)
+			rc = set_scope(&r, old->name);
+	}
+	if (added != NULL)
+		*added = rc == 0 ? s->nscopes - nscopes0 : 0;
+	return rd_end(&r, rc, input_set_records(s), nscopes0);
 }
 
 /* True when the set holds the key (after sorting). */

@@ -299,6 +299,16 @@ struct input_prev_opts {
 	const char *const *gone;
 	size_t		 ngone;
 	bool		 quiet;
+	/*
+	 * The scopes a database source speaks for (build --source): its
+	 * rows are the truth, not a file that may have lost its content, so
+	 * such a scope may shrink to any size, none included, without
+	 * allow_shrink. One that is missing from the set is still refused:
+	 * the caller keeps it covered first (input_cover_scopes). NULL:
+	 * none.
+	 */
+	bool		(*authoritative)(void *arg, const char *scope);
+	void		*auth_arg;
 };
 
 /*
@@ -320,5 +330,16 @@ struct input_prev_opts {
 int input_check_previous(const struct input_set *s,
     const struct ffile_info *prev, const struct input_prev_opts *o,
     char *err, size_t errlen);
+
+/*
+ * After input_count_scopes: every list-sourced scope of prev that the set
+ * lacks is added to it, covered with no keys (a database source's scope
+ * whose last row expired or was deleted: its ids answer not_revoked from
+ * the filter, not not_covered). CRL scopes are never added. *added (when
+ * not NULL) is the number added. Returns 0, or -1 with err (out of
+ * memory, or more than FFILE_MAX_SCOPES scopes) and s as it was.
+ */
+int input_cover_scopes(struct input_set *s, const struct ffile_info *prev,
+    size_t *added, char *err, size_t errlen);
 
 #endif

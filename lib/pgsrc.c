@@ -319,6 +319,7 @@ int
 pgsrc_read_full(struct pgsrc *p, const char *query, struct input_set *s,
     const struct input_opts *o, uint64_t *cursor, char *err, size_t errlen)
 {
+	struct input_opts ro;
 	struct full_rd f;
 	PGresult *res = NULL;
 	char *sql = NULL;
@@ -335,9 +336,16 @@ pgsrc_read_full(struct pgsrc *p, const char *query, struct input_set *s,
 	}
 	snprintf(sql, qlen + 64, "DECLARE revcheck_full NO SCROLL CURSOR FOR %s",
 	    query);
+	/*
+	 * The database is the authority: a table without a row in force
+	 * is the truth (every revocation expired or was deleted), not an
+	 * input that lost its content. It covers the default scope.
+	 */
+	ro = *o;
+	ro.allow_empty = true;
 	memset(&f, 0, sizeof(f));
 	f.p = p;
-	f.o = o;
+	f.o = &ro;
 	if (pg_begin(p, err, errlen) != 0)
 		goto out;
 	/* The first statement takes the snapshot both reads share. */
@@ -349,7 +357,7 @@ pgsrc_read_full(struct pgsrc *p, const char *query, struct input_set *s,
 		pg_err(p, res, "declaring the query's cursor", err, errlen);
 		goto out_end;
 	}
-	if (input_read_rows(s, "postgresql", full_next, &f, o, err,
+	if (input_read_rows(s, "postgresql", full_next, &f, &ro, err,
 	    errlen) != 0)
 		goto out_end;
 	rc = 0;

@@ -1472,6 +1472,82 @@ Test(input, check_previous_at_the_scope_cap_stays_linear, .timeout = LINEAR_LIMI
 	free(buf);
 }
 
+/* input_prev_opts.authoritative: every scope a database source speaks for. */
+static bool
+all_db_scopes(void *arg, const char *scope)
+{
+	(void)arg;
+	(void)scope;
+	return true;
+}
+
+/*
+ * A database source's scope whose last row expired or was deleted: the
+ * shrink check refused the re-base for good (a wedged follower). It is
+ * kept covered with no keys, and only a database's scope may shrink so;
+ * a CRL scope is never added back.
+ */
+Test(input, emptied_database_scope_stays_covered)
+{
+	static const char list[] = "[{\"id\":\"a\",\"scope\":\"stay\"}]";
+	struct input_set s;
+	struct input_opts o = opts("default");
+	struct input_prev_opts po;
+	struct ffile_scope ps[3];
+	struct ffile_info prev;
+	char err[512] = "";
+	size_t added = 9, i;
+
+	input_set_init(&s);
+	cr_assert_eq(input_read_buf(&s, "db", list, strlen(list), &o, err,
+	    sizeof(err)), 0, "%s", err);
+	table_builder_sort_unique(&s.builder);
+	input_count_scopes(&s);
+	memset(ps, 0, sizeof(ps));
+	snprintf(ps[0].name, sizeof(ps[0].name), "crl");
+	ps[0].source = FFILE_SRC_CRL;
+	ps[0].keys = 4;
+	snprintf(ps[1].name, sizeof(ps[1].name), "gone");
+	ps[1].keys = 1;
+	snprintf(ps[2].name, sizeof(ps[2].name), "stay");
+	ps[2].keys = 5;
+	memset(&prev, 0, sizeof(prev));
+	prev.version = 3;
+	prev.nscopes = 3;
+	prev.scopes = ps;
+	memset(&po, 0, sizeof(po));
+	po.max_shrink_pct = 50;
+	po.quiet = true;
+	/* Without the database's word: "gone" is missing, "stay" shrank. */
+	cr_assert_eq(input_check_previous(&s, &prev, &po, err, sizeof(err)), -1);
+	po.authoritative = all_db_scopes;
+	cr_assert_eq(input_check_previous(&s, &prev, &po, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "\"crl\"") != NULL, "%s", err);
+	cr_assert_eq(input_cover_scopes(&s, &prev, &added, err, sizeof(err)),
+	    0, "%s", err);
+	cr_assert_eq(added, 1);
+	cr_assert_eq(s.nscopes, 2);
+	for (i = 0; i < s.nscopes; i++)
+		if (strcmp(s.scopes[i].name, "gone") == 0)
+			break;
+	cr_assert_lt(i, s.nscopes, "gone is covered again");
+	cr_assert_eq(s.scopes[i].keys, 0);
+	cr_assert_eq(s.scopes[i].source, FFILE_SRC_LIST);
+	/* Only the CRL scope is missing now: still refused, then allowed. */
+	cr_assert_eq(input_check_previous(&s, &prev, &po, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "\"crl\"") != NULL, "%s", err);
+	prev.nscopes = 2;
+	prev.scopes = ps + 1;
+	cr_assert_eq(input_check_previous(&s, &prev, &po, err, sizeof(err)), 0,
+	    "%s", err);
+	/* A second cover adds nothing. */
+	cr_assert_eq(input_cover_scopes(&s, &prev, &added, err, sizeof(err)),
+	    0, "%s", err);
+	cr_assert_eq(added, 0);
+	cr_assert_eq(s.nscopes, 2);
+	input_set_free(&s);
+}
+
 Test(input, read_buf)
 {
 	struct input_set s;
