@@ -699,7 +699,8 @@ build_db_scope(void *arg, const char *scope)
 /*
  * A database source alone: the list scopes of the version nodes enforce
  * that it no longer names (their last row expired or was deleted) stay
- * covered with no keys. 0, or -1 after a message.
+ * covered with no keys, unless --allow-shrink lets them go (not_covered).
+ * 0, or -1 after a message.
  */
 static int
 build_cover_db_scopes(const struct build_opts *o, struct input_set *set,
@@ -710,7 +711,8 @@ build_cover_db_scopes(const struct build_opts *o, struct input_set *set,
 	char err[1024];
 	size_t added = 0;
 
-	if (!o->source_only || was == NULL)
+	/* --allow-shrink: the scopes it no longer names are let go. */
+	if (!o->source_only || was == NULL || o->allow_shrink)
 		return 0;
 	if (input_cover_scopes(set, was, &added, err, sizeof(err)) != 0) {
 		fb_err("%s", err);
