@@ -180,3 +180,115 @@ fasthead_parse(const char *buf, size_t len, struct fasthead *h, char *dec,
 			return FH_OTHER;
 	}
 }
+
+/* What fasthead_judge counts and finds in a head. */
+struct framing {
+	unsigned	 host;
+	unsigned	 clen;
+	unsigned	 te;
+	bool		 fold;		/* whitespace before a colon, obs-fold */
+};
+
+/*
+ * One field line l[0..n) (no CRLF) into f. False when libmicrohttpd
+ * refuses the line itself (no colon), before server.c sees the request.
+ */
+static bool
+judge_field(const char *l, size_t n, struct framing *f)
+{
+	const char *colon;
+	size_t i, name_len;
+
+	if ((colon = memchr(l, ':', n)) == NULL)
+		return false;
+	name_len = (size_t)(colon - l);
+	for (i = 0; i < name_len; i++)
+		if (l[i] == ' ' || l[i] == '\t')
+			f->fold = true;
+#define NAME_IS(s) (name_len == sizeof(s) - 1 && \
+	strncasecmp(l, s, sizeof(s) - 1) == 0)
+	if (NAME_IS("Host"))
+		f->host++;
+	else if (NAME_IS("Content-Length"))
+		f->clen++;
+	else if (NAME_IS("Transfer-Encoding"))
+		f->te++;
+#undef NAME_IS
+	return true;
+}
+
+/* The request line l[0..n): METHOD SP TARGET SP HTTP/1.0 or HTTP/1.1. */
+static bool
+judge_request_line(const char *l, size_t n, bool *http11)
+{
+	static const char v10[] = " HTTP/1.0", v11[] = " HTTP/1.1";
+	const size_t vlen = sizeof(v11) - 1;
+	size_t i;
+
+	if (n <= vlen)
+		return false;
+	*http11 = memcmp(l + n - vlen, v11, vlen) == 0;
+	if (!*http11 && memcmp(l + n - vlen, v10, vlen) != 0)
+		return false;
+	for (i = 0; i < n - vlen && is_tchar((unsigned char)l[i]); i++)
+		;
+	if (i == 0 || i + 1 >= n - vlen || l[i] != ' ')
+		return false;
+	for (i++; i < n - vlen; i++)
+		if ((unsigned char)l[i] < 0x21 || (unsigned char)l[i] > 0x7e)
+			return false;
+	return true;
+}
+
+enum fasthead_verdict
+fasthead_judge(const char *buf, size_t len, const char **why)
+{
+	struct framing f = { 0, 0, 0, false };
+	const char *p, *cr, *e;
+	size_t n;
+	bool http11 = false;
+
+	*why = NULL;
+	if (len > FASTHEAD_MAX)
+		len = FASTHEAD_MAX;
+	e = buf + len;
+	/*
+	 * Only a head every line of which libmicrohttpd takes as this reads
+	 * it (CRLF line ends, no NUL, a plain request line, a colon in every
+	 * field line) is judged here: anything else is handed on, and
+	 * libmicrohttpd or server.c (fields_refused) refuses it.
+	 */
+	for (p = buf;; p = cr + 2) {
+		cr = memchr(p, '\r', (size_t)(e - p));
+		if (memchr(p, '\n', (size_t)((cr != NULL ? cr : e) - p)) !=
+		    NULL)
+			return FJ_OK;
+		if (cr == NULL || cr + 1 == e)
+			return FJ_MORE;
+		if (cr[1] != '\n')
+			return FJ_OK;
+		n = (size_t)(cr - p);
+		if (memchr(p, '\0', n) != NULL)
+			return FJ_OK;
+		if (p == buf) {
+			if (!judge_request_line(p, n, &http11))
+				return FJ_OK;
+			continue;
+		}
+		if (n == 0)
+			break;
+		if (p[0] == ' ' || p[0] == '\t')
+			f.fold = true;
+		if (!judge_field(p, n, &f))
+			return FJ_OK;
+	}
+	if (f.fold)
+		*why = FASTHEAD_FOLD_MSG;
+	else if (f.clen > 0 && f.te > 0)
+		*why = FASTHEAD_CLTE_MSG;
+	else if (f.host > 1)
+		*why = FASTHEAD_HOST2_MSG;
+	else if (http11 && f.host == 0)
+		*why = FASTHEAD_NOHOST_MSG;
+	return *why != NULL ? FJ_BAD : FJ_OK;
+}

@@ -51,4 +51,39 @@ struct fasthead {
 enum fasthead_kind fasthead_parse(const char *buf, size_t len,
     struct fasthead *h, char *dec, size_t decsz);
 
+enum fasthead_verdict {
+	FJ_MORE,	/* no end of head within buf: cannot judge it here */
+	FJ_OK,		/* nothing that may frame it two ways */
+	FJ_BAD,		/* refuse it (400) and close the connection */
+};
+
+/*
+ * The reasons fasthead_judge gives, which server.c's fields_refused gives
+ * alike for what libmicrohttpd parsed: one request, one answer, whichever
+ * path judged it.
+ */
+#define FASTHEAD_FOLD_MSG	"whitespace before a header's colon or at " \
+	"the start of a header line (obs-fold)"
+#define FASTHEAD_CLTE_MSG	"both Content-Length and Transfer-Encoding"
+#define FASTHEAD_HOST2_MSG	"repeated Host header"
+#define FASTHEAD_NOHOST_MSG	"an HTTP/1.1 request without a Host header"
+
+/*
+ * Judges buf[0..len) (at most FASTHEAD_MAX bytes of it are read), the
+ * start of one request, by the rules that decide where a request ends,
+ * which every request must meet whichever path answers it (RFC 9112 5.1,
+ * 5.2, 3.2, 6.1): FJ_BAD, *why set to one of the reasons above, for
+ * whitespace between a field name and its colon or a field line that
+ * starts with a space or tab (obs-fold, or whitespace before the first
+ * field), then Content-Length with Transfer-Encoding, then Host twice,
+ * then HTTP/1.1 without Host. Only a head libmicrohttpd would take as it
+ * is read here is judged (CRLF line ends, no NUL, "METHOD TARGET
+ * HTTP/1.x", a colon in every field line); for any other, FJ_OK: its
+ * faults are libmicrohttpd's and server.c's to answer. FJ_MORE when the
+ * blank line that ends the head is not within the bytes read. This
+ * function can't fail.
+ */
+enum fasthead_verdict fasthead_judge(const char *buf, size_t len,
+    const char **why);
+
 #endif

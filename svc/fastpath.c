@@ -48,6 +48,14 @@
 /* Out of descriptors: a worker stops accepting this long (seconds). */
 #define ACCEPT_PAUSE	0.1
 
+/*
+ * A refused connection is read and dropped this long (seconds), and at
+ * most this much, after its 400, so that closing with bytes unread (a
+ * reset) does not destroy the answer before the client reads it.
+ */
+#define REFUSE_LINGER	2.0
+#define REFUSE_DRAIN	((size_t)1 << 20)
+
 struct fconn {
 	struct fconn	*prev;
 	struct fconn	*next;
@@ -58,6 +66,8 @@ struct fconn {
 	char		*out;		/* unsent bytes of an answer, or NULL */
 	size_t		 out_len;
 	size_t		 out_off;
+	bool		 refused;	/* a 400 sent: drained, then closed */
+	size_t		 drained;
 };
 
 struct ipcount {
@@ -355,6 +365,8 @@ flush_out(struct fworker *w, struct fconn *c)
 		return 0;
 	free(c->out);
 	c->out = NULL;
+	if (c->refused)
+		shutdown(c->fd, SHUT_WR);
 	ev.events = EPOLLIN | EPOLLRDHUP;
 	ev.data.ptr = c;
 	return epoll_ctl(w->ep, EPOLL_CTL_MOD, c->fd, &ev);
@@ -419,15 +431,83 @@ answer(struct fworker *w, struct fconn *c, const struct fasthead *h)
 	return 0;
 }
 
-/* EPOLLIN: every complete request that is the fast path's, in order. */
+/*
+ * Refuses the request at the head of c (fasthead_judge said why): a 400
+ * with Connection: close, the bytes sent so far dropped, and the
+ * connection kept only to drain what else comes (drain_refused) until
+ * the client closes, REFUSE_DRAIN bytes or REFUSE_LINGER. -1: close now.
+ */
+static int
+refuse(struct fworker *w, struct fconn *c, const char *why)
+{
+	char drop[FASTHEAD_MAX];
+	ssize_t n;
+
+	sbuf_clear(&w->body);
+	server_render_error(&w->body, "bad_request", why);
+	sbuf_addlit(&w->body, "\n");
+	sbuf_clear(&w->hbuf);
+	sbuf_addlit(&w->hbuf, "HTTP/1.1 400 Bad Request\r\n");
+	sbuf_adds(&w->hbuf, date_line(w));
+	/* In libmicrohttpd's order for server_error's answer. */
+	sbuf_addlit(&w->hbuf, "Connection: close\r\n"
+	    "Content-Type: " CTYPE_JSON "\r\n"
+	    HDR_CACHE ": " HDR_CACHE_DEFAULT "\r\n"
+	    HDR_NOSNIFF ": " HDR_NOSNIFF_VALUE "\r\n"
+	    "Content-Length: ");
+	sbuf_add_u64(&w->hbuf, w->body.len);
+	sbuf_addlit(&w->hbuf, "\r\n\r\n");
+	metrics_request(EP_OTHER, 400);
+	if (w->hbuf.oom || w->body.oom)
+		return -1;
+	while ((n = recv(c->fd, drop, sizeof(drop), MSG_DONTWAIT)) > 0)
+		if ((c->drained += (size_t)n) > REFUSE_DRAIN)
+			return -1;
+	c->refused = true;
+	c->deadline = util_monotime() + REFUSE_LINGER;
+	if (send_answer(w, c, w->hbuf.p, w->hbuf.len, w->body.p,
+	    w->body.len) == -1)
+		return -1;
+	if (c->out == NULL)
+		shutdown(c->fd, SHUT_WR);
+	return 0;
+}
+
+/* EPOLLIN on a refused connection: read and drop, until the end. */
+static void
+drain_refused(struct fworker *w, struct fconn *c)
+{
+	char drop[FASTHEAD_MAX];
+	ssize_t n;
+
+	while ((n = recv(c->fd, drop, sizeof(drop), 0)) > 0)
+		if ((c->drained += (size_t)n) > REFUSE_DRAIN)
+			break;
+	if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK ||
+	    errno == EINTR))
+		return;
+	conn_drop(w, c, false);
+}
+
+/*
+ * EPOLLIN: every complete request that is the fast path's, in order;
+ * the first that is not is judged (fasthead_judge) and refused here, or
+ * handed to libmicrohttpd, which judges the rest by the same rules.
+ */
 static void
 on_readable(struct fworker *w, struct fconn *c)
 {
 	char buf[FASTHEAD_MAX], dec[FASTHEAD_MAX];
 	struct fasthead h;
+	const char *why;
 	ssize_t n;
 	int rc;
 
+	if (c->refused) {
+		if (c->out == NULL)
+			drain_refused(w, c);
+		return;
+	}
 	while (c->out == NULL) {
 		n = recv(c->fd, buf, sizeof(buf), MSG_PEEK);
 		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK ||
@@ -443,7 +523,10 @@ on_readable(struct fworker *w, struct fconn *c)
 		 */
 		if (fasthead_parse(buf, (size_t)n, &h, dec, sizeof(dec)) !=
 		    FH_CHECK) {
-			conn_handoff(w, c);
+			if (fasthead_judge(buf, (size_t)n, &why) != FJ_BAD)
+				conn_handoff(w, c);
+			else if (refuse(w, c, why) == -1)
+				conn_drop(w, c, false);
 			return;
 		}
 		rc = answer(w, c, &h);

@@ -23,8 +23,10 @@ typedef int (*fastpath_handoff_fn)(struct server *s, int fd,
  * fast path owns and closes it). Each accepts connections and answers on
  * them, on its own, every request fasthead_parse() reads as a single
  * GET /v1/check that check_get_fast() answers 200 now; the first request
- * that is anything else, and every one after it on that connection, goes
- * to libmicrohttpd through handoff with none of its bytes read. Idle
+ * that is anything else is refused here (400, the connection closed) when
+ * fasthead_judge() finds its head framed two ways, else it and every one
+ * after it on that connection go to libmicrohttpd through handoff with
+ * none of their bytes read. Idle
  * connections close after cfg->conn_timeout; at most cfg->max_conns are
  * held here and by libmicrohttpd together (mhd_conns counts its), and
  * cfg->max_conns_per_ip from one address here. NULL with err.

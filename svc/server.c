@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fasthead.h"
 #include "fastpath.h"
 #include "log.h"
 #include "perthread.h"
@@ -58,6 +59,12 @@ static const struct route routes[] = {
 
 /* First allocation for a body; it doubles as data arrives. */
 #define BODY_START	((size_t)64 * 1024)
+
+/*
+ * The most whitespace between a header's colon and its value that
+ * check_field reads through; more is refused.
+ */
+#define MAX_FIELD_OWS	256
 
 /* Bytes of an over-cap chunked body drained before hanging up. */
 #define DRAIN_MAX	(UINT64_C(1) << 20)
@@ -340,6 +347,85 @@ on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 	st->bad_uri = uri_refused(uri);
 	st->phase = st->bad_uri == NULL ? REQ_NEW : REQ_BAD_URI;
 	return st;
+}
+
+struct field_check {
+	bool		 fold;		/* whitespace before a colon, obs-fold */
+	unsigned	 hosts;
+	unsigned	 clen;
+	unsigned	 te;
+};
+
+/*
+ * One header field as libmicrohttpd parsed it. libmicrohttpd 0.9.75 (its
+ * strictness options either require Host or refuse whitespace before a
+ * colon, never both, and neither refuses obs-fold) takes whitespace
+ * before the colon into the name ("Transfer-Encoding "), and a folded
+ * line onto the name of the field before it, which it copies out of the
+ * request: "X-A: b" folded with " Transfer-Encoding: chunked" reads as
+ * a field "X-ATransfer-Encoding: chunked" with value "b", and
+ * "Content-Length: 1" folded with " 0" as "Content-Length0". Every field
+ * it did not copy lies where it was read, its value after its name's
+ * colon (a NUL now) and the whitespace it skipped: a field that does not
+ * was folded, even when the fold added only name bytes.
+ */
+static enum MHD_Result
+check_field(void *cls, enum MHD_ValueKind kind, const char *key,
+    const char *value)
+{
+	struct field_check *fc = cls;
+	uintptr_t k = (uintptr_t)key, v = (uintptr_t)value;
+	size_t i, klen, gap;
+
+	(void)kind;
+	if (key == NULL || value == NULL)
+		return MHD_YES;
+	klen = strcspn(key, " \t");
+	if (key[klen] != '\0' || klen == 0 || v <= k || v - k - 1 < klen ||
+	    (gap = v - k - 1 - klen) > MAX_FIELD_OWS) {
+		fc->fold = true;
+		return MHD_NO;
+	}
+	for (i = 0; i < gap; i++)
+		if (key[klen + 1 + i] != ' ' && key[klen + 1 + i] != '\t') {
+			fc->fold = true;
+			return MHD_NO;
+		}
+	if (strcasecmp(key, MHD_HTTP_HEADER_HOST) == 0)
+		fc->hosts++;
+	else if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0)
+		fc->clen++;
+	else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0)
+		fc->te++;
+	return MHD_YES;
+}
+
+/*
+ * Why the request's head is refused by the rules that decide where a
+ * request ends (RFC 9112 5.1, 5.2, 3.2, 6.1), or NULL: fasthead_judge's
+ * rules, in its order and with its reasons, for what libmicrohttpd
+ * parsed. Both framings at once is the request-smuggling shape (a proxy
+ * in front may have framed the body the other way), and so are the
+ * others: a proxy that reads the line otherwise frames the body
+ * otherwise. Where this request ends is in doubt, so is the next one:
+ * the caller closes the connection.
+ */
+static const char *
+fields_refused(struct MHD_Connection *conn, const char *version)
+{
+	struct field_check fc = { false, 0, 0, 0 };
+
+	MHD_get_connection_values(conn, MHD_HEADER_KIND, check_field, &fc);
+	if (fc.fold)
+		return FASTHEAD_FOLD_MSG;
+	if (fc.clen > 0 && fc.te > 0)
+		return FASTHEAD_CLTE_MSG;
+	if (fc.hosts > 1)
+		return FASTHEAD_HOST2_MSG;
+	if (fc.hosts == 0 && version != NULL &&
+	    strcmp(version, MHD_HTTP_VERSION_1_1) == 0)
+		return FASTHEAD_NOHOST_MSG;
+	return NULL;
 }
 
 struct hdr_count {
@@ -663,7 +749,7 @@ req_start(struct server_req *r, struct reqstate *st)
 {
 	struct MHD_Connection *conn = r->conn;
 	const struct route *rt;
-	const char *cl, *te;
+	const char *cl, *te, *why;
 	uint64_t clen = 0, max = r->live->cfg.max_body;
 	size_t ncap;
 	unsigned mb;
@@ -671,6 +757,11 @@ req_start(struct server_req *r, struct reqstate *st)
 
 	inflight_add(1);
 	st->phase = REQ_ANSWERED;	/* until routed */
+	if ((why = fields_refused(conn, r->version)) != NULL) {
+		r->close = true;
+		return server_error(r, MHD_HTTP_BAD_REQUEST, "bad_request",
+		    why, 0);
+	}
 	if (bad_uri)
 		return server_error(r, MHD_HTTP_BAD_REQUEST, "bad_request",
 		    st->bad_uri, 0);
@@ -687,17 +778,6 @@ req_start(struct server_req *r, struct reqstate *st)
 	    MHD_HTTP_HEADER_CONTENT_LENGTH);
 	te = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 	    MHD_HTTP_HEADER_TRANSFER_ENCODING);
-	/*
-	 * Both framings at once is the request-smuggling shape (RFC 9112
-	 * 6.1: a server may reject it; a proxy in front may have framed the
-	 * body the other way): refused, and the connection closed, since
-	 * where this body ends is unknown.
-	 */
-	if (cl != NULL && te != NULL) {
-		r->close = true;
-		return server_error(r, MHD_HTTP_BAD_REQUEST, "bad_request",
-		    "both Content-Length and Transfer-Encoding", 0);
-	}
 	/*
 	 * So is either framing header twice: libmicrohttpd reads the first,
 	 * a proxy may have framed the body by the last (RFC 9112 6.3 asks
@@ -862,7 +942,7 @@ req_body_end(struct server_req *r, struct reqstate *st)
 static enum MHD_Result
 access_in(struct server_ctx *ctx, struct live *lv,
     struct MHD_Connection *conn, const char *url, const char *method,
-    const char *upload, size_t *upsize, void **con_cls)
+    const char *version, const char *upload, size_t *upsize, void **con_cls)
 {
 	struct reqstate *st = *con_cls;
 	struct server_req r;
@@ -874,6 +954,7 @@ access_in(struct server_ctx *ctx, struct live *lv,
 	r.ctx = ctx;
 	r.live = lv;
 	r.method = method;
+	r.version = version;
 	r.url = url;
 	r.body = "";
 	r.ep = st->rt != NULL ? st->rt->ep : EP_OTHER;
@@ -927,10 +1008,9 @@ on_access(void *cls, struct MHD_Connection *conn, const char *url,
 	struct live *lv;
 	enum MHD_Result ret = MHD_NO;
 
-	(void)version;
 	if ((lv = live_enter(ctx->live)) != NULL)
-		ret = access_in(ctx, lv, conn, url, method, upload, upsize,
-		    con_cls);
+		ret = access_in(ctx, lv, conn, url, method, version, upload,
+		    upsize, con_cls);
 	live_leave();
 	return ret;
 }

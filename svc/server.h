@@ -63,6 +63,7 @@ struct server_req {
 	struct server_ctx	*ctx;
 	struct live		*live;		/* in force for this call */
 	const char		*method;
+	const char		*version;	/* "HTTP/1.1", ...; may be NULL */
 	const char		*url;
 	const char		*body;
 	size_t			 body_len;

@@ -2,8 +2,8 @@
 # it_hostile.sh - table-driven hostile HTTP: malformed and abusive requests get their exact status
 #
 # Every case of tests/integration/hostile.tsv is sent over a raw socket
-# (rawhttp.py table) to a real revcheckd; each must get exactly its
-# status (and JSON error code). Afterwards /healthz still answers, SIGTERM
+# (rawhttp.py table) to a real revcheckd, once with its fast path and once
+# without; each must get exactly its status (and JSON error code). Afterwards /healthz still answers, SIGTERM
 # exits 0, and the daemon's stderr holds no sanitizer report (under
 # SANITIZE=address,undefined LSan reports leaks at exit). Cases marked
 # WANT!KNOWN in the table are reported daemon bugs: tolerated, listed.
@@ -44,31 +44,40 @@ with open(t + "/vars", "w") as out:
 PY
 mapfile -t VARS <"$T/vars"
 
-rc_start H --filter-dir "$T/f" --trusted-key "$T/key.pub" --state-dir "$T/state" \
-    --max-body 65536 --max-batch 5 --conn-timeout 5 \
-    --token-verification revocation-only	# unsigned tokens in hostile.tsv
-rc_wait_ready "$H_URL" 10 || rc_fail "the daemon did not load its filter"
+# The fast path (on by default) and libmicrohttpd alone must give every
+# case the same answer: the table runs against both.
+for path in fast mhd; do
+	if [ "$path" = fast ]; then N=H; extra=(); else N=M; extra=(--fast-path=false); fi
+	mkdir -p "$T/state-$N"
+	rc_start "$N" --filter-dir "$T/f" --trusted-key "$T/key.pub" --state-dir "$T/state-$N" \
+	    --max-body 65536 --max-batch 5 --conn-timeout 5 "${extra[@]}" \
+	    --token-verification revocation-only	# unsigned tokens in hostile.tsv
+	url=$(eval "echo \$${N}_URL") port=$(eval "echo \$${N}_PORT") pid=$(eval "echo \$${N}_PID")
+	rc_wait_ready "$url" 10 || rc_fail "the daemon ($path path) did not load its filter"
 
-out=$(python3 "$D/rawhttp.py" table "$H_PORT" "$D/hostile.tsv" "${VARS[@]}") && rc=0 || rc=$?
-printf '%s\n' "$out" | grep -v '^ok ' || true
-summary=$(printf '%s\n' "$out" | tail -n 1)
-rc_expect_eq "$rc" 0 "every hostile request got its exact status ($summary)"
-ncases=$(printf '%s\n' "$summary" | sed -n 's/^table: \([0-9]*\) cases.*/\1/p')
-[ "${ncases:-0}" -ge 60 ] && rc_ok "at least 60 cases ($ncases)" ||
-    rc_fail "the table has ${ncases:-0} cases, want at least 60"
+	out=$(python3 "$D/rawhttp.py" table "$port" "$D/hostile.tsv" "${VARS[@]}") && rc=0 || rc=$?
+	printf '%s\n' "$out" | grep -v '^ok ' || true
+	summary=$(printf '%s\n' "$out" | tail -n 1)
+	rc_expect_eq "$rc" 0 "$path path: every hostile request got its exact status ($summary)"
+	ncases=$(printf '%s\n' "$summary" | sed -n 's/^table: \([0-9]*\) cases.*/\1/p')
+	[ "${ncases:-0}" -ge 60 ] && rc_ok "at least 60 cases ($ncases)" ||
+	    rc_fail "the table has ${ncases:-0} cases, want at least 60"
 
-kill -0 "$H_PID" 2>/dev/null && rc_ok "the daemon survived the table" ||
-    rc_fail "the daemon died during the table"
-rc_curl "$H_URL/healthz"; rc_expect_status 200 "healthz after the whole table"
-rc_curl "$H_URL/v1/check?id=tok-1"; rc_expect_json status revoked "a check after the table"
+	kill -0 "$pid" 2>/dev/null && rc_ok "the daemon ($path path) survived the table" ||
+	    rc_fail "the daemon ($path path) died during the table"
+	rc_curl "$url/healthz"; rc_expect_status 200 "$path path: healthz after the whole table"
+	rc_curl "$url/v1/check?id=tok-1"; rc_expect_json status revoked "$path path: a check after the table"
+done
 rc_curl "$H_URL/metrics"
 rc_expect_match "$RC_BODY" 'revcheckd_http_requests_total\{endpoint="check",code="400"\} [1-9]' \
     "400s counted in the metrics"
 
 rc_stop H && rc_ok "SIGTERM after the table: exit 0" || rc_fail "SIGTERM after the table: non-zero exit"
-if grep -qE "$SAN_RE" "$T/H.log"; then
+rc_stop M && rc_ok "SIGTERM after the table (no fast path): exit 0" ||
+    rc_fail "SIGTERM after the table (no fast path): non-zero exit"
+if grep -qE "$SAN_RE" "$T/H.log" "$T/M.log"; then
 	rc_fail "sanitizer report in the daemon's stderr:"
-	grep -E -A12 "$SAN_RE" "$T/H.log" | head -n 40 >&2
+	grep -E -A12 "$SAN_RE" "$T/H.log" "$T/M.log" | head -n 40 >&2
 else
 	rc_ok "no sanitizer report (leaks included) in the daemon's stderr"
 fi

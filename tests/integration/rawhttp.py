@@ -9,6 +9,8 @@
 #   table PORT FILE [VAR=VALUE|VAR=@path]...
 #                                  runs a request table (hostile.tsv), one
 #                                  line per case; fails naming each mismatch
+#                                  (a status "A>B>closed" is every answer
+#                                  the request gets, then what ended it)
 #   idle PORT SECONDS PARTIAL [BIND]
 #                                  sends PARTIAL (escapes) and then nothing;
 #                                  prints seconds until the server dropped it
@@ -120,6 +122,54 @@ def exchange(port, req, bind=None, deadline=10.0):
         s.close()
 
 
+def exchange_all(port, req, deadline=3.0):
+    """Sends req at once and reads every answer until the server closes
+    (or deadline seconds pass without a byte): (status, headers, body) of
+    the last answer, and the chain of what came, "200>400>closed" or
+    "200>200>timeout"."""
+    s = connect(port)
+    buf = b""
+    end = "closed"
+    try:
+        try:
+            s.sendall(req)
+        except (ConnectionResetError, BrokenPipeError):
+            pass
+        while True:
+            s.settimeout(deadline)
+            try:
+                chunk = s.recv(65536)
+            except socket.timeout:
+                end = "timeout"
+                break
+            except (ConnectionResetError, BrokenPipeError):
+                break
+            if not chunk:
+                break
+            buf += chunk
+    finally:
+        s.close()
+    chain = []
+    last = (None, end, b"")
+    while buf:
+        head, sep, rest = buf.partition(b"\r\n\r\n")
+        m = re.match(rb"HTTP/1\.[01] (\d{3})", head)
+        if not sep or not m:
+            chain.append("garbage")
+            break
+        hdrs = {}
+        for ln in head.split(b"\r\n")[1:]:
+            k, _, v = ln.partition(b":")
+            hdrs[k.strip().lower().decode("latin-1")] = \
+                v.strip().decode("latin-1")
+        n = int(hdrs.get("content-length", "0") or 0)
+        body, buf = rest[:n], rest[n:]
+        chain.append(m.group(1).decode())
+        last = (int(m.group(1)), hdrs, body)
+    chain.append(end)
+    return last + (">".join(chain),)
+
+
 # ---------------------------------------------------------------- table
 
 def expand(text, variables):
@@ -183,8 +233,11 @@ def run_table(port, path, variables):
         name, want, code, kind, spec = cols
         total += 1
         req = build_request(kind, spec, port, variables)
-        status, hdrs, body = exchange(port, req, deadline=3)
-        got = str(status) if status is not None else hdrs
+        if ">" in want:
+            status, hdrs, body, got = exchange_all(port, req, deadline=3)
+        else:
+            status, hdrs, body = exchange(port, req, deadline=3)
+            got = str(status) if status is not None else hdrs
         # "WANT!KNOWN": the contract says WANT; the daemon is known to
         # answer KNOWN (a reported bug). KNOWN is tolerated and counted.
         want, _, known = want.partition("!")
