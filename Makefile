@@ -72,7 +72,7 @@ DEB_FUZZ_PKGS  := clang libclang-rt-14-dev
 .PHONY: all test unit-test integration-test deps deps-bench deps-fuzz demo \
         install uninstall clean lint bench bench-large fuzz fuzz-replay soak \
         fuzz-dict-check fuzz-seeds \
-        crash-bench deb
+        crash-bench deb chaos
 
 all: $(REVCHECKD) $(FILTERBUILD) bin-links
 
@@ -275,6 +275,16 @@ soak: deps-bench
 
 crash-bench: deps
 	@bench/crash-publish.sh
+
+# The whole fleet on loopback under load and random faults, every answer
+# judged against the database (docs/CHAOS.md). Needs root (PostgreSQL runs
+# as nobody, follow's output is a tmpfs it fills).
+CHAOS_TIME ?= 600
+CHAOS_SEED ?=
+chaos: deps all
+	@REVCHECK_SRC=$(CURDIR) REVCHECKD=$(CURDIR)/$(REVCHECKD) \
+	    FILTERBUILD=$(CURDIR)/$(FILTERBUILD) CHAOS_TIME=$(CHAOS_TIME) \
+	    CHAOS_SEED=$(CHAOS_SEED) /usr/bin/python3 -B tests/chaos/chaos.py
 
 lint:
 	@! git grep -nE '\b(gets|sprintf|strcpy|strcat|strncpy|strtok|atoi)[[:space:]]*\(' \
