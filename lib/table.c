@@ -1629,6 +1629,13 @@ table_parse(const unsigned char *buf, size_t len, bool take, char *err,
 struct table *
 table_open_fd(int fd, const char *name, char *err, size_t errlen)
 {
+	return table_open_fd_len(fd, name, 0, err, errlen);
+}
+
+struct table *
+table_open_fd_len(int fd, const char *name, uint64_t want, char *err,
+    size_t errlen)
+{
 	struct table *t;
 	void *map;
 	size_t len;
@@ -1639,9 +1646,11 @@ table_open_fd(int fd, const char *name, char *err, size_t errlen)
 	 * A private copy, not a shared mapping: a table mapped from its file
 	 * changes with the file, so an edit in place after the SHA-256 check
 	 * would change answers (docs/BENCHMARKS.md has the memory it costs).
+	 * With want, a file of another size is refused by util_copy_fd's
+	 * fstat before a byte of it is copied.
 	 */
-	if (util_copy_fd(fd, name, TABLE_HDR_LEN, UINT64_MAX, &map, &len,
-	    err, errlen) != 0)
+	if (util_copy_fd(fd, name, want != 0 ? want : TABLE_HDR_LEN,
+	    want != 0 ? want : UINT64_MAX, &map, &len, err, errlen) != 0)
 		return NULL;
 	t = calloc(1, sizeof(*t));
 	if (t == NULL) {

@@ -205,6 +205,13 @@ struct table *table_open(const char *path, char *err, size_t errlen);
 /* The same from a descriptor the caller opened (and closes); name for messages. */
 struct table *table_open_fd(int fd, const char *name, char *err,
     size_t errlen);
+/*
+ * table_open_fd for a table whose length is known (want, from a verified
+ * filter header; 0: any): a file of another size is refused before any
+ * byte is copied. NULL with err.
+ */
+struct table *table_open_fd_len(int fd, const char *name, uint64_t want,
+    char *err, size_t errlen);
 
 /*
  * Hashes the table's bytes again and compares them with the SHA-256

@@ -710,6 +710,128 @@ loader_load_ring(struct sign_ring *r, const struct config *c, char *err,
 	return 0;
 }
 
+/*
+ * Opens a file of the pair without blocking (a FIFO must not hang the
+ * loader) and, with fstat on that descriptor and before a byte is read,
+ * checks that it is a regular file, owned and moded as owner_ok wants,
+ * of at most max bytes. Returns the descriptor (blocking again, the
+ * caller closes it) with *st, or -1 with err.
+ */
+static int
+open_checked(const struct loader *l, const char *path, uint64_t max,
+    struct stat *st, char *err, size_t errlen)
+{
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd == -1 || fstat(fd, st) == -1) {
+		snprintf(err, errlen, "%.400s: %s", path, strerror(errno));
+		goto out_close;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		snprintf(err, errlen, "%.400s: not a regular file", path);
+		goto out_close;
+	}
+	if (owner_ok(l, path, st, err, errlen) == -1)
+		goto out_close;
+	if ((uint64_t)st->st_size > max || (uint64_t)st->st_size > SIZE_MAX) {
+		snprintf(err, errlen, "%.400s: %lld bytes, over the limit of "
+		    "%llu", path, (long long)st->st_size,
+		    (unsigned long long)max);
+		goto out_close;
+	}
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) == -1) {
+		snprintf(err, errlen, "%.400s: %s", path, strerror(errno));
+		goto out_close;
+	}
+	return fd;
+out_close:
+	if (fd != -1)
+		close(fd);
+	return -1;
+}
+
+/*
+ * Reads exactly size bytes of fd (checked by open_checked) into a new
+ * buffer; a file that changed size meanwhile is refused. 0, or -1 with err.
+ */
+static int
+read_exact(int fd, const char *path, size_t size, unsigned char **out,
+    char *err, size_t errlen)
+{
+	unsigned char *buf, extra;
+	size_t got = 0;
+	ssize_t n;
+
+	if ((buf = malloc(size > 0 ? size : 1)) == NULL) {
+		snprintf(err, errlen, "%.400s: out of memory", path);
+		return -1;
+	}
+	while (got < size) {
+		n = pread(fd, buf + got, size - got, (off_t)got);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	if (got < size || pread(fd, &extra, 1, (off_t)got) != 0) {
+		snprintf(err, errlen, "%.400s: offset %zu: the file changed "
+		    "size while it was read", path, got);
+		free(buf);
+		return -1;
+	}
+	*out = buf;
+	return 0;
+}
+
+/* Opens, checks and parses the filter file (its signature is not checked). */
+static struct ffile *
+open_filter(const struct loader *l, const char *path, char *err,
+    size_t errlen)
+{
+	unsigned char *buf;
+	struct stat st;
+	int fd;
+	struct ffile *ff = NULL;
+
+	if ((fd = open_checked(l, path, FFILE_MAX_SIZE, &st, err,
+	    errlen)) == -1)
+		return NULL;
+	if (read_exact(fd, path, (size_t)st.st_size, &buf, err, errlen) == 0)
+		ff = ffile_parse(buf, (size_t)st.st_size, true, err, errlen);
+	close(fd);
+	return ff;
+}
+
+/*
+ * Opens, checks and copies the table of ff, whose signature the caller
+ * checked: the length the file must have is the verified header's, and
+ * a file of another size is refused unread.
+ */
+static struct table *
+open_table(const struct loader *l, const struct ffile *ff, const char *path,
+    char *err, size_t errlen)
+{
+	uint64_t want = ffile_info(ff)->table_len;
+	struct table *tab = NULL;
+	struct stat st;
+	int fd;
+
+	if ((fd = open_checked(l, path, UINT64_MAX, &st, err, errlen)) == -1)
+		return NULL;
+	if ((uint64_t)st.st_size != want)
+		snprintf(err, errlen, "%.250s: %lld bytes, but the signed "
+		    "filter says its table has %llu: not read; publish the "
+		    "pair again, or put back the table that belongs to this "
+		    "filter", path, (long long)st.st_size,
+		    (unsigned long long)want);
+	else
+		tab = table_open_fd_len(fd, path, want, err, errlen);
+	close(fd);
+	return tab;
+}
+
 int
 loader_load_files(struct loader *l, struct snapshot_slot *sl,
     const char *filter_path, const char *table_path)
@@ -717,59 +839,40 @@ loader_load_files(struct loader *l, struct snapshot_slot *sl,
 	struct ffile *ff;
 	struct table *tab = NULL;
 	char e[512], reason[600];
-
-	unsigned char *buf;
-	struct stat st;
-	size_t len;
-	int fd, rc;
+	int rc;
 
 	/*
 	 * Both files are read into private memory, so the bytes that were
 	 * verified can never change under the daemon, whatever happens to
 	 * the files (the table's SHA-256 is checked against the signed
-	 * header in loader_accept). A filter or table that group or others
-	 * may write is refused all the same, and so is one owned by anyone
-	 * but root, the daemon's user or filter_owner, checked on the
-	 * descriptor that is read.
+	 * header in loader_accept). Nothing is read before fstat on the
+	 * descriptor has passed: a regular file, owned by root, the
+	 * daemon's user or filter_owner, writable by neither group nor
+	 * others, within the size limit; the table's size must be the one
+	 * its verified filter names.
 	 */
-	ff = NULL;
-	if (util_read_file_st(filter_path, (size_t)FFILE_MAX_SIZE, &buf, &len,
-	    &st, e, sizeof(e)) == 0) {
-		if (owner_ok(l, filter_path, &st, e, sizeof(e)) == -1)
-			free(buf);
-		else
-			ff = ffile_parse(buf, len, true, e, sizeof(e));
-	}
-	if (ff == NULL) {
+	if ((ff = open_filter(l, filter_path, e, sizeof(e))) == NULL) {
 		snprintf(reason, sizeof(reason), "filter: %.500s", e);
 		loader_refuse(l, 0, filter_path, reason);
 		return -1;
 	}
-	if (table_path != NULL) {
-		/* Not blocking on open: a FIFO must not hang the loader. */
-		fd = open(table_path, O_RDONLY | O_CLOEXEC | O_NOCTTY |
-		    O_NONBLOCK);
-		if (fd == -1 || fstat(fd, &st) == -1)
-			snprintf(e, sizeof(e), "%.400s: %s", table_path,
-			    strerror(errno));
-		else if (!S_ISREG(st.st_mode))
-			snprintf(e, sizeof(e), "%.400s: not a regular file",
-			    table_path);
-		else if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) &
-		    ~O_NONBLOCK) == -1)
-			snprintf(e, sizeof(e), "%.400s: %s", table_path,
-			    strerror(errno));
-		else if (owner_ok(l, table_path, &st, e, sizeof(e)) == 0)
-			tab = table_open_fd(fd, table_path, e, sizeof(e));
-		if (fd != -1)
-			close(fd);
-		if (tab == NULL) {
-			snprintf(reason, sizeof(reason), "table: %.500s", e);
-			loader_refuse(l, ffile_info(ff)->version, filter_path,
-			    reason);
-			ffile_close(ff);
-			return -1;
-		}
+	/*
+	 * The signature before the table: its length is taken from the
+	 * verified header (loader_accept checks the signature again, against
+	 * the keys in force then).
+	 */
+	if (table_path != NULL && loader_verify(l, ff, e, sizeof(e)) == -1) {
+		snprintf(reason, sizeof(reason), "signature: %.500s", e);
+		loader_refuse(l, ffile_info(ff)->version, filter_path, reason);
+		ffile_close(ff);
+		return -1;
+	}
+	if (table_path != NULL &&
+	    (tab = open_table(l, ff, table_path, e, sizeof(e))) == NULL) {
+		snprintf(reason, sizeof(reason), "table: %.500s", e);
+		loader_refuse(l, ffile_info(ff)->version, filter_path, reason);
+		ffile_close(ff);
+		return -1;
 	}
 	rc = loader_accept(l, sl, ff, tab, filter_path);
 	if (rc == 0) {

@@ -3,6 +3,7 @@
 #include <cjson/cJSON.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -559,6 +560,91 @@ Test(loader, group_writable_table_is_refused)
 	cr_assert_eq(chmod(path, 0644), 0);
 	cr_assert_eq(loader_poll(&l, &sl, true), 0);
 	cr_assert_eq(serving(&sl), 5);
+	loader_free(&l);
+	snapshot_slot_free(&sl);
+}
+
+/* This process's peak resident memory in bytes (VmHWM). */
+static uint64_t
+peak_rss(void)
+{
+	struct rusage ru;
+
+	cr_assert_eq(getrusage(RUSAGE_SELF, &ru), 0);
+	return (uint64_t)ru.ru_maxrss * 1024;
+}
+
+#define HUGE_SPARSE	((off_t)1536 << 20)	/* 1.5 GiB, no blocks */
+
+/*
+ * A table whose size is not the one its verified filter names is refused
+ * before a byte of it is read: a sparse 1.5 GiB file costs no memory, and
+ * the message names the file, both sizes and what to do.
+ */
+Test(loader, table_of_another_size_is_refused_unread)
+{
+	struct snapshot_slot sl;
+	struct loader l;
+	struct loader_event ev;
+	int64_t now = util_now();
+	char err[512], path[512];
+	uint64_t before;
+
+	snapshot_slot_init(&sl);
+	cr_assert_eq(loader_init(&l, &cfg, &pol, err, sizeof(err)), 0, "%s",
+	    err);
+	publish(key, 5, now, now + 600, 0, false);
+	snprintf(path, sizeof(path), "%s/%s/%s", fdir, PUBLISH_CURRENT,
+	    PUBLISH_TABLE_NAME);
+	cr_assert_eq(truncate(path, HUGE_SPARSE), 0);
+	before = peak_rss();
+	cr_assert_eq(loader_poll(&l, &sl, false), -1);
+	cr_assert_lt(peak_rss() - before, (uint64_t)64 << 20, "the table "
+	    "was read: peak RSS grew by %llu bytes",
+	    (unsigned long long)(peak_rss() - before));
+	loader_stats(&l, &ev, NULL, NULL);
+	cr_assert(strstr(ev.reason, "table.rct: 1610612736 bytes, but the "
+	    "signed filter says its table has ") != NULL, "%s", ev.reason);
+	cr_assert(strstr(ev.reason, "not read") != NULL, "%s", ev.reason);
+	cr_assert_eq(serving(&sl), 0);
+	publish(key, 6, now, now + 600, 0, false);
+	cr_assert_eq(loader_poll(&l, &sl, false), 0);
+	cr_assert_eq(serving(&sl), 6);
+	loader_free(&l);
+	snapshot_slot_free(&sl);
+}
+
+/*
+ * A filter file's owner and mode are checked with fstat before it is
+ * read: a sparse 1.5 GiB filter that others may write is refused without
+ * costing its size in memory.
+ */
+Test(loader, filter_with_bad_mode_is_refused_unread)
+{
+	struct snapshot_slot sl;
+	struct loader l;
+	struct loader_event ev;
+	int64_t now = util_now();
+	char err[512], path[512];
+	uint64_t before;
+
+	snapshot_slot_init(&sl);
+	cr_assert_eq(loader_init(&l, &cfg, &pol, err, sizeof(err)), 0, "%s",
+	    err);
+	publish(key, 5, now, now + 600, 0, false);
+	snprintf(path, sizeof(path), "%s/%s/%s", fdir, PUBLISH_CURRENT,
+	    PUBLISH_FILTER_NAME);
+	cr_assert_eq(chmod(path, 0666), 0);
+	cr_assert_eq(truncate(path, HUGE_SPARSE), 0);
+	before = peak_rss();
+	cr_assert_eq(loader_poll(&l, &sl, false), -1);
+	cr_assert_lt(peak_rss() - before, (uint64_t)64 << 20, "the filter "
+	    "was read: peak RSS grew by %llu bytes",
+	    (unsigned long long)(peak_rss() - before));
+	loader_stats(&l, &ev, NULL, NULL);
+	cr_assert(strstr(ev.reason, "writable by group or others") != NULL,
+	    "%s", ev.reason);
+	cr_assert_eq(serving(&sl), 0);
 	loader_free(&l);
 	snapshot_slot_free(&sl);
 }
