@@ -241,6 +241,9 @@ handle_status(const struct server_req *r)
 	json_add_u64(o, "refused", rej);
 	json_add_u64(o, "highest_version", ctx->loader != NULL ?
 	    loader_highest(ctx->loader) : 0);
+	/* The pair in service is not on disk (served from memory). */
+	json_add(root, "disk_mismatch", ctx->loader != NULL ?
+	    loader_disk_json(ctx->loader) : cJSON_CreateNull());
 	add_config(root, r);
 	trust_status_json(root, &r->live->trust);
 	if (ctx->status_extra != NULL)
@@ -326,6 +329,7 @@ handle_metrics(const struct server_req *r)
 	enum stale_reason sr = STALE_FRESH;
 	int64_t now = util_now();
 	uint64_t acc = 0, rej = 0;
+	struct loader_disk dk;
 	struct sbuf b;
 
 	sbuf_init(&b, 4096, 0);
@@ -431,6 +435,10 @@ handle_metrics(const struct server_req *r)
 	    metrics_get(MET_HANDOFF));
 	if (ctx->loader != NULL)
 		loader_stats(ctx->loader, NULL, &acc, &rej);
+	gauge(&b, "served_not_on_disk", "1 when the filter in service is not "
+	    "what the filter dir has (its files gone or changed, or current "
+	    "refused): served from memory, where it was verified.",
+	    ctx->loader != NULL && loader_disk_state(ctx->loader, &dk));
 	sbuf_adds(&b, "# HELP revcheckd_reloads_total Filter loads by "
 	    "result.\n# TYPE revcheckd_reloads_total counter\n");
 	sbuf_addf(&b, "revcheckd_reloads_total{result=\"accepted\"} %llu\n"

@@ -839,6 +839,7 @@ loader_load_files(struct loader *l, struct snapshot_slot *sl,
 	struct ffile *ff;
 	struct table *tab = NULL;
 	char e[512], reason[600];
+	bool same;
 	int rc;
 
 	/*
@@ -874,12 +875,21 @@ loader_load_files(struct loader *l, struct snapshot_slot *sl,
 		ffile_close(ff);
 		return -1;
 	}
+	/* The same bytes as in service (rc 1) put them back on disk. */
+	same = tab == NULL || table_check_binding(tab,
+	    ffile_info(ff)->table_sha256, ffile_info(ff)->table_len, e,
+	    sizeof(e)) == 0;
 	rc = loader_accept(l, sl, ff, tab, filter_path);
-	if (rc == 0) {
+	if (rc == 0 || (rc == 1 && same)) {
 		copy_str(l->serving_filter, sizeof(l->serving_filter),
 		    filter_path);
 		copy_str(l->serving_table, sizeof(l->serving_table),
 		    table_path != NULL ? table_path : "");
+		loader_disk_clear(l);
+	} else if (rc == 1) {
+		snprintf(reason, sizeof(reason), "%.300s: %.200s", table_path,
+		    e);
+		loader_disk_flag(l, sl, reason);
 	}
 	return rc;
 }
@@ -908,7 +918,7 @@ int
 loader_reverify(struct loader *l, struct snapshot_slot *sl)
 {
 	struct snapshot *s;
-	char why[400] = "", reason[512];
+	char why[400] = "", disk[400] = "", reason[512];
 	uint64_t version;
 
 	if ((s = snapshot_acquire(sl)) == NULL)
@@ -921,11 +931,22 @@ loader_reverify(struct loader *l, struct snapshot_slot *sl)
 		snprintf(why, sizeof(why), "the table in memory no longer "
 		    "matches its verified SHA-256");
 	else if (s->tab != NULL && l->serving_table[0] != '\0' &&
-	    disk_matches(l->serving_table, table_sha256(s->tab), why,
-	    sizeof(why)) == 0 && l->serving_filter[0] != '\0')
-		(void)disk_matches(l->serving_filter, ffile_sha256(s->ff), why,
-		    sizeof(why));
+	    disk_matches(l->serving_table, table_sha256(s->tab), disk,
+	    sizeof(disk)) == 0 && l->serving_filter[0] != '\0')
+		(void)disk_matches(l->serving_filter, ffile_sha256(s->ff), disk,
+		    sizeof(disk));
 	snapshot_release(s);
+	/*
+	 * The bytes in memory are the ones verified, and nothing on disk
+	 * can change them: files gone or edited are said loudly, and the
+	 * verified pair serves on (until it expires, as always).
+	 */
+	if (why[0] == '\0' && disk[0] != '\0') {
+		log_warn("SIGHUP: filter version %llu in service re-verified "
+		    "in memory; its files are not", (unsigned long long)version);
+		loader_disk_flag(l, sl, disk);
+		return 0;
+	}
 	if (why[0] == '\0') {
 		log_info("SIGHUP: filter version %llu in service re-verified",
 		    (unsigned long long)version);
@@ -942,6 +963,21 @@ loader_reverify(struct loader *l, struct snapshot_slot *sl)
 	l->serving_filter[0] = '\0';
 	l->serving_table[0] = '\0';
 	return -1;
+}
+
+/* current names a pair that was refused: the one in service is not it. */
+static void
+disk_refused(struct loader *l, struct snapshot_slot *sl, const char *vdir,
+    uint64_t version)
+{
+	struct loader_event ev;
+	char found[512];
+
+	loader_stats(l, &ev, NULL, NULL);
+	snprintf(found, sizeof(found), "%s names version %llu (%.200s), "
+	    "refused: %.200s", PUBLISH_CURRENT, (unsigned long long)version,
+	    vdir, ev.reason);
+	loader_disk_flag(l, sl, found);
 }
 
 int
@@ -965,6 +1001,10 @@ loader_poll(struct loader *l, struct snapshot_slot *sl, bool force)
 				log_warn("filter dir: %s", e);
 		}
 		l->last_pub_err = r;
+		if (r == 1)
+			snprintf(e, sizeof(e), "%.400s/%s: no current pair",
+			    l->filter_dir, PUBLISH_CURRENT);
+		loader_disk_flag(l, sl, e);
 		return r == 1 ? 1 : -1;
 	}
 	l->last_pub_err = 0;
@@ -983,7 +1023,9 @@ loader_poll(struct loader *l, struct snapshot_slot *sl, bool force)
 		return 1;
 	copy_str(l->last_target, sizeof(l->last_target), vdir);
 	l->last_st = st;
-	return loader_load_files(l, sl, fpath, tpath);
+	if ((r = loader_load_files(l, sl, fpath, tpath)) == -1)
+		disk_refused(l, sl, vdir, version);
+	return r;
 }
 
 struct chain_walk {

@@ -44,6 +44,19 @@ struct loader_hwm {
 	uint64_t	 delta_seq;	/* highest delta seq served on sha256 */
 };
 
+/*
+ * The pair in service is not what the disk has: its files gone or
+ * changed, or current naming a pair that was refused (an older version
+ * put back, say). It is served on from memory, where it was verified.
+ */
+struct loader_disk {
+	bool		 mismatch;
+	int64_t		 since;
+	uint64_t	 served_version;
+	char		 served_sha256[65];
+	char		 found[512];	/* what the disk has, and why refused */
+};
+
 struct loader {
 	char		 filter_dir[PATH_MAX];	/* "" on an edge */
 	char		 state_path[PATH_MAX];
@@ -79,6 +92,7 @@ struct loader {
 	uint64_t	 chain_seq;
 	uint64_t	 chain_base;
 	char		 chain_dir[PATH_MAX];	/* the origin's chain in service */
+	struct loader_disk disk;	/* guarded by ev_mu */
 };
 
 /*
@@ -238,6 +252,29 @@ int loader_load_ring(struct sign_ring *r, const struct config *c,
  */
 int loader_verify(struct loader *l, const struct ffile *ff, char *err,
     size_t errlen);
+
+/*
+ * The filter in service is not on disk (found says what is there): it
+ * keeps serving, from memory, the bytes that were verified, and this
+ * says so - an error log line and an audit line ("event":
+ * "disk_mismatch") when found changes, /v1/status "disk_mismatch" and
+ * the metric revcheckd_served_not_on_disk until loader_disk_clear. Does
+ * nothing when no filter is in service. Any thread; can't fail.
+ */
+void loader_disk_flag(struct loader *l, struct snapshot_slot *sl,
+    const char *found);
+
+/* The pair on disk is the one in service again (logged once). */
+void loader_disk_clear(struct loader *l);
+
+/* A copy of the state; true when the pair in service is not on disk. */
+bool loader_disk_state(struct loader *l, struct loader_disk *out);
+
+/*
+ * /v1/status "disk_mismatch": null, or {"since", "served_version",
+ * "served_sha256", "found"}; NULL when out of memory. The caller owns it.
+ */
+cJSON *loader_disk_json(struct loader *l);
 
 /* A consistent copy of the last event and the counters. */
 void loader_stats(struct loader *l, struct loader_event *last,

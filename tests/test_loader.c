@@ -486,8 +486,9 @@ edit_current(const char *file, off_t off)
 
 /*
  * The pair in service cannot be changed through its files, and a SIGHUP
- * (loader_reverify, then the forced poll) notices an edited table, takes
- * the filter out of service and keeps it out: fail closed.
+ * (loader_reverify, then the forced poll) notices an edited table: the
+ * verified bytes in memory serve on, and the mismatch is said (log,
+ * audit, loader_disk_state) until a pair on disk loads again.
  */
 Test(loader, table_edited_after_load_is_caught_on_reverify)
 {
@@ -496,7 +497,7 @@ Test(loader, table_edited_after_load_is_caught_on_reverify)
 	struct table_rec r;
 	struct revkey k;
 	struct loader l;
-	struct loader_event ev;
+	struct loader_disk d;
 	int64_t now = util_now();
 	char err[512];
 
@@ -507,6 +508,7 @@ Test(loader, table_edited_after_load_is_caught_on_reverify)
 	cr_assert_eq(loader_poll(&l, &sl, false), 0);
 	cr_assert_eq(loader_reverify(&l, &sl), 0, "an untouched pair");
 	cr_assert_eq(serving(&sl), 5);
+	cr_assert_not(loader_disk_state(&l, &d));
 	/* The last byte of the file: "t2"'s id, which has no reason ("t3"). */
 	edit_current(PUBLISH_TABLE_NAME, -1);
 	cr_assert_not_null(s = snapshot_acquire(&sl));
@@ -515,23 +517,77 @@ Test(loader, table_edited_after_load_is_caught_on_reverify)
 	cr_assert_eq(table_lookup(s->tab, &k, &r), 1, "the edit reached "
 	    "the table in service");
 	snapshot_release(s);
-	cr_assert_eq(loader_reverify(&l, &sl), -1);
-	cr_assert_eq(serving(&sl), 0, "still serving an edited pair");
-	loader_stats(&l, &ev, NULL, NULL);
-	cr_assert(strstr(ev.reason, "changed on disk") != NULL, "%s",
-	    ev.reason);
-	cr_assert_eq(audit_lines("changed on disk"), 1);
-	/* The forced poll of the SIGHUP: the files in place stay refused. */
-	cr_assert_eq(loader_poll(&l, &sl, true), -1);
-	cr_assert_eq(serving(&sl), 0);
-	/* A good new pair brings the node back. */
+	cr_assert_eq(loader_reverify(&l, &sl), 0);
+	cr_assert_eq(serving(&sl), 5, "the verified pair left service");
+	cr_assert(loader_disk_state(&l, &d));
+	cr_assert_eq(d.served_version, 5);
+	cr_assert(strstr(d.found, "changed on disk") != NULL, "%s", d.found);
+	cr_assert_eq(audit_lines("\"event\":\"disk_mismatch\""), 1);
+	/* The forced poll of the SIGHUP: the edited table is not loaded. */
+	cr_assert_eq(loader_poll(&l, &sl, true), 1);
+	cr_assert_eq(serving(&sl), 5);
+	cr_assert(loader_disk_state(&l, &d));
+	cr_assert(strstr(d.found, "table") != NULL, "%s", d.found);
+	/* A good new pair loads and clears the mismatch. */
 	publish(key, 6, now, now + 600, 0, false);
 	cr_assert_eq(loader_poll(&l, &sl, false), 0);
 	cr_assert_eq(serving(&sl), 6);
+	cr_assert_not(loader_disk_state(&l, &d));
 	/* The filter file edited in place is caught the same way. */
 	edit_current(PUBLISH_FILTER_NAME, 200);
-	cr_assert_eq(loader_reverify(&l, &sl), -1);
-	cr_assert_eq(serving(&sl), 0);
+	cr_assert_eq(loader_reverify(&l, &sl), 0);
+	cr_assert_eq(serving(&sl), 6);
+	cr_assert(loader_disk_state(&l, &d));
+	cr_assert(strstr(d.found, "filter.rcf changed on disk") != NULL, "%s",
+	    d.found);
+	loader_free(&l);
+	snapshot_slot_free(&sl);
+}
+
+/*
+ * The served version's directory replaced by an older one (a rollback,
+ * refused): the verified pair in memory serves on, flagged; putting the
+ * served version back clears the flag, and so does a newer version.
+ */
+Test(loader, served_pair_gone_from_disk_keeps_serving)
+{
+	struct snapshot_slot sl;
+	struct loader l;
+	struct loader_disk d;
+	int64_t now = util_now();
+	char err[512], v5[256], keep[256], cur[256];
+
+	snapshot_slot_init(&sl);
+	cr_assert_eq(loader_init(&l, &cfg, &pol, err, sizeof(err)), 0, "%s",
+	    err);
+	publish(key, 4, now, now + 600, 0, false);
+	cr_assert_eq(loader_poll(&l, &sl, false), 0);
+	publish(key, 5, now, now + 600, 0, false);
+	cr_assert_eq(loader_poll(&l, &sl, false), 0);
+	cr_assert_eq(serving(&sl), 5);
+	/* Version 5's directory moved away, current back on version 4. */
+	snprintf(v5, sizeof(v5), "%s/v%020u", fdir, 5);
+	snprintf(keep, sizeof(keep), "%s/kept-v5", dir);
+	snprintf(cur, sizeof(cur), "%s/%s", fdir, PUBLISH_CURRENT);
+	cr_assert_eq(rename(v5, keep), 0);
+	cr_assert_eq(unlink(cur), 0);
+	snprintf(err, sizeof(err), "v%020u", 4);
+	cr_assert_eq(symlink(err, cur), 0);
+	cr_assert_eq(loader_reverify(&l, &sl), 0);
+	cr_assert_eq(loader_poll(&l, &sl, true), -1, "the rollback refused");
+	cr_assert_eq(serving(&sl), 5, "the verified pair left service");
+	cr_assert(loader_disk_state(&l, &d));
+	cr_assert_eq(d.served_version, 5);
+	cr_assert(strstr(d.found, "rollback") != NULL, "%s", d.found);
+	/* Version 5 put back: the same bytes, the flag clears. */
+	cr_assert_eq(rename(keep, v5), 0);
+	cr_assert_eq(unlink(cur), 0);
+	snprintf(err, sizeof(err), "v%020u", 5);
+	cr_assert_eq(symlink(err, cur), 0);
+	cr_assert_eq(loader_reverify(&l, &sl), 0);
+	cr_assert_eq(loader_poll(&l, &sl, true), 1);
+	cr_assert_not(loader_disk_state(&l, &d), "%s", d.found);
+	cr_assert_eq(serving(&sl), 5);
 	loader_free(&l);
 	snapshot_slot_free(&sl);
 }
