@@ -699,6 +699,20 @@ def f_full_disk(fleet, rnd):
     return {"note": "%.1f s" % d}
 
 
+def f_oracle_selftest(fleet, rnd):
+    """Not a fault: revokes an id behind the oracle's back, so that every
+    node's (right) revoked answer about it is judged wrong after the
+    bound. Only with CHAOS_FAULTS=oracle_selftest: shows W counts."""
+    key = ("default", "n-selftest-%d" % rnd.randrange(10**9))
+    fleet.psql("INSERT INTO revcheck_revocations (scope, id) VALUES (%s, %s)"
+               % (sql_str(key[0]), sql_str(key[1])))
+    with POOL.lock:
+        POOL.special[key] = INF
+    hold(BOUND + 10)
+    return {"note": "%s revoked unrecorded" % key[1]}
+
+
+SELFTEST = {"oracle_selftest": f_oracle_selftest}
 FAULTS = {
     "expire_last_row": f_expire_last, "bad_rows": f_bad_rows,
     "burst": f_burst, "pg_restart": f_pg_restart, "pg_stop": f_pg_stop,
@@ -710,6 +724,7 @@ FAULTS = {
 
 
 ONLY = [f for f in (os.environ.get("CHAOS_FAULTS") or "").split(",") if f]
+FAULTS.update({k: v for k, v in SELFTEST.items() if k in ONLY})
 for _f in ONLY:
     if _f not in FAULTS:
         sys.exit("chaos: CHAOS_FAULTS: no fault %r (%s)" % (_f, " ".join(FAULTS)))
