@@ -64,6 +64,18 @@ json_part(const char *p, size_t len, size_t off, const char *what, char *err,
 		snprintf(err, errlen, "%s is not JSON (NUL byte)", what);
 		goto out;
 	}
+	/*
+	 * RFC 7519 section 7.2: the decoded parts are UTF-8. cJSON copies
+	 * string bytes as they are, so an invalid sequence would reach
+	 * every answer that shows a claim, and a downstream reader that
+	 * decodes it otherwise would read another value than was checked.
+	 */
+	if (!util_utf8_valid(buf, (size_t)n)) {
+		snprintf(err, errlen, "%s is not valid UTF-8 (an overlong "
+		    "form, a surrogate, a code point above U+10FFFF or a "
+		    "broken sequence)", what);
+		goto out;
+	}
 	if ((why = util_json_refused((const char *)buf, (size_t)n)) != NULL) {
 		snprintf(err, errlen, "%s refused: %s", what, why);
 		goto out;

@@ -73,8 +73,11 @@ struct jwt_issuer {
 
 /*
  * Splits and decodes a compact JWS (header.payload.signature, base64url
- * without padding): header and payload must be JSON objects with no
- * repeated member that revcheck reads. Does not verify anything; token
+ * without padding): header and payload must be valid UTF-8 (strict: no
+ * overlong form, surrogate, code point above U+10FFFF or cut sequence)
+ * (cJSON decodes a \u escape to valid UTF-8 or refuses it), and JSON
+ * objects with no repeated member that revcheck reads. A part that is not
+ * is refused as malformed. Does not verify anything; token
  * must outlive t. Returns 0 with t filled (release with jwt_free), or -1
  * with err (safe to show: never the token) and t empty.
  */

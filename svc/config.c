@@ -228,11 +228,13 @@ free_issuers(struct config *c)
 static void
 free_clients(struct config *c)
 {
-	size_t i;
+	size_t i, j;
 
 	for (i = 0; i < c->nclients; i++) {
 		free(c->clients[i].id);
 		free(c->clients[i].secret_file);
+		for (j = 0; j < c->clients[i].naud; j++)
+			free(c->clients[i].audiences[j]);
 		memset(&c->clients[i], 0, sizeof(c->clients[i]));
 	}
 	c->nclients = 0;
@@ -889,6 +891,40 @@ load_issuers(struct config *c, const cJSON *v, const char *origin,
 	return 0;
 }
 
+/*
+ * A client's "audiences": 1 to JWT_MAX_AUD non-empty strings. An empty
+ * list would make every answer inactive, which is a mistake, not a
+ * setting.
+ */
+static int
+client_audiences(struct config_client *cl, const cJSON *m, const char *what,
+    char *err, size_t errlen)
+{
+	const cJSON *it;
+
+	if (!cJSON_IsArray(m) || cJSON_GetArraySize(m) == 0) {
+		snprintf(err, errlen, "%s: must be a non-empty array of "
+		    "strings", what);
+		return -1;
+	}
+	if (cl->naud > 0) {
+		snprintf(err, errlen, "%s: given twice", what);
+		return -1;
+	}
+	cJSON_ArrayForEach(it, m) {
+		if (cl->naud == JWT_MAX_AUD) {
+			snprintf(err, errlen, "%s: more than %d", what,
+			    JWT_MAX_AUD);
+			return -1;
+		}
+		if (dup_str(&cl->audiences[cl->naud], it, what, err,
+		    errlen) == -1)
+			return -1;
+		cl->naud++;
+	}
+	return 0;
+}
+
 static int
 load_clients(struct config *c, const cJSON *v, const char *origin,
     char *err, size_t errlen)
@@ -921,6 +957,8 @@ load_clients(struct config *c, const cJSON *v, const char *origin,
 			    what, e, sizeof(e)) :
 			    strcmp(m->string, "secret_file") == 0 ?
 			    dup_str(&cl->secret_file, m, what, e, sizeof(e)) :
+			    strcmp(m->string, "audiences") == 0 ?
+			    client_audiences(cl, m, what, e, sizeof(e)) :
 			    (snprintf(e, sizeof(e), "%s: unknown key", what),
 			    -1)) {
 				snprintf(err, errlen, "%s: key %s", origin, e);
@@ -1758,15 +1796,21 @@ issuers_differ(const struct config *a, const struct config *b)
 static bool
 clients_differ(const struct config *a, const struct config *b)
 {
-	size_t i;
+	size_t i, j;
 
 	if (a->nclients != b->nclients)
 		return true;
-	for (i = 0; i < a->nclients; i++)
+	for (i = 0; i < a->nclients; i++) {
 		if (str_differs(a->clients[i].id, b->clients[i].id) ||
 		    str_differs(a->clients[i].secret_file,
-		    b->clients[i].secret_file))
+		    b->clients[i].secret_file) ||
+		    a->clients[i].naud != b->clients[i].naud)
 			return true;
+		for (j = 0; j < a->clients[i].naud; j++)
+			if (strcmp(a->clients[i].audiences[j],
+			    b->clients[i].audiences[j]) != 0)
+				return true;
+	}
 	return false;
 }
 
@@ -1909,10 +1953,16 @@ config_copy(struct config *dst, const struct config *src, char *err,
 		for (j = 0; ok && j < si->naud; j++)
 			ok = dup_into(&di->audiences[j], si->audiences[j]);
 	}
-	for (i = 0; ok && i < src->nclients; i++)
+	for (i = 0; ok && i < src->nclients; i++) {
 		ok = dup_into(&dst->clients[i].id, src->clients[i].id) &&
 		    dup_into(&dst->clients[i].secret_file,
 		    src->clients[i].secret_file);
+		for (j = 0; ok && j < src->clients[i].naud; j++) {
+			ok = dup_into(&dst->clients[i].audiences[j],
+			    src->clients[i].audiences[j]);
+			dst->clients[i].naud = j + 1;
+		}
+	}
 	if (!ok) {
 		config_free(dst);
 		snprintf(err, errlen, "out of memory");

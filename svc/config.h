@@ -47,10 +47,16 @@ struct config_issuer {
 	char		*jwks_ca_file;	/* CA for jwks_uri; NULL: the system's */
 };
 
-/* One caller of /v1/introspect ("introspection_clients"). */
+/*
+ * One caller of /v1/introspect ("introspection_clients"). It is answered
+ * active only for tokens whose "aud" names one of its audiences (RFC 7662
+ * section 4); without "audiences" (naud 0) its one audience is its id.
+ */
 struct config_client {
 	char		*id;
 	char		*secret_file;
+	char		*audiences[JWT_MAX_AUD];
+	size_t		 naud;
 };
 
 enum config_action {

@@ -871,47 +871,81 @@ handle_authz(const struct server_req *r)
 /*
  * RFC 7662 2.1: the caller authenticates. HTTP Basic with an
  * introspection client's id and secret, or "Bearer <secret>" with any
- * client's secret. True when one matches.
+ * client's secret. The client that matches, or NULL.
  */
-static bool
-introspect_caller_ok(const struct server_req *r)
+static const struct trust_client *
+introspect_caller(const struct server_req *r)
 {
 	unsigned char buf[INTROSPECT_CRED_MAX + 3];
+	const struct trust_client *cl = NULL;
 	const char *auth, *p;
 	unsigned char *colon;
 	size_t n;
 	int dl;
-	bool ok = false;
 
 	auth = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
 	    MHD_HTTP_HEADER_AUTHORIZATION);
 	if (auth == NULL)
-		return false;
+		return NULL;
 	if (strncasecmp(auth, "Bearer ", 7) == 0) {
 		for (p = auth + 7; *p == ' '; p++)
 			;
-		return trust_client_ok(&r->live->trust, NULL, 0,
+		return trust_client_find(&r->live->trust, NULL, 0,
 		    (const unsigned char *)p, strlen(p));
 	}
 	if (strncasecmp(auth, "Basic ", 6) != 0)
-		return false;
+		return NULL;
 	for (p = auth + 6; *p == ' '; p++)
 		;
 	n = strlen(p);
 	if (n == 0 || n % 4 != 0 || n / 4 * 3 > INTROSPECT_CRED_MAX)
-		return false;
+		return NULL;
 	if ((dl = EVP_DecodeBlock(buf, (const unsigned char *)p, (int)n)) < 0)
-		return false;
+		return NULL;
 	if (p[n - 1] == '=')
 		dl--;
 	if (p[n - 2] == '=')
 		dl--;
 	if ((colon = memchr(buf, ':', (size_t)dl)) != NULL)
-		ok = trust_client_ok(&r->live->trust, (const char *)buf,
+		cl = trust_client_find(&r->live->trust, (const char *)buf,
 		    (size_t)(colon - buf), colon + 1,
 		    (size_t)dl - (size_t)(colon - buf) - 1);
 	OPENSSL_cleanse(buf, sizeof(buf));
-	return ok;
+	return cl;
+}
+
+/* True when s is one of cl's audiences. */
+static bool
+client_has_aud(const struct trust_client *cl, const char *s)
+{
+	size_t i;
+
+	for (i = 0; i < cl->naud; i++)
+		if (strcmp(s, cl->aud[i]) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * RFC 7662 section 4: a client learns about a token only when it is
+ * among the token's audiences. True when "aud" (a string or an array of
+ * strings; jwt_verify has already required one the issuer accepts)
+ * names one of the calling client's audiences.
+ */
+static bool
+introspect_aud_ok(const cJSON *claims, const struct trust_client *cl)
+{
+	const cJSON *aud = cJSON_GetObjectItemCaseSensitive(claims, "aud");
+	const cJSON *it;
+
+	if (cJSON_IsString(aud))
+		return client_has_aud(cl, aud->valuestring);
+	if (!cJSON_IsArray(aud))
+		return false;
+	cJSON_ArrayForEach(it, aud)
+		if (cJSON_IsString(it) && client_has_aud(cl, it->valuestring))
+			return true;
+	return false;
 }
 
 /*
@@ -975,33 +1009,35 @@ introspect_reply(const struct server_req *r, unsigned status,
 	    nhdrs);
 }
 
-/* Copies the claims RFC 7662 2.2 names, when the token has them. */
+/*
+ * Copies the claims RFC 7662 2.2 names, when the token has them, each
+ * escaped as every JSON answer is (sbuf_add_json: '<' '>' '&', DEL and
+ * control characters as \u00XX; jwt_parse refused a token that is not
+ * UTF-8), so a claim can never be read as markup by a consumer.
+ */
 static void
 introspect_members(struct sbuf *b, const cJSON *claims)
 {
 	static const char *const names[] = { "iss", "sub", "aud", "exp",
 	    "iat", "nbf", "jti", "scope", "client_id" };
 	const cJSON *m;
-	char *text;
 	size_t i;
 
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		m = cJSON_GetObjectItemCaseSensitive(claims, names[i]);
 		if (m == NULL)
 			continue;
-		if ((text = cJSON_PrintUnformatted(m)) == NULL)
-			continue;
 		sbuf_adds(b, ",\"");
 		sbuf_adds(b, names[i]);
 		sbuf_adds(b, "\":");
-		sbuf_adds(b, text);
-		cJSON_free(text);
+		sbuf_add_json(b, m);
 	}
 }
 
 /*
  * POST /v1/introspect (RFC 7662): {"active": true, ...} only for a token
- * that verifies and is proven not revoked; {"active": false} for every
+ * that verifies, names one of the calling client's audiences in "aud"
+ * (section 4), and is proven not revoked; {"active": false} for every
  * other token. A stale filter or an unsettled positive is a 503, as for
  * every check.
  */
@@ -1017,13 +1053,14 @@ handle_introspect(const struct server_req *r)
 	enum jwt_verdict jv;
 	enum check_gate g;
 	struct trust_cutoffs cut;
+	const struct trust_client *cl;
 	cJSON *claims = NULL;
 	struct sbuf b;
 	char *tok = NULL, *hint = NULL, e[256], *body;
 	size_t len, nh;
 	int f;
 
-	if (!introspect_caller_ok(r)) {
+	if ((cl = introspect_caller(r)) == NULL) {
 		h[0].name = MHD_HTTP_HEADER_WWW_AUTHENTICATE;
 		h[0].value = "Basic realm=\"revcheck introspection\"";
 		return introspect_reply(r, MHD_HTTP_UNAUTHORIZED,
@@ -1044,6 +1081,13 @@ handle_introspect(const struct server_req *r)
 	if (f == -1) {
 		log_debug("introspect: inactive: %s: %s", jwt_verdict_str(jv),
 		    e);
+		return introspect_reply(r, MHD_HTTP_OK,
+		    "{\"active\":false}\n", NULL, 0);
+	}
+	if (!introspect_aud_ok(claims, cl)) {
+		log_debug("introspect: inactive: no audience of client %s",
+		    cl->id);
+		cJSON_Delete(claims);
 		return introspect_reply(r, MHD_HTTP_OK,
 		    "{\"active\":false}\n", NULL, 0);
 	}

@@ -147,6 +147,12 @@ load_clients(struct trust *t, const struct config *c, char *err,
 		cl = &t->clients[i];
 		t->nclients = i + 1;
 		cl->id = c->clients[i].id;
+		cl->naud = c->clients[i].naud;
+		cl->aud = (const char *const *)c->clients[i].audiences;
+		if (cl->naud == 0) {
+			cl->aud = &cl->id;
+			cl->naud = 1;
+		}
 		if (trust_read_secret(c, c->clients[i].secret_file,
 		    TRUST_CLIENT_SECRET_MIN, &cl->secret, &cl->len, e,
 		    sizeof(e)) == -1) {
@@ -158,12 +164,11 @@ load_clients(struct trust *t, const struct config *c, char *err,
 	return 0;
 }
 
-bool
-trust_client_ok(const struct trust *t, const char *id, size_t idlen,
+const struct trust_client *
+trust_client_find(const struct trust *t, const char *id, size_t idlen,
     const unsigned char *secret, size_t slen)
 {
-	const struct trust_client *cl;
-	bool ok = false;
+	const struct trust_client *cl, *found = NULL;
 	size_t i;
 
 	for (i = 0; t != NULL && i < t->nclients; i++) {
@@ -173,10 +178,17 @@ trust_client_ok(const struct trust *t, const char *id, size_t idlen,
 			continue;
 		/* Every candidate is compared: the time says nothing. */
 		if (cl->len == slen && CRYPTO_memcmp(cl->secret, secret,
-		    slen) == 0)
-			ok = true;
+		    slen) == 0 && found == NULL)
+			found = cl;
 	}
-	return ok;
+	return found;
+}
+
+bool
+trust_client_ok(const struct trust *t, const char *id, size_t idlen,
+    const unsigned char *secret, size_t slen)
+{
+	return trust_client_find(t, id, idlen, secret, slen) != NULL;
 }
 
 int
@@ -472,6 +484,12 @@ trust_log(const struct trust *t)
 	}
 	if (t->nclients > 0)
 		log_info("introspection: %zu client(s)", t->nclients);
+	for (i = 0; i < t->nclients; i++)
+		if (t->clients[i].aud == &t->clients[i].id)
+			log_warn("introspection client %s: no \"audiences\": "
+			    "answered active only for tokens whose \"aud\" "
+			    "names \"%s\" (its id)", t->clients[i].id,
+			    t->clients[i].id);
 }
 
 /* True while some jwks_uri issuer has neither a set nor a fetch tried. */

@@ -54,11 +54,17 @@ struct trust_issuer {
 	char		 last_error[200];
 };
 
-/* A caller of /v1/introspect: its id and secret (wiped on free). */
+/*
+ * A caller of /v1/introspect: its id and secret (wiped on free), and the
+ * audiences it is answered for (the config's "audiences", or its id
+ * alone when none are given).
+ */
 struct trust_client {
 	const char	*id;		/* borrowed from the config */
 	unsigned char	*secret;
 	size_t		 len;
+	const char *const *aud;		/* borrowed: the config's, or &id */
+	size_t		 naud;
 };
 
 #define TRUST_CLIENT_SECRET_MIN	16
@@ -233,6 +239,14 @@ int trust_token_cut(struct trust *t, const char *tok, size_t len,
  */
 bool trust_client_ok(const struct trust *t, const char *id, size_t idlen,
     const unsigned char *secret, size_t slen);
+
+/*
+ * The client trust_client_ok() would accept with these credentials, or
+ * NULL; with id NULL, the first client whose secret it is. Borrowed
+ * from t.
+ */
+const struct trust_client *trust_client_find(const struct trust *t,
+    const char *id, size_t idlen, const unsigned char *secret, size_t slen);
 
 /*
  * Appends the Prometheus series of the verified-token cache

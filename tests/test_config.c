@@ -928,6 +928,8 @@ Test(config, shipped_token_example_parses)
 	cr_assert_eq(c.nissuers, 3);
 	cr_assert_eq(c.nclients, 1);
 	cr_assert_str_eq(c.clients[0].id, "gw");
+	cr_assert_eq(c.clients[0].naud, 1);
+	cr_assert_str_eq(c.clients[0].audiences[0], "api");
 	cr_assert_str_eq(c.issuers[0].jwks_uri,
 	    "https://login.example/.well-known/jwks.json");
 	cr_assert_eq(c.issuers[0].jwks_refresh, 300);
@@ -1069,6 +1071,16 @@ Test(config, issuers_refused)
 		{ "{\"issuers\":[{\"issuer\":\"\"}]}", "non-empty" },
 		{ "{\"introspection_clients\":[{\"id\":\"a\",\"pw\":\"x\"}]}",
 		    "unknown key" },
+		{ "{\"introspection_clients\":[{\"id\":\"a\",\"audiences\":"
+		    "[]}]}", "non-empty array" },
+		{ "{\"introspection_clients\":[{\"id\":\"a\",\"audiences\":"
+		    "\"api\"}]}", "non-empty array" },
+		{ "{\"introspection_clients\":[{\"id\":\"a\",\"audiences\":"
+		    "[\"api\", 5]}]}", "non-empty string" },
+		{ "{\"introspection_clients\":[{\"id\":\"a\",\"audiences\":"
+		    "[\"1\",\"2\",\"3\",\"4\",\"5\",\"6\",\"7\",\"8\",\"9\","
+		    "\"10\",\"11\",\"12\",\"13\",\"14\",\"15\",\"16\",\"17\"]}]}",
+		    "more than 16" },
 		{ "{\"token_verification\":\"off\"}", "revocation-only" },
 	};
 	size_t i;

@@ -299,6 +299,127 @@ Test(jwt, escaped_nul_in_claims_refused)
 	cr_assert_eq(k.id_len, 12);
 }
 
+/* A token of header text hdr and payload text pl; caller frees. */
+static char *
+mktoken_hp(const char *hdr, const char *pl)
+{
+	size_t hl = strlen(hdr), plen = strlen(pl), o;
+	char *tok = malloc(64 + 2 * hl + 2 * plen);
+
+	cr_assert_not_null(tok);
+	enc(tok, hdr, hl);
+	o = strlen(tok);
+	tok[o++] = '.';
+	enc(tok + o, pl, plen);
+	o = strlen(tok);
+	tok[o++] = '.';
+	enc(tok + o, "signature-bytes", 15);
+	return tok;
+}
+
+/*
+ * RFC 7519 7.2: the decoded header and payload are UTF-8. cJSON copied a
+ * string's bytes as they were, so an overlong '/', a surrogate or a byte
+ * that starts no character reached the claims (and /v1/introspect's
+ * answer) raw. Every invalid form is refused as malformed, in the
+ * payload (jwt_parse and jwt_parse_claims alike) and in the header; the
+ * valid forms at each boundary are kept.
+ */
+Test(jwt, invalid_utf8_in_header_or_payload_refused)
+{
+	static const char *const bad[] = {
+		"\xc0\xaf",		/* overlong '/', two bytes */
+		"\xc1\xbf",		/* overlong, two bytes */
+		"\xe0\x80\xaf",	/* overlong '/', three bytes */
+		"\xe0\x9f\xbf",	/* overlong U+07FF */
+		"\xf0\x80\x80\xaf",	/* overlong '/', four bytes */
+		"\xf0\x8f\xbf\xbf",	/* overlong U+FFFF */
+		"\xed\xa0\x80",	/* U+D800, a high surrogate */
+		"\xed\xbf\xbf",	/* U+DFFF, a low surrogate */
+		"\xed\xa0\xbd\xed\xb8\x80", /* a CESU-8 pair */
+		"\xf4\x90\x80\x80",	/* U+110000 */
+		"\xf5\x80\x80\x80",	/* above U+10FFFF */
+		"\xf8\x88\x80\x80\x80",	/* a five-byte form */
+		"\xff",			/* never in UTF-8 */
+		"\xfe",
+		"\x80",			/* a stray continuation byte */
+		"a\xbf" "b",
+		"\xe2\x82",		/* cut: two of three bytes */
+		"\xc3",			/* cut: one of two */
+		"\xf0\x9f\x98",	/* cut: three of four */
+		"\xc3\x28",		/* a lead byte, then ASCII */
+	};
+	static const char *const good[] = {
+		"\xc2\x80", "\xc3\xa9", "\xdf\xbf", "\xe0\xa0\x80",
+		"\xed\x9f\xbf", "\xee\x80\x80", "\xef\xbf\xbf",
+		"\xf0\x90\x80\x80", "\xf0\x9f\x98\x80",
+		"\xf4\x8f\xbf\xbf", "<>&'",
+	};
+	char pl[256], hdr[256], err[256], *tok;
+	struct jwt t;
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(pl, sizeof(pl), "{\"jti\":\"j\",\"sub\":\"%s\"}",
+		    bad[i]);
+		tok = mktoken_hp("{\"alg\":\"ES256\"}", pl);
+		err[0] = '\0';
+		cr_assert_eq(jwt_parse(&t, tok, strlen(tok), err, sizeof(err)),
+		    -1, "payload case %zu accepted", i);
+		cr_assert(strstr(err, "payload is not valid UTF-8") != NULL,
+		    "case %zu: %s", i, err);
+		cr_assert_null(t.claims);
+		cr_assert_eq(jwt_parse_claims(&t, tok, strlen(tok), err,
+		    sizeof(err)), -1, "payload case %zu: claims alone", i);
+		free(tok);
+		/* Outside a string too: JSON text is UTF-8 throughout. */
+		snprintf(pl, sizeof(pl), "{\"jti\":\"j\"} %s", bad[i]);
+		tok = mktoken_hp("{\"alg\":\"ES256\"}", pl);
+		cr_assert_eq(jwt_parse(&t, tok, strlen(tok), err, sizeof(err)),
+		    -1, "payload case %zu outside a string", i);
+		free(tok);
+		snprintf(hdr, sizeof(hdr), "{\"alg\":\"ES256\",\"kid\":\"%s\"}",
+		    bad[i]);
+		tok = mktoken_hp(hdr, "{\"jti\":\"j\"}");
+		err[0] = '\0';
+		cr_assert_eq(jwt_parse(&t, tok, strlen(tok), err, sizeof(err)),
+		    -1, "header case %zu accepted", i);
+		cr_assert(strstr(err, "header is not valid UTF-8") != NULL,
+		    "case %zu: %s", i, err);
+		free(tok);
+	}
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		snprintf(pl, sizeof(pl), "{\"jti\":\"j\",\"sub\":\"%s\"}",
+		    good[i]);
+		snprintf(hdr, sizeof(hdr), "{\"alg\":\"ES256\",\"kid\":\"%s\"}",
+		    good[i]);
+		tok = mktoken_hp(hdr, pl);
+		cr_assert_eq(jwt_parse(&t, tok, strlen(tok), err, sizeof(err)),
+		    0, "good case %zu: %s", i, err);
+		cr_assert_str_eq(jwt_claim_str(&t, "sub"), good[i]);
+		cr_assert_str_eq(t.kid, good[i]);
+		jwt_free(&t);
+		free(tok);
+	}
+}
+
+/* A \u escape of a lone surrogate is refused (cJSON); a pair is kept. */
+Test(jwt, escaped_surrogates)
+{
+	struct revkey k;
+	char err[256] = "";
+
+	cr_assert_eq(run(&k, "{\"jti\":\"a\\ud800\"}", err, sizeof(err)), -1);
+	cr_assert_eq(run(&k, "{\"jti\":\"a\\udc00b\"}", err, sizeof(err)),
+	    -1);
+	cr_assert_eq(run(&k, "{\"jti\":\"a\\ud800\\u0041\"}", err,
+	    sizeof(err)), -1);
+	cr_assert_eq(run(&k, "{\"jti\":\"\\ud83d\\ude00\"}", err,
+	    sizeof(err)), 0, "%s", err);
+	cr_assert_eq(k.id_len, 4);
+	cr_assert_eq(memcmp(k.id, "\xf0\x9f\x98\x80", 4), 0);
+}
+
 /*
  * Verification against vectors signed by PyJWT (tests/vectors/jwt,
  * remade by mkvectors.py there): every algorithm, and the classic

@@ -2,7 +2,11 @@
 # it_introspect.sh - RFC 7662 POST /v1/introspect: client authentication, answers, and Apache mod_auth_openidc as a real consumer
 #
 # Tokens are signed by PyJWT (jwtmint.py). /v1/introspect is asked
-# directly (curl) for its authentication, parameters and answers, then
+# directly (curl) for its authentication, parameters and answers (a
+# client is answered only for tokens of its audiences; every claim comes
+# back JSON-escaped, '<' '>' '&' and control characters as \u00XX; a
+# token whose payload is not UTF-8, signed as it is by PyJWS, is
+# inactive), then
 # Apache with libapache2-mod-auth-openidc protects /api/ with
 # OIDCOAuthIntrospectionEndpoint pointing at revcheckd: a valid token
 # gets through, a revoked, forged or expired one does not. Apache runs on
@@ -20,16 +24,26 @@ M jwks "$T/idp.jwks" "$T/idp.pem:k1"
 printf '[{"id": "rev-1", "scope": "%s"}]\n' "$I" >"$T/revoked.json"
 mkdir -p "$T/f" "$T/s" "$T/empty" "$T/s2"
 "$FILTERBUILD" build --key "$T/key.pem" --out "$T/f" --quiet "$T/revoked.json"
-GW_SECRET=$(head -c 24 /dev/urandom | base64 | tr -d '/+=')
-printf '%s\n' "$GW_SECRET" >"$T/gw.secret"
-chmod 600 "$T/gw.secret"
+for c in gw bill api; do
+	head -c 24 /dev/urandom | base64 | tr -d '/+=' >"$T/$c.secret"
+	chmod 600 "$T/$c.secret"
+done
+GW_SECRET=$(cat "$T/gw.secret")
+BILL_SECRET=$(cat "$T/bill.secret")
+API_SECRET=$(cat "$T/api.secret")
 
+# Clients: gw for audience api, bill for billing, and api with no
+# "audiences" (its id is its one audience, with a warning at start).
 conf() {	# conf FILTER_DIR STATE_DIR
 	printf '{"filter_dir": "%s", "trusted_key": "%s", "state_dir": "%s",
-  "issuers": [{"issuer": "%s", "jwks_file": "%s", "audiences": ["api"],
-    "algorithms": ["ES256"]}],
-  "introspection_clients": [{"id": "gw", "secret_file": "%s"}]}\n' \
-	    "$1" "$T/key.pub" "$2" "$I" "$T/idp.jwks" "$T/gw.secret"
+  "issuers": [{"issuer": "%s", "jwks_file": "%s",
+    "audiences": ["api", "billing"], "algorithms": ["ES256"]}],
+  "introspection_clients": [
+    {"id": "gw", "secret_file": "%s", "audiences": ["api"]},
+    {"id": "bill", "secret_file": "%s", "audiences": ["billing"]},
+    {"id": "api", "secret_file": "%s"}]}\n' \
+	    "$1" "$T/key.pub" "$2" "$I" "$T/idp.jwks" "$T/gw.secret" \
+	    "$T/bill.secret" "$T/api.secret"
 }
 conf "$T/f" "$T/s" >"$T/rc.json"
 rc_start D -c "$T/rc.json"
@@ -104,6 +118,90 @@ rc_curl "${BASIC[@]}" -H 'Content-Type: application/json' --data "{\"token\":\"$
 rc_expect_status 415 "a JSON body"
 rc_curl "${BASIC[@]}" "$D_URL/v1/introspect"
 rc_expect_status 405 "GET"
+
+# ---------------------------------------------------------------- audiences (RFC 7662 section 4)
+rc_wait_log "$T/D.log" 'introspection client api: no "audiences"' ||
+    rc_fail "no warning for a client without audiences"
+AUD_API=$(tok aud-1)
+AUD_BILL=$(M sign "$T/idp.pem" ES256 k1 \
+    "{\"iss\":\"$I\",\"sub\":\"bob\",\"aud\":\"billing\",\"jti\":\"aud-2\",\"exp\":\"now+600\"}")
+AUD_BOTH=$(M sign "$T/idp.pem" ES256 k1 \
+    "{\"iss\":\"$I\",\"sub\":\"bob\",\"aud\":[\"billing\",\"api\"],\"jti\":\"aud-3\",\"exp\":\"now+600\"}")
+# aud_case CLIENT:SECRET TOKEN-NAME TOKEN WANT
+aud_case() {
+	rc_curl -u "$1" -H "$FORM" --data-urlencode "token=$3" "$D_URL/v1/introspect"
+	rc_expect_status 200 "audience: client ${1%%:*}, token $2: answered"
+	rc_expect_json active "$4" "audience: client ${1%%:*}, token $2: active $4"
+}
+aud_case "gw:$GW_SECRET" aud=api "$AUD_API" true
+aud_case "gw:$GW_SECRET" aud=billing "$AUD_BILL" false
+aud_case "gw:$GW_SECRET" 'aud=[billing,api]' "$AUD_BOTH" true
+aud_case "bill:$BILL_SECRET" aud=api "$AUD_API" false
+aud_case "bill:$BILL_SECRET" aud=billing "$AUD_BILL" true
+aud_case "bill:$BILL_SECRET" 'aud=[billing,api]' "$AUD_BOTH" true
+aud_case "api:$API_SECRET" aud=api "$AUD_API" true
+aud_case "api:$API_SECRET" aud=billing "$AUD_BILL" false
+rc_curl "${BASIC[@]}" -H "$FORM" --data-urlencode "token=$AUD_BILL" "$D_URL/v1/introspect"
+rc_expect_eq "$RC_BODY" '{"active":false}' "audience: exactly {\"active\":false}, no claim"
+rc_curl -H "Authorization: Bearer $BILL_SECRET" -H "$FORM" --data-urlencode "token=$AUD_API" \
+    "$D_URL/v1/introspect"
+rc_expect_json active false "audience: a bearer secret is its client's audiences too"
+rc_curl -H "Authorization: Bearer $BILL_SECRET" -H "$FORM" --data-urlencode "token=$AUD_BILL" \
+    "$D_URL/v1/introspect"
+rc_expect_json active true "audience: bearer bill, aud=billing"
+
+# ---------------------------------------------------------------- claims escaped
+# Every claim comes back escaped: '<' '>' '&', DEL and control characters
+# as \u00XX, so the answer is never markup; JSON decoding gives the claim.
+ESC_SUB='<img src=x onerror=alert(1)>'
+ESC=$(M sign "$T/idp.pem" ES256 k1 \
+    "{\"iss\":\"$I\",\"sub\":\"$ESC_SUB\",\"aud\":\"api\",\"jti\":\"esc-1\",\"scope\":\"a&b <c>\",\"client_id\":\"x\\u0001\\u001f\\u007fy\",\"exp\":\"now+600\"}")
+rc_curl "${BASIC[@]}" -H "$FORM" --data-urlencode "token=$ESC" "$D_URL/v1/introspect"
+rc_expect_json active true "escaped: active"
+rc_expect_json sub "$ESC_SUB" "escaped: sub decodes to the claim"
+rc_expect_json scope "a&b <c>" "escaped: scope decodes to the claim"
+rc_expect_json client_id "$(printf 'x\001\037\177y')" "escaped: client_id decodes to the claim"
+rc_expect_match "$RC_BODY" '"sub":"\\u003cimg src=x onerror=alert\(1\)\\u003e"' \
+    "escaped: < and > as \\u003c and \\u003e"
+rc_expect_match "$RC_BODY" '"scope":"a\\u0026b \\u003cc\\u003e"' "escaped: & as \\u0026"
+rc_expect_match "$RC_BODY" '"client_id":"x\\u0001\\u001f\\u007fy"' \
+    "escaped: control characters and DEL as \\u00XX"
+if LC_ALL=C tr -d '\n' <"$RC_BODY_FILE" | LC_ALL=C grep -q '[<>&[:cntrl:]]'; then
+	rc_fail "escaped: a raw < > & or control byte in the answer"
+else
+	rc_ok "escaped: no raw < > & or control byte in the answer"
+fi
+
+# ---------------------------------------------------------------- UTF-8
+# Payloads signed as they are (PyJWS): a claim that is not UTF-8 makes
+# the token malformed, never active, never echoed; a valid one is kept.
+EXP=$(($(date +%s) + 600))
+utf8_tok() {	# utf8_tok JTI SUB-BYTES (printf escapes)
+	M sign-bytes "$T/idp.pem" ES256 k1 "$(printf '{"iss":"%s","aud":"api","jti":"%s","exp":%s,"sub":"'"$2"'"}' \
+	    "$I" "$1" "$EXP" | od -An -tx1 | tr -d ' \n')"
+}
+GOOD8=$(utf8_tok u-ok 'caf\303\251 \360\237\230\200')
+rc_curl "${BASIC[@]}" -H "$FORM" --data-urlencode "token=$GOOD8" "$D_URL/v1/introspect"
+rc_expect_json active true "UTF-8: a valid payload signed as bytes is active"
+rc_expect_json sub "$(printf 'caf\303\251 \360\237\230\200')" "UTF-8: sub kept"
+for c in 'overlong /:\300\257' 'overlong 3 bytes:\340\200\257' \
+    'surrogate U+D800:\355\240\200' 'above U+10FFFF:\364\220\200\200' \
+    'stray continuation:a\200b' 'byte ff:\377' 'cut sequence:\342\202'; do
+	what=${c%%:*}
+	bad=$(utf8_tok "u-bad" "${c#*:}")
+	rc_curl "${BASIC[@]}" -H "$FORM" --data-urlencode "token=$bad" "$D_URL/v1/introspect"
+	rc_expect_status 200 "UTF-8: $what: answered"
+	rc_expect_eq "$RC_BODY" '{"active":false}' "UTF-8: $what: inactive"
+	rc_curl -H 'Content-Type: application/json' --data-binary "{\"token\":\"$bad\"}" \
+	    "$D_URL/v1/check"
+	rc_expect_status 400 "UTF-8: $what: /v1/check refuses it as malformed"
+	rc_expect_match "$(rc_json message)" 'payload is not valid UTF-8' \
+	    "UTF-8: $what: /v1/check says why"
+	rc_curl -H "Authorization: Bearer $bad" "$D_URL/v1/authz"
+	rc_expect_status 401 "UTF-8: $what: /v1/authz refuses it"
+	rc_expect_eq "$(rc_header X-Revcheck-Status)" bad_credential \
+	    "UTF-8: $what: authz bad_credential"
+done
 
 # No fresh filter: no answer, as for every check.
 conf "$T/empty" "$T/s2" >"$T/rc2.json"

@@ -235,18 +235,22 @@ authz "$UNCOVERED" 200 "authz_not_covered allow applied: the same token passes" 
 FORM='Content-Type: application/x-www-form-urlencoded'
 rc_curl -u "gw:$GW1" -H "$FORM" --data-urlencode "token=$TA2" "$D_URL/v1/introspect"
 rc_expect_status 401 "no introspection client yet"
-conf "$(iss_a)" "\"introspection_clients\": [{\"id\": \"gw\", \"secret_file\": \"$T/gw1.secret\"}]"
+conf "$(iss_a)" "\"introspection_clients\": [{\"id\": \"gw\", \"secret_file\": \"$T/gw1.secret\", \"audiences\": [\"api\"]}]"
 hup
 authz "$UNSIGNED" 401 "required mode is back"
 rc_curl -u "gw:$GW1" -H "$FORM" --data-urlencode "token=$TA2" "$D_URL/v1/introspect"
 rc_expect_status 200 "SIGHUP added the introspection client gw"
 rc_expect_json active true "introspect: A's valid token is active"
-conf "$(iss_a)" "\"introspection_clients\": [{\"id\": \"gw\", \"secret_file\": \"$T/gw2.secret\"}]"
+conf "$(iss_a)" "\"introspection_clients\": [{\"id\": \"gw\", \"secret_file\": \"$T/gw2.secret\", \"audiences\": [\"api\"]}]"
 hup
 rc_curl -u "gw:$GW1" -H "$FORM" --data-urlencode "token=$TA2" "$D_URL/v1/introspect"
 rc_expect_status 401 "the client's old secret is refused once SIGHUP read the new one"
 rc_curl -u "gw:$GW2" -H "$FORM" --data-urlencode "token=$TA2" "$D_URL/v1/introspect"
 rc_expect_status 200 "the client's new secret is accepted"
+conf "$(iss_a)" "\"introspection_clients\": [{\"id\": \"gw\", \"secret_file\": \"$T/gw2.secret\", \"audiences\": [\"billing\"]}]"
+hup
+rc_curl -u "gw:$GW2" -H "$FORM" --data-urlencode "token=$TA2" "$D_URL/v1/introspect"
+rc_expect_json active false "SIGHUP applied the client's audiences: A's token for api is inactive"
 
 # ---------------------------------------------------------------- restart-only settings: named, kept
 conf "$(iss_a)" '"threads": 3, "conn_timeout": 5, "max_conns": 5000, "max_batch": 2'

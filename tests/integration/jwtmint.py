@@ -13,6 +13,9 @@
 #   jwtmint.py strip TOKEN                          the signature removed
 #   jwtmint.py raw HEADER CLAIMS SIG-HEX            a token whose signature
 #                                   is the bytes SIG-HEX (no key needed)
+#   jwtmint.py sign-bytes KEY.pem ALG KID PAYLOAD-HEX   PyJWS signs the
+#                                   payload bytes PAYLOAD-HEX as they are
+#                                   (invalid UTF-8, say), "now+N" not replaced
 #   jwtmint.py jwks-edit FILE KID MEMBERS           merges the JSON object
 #                                   MEMBERS into key KID of FILE; null removes
 #   jwtmint.py jwks-private FILE KEY.pem KID        appends KEY to FILE with
@@ -82,6 +85,10 @@ def main(a):
             hdr["kid"] = a[3]
         print(jwt.encode(claims(a[4]), load(a[1]), algorithm=a[2],
                          headers=hdr))
+    elif cmd == "sign-bytes":
+        print(jwt.api_jws.PyJWS().encode(bytes.fromhex(a[4]), load(a[1]),
+                                         algorithm=a[2],
+                                         headers={"kid": a[3]}))
     elif cmd == "hs":
         with open(a[1], "rb") as f:
             secret = f.read().rstrip(b"\r\n")
