@@ -41,6 +41,16 @@ once() {
 	"$FILTERBUILD" follow --source "$PG_URL" --key "$T/key.pem" --out "$1" \
 	    --once --query "$2" 2>&1
 }
+# refused_rounds REGEX WHAT: the follower refuses three more rounds (REGEX
+# logged three more times) and signs no head meanwhile.
+refused_rounds() {
+	local h m
+	h=$(rc_head_sha)
+	m=$(rc_log_mark "$T/follow.log")
+	rc_wait_log_since "$T/follow.log" "$m" "$1" 3 ||
+	    rc_fail "$2: the follower did not refuse three more rounds"
+	rc_expect_eq "$(rc_head_sha)" "$h" "$2: no head is signed"
+}
 
 # A UNION with a table the trigger does not watch: refused, naming it.
 out=$(once "$T/f1" "$union") && rc_fail "a UNION with an unwatched table was followed" ||
@@ -91,13 +101,12 @@ rc_expect_json source delta "the delta decided"
 rc_expect_eq "$(rc_version)" "$v1" "through a delta, not a re-base"
 
 # The second table's trigger disabled: nothing more is published.
+m=$(rc_log_mark "$T/follow.log")
 rc_psql -c "ALTER TABLE other DISABLE TRIGGER revcheck_changes_trg"
-h=$(rc_head_sha)
-sleep 3
-rc_expect_eq "$(rc_head_sha)" "$h" "second table's trigger disabled: no head is signed"
-grep -q "revcheck_changes_trg on public.other is disabled" "$T/follow.log" &&
+rc_wait_log_since "$T/follow.log" "$m" "revcheck_changes_trg on public.other is disabled" &&
     rc_ok "second table's trigger disabled: the log names the table" ||
     rc_fail "second table's trigger disabled: the log names the table: $(tail -n 2 "$T/follow.log")"
+refused_rounds "revcheck_changes_trg on public.other is disabled" "second table's trigger disabled"
 rc_psql -c "ALTER TABLE other ENABLE TRIGGER revcheck_changes_trg"
 rc_chain_has "a o0 o1 " && rc_ok "enabled again: followed" || rc_fail "enabled again: followed"
 rc_follow_stop
@@ -115,16 +124,15 @@ rc_chain_has "a o0 o1 " && rc_ok "the view redefined: its new rows reach the cha
     rc_fail "the view redefined: its new rows reach the chain"
 [ "$(rc_version)" -gt "$v2" ] && rc_ok "through a re-base" || rc_fail "through a re-base"
 # Redefined to read an unwatched table: refused in the round.
+m=$(rc_log_mark "$T/follow.log")
 rc_psql -c "CREATE TABLE unwatched (LIKE revcheck_revocations);
     CREATE OR REPLACE VIEW watched AS SELECT $cols FROM revcheck_revocations
     WHERE id <> 'never' UNION ALL SELECT $cols FROM other
     UNION ALL SELECT $cols FROM unwatched"
-h=$(rc_head_sha)
-sleep 3
-rc_expect_eq "$(rc_head_sha)" "$h" "the view now reads an unwatched table: no head is signed"
-grep -q "reads public.unwatched, which has no trigger" "$T/follow.log" &&
+rc_wait_log_since "$T/follow.log" "$m" "reads public.unwatched, which has no trigger" &&
     rc_ok "the view now reads an unwatched table: the log names it" ||
     rc_fail "the view now reads an unwatched table: the log names it: $(tail -n 2 "$T/follow.log")"
+refused_rounds "reads public.unwatched, which has no trigger" "the view now reads an unwatched table"
 rc_follow_stop
 
 # ---- the key columns: deltas take them from the log, the base from the query
@@ -149,7 +157,7 @@ key_probe() {
 	local refused=false
 	off=$(stat -c %s "$T/follow.log" 2>/dev/null || echo 0)
 	rc_follow_start "$d" --interval 300ms --valid-for 10m --head-every 1s --query "$q"
-	for i in $(seq 1 50); do
+	for i in $(seq 1 150); do
 		[ -e "$d/current/delta/head.rcd" ] && break
 		# A refusal is said in the round: nothing to wait for.
 		if grep -q "the query's column" < <(tail -c +$((off + 1)) "$T/follow.log"); then
@@ -160,8 +168,12 @@ key_probe() {
 	done
 	rc_psql -c "$change"
 	# Refused, the follower still gets three rounds to (wrongly) publish.
-	! $refused || sleep 1
-	for i in $(seq 1 50); do
+	if $refused; then
+		off=$(rc_log_mark "$T/follow.log")
+		rc_wait_log_since "$T/follow.log" "$off" "the query's column" 3 ||
+		    echo "# $what: the follower did not refuse three more rounds" >&2
+	fi
+	for i in $(seq 1 150); do
 		! $refused || break
 		case " $(ids_of "$d")" in *" $raw "*) break ;; esac
 		sleep 0.2
@@ -172,7 +184,7 @@ key_probe() {
 		rc_start "$name" --filter-dir "$d" --trusted-key "$T/key.pub" \
 		    --state-dir "$T/state-$name"
 		url="${name}_URL"
-		rc_wait_json "${!url}/v1/check?id=$raw" status revoked 10 ||
+		rc_wait_json "${!url}/v1/check?id=$raw" status revoked 30 ||
 		    echo "# $what: the change is not in the chain" >&2
 		rc_curl "${!url}/v1/check?$check"
 		st=$(rc_json status)
@@ -232,15 +244,15 @@ for q in "SELECT * FROM kept" \
 done
 rc_follow_start "$F" --interval 300ms --valid-for 10m --head-every 1s --query \
     "SELECT * FROM kept UNION ALL SELECT $cols FROM tokens WHERE id <> 'never'"
-for i in $(seq 1 50); do [ -e "$F/current/delta/head.rcd" ] && break; sleep 0.2; done
+for i in $(seq 1 150); do [ -e "$F/current/delta/head.rcd" ] && break; sleep 0.2; done
 v3=$(rc_version)
 rc_start W --filter-dir "$F" --trusted-key "$T/key.pub" --state-dir "$T/state-w"
 rc_psql -c "INSERT INTO revcheck_revocations (id) VALUES ('dup'), ('w1');
     INSERT INTO tokens (id) VALUES ('dup')"
-rc_wait_json "$W_URL/v1/check?id=w1" status revoked 10 || rc_fail "w1 revoked"
+rc_wait_json "$W_URL/v1/check?id=w1" status revoked 30 || rc_fail "w1 revoked"
 rc_psql -c "DELETE FROM revcheck_revocations WHERE id = 'dup'"
 rc_psql -c "UPDATE revcheck_revocations SET id = 'never' WHERE id = 'w1'"
-rc_wait_json "$W_URL/v1/check?id=w1" status not_revoked 10 &&
+rc_wait_json "$W_URL/v1/check?id=w1" status not_revoked 30 &&
     rc_ok "a row the WHERE now leaves out: its key released" ||
     rc_fail "a row the WHERE now leaves out: its key released: $(rc_json status)"
 rc_curl "$W_URL/v1/check?id=dup"
@@ -261,24 +273,34 @@ F=$T/filters5
 rc_psql -c "INSERT INTO revcheck_revocations (id, revoked_at)
     VALUES ('later-1', now() + interval '3 seconds')"
 tq="SELECT $cols FROM revcheck_revocations WHERE revoked_at <= now()"
+m=$(rc_log_mark "$T/follow.log")
 rc_follow_start "$F" --interval 300ms --valid-for 10m --head-every 1s --query "$tq"
-for i in $(seq 1 50); do [ -e "$F/current/delta/head.rcd" ] && break; sleep 0.2; done
-sleep 4
+for i in $(seq 1 150); do
+	[ -e "$F/current/delta/head.rcd" ] && break
+	rc_log_since "$T/follow.log" "$m" | grep -q "the query calls now()" && break
+	sleep 0.2
+done
+# Until later-1's revoked_at has passed: the query returns it from then on.
+for i in $(seq 1 150); do
+	[ "$(rc_psql -c "SELECT count(*) FROM revcheck_revocations
+	    WHERE id = 'later-1' AND revoked_at <= now()")" = 1 ] && break
+	sleep 0.2
+done
 if [ ! -e "$F/current" ]; then
 	rc_ok "revoked_at <= now(): nothing published"
 else
 	# A head signed after revoked_at passed: the chain claims to be
 	# complete as of a time the query returns later-1.
 	h=$(rc_head_sha)
-	for i in $(seq 1 50); do [ "$(rc_head_sha)" != "$h" ] && break; sleep 0.2; done
+	for i in $(seq 1 150); do [ "$(rc_head_sha)" != "$h" ] && break; sleep 0.2; done
 	rc_start TQ --filter-dir "$F" --trusted-key "$T/key.pub" --state-dir "$T/state-tq"
-	rc_wait_json "$TQ_URL/v1/check?id=a" status revoked 10 || rc_fail "origin: the chain is not loaded"
+	rc_wait_json "$TQ_URL/v1/check?id=a" status revoked 30 || rc_fail "origin: the chain is not loaded"
 	rc_curl "$TQ_URL/v1/check?id=later-1"
 	st=$(rc_json status)
 	[ "$st" != not_revoked ] && rc_ok "revoked_at <= now(): later-1 answered $st" ||
 	    rc_fail "revoked_at <= now(): later-1 (revoked_at passed, the query returns it) answered not_revoked under a fresh head"
 fi
-grep -q "the query calls now()" "$T/follow.log" &&
+rc_log_since "$T/follow.log" "$m" | grep -q "the query calls now()" &&
     rc_ok "revoked_at <= now(): refused, naming now()" ||
     rc_fail "revoked_at <= now(): refused, naming now(): $(tail -n 1 "$T/follow.log")"
 rc_follow_stop
@@ -351,8 +373,8 @@ probe_padded() {
 	fi
 	rc_start "$1" --filter-dir "$2" --trusted-key "$T/key.pub" --state-dir "$T/state-$1"
 	url="${1}_URL"
-	rc_wait_json "${!url}/v1/check?id=tok-1" status not_revoked 5 ||
-	    rc_wait_json "${!url}/v1/check?id=tok-1" status revoked 5
+	rc_wait_json "${!url}/v1/check?id=tok-1" status not_revoked 15 ||
+	    rc_wait_json "${!url}/v1/check?id=tok-1" status revoked 15
 	rc_curl "${!url}/v1/check?id=tok-1"
 	st=$(rc_json status)
 	[ "$st" != not_revoked ] && rc_ok "$3: tok-1 answered $st" ||
