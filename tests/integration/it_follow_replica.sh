@@ -47,21 +47,18 @@ grep -q "default mode" "$T/follow.log" &&
     rc_ok "ALWAYS: no warning"
 
 # The default mode ('O', as applied before): accepted, with a warning.
+m=$(rc_log_mark "$T/follow.log")
 rc_psql -c "ALTER TABLE revcheck_revocations ENABLE TRIGGER $TRG"
 rc_converged && rc_ok "default mode on a primary: followed" ||
     rc_fail "default mode on a primary: followed"
-for _ in $(seq 1 25); do
-	grep -q "default mode (ORIGIN).*session_replication_role = replica.*ALTER TABLE revcheck_revocations ENABLE ALWAYS TRIGGER $TRG" \
-	    "$T/follow.log" && break
-	sleep 0.2
-done
-grep -q "default mode (ORIGIN).*session_replication_role = replica.*ALTER TABLE revcheck_revocations ENABLE ALWAYS TRIGGER $TRG" \
-    "$T/follow.log" && rc_ok "default mode: the warning names the risk and the statement" ||
+rc_wait_log_since "$T/follow.log" "$m" \
+    "default mode \(ORIGIN\).*session_replication_role = replica.*ALTER TABLE revcheck_revocations ENABLE ALWAYS TRIGGER $TRG" &&
+    rc_ok "default mode: the warning names the risk and the statement" ||
     rc_fail "default mode: the warning names the risk and the statement: $(tail -n 3 "$T/follow.log")"
 rc_follow_stop
 n=$(grep -c "default mode (ORIGIN)" "$T/follow.log" || true)
 rc_follow_start "$F" --interval 300ms --valid-for 10m --head-every 1s
-for _ in $(seq 1 25); do
+for _ in $(seq 1 150); do
 	[ "$(grep -c "default mode (ORIGIN)" "$T/follow.log")" -gt "$n" ] && break
 	sleep 0.2
 done
@@ -70,7 +67,12 @@ done
 # What the warning is about: a replica-role insert is in no delta.
 v2=$(rc_version)
 replica_insert "$PG_URL" rep2
-sleep 2
+# Until two heads were signed after the insert: a round that began after
+# it said the chain is complete.
+for k in 1 2; do
+	h=$(rc_head_sha)
+	for _ in $(seq 1 150); do [ "$(rc_head_sha)" != "$h" ] && break; sleep 0.2; done
+done
 rc_chain_lacks rep2 && rc_ok "default mode: a replica-role insert is in no delta (the accepted risk)" ||
     rc_fail "default mode: a replica-role insert is in no delta"
 # Made ALWAYS again: the trigger changed since the cursor, a re-base reads it.
@@ -123,7 +125,7 @@ RC_REF_URL=$P_URL
 # Until the subscriber holds what the publisher does.
 synced() {
 	local i
-	for i in $(seq 1 50); do
+	for i in $(seq 1 150); do
 		[ "$(sub_psql -c "SELECT string_agg(id, ' ' ORDER BY id) FROM revcheck_revocations")" = \
 		    "$(pub_psql -c "SELECT string_agg(id, ' ' ORDER BY id) FROM revcheck_revocations")" ] &&
 		    return 0
@@ -164,9 +166,11 @@ rc_expect_eq "$(rc_version)" "$v1" "through a delta, not a re-base"
 # A subscription created under a follower whose trigger is in the default
 # mode: refused from the next round, with no change to the trigger.
 sub_psql -c "DROP SUBSCRIPTION s" 2>/dev/null
+m=$(rc_log_mark "$T/follow.log")
 sub_psql -c "ALTER TABLE revcheck_revocations ENABLE TRIGGER $TRG"
-for _ in $(seq 1 50); do
-	[ "$(rc_version)" -gt "$v1" ] && grep -q "default mode (ORIGIN): a row" "$T/follow.log" &&
+for _ in $(seq 1 150); do
+	[ "$(rc_version)" -gt "$v1" ] &&
+	    rc_log_since "$T/follow.log" "$m" | grep -q "default mode (ORIGIN): a row" &&
 	    break
 	sleep 0.2
 done
@@ -184,19 +188,21 @@ pub_psql -c "INSERT INTO revcheck_revocations (id) VALUES ('p2')"
 synced || rc_fail "p2 reaches the subscriber"
 sub_psql -c "ALTER SUBSCRIPTION s2 DISABLE"
 h=$(rc_head_sha)
+m=$(rc_log_mark "$T/follow.log")
 kill -CONT "$FOLLOW_PID"
-sleep 3
-rc_expect_eq "$(rc_head_sha)" "$h" "a subscription created under a default-mode trigger: no head is signed (nodes go stale)"
-rc_chain_lacks p2 && rc_ok "p2, applied unlogged, is in no delta" || rc_fail "p2, applied unlogged, is in no delta"
-grep -q "subscription s2 .*ENABLE ALWAYS TRIGGER" "$T/follow.log" &&
+# Three rounds refused, naming s2 (the mode is checked before the lag).
+rc_wait_log_since "$T/follow.log" "$m" "subscription s2 .*ENABLE ALWAYS TRIGGER" 3 &&
     rc_ok "the log names the subscription and the statement" ||
     rc_fail "the log names the subscription and the statement: $(tail -n 2 "$T/follow.log")"
+rc_expect_eq "$(rc_head_sha)" "$h" "a subscription created under a default-mode trigger: no head is signed (nodes go stale)"
+rc_chain_lacks p2 && rc_ok "p2, applied unlogged, is in no delta" || rc_fail "p2, applied unlogged, is in no delta"
 # Fixed without touching the trigger (the subscription dropped): nobody
 # logged the rows applied meanwhile, so the follower re-bases.
+m=$(rc_log_mark "$T/follow.log")
 sub_psql -c "DROP SUBSCRIPTION s2" 2>/dev/null
 rc_converged && rc_ok "subscription dropped: re-based, p2 in the chain" ||
     rc_fail "subscription dropped: re-based, p2 in the chain"
-grep -q "replication check passes again: re-basing" "$T/follow.log" &&
+rc_log_since "$T/follow.log" "$m" | grep -q "replication check passes again: re-basing" &&
     rc_ok "the log says why it re-based" || rc_fail "the log says why it re-based"
 rc_follow_stop
 
