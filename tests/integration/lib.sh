@@ -26,6 +26,9 @@
 #                                                 after line MARK match (1, 30 s);
 #                                                 says what it waited for when not
 #            rc_log_since FILE MARK               prints the lines after line MARK
+#            rc_log_has FILE MARK REGEX           true when a line after MARK
+#                                                 matches (no wait; reads it all,
+#                                                 so no SIGPIPE under pipefail)
 # A case waits for its own event: a line an earlier case (or the start)
 # may already have logged is waited for with a mark taken before the case
 # acts, never by a grep of the whole log.
@@ -351,6 +354,13 @@ rc_log_mark() {
 # rc_log_since FILE MARK: prints FILE's lines after line MARK.
 rc_log_since() {
 	[ ! -e "$1" ] || tail -n "+$(($2 + 1))" "$1"
+}
+
+# rc_log_has FILE MARK REGEX: true when a line of FILE after line MARK
+# matches REGEX. grep -c reads to the end: a `| grep -q` would close the
+# pipe early, and pipefail would turn the writer's SIGPIPE into false.
+rc_log_has() {
+	[ "$(rc_log_since "$1" "$2" | grep -cE -- "$3")" -gt 0 ]
 }
 
 # rc_wait_log_since FILE MARK REGEX [COUNT] [SECONDS]: until COUNT lines
