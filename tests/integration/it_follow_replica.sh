@@ -170,7 +170,7 @@ m=$(rc_log_mark "$T/follow.log")
 sub_psql -c "ALTER TABLE revcheck_revocations ENABLE TRIGGER $TRG"
 for _ in $(seq 1 150); do
 	[ "$(rc_version)" -gt "$v1" ] &&
-	    rc_log_since "$T/follow.log" "$m" | grep -q "default mode (ORIGIN): a row" &&
+	    rc_log_has "$T/follow.log" "$m" "default mode \(ORIGIN\): a row" &&
 	    break
 	sleep 0.2
 done
@@ -202,7 +202,7 @@ m=$(rc_log_mark "$T/follow.log")
 sub_psql -c "DROP SUBSCRIPTION s2" 2>/dev/null
 rc_converged && rc_ok "subscription dropped: re-based, p2 in the chain" ||
     rc_fail "subscription dropped: re-based, p2 in the chain"
-rc_log_since "$T/follow.log" "$m" | grep -q "replication check passes again: re-basing" &&
+rc_log_has "$T/follow.log" "$m" "replication check passes again: re-basing" &&
     rc_ok "the log says why it re-based" || rc_fail "the log says why it re-based"
 rc_follow_stop
 

@@ -18,6 +18,11 @@
 #                            until rc_chain_ids is WANT
 #     rc_converged [URL]     waits until the chain holds what the database does
 #     rc_chain_lacks ID      true when the chain does not hold ID
+#     rc_follow_refuses REGEX WHAT  the follower refuses 2 more rounds
+#                            (REGEX logged twice more in $T/follow.log, as
+#                            it logs each round it refuses; the rounds back
+#                            off, 1 s then 2 s) and signs no head meanwhile;
+#                            fails the test, naming WHAT, when not
 #     rc_version, rc_head_sha  $F's current version; its head file's SHA-256
 #     rc_pg2_init DIR        a second cluster (a publisher) in DIR: initdb as
 #                            rc_pg_start's (or fill DIR/data with pg_basebackup
@@ -162,6 +167,15 @@ rc_chain_has() {
 
 rc_converged() {
 	rc_chain_has "$(rc_db_ids "$@")"
+}
+
+rc_follow_refuses() {
+	local h m
+	h=$(rc_head_sha)
+	m=$(rc_log_mark "$T/follow.log")
+	rc_wait_log_since "$T/follow.log" "$m" "$1" 2 ||
+	    rc_fail "$2: the follower did not refuse two more rounds"
+	rc_expect_eq "$(rc_head_sha)" "$h" "$2: no head is signed"
 }
 
 rc_version() { readlink "$F/current" | sed 's/^v0*//'; }
