@@ -70,7 +70,7 @@ mkdir -p "$T/edge2"
 rc_start E2 --upstream-filter "$O_URL/v1/filter" \
     --upstream-check "$O_URL/v1/check" --upstream-insecure-http \
     --trusted-key "$T/key.pub" --state-dir "$T/edge2" --sync-interval 1
-for _ in $(seq 1 100); do
+for _ in $(seq 1 300); do
 	rc_curl "$E2_URL/v1/status"
 	[ "$(rc_json sync.result)" != pending ] && break
 	sleep 0.1

@@ -38,19 +38,19 @@ print(str(e <= int(sys.argv[1])).lower())' "$2"
 t0=$(date +%s)
 follow_once || rc_fail "follow --once publishes a base"
 rc_follow_start "$F" "${FOPTS[@]}"
-for _ in $(seq 1 100); do [ -e "$F/current/delta/head.rcd" ] && break; sleep 0.1; done
+for _ in $(seq 1 300); do [ -e "$F/current/delta/head.rcd" ] && break; sleep 0.1; done
 v1=$(version "$F")
 g1=$(version "$G")
 mkdir -p "$T/s1" "$T/s2"
 rc_start O --filter-dir "$F" --trusted-key "$T/key.pub" --state-dir "$T/s1"
 rc_start P --filter-dir "$G" --trusted-key "$T/key.pub" --state-dir "$T/s2"
-rc_wait_ready "$O_URL" 10 || rc_fail "the origin on the followed directory is ready"
-rc_wait_ready "$P_URL" 10 || rc_fail "the origin on the frozen directory is ready"
+rc_wait_ready "$O_URL" 30 || rc_fail "the origin on the followed directory is ready"
+rc_wait_ready "$P_URL" 30 || rc_fail "the origin on the frozen directory is ready"
 
 # Half-way through the base's validity the second run only re-signs the
 # head (the base has more than the margin left): the chain of G now
 # outlives its base by about ten seconds.
-sleep $((t0 + VF / 2 - $(date +%s)))
+sleep $((t0 + VF / 2 - $(date +%s)))	# the time in the base's validity is the test
 follow_once || rc_fail "follow --once re-signs the head"
 rc_expect_eq "$(version "$G")" "$g1" "a base with time left is kept"
 
@@ -103,7 +103,7 @@ mkdir -p "$T/edge"
 rc_start E --upstream-filter "$O_URL/v1/filter" --upstream-check "$O_URL/v1/check" \
     --upstream-insecure-http --trusted-key "$T/key.pub" --state-dir "$T/edge" \
     --sync-interval 1
-rc_wait_ready "$E_URL" 15 && rc_ok "an edge started after the first base expired is ready" ||
+rc_wait_ready "$E_URL" 30 && rc_ok "an edge started after the first base expired is ready" ||
     rc_fail "an edge started after the first base expired is ready: $(grep -E 'refus|stale' "$T/E.log" | tail -n 2)"
 rc_curl "$E_URL/v1/check?id=zz-not-there"
 rc_expect_json status not_revoked "the edge answers a negative"
