@@ -44,10 +44,7 @@ curl -s -o /dev/null "$E_URL/v1/check?id=tok-rev-1"
 # A refused load: a filter signed by an untrusted key.
 FB build --key "$T/evil.pem" --out "$F" --valid-for 1h --issuer "$T/pki/ca.pem" \
     --quiet --allow-shrink "$T/tokens.txt" "$T/pki/crl.pem" 2>/dev/null
-for _ in $(seq 1 50); do
-	grep -q '"result":"refused"' "$T/so/audit.log" 2>/dev/null && break
-	sleep 0.1
-done
+rc_wait_log "$T/so/audit.log" '"result":"refused"' || rc_fail "the untrusted filter was not refused"
 
 curl -s "$O_URL/metrics" >"$T/o.prom"
 curl -s "$E_URL/metrics" >"$T/e.prom"
@@ -217,7 +214,7 @@ mkdir -p "$G" "$T/sp" "$T/sq" "$T/empty"
 FB build --key "$T/key.pem" --out "$G" --valid-for 2s --quiet "$T/tokens.txt"
 rc_start P --filter-dir "$G" --trusted-key "$T/key.pub" --state-dir "$T/sp"
 rc_start Q --filter-dir "$T/empty" --trusted-key "$T/key.pub" --state-dir "$T/sq"
-for _ in $(seq 1 100); do
+for _ in $(seq 1 300); do
 	[ "$(curl -s -o /dev/null -w '%{http_code}' "$P_URL/readyz")" = 503 ] && break
 	sleep 0.1
 done

@@ -180,7 +180,7 @@ pid=$!
 # wait_for PATTERN [COUNT]: until notify.log has COUNT lines matching.
 wait_for() {
 	local want=${2:-1}
-	for _ in $(seq 100); do
+	for _ in $(seq 300); do
 		[ "$(grep -c -- "$1" "$tmp/notify.log" || true)" -ge "$want" ] && return 0
 		kill -0 "$pid" 2>/dev/null || fail "revcheckd exited: $(cat "$tmp/revcheckd.log")"
 		sleep 0.1
@@ -284,7 +284,7 @@ else
 		--state-dir "$tmp/state2" 2> "$tmp/revcheckd2.log" &
 	spid=$!
 	pid=""
-	for _ in $(seq 100); do
+	for _ in $(seq 300); do
 		curl -fsS -o /dev/null "http://127.0.0.1:$port/readyz" 2>/dev/null && break
 		kill -0 "$spid" 2>/dev/null || fail "revcheckd under strace exited: $(cat "$tmp/revcheckd2.log")"
 		sleep 0.1
@@ -302,8 +302,18 @@ else
 	curl -sS -o /dev/null "$u/v1/filter" || true
 	"$FILTERBUILD" build --key "$tmp/key.pem" --out "$tmp/filters2" --valid-for 1h \
 		--quiet "$tmp/revoked.txt" || fail "second build"
+	n=$(wc -l <"$tmp/revcheckd2.log")
 	kill -HUP "$pid"
-	sleep 1.5
+	# Until the SIGHUP re-verified the filter in service and the new
+	# version is served (the reload traced), 30 s at most under strace.
+	for _ in $(seq 300); do
+		awk -v n="$n" 'NR > n && /SIGHUP: filter version [0-9]+ in service re-verified/ { f = 1 }
+		    END { exit !f }' "$tmp/revcheckd2.log" &&
+			[[ $(curl -s "$u/v1/status") == *'"filter":{"version":2,'* ]] && break
+		sleep 0.1
+	done
+	[[ $(curl -s "$u/v1/status") == *'"filter":{"version":2,'* ]] ||
+		fail "version 2 not served after SIGHUP under strace"
 	curl -fsS -o /dev/null "$u/v1/check?id=someone-else" || fail "check after reload under strace"
 	kill -TERM "$pid"
 	st=0
