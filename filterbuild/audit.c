@@ -18,7 +18,7 @@
 #define AUDIT_URL_MAX		2048
 #define AUDIT_DEFAULT_TIMEOUT	5		/* seconds per node */
 #define AUDIT_DEFAULT_SKEW	10		/* seconds a node's clock may be off */
-#define AUDIT_MAX_PROBLEMS	8
+#define AUDIT_MAX_PROBLEMS	12
 
 /* What one node said, or why it said nothing. */
 struct node {
@@ -58,12 +58,25 @@ struct node {
 	int64_t		 clock_now;
 	int64_t		 clock_off;
 	uint64_t	 behind;
+	/*
+	 * Readiness, as a load balancer sees it: GET BASE/readyz (0 when
+	 * it gave no HTTP answer), the reason of a 503, and the authority's
+	 * degraded state from /v1/status ("" when none).
+	 */
+	char		 rurl[AUDIT_URL_MAX];
+	long		 ready_code;
+	char		 ready_reason[64];
+	char		 degraded[64];
+	/* /v1/status says a version it serves is gone from its disk. */
+	bool		 gone;
+	char		 gone_msg[160];
 	const char	*problems[AUDIT_MAX_PROBLEMS];
 	size_t		 nproblems;
 	/* The text of the problems that carry numbers or a message. */
 	char		 delta_msg[128];
 	char		 delta_error_msg[300];
 	char		 clock_msg[160];
+	char		 ready_msg[128];
 };
 
 struct body {
@@ -101,10 +114,14 @@ audit_usage(FILE *fp)
 	    "version. Nodes on the same base (version and filter sha256) are\n"
 	    "compared by delta sequence: a node behind misses revocations.\n"
 	    "https is verified against the system's CAs.\n"
-	    "Exit status: 0 every node fresh and up to date; 1 a node is\n"
-	    "unreachable, has no filter, is stale, too old, behind in\n"
-	    "version or in deltas, its clock is off by more than --max-skew,\n"
-	    "or (an edge) its last sync or delta sync failed; 2 usage error.\n",
+	    "Each node's GET /readyz is asked too: a node a load balancer\n"
+	    "would skip fails (\"not ready (authority_unavailable)\").\n"
+	    "Exit status: 0 every node fresh, ready and up to date; 1 a node\n"
+	    "is unreachable, has no filter, is stale, not ready (an edge's\n"
+	    "authority unavailable or behind), too old, behind in version or\n"
+	    "in deltas, serves a version no longer on its disk, its clock is\n"
+	    "off by more than --max-skew, or (an edge) its last sync or delta\n"
+	    "sync failed; 2 usage error.\n",
 	    fp);
 }
 
@@ -171,6 +188,30 @@ str(char *out, size_t cap, const cJSON *o, const char *name)
 		snprintf(out, cap, "%s", v->valuestring);
 }
 
+/*
+ * "served_not_on_disk", at the top of /v1/status or in its "filter": true,
+ * or an object (what is gone), when the node serves a version whose files
+ * are no longer in its filter directory; false, null or absent otherwise.
+ */
+static void
+parse_gone(struct node *n, const cJSON *root, const cJSON *f)
+{
+	const cJSON *g = field(root, "served_not_on_disk");
+
+	if ((g == NULL || cJSON_IsNull(g) || cJSON_IsFalse(g)) &&
+	    cJSON_IsObject(f))
+		g = field(f, "served_not_on_disk");
+	if (g == NULL || cJSON_IsNull(g) || cJSON_IsFalse(g))
+		return;
+	n->gone = true;
+	if (cJSON_IsObject(g) && cJSON_IsNumber(field(g, "version")))
+		snprintf(n->gone_msg, sizeof(n->gone_msg), "serves version %"
+		    PRIu64 ", no longer on its disk", unum(g, "version"));
+	else
+		snprintf(n->gone_msg, sizeof(n->gone_msg), "serves a version "
+		    "no longer on its disk");
+}
+
 /* Reads a /v1/status document into n. -1 when it is not one. */
 static int
 parse_status(struct node *n, const char *buf, size_t len)
@@ -212,6 +253,9 @@ parse_status(struct node *n, const char *buf, size_t len)
 				n->lag = num(d, "revocation_lag_seconds", 0);
 		}
 	}
+	parse_gone(n, root, f);
+	if (cJSON_IsObject(d = field(root, "authority")))
+		str(n->degraded, sizeof(n->degraded), d, "degraded");
 	c = field(root, "counters");
 	if (cJSON_IsObject(c) && cJSON_IsNumber(field(c, "observed_fp_rate")))
 		n->fp_rate = field(c, "observed_fp_rate")->valuedouble;
@@ -268,6 +312,24 @@ delta_tops(struct node *nodes, size_t nn)
 	}
 }
 
+/* One GET of url into b (capped at AUDIT_MAX_BODY); ebuf may be NULL. */
+static CURLcode
+get(CURL *h, const char *url, long timeout, struct body *b, char *ebuf)
+{
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT, timeout);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, timeout);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, b);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, ebuf);
+	curl_easy_setopt(h, CURLOPT_USERAGENT,
+	    "filterbuild-audit/" REVCHECK_VERSION);
+	return curl_easy_perform(h);
+}
+
 static void
 fetch(CURL *h, struct node *n, long timeout)
 {
@@ -279,18 +341,7 @@ fetch(CURL *h, struct node *n, long timeout)
 
 	ebuf[0] = '\0';
 	t0 = util_now();
-	curl_easy_setopt(h, CURLOPT_URL, n->url);
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT, timeout);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, timeout);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
-	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, ebuf);
-	curl_easy_setopt(h, CURLOPT_USERAGENT,
-	    "filterbuild-audit/" REVCHECK_VERSION);
-	cc = curl_easy_perform(h);
+	cc = get(h, n->url, timeout, &b, ebuf);
 	t1 = util_now();
 	if (cc == CURLE_OK)
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
@@ -317,6 +368,35 @@ fetch(CURL *h, struct node *n, long timeout)
 	if (n->reachable && n->has_clock)
 		n->clock_off = n->clock_now < t0 ? n->clock_now - t0 :
 		    n->clock_now > t1 ? n->clock_now - t1 : 0;
+}
+
+/*
+ * /readyz: what a load balancer sees. A 503 is revcheckd saying it is not
+ * ready (its "degraded" reason, else its "error"); any other status
+ * (a proxy in front that does not pass /readyz) or no answer says
+ * nothing, and /v1/status's authority.degraded stands in.
+ */
+static void
+fetch_ready(CURL *h, struct node *n, long timeout)
+{
+	struct body b = { NULL, 0, false };
+	const cJSON *v;
+	cJSON *root;
+
+	n->ready_code = 0;
+	if (get(h, n->rurl, timeout, &b, NULL) == CURLE_OK)
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &n->ready_code);
+	if (n->ready_code == 503 && b.p != NULL &&
+	    (root = cJSON_ParseWithLength(b.p, b.len)) != NULL) {
+		v = field(root, "degraded");
+		if (!cJSON_IsString(v))
+			v = field(root, "error");
+		if (cJSON_IsString(v))
+			snprintf(n->ready_reason, sizeof(n->ready_reason), "%s",
+			    v->valuestring);
+		cJSON_Delete(root);
+	}
+	free(b.p);
 }
 
 /* Seconds as text, or "-" when unknown. */
@@ -389,6 +469,29 @@ print_table(const struct node *nodes, size_t nn, uint64_t newest,
 	    "problems\n", newest, bad, nn, nn == 1 ? "" : "s");
 }
 
+/*
+ * A node a load balancer would skip, or that answers filter positives
+ * 503: /readyz said 503, or /v1/status names its authority degraded
+ * (unavailable, behind, busy). A stale filter or none is its own problem
+ * already, so a 503 for that reason adds nothing.
+ */
+static void
+not_ready(struct node *n)
+{
+	const char *why = n->ready_reason[0] != '\0' ? n->ready_reason :
+	    n->degraded;
+
+	if (n->ready_code == 200 && n->degraded[0] == '\0')
+		return;
+	if (n->ready_code != 503 && n->degraded[0] == '\0')
+		return;		/* no say from /readyz, nothing degraded */
+	if (strcmp(why, "filter_stale") == 0 || strcmp(why, "no_filter") == 0)
+		return;
+	snprintf(n->ready_msg, sizeof(n->ready_msg), "not ready%s%s%s",
+	    why[0] != '\0' ? " (" : "", why, why[0] != '\0' ? ")" : "");
+	problem(n, n->ready_msg);
+}
+
 static int
 print_json(const struct node *nodes, size_t nn, uint64_t newest, size_t bad)
 {
@@ -416,6 +519,18 @@ print_json(const struct node *nodes, size_t nn, uint64_t newest, size_t bad)
 			cJSON_AddStringToObject(o, "error", n->error);
 		else {
 			cJSON_AddStringToObject(o, "mode", n->mode);
+			if (n->ready_code == 200 || n->ready_code == 503)
+				cJSON_AddBoolToObject(o, "ready",
+				    n->ready_code == 200);
+			else
+				cJSON_AddNullToObject(o, "ready");
+			if (n->degraded[0] != '\0')
+				cJSON_AddStringToObject(o, "degraded",
+				    n->degraded);
+			else
+				cJSON_AddNullToObject(o, "degraded");
+			cJSON_AddBoolToObject(o, "served_not_on_disk",
+			    n->gone);
 			if (n->has_clock)
 				cJSON_AddNumberToObject(o,
 				    "clock_offset_seconds",
@@ -593,7 +708,10 @@ fb_audit(int argc, char **argv)
 			blen--;
 		k = snprintf(nodes[i].url, sizeof(nodes[i].url),
 		    "%.*s/v1/status", (int)blen, nodes[i].base);
-		if (k < 0 || (size_t)k >= sizeof(nodes[i].url)) {
+		if (k >= 0 && (size_t)k < sizeof(nodes[i].url))
+			k = snprintf(nodes[i].rurl, sizeof(nodes[i].rurl),
+			    "%.*s/readyz", (int)blen, nodes[i].base);
+		if (k < 0 || (size_t)k >= sizeof(nodes[i].rurl)) {
 			k = fb_usage_err("audit", "URL too long: %.80s...",
 			    nodes[i].base);
 			free(nodes);
@@ -613,6 +731,7 @@ fb_audit(int argc, char **argv)
 		fetch(h, &nodes[i], (long)timeout);
 		if (!nodes[i].reachable)
 			continue;
+		fetch_ready(h, &nodes[i], (long)timeout);
 		if (nodes[i].version > newest)
 			newest = nodes[i].version;
 		if (nodes[i].seen > newest)
@@ -644,6 +763,9 @@ fb_audit(int argc, char **argv)
 			    -n->clock_off : n->clock_off);
 			problem(n, n->clock_msg);
 		}
+		not_ready(n);
+		if (n->gone)
+			problem(n, n->gone_msg);
 		if (!n->has_filter)
 			problem(n, "no filter loaded");
 		else {

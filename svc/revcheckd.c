@@ -28,6 +28,7 @@
 #define DRAIN_MS	10000	/* SIGTERM: how long requests may finish */
 #define RETRY_EMPTY	30	/* seconds between retries with no filter */
 #define DELTA_POLL_MS	200	/* an origin looks for new deltas this often */
+#define RESYNC_MAX	5	/* s: an edge not ready asks upstream this often */
 
 /* The command line, read again on SIGHUP. */
 static int saved_argc;
@@ -363,6 +364,47 @@ fresh_loaded(struct snapshot_slot *sl, const struct stale_policy *p)
 	return ok;
 }
 
+/* When an edge that is not ready asks upstream for its filter next. */
+struct resync {
+	double	at;	/* monotonic; 0: the next tick */
+	double	gap;	/* seconds; 0: fresh */
+};
+
+/*
+ * An edge without a fresh filter (none yet, or stale: expired, lagging)
+ * does not wait out sync_interval to ask upstream again: it kicks the
+ * sync after 1, 2, 4 ... seconds, up to RESYNC_MAX (or sync_interval when
+ * shorter), so that it is ready within seconds of the origin coming back,
+ * with no client request.
+ * NULL-safe (an origin has no sync).
+ */
+static void
+resync_when_stale(struct sync *sync, bool fresh, double now,
+    int64_t interval, struct resync *r)
+{
+	if (sync == NULL)
+		return;
+	if (fresh) {
+		r->at = 0;
+		r->gap = 0;
+		return;
+	}
+	if (r->gap == 0) {
+		r->gap = 1;
+		r->at = now + r->gap;
+		return;
+	}
+	if (now < r->at)
+		return;
+	sync_kick(sync);
+	r->gap *= 2;
+	if (r->gap > RESYNC_MAX)
+		r->gap = RESYNC_MAX;
+	if (r->gap > (double)interval)
+		r->gap = (double)interval;
+	r->at = now + r->gap;
+}
+
 /* Sets up inotify on the filter directory; -1 leaves the poll alone. */
 static int
 watch_dir(const char *dir)
@@ -420,6 +462,7 @@ run(struct config *c)
 	double last_poll, last_try, last_wd = 0, now;
 	size_t freed;
 	uint64_t wd_usec;
+	struct resync kick = { 0, 0 };
 	bool ready = false;
 	int ino = -1, timeout, rc = 1, n, fstate = -1;
 
@@ -555,6 +598,8 @@ run(struct config *c)
 		/* Deltas arrive within DELTA_POLL_MS (filterbuild follow). */
 		(void)loader_poll_chain(&loader, &slot);
 		log_filter_state(&slot, &lv->policy, &fstate);
+		resync_when_stale(sync, fresh_loaded(&slot, &lv->policy), now,
+		    c->sync_interval, &kick);
 		if (!fresh_loaded(&slot, &lv->policy) &&
 		    now - last_try >= RETRY_EMPTY) {
 			loader_poll(&loader, &slot, true);

@@ -18,6 +18,10 @@
 
 #define LOG_EVERY	10	/* seconds between two failure log lines */
 #define MAX_THREADS	64
+#define PROBE_FIRST	1.0	/* seconds from degraded to the first probe */
+#define PROBE_MAX	5.0	/* the probe's backoff stops doubling here */
+#define PROBE_ID	"revcheckd-probe"
+#define PROBE_SCOPE	"default"
 
 /* One request's keys waiting for a pool thread. */
 struct job {
@@ -55,6 +59,14 @@ struct upstream {
 	_Atomic int	 degraded;	/* 0, 1 unavailable, 2 behind */
 	_Atomic bool	 lost;		/* the last call got no answer */
 	_Atomic int64_t	 last_log;
+	/* The background probe (probe_main), on a thread of its own. */
+	_Atomic uint64_t mine;		/* highest filter version asked for */
+	_Atomic uint64_t probes;	/* probe requests sent */
+	pthread_cond_t	 probe_cv;	/* degraded, or stopping (under mu) */
+	pthread_t	 probe_th;
+	bool		 probe_running;
+	struct curl_slist *probe_hdrs;	/* hdrs and X-Revcheck-Probe */
+	struct revkey	 probe_key;
 };
 
 /* The reply body, capped at UPSTREAM_MAX_ANSWER. */
@@ -378,6 +390,27 @@ out:
 	return answered;
 }
 
+/* The probe asks on behalf of the newest filter a request was asked for. */
+static void
+note_mine(struct upstream *u, uint64_t v)
+{
+	uint64_t cur = atomic_load(&u->mine);
+
+	while (v > cur && !atomic_compare_exchange_weak(&u->mine, &cur, v))
+		;
+}
+
+/* Stores the state; a degraded one wakes the probe. */
+static void
+set_degraded(struct upstream *u, int d)
+{
+	if (atomic_exchange(&u->degraded, d) == d || d == 0)
+		return;
+	pthread_mutex_lock(&u->mu);
+	pthread_cond_broadcast(&u->probe_cv);
+	pthread_mutex_unlock(&u->mu);
+}
+
 /* When a request first asked now must have all its answers. */
 static double
 request_deadline(struct upstream *u)
@@ -410,11 +443,13 @@ settle_run(struct upstream *u, CURL *h, struct check_settle *st)
 			ok = false;
 	}
 	st->asked = st->n;
-	for (i = first; i < st->n; i++)
+	for (i = first; i < st->n; i++) {
 		if (st->rc[i] == -1 && st->res[i].fail == CHECK_FAIL_BEHIND)
 			behind = true;
+		note_mine(u, st->version[i]);
+	}
 	/* Degraded until a request to the origin goes through again. */
-	atomic_store(&u->degraded, !ok ? 1 : behind ? 2 : 0);
+	set_degraded(u, !ok ? 1 : behind ? 2 : 0);
 	if (ok && atomic_exchange(&u->lost, false))
 		log_info("authority back: upstream check %s answers again",
 		    u->url);
@@ -455,12 +490,182 @@ pool_main(void *arg)
 	return NULL;
 }
 
+/*
+ * The probe's one question, about a key nobody holds (PROBE_ID in scope
+ * PROBE_SCOPE), asked the way a client's positive is (the same URL, body,
+ * TLS and timeouts) in one attempt, marked "X-Revcheck-Probe: 1". Returns
+ * 0 when the origin answered from a filter at least as new as the newest
+ * one a request was asked for, 2 when from an older one, 1 when it gave
+ * no clear answer; msg says why for 1 and 2. Counted only as a probe.
+ */
+static int
+probe_ask(struct upstream *u, CURL *h, char *msg, size_t msglen)
+{
+	static const char body[] = "{\"items\":[{\"id\":\"" PROBE_ID
+	    "\",\"scope\":\"" PROBE_SCOPE "\"}]}";
+	struct check_result r;
+	struct answer a;
+	const cJSON *arr;
+	cJSON *root = NULL;
+	CURLcode cc;
+	long code = 0, ms, cms;
+	int rc = 1;
+
+	ms = (long)atomic_load(&u->a_timeout) * 1000;
+	cms = (long)atomic_load(&u->a_connect) * 1000;
+	sbuf_init(&a.b, 4096, 0);
+	a.too_big = false;
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &a);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, ms);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, cms < ms ? cms : ms);
+	curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)(sizeof(body) - 1));
+	curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+	atomic_fetch_add(&u->probes, 1);
+	cc = curl_easy_perform(h);
+	if (cc == CURLE_OK)
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+	if (cc != CURLE_OK) {
+		snprintf(msg, msglen, "%s", a.too_big ? "answer too large" :
+		    curl_easy_strerror(cc));
+		goto out;
+	}
+	if (code != 200) {
+		snprintf(msg, msglen, "HTTP %ld", code);
+		goto out;
+	}
+	root = cJSON_ParseWithLength(a.b.p != NULL ? a.b.p : "", a.b.len);
+	arr = cJSON_GetObjectItemCaseSensitive(root, "results");
+	if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) != 1) {
+		snprintf(msg, msglen, "the answer is not one result per item "
+		    "asked");
+		goto out;
+	}
+	if (parse_item(cJSON_GetArrayItem(arr, 0), &u->probe_key, PROBE_ID,
+	    sizeof(PROBE_ID) - 1, atomic_load(&u->mine), &r, msg,
+	    msglen) == 0)
+		rc = 0;
+	else if (r.fail == CHECK_FAIL_BEHIND)
+		rc = 2;
+out:
+	cJSON_Delete(root);
+	sbuf_free(&a.b);
+	return rc;
+}
+
+/* The state a probe's outcome (probe_ask) leaves, as a request's would. */
+static void
+probe_result(struct upstream *u, int got, const char *msg)
+{
+	if (got == 1) {
+		atomic_store(&u->degraded, 1);
+		set_error(u, msg);
+		return;
+	}
+	if (got == 2) {
+		pthread_mutex_lock(&u->mu);
+		snprintf(u->last_error, sizeof(u->last_error), "%s", msg);
+		pthread_mutex_unlock(&u->mu);
+	}
+	atomic_store(&u->degraded, got == 2 ? 2 : 0);
+	if (atomic_exchange(&u->lost, false))
+		log_info("authority back: upstream check %s answers again "
+		    "(background probe)%s", u->url, got == 2 ? ", from a "
+		    "filter behind ours" : "");
+}
+
+static CURL *
+probe_handle(struct upstream *u)
+{
+	CURL *h = handle_new(u);
+
+	if (h != NULL && (curl_easy_setopt(h, CURLOPT_HTTPHEADER,
+	    u->probe_hdrs) != CURLE_OK || curl_easy_setopt(h,
+	    CURLOPT_USERAGENT, "revcheckd/" REVCHECK_VERSION
+	    " (edge probe)") != CURLE_OK)) {
+		curl_easy_cleanup(h);
+		h = NULL;
+	}
+	return h;
+}
+
+/*
+ * While the authority is degraded (unavailable or behind), asks it again
+ * in the background: PROBE_FIRST s after it degraded, then with gaps
+ * doubling up to PROBE_MAX s, so that the edge is ready again (/readyz)
+ * within seconds of the origin answering, with no client request: a load
+ * balancer that health-checks /readyz sends it none. Ends once quiescing.
+ */
+static void *
+probe_main(void *arg)
+{
+	struct upstream *u = arg;
+	struct timespec dl;
+	double gap = PROBE_FIRST;
+	char msg[256];
+	CURL *h = NULL;
+	int got;
+
+	pthread_mutex_lock(&u->mu);
+	while (!u->stopping) {
+		if (atomic_load(&u->degraded) == 0) {
+			gap = PROBE_FIRST;
+			pthread_cond_wait(&u->probe_cv, &u->mu);
+			continue;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &dl);
+		dl.tv_sec += (time_t)gap;
+		dl.tv_nsec += (long)((gap - (double)(time_t)gap) * 1e9);
+		if (dl.tv_nsec >= 1000000000L) {
+			dl.tv_sec++;
+			dl.tv_nsec -= 1000000000L;
+		}
+		while (!u->stopping && atomic_load(&u->degraded) != 0 &&
+		    pthread_cond_timedwait(&u->probe_cv, &u->mu, &dl) == 0)
+			;
+		if (u->stopping || atomic_load(&u->degraded) == 0)
+			continue;
+		pthread_mutex_unlock(&u->mu);
+		if (h == NULL)
+			h = probe_handle(u);
+		snprintf(msg, sizeof(msg), "cannot set up a request");
+		got = h == NULL ? 1 : probe_ask(u, h, msg, sizeof(msg));
+		if (!atomic_load(&u->abort))
+			probe_result(u, got, msg);
+		pthread_mutex_lock(&u->mu);
+		gap = gap * 2 > PROBE_MAX ? PROBE_MAX : gap * 2;
+	}
+	pthread_mutex_unlock(&u->mu);
+	if (h != NULL)
+		curl_easy_cleanup(h);
+	return NULL;
+}
+
+/* The request headers; a probe's say so. 0, or -1 out of memory. */
+static int
+headers_new(struct curl_slist **out, bool probe)
+{
+	static const char *const h[] = { "Content-Type: application/json",
+	    "Accept: application/json", "X-Revcheck-Probe: 1" };
+	struct curl_slist *l = NULL, *n;
+	size_t i;
+
+	for (i = 0; i < (probe ? 3u : 2u); i++) {
+		if ((n = curl_slist_append(l, h[i])) == NULL) {
+			curl_slist_free_all(l);
+			return -1;
+		}
+		l = n;
+	}
+	*out = l;
+	return 0;
+}
+
 struct upstream *
 upstream_new(const char *url, const struct upstream_limits *lim, char *err,
     size_t errlen)
 {
+	pthread_condattr_t ca;
 	struct upstream *u;
-	struct curl_slist *l;
 	unsigned i;
 	int rc;
 
@@ -496,11 +701,14 @@ upstream_new(const char *url, const struct upstream_limits *lim, char *err,
 	pthread_mutex_init(&u->mu, NULL);
 	pthread_cond_init(&u->cv, NULL);
 	pthread_cond_init(&u->idle_cv, NULL);
-	l = curl_slist_append(NULL, "Content-Type: application/json");
-	if (l != NULL)
-		u->hdrs = l;
-	if (l == NULL || (l = curl_slist_append(u->hdrs,
-	    "Accept: application/json")) == NULL) {
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&u->probe_cv, &ca);
+	pthread_condattr_destroy(&ca);
+	(void)revkey_set(&u->probe_key, PROBE_SCOPE, PROBE_ID,
+	    sizeof(PROBE_ID) - 1);
+	if (headers_new(&u->hdrs, false) == -1 ||
+	    headers_new(&u->probe_hdrs, true) == -1) {
 		snprintf(err, errlen, "upstream_check: out of memory");
 		upstream_free(u);
 		return NULL;
@@ -514,6 +722,13 @@ upstream_new(const char *url, const struct upstream_limits *lim, char *err,
 		}
 		u->nth++;
 	}
+	if ((rc = pthread_create(&u->probe_th, NULL, probe_main, u)) != 0) {
+		snprintf(err, errlen, "upstream_check: probe thread: %s",
+		    strerror(rc));
+		upstream_free(u);
+		return NULL;
+	}
+	u->probe_running = true;
 	return u;
 }
 
@@ -526,6 +741,7 @@ upstream_quiesce(struct upstream *u)
 	u->stopping = true;
 	atomic_store(&u->abort, true);
 	pthread_cond_broadcast(&u->cv);
+	pthread_cond_broadcast(&u->probe_cv);
 	while (u->waiting > 0)
 		pthread_cond_wait(&u->idle_cv, &u->mu);
 	pthread_mutex_unlock(&u->mu);
@@ -546,7 +762,11 @@ upstream_free(struct upstream *u)
 	pthread_mutex_unlock(&u->mu);
 	for (i = 0; i < n; i++)
 		pthread_join(u->th[i], NULL);
+	if (u->probe_running)
+		pthread_join(u->probe_th, NULL);
 	curl_slist_free_all(u->hdrs);
+	curl_slist_free_all(u->probe_hdrs);
+	pthread_cond_destroy(&u->probe_cv);
 	pthread_cond_destroy(&u->idle_cv);
 	pthread_cond_destroy(&u->cv);
 	pthread_mutex_destroy(&u->mu);
@@ -662,6 +882,7 @@ upstream_status(struct upstream *u, cJSON *root)
 	json_add_u64(o, "requests", atomic_load(&u->requests));
 	json_add_u64(o, "waiting", waiting);
 	json_add_u64(o, "refused_busy", atomic_load(&u->refused_busy));
+	json_add_u64(o, "probes", atomic_load(&u->probes));
 	json_add_opt(o, "degraded", deg);
 	json_add_opt(o, "last_error", e);
 }
@@ -700,6 +921,11 @@ upstream_metrics(struct upstream *u, struct sbuf *b)
 	    "# TYPE revcheckd_upstream_refused_busy_total counter\n"
 	    "revcheckd_upstream_refused_busy_total ");
 	sbuf_add_u64(b, atomic_load(&u->refused_busy));
+	sbuf_adds(b, "\n# HELP revcheckd_upstream_probes_total Background "
+	    "probes of the upstream authority while it was degraded.\n"
+	    "# TYPE revcheckd_upstream_probes_total counter\n"
+	    "revcheckd_upstream_probes_total ");
+	sbuf_add_u64(b, atomic_load(&u->probes));
 	sbuf_adds(b, "\n# HELP revcheckd_upstream_waiting Requests waiting on "
 	    "the upstream authority now.\n"
 	    "# TYPE revcheckd_upstream_waiting gauge\n"

@@ -212,12 +212,17 @@ until curl -s "$E1_URL/v1/status" | grep -q '"result":"download_failed"'; do
 	sleep 0.2
 done
 audit "$E1_URL"
-# Issue 13: a fresh filter does not excuse failing syncs (the edge will
-# not see the next version), so the audit fails the node.
+# A fresh filter does not excuse failing syncs (the edge will not see
+# the next version), so the audit fails the node.
 rc_expect_eq "$AUD_RC" 1 "an edge whose last sync failed fails the audit, fresh or not"
 rc_expect_match "$AUD_OUT" 'download_failed' "table: last sync result shown"
 rc_expect_match "$AUD_OUT" 'last sync failed' "table: the reason is named"
-sleep 1.1
+# Its own event: E1's filter is over 1 s old by E1's status.
+end=$(( $(now_ms) + 10000 ))
+until rc_curl "$E1_URL/v1/status"; [ "$(rc_json filter.age_seconds)" -gt 1 ] 2>/dev/null; do
+	[ "$(now_ms)" -lt "$end" ] || { rc_fail "E1's filter never over 1 s old"; break; }
+	sleep 0.2
+done
 audit --max-age 1s "$E1_URL"
 rc_expect_eq "$AUD_RC" 1 "--max-age fails a filter older than it"
 rc_expect_match "$AUD_OUT" 'older than --max-age' "--max-age reason shown"

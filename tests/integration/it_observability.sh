@@ -146,7 +146,7 @@ edge = (common | words("sync", "upstream_filter interval_seconds max_download "
         "consecutive_failures updates delta_fetches delta_bytes delta_error "
         "persisted insecure_http") |
     words("authority", "url answered failed behind retries requests waiting "
-        "refused_busy degraded last_error"))
+        "refused_busy probes degraded last_error"))
 top = ["service", "filter", "counters", "reloads", "config", "token_verification"]
 bad = []
 for f, want, order in ((sys.argv[1], common, top), (sys.argv[2], edge, top + ["sync", "authority"])):
