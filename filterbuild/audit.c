@@ -69,7 +69,7 @@ struct node {
 	char		 degraded[64];
 	/* /v1/status says a version it serves is gone from its disk. */
 	bool		 gone;
-	char		 gone_msg[160];
+	char		 gone_msg[200];
 	const char	*problems[AUDIT_MAX_PROBLEMS];
 	size_t		 nproblems;
 	/* The text of the problems that carry numbers or a message. */
@@ -119,9 +119,9 @@ audit_usage(FILE *fp)
 	    "Exit status: 0 every node fresh, ready and up to date; 1 a node\n"
 	    "is unreachable, has no filter, is stale, not ready (an edge's\n"
 	    "authority unavailable or behind), too old, behind in version or\n"
-	    "in deltas, serves a version no longer on its disk, its clock is\n"
-	    "off by more than --max-skew, or (an edge) its last sync or delta\n"
-	    "sync failed; 2 usage error.\n",
+	    "in deltas, serves a version no longer on its disk (disk_mismatch\n"
+	    "in its status), its clock is off by more than --max-skew, or (an\n"
+	    "edge) its last sync or delta sync failed; 2 usage error.\n",
 	    fp);
 }
 
@@ -189,15 +189,28 @@ str(char *out, size_t cap, const cJSON *o, const char *name)
 }
 
 /*
- * "served_not_on_disk", at the top of /v1/status or in its "filter": true,
- * or an object (what is gone), when the node serves a version whose files
- * are no longer in its filter directory; false, null or absent otherwise.
+ * The node serves a version whose files are no longer in its filter
+ * directory (served from memory, where it was verified): /v1/status
+ * "disk_mismatch" is an object then ({"served_version", "found", ...}),
+ * null otherwise. "served_not_on_disk" (true, or an object with
+ * "version"), at the top or in "filter", says the same.
  */
 static void
 parse_gone(struct node *n, const cJSON *root, const cJSON *f)
 {
-	const cJSON *g = field(root, "served_not_on_disk");
+	const cJSON *g = field(root, "disk_mismatch");
+	char found[120] = "";
 
+	if (cJSON_IsObject(g)) {
+		n->gone = true;
+		str(found, sizeof(found), g, "found");
+		snprintf(n->gone_msg, sizeof(n->gone_msg), "serves version %"
+		    PRIu64 ", no longer on its disk%s%s%s",
+		    unum(g, "served_version"), found[0] != '\0' ? " (" : "",
+		    found, found[0] != '\0' ? ")" : "");
+		return;
+	}
+	g = field(root, "served_not_on_disk");
 	if ((g == NULL || cJSON_IsNull(g) || cJSON_IsFalse(g)) &&
 	    cJSON_IsObject(f))
 		g = field(f, "served_not_on_disk");

@@ -11,7 +11,7 @@
 # background probe found the authority back), and N must load its first
 # filter without waiting out its hour. Audit passes both again. Last, a
 # node whose /v1/status says it serves a version no longer on its disk
-# (served_not_on_disk) fails the audit.
+# (disk_mismatch, or served_not_on_disk) fails the audit.
 . "$(dirname "$0")/lib.sh"
 
 FB() { "$FILTERBUILD" "$@"; }
@@ -143,6 +143,28 @@ rc_curl "$E_URL/v1/check?id=tok-rev-1"
 rc_expect_json status revoked "E: positives settled again"
 
 # ---------------------------------------------------------------- a version served but gone from disk
+# Origin R's current is removed: it serves version 1 from memory, and its
+# /v1/status says so (disk_mismatch). Its /readyz stays 200: only the
+# audit tells.
+mkdir -p "$T/sr"
+cp -a "$T/f" "$T/fr"
+rc_start R --filter-dir "$T/fr" --trusted-key "$T/key.pub" --state-dir "$T/sr" \
+    --poll-interval 3600
+rc_wait_version "$R_URL" 1 || rc_fail "R did not load version 1"
+audit "$R_URL"
+rc_expect_eq "$AUD_RC" 0 "audit: R fine with its files"
+rm "$T/fr/current"
+kill -HUP "$R_PID"
+rc_wait_json "$R_URL/v1/status" disk_mismatch.served_version 1 ||
+    rc_fail "R: current removed, not flagged ($(rc_json disk_mismatch))"
+audit "$R_URL"
+rc_expect_eq "$AUD_RC" 1 "audit fails R, serving a version gone from its disk"
+rc_expect_match "$AUD_OUT" "^$R_URL .*serves version 1, no longer on its disk" \
+    "audit: R's line says so"
+"$FILTERBUILD" audit --json --timeout 5s "$R_URL" >"$T/aud.json" 2>/dev/null || true
+RC_BODY_FILE=$T/aud.json
+rc_expect_json nodes.0.served_not_on_disk true "audit --json: served_not_on_disk"
+rc_stop R || rc_fail "R did not exit 0"
 # A stand-in node whose /v1/status (otherwise E's) says served_not_on_disk.
 rc_curl "$E_URL/v1/status"
 for form in true '{"version": 1, "sha256": "00"}'; do
