@@ -114,7 +114,7 @@ mkdir -p "$T/s4"
 rc_start_faketime E4 "$T/clock4.rc" -120 --trusted-key "$T/key.pub" --state-dir "$T/s4" --sync-interval 1 \
     --upstream-insecure-http --upstream-filter "$O_URL/v1/filter" --upstream-check "$O_URL/v1/check"
 rc_wait_version "$E4_URL" 2 10 || rc_fail "E4 did not sync version 2"
-grep -q 'filter version 2 was issued 1[0-9][0-9]s in this node.s future: its clock is behind' "$T/E4.log" &&
+rc_wait_log "$T/E4.log" 'filter version 2 was issued 1[0-9][0-9]s in this node.s future: its clock is behind' &&
     rc_ok "E4 logs that its clock is behind" || rc_fail "E4 did not log its clock: $(tail -c 400 "$T/E4.log")"
 audit "$O_URL" "$E4_URL"
 rc_expect_eq "$AUD_RC" 1 "a node whose clock is two minutes behind fails"
