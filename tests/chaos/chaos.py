@@ -966,12 +966,36 @@ def report(fleet, sweep, sweep_note, t_load_end):
         hi = f["end"] + (f["recovery"] if f["recovery"] < INF else 120)
         s["unans"] += sum(1 for r in recs if r[5] == "load"
                           and f["start"] <= r[0] <= hi and r[4] not in ANSWERED)
-    say("faults (%d): kind, times, seconds injected, unanswered checks "
-        "during fault and recovery, worst recovery" % len(faults))
+    say("faults (%d): kind, times, seconds injected, unanswered load "
+        "checks during fault and recovery, worst recovery" % len(faults))
     for name, s in sorted(by.items()):
         say("  %-18s %3d  %6.1f s  %6d  %s" % (
             name, s["n"], s["secs"], s["unans"],
             "%.2f s" % s["rec"] + (" (%d NEVER)" % s["never"] if s["never"] else "")))
+    # Each unanswered load check, by the fault it fell in (from its start
+    # to the end of its recovery) or "between faults".
+    blame = collections.defaultdict(collections.Counter)
+    for r in recs:
+        if r[5] != "load" or r[4] in ANSWERED:
+            continue
+        where = "between faults"
+        for f in faults:
+            hi = f["end"] + (f["recovery"] if f["recovery"] < INF else 120)
+            if f["start"] <= r[0] <= hi:
+                where = f["name"]
+                break
+        blame[where][(r[2], r[4])] += 1
+    for where, c in sorted(blame.items()):
+        say("  unanswered in %s: %s" % (where, ", ".join(
+            "%s %s x%d" % (n, v, k) for (n, v), k in c.most_common(6))))
+    sizes = []
+    for n in ("follow", "origin", "e1", "e2", "e3"):
+        try:
+            with open(fleet.p(n + ".log"), "rb") as lf:
+                sizes.append("%s %d lines" % (n, sum(1 for _ in lf)))
+        except OSError:
+            pass
+    say("logs: " + ", ".join(sizes))
     say("answers judged: %d (%s); load checks counted for the answered "
         "share: %d of %d" % (sum(j["kinds"].values()), ", ".join(
             "%s %d" % kv for kv in sorted(j["kinds"].items())), j["counted"],
@@ -1045,7 +1069,10 @@ def report(fleet, sweep, sweep_note, t_load_end):
             "memory_kb": MEM, "lags": sorted(LAGS), "stats": dict(STATS),
             "targets": [[n, ok, d] for n, ok, d in targets], "final": final,
             "wrong": [[r[0] - T_START, r[1] - T_START, r[2], list(r[3]), r[4], r[5]]
-                      for r in j["wrong"]]}
+                      for r in j["wrong"]],
+            "unanswered_load": [[r[0] - T_START, r[1] - T_START, r[2], list(r[3]),
+                                 r[4]] for r in recs if r[5] == "load"
+                                and r[4] not in ANSWERED][:5000]}
     return lines, final, all(ok for _, ok, _ in targets), data
 
 

@@ -28,7 +28,8 @@ PG_BIN = sorted(
 PG_BIN = PG_BIN[-1] if PG_BIN else ""
 
 # The settings the fleet runs with (docs/CHAOS.md states them).
-MAX_AGE = 20          # every node: --max-age, the documented lag bound
+# every node: --max-age, which makes the documented lag bound
+MAX_AGE = int(os.environ.get("CHAOS_MAX_AGE") or 20)
 HEAD_EVERY = 2        # follow --head-every
 VALID_FOR = "2m"      # follow --valid-for: a re-base every 90 s or so
 EXPIRY_GRACE = 2      # follow --expiry-grace
