@@ -79,6 +79,22 @@ swap_start(struct swapper *w, struct snapshot_slot *sl, uint64_t version)
 	cr_assert_eq(pthread_create(&w->th, NULL, swap_main, w), 0);
 }
 
+/*
+ * Until the swap w runs has made its snapshot current (10 s at most): from
+ * then on it waits for the sections that saw the old one. A fixed nap
+ * instead could end before a busy machine ran the thread at all.
+ */
+static void
+swap_wait_current(struct swapper *w)
+{
+	int i;
+
+	for (i = 0; i < 10000 && atomic_load(&w->sl->cur) != w->next; i++)
+		nap_ms(1);
+	cr_assert_eq(atomic_load(&w->sl->cur), w->next,
+	    "the swap did not make its snapshot current");
+}
+
 Test(snapshot, swap_waits_for_the_section_that_saw_the_old_one)
 {
 	struct snapshot_slot sl;
@@ -92,7 +108,8 @@ Test(snapshot, swap_waits_for_the_section_that_saw_the_old_one)
 	cr_assert_not_null(s = snapshot_enter(&sl));
 	cr_assert_eq(s->version, 1);
 	swap_start(&w, &sl, 2);
-	nap_ms(200);
+	swap_wait_current(&w);
+	nap_ms(200);	/* a window for a swap that does not wait to end */
 	/* The new one is current, the old one still whole. */
 	cr_assert(!atomic_load(&w.done), "the swap did not wait");
 	cr_assert_eq(snapshot_freed_count(), freed);
@@ -142,7 +159,8 @@ Test(snapshot, later_sections_do_not_hold_back_a_swap)
 	freed = snapshot_freed_count();
 	cr_assert_not_null(snapshot_enter(&sl));
 	swap_start(&w, &sl, 2);
-	nap_ms(100);
+	swap_wait_current(&w);
+	nap_ms(100);	/* a window for a swap that does not wait to end */
 	cr_assert(!atomic_load(&w.done));
 	/* Entered while the swap waits: it holds the new snapshot. */
 	r.sl = &sl;
@@ -175,7 +193,8 @@ Test(snapshot, nested_sections_end_with_the_outermost)
 	cr_assert_eq(outer, inner);
 	swap_start(&w, &sl, 2);
 	snapshot_leave();
-	nap_ms(150);
+	swap_wait_current(&w);
+	nap_ms(150);	/* a window for a swap the inner leave would end */
 	cr_assert(!atomic_load(&w.done), "the inner leave ended the section");
 	cr_assert_eq(snapshot_freed_count(), freed);
 	cr_assert_eq(outer->version, 1);
