@@ -312,9 +312,13 @@ check "a table from another build fails verify" expect_rc 1 verify --pub p.pem f
 grep -qE "table (SHA-256|length .*) does not match" err || fail "binding failure not explained: $(cat err)"
 
 # ---------------------------------------------------------------- concurrent publishers
+ntmp() { find dv -maxdepth 1 -name '.tmp-*' | wc -l; }
+n0=$(ntmp)
 REVCHECK_PUBLISH_DELAY_US=250000 "$FB" build --key k.pem --out dv --quiet ids.txt &
 BGPID=$!
-sleep 0.6
+# Until the first publisher holds the lock: its temporary directory,
+# made under the lock, is there (30 s at most).
+for _ in $(seq 1 300); do [ "$(ntmp)" -gt "$n0" ] && break; sleep 0.1; done
 check "a second publisher to the same DIR is refused" expect_rc 1 build --key k.pem --out dv --quiet ids.txt
 grep -q "another publish to this directory is in progress" err || fail "lock refusal not explained: $(cat err)"
 check "the first publisher completes" wait "$BGPID"
