@@ -47,7 +47,7 @@ printf '%s\n' "$SECRET" >"$T/www/index.html"
 FB build --key "$T/key.pem" --out "$T/fa" --version 1 --quiet "$T/tokens.json"
 rc_start A -c "$T/issuers.json" --filter-dir "$T/fa" --trusted-key "$T/key.pub" \
     --state-dir "$T/sa"
-rc_wait_ready "$A_URL" 10 || rc_fail "A not ready"
+rc_wait_ready "$A_URL" 30 || rc_fail "A not ready"
 
 # ---------------------------------------------------------------- nginx
 NG=$T/nginx
@@ -185,7 +185,7 @@ expect_denied "signature stripped"
 rc_expect_eq "$(rc_header X-Revcheck-Status)" bad_signature "stripped: reason passed on"
 
 # ---------------------------------------------------------------- a stale filter is refused
-end=$(( $(now_ms) + 15000 ))
+end=$(( $(now_ms) + 30000 ))
 until curl -s "$B_URL/readyz" | grep -q filter_stale; do
 	[ "$(now_ms)" -lt "$end" ] || { rc_fail "B's filter never turned stale"; break; }
 	sleep 0.2

@@ -224,7 +224,7 @@ while True:
 EOF
 python3 "$T/raw.py" "$T/raw.port" &
 RAW_PID=$!
-for _ in $(seq 1 50); do [ -s "$T/raw.port" ] && break; sleep 0.1; done
+for _ in $(seq 1 300); do [ -s "$T/raw.port" ] && break; sleep 0.1; done
 R=http://127.0.0.1:$(cat "$T/raw.port")
 TF=$T/tokfilters
 rawbuild() { ST=0; OUT=$(FB build --key "$T/key.pem" --out "$TF" --cache-dir "$C" "$@" 2>&1) || ST=$?; }

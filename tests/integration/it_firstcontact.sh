@@ -118,7 +118,7 @@ port=$(rc_free_port)
 LH_PID=$!
 RC_DAEMONS+=(LH)
 up=0
-for _ in $(seq 1 100); do
+for _ in $(seq 1 300); do
 	# /readyz, not /healthz: the daemon listens before its filter is loaded.
 	if curl -sf -o /dev/null --max-time 1 "http://127.0.0.1:$port/readyz"; then up=1; break; fi
 	kill -0 "$LH_PID" 2>/dev/null || break

@@ -353,7 +353,7 @@ for attempt in 1 2 3; do
 	nginx -e "$ng/error.log" -c "$ng/main.conf" -g 'daemon off;' &
 	ngpid=$!
 	up=0
-	for _ in $(seq 50); do
+	for _ in $(seq 150); do
 		if curl -s -o /dev/null "http://127.0.0.1:$p_app/"; then
 			up=1
 			break

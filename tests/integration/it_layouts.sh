@@ -123,7 +123,7 @@ for s in json.load(open(sys.argv[1]))["scopes"]:
 	mkdir -p "$T/state-$tag"
 	rc_start D --filter-dir "$F" --trusted-key "$T/key.pub" \
 	    --state-dir "$T/state-$tag" --poll-interval 1
-	rc_wait_ready "$D_URL" 10 || rc_fail "$layout: revcheckd not ready"
+	rc_wait_ready "$D_URL" 30 || rc_fail "$layout: revcheckd not ready"
 
 	# What the daemon says it serves.
 	rc_curl "$D_URL/v1/status"
@@ -233,7 +233,7 @@ for s in json.load(open(sys.argv[1]))["scopes"]:
 	rc_start E --trusted-key "$T/key.pub" --state-dir "$T/edge-$tag" \
 	    --sync-interval 1 --poll-interval 1 \
 	    --upstream-insecure-http --upstream-filter "$D_URL/v1/filter" --upstream-check "$D_URL/v1/check"
-	rc_wait_version "$E_URL" 1 10 || rc_fail "$layout: edge did not sync version 1"
+	rc_wait_version "$E_URL" 1 30 || rc_fail "$layout: edge did not sync version 1"
 	rc_curl "$E_URL/v1/status"
 	rc_expect_json service.mode edge "$layout: edge mode"
 	rc_expect_json filter.layout "$layout" "$layout: edge serves the layout"

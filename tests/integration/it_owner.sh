@@ -34,7 +34,7 @@ refused() {	# refused NAME FILE WHAT
 	    --state-dir "$T/s" --poll-interval 3600 || rc_fail "$n did not start"
 	local url
 	url=$(eval "echo \${${n}_URL}")
-	for _ in $(seq 1 100); do
+	for _ in $(seq 1 300); do
 		grep -q 'owned by uid' "$T/$n.log" && break
 		sleep 0.1
 	done

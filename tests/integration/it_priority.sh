@@ -47,7 +47,7 @@ grep -q "give way" "$T/O0.log" && rc_fail "loader_nice 0 still gives way: $(grep
 
 rc_start E --trusted-key "$T/key.pub" --state-dir "$T/se" --sync-interval 1 \
     --upstream-insecure-http --upstream-filter "$O_URL/v1/filter" --upstream-check "$O_URL/v1/check"
-rc_wait_version "$E_URL" 2 10 || rc_fail "edge did not sync version 2"
+rc_wait_version "$E_URL" 2 30 || rc_fail "edge did not sync version 2"
 rc_expect_eq "$(nice_of "$E_PID" revcheckd-sync)" "$want " "edge: the sync thread (loads) at nice +10"
 rc_expect_eq "$(nice_of "$E_PID" MHD-worker)" "$base " "edge: every HTTP worker at the daemon's nice"
 rc_expect_eq "$(nice_of "$E_PID" revcheckd-fast)" "$base " "edge: every fast-path worker at the daemon's nice"

@@ -39,14 +39,14 @@ publish() { "$FILTERBUILD" build --key "$T/key.pem" --out "$F" --keep 5 --quiet 
 publish
 rc_start O --filter-dir "$F" --trusted-key "$T/key.pub" --state-dir "$T/so" --poll-interval 1 \
     --token-verification revocation-only	# an unsigned token below
-rc_wait_ready "$O_URL" 10 || rc_fail "origin not ready"
+rc_wait_ready "$O_URL" 30 || rc_fail "origin not ready"
 EDGE=0
 if [ -e "$RC_SRC/svc/sync.c" ]; then
 	EDGE=1
 	rc_start E --trusted-key "$T/key.pub" --state-dir "$T/se" --sync-interval 1 \
 	    --token-verification revocation-only --upstream-insecure-http \
 	    --upstream-filter "$O_URL/v1/filter" --upstream-check "$O_URL/v1/check"
-	rc_wait_ready "$E_URL" 15 || rc_fail "edge not ready"
+	rc_wait_ready "$E_URL" 30 || rc_fail "edge not ready"
 fi
 
 sample() {	# sample NAME PID: "seconds fds rss_kB" every second

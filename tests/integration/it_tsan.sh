@@ -64,11 +64,11 @@ publish() { "$FILTERBUILD" build --key "$T/key.pem" --out "$F" --keep 4 --quiet 
 publish
 rc_start O --filter-dir "$F" --trusted-key "$T/key.pub" --state-dir "$T/so" --poll-interval 1 --threads 4 \
     --token-verification revocation-only	# an unsigned token below
-rc_wait_ready "$O_URL" 20 || rc_fail "origin not ready"
+rc_wait_ready "$O_URL" 60 || rc_fail "origin not ready"
 rc_start E --trusted-key "$T/key.pub" --state-dir "$T/se" --sync-interval 1 --threads 4 \
     --token-verification revocation-only --upstream-insecure-http \
     --upstream-filter "$O_URL/v1/filter" --upstream-check "$O_URL/v1/check"
-rc_wait_ready "$E_URL" 20 || rc_fail "edge not ready"
+rc_wait_ready "$E_URL" 60 || rc_fail "edge not ready"
 
 touch "$T/run"
 # Each SIGHUP also swaps in a new generation of the settings (live.h)
