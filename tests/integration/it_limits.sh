@@ -33,7 +33,7 @@ printf 'tok-1\ntok-2\n' >"$T/tokens.txt"
 mkdir -p "$T/state"
 rc_start L --filter-dir "$T/f" --trusted-key "$T/key.pub" --state-dir "$T/state" \
     --conn-timeout "$TIMEOUT" --max-conns-per-ip "$PERIP" --max-body "$CAP" --threads 2
-rc_wait_ready "$L_URL" 10 || rc_fail "no filter loaded"
+rc_wait_ready "$L_URL" 30 || rc_fail "no filter loaded"
 
 fds() { ls "/proc/$L_PID/fd" | wc -l; }
 rss() { awk '/^VmRSS:/ { print $2 }' "/proc/$L_PID/status"; }
@@ -106,7 +106,12 @@ for r in $(seq 1 "$ROUNDS"); do
 	perip_round "$r"
 	body_round "$r"
 	load_round "$r"
-	sleep 0.3	# let the last connections close
+	# Until the daemon holds none of the round's connections (open, or
+	# closed by the client only), 10 s at most.
+	for _ in $(seq 1 100); do
+		[ -z "$(ss -Htn state established state close-wait "( sport = :$L_PORT )")" ] && break
+		sleep 0.1
+	done
 	FD+=("$(fds)")
 	RSS+=("$(rss)")
 done
