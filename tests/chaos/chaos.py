@@ -1108,6 +1108,17 @@ def wait_for(cond, secs):
     return False
 
 
+def guarded(fn):
+    """A thread's body: an exception in the harness is said, not lost."""
+    def run(*args):
+        try:
+            fn(*args)
+        except Exception as e:
+            STATS["harness_errors"] += 1
+            log("harness error in %s: %r" % (fn.__name__, e))
+    return run
+
+
 def main():
     for name in ("REVCHECKD", "FILTERBUILD"):
         if not os.environ.get(name):
@@ -1138,11 +1149,11 @@ def main():
                fleet.nodes["origin"], " ".join(fleet.nodes[n] for n in ("e1", "e2")),
                fleet.ng_port))
         T_END[0] = time.time() + CHAOS_TIME
-        threads = [threading.Thread(target=load_client, args=(i, fleet),
+        threads = [threading.Thread(target=guarded(load_client), args=(i, fleet),
                                     daemon=True) for i in range(N_CLIENTS)]
-        threads += [threading.Thread(target=writer, args=(fleet,), daemon=True)]
-        sched = threading.Thread(target=scheduler, args=(fleet,), daemon=True)
-        bg = [threading.Thread(target=f, args=a, daemon=True) for f, a in
+        threads += [threading.Thread(target=guarded(writer), args=(fleet,), daemon=True)]
+        sched = threading.Thread(target=guarded(scheduler), args=(fleet,), daemon=True)
+        bg = [threading.Thread(target=guarded(f), args=a, daemon=True) for f, a in
               ((prober, (fleet,)), (mem_sampler, (fleet,)), (progress, ()))]
         for t in threads + bg + [sched]:
             t.start()
