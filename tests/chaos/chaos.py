@@ -1054,6 +1054,8 @@ def report(fleet, sweep, sweep_note, t_load_end):
         ("fleet back within %.0f s of every fault's end" % RECOVERY_TARGET,
          worst <= RECOVERY_TARGET, "worst %s" % ("%.2f s" % worst if worst < INF
                                                  else "never")),
+        ("the harness ran without errors", not STATS["harness_errors"]
+         and sweep is not None, "%d errors" % STATS["harness_errors"]),
         ("memory of every process bounded", mem_ok and bool(MEM),
          "no RSS growth over 1.5x + 16 MB from the first half to the second"),
     ]
