@@ -12,10 +12,79 @@
 #include <string.h>
 
 #include <openssl/err.h>
+#include <openssl/evp.h>
 #include <openssl/objects.h>
 #include <openssl/rsa.h>
 #include <openssl/x509_vfy.h>
 #include <openssl/x509v3.h>
+
+/*
+ * One DER header at p[0..len): its tag, header length and content length,
+ * the content inside len. -1 for a high tag number, an indefinite or
+ * over-long length, or content past len.
+ */
+static int
+der_header(const unsigned char *p, size_t len, unsigned char *tag,
+    size_t *hlen, size_t *clen)
+{
+	size_t i, n, l = 0;
+
+	if (len < 2 || (p[0] & 0x1f) == 0x1f)
+		return -1;
+	*tag = p[0];
+	if (p[1] < 0x80) {
+		*hlen = 2;
+		l = p[1];
+	} else {
+		n = p[1] & 0x7f;
+		if (n == 0 || n > 4 || len - 2 < n)
+			return -1;
+		for (i = 0; i < n; i++)
+			l = l << 8 | p[2 + i];
+		*hlen = 2 + n;
+	}
+	if (l > len - *hlen)
+		return -1;
+	*clen = l;
+	return 0;
+}
+
+int
+crl_content_digest(const unsigned char *der, size_t len,
+    unsigned char out[32])
+{
+	const unsigned char *t;
+	size_t h, c, h1, c1, h2, tlen, vlen = 0, alen;
+	unsigned char tag;
+	EVP_MD_CTX *md;
+	int rc = -1;
+
+	/* CertificateList ::= SEQUENCE { tbsCertList SEQUENCE { ... } ... } */
+	if (der_header(der, len, &tag, &h1, &c1) != 0 || tag != 0x30 ||
+	    der_header(der + h1, c1, &tag, &h2, &tlen) != 0 || tag != 0x30)
+		return -1;
+	t = der + h1 + h2;
+	/* version INTEGER OPTIONAL, then signature AlgorithmIdentifier. */
+	if (der_header(t, tlen, &tag, &h, &c) != 0)
+		return -1;
+	if (tag == 0x02) {
+		vlen = h + c;
+		if (der_header(t + vlen, tlen - vlen, &tag, &h, &c) != 0)
+			return -1;
+	}
+	if (tag != 0x30)
+		return -1;
+	alen = h + c;
+	if ((md = EVP_MD_CTX_new()) == NULL)
+		return -1;
+	if (EVP_DigestInit_ex(md, EVP_sha256(), NULL) == 1 &&
+	    EVP_DigestUpdate(md, t, vlen) == 1 &&
+	    EVP_DigestUpdate(md, t + vlen + alen, tlen - vlen - alen) == 1 &&
+	    EVP_DigestFinal_ex(md, out, NULL) == 1)
+		rc = 0;
+	EVP_MD_CTX_free(md);
+	return rc;
+}
 
 /* Writes the OID of ext's object in dotted form into out. */
 static void

@@ -23,6 +23,18 @@
 int crl_check_critical(const X509_CRL *crl, char *why, size_t whylen);
 
 /*
+ * SHA-256 over what a CRL says, all of its tbsCertList but the signature
+ * algorithm: version, issuer, thisUpdate, nextUpdate, every entry (serial,
+ * date, entry extensions) and the CRL's extensions, as encoded in der
+ * (len bytes, a whole CertificateList). Two CRLs with the same digest say
+ * the same thing, signed two ways. Every length is checked against the
+ * bytes before it is used. Returns 0, or -1 for DER it cannot walk (out
+ * unset).
+ */
+int crl_content_digest(const unsigned char *der, size_t len,
+    unsigned char out[32]);
+
+/*
  * Refuses a CRL signed with a weak digest (MD2, MD4, MD5, MDC2, SHA-1)
  * unless allow_weak. Returns 0, or -1 with why naming the algorithm.
  */

@@ -68,6 +68,7 @@ struct rd {
 	bool			 cur_indirect;
 	char			 cur_base[FFILE_CRLNUM_MAX + 1];
 	unsigned char		 cur_key[32];	/* its signer's key, or zeros */
+	unsigned char		 cur_content[32];	/* crl_content_digest */
 	/* Source metadata of the CRLs read, applied on success. */
 	struct ffile_scope	*pend;
 	size_t			 npend;
@@ -1165,6 +1166,7 @@ crl_note(struct rd *r, const struct ffile_scope *sc, size_t start,
 	c->via = via;
 	memcpy(c->base_number, r->cur_base, sizeof(c->base_number));
 	memcpy(c->signer_key, r->cur_key, sizeof(c->signer_key));
+	memcpy(c->content, r->cur_content, sizeof(c->content));
 	c->start = start;
 	c->end = input_set_records(s);
 	(void)snprintf(c->what, sizeof(c->what), "%s%s%.*s", r->name,
@@ -1491,7 +1493,8 @@ crl_add(struct rd *r, X509_CRL *crl, const unsigned char *der, size_t derlen,
 		rd_err(r, "%sinvalid nextUpdate", where);
 		return -1;
 	}
-	if (util_sha256(sc.crl_sha256, der, derlen) != 0) {
+	if (util_sha256(sc.crl_sha256, der, derlen) != 0 ||
+	    crl_content_digest(der, derlen, r->cur_content) != 0) {
 		rd_err(r, "%sSHA-256 failed", where);
 		return -1;
 	}
@@ -2726,13 +2729,14 @@ input_resolve_crls(struct input_set *s, bool quiet, bool no_delta,
 {
 	struct input_crl *c, *d;
 	struct ffile_scope *sc;
-	size_t i, j, win, n = input_set_records(s), *base = NULL;
-	bool *keep = NULL, *rkeep = NULL, dropped = false;
+	size_t i, j, k, win, n = input_set_records(s), *base = NULL;
+	bool *keep = NULL, *rkeep = NULL, *twin = NULL, dropped = false;
 	int cmp, rc = -1;
 
 	if (s->ncrls == 0)
 		return 0;
 	if ((keep = calloc(s->ncrls, sizeof(*keep))) == NULL ||
+	    (twin = calloc(s->ncrls, sizeof(*twin))) == NULL ||
 	    (base = calloc(s->ncrls, sizeof(*base))) == NULL ||
 	    (rkeep = malloc(n > 0 ? n : 1)) == NULL) {
 		snprintf(err, errlen, "out of memory");
@@ -2763,6 +2767,27 @@ input_resolve_crls(struct input_set *s, bool quiet, bool no_delta,
 			    s->crls[win].sc.crl_sha256, 32) == 0)
 				continue;	/* the same CRL twice */
 			cmp = crl_age_cmp(&s->crls[j].sc, &s->crls[win].sc);
+			/*
+			 * The same thisUpdate, number and content (entries,
+			 * extensions, nextUpdate) signed two ways (a CA
+			 * publishing one CRL under two signature algorithms):
+			 * either will do; the lower SHA-256 wins, so the choice
+			 * does not follow reading order.
+			 */
+			if (cmp == 0 && memcmp(s->crls[j].content,
+			    s->crls[win].content, 32) == 0) {
+				k = memcmp(s->crls[j].sc.crl_sha256,
+				    s->crls[win].sc.crl_sha256, 32) < 0 ? j : win;
+				if (!quiet)
+					log_info("%s and %s: one CRL of \"%s\" "
+					    "signed two ways (the same entries, "
+					    "thisUpdate and number); using %s",
+					    s->crls[win].what, s->crls[j].what,
+					    s->crls[j].sc.issuer, s->crls[k].what);
+				twin[k == j ? win : j] = true;
+				win = k;
+				continue;
+			}
 			if (cmp == 0) {
 				snprintf(err, errlen, "%s and %s: two different "
 				    "CRLs of \"%s\" that cannot be ordered (CRL "
@@ -2816,7 +2841,7 @@ input_resolve_crls(struct input_set *s, bool quiet, bool no_delta,
 			continue;
 		if (!keep[i]) {
 			dropped = true;
-			if (!quiet)
+			if (!quiet && !twin[i])
 				log_warn("%s: CRL %s of \"%s\" superseded by a "
 				    "newer CRL of that issuer in this build: its "
 				    "entries are not used", s->crls[i].what,
@@ -2868,6 +2893,7 @@ input_resolve_crls(struct input_set *s, bool quiet, bool no_delta,
 	rc = 0;
 out:
 	free(keep);
+	free(twin);
 	free(base);
 	free(rkeep);
 	return rc;

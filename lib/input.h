@@ -101,6 +101,8 @@ struct input_crl {
 	 * (a CA renewed with a new key) are not versions of one another.
 	 */
 	unsigned char	 signer_key[32];
+	/* crl_content_digest: equal for one CRL signed two ways. */
+	unsigned char	 content[32];
 };
 
 struct input_set {

@@ -3683,3 +3683,54 @@ Test(input, large_text_list_reserved_ahead)
 	rmdir(dir);
 	free(text);
 }
+
+/* The length of the DER header at p (short or long form). */
+static size_t
+der_hlen(const unsigned char *p)
+{
+	return p[1] < 0x80 ? 2 : 2 + (size_t)(p[1] & 0x7f);
+}
+
+/*
+ * crl_content_digest: the signature algorithm inside tbsCertList does
+ * not change it, any other byte does (an issuer byte here), and cut
+ * anywhere the DER is refused or digested without reading past its end.
+ */
+Test(input_crl, content_digest_ignores_the_signature_algorithm_only)
+{
+	unsigned char *der, *cp, a[32], b[32];
+	char path[512];
+	size_t derlen, t, alg, i;
+
+	pki_path(path, sizeof(path), "crl.der");
+	der = slurp(path, &derlen);
+	cr_assert_not_null(der);
+	cr_assert_eq(crl_content_digest(der, derlen, a), 0);
+	/* tbsCertList, its version, its signature AlgorithmIdentifier. */
+	t = der_hlen(der);
+	t += der_hlen(der + t);
+	alg = der[t] == 0x02 ? t + der_hlen(der + t) + der[t + 1] : t;
+	cr_assert_eq(der[alg], 0x30);
+	cp = malloc(derlen);
+	cr_assert_not_null(cp);
+	memcpy(cp, der, derlen);
+	cp[alg + 3 + cp[alg + 3]] ^= 1;	/* the OID's last byte */
+	cr_assert_eq(crl_content_digest(cp, derlen, b), 0);
+	cr_assert_eq(memcmp(a, b, 32), 0, "the signature algorithm counted");
+	memcpy(cp, der, derlen);
+	i = alg + 2 + der[alg + 1];	/* the issuer Name */
+	cp[i + 12] ^= 1;
+	cr_assert_eq(crl_content_digest(cp, derlen, b), 0);
+	cr_assert_neq(memcmp(a, b, 32), 0, "an issuer byte did not count");
+	for (i = 0; i < derlen; i++) {
+		unsigned char *cut = malloc(i > 0 ? i : 1);
+
+		cr_assert_not_null(cut);
+		memcpy(cut, der, i);
+		cr_assert_eq(crl_content_digest(cut, i, b), -1,
+		    "a CRL cut at %zu bytes was digested", i);
+		free(cut);
+	}
+	free(cp);
+	free(der);
+}

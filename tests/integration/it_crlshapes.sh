@@ -482,4 +482,61 @@ FB build --key "$T/key.pem" --out "$T/pss" --quiet --allow-weak-crl-sig --issuer
 FB build --key "$T/key.pem" --out "$T/pss2" --quiet --issuer "$P/pss.pem" "$P/pss-sha256.crl" 2>"$T/err" ||
 	rc_fail "an RSASSA-PSS/SHA-256 CRL was refused: $(cat "$T/err")"
 
+# ---------------------------------------------------------------- one CRL, two signature algorithms
+# A CA publishing one CRL signed twice (ecdsa-with-SHA256 and SHA384): the
+# same index, crlnumber and instant (faketime freezes the clock), so the
+# two differ in their signature algorithm alone. Either will do; the
+# choice must not follow the order given. Anything else differing (an
+# entry, nextUpdate) leaves them unordered: refused.
+casect md md.pem md.key md >>"$C"
+newdb md 05
+key "$P/md.key"
+selfsigned "$P/md.key" "/O=revcheck shapes/CN=Shapes Two Digests CA" "$P/md.pem"
+issue md leaf_plain mdLeaf1 21
+issue md leaf_plain mdLeaf2 22
+revoke md mdLeaf1 keyCompromise
+FT=$(TZ=UTC date '+%Y-%m-%d %H:%M:%S')
+# mdcrl OUT MD [ca args]: a CRL numbered 05 at the frozen instant FT.
+mdcrl() {
+	local out=$1 md=$2
+	shift 2
+	echo 05 >"$P/md.db/crlnumber"
+	TZ=UTC faketime "$FT" openssl ca -config "$C" -name ca_md -batch -gencrl -md "$md" \
+	    -out "$out" "$@" 2>"$T/ca.err" || rc_fail "gencrl $out: $(tail -3 "$T/ca.err")"
+}
+mdcrl "$P/md256.crl" sha256
+mdcrl "$P/md384.crl" sha384
+mdcrl "$P/md384-next8.crl" sha384 -crldays 8
+rc_expect_match "$(openssl crl -in "$P/md384.crl" -noout -text)" 'ecdsa-with-SHA384' "the second CRL is signed with SHA-384"
+rc_expect_eq "$(openssl crl -in "$P/md256.crl" -noout -lastupdate -nextupdate -crlnumber)" \
+    "$(openssl crl -in "$P/md384.crl" -noout -lastupdate -nextupdate -crlnumber)" \
+    "the two CRLs have one thisUpdate, nextUpdate and number"
+for order in "md256 md384" "md384 md256"; do
+	set -- $order
+	if FB build --key "$T/key.pem" --out "$T/md-$1" --issuer "$P/md.pem" \
+	    "$P/$1.crl" "$P/$2.crl" >"$T/md.out" 2>"$T/err"; then
+		rc_ok "one CRL signed two ways ($1 first): accepted"
+	else
+		rc_fail "one CRL signed two ways ($1 first): $(head -c 400 "$T/err")"
+	fi
+	rc_expect_match "$(cat "$T/err")" 'one CRL of "[^"]*Two Digests CA[^"]*" signed two ways .*; using ' \
+	    "the build says which one it used ($1 first)"
+	sed -n 's/.* signed two ways .*; using //p' "$T/err" >>"$T/md.used"
+	FB inspect --records "$T/md-$1" >"$T/recs" 2>/dev/null
+	rc_expect_eq "$(grep -c '	21	' "$T/recs" || true)" 1 "mdLeaf1 revoked once ($1 first)"
+done
+rc_expect_eq "$(sort -u "$T/md.used" | wc -l)" 1 "the same CRL used whichever comes first"
+if FB build --key "$T/key.pem" --out "$T/md-next" --quiet --issuer "$P/md.pem" \
+    "$P/md256.crl" "$P/md384-next8.crl" 2>"$T/err"; then
+	rc_fail "two CRLs with one number and thisUpdate but another nextUpdate were accepted"
+fi
+rc_expect_match "$(cat "$T/err")" 'cannot be ordered' "another nextUpdate: still refused"
+revoke md mdLeaf2 superseded
+mdcrl "$P/md384-more.crl" sha384
+if FB build --key "$T/key.pem" --out "$T/md-more" --quiet --issuer "$P/md.pem" \
+    "$P/md256.crl" "$P/md384-more.crl" 2>"$T/err"; then
+	rc_fail "two CRLs with one number and thisUpdate but other entries were accepted"
+fi
+rc_expect_match "$(cat "$T/err")" 'cannot be ordered' "another entry: still refused"
+
 rc_done
