@@ -1763,6 +1763,109 @@ looks_der(const unsigned char *b, size_t len)
 	return hdr < len && b[hdr] == 0x30 && b[1] >= 0x80;
 }
 
+/* The value of a standard base64 character (RFC 4648 section 4), or -1. */
+static int
+b64_value(unsigned char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	return c == '+' ? 62 : c == '/' ? 63 : -1;
+}
+
+/*
+ * What an unarmoured base64 file holds: "CRL" or "certificate" when
+ * buf[0..len) is, whitespace aside, standard base64 (padding only at the
+ * end) that decodes to exactly one DER SEQUENCE in long length form
+ * holding a SEQUENCE: a TBSCertList starts with its version (INTEGER) or
+ * signature algorithm (SEQUENCE), a TBSCertificate with [0] (its
+ * version). Only the first bytes are decoded; *derlen is the length the
+ * whole text decodes to. NULL for anything else (a list of ids has
+ * characters outside base64, or does not decode to DER of its length).
+ */
+static const char *
+base64_der_kind(const unsigned char *buf, size_t len, size_t *derlen)
+{
+	unsigned char head[24];
+	size_t i, nchars = 0, npad = 0, nh = 0, hdr, ihdr, total;
+	uint64_t clen, iclen;
+	uint32_t acc = 0;
+	unsigned bits = 0;
+	int v;
+
+	for (i = 0; i < len; i++) {
+		if (is_space(buf[i]))
+			continue;
+		if (buf[i] == '=') {
+			npad++;
+			continue;
+		}
+		if (npad > 0 || (v = b64_value(buf[i])) < 0)
+			return NULL;
+		nchars++;
+		acc = acc << 6 | (uint32_t)v;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			if (nh < sizeof(head))
+				head[nh++] = (unsigned char)(acc >> bits);
+		}
+	}
+	if (nchars < 64 || npad > 2 || nchars % 4 == 1 ||
+	    (npad > 0 && (nchars + npad) % 4 != 0))
+		return NULL;
+	total = nchars / 4 * 3 + (nchars % 4 == 0 ? 0 : nchars % 4 - 1);
+	if (nh < sizeof(head) || head[0] != 0x30 || head[1] < 0x81 ||
+	    der_header(head, 0, nh, &hdr, &clen) != 0 || hdr > total ||
+	    clen != total - hdr || head[hdr] != 0x30 ||
+	    der_header(head, hdr, nh, &ihdr, &iclen) != 0 ||
+	    hdr + ihdr >= nh)
+		return NULL;
+	*derlen = total;
+	switch (head[hdr + ihdr]) {
+	case 0xa0:
+		return "certificate";
+	case 0x02:
+	case 0x30:
+		return "CRL";
+	default:
+		return NULL;
+	}
+}
+
+/*
+ * Refuses buf when it is a CRL or certificate in base64 without its PEM
+ * lines (base64_der_kind), saying so and how to fix it: read as a list,
+ * the whole text would be one id, refused only for its length. 0 when it
+ * is not.
+ */
+static int
+refuse_bare_base64(struct rd *r, const unsigned char *buf, size_t len)
+{
+	const char *kind;
+	size_t derlen;
+
+	if ((kind = base64_der_kind(buf, len, &derlen)) == NULL)
+		return 0;
+	if (strcmp(kind, "CRL") == 0)
+		rd_err(r, "looks like a base64 CRL without PEM armour (%zu "
+		    "bytes of DER): wrap it in \"-----BEGIN X509 CRL-----\" "
+		    "and \"-----END X509 CRL-----\" lines, or convert it: "
+		    "base64 -d FILE | openssl crl -inform DER -out FILE.pem",
+		    derlen);
+	else
+		rd_err(r, "looks like a base64 certificate without PEM armour "
+		    "(%zu bytes of DER), not a CRL or a list of ids: a CA "
+		    "certificate goes to --issuer, wrapped in \"-----BEGIN "
+		    "CERTIFICATE-----\" and \"-----END CERTIFICATE-----\" "
+		    "lines (or: base64 -d FILE | openssl x509 -inform DER "
+		    "-out FILE.pem)", derlen);
+	return -1;
+}
+
 static enum input_format
 sniff(const unsigned char *buf, size_t len)
 {
@@ -1874,6 +1977,8 @@ read_buf(struct input_set *s, const char *name, const unsigned char *buf,
 
 	rd_begin(&r, s, name, o, err, errlen);
 	fmt = o->format == INPUT_AUTO ? sniff(buf, len) : o->format;
+	if (refuse_bare_base64(&r, buf, len) != 0)
+		return rd_end(&r, -1, nrecs0, nscopes0);
 	switch (fmt) {
 	case INPUT_TEXT:
 		rc = read_text(&r, (const char *)buf, len);

@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/rsa.h>
 #include <openssl/x509.h>
@@ -3733,4 +3734,93 @@ Test(input_crl, content_digest_ignores_the_signature_algorithm_only)
 	}
 	free(cp);
 	free(der);
+}
+
+/* base64 of der[0..len) into a new string, a newline every wrap chars (0: none). */
+static char *
+b64_of(const unsigned char *der, size_t len, size_t wrap)
+{
+	size_t n = 4 * ((len + 2) / 3), i, o = 0;
+	char *one = malloc(n + 1), *out = malloc(2 * n + 2);
+
+	cr_assert(one != NULL && out != NULL);
+	cr_assert_eq((size_t)EVP_EncodeBlock((unsigned char *)one, der,
+	    (int)len), n);
+	for (i = 0; i < n; i++) {
+		out[o++] = one[i];
+		if (wrap > 0 && (i + 1) % wrap == 0)
+			out[o++] = '\n';
+	}
+	out[o++] = '\n';
+	out[o] = '\0';
+	free(one);
+	return out;
+}
+
+/*
+ * A CRL (or a certificate) in base64 without its PEM lines is refused
+ * saying what it looks like and how to fix it, not read as a list whose
+ * one id is the whole text; a list of ids that only looks like base64
+ * is still a list.
+ */
+Test(input_crl, base64_without_armour_refused_with_advice)
+{
+	struct input_set s;
+	struct input_opts o = opts("default");
+	unsigned char *der, *cder = NULL;
+	static const char ids[] = "MIIBaaaaBBBBccccDDDDeeeeFFFFggggHHHHiiii"
+	    "JJJJkkkkLLLLmmmmNNNNoooo\nMIICpppp\n";
+	char path[512], err[512], *b;
+	size_t derlen, wraps[] = { 0, 64, 76 }, i;
+	int clen;
+
+	input_set_init(&s);
+	pki_path(path, sizeof(path), "crl.der");
+	der = slurp(path, &derlen);
+	for (i = 0; i < sizeof(wraps) / sizeof(wraps[0]); i++) {
+		b = b64_of(der, derlen, wraps[i]);
+		err[0] = '\0';
+		cr_assert_eq(input_read_buf(&s, "crl.b64", b, strlen(b), &o,
+		    err, sizeof(err)), -1, "wrap %zu: read", wraps[i]);
+		cr_assert(strstr(err, "looks like a base64 CRL without PEM "
+		    "armour") != NULL && strstr(err, "-----BEGIN X509 "
+		    "CRL-----") != NULL && strstr(err, "openssl crl -inform "
+		    "DER") != NULL, "wrap %zu: %s", wraps[i], err);
+		cr_assert_eq(input_set_records(&s), 0);
+		free(b);
+	}
+	/* Told it is a text list, it is refused all the same. */
+	b = b64_of(der, derlen, 64);
+	o.format = INPUT_TEXT;
+	cr_assert_eq(input_read_buf(&s, "crl.b64", b, strlen(b), &o, err,
+	    sizeof(err)), -1);
+	cr_assert(strstr(err, "base64 CRL without PEM armour") != NULL, "%s",
+	    err);
+	o.format = INPUT_AUTO;
+	/* Cut short, it is no longer one DER object: read as text. */
+	b[strlen(b) - 9] = '\n';
+	b[strlen(b) - 8] = '\0';
+	err[0] = '\0';
+	(void)input_read_buf(&s, "cut.b64", b, strlen(b), &o, err,
+	    sizeof(err));
+	cr_assert_null(strstr(err, "PEM armour"), "%s", err);
+	free(b);
+	/* A certificate says so. */
+	clen = i2d_X509(pki_cas[0], &cder);
+	cr_assert_gt(clen, 0);
+	b = b64_of(cder, (size_t)clen, 64);
+	cr_assert_eq(input_read_buf(&s, "ca.b64", b, strlen(b), &o, err,
+	    sizeof(err)), -1);
+	cr_assert(strstr(err, "looks like a base64 certificate without PEM "
+	    "armour") != NULL && strstr(err, "--issuer") != NULL, "%s", err);
+	free(b);
+	OPENSSL_free(cder);
+	free(der);
+	input_set_free(&s);
+	/* Ids in base64's alphabet are ids. */
+	input_set_init(&s);
+	cr_assert_eq(input_read_buf(&s, "ids.txt", ids, strlen(ids), &o, err,
+	    sizeof(err)), 0, "%s", err);
+	cr_assert_eq(input_set_records(&s), 2);
+	input_set_free(&s);
 }
