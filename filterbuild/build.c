@@ -797,7 +797,8 @@ build_check_previous(const struct build_opts *o, const struct input_set *set,
  */
 static int
 build_read_source(const struct build_opts *o, struct input_set *set,
-    const struct input_opts *io, uint64_t *cursor, int64_t *lag)
+    const struct input_opts *io, uint64_t *cursor, int64_t *lag,
+    struct pgsrc_quarantine *q)
 {
 	struct input_opts sio = *io;
 	struct pgsrc *p;
@@ -835,6 +836,8 @@ build_read_source(const struct build_opts *o, struct input_set *set,
 	rc = pgsrc_read_full(p, o->query, set, &sio, cursor, err, sizeof(err));
 	if (rc != 0)
 		fb_err("%s", err);
+	else
+		*q = *pgsrc_quarantined(p);
 out:
 	pgsrc_close(p);
 	return rc;
@@ -856,6 +859,7 @@ build_main(int argc, char **argv, const struct ffile_info *enforced,
 	struct input_delegation *dgs = NULL;
 	struct ffile *prev = NULL;
 	struct table *prev_tab = NULL;
+	struct pgsrc_quarantine srcq;
 	EVP_PKEY *key = NULL;
 	X509 **issuers = NULL;
 	size_t nissuers = 0, i, n;
@@ -869,6 +873,7 @@ build_main(int argc, char **argv, const struct ffile_info *enforced,
 		return rc < 0 ? FB_EXIT_OK : rc;
 	o.enforced = enforced;
 	o.source_only = o.source != NULL && first >= argc;
+	memset(&srcq, 0, sizeof(srcq));
 	fb_report_init(&rep);
 
 	memset(&pr, 0, sizeof(pr));
@@ -969,7 +974,7 @@ build_main(int argc, char **argv, const struct ffile_info *enforced,
 		}
 	}
 	if (o.source != NULL && build_read_source(&o, &set, &io,
-	    res != NULL ? &res->cursor : NULL, &src_lag) != 0) {
+	    res != NULL ? &res->cursor : NULL, &src_lag, &srcq) != 0) {
 		progress_done(&pr);
 		goto out;
 	}
@@ -1050,6 +1055,17 @@ build_main(int argc, char **argv, const struct ffile_info *enforced,
 	if (res != NULL) {
 		res->version = version;
 		res->keys = n;
+		res->q = srcq;
+	}
+	/* Only a report: a failure to write it is said, and the build stands. */
+	if (o.source != NULL) {
+		if (srcq.rows > 0 && !o.quiet)
+			fb_err("warning: %" PRIu64 " row(s) of the source left out "
+			    "(quarantined: no check can name them; see the log "
+			    "above and %s/" FB_QUARANTINE_NAME ")", srcq.rows,
+			    o.out);
+		(void)fb_quarantine_write(o.out, &srcq, version,
+		    po.issued_at);
 	}
 	rep.version = version;
 	ret = rep.failed > 0 ? FB_EXIT_PARTIAL : FB_EXIT_OK;

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "input.h"
+#include "pgsrc.h"
 #include "sign.h"
 
 /* Exit codes of every subcommand. */
@@ -38,7 +39,23 @@ struct fb_built {
 	uint64_t	 version;
 	uint64_t	 cursor;	/* the --source snapshot's change horizon */
 	size_t		 keys;
+	struct pgsrc_quarantine q;	/* the source's rows left out */
 };
+
+/* The source's quarantine report, beside the versions in the output DIR. */
+#define FB_QUARANTINE_NAME	"quarantine.json"
+
+/*
+ * Writes FB_QUARANTINE_NAME into dir atomically (publish_file): the rows
+ * of the source left out because no check can name them, as of version
+ * (the base they were counted against) and time at, with q's sample:
+ *     {"rows":N,"version":V,"updated_at":T,"sample":[{"scope":S,
+ *      "id":I,"why":W},...]}
+ * revcheckd serving dir reports it (/v1/status "source_quarantine",
+ * revcheckd_source_quarantined_rows). 0, or -1 after a message.
+ */
+int fb_quarantine_write(const char *dir, const struct pgsrc_quarantine *q,
+    uint64_t version, int64_t at);
 
 /*
  * fb_build() for filterbuild follow's re-bases: argv as for build, with

@@ -32,6 +32,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "delta.h"
 #include "fb.h"
 #include "ffile.h"
@@ -84,6 +86,8 @@ struct follow_state {
 	int64_t		 base_at;
 	int64_t		 head_at;
 	int64_t		 swept_at;	/* expiries up to here are published */
+	/* Rows left out: the base's, plus added changes since. */
+	struct pgsrc_quarantine q;
 };
 
 /* One batch of changes being collected. */
@@ -294,6 +298,67 @@ follow_parse(struct follow_opts *o, int argc, char **argv)
 		    "--subscriber-max-lag together must be at most half of "
 		    "--valid-for: what it signs is dated that far back");
 	return 0;
+}
+
+int
+fb_quarantine_write(const char *dir, const struct pgsrc_quarantine *q,
+    uint64_t version, int64_t at)
+{
+	cJSON *root, *arr, *o;
+	char *txt = NULL, err[1024];
+	size_t i;
+	int rc = -1;
+
+	if ((root = cJSON_CreateObject()) == NULL ||
+	    cJSON_AddNumberToObject(root, "rows", (double)q->rows) == NULL ||
+	    cJSON_AddNumberToObject(root, "version", (double)version) == NULL ||
+	    cJSON_AddNumberToObject(root, "updated_at", (double)at) == NULL ||
+	    (arr = cJSON_AddArrayToObject(root, "sample")) == NULL)
+		goto out;
+	for (i = 0; i < q->nsample; i++) {
+		if ((o = cJSON_CreateObject()) == NULL)
+			goto out;
+		cJSON_AddItemToArray(arr, o);
+		if (cJSON_AddStringToObject(o, "scope", q->sample[i].scope) ==
+		    NULL || cJSON_AddStringToObject(o, "id",
+		    q->sample[i].id) == NULL || cJSON_AddStringToObject(o,
+		    "why", q->sample[i].why) == NULL)
+			goto out;
+	}
+	if ((txt = cJSON_PrintUnformatted(root)) == NULL)
+		goto out;
+	if (publish_file(dir, FB_QUARANTINE_NAME, (const unsigned char *)txt,
+	    strlen(txt), err, sizeof(err)) != 0) {
+		fb_err("%s", err);
+		rc = -1;
+		goto out_free;
+	}
+	rc = 0;
+	goto out_free;
+out:
+	fb_err("%s/" FB_QUARANTINE_NAME ": out of memory", dir);
+out_free:
+	cJSON_free(txt);
+	cJSON_Delete(root);
+	return rc;
+}
+
+/*
+ * Adds the rows the round's changes left out (r) to the chain's tally and
+ * rewrites the report when there are any.
+ */
+static void
+follow_quarantine_add(struct follow_state *st, const struct follow_opts *o,
+    const struct pgsrc_quarantine *r, int64_t at)
+{
+	size_t i;
+
+	if (r->rows == 0)
+		return;
+	st->q.rows += r->rows;
+	for (i = 0; i < r->nsample && st->q.nsample < PGSRC_QSAMPLE; i++)
+		st->q.sample[st->q.nsample++] = r->sample[i];
+	(void)fb_quarantine_write(o->out, &st->q, st->pos.base_version, at);
 }
 
 static void
@@ -580,6 +645,7 @@ follow_rebase(struct follow_state *st, const struct follow_opts *o,
 	 * issued_at (the build's time, less a standby's or subscriber's lag).
 	 */
 	st->cursor = res.cursor;
+	st->q = res.q;
 	if (follow_head(st, o, key, ffile_info(st->base)->issued_at) != 0)
 		return -1;
 	st->have = true;
@@ -983,7 +1049,7 @@ follow_round(struct follow_state *st, const struct follow_opts *o,
 	struct follow_batch b;
 	uint64_t horizon = st->cursor;
 	char err[1024];
-	bool changed = false, qchanged = false, refused = false;
+	bool changed = false, qchanged = false, refused = false, advanced = true;
 	int64_t lag, wall;
 	int rc = 0, r;
 
@@ -1012,6 +1078,7 @@ follow_round(struct follow_state *st, const struct follow_opts *o,
 	b.now -= lag;
 	b.cut = b.now - o->grace;
 	/* Changes, expiries and rechecks all read one snapshot. */
+	pgsrc_quarantine_clear(p);
 	r = pgsrc_snapshot_begin(p, st->cursor, &horizon, err, sizeof(err));
 	if (r == 0) {
 		/*
@@ -1090,9 +1157,12 @@ follow_round(struct follow_state *st, const struct follow_opts *o,
 	 * where it was: the next round reads the same changes again.
 	 */
 	if (b.n > 0)
-		(void)follow_delta(st, o, key, &b, horizon);
+		advanced = follow_delta(st, o, key, &b, horizon) == 0;
 	else
 		st->cursor = horizon;	/* nothing of ours committed */
+	/* Counted once: a round that published nothing reads them again. */
+	if (advanced)
+		follow_quarantine_add(st, o, pgsrc_quarantined(p), b.now);
 	if (b.n == 0 && b.now - st->head_at >= o->head_every)
 		(void)follow_head(st, o, key, b.now);
 out:

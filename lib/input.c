@@ -2076,7 +2076,8 @@ input_row_rec(const struct input_row *row, const char *default_scope,
 		snprintf(err, errlen, "revoked_at is before 1970");
 		return -1;
 	}
-	if ((why = id_refused(row->id, row->id_len, false, &col)) != NULL) {
+	if (!row->any_bytes &&
+	    (why = id_refused(row->id, row->id_len, false, &col)) != NULL) {
 		snprintf(err, errlen, "id column %zu: %s", col, why);
 		return -1;
 	}

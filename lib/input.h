@@ -174,6 +174,11 @@ struct input_row {
 	size_t		 id_len;
 	int64_t		 revoked_at;	/* 0 when unknown */
 	const char	*reason;	/* NULL or "" when unknown */
+	/*
+	 * A database's value: control bytes in the id are kept (a check
+	 * can name them), not refused as the shape of a bad list.
+	 */
+	bool		 any_bytes;
 };
 
 /*

@@ -20,6 +20,7 @@
 
 #include <libpq-fe.h>
 
+#include "log.h"
 #include "util.h"
 
 #define PGSRC_STR1(x)	#x
@@ -42,6 +43,7 @@ struct pgsrc {
 	PGconn		*conn;
 	int		 can;		/* PGSRC_CAN_* prepared */
 	int		 ncols;		/* columns of the prepared statements */
+	struct pgsrc_quarantine q;
 };
 
 /* Formats "postgresql: what: <server message>" without a trailing newline. */
@@ -174,6 +176,196 @@ pgsrc_parse_time(const char *s, int64_t *out)
 	return util_parse_rfc3339(buf, out);
 }
 
+int
+pgsrc_parse_time_lenient(const char *s, bool expiry, int64_t *out)
+{
+	size_t n = strlen(s);
+
+	if (strcmp(s, "infinity") == 0) {
+		*out = expiry ? 0 : PGSRC_TIME_MAX;
+		return 1;
+	}
+	if (strcmp(s, "-infinity") == 0 || (n > 3 &&
+	    strcmp(s + n - 3, " BC") == 0)) {
+		*out = PGSRC_TIME_MIN;
+		return 1;
+	}
+	if (pgsrc_parse_time(s, out) == 0) {
+		if (*out < 0) {
+			*out = PGSRC_TIME_MIN;
+			return 1;
+		}
+		if (*out > PGSRC_TIME_MAX) {
+			*out = expiry ? 0 : PGSRC_TIME_MAX;
+			return 1;
+		}
+		if (expiry && *out == 0) {
+			*out = PGSRC_TIME_MIN;	/* 0 would say "none" */
+			return 1;
+		}
+		return 0;
+	}
+	/* A year of five digits or more, and anything else: the latest. */
+	*out = expiry ? 0 : PGSRC_TIME_MAX;
+	return 1;
+}
+
+/*
+ * Rows quarantined or represented otherwise are logged once per process:
+ * a re-base reads them again, and a follower re-bases every day. The
+ * hashes of the rows logged, in an open-addressed set; once it is half
+ * full, further rows are counted but not logged one by one.
+ */
+#define PG_LOGGED_SLOTS	8192
+static uint64_t pg_logged[PG_LOGGED_SLOTS];
+static size_t	pg_nlogged;
+
+/* True the first time this (scope, id, why) is asked about. */
+static bool
+pg_log_first(const char *scope, const char *id, size_t id_len,
+    const char *why)
+{
+	uint64_t h = UINT64_C(1469598103934665603);
+	const char *parts[3] = { scope, id, why };
+	size_t lens[3] = { strlen(scope), id_len, strlen(why) }, i, j;
+
+	for (i = 0; i < 3; i++) {
+		for (j = 0; j < lens[i]; j++) {
+			h ^= (unsigned char)parts[i][j];
+			h *= UINT64_C(1099511628211);
+		}
+		h ^= 0xff;
+		h *= UINT64_C(1099511628211);
+	}
+	h |= 1;		/* 0 is an empty slot */
+	for (i = (size_t)h % PG_LOGGED_SLOTS; pg_logged[i] != 0;
+	    i = (i + 1) % PG_LOGGED_SLOTS)
+		if (pg_logged[i] == h)
+			return false;
+	if (pg_nlogged >= PG_LOGGED_SLOTS / 2) {
+		if (pg_nlogged++ == PG_LOGGED_SLOTS / 2)
+			log_warn("postgresql: more rows left out or represented "
+			    "otherwise: counted, no longer logged one by one");
+		return false;
+	}
+	pg_logged[i] = h;
+	pg_nlogged++;
+	return true;
+}
+
+/* src[0..n) into out (cap bytes), cut, printable ASCII kept, else '?'. */
+static void
+pg_printable(char *out, size_t cap, const char *src, size_t n)
+{
+	size_t i, o = 0;
+
+	for (i = 0; i < n && o + 1 < cap; i++)
+		out[o++] = (unsigned char)src[i] >= 0x20 &&
+		    (unsigned char)src[i] < 0x7f ? src[i] : '?';
+	out[o] = '\0';
+}
+
+/* Counts, samples and (once) logs a row no check can name. */
+static void
+pg_quarantine(struct pgsrc *p, const struct input_row *row,
+    const char *scope, const char *why)
+{
+	struct pgsrc_qrow *q;
+	char sc[72], id[72];
+
+	pg_printable(sc, sizeof(sc), scope, strlen(scope));
+	pg_printable(id, sizeof(id), row->id != NULL ? row->id : "",
+	    row->id != NULL ? row->id_len : 0);
+	p->q.rows++;
+	if (p->q.nsample < PGSRC_QSAMPLE) {
+		q = &p->q.sample[p->q.nsample++];
+		memcpy(q->scope, sc, sizeof(q->scope));
+		memcpy(q->id, id, sizeof(q->id));
+		snprintf(q->why, sizeof(q->why), "%.*s",
+		    (int)sizeof(q->why) - 1, why);
+	}
+	if (pg_log_first(scope, row->id != NULL ? row->id : "", row->id != NULL ?
+	    row->id_len : 0, why))
+		log_warn("postgresql: row of scope \"%s\", id \"%s\"%s left "
+		    "out (quarantined: no check can name it): %s", sc, id,
+		    row->id_len > 64 ? " (cut)" : "", why);
+}
+
+/* Logs (once) a row represented otherwise than it reads. */
+static void
+pg_represented(const struct input_row *row, const char *scope,
+    const char *what)
+{
+	char sc[72], id[72];
+
+	if (!pg_log_first(scope, row->id, row->id_len, what))
+		return;
+	pg_printable(sc, sizeof(sc), scope, strlen(scope));
+	pg_printable(id, sizeof(id), row->id, row->id_len);
+	log_warn("postgresql: row of scope \"%s\", id \"%s\": %s", sc, id,
+	    what);
+}
+
+int
+pgsrc_row_fix(struct input_row *row, const char *default_scope,
+    char clean[TABLE_REASON_MAX], char *why, size_t whylen)
+{
+	const char *scope = row->scope != NULL ? row->scope :
+	    default_scope != NULL ? default_scope : REVKEY_DEFAULT_SCOPE;
+	const unsigned char *u;
+	struct revkey k;
+	char kerr[160];
+	size_t i, o, l;
+	bool dirty = false;
+
+	row->any_bytes = true;
+	if (!revkey_scope_valid(scope, strnlen(scope, REVKEY_SCOPE_MAX + 1))) {
+		snprintf(why, whylen, "invalid scope (1-%d printable ASCII "
+		    "characters without spaces, or x509: and 64 lowercase hex "
+		    "digits)", REVKEY_SCOPE_MAX);
+		return -1;
+	}
+	if (revkey_from_text(&k, scope, row->id, row->id_len, kerr,
+	    sizeof(kerr)) != 0) {
+		snprintf(why, whylen, "%s", kerr);
+		return -1;
+	}
+	if (row->reason == NULL)
+		return 0;
+	u = (const unsigned char *)row->reason;
+	for (i = 0, o = 0; u[i] != '\0' && o + 1 < TABLE_REASON_MAX; i += l) {
+		l = 1;
+		if (u[i] >= 0x20 && u[i] < 0x7f) {
+			clean[o++] = (char)u[i];
+			continue;
+		}
+		dirty = true;
+		if (u[i] >= 0x80 && (l = util_utf8_len(u + i,
+		    strlen((const char *)u + i))) == 0)
+			l = 1;
+		clean[o++] = '?';
+	}
+	clean[o] = '\0';
+	if (!dirty && u[i] == '\0')
+		return 0;
+	row->reason = clean;
+	return 1;
+}
+
+const struct pgsrc_quarantine *
+pgsrc_quarantined(const struct pgsrc *p)
+{
+	assert(p != NULL);
+	return &p->q;
+}
+
+void
+pgsrc_quarantine_clear(struct pgsrc *p)
+{
+	assert(p != NULL);
+	memset(&p->q, 0, sizeof(p->q));
+}
+
 /* The snapshot horizon of the current transaction. 0, or -1 with err. */
 static int
 pg_horizon(struct pgsrc *p, uint64_t *out, char *err, size_t errlen)
@@ -201,16 +393,45 @@ out:
 }
 
 /*
- * The time in column col of row i into *out (left as it is when NULL).
- * 0, or -1 with *bad set to the value that is not a time.
+ * A row's time in column col of row i into *out (left as it is when
+ * NULL), never refused (pgsrc_parse_time_lenient). Returns 1 when it
+ * was represented otherwise than it reads, else 0.
  */
 static int
-pg_time(const PGresult *res, int i, int col, int64_t *out, const char **bad)
+pg_time_lenient(const PGresult *res, int i, int col, bool expiry,
+    int64_t *out)
 {
-	if (PQgetisnull(res, i, col))
+	if (col < 0 || PQgetisnull(res, i, col))
 		return 0;
-	*bad = PQgetvalue(res, i, col);
-	return pgsrc_parse_time(*bad, out);
+	return pgsrc_parse_time_lenient(PQgetvalue(res, i, col), expiry, out);
+}
+
+/*
+ * A row read from the server (times already in it): 0 to use it, or -1
+ * when it is quarantined (counted when count, and logged). A reason or
+ * time represented otherwise is logged; times says which were.
+ */
+static int
+pg_row_take(struct pgsrc *p, struct input_row *row, const char *def_scope,
+    char clean[TABLE_REASON_MAX], bool count, const char *times)
+{
+	const char *scope = row->scope != NULL ? row->scope :
+	    def_scope != NULL ? def_scope : REVKEY_DEFAULT_SCOPE;
+	char why[160];
+	int r;
+
+	r = pgsrc_row_fix(row, def_scope, clean, why, sizeof(why));
+	if (r < 0) {
+		if (count)
+			pg_quarantine(p, row, scope, why);
+		return -1;
+	}
+	if (r > 0)
+		pg_represented(row, scope, "reason cleaned (cut to 63 "
+		    "characters, non-ASCII made '?'): the revocation is kept");
+	if (times != NULL)
+		pg_represented(row, scope, times);
+	return 0;
 }
 
 /* ---- full reads --------------------------------------------------------- */
@@ -226,6 +447,7 @@ struct full_rd {
 	bool		 done;		/* the cursor returned no rows */
 	uint64_t	 seen;		/* rows fetched, for messages */
 	int		 c_scope, c_id, c_at, c_reason, c_exp;
+	char		 clean[TABLE_REASON_MAX];	/* a cleaned reason */
 };
 
 /* Column numbers by name; only "id" is required. 0, or -1 with err. */
@@ -253,8 +475,8 @@ static int
 full_next(void *arg, struct input_row *row, char *err, size_t errlen)
 {
 	struct full_rd *f = arg;
-	const char *v;
 	int64_t exp;
+	int r, lenient;
 
 next_row:
 	for (;;) {
@@ -277,41 +499,31 @@ next_row:
 		f->seen += (uint64_t)PQntuples(f->res);
 	}
 	memset(row, 0, sizeof(*row));
-	/* Expired rows are no longer revocations: skipped, not checked. */
-	if (f->c_exp >= 0 && !PQgetisnull(f->res, f->row, f->c_exp)) {
-		v = PQgetvalue(f->res, f->row, f->c_exp);
-		if (pgsrc_parse_time(v, &exp) != 0) {
-			snprintf(err, errlen, "postgresql: row %" PRIu64 ": "
-			    "expires_at \"%.40s\" is not a time", f->seen -
-			    (uint64_t)PQntuples(f->res) + (uint64_t)f->row + 1, v);
-			return -1;
-		}
-		if (exp <= f->o->now - f->o->expiry_grace) {
-			f->row++;
-			goto next_row;
-		}
-	}
-	if (PQgetisnull(f->res, f->row, f->c_id)) {
-		snprintf(err, errlen, "postgresql: row %" PRIu64 ": id is NULL",
-		    f->seen - (uint64_t)PQntuples(f->res) + (uint64_t)f->row + 1);
-		return -1;
-	}
-	row->id = PQgetvalue(f->res, f->row, f->c_id);
-	row->id_len = (size_t)PQgetlength(f->res, f->row, f->c_id);
-	if (f->c_scope >= 0 && !PQgetisnull(f->res, f->row, f->c_scope))
-		row->scope = PQgetvalue(f->res, f->row, f->c_scope);
-	if (f->c_reason >= 0 && !PQgetisnull(f->res, f->row, f->c_reason))
-		row->reason = PQgetvalue(f->res, f->row, f->c_reason);
-	if (f->c_at >= 0 && !PQgetisnull(f->res, f->row, f->c_at)) {
-		v = PQgetvalue(f->res, f->row, f->c_at);
-		if (pgsrc_parse_time(v, &row->revoked_at) != 0) {
-			snprintf(err, errlen, "postgresql: row %" PRIu64 ": "
-			    "revoked_at \"%.40s\" is not a time", f->seen -
-			    (uint64_t)PQntuples(f->res) + (uint64_t)f->row + 1, v);
-			return -1;
-		}
-	}
-	f->row++;
+	r = f->row++;
+	/*
+	 * Expired rows are no longer revocations: skipped, not checked. A
+	 * time out of range is represented conservatively, never refused.
+	 */
+	exp = 0;
+	lenient = pg_time_lenient(f->res, r, f->c_exp, true, &exp);
+	if (exp != 0 && exp <= f->o->now - f->o->expiry_grace)
+		goto next_row;
+	if (!PQgetisnull(f->res, r, f->c_id)) {
+		row->id = PQgetvalue(f->res, r, f->c_id);
+		row->id_len = (size_t)PQgetlength(f->res, r, f->c_id);
+	} else
+		row->id = "";	/* no check names it: quarantined */
+	if (f->c_scope >= 0 && !PQgetisnull(f->res, r, f->c_scope))
+		row->scope = PQgetvalue(f->res, r, f->c_scope);
+	if (f->c_reason >= 0 && !PQgetisnull(f->res, r, f->c_reason))
+		row->reason = PQgetvalue(f->res, r, f->c_reason);
+	lenient |= pg_time_lenient(f->res, r, f->c_at, false,
+	    &row->revoked_at);
+	if (pg_row_take(f->p, row, f->o->scope, f->clean, true, lenient ?
+	    "a revoked_at or expires_at out of range represented "
+	    "conservatively (1970-01-01T00:00:01Z to 9999-12-31T23:59:59Z, "
+	    "infinity: no expiry)" : NULL) != 0)
+		goto next_row;
 	return 1;
 }
 
@@ -343,6 +555,7 @@ pgsrc_read_full(struct pgsrc *p, const char *query, struct input_set *s,
 	 */
 	ro = *o;
 	ro.allow_empty = true;
+	pgsrc_quarantine_clear(p);
 	memset(&f, 0, sizeof(f));
 	f.p = p;
 	f.o = &ro;
@@ -402,11 +615,11 @@ int
 pgsrc_read_changes(struct pgsrc *p, uint64_t from, uint64_t to,
     pgsrc_change_fn fn, void *arg, char *err, size_t errlen)
 {
-	char a[24], b[24];
-	const char *params[2] = { a, b }, *op, *v;
+	char a[24], b[24], clean[TABLE_REASON_MAX];
+	const char *params[2] = { a, b }, *op;
 	struct pgsrc_change c;
 	PGresult *res = NULL;
-	int i, n, rc = -1;
+	int i, n, lenient, rc = -1;
 
 	assert(p != NULL && fn != NULL && to >= from);
 	if (to == from)
@@ -449,13 +662,21 @@ pgsrc_read_changes(struct pgsrc *p, uint64_t from, uint64_t to,
 		c.row.id_len = (size_t)PQgetlength(res, i, 3);
 		if (!PQgetisnull(res, i, 5))
 			c.row.reason = PQgetvalue(res, i, 5);
-		if (pg_time(res, i, 4, &c.row.revoked_at, &v) != 0 ||
-		    pg_time(res, i, 6, &c.expires_at, &v) != 0 ||
-		    pg_time(res, i, 7, &c.changed_at, &v) != 0) {
-			snprintf(err, errlen, "postgresql: change %.20s: "
-			    "\"%.40s\" is not a time", seq, v);
-			goto out;
-		}
+		/*
+		 * One change that cannot be represented never holds back
+		 * the others: times are represented conservatively, a row
+		 * no check can name is left out (an added one counted).
+		 */
+		lenient = pg_time_lenient(res, i, 4, false,
+		    &c.row.revoked_at) | pg_time_lenient(res, i, 6, true,
+		    &c.expires_at);
+		if (pg_time_lenient(res, i, 7, false, &c.changed_at) != 0)
+			c.changed_at = 0;
+		if (pg_row_take(p, &c.row, NULL, clean, !c.removed,
+		    lenient && !c.removed ? "a revoked_at or expires_at out "
+		    "of range represented conservatively (1970-01-01T00:00:01Z "
+		    "to 9999-12-31T23:59:59Z, infinity: no expiry)" : NULL) != 0)
+			continue;
 		if (fn(arg, &c, err, errlen) != 0)
 			goto out;
 	}
@@ -749,16 +970,18 @@ out:
 
 /*
  * Runs a prepared statement of rows (scope, id[, revoked_at, reason]) and
- * calls fn for each. 0, or -1 with err.
+ * calls fn for each row a check can name (pgsrc_row_fix; def_scope for a
+ * row without a scope); the others were never published and are
+ * skipped. 0, or -1 with err.
  */
 static int
 pg_rows(struct pgsrc *p, const char *name, int nparams,
-    const char *const *params, const char *what, pgsrc_row_fn fn, void *arg,
-    char *err, size_t errlen)
+    const char *const *params, const char *what, const char *def_scope,
+    pgsrc_row_fn fn, void *arg, char *err, size_t errlen)
 {
+	char clean[TABLE_REASON_MAX], why[160];
 	struct input_row row;
 	PGresult *res;
-	const char *v;
 	int i, n, nf, rc = -1;
 
 	res = PQexecPrepared(p->conn, name, nparams, params, NULL, NULL, 0);
@@ -770,22 +993,21 @@ pg_rows(struct pgsrc *p, const char *name, int nparams,
 	n = PQntuples(res);
 	for (i = 0; i < n; i++) {
 		memset(&row, 0, sizeof(row));
-		if (PQgetisnull(res, i, 1)) {
-			snprintf(err, errlen, "postgresql: %s: an id is NULL",
-			    what);
-			goto out;
-		}
+		/* A row no check can name was never published: skipped. */
+		if (PQgetisnull(res, i, 1))
+			continue;
 		if (!PQgetisnull(res, i, 0))
 			row.scope = PQgetvalue(res, i, 0);
 		row.id = PQgetvalue(res, i, 1);
 		row.id_len = (size_t)PQgetlength(res, i, 1);
 		if (nf > 3 && !PQgetisnull(res, i, 3))
 			row.reason = PQgetvalue(res, i, 3);
-		if (nf > 2 && pg_time(res, i, 2, &row.revoked_at, &v) != 0) {
-			snprintf(err, errlen, "postgresql: %s: revoked_at "
-			    "\"%.40s\" is not a time", what, v);
-			goto out;
-		}
+		if (nf > 2)
+			(void)pg_time_lenient(res, i, 2, false,
+			    &row.revoked_at);
+		if (pgsrc_row_fix(&row, def_scope, clean, why,
+		    sizeof(why)) < 0)
+			continue;
 		if (fn(arg, &row, err, errlen) != 0)
 			goto out;
 	}
@@ -812,7 +1034,7 @@ pgsrc_read_expired(struct pgsrc *p, int64_t after, int64_t through,
 		return 0;
 	snprintf(a, sizeof(a), "%" PRId64, after);
 	snprintf(b, sizeof(b), "%" PRId64, through);
-	return pg_rows(p, PG_ST_SWEEP, 2, params, "reading expired rows", fn,
+	return pg_rows(p, PG_ST_SWEEP, 2, params, "reading expired rows", NULL, fn,
 	    arg, err, errlen);
 }
 
@@ -918,7 +1140,8 @@ pg_live(struct pgsrc *p, const struct revkey *const *keys, size_t n,
 		params[2] = atbuf;
 		params[3] = default_scope;
 		if (pg_rows(p, x509 ? PG_ST_LIVE_SER : PG_ST_LIVE, 4, params,
-		    "rechecking removed keys", fn, arg, err, errlen) != 0)
+		    "rechecking removed keys", default_scope, fn, arg, err,
+		    errlen) != 0)
 			goto out;
 	}
 	rc = 0;

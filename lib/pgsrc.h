@@ -25,6 +25,26 @@
 struct pgsrc;	/* opaque: one connection */
 
 /*
+ * The latest and earliest times a row's revoked_at or expires_at is
+ * represented by (9999-12-31T23:59:59Z and 1970-01-01T00:00:01Z).
+ */
+#define PGSRC_TIME_MAX	INT64_C(253402300799)
+#define PGSRC_TIME_MIN	INT64_C(1)
+
+/* Rows of a source that no check can name: left out, counted, sampled. */
+#define PGSRC_QSAMPLE	5
+struct pgsrc_qrow {
+	char		 scope[72];	/* cut, bytes outside ASCII '?' */
+	char		 id[72];
+	char		 why[112];
+};
+struct pgsrc_quarantine {
+	uint64_t	 rows;
+	size_t		 nsample;
+	struct pgsrc_qrow sample[PGSRC_QSAMPLE];
+};
+
+/*
  * Connects with a libpq connection string or postgresql:// URI. The
  * session's time zone is set to UTC. Error messages never repeat the
  * connection string (it may hold a password). NULL with err.
@@ -50,6 +70,47 @@ bool pgsrc_ok(const struct pgsrc *p);
  */
 int pgsrc_read_full(struct pgsrc *p, const char *query, struct input_set *s,
     const struct input_opts *o, uint64_t *cursor, char *err, size_t errlen);
+
+/*
+ * Whether a row of the source can be represented, and how. Returns 0
+ * when it is used as it is; 1 when its reason was cleaned into clean
+ * (row->reason then points there: cut to TABLE_REASON_MAX - 1
+ * characters, each byte or UTF-8 character outside printable ASCII made
+ * '?'; a reason is metadata, the revocation stays); -1 with why when no
+ * check can name the row, which is then quarantined: its scope (or
+ * default_scope for a row without one; NULL: "default") is one
+ * revkey_scope_valid() refuses, or its id one revkey_from_text()
+ * refuses in that scope (empty, over REVKEY_ID_MAX bytes, a serial that
+ * is not hex): a check's id and scope go through the same two functions.
+ * Sets row->any_bytes (control bytes in an id can be named by a check).
+ */
+int pgsrc_row_fix(struct input_row *row, const char *default_scope,
+    char clean[TABLE_REASON_MAX], char *why, size_t whylen);
+
+/*
+ * Parses a revoked_at (expiry false) or expires_at (expiry true) value
+ * as the server prints it, never refusing one: returns 0 when it is
+ * represented as it is, 1 when it was represented conservatively (a
+ * revocation is never shortened): "infinity" is PGSRC_TIME_MAX for a
+ * revoked_at (a subject or session cutoff then revokes every token) and
+ * no expiry (0) for an expires_at; "-infinity", a BC date or a time
+ * before 1970 is PGSRC_TIME_MIN (an expires_at then has passed); a year
+ * after 9999 is PGSRC_TIME_MAX, or no expiry; text that is no time at
+ * all is PGSRC_TIME_MAX for a revoked_at and no expiry for an
+ * expires_at.
+ */
+int pgsrc_parse_time_lenient(const char *s, bool expiry, int64_t *out);
+
+/*
+ * The rows quarantined on p: by the last pgsrc_read_full() (which starts
+ * the tally over), plus the added rows of pgsrc_read_changes() since.
+ * Each quarantined row is also logged (a warning naming its scope, its
+ * id cut to 64 bytes and why), once per process for the same row.
+ */
+const struct pgsrc_quarantine *pgsrc_quarantined(const struct pgsrc *p);
+
+/* Starts p's tally over. */
+void pgsrc_quarantine_clear(struct pgsrc *p);
 
 /* One change from revcheck_changes. */
 struct pgsrc_change {

@@ -6,6 +6,7 @@
 #include "check.h"
 #include "crl.h"
 #include "server.h"
+#include "srcq.h"
 #include "util.h"
 
 #define FILTER_MAX_CACHE 60	/* seconds a cache may keep /v1/filter */
@@ -246,6 +247,7 @@ handle_status(const struct server_req *r)
 	    loader_disk_json(ctx->loader) : cJSON_CreateNull());
 	add_config(root, r);
 	trust_status_json(root, &r->live->trust);
+	srcq_status_json(root, ctx->cfg->filter_dir);
 	if (ctx->status_extra != NULL)
 		ctx->status_extra(root, ctx->status_extra_arg);
 	sbuf_init(&b, 4096, 0);
@@ -456,6 +458,7 @@ handle_metrics(const struct server_req *r)
 	    "(1 at start, +1 per applied SIGHUP).", (double)r->live->gen);
 	gauge(&b, "config_applied_timestamp_seconds", "When the settings in "
 	    "force were applied (unix time).", (double)r->live->applied_at);
+	srcq_metrics(&b, ctx->cfg->filter_dir);
 	metrics_render_requests(&b);
 	metrics_render_histograms(&b);
 	if (ctx->metrics_extra != NULL)

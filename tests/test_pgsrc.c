@@ -43,6 +43,129 @@ Test(pgsrc, refuses_what_is_not_a_time)
 	cr_assert_eq(t, 42, "a refused time leaves the output alone");
 }
 
+/*
+ * A database's time out of range once stopped every build and follow
+ * round: it is represented, conservatively, never refused.
+ */
+Test(pgsrc, times_out_of_range_are_represented_conservatively)
+{
+	int64_t t = 42;
+
+	cr_assert_eq(pgsrc_parse_time_lenient("2026-01-02 03:04:05+00", false,
+	    &t), 0);
+	cr_assert_eq(t, 1767323045);
+	cr_assert_eq(pgsrc_parse_time_lenient("2026-01-02 03:04:05+00", true,
+	    &t), 0);
+	cr_assert_eq(t, 1767323045);
+	/* revoked_at: infinity and far future the latest, far past the earliest. */
+	cr_assert_eq(pgsrc_parse_time_lenient("infinity", false, &t), 1);
+	cr_assert_eq(t, PGSRC_TIME_MAX);
+	cr_assert_eq(pgsrc_parse_time_lenient("12345-01-02 03:04:05+00", false,
+	    &t), 1);
+	cr_assert_eq(t, PGSRC_TIME_MAX);
+	cr_assert_eq(pgsrc_parse_time_lenient("garbage", false, &t), 1);
+	cr_assert_eq(t, PGSRC_TIME_MAX);
+	cr_assert_eq(pgsrc_parse_time_lenient("-infinity", false, &t), 1);
+	cr_assert_eq(t, PGSRC_TIME_MIN);
+	cr_assert_eq(pgsrc_parse_time_lenient("1900-01-01 00:00:00+00", false,
+	    &t), 1);
+	cr_assert_eq(t, PGSRC_TIME_MIN);
+	cr_assert_eq(pgsrc_parse_time_lenient("0044-03-15 00:00:00+00 BC",
+	    false, &t), 1);
+	cr_assert_eq(t, PGSRC_TIME_MIN);
+	/* expires_at: infinity never expires; the far past has expired. */
+	cr_assert_eq(pgsrc_parse_time_lenient("infinity", true, &t), 1);
+	cr_assert_eq(t, 0, "no expiry");
+	cr_assert_eq(pgsrc_parse_time_lenient("12345-01-02 03:04:05+00", true,
+	    &t), 1);
+	cr_assert_eq(t, 0);
+	cr_assert_eq(pgsrc_parse_time_lenient("garbage", true, &t), 1);
+	cr_assert_eq(t, 0, "unreadable: never shortens a revocation");
+	cr_assert_eq(pgsrc_parse_time_lenient("1900-01-01 00:00:00+00", true,
+	    &t), 1);
+	cr_assert_eq(t, PGSRC_TIME_MIN);
+	cr_assert_eq(pgsrc_parse_time_lenient("-infinity", true, &t), 1);
+	cr_assert_eq(t, PGSRC_TIME_MIN);
+	cr_assert_eq(pgsrc_parse_time_lenient("1970-01-01 00:00:00+00", true,
+	    &t), 1);
+	cr_assert_eq(t, PGSRC_TIME_MIN, "0 would read as no expiry");
+}
+
+/* fix: pgsrc_row_fix() of (scope, id, reason); returns its result. */
+static int
+fix(const char *scope, const char *id, size_t id_len, const char *reason,
+    struct input_row *row, char clean[TABLE_REASON_MAX], char *why,
+    size_t whylen)
+{
+	memset(row, 0, sizeof(*row));
+	row->scope = scope;
+	row->id = id;
+	row->id_len = id_len;
+	row->reason = reason;
+	why[0] = '\0';
+	return pgsrc_row_fix(row, NULL, clean, why, whylen);
+}
+
+/*
+ * Only a row no check can name is quarantined: a check's scope and id go
+ * through revkey_scope_valid() and revkey_from_text(), which refuse
+ * these the same way (svc/checkio.c). A reason is cleaned, an id with
+ * a control byte kept.
+ */
+Test(pgsrc, only_rows_no_check_can_name_are_quarantined)
+{
+	static const char x509[] = "x509:"
+	    "abababababababababababababababababababababababababababababababab";
+	char clean[TABLE_REASON_MAX], why[160], big[1100], reason[100];
+	struct input_row row;
+	struct table_rec rec;
+	struct revkey k;
+	char err[256];
+
+	memset(big, 'x', sizeof(big));
+	cr_assert_eq(fix("default", big, 1025, NULL, &row, clean, why,
+	    sizeof(why)), -1);
+	cr_assert(strstr(why, "over the limit") != NULL, "%s", why);
+	cr_assert_eq(revkey_from_text(&k, "default", big, 1025, err,
+	    sizeof(err)), -1, "a check cannot name it either");
+	cr_assert_eq(fix("default", big, 1024, NULL, &row, clean, why,
+	    sizeof(why)), 0, "%s", why);
+	cr_assert_eq(fix("default", "", 0, NULL, &row, clean, why,
+	    sizeof(why)), -1);
+	cr_assert_eq(fix("bad scope", "a", 1, NULL, &row, clean, why,
+	    sizeof(why)), -1);
+	cr_assert(strstr(why, "invalid scope") != NULL, "%s", why);
+	cr_assert_eq(fix("x509:zz", "0a", 2, NULL, &row, clean, why,
+	    sizeof(why)), -1);
+	cr_assert_eq(fix(x509, "zz", 2, NULL, &row, clean, why,
+	    sizeof(why)), -1);
+	cr_assert(strstr(why, "not hex") != NULL, "%s", why);
+	cr_assert_eq(fix(x509, "0x0A", 4, NULL, &row, clean, why,
+	    sizeof(why)), 0, "%s", why);
+	/* A control byte: a check names it (id=ctl%01), so it is kept. */
+	cr_assert_eq(fix("default", "ctl\001id", 6, NULL, &row, clean, why,
+	    sizeof(why)), 0, "%s", why);
+	cr_assert(row.any_bytes);
+	cr_assert_eq(input_row_rec(&row, NULL, &rec, err, sizeof(err)), 0,
+	    "%s", err);
+	cr_assert_eq(rec.key.id_len, 6);
+	/* Reasons: cut to 63, non-ASCII one '?' a character. */
+	memset(reason, 'r', 80);
+	reason[80] = '\0';
+	cr_assert_eq(fix("default", "a", 1, reason, &row, clean, why,
+	    sizeof(why)), 1);
+	cr_assert_eq(strlen(row.reason), TABLE_REASON_MAX - 1);
+	cr_assert_eq(fix("default", "a", 1, "cl\xc3\xa9 \x01x", &row, clean,
+	    why, sizeof(why)), 1);
+	cr_assert_str_eq(row.reason, "cl? ?x");
+	cr_assert_eq(input_row_rec(&row, NULL, &rec, err, sizeof(err)), 0,
+	    "%s", err);
+	cr_assert_str_eq(rec.reason, "cl? ?x");
+	cr_assert_eq(fix("default", "a", 1, "keyCompromise", &row, clean,
+	    why, sizeof(why)), 0);
+	cr_assert_str_eq(row.reason, "keyCompromise");
+}
+
 /* A row source over a fixed array. */
 struct rows {
 	const struct input_row *v;
@@ -79,8 +202,8 @@ rows_opts(void)
 Test(input_rows, rows_enter_the_set_with_their_scopes)
 {
 	const struct input_row v[] = {
-		{ NULL, "tok-1", 5, 0, NULL },
-		{ "api", "jti-9", 5, 1767323045, "keyCompromise" },
+		{ NULL, "tok-1", 5, 0, NULL, false },
+		{ "api", "jti-9", 5, 1767323045, "keyCompromise", false },
 	};
 	struct rows r = { v, 2, 0, 0 };
 	struct input_opts o = rows_opts();
@@ -128,7 +251,7 @@ static void
 expect_refused(const struct input_row *bad, const char *want)
 {
 	const struct input_row v[] = {
-		{ "ok", "fine", 4, 0, NULL },
+		{ "ok", "fine", 4, 0, NULL, false },
 		*bad,
 	};
 	struct rows r = { v, 2, 0, 0 };
@@ -154,25 +277,25 @@ Test(input_rows, hostile_rows_are_refused)
 	struct input_row row;
 
 	memset(big, 'x', sizeof(big));
-	row = (struct input_row){ "bad scope", "x", 1, 0, NULL };
+	row = (struct input_row){ "bad scope", "x", 1, 0, NULL, false };
 	expect_refused(&row, "invalid scope");
-	row = (struct input_row){ NULL, "x", 0, 0, NULL };
+	row = (struct input_row){ NULL, "x", 0, 0, NULL, false };
 	expect_refused(&row, "empty id");
-	row = (struct input_row){ NULL, big, sizeof(big), 0, NULL };
+	row = (struct input_row){ NULL, big, sizeof(big), 0, NULL, false };
 	expect_refused(&row, "over the limit");
-	row = (struct input_row){ NULL, "x", 1, 0, "line\nbreak" };
+	row = (struct input_row){ NULL, "x", 1, 0, "line\nbreak", false };
 	expect_refused(&row, "reason");
-	row = (struct input_row){ NULL, "x", 1, -5, NULL };
+	row = (struct input_row){ NULL, "x", 1, -5, NULL, false };
 	expect_refused(&row, "before 1970");
-	row = (struct input_row){ "x509:00", "x", 1, 0, NULL };
+	row = (struct input_row){ "x509:00", "x", 1, 0, NULL, false };
 	expect_refused(&row, "invalid scope");
 }
 
 Test(input_rows, a_failing_source_leaves_the_set_as_it_was)
 {
 	const struct input_row v[] = {
-		{ NULL, "a", 1, 0, NULL },
-		{ NULL, "b", 1, 0, NULL },
+		{ NULL, "a", 1, 0, NULL, false },
+		{ NULL, "b", 1, 0, NULL, false },
 	};
 	struct rows r = { v, 2, 0, 2 };
 	struct input_opts o = rows_opts();

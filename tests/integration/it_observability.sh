@@ -149,7 +149,9 @@ edge = (common | words("sync", "upstream_filter interval_seconds max_download "
         "refused_busy probes degraded last_error"))
 top = ["service", "filter", "counters", "reloads", "config", "token_verification"]
 bad = []
-for f, want, order in ((sys.argv[1], common, top), (sys.argv[2], edge, top + ["sync", "authority"])):
+origin = common | {"source_quarantine"}	# null: no quarantine.json
+for f, want, order in ((sys.argv[1], origin, top + ["source_quarantine"]),
+        (sys.argv[2], edge, top + ["sync", "authority"])):
     st = json.load(open(f))
     got = paths(st, "", set())
     if got != want:
@@ -168,7 +170,7 @@ out=$(cd "$RC_SRC/tests/promtool" && promtool test rules revcheckd-alerts.test.y
     rc_ok "promtool test rules: every alert fires where it should and only there" ||
     rc_fail "promtool test rules: $out"
 for a in RevcheckFilterStaleSoon RevcheckFilterStale RevcheckVersionLag RevcheckAuthorityFailing \
-    RevcheckSyncFailing RevcheckFalsePositivesAboveTarget; do
+    RevcheckSyncFailing RevcheckFalsePositivesAboveTarget RevcheckSourceRowsQuarantined; do
 	grep -q "alertname: $a\$" "$RC_SRC/tests/promtool/revcheckd-alerts.test.yml" &&
 	    rc_ok "$a has a promtool test" || rc_fail "$a has no promtool test"
 done
