@@ -73,6 +73,20 @@ out=$(psql -X -q -v ON_ERROR_STOP=1 -f "$SCHEMA" "$OLD_URL" 2>&1) &&
 out=$(psql -X -q -v ON_ERROR_STOP=1 -c "INSERT INTO revcheck_revocations (scope, id) VALUES ('x509:zz', '0a')" "$OLD_URL" 2>&1) &&
     rc_fail "after the upgrade a bad row is refused (it was inserted)" ||
     rc_expect_match "$out" "violates check constraint" "after the upgrade a bad row is refused"
+# docs/OPERATIONS.md's query finds the old row.
+n=$(psql -X -At -v ON_ERROR_STOP=1 -c "SELECT scope, left(id, 40), octet_length(id) FROM revcheck_revocations
+     WHERE NOT (scope ~ '^[!-~]{1,255}\$' AND (scope NOT LIKE 'x509:%'
+                OR scope ~ '^x509:[0-9a-f]{64}\$'))
+        OR octet_length(id) NOT BETWEEN 1 AND 1024
+        OR NOT isfinite(revoked_at) OR NOT coalesce(isfinite(expires_at), true)
+        OR reason !~ '^[ -~]{0,63}\$'" "$OLD_URL" | wc -l)
+rc_expect_eq "$n" 1 "the documented query finds the row the constraints would refuse"
 n=$(psql -X -At -c "SELECT count(*) FROM pg_constraint WHERE conrelid = 'revcheck_revocations'::regclass AND contype = 'c' AND NOT convalidated" "$OLD_URL")
 rc_expect_eq "$n" 5 "the five constraints are added NOT VALID"
+psql -X -q -c "DELETE FROM revcheck_revocations WHERE scope = 'bad scope'" "$OLD_URL"
+for c in scope_ok id_ok revoked_at_ok expires_at_ok reason_ok; do
+	psql -X -q -v ON_ERROR_STOP=1 -c "ALTER TABLE revcheck_revocations VALIDATE CONSTRAINT revcheck_revocations_$c" "$OLD_URL" ||
+	    rc_fail "VALIDATE CONSTRAINT revcheck_revocations_$c once the row is gone"
+done
+rc_ok "the constraints validate once the bad row is gone"
 rc_done
