@@ -59,9 +59,13 @@ bool pgsrc_ok(const struct pgsrc *p);
 
 /*
  * Reads every row of query (NULL: PGSRC_DEFAULT_QUERY) in one REPEATABLE
- * READ, READ ONLY transaction into s, through input_read_rows(): every
- * value is checked as a JSON list's is, and a row whose expires_at is at
- * or before o->now - o->expiry_grace is left out. When cursor is not NULL, *cursor is the
+ * READ, READ ONLY transaction into s, through input_read_rows(): a row
+ * no check can name is left out and counted (pgsrc_row_fix(),
+ * pgsrc_quarantined(): the tally starts over), times are read with
+ * pgsrc_parse_time_lenient(), and a row whose expires_at is at or before
+ * o->now - o->expiry_grace is left out. A result with no row covers the
+ * default scope with no keys (the database is the authority: o's
+ * allow_empty is not asked). When cursor is not NULL, *cursor is the
  * change horizon of that same snapshot (the xmin of the transaction's
  * snapshot): the changes of every transaction below it are in the rows
  * read. query is one statement (a second one is refused by the server).
@@ -203,8 +207,10 @@ int pgsrc_check_query(struct pgsrc *p, const char *query, uint64_t from,
 /*
  * Inside a snapshot: calls fn for the changes of every transaction with
  * an id in [from, to), in the order they were made (nothing when to
- * equals from). A hostile value (bad op, empty id, unreadable time) is an
- * error that names the change's seq. Returns 0, or -1 with err (fn may
+ * equals from). A change no check can name is skipped (an added one
+ * counted, as pgsrc_read_full() counts rows), times are read with
+ * pgsrc_parse_time_lenient(); a bad op or a NULL scope or id (which
+ * revcheck_changes refuses) is an error that names the change's seq. Returns 0, or -1 with err (fn may
  * have been called for some changes: the caller discards them).
  */
 int pgsrc_read_changes(struct pgsrc *p, uint64_t from, uint64_t to,
