@@ -1059,7 +1059,7 @@ build_main(int argc, char **argv, const struct ffile_info *enforced,
 	}
 	/* Only a report: a failure to write it is said, and the build stands. */
 	if (o.source != NULL) {
-		if (srcq.rows > 0 && !o.quiet)
+		if (srcq.rows > 0)	/* even --quiet: as each row's line */
 			fb_err("warning: %" PRIu64 " row(s) of the source left out "
 			    "(quarantined: no check can name them; see the log "
 			    "above and %s/" FB_QUARANTINE_NAME ")", srcq.rows,
