@@ -300,7 +300,9 @@ converged && rc_ok "a new scope is published" || rc_fail "a new scope is publish
 
 # A hostile reason is metadata: cleaned, the revocation published, and
 # the follower says so (no check can name a row it leaves out instead:
-# it_follow_quarantine.sh).
+# it_follow_quarantine.sh). The schema refuses such a row: a table
+# created before its constraint takes it.
+rc_psql -c "ALTER TABLE revcheck_revocations DROP CONSTRAINT revcheck_revocations_reason_ok"
 m=$(rc_log_mark "$T/follow.log")
 rc_psql -c "INSERT INTO revcheck_revocations (id, reason) VALUES ('bad', E'x\\ny')"
 rc_wait_log_since "$T/follow.log" "$m" "reason cleaned" && rc_ok "the follower says it cleaned the reason" ||
