@@ -24,10 +24,14 @@ python3 "$(dirname "$0")/deltahold.py" "$O_PORT" "$T/proxy.port" "$T/mode" &
 rc_stop_at_exit $!
 for _ in $(seq 1 100); do [ -s "$T/proxy.port" ] && break; sleep 0.1; done
 P_URL="http://127.0.0.1:$(cat "$T/proxy.port")"
-# No --max-lag, no --max-age: the program's defaults.
-rc_start_faketime E "$T/clock.rc" +0 --trusted-key "$T/key.pub" --state-dir "$T/se" \
-    --sync-interval 1 --upstream-insecure-http \
-    --upstream-filter "$P_URL/v1/filter" --upstream-check "$O_URL/v1/check"
+# A config file with no max_lag and no max_age: the program's defaults.
+cat >"$T/edge.json" <<JSON
+// An edge's config that leaves max_lag and max_age out.
+{ "trusted_key": "$T/key.pub", "state_dir": "$T/se", "sync_interval": 1,
+  "upstream_insecure_http": true, "upstream_filter": "$P_URL/v1/filter",
+  "upstream_check": "$O_URL/v1/check" }
+JSON
+rc_start_faketime E "$T/clock.rc" +0 -c "$T/edge.json"
 
 rc_curl "$E_URL/v1/status"
 rc_expect_json sync.max_lag_seconds 300 "E: max_lag defaults to 5m"

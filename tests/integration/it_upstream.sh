@@ -117,6 +117,13 @@ rc_curl "$EB_URL/metrics"
 rc_expect_match "$RC_BODY" 'revcheckd_authority_behind_total 4' "EB: revcheckd_authority_behind_total"
 rc_expect_match "$RC_BODY" 'revcheckd_upstream_checks_total\{result="behind"\} 4' \
     "EB: upstream checks by result behind"
+# Its syncs succeed and its filter is fresh, yet it answers no positive:
+# the audit fails it and says why.
+aud_rc=0
+aud=$("$FILTERBUILD" audit --timeout 5s "$EB_URL" 2>&1) || aud_rc=$?
+rc_expect_eq "$aud_rc" 1 "audit fails EB (its authority behind)"
+rc_expect_match "$aud" "^$EB_URL .*not ready \(authority_behind\)" \
+    "audit: EB's line says not ready (authority_behind)"
 
 # ---------------------------------------------------------------- ET: https with the test CA
 rc_start ET --trusted-key "$T/key.pub" --sync-interval 1 --state-dir "$T/set" \
