@@ -64,7 +64,7 @@ static const struct route routes[] = {
  * The most whitespace between a header's colon and its value that
  * check_field reads through; more is refused.
  */
-#define MAX_FIELD_OWS	256
+#define MAX_FIELD_OWS	4096
 
 /* Bytes of an over-cap chunked body drained before hanging up. */
 #define DRAIN_MAX	(UINT64_C(1) << 20)
