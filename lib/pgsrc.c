@@ -3,7 +3,8 @@
  * Every value from the server is untrusted text: it goes through the same
  * checks as a JSON list's (input_read_rows) and timestamps are parsed, not
  * trusted. One row never stops a read: what no check can name is left out
- * and counted, what can be named is represented (pgsrc_row_fix). The cursor of incremental reads is a transaction horizon (xid8):
+ * and counted, what can be named is represented (pgsrc_row_fix). The
+ * cursor of incremental reads is a transaction horizon (xid8):
  * the changes of the transactions below the oldest one still running are
  * final, whatever order they committed in (config/postgresql-schema.sql).
  */
