@@ -98,6 +98,10 @@ static const struct opt opts[] = {
 	{ "max_body_total", OPT_U64, OFF(max_body_total), 64,
 	    UINT64_C(1) << 36, NEED_ANY,
 	    "67108864", "BYTES", "bodies buffered at once, all requests" },
+	{ "delta_memory_max", OPT_U64, OFF(delta_memory_max), 1 << 20,
+	    UINT64_C(1) << 40, NEED_ANY, "268435456", "BYTES", "verified "
+	    "delta chain files held for /v1/delta, all\nreaders together "
+	    "(past it: 503, Retry-After)" },
 	{ "max_header_size", OPT_U64, OFF(max_header_size), 8192,
 	    UINT64_C(1) << 20, NEED_ANY, "32768", "BYTES",
 	    "memory per connection for the request line and\n"

@@ -80,6 +80,7 @@ struct config {
 	uint64_t	 max_batch;	/* items per batch */
 	uint64_t	 max_body;	/* bytes per request body */
 	uint64_t	 max_body_total; /* bytes of bodies buffered at once */
+	uint64_t	 delta_memory_max; /* bytes of chains held for /v1/delta */
 	uint64_t	 max_header_size; /* libmicrohttpd's memory per connection */
 	unsigned	 conn_timeout;	/* seconds of idle before a drop */
 	unsigned	 max_conns;

@@ -10,7 +10,7 @@
 #include "util.h"
 
 #define FILTER_MAX_CACHE 60	/* seconds a cache may keep /v1/filter */
-#define DELTA_BUNDLE_MAX ((size_t)256 << 20)	/* bytes of one /v1/delta */
+#define DELTA_BLOCK	(16u << 10)	/* bytes a /v1/delta reply copies a turn */
 
 static double
 observed_fp(void)
@@ -645,20 +645,28 @@ handle_filter(const struct server_req *r)
 	    h, 4);
 }
 
-/* Appends a chain file to b; 1 when absent. 0, 1, or -1 on an error. */
-static int
-delta_append(struct sbuf *b, const char *dir, uint64_t seq)
-{
-	unsigned char *buf = NULL;
-	size_t len = 0;
-	char e[256];
-	int rc;
+/* What a /v1/delta response reads from: the shared chain, from off. */
+struct delta_body {
+	struct chainbuf	*cb;
+	size_t		 off;
+};
 
-	rc = delta_src_dir((void *)dir, seq, &buf, &len, e, sizeof(e));
-	if (rc == 1)
-		sbuf_add(b, buf, len);
-	free(buf);
-	return rc == 1 ? 0 : rc == 0 ? 1 : -1;
+static ssize_t
+delta_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	const struct delta_body *d = cls;
+	size_t n = chainbuf_read(d->cb, d->off + (size_t)pos, buf, max);
+
+	return n > 0 ? (ssize_t)n : MHD_CONTENT_READER_END_OF_STREAM;
+}
+
+static void
+delta_done(void *cls)
+{
+	struct delta_body *d = cls;
+
+	chainbuf_release(d->cb);
+	free(d);
 }
 
 enum MHD_Result
@@ -669,10 +677,10 @@ handle_delta(const struct server_req *r)
 	struct snapshot *s;
 	const char *qb, *qa, *inm;
 	char etag[96], ver[24], seqs[24];
-	uint64_t base, after, i, seq;
-	struct sbuf b;
-	char *body;
+	struct delta_body *d;
+	uint64_t base, after;
 	size_t len;
+	bool over;
 
 	qb = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "base");
 	qa = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND,
@@ -716,20 +724,36 @@ handle_delta(const struct server_req *r)
 			return MHD_NO;
 		return server_queue(r, MHD_HTTP_NOT_MODIFIED, resp, NULL, h, 3);
 	}
-	/* Only what is in service: the deltas it applied, then the head. */
-	sbuf_init(&b, 4096, DELTA_BUNDLE_MAX);
-	seq = s->pos.seq;
-	for (i = after + 1; i <= seq && sbuf_ok(&b); i++)
-		if (delta_append(&b, s->chain_dir, i) != 0)
-			break;
-	(void)delta_append(&b, s->chain_dir, DELTA_SEQ_HEAD);
-	snapshot_release(s);
-	if (!sbuf_ok(&b) || i <= seq || (body = sbuf_take(&b, &len)) == NULL) {
-		sbuf_free(&b);
+	/*
+	 * Only what is in service, the deltas it applied and then the head,
+	 * as they were verified: one copy in memory, which every response
+	 * holds a reference to until it is sent (never read from disk per
+	 * request, never copied). Past delta_memory_max, chains that slow
+	 * readers still hold (older bases) refuse new readers until they go.
+	 */
+	if (s->chain == NULL || chainbuf_live_bytes() >
+	    r->ctx->cfg->delta_memory_max) {
+		over = s->chain != NULL;
+		snapshot_release(s);
 		return server_error(r, MHD_HTTP_SERVICE_UNAVAILABLE,
-		    "chain_unavailable", "the chain files cannot be read, or "
-		    "are over the bundle cap: wait for the next base", 1);
+		    "chain_unavailable", over ? "the delta chains held for "
+		    "readers are at delta_memory_max: retry later" : "the "
+		    "chain is over delta_memory_max: wait for the next base",
+		    1);
 	}
-	return server_reply(r, MHD_HTTP_OK, body, len,
-	    "application/octet-stream", h, 3);
+	if ((d = malloc(sizeof(*d))) == NULL) {
+		snapshot_release(s);
+		return MHD_NO;
+	}
+	d->cb = chainbuf_ref(s->chain);
+	snapshot_release(s);
+	chainbuf_range(d->cb, after, &d->off, &len);
+	resp = MHD_create_response_from_callback(len, DELTA_BLOCK, delta_read,
+	    d, delta_done);
+	if (resp == NULL) {
+		delta_done(d);
+		return MHD_NO;
+	}
+	return server_queue(r, MHD_HTTP_OK, resp, "application/octet-stream",
+	    h, 3);
 }

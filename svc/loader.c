@@ -194,6 +194,7 @@ loader_init(struct loader *l, const struct config *c,
 	memset(l, 0, sizeof(*l));
 	l->audit_fd = -1;
 	sign_ring_init(&l->ring);
+	l->chain_max = c->delta_memory_max;
 	pthread_mutex_init(&l->load_mu, NULL);
 	pthread_mutex_init(&l->ev_mu, NULL);
 	loader_set_policy(l, p);
@@ -1039,6 +1040,10 @@ struct chain_walk {
 	unsigned char	 signers[SNAPSHOT_CHAIN_SIGNERS][SIGN_KEYID_LEN];
 	unsigned	 nsigners;
 	bool		 signers_lost;
+	/* The verified files, for /v1/delta (origin); NULL: not held. */
+	struct chainbuf	*cb;
+	uint64_t	 cb_max;
+	bool		 cb_over;
 };
 
 static void
@@ -1053,6 +1058,43 @@ walk_signer(struct chain_walk *w, const unsigned char id[SIGN_KEYID_LEN])
 		w->signers_lost = true;
 	else
 		memcpy(w->signers[w->nsigners++], id, SIGN_KEYID_LEN);
+}
+
+/* Keeps d's verified bytes for /v1/delta; past the bound, none. */
+static void
+chain_hold(struct chain_walk *w, const struct delta *d)
+{
+	const unsigned char *p;
+	size_t len;
+
+	if (w->cb == NULL)
+		return;
+	p = delta_bytes(d, &len);
+	if ((delta_info(d)->kind == DELTA_KIND_HEAD ?
+	    chainbuf_set_head(w->cb, p, len, w->cb_max) :
+	    chainbuf_add(w->cb, p, len, w->cb_max)) == -1) {
+		chainbuf_release(w->cb);
+		w->cb = NULL;
+		w->cb_over = true;
+	}
+}
+
+/*
+ * An origin holds its chain's verified files for /v1/delta: the deltas
+ * of cur's chain (shared) and what this walk adds. Not held when cur's
+ * were not (over the bound) or memory runs out: /v1/delta answers 503.
+ */
+static void
+chain_hold_begin(struct chain_walk *w, const struct snapshot *cur,
+    uint64_t max)
+{
+	w->cb_max = max;
+	if (cur->pos.seq == 0)
+		w->cb = chainbuf_begin(NULL);
+	else if (cur->chain != NULL &&
+	    chainbuf_deltas(cur->chain) == cur->pos.seq)
+		w->cb = chainbuf_begin(cur->chain);
+	w->cb_over = w->cb == NULL;
 }
 
 /* delta_chain_walk's callback: one verified, linked delta into the clone. */
@@ -1071,6 +1113,7 @@ chain_apply(void *arg, const struct delta *d)
 		w->last_change_at = in->changed_at;
 	walk_signer(w, in->signer);
 	w->applied++;
+	chain_hold(w, d);
 	return 0;
 }
 
@@ -1303,6 +1346,12 @@ loader_apply_chain(struct loader *l, struct snapshot_slot *sl,
 	w.issued_at = s->info->issued_at;
 	w.expires_at = s->info->expires_at;
 	w.last_change_at = s->last_change_at;
+	if (src == delta_src_dir)
+		ch.chain_dir = src_arg;
+	else if (src == chain_src_dir)
+		ch.chain_dir = ((const struct chain_src *)src_arg)->ddir;
+	if (ch.chain_dir != NULL)
+		chain_hold_begin(&w, s, l->chain_max);
 	if (delta_chain_walk_src(src, src_arg, where, &l->ring, &ch.pos,
 	    chain_apply, &w, &head, &head_seq, e, sizeof(e)) != 0) {
 		/* What linked before the bad file is still applied. */
@@ -1335,17 +1384,23 @@ loader_apply_chain(struct loader *l, struct snapshot_slot *sl,
 	}
 	if (w.applied == 0 && w.issued_at == s->info->issued_at) {
 		overlay_free(w.ov);
+		chainbuf_release(w.cb);
 		goto out;
 	}
+	if (head != NULL)
+		chain_hold(&w, head);
+	if (w.cb_over && !s->chain_over)
+		log_warn("%.400s: the chain's files come to more than "
+		    "delta_memory_max (%llu bytes), or memory ran out: "
+		    "/v1/delta answers 503 until the next base",
+		    where, (unsigned long long)l->chain_max);
+	ch.chain = w.cb;
+	ch.chain_over = w.cb_over;
 	ch.ov = w.ov;
 	ch.issued_at = w.issued_at;
 	ch.expires_at = w.expires_at;
 	ch.last_delta_at = w.applied > 0 ? w.last_delta_at : s->last_delta_at;
 	ch.last_change_at = w.last_change_at;
-	if (src == delta_src_dir)
-		ch.chain_dir = src_arg;
-	else if (src == chain_src_dir)
-		ch.chain_dir = ((const struct chain_src *)src_arg)->ddir;
 	ns = snapshot_with_chain(s, &ch, util_now());
 	if (ns == NULL) {
 		chain_refused(l, "out of memory for a snapshot");

@@ -93,6 +93,7 @@ struct loader {
 	uint64_t	 chain_base;
 	char		 chain_dir[PATH_MAX];	/* the origin's chain in service */
 	struct loader_disk disk;	/* guarded by ev_mu */
+	uint64_t	 chain_max;	/* delta_memory_max: one chain's files */
 };
 
 /*

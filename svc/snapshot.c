@@ -117,6 +117,8 @@ snapshot_with_chain(struct snapshot *cur, struct snapshot_chain *ch,
 	if ((s = malloc(sizeof(*s))) == NULL) {
 		overlay_free(ch->ov);
 		ch->ov = NULL;
+		chainbuf_release(ch->chain);
+		ch->chain = NULL;
 		return NULL;
 	}
 	memcpy(s, cur, sizeof(*s));
@@ -124,6 +126,9 @@ snapshot_with_chain(struct snapshot *cur, struct snapshot_chain *ch,
 	s->parent = snapshot_ref(owner);
 	s->ov = ch->ov;
 	ch->ov = NULL;
+	s->chain = ch->chain;
+	ch->chain = NULL;
+	s->chain_over = ch->chain_over;
 	s->pos = ch->pos;
 	s->info_eff.issued_at = ch->issued_at;
 	s->info_eff.expires_at = ch->expires_at;
@@ -243,6 +248,7 @@ snapshot_release(struct snapshot *s)
 	if (atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) != 1)
 		return;
 	overlay_free(s->ov);
+	chainbuf_release(s->chain);
 	if (s->parent != NULL) {
 		snapshot_release(s->parent);
 	} else {

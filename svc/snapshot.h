@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "chainbuf.h"
 #include "delta.h"
 #include "ffile.h"
 #include "overlay.h"
@@ -67,6 +68,14 @@ struct snapshot {
 	bool		 chain_signers_lost;
 	/* An origin's chain directory, served by /v1/delta; "" otherwise. */
 	char		 chain_dir[PATH_MAX];
+	/*
+	 * The verified bytes of the deltas 1..pos.seq and head in service,
+	 * what /v1/delta serves (by reference); NULL on an edge, before a
+	 * chain, or with chain_over: the chain's files come to more than
+	 * delta_memory_max (or memory ran out), and /v1/delta answers 503.
+	 */
+	struct chainbuf	*chain;
+	bool		 chain_over;
 	uint64_t	 version;
 	int64_t		 loaded_at;
 	char		 sha_hex[65];
@@ -121,12 +130,14 @@ struct snapshot_chain {
 	int64_t		 last_delta_at;
 	int64_t		 last_change_at;
 	const char	*chain_dir;	/* NULL: not a local directory */
+	struct chainbuf	*chain;		/* taken over; NULL: none */
+	bool		 chain_over;	/* not held: see struct snapshot */
 };
 
 /*
  * A snapshot of cur's base with a chain applied: shares cur's filter and
  * table (holding a reference to the snapshot that owns them), takes
- * ownership of ch->ov in every case. Returns NULL when memory runs out.
+ * ownership of ch->ov and ch->chain in every case. Returns NULL when memory runs out.
  */
 struct snapshot *snapshot_with_chain(struct snapshot *cur,
     struct snapshot_chain *ch, int64_t now);
