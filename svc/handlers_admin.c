@@ -437,6 +437,10 @@ handle_metrics(const struct server_req *r)
 	    metrics_get(MET_HANDOFF));
 	if (ctx->loader != NULL)
 		loader_stats(ctx->loader, NULL, &acc, &rej);
+	gauge(&b, "delta_memory_bytes", "Verified delta chain files (and "
+	    "their index) held in memory for /v1/delta, all readers "
+	    "together (bounded by delta_memory_max).",
+	    (double)chainbuf_live_bytes());
 	gauge(&b, "served_not_on_disk", "1 when the filter in service is not "
 	    "what the filter dir has (its files gone or changed, or current "
 	    "refused): served from memory, where it was verified.",

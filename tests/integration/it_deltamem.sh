@@ -78,6 +78,11 @@ for ((i = 0; i < 200; i++)); do
 done
 rc_expect_eq "$(( $(delta_200) - before ))" 100 "100 slow readers have their responses queued"
 rss1=$(rss_kb)
+rc_curl "$O_URL/metrics"
+held_bytes=$(awk '$1 == "revcheckd_delta_memory_bytes" { print $2 }' <<<"$RC_BODY")
+[ "${held_bytes%.*}" -ge "$CHAIN" ] && [ "${held_bytes%.*}" -lt $((CHAIN * 2)) ] &&
+    rc_ok "revcheckd_delta_memory_bytes $held_bytes: one chain" ||
+    rc_fail "revcheckd_delta_memory_bytes $held_bytes for a $CHAIN-byte chain"
 held=$(ss -tn "sport = :$O_PORT" | tail -n +2 | wc -l)
 [ "$held" -ge 100 ] && rc_ok "the readers hold their connections" ||
     rc_fail "only $held connections held"

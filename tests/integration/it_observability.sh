@@ -147,9 +147,13 @@ edge = (common | words("sync", "upstream_filter interval_seconds max_download "
         "persisted insecure_http") |
     words("authority", "url answered failed behind retries requests waiting "
         "refused_busy probes degraded last_error"))
-top = ["service", "filter", "counters", "reloads", "config", "token_verification"]
+top = ["service", "filter", "counters", "reloads", "disk_mismatch", "config",
+    "token_verification"]
 bad = []
-origin = common | {"source_quarantine"}	# null: no quarantine.json
+# The origin's current pair was refused above: the one in service is not on disk.
+origin = (common | {"source_quarantine"} |	# null: no quarantine.json
+    words("disk_mismatch", "since served_version served_sha256 found"))
+edge = edge | {"disk_mismatch"}	# null: no filter dir
 for f, want, order in ((sys.argv[1], origin, top + ["source_quarantine"]),
         (sys.argv[2], edge, top + ["sync", "authority"])):
     st = json.load(open(f))
