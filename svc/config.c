@@ -16,6 +16,8 @@
 #include <cjson/cJSON.h>
 
 #include "config.h"
+#include "config_json.h"
+#include "config_trust.h"
 #include "ffile.h"
 #include "log.h"
 #include "revkey.h"
@@ -209,41 +211,6 @@ config_init(struct config *c)
 	c->keys_set = 0;
 }
 
-static void
-free_issuers(struct config *c)
-{
-	struct config_issuer *is;
-	size_t i, j;
-
-	for (i = 0; i < c->nissuers; i++) {
-		is = &c->issuers[i];
-		free(is->issuer);
-		free(is->jwks_file);
-		free(is->jwks_uri);
-		free(is->hs_secret_file);
-		free(is->jwks_ca_file);
-		for (j = 0; j < is->naud; j++)
-			free(is->audiences[j]);
-		memset(is, 0, sizeof(*is));
-	}
-	c->nissuers = 0;
-}
-
-static void
-free_clients(struct config *c)
-{
-	size_t i, j;
-
-	for (i = 0; i < c->nclients; i++) {
-		free(c->clients[i].id);
-		free(c->clients[i].secret_file);
-		for (j = 0; j < c->clients[i].naud; j++)
-			free(c->clients[i].audiences[j]);
-		memset(&c->clients[i], 0, sizeof(c->clients[i]));
-	}
-	c->nclients = 0;
-}
-
 void
 config_free(struct config *c)
 {
@@ -261,8 +228,7 @@ config_free(struct config *c)
 	free(c->upstream_filter);
 	free(c->upstream_check);
 	free(c->upstream_ca_file);
-	free_issuers(c);
-	free_clients(c);
+	config_trust_free(c);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -425,233 +391,6 @@ set_opt(struct config *c, const struct opt *o, const char *v, char *err,
 	return -1;
 }
 
-/*
- * Blanks out // and block comments outside strings, keeping newlines so
- * that cJSON's error position still maps to the right line. Returns 0,
- * or -1 for an unterminated block comment.
- */
-static int
-strip_comments(char *s, size_t len)
-{
-	size_t i = 0;
-	bool instr = false;
-
-	while (i < len) {
-		if (instr) {
-			if (s[i] == '\\' && i + 1 < len)
-				i += 2;
-			else {
-				if (s[i] == '"')
-					instr = false;
-				i++;
-			}
-			continue;
-		}
-		if (s[i] == '"') {
-			instr = true;
-			i++;
-		} else if (s[i] == '/' && i + 1 < len && s[i + 1] == '/') {
-			while (i < len && s[i] != '\n')
-				s[i++] = ' ';
-		} else if (s[i] == '/' && i + 1 < len && s[i + 1] == '*') {
-			s[i++] = ' ';
-			s[i++] = ' ';
-			for (;;) {
-				if (i + 1 >= len)
-					return -1;
-				if (s[i] == '*' && s[i + 1] == '/') {
-					s[i++] = ' ';
-					s[i++] = ' ';
-					break;
-				}
-				if (s[i] != '\n')
-					s[i] = ' ';
-				i++;
-			}
-		} else
-			i++;
-	}
-	return 0;
-}
-
-static void
-line_col(const char *s, size_t off, unsigned *line, unsigned *col)
-{
-	size_t i;
-
-	*line = 1;
-	*col = 1;
-	for (i = 0; i < off; i++) {
-		if (s[i] == '\n') {
-			(*line)++;
-			*col = 1;
-		} else
-			(*col)++;
-	}
-}
-
-/*
- * Finds the first JSON syntax error and what should have been there:
- * cJSON reports only roughly where it gave up, so after it fails this
- * small recursive scan walks the same text and stops at the first byte
- * that breaks the grammar. It never builds anything.
- */
-struct jscan {
-	const char	*s;
-	size_t		 len;
-	size_t		 pos;
-	const char	*want;	/* set at the first error */
-};
-
-#define JSCAN_MAX_DEPTH	64
-
-static void
-jscan_ws(struct jscan *j)
-{
-	while (j->pos < j->len && (j->s[j->pos] == ' ' ||
-	    j->s[j->pos] == '\t' || j->s[j->pos] == '\r' ||
-	    j->s[j->pos] == '\n'))
-		j->pos++;
-}
-
-static bool
-jscan_fail(struct jscan *j, const char *want)
-{
-	j->want = want;
-	return false;
-}
-
-static bool
-jscan_string(struct jscan *j)
-{
-	j->pos++;	/* the opening quote */
-	while (j->pos < j->len && j->s[j->pos] != '"') {
-		if (j->s[j->pos] == '\\')
-			j->pos++;
-		j->pos++;
-	}
-	if (j->pos >= j->len)
-		return jscan_fail(j, "a closing '\"': the file ends inside "
-		    "a string");
-	j->pos++;
-	return true;
-}
-
-static bool jscan_value(struct jscan *j, unsigned depth);
-
-static bool
-jscan_members(struct jscan *j, unsigned depth, char close)
-{
-	bool comma = false;
-
-	j->pos++;	/* the opening bracket */
-	for (;;) {
-		jscan_ws(j);
-		if (j->pos >= j->len)
-			return jscan_fail(j, close == '}' ? "'}': the file "
-			    "ends inside an object" : "']': the file ends "
-			    "inside an array");
-		if (j->s[j->pos] == close) {
-			if (comma)
-				return jscan_fail(j, "another member after "
-				    "',': JSON allows no trailing comma");
-			j->pos++;
-			return true;
-		}
-		if (close == '}') {
-			if (j->s[j->pos] == '\'')
-				return jscan_fail(j, "a key in double quotes, "
-				    "not single quotes");
-			if (j->s[j->pos] != '"')
-				return jscan_fail(j, "a key: a string in "
-				    "double quotes");
-			if (!jscan_string(j))
-				return false;
-			jscan_ws(j);
-			if (j->pos >= j->len || j->s[j->pos] != ':')
-				return jscan_fail(j, "':' between a key and "
-				    "its value");
-			j->pos++;
-		}
-		if (!jscan_value(j, depth + 1))
-			return false;
-		jscan_ws(j);
-		if (j->pos >= j->len)
-			continue;	/* the end-of-file message above */
-		if (j->s[j->pos] == ',') {
-			j->pos++;
-			comma = true;
-			continue;
-		}
-		if (j->s[j->pos] == close) {
-			j->pos++;
-			return true;
-		}
-		if (j->s[j->pos] == '"')
-			return jscan_fail(j, "',' between members");
-		return jscan_fail(j, close == '}' ? "',' or '}' after a "
-		    "member" : "',' or ']' after an element");
-	}
-}
-
-static bool
-jscan_value(struct jscan *j, unsigned depth)
-{
-	static const char *const lits[] = { "true", "false", "null" };
-	size_t i, n;
-	char ch;
-
-	jscan_ws(j);
-	if (depth > JSCAN_MAX_DEPTH)
-		return jscan_fail(j, "less nesting");
-	if (j->pos >= j->len)
-		return jscan_fail(j, "a value: the file ends first");
-	ch = j->s[j->pos];
-	if (ch == '{')
-		return jscan_members(j, depth, '}');
-	if (ch == '[')
-		return jscan_members(j, depth, ']');
-	if (ch == '"')
-		return jscan_string(j);
-	if (ch == '\'')
-		return jscan_fail(j, "a string in double quotes, not single "
-		    "quotes");
-	if (ch == '-' || (ch >= '0' && ch <= '9')) {
-		while (j->pos < j->len && (j->s[j->pos] == '-' ||
-		    j->s[j->pos] == '+' || j->s[j->pos] == '.' ||
-		    j->s[j->pos] == 'e' || j->s[j->pos] == 'E' ||
-		    (j->s[j->pos] >= '0' && j->s[j->pos] <= '9')))
-			j->pos++;
-		return true;
-	}
-	for (i = 0; i < sizeof(lits) / sizeof(lits[0]); i++) {
-		n = strlen(lits[i]);
-		if (j->len - j->pos >= n &&
-		    memcmp(j->s + j->pos, lits[i], n) == 0) {
-			j->pos += n;
-			return true;
-		}
-	}
-	return jscan_fail(j, "a value: a string in double quotes, a number, "
-	    "true, false, null, an array or an object");
-}
-
-/*
- * Where the first syntax error is and what was expected there; false when
- * the scan finds none (cJSON's position is used then).
- */
-static bool
-syntax_error_at(const char *s, size_t len, size_t *off, const char **want)
-{
-	struct jscan j = { s, len, 0, NULL };
-
-	if (jscan_value(&j, 0))
-		return false;
-	*off = j.pos;
-	*want = j.want;
-	return true;
-}
-
 static const struct opt *
 find_opt(const char *key)
 {
@@ -724,341 +463,6 @@ fail:
 	return -1;
 }
 
-/* A fresh copy of the non-empty string member v, or -1 with err. */
-static int
-dup_str(char **dst, const cJSON *v, const char *what, char *err,
-    size_t errlen)
-{
-	if (!cJSON_IsString(v) || v->valuestring[0] == '\0') {
-		snprintf(err, errlen, "%s: must be a non-empty string", what);
-		return -1;
-	}
-	free(*dst);
-	if ((*dst = strdup(v->valuestring)) == NULL) {
-		snprintf(err, errlen, "%s: out of memory", what);
-		return -1;
-	}
-	return 0;
-}
-
-/* A duration member: seconds as a number, or a string "30s", "5m". */
-static int
-dur_member(int64_t *dst, const cJSON *v, const char *what, char *err,
-    size_t errlen)
-{
-	if (cJSON_IsNumber(v) && v->valuedouble >= 0 &&
-	    v->valuedouble <= 31536000.0 &&
-	    v->valuedouble == (double)(int64_t)v->valuedouble) {
-		*dst = (int64_t)v->valuedouble;
-		return 0;
-	}
-	if (cJSON_IsString(v) && (strcmp(v->valuestring, "0") == 0 ||
-	    util_parse_duration(v->valuestring, dst) == 0) &&
-	    *dst <= 31536000) {
-		if (strcmp(v->valuestring, "0") == 0)
-			*dst = 0;
-		return 0;
-	}
-	snprintf(err, errlen, "%s: bad duration (seconds or N[smhd], at "
-	    "most a year)", what);
-	return -1;
-}
-
-/* One member of an "issuers" element. what names it in errors. */
-static int
-issuer_member(struct config_issuer *is, const cJSON *m, const char *what,
-    char *err, size_t errlen)
-{
-	const char *k = m->string;
-	const cJSON *it;
-	enum jwa a;
-
-	if (strcmp(k, "issuer") == 0)
-		return dup_str(&is->issuer, m, what, err, errlen);
-	if (strcmp(k, "jwks_file") == 0)
-		return dup_str(&is->jwks_file, m, what, err, errlen);
-	if (strcmp(k, "jwks_uri") == 0)
-		return dup_str(&is->jwks_uri, m, what, err, errlen);
-	if (strcmp(k, "hs_secret_file") == 0)
-		return dup_str(&is->hs_secret_file, m, what, err, errlen);
-	if (strcmp(k, "leeway") == 0) {
-		if (dur_member(&is->leeway, m, what, err, errlen) == -1)
-			return -1;
-		/*
-		 * A token is accepted until exp plus the leeway, and a
-		 * source's expired revocation is dropped --expiry-grace
-		 * (10m by default) after exp: a longer leeway would accept a
-		 * revoked token after its revocation is gone.
-		 */
-		if (is->leeway > CONFIG_LEEWAY_MAX) {
-			snprintf(err, errlen, "%s: leeway is at most 5m (a "
-			    "revoked token's revocation is dropped filterbuild "
-			    "--expiry-grace, 10m by default, after its exp)",
-			    what);
-			return -1;
-		}
-		return 0;
-	}
-	if (strcmp(k, "jwks_refresh") == 0)
-		return dur_member(&is->jwks_refresh, m, what, err, errlen);
-	if (strcmp(k, "jwks_max_age") == 0)
-		return dur_member(&is->jwks_max_age, m, what, err, errlen);
-	if (strcmp(k, "jwks_min_interval") == 0)
-		return dur_member(&is->jwks_min_interval, m, what, err, errlen);
-	if (strcmp(k, "jwks_ca_file") == 0)
-		return dup_str(&is->jwks_ca_file, m, what, err, errlen);
-	if (strcmp(k, "audiences") == 0) {
-		if (!cJSON_IsArray(m)) {
-			snprintf(err, errlen, "%s: must be an array of "
-			    "strings", what);
-			return -1;
-		}
-		cJSON_ArrayForEach(it, m) {
-			if (is->naud == JWT_MAX_AUD) {
-				snprintf(err, errlen, "%s: more than %d", what,
-				    JWT_MAX_AUD);
-				return -1;
-			}
-			if (dup_str(&is->audiences[is->naud], it, what, err,
-			    errlen) == -1)
-				return -1;
-			is->naud++;
-		}
-		return 0;
-	}
-	if (strcmp(k, "algorithms") == 0) {
-		if (!cJSON_IsArray(m)) {
-			snprintf(err, errlen, "%s: must be an array of "
-			    "algorithm names", what);
-			return -1;
-		}
-		cJSON_ArrayForEach(it, m) {
-			if (!cJSON_IsString(it) ||
-			    (a = jwa_from_name(it->valuestring)) ==
-			    JWA_INVALID) {
-				snprintf(err, errlen, "%s: \"%.16s\" is not one "
-				    "of RS256/384/512, PS256/384/512, "
-				    "ES256/384/512, EdDSA, HS256/384/512 (never "
-				    "none)", what, cJSON_IsString(it) ?
-				    it->valuestring : "?");
-				return -1;
-			}
-			is->algs |= JWA_BIT(a);
-		}
-		return 0;
-	}
-	snprintf(err, errlen, "%s: unknown key", what);
-	return -1;
-}
-
-static int
-load_issuers(struct config *c, const cJSON *v, const char *origin,
-    char *err, size_t errlen)
-{
-	struct config_issuer *is;
-	const cJSON *el, *m;
-	char what[160], e[300];
-
-	if (!cJSON_IsArray(v)) {
-		snprintf(err, errlen, "%s: key \"issuers\": must be an array "
-		    "of objects", origin);
-		return -1;
-	}
-	free_issuers(c);
-	cJSON_ArrayForEach(el, v) {
-		if (c->nissuers == CONFIG_MAX_ISSUERS) {
-			snprintf(err, errlen, "%s: key \"issuers\": more than "
-			    "%d", origin, CONFIG_MAX_ISSUERS);
-			return -1;
-		}
-		is = &c->issuers[c->nissuers++];
-		is->leeway = 30;
-		is->jwks_refresh = 300;
-		is->jwks_max_age = 86400;
-		is->jwks_min_interval = 30;
-		if (!cJSON_IsObject(el)) {
-			snprintf(err, errlen, "%s: key \"issuers\": element %zu "
-			    "is not an object", origin, c->nissuers);
-			return -1;
-		}
-		for (m = el->child; m != NULL; m = m->next) {
-			if (m->string == NULL || m->string[0] == '_')
-				continue;
-			snprintf(what, sizeof(what), "issuers[%zu].%.64s",
-			    c->nissuers - 1, m->string);
-			if (issuer_member(is, m, what, e, sizeof(e)) == -1) {
-				snprintf(err, errlen, "%s: key %s", origin, e);
-				return -1;
-			}
-		}
-	}
-	return 0;
-}
-
-/*
- * A client's "audiences": 1 to JWT_MAX_AUD non-empty strings. An empty
- * list would make every answer inactive, which is a mistake, not a
- * setting.
- */
-static int
-client_audiences(struct config_client *cl, const cJSON *m, const char *what,
-    char *err, size_t errlen)
-{
-	const cJSON *it;
-
-	if (!cJSON_IsArray(m) || cJSON_GetArraySize(m) == 0) {
-		snprintf(err, errlen, "%s: must be a non-empty array of "
-		    "strings", what);
-		return -1;
-	}
-	if (cl->naud > 0) {
-		snprintf(err, errlen, "%s: given twice", what);
-		return -1;
-	}
-	cJSON_ArrayForEach(it, m) {
-		if (cl->naud == JWT_MAX_AUD) {
-			snprintf(err, errlen, "%s: more than %d", what,
-			    JWT_MAX_AUD);
-			return -1;
-		}
-		if (dup_str(&cl->audiences[cl->naud], it, what, err,
-		    errlen) == -1)
-			return -1;
-		cl->naud++;
-	}
-	return 0;
-}
-
-static int
-load_clients(struct config *c, const cJSON *v, const char *origin,
-    char *err, size_t errlen)
-{
-	struct config_client *cl;
-	const cJSON *el, *m;
-	char what[160], e[300];
-
-	if (!cJSON_IsArray(v)) {
-		snprintf(err, errlen, "%s: key \"introspection_clients\": "
-		    "must be an array of objects", origin);
-		return -1;
-	}
-	free_clients(c);
-	cJSON_ArrayForEach(el, v) {
-		if (c->nclients == CONFIG_MAX_CLIENTS || !cJSON_IsObject(el)) {
-			snprintf(err, errlen, "%s: key "
-			    "\"introspection_clients\": at most %d objects",
-			    origin, CONFIG_MAX_CLIENTS);
-			return -1;
-		}
-		cl = &c->clients[c->nclients++];
-		for (m = el->child; m != NULL; m = m->next) {
-			if (m->string == NULL || m->string[0] == '_')
-				continue;
-			snprintf(what, sizeof(what),
-			    "introspection_clients[%zu].%.64s", c->nclients - 1,
-			    m->string);
-			if (strcmp(m->string, "id") == 0 ? dup_str(&cl->id, m,
-			    what, e, sizeof(e)) :
-			    strcmp(m->string, "secret_file") == 0 ?
-			    dup_str(&cl->secret_file, m, what, e, sizeof(e)) :
-			    strcmp(m->string, "audiences") == 0 ?
-			    client_audiences(cl, m, what, e, sizeof(e)) :
-			    (snprintf(e, sizeof(e), "%s: unknown key", what),
-			    -1)) {
-				snprintf(err, errlen, "%s: key %s", origin, e);
-				return -1;
-			}
-		}
-	}
-	return 0;
-}
-
-/* An object's key and its position among the object's members. */
-struct key_at {
-	const char	*s;
-	size_t		 at;
-};
-
-static int
-key_at_cmp(const void *a, const void *b)
-{
-	const struct key_at *x = a, *y = b;
-	int c = strcmp(x->s, y->s);
-
-	if (c != 0)
-		return c;
-	return (x->at > y->at) - (x->at < y->at);
-}
-
-/*
- * The position of the first member of object v whose key is given again
- * later (comment keys, "_..." that are never read, excepted), or SIZE_MAX
- * when none is. The keys are sorted, not compared pairwise: a file at the
- * size cap can hold 100,000 keys in one object. Without memory for that,
- * pairwise.
- */
-static size_t
-first_repeated(const cJSON *v)
-{
-	const cJSON *a, *b;
-	struct key_at *keys;
-	size_t n = 0, i, at, first = SIZE_MAX;
-
-	for (a = v->child; a != NULL; a = a->next)
-		n++;
-	if (n < 2)
-		return SIZE_MAX;
-	if ((keys = malloc(n * sizeof(*keys))) == NULL) {
-		for (a = v->child, at = 0; a != NULL; a = a->next, at++)
-			if (a->string != NULL && a->string[0] != '_')
-				for (b = a->next; b != NULL; b = b->next)
-					if (b->string != NULL &&
-					    strcmp(a->string, b->string) == 0)
-						return at;
-		return SIZE_MAX;
-	}
-	for (a = v->child, at = 0, n = 0; a != NULL; a = a->next, at++)
-		if (a->string != NULL && a->string[0] != '_') {
-			keys[n].s = a->string;
-			keys[n++].at = at;
-		}
-	qsort(keys, n, sizeof(*keys), key_at_cmp);
-	/* Equal keys sort by position: the first of a run is its first copy. */
-	for (i = 1; i < n; i++)
-		if (keys[i - 1].at < first && strcmp(keys[i - 1].s,
-		    keys[i].s) == 0)
-			first = keys[i - 1].at;
-	free(keys);
-	return first;
-}
-
-/*
- * The first key given twice in an object anywhere in v, with *where the
- * key of the object or array holding it (NULL at the top level); NULL if
- * none.
- */
-static const char *
-repeated_key(const cJSON *v, const char **where)
-{
-	const cJSON *a;
-	const char *r;
-	size_t at, first;
-
-	first = cJSON_IsObject(v) ? first_repeated(v) : SIZE_MAX;
-	for (a = v->child, at = 0; a != NULL; a = a->next, at++) {
-		if (at == first)
-			return a->string;
-		if ((cJSON_IsObject(a) || cJSON_IsArray(a)) &&
-		    (r = repeated_key(a, where)) != NULL) {
-			if (*where == NULL)
-				*where = a->string != NULL ? a->string :
-				    v->string;
-			return r;
-		}
-	}
-	return NULL;
-}
-
 int
 config_load_buf(struct config *c, const char *buf, size_t len,
     const char *origin, char *err, size_t errlen)
@@ -1087,19 +491,19 @@ config_load_buf(struct config *c, const char *buf, size_t len,
 		snprintf(err, errlen, "%s: NUL byte in file", origin);
 		goto out;
 	}
-	if (strip_comments(copy, len) == -1) {
+	if (config_json_strip_comments(copy, len) == -1) {
 		snprintf(err, errlen, "%s: unterminated /* comment", origin);
 		goto out;
 	}
 	root = cJSON_ParseWithLengthOpts(copy, len, &end, false);
 	if (root == NULL) {
-		if (!syntax_error_at(copy, len, &off, &want)) {
+		if (!config_json_syntax_error(copy, len, &off, &want)) {
 			end = cJSON_GetErrorPtr();
 			off = (end != NULL && end >= copy &&
 			    end <= copy + len) ? (size_t)(end - copy) : 0;
 			want = "valid JSON";
 		}
-		line_col(copy, off, &line, &col);
+		config_json_line_col(copy, off, &line, &col);
 		snprintf(err, errlen, "%s: line %u, column %u: JSON syntax "
 		    "error: expected %s", origin, line, col, want);
 		goto out;
@@ -1107,7 +511,7 @@ config_load_buf(struct config *c, const char *buf, size_t len,
 	for (off = (size_t)(end - copy); off < len; off++) {
 		if (copy[off] != ' ' && copy[off] != '\t' &&
 		    copy[off] != '\r' && copy[off] != '\n') {
-			line_col(copy, off, &line, &col);
+			config_json_line_col(copy, off, &line, &col);
 			snprintf(err, errlen, "%s: line %u, column %u: "
 			    "trailing data after the JSON object", origin,
 			    line, col);
@@ -1130,7 +534,7 @@ config_load_buf(struct config *c, const char *buf, size_t len,
 		    "there would read as another)", origin, why);
 		goto out;
 	}
-	if ((dup = repeated_key(root, &where)) != NULL) {
+	if ((dup = config_json_repeated_key(root, &where)) != NULL) {
 		snprintf(err, errlen, "%s: key \"%.64s\" is given twice%s%s",
 		    origin, dup, where != NULL ? " in " : "",
 		    where != NULL ? where : "");
@@ -1142,12 +546,12 @@ config_load_buf(struct config *c, const char *buf, size_t len,
 		if (it->string[0] == '_')	/* "_comment" and friends */
 			continue;
 		if (strcmp(it->string, "issuers") == 0) {
-			if (load_issuers(c, it, origin, err, errlen) == -1)
+			if (config_trust_load_issuers(c, it, origin, err, errlen) == -1)
 				goto out;
 			continue;
 		}
 		if (strcmp(it->string, "introspection_clients") == 0) {
-			if (load_clients(c, it, origin, err, errlen) == -1)
+			if (config_trust_load_clients(c, it, origin, err, errlen) == -1)
 				goto out;
 			continue;
 		}
@@ -1486,102 +890,6 @@ upstream_url_check(const char *key, const char *url, bool allow_http,
 	return 0;
 }
 
-/* The issuers and introspection clients hang together. */
-static int
-validate_trust(const struct config *c, char *err, size_t errlen)
-{
-	const struct config_issuer *is;
-	size_t i, j;
-
-	if (c->revocation_only && c->nissuers > 0) {
-		snprintf(err, errlen, "token_verification: \"revocation-only\" "
-		    "verifies no token, so \"issuers\" would be ignored; "
-		    "remove one of them");
-		return -1;
-	}
-	for (i = 0; i < c->nissuers; i++) {
-		is = &c->issuers[i];
-		if (is->issuer == NULL) {
-			snprintf(err, errlen, "issuers[%zu]: \"issuer\" is "
-			    "required", i);
-			return -1;
-		}
-		/* The issuer is the revocation scope of its tokens. */
-		if (!revkey_scope_valid(is->issuer, strlen(is->issuer)) ||
-		    revkey_scope_is_x509(is->issuer)) {
-			snprintf(err, errlen, "issuers[%zu].issuer: not a valid "
-			    "token scope (printable ASCII without spaces, at "
-			    "most %d bytes)", i, REVKEY_SCOPE_MAX);
-			return -1;
-		}
-		for (j = 0; j < i; j++)
-			if (strcmp(c->issuers[j].issuer, is->issuer) == 0) {
-				snprintf(err, errlen, "issuers[%zu].issuer: "
-				    "repeats issuers[%zu]", i, j);
-				return -1;
-			}
-		if ((is->jwks_file != NULL) == (is->jwks_uri != NULL)) {
-			snprintf(err, errlen, "issuers[%zu]: exactly one of "
-			    "\"jwks_file\" and \"jwks_uri\" is required", i);
-			return -1;
-		}
-		if (is->jwks_uri != NULL &&
-		    strncmp(is->jwks_uri, "https://", 8) != 0) {
-			snprintf(err, errlen, "issuers[%zu].jwks_uri: must be an "
-			    "https:// URL", i);
-			return -1;
-		}
-		if (is->naud == 0) {
-			snprintf(err, errlen, "issuers[%zu]: \"audiences\" must "
-			    "name at least one accepted audience", i);
-			return -1;
-		}
-		if (is->algs == 0) {
-			snprintf(err, errlen, "issuers[%zu]: \"algorithms\" must "
-			    "name at least one algorithm", i);
-			return -1;
-		}
-		if ((is->algs & JWA_HS_MASK) != 0 && is->hs_secret_file == NULL) {
-			snprintf(err, errlen, "issuers[%zu]: HS algorithms need "
-			    "\"hs_secret_file\"", i);
-			return -1;
-		}
-		if ((is->algs & JWA_HS_MASK) == 0 && is->hs_secret_file != NULL) {
-			snprintf(err, errlen, "issuers[%zu].hs_secret_file: no "
-			    "HS algorithm is allowed", i);
-			return -1;
-		}
-		if (is->jwks_min_interval < 1 ||
-		    is->jwks_refresh < is->jwks_min_interval ||
-		    is->jwks_max_age < is->jwks_refresh) {
-			snprintf(err, errlen, "issuers[%zu]: need 1s <= "
-			    "jwks_min_interval <= jwks_refresh <= jwks_max_age",
-			    i);
-			return -1;
-		}
-		if (is->jwks_ca_file != NULL && is->jwks_uri == NULL) {
-			snprintf(err, errlen, "issuers[%zu].jwks_ca_file: only "
-			    "with jwks_uri", i);
-			return -1;
-		}
-	}
-	for (i = 0; i < c->nclients; i++) {
-		if (c->clients[i].id == NULL ||
-		    c->clients[i].secret_file == NULL) {
-			snprintf(err, errlen, "introspection_clients[%zu]: "
-			    "\"id\" and \"secret_file\" are required", i);
-			return -1;
-		}
-		for (j = 0; j < i; j++)
-			if (strcmp(c->clients[j].id, c->clients[i].id) == 0) {
-				snprintf(err, errlen, "introspection_clients"
-				    "[%zu].id: repeats element %zu", i, j);
-				return -1;
-			}
-	}
-	return 0;
-}
-
 int
 config_filter_owner(const struct config *c, uid_t *uid, bool *set,
     char *err, size_t errlen)
@@ -1716,7 +1024,7 @@ config_validate(const struct config *c, char *err, size_t errlen)
 			}
 		}
 	}
-	return validate_trust(c, err, errlen);
+	return config_trust_validate(c, err, errlen);
 }
 
 /*
@@ -1764,58 +1072,6 @@ str_differs(const char *a, const char *b)
 	if (a == NULL || b == NULL)
 		return a != b;
 	return strcmp(a, b) != 0;
-}
-
-/* True when the issuers of a and b differ. */
-static bool
-issuers_differ(const struct config *a, const struct config *b)
-{
-	const struct config_issuer *x, *y;
-	size_t i, j;
-
-	if (a->nissuers != b->nissuers)
-		return true;
-	for (i = 0; i < a->nissuers; i++) {
-		x = &a->issuers[i];
-		y = &b->issuers[i];
-		if (str_differs(x->issuer, y->issuer) ||
-		    str_differs(x->jwks_file, y->jwks_file) ||
-		    str_differs(x->jwks_uri, y->jwks_uri) ||
-		    str_differs(x->hs_secret_file, y->hs_secret_file) ||
-		    str_differs(x->jwks_ca_file, y->jwks_ca_file) ||
-		    x->jwks_min_interval != y->jwks_min_interval ||
-		    x->naud != y->naud || x->algs != y->algs ||
-		    x->leeway != y->leeway ||
-		    x->jwks_refresh != y->jwks_refresh ||
-		    x->jwks_max_age != y->jwks_max_age)
-			return true;
-		for (j = 0; j < x->naud; j++)
-			if (strcmp(x->audiences[j], y->audiences[j]) != 0)
-				return true;
-	}
-	return false;
-}
-
-/* True when the introspection clients of a and b differ. */
-static bool
-clients_differ(const struct config *a, const struct config *b)
-{
-	size_t i, j;
-
-	if (a->nclients != b->nclients)
-		return true;
-	for (i = 0; i < a->nclients; i++) {
-		if (str_differs(a->clients[i].id, b->clients[i].id) ||
-		    str_differs(a->clients[i].secret_file,
-		    b->clients[i].secret_file) ||
-		    a->clients[i].naud != b->clients[i].naud)
-			return true;
-		for (j = 0; j < a->clients[i].naud; j++)
-			if (strcmp(a->clients[i].audiences[j],
-			    b->clients[i].audiences[j]) != 0)
-				return true;
-	}
-	return false;
 }
 
 /* The bytes of a key kept at o->off (the types that have one). */
@@ -1894,9 +1150,9 @@ config_changed_keys(const struct config *a, const struct config *b,
 	for (o = opts; o < opts + NOPTS; o++)
 		if (opt_is_live(o) == live && opt_differs(o, a, b))
 			list_add(out, outlen, &len, &n, o->key);
-	if (live && issuers_differ(a, b))
+	if (live && config_trust_issuers_differ(a, b))
 		list_add(out, outlen, &len, &n, "issuers");
-	if (live && clients_differ(a, b))
+	if (live && config_trust_clients_differ(a, b))
 		list_add(out, outlen, &len, &n, "introspection_clients");
 	return n;
 }
