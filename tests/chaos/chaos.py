@@ -908,8 +908,8 @@ def final_sweep(fleet):
     want = {}
     for line in out.splitlines():
         scope, ident, expired = line.split("\t")
-        if scope == "bad scope":
-            continue
+        if scope == "bad scope" or not ident or len(ident) > 1024:
+            continue        # no client can ask about it
         want[(scope, ident)] = "not_revoked" if expired == "true" else "revoked"
     with POOL.lock:
         gone = [k for k in POOL.deleted if k not in want]
