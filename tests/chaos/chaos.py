@@ -767,8 +767,9 @@ def scheduler(fleet):
         except Exception as e:   # a harness failure is reported, not hidden
             info = {"note": "harness error: %r" % (e,)}
         end = time.time()
-        FAULT_NOW[0] = None
+        FAULT_NOW[0] = name + ", recovering"
         rec, left = measure_recovery(fleet, end)
+        FAULT_NOW[0] = None
         f = {"name": name, "start": start, "end": end, "recovery": rec,
              "not_back": left, "note": info.get("note", ""),
              "down": sorted(info.get("down", ())),
