@@ -756,18 +756,28 @@ for _f in ONLY:
 
 
 def measure_recovery(fleet, end):
-    """Seconds from end until every node answers both a positive (a base
-    key: on an edge that asks the origin) and a negative, at most 60."""
+    """Seconds from end until the fleet is back: every node answers a
+    positive (a seeded id: on an edge the origin settles it) and a
+    negative, and a canary revoked once the fault ended (its INSERT
+    retried until the database takes it) answers revoked on every node:
+    a node that answers from a chain nothing extends any more is not back.
+    At most 120 s."""
     cls = {n: Client(fleet.nodes[n], timeout=3) for n in NODES}
     rnd = random.Random(end)
     left = set(NODES)
+    canary = None
     worst = 0.0
     while left and time.time() < end + 120:
+        if canary is None:
+            k = next_ids("c", 1)
+            if revoke(fleet, k):
+                canary = k[0]
         for n in sorted(left):
             a = check_one(cls[n], n, rnd.choice(POOL.base), "recover")
             b = check_one(cls[n], n, ("default", "n-%d" % rnd.randrange(10**9)),
                           "recover")
-            if a in ANSWERED and b in ANSWERED:
+            c = check_one(cls[n], n, canary, "recover") if canary else None
+            if a in ANSWERED and b in ANSWERED and c == "revoked":
                 left.discard(n)
                 worst = max(worst, time.time() - end)
         if left:
