@@ -556,8 +556,12 @@ out:
 static void
 probe_result(struct upstream *u, int got, const char *msg)
 {
+	int behind = 2;
+
 	if (got == 1) {
-		atomic_store(&u->degraded, 1);
+		/* Behind becomes unavailable; a request that got through
+		 * meanwhile (0) is not undone by a probe that did not. */
+		(void)atomic_compare_exchange_strong(&u->degraded, &behind, 1);
 		set_error(u, msg);
 		return;
 	}
