@@ -798,7 +798,10 @@ def scheduler(fleet):
         start = time.time()
         FAULT_NOW[0] = name
         try:
-            info = FAULTS[name](fleet, rnd) or {}
+            # Each fault draws from its own generator: the sequence and
+            # every fault's parameters replay whatever the timing did.
+            info = FAULTS[name](fleet, random.Random(
+                "%s-fault-%d" % (SEED, len(FAULT_LOG)))) or {}
         except Exception as e:   # a harness failure is reported, not hidden
             info = {"note": "harness error: %r" % (e,)}
         end = time.time()
