@@ -768,6 +768,9 @@ read_exact(int fd, const char *path, size_t size, unsigned char **out,
 		snprintf(err, errlen, "%.400s: out of memory", path);
 		return -1;
 	}
+	/* Its pages all get written: faulted in ahead, in large pages. */
+	if (size >= UTIL_POPULATE_STEP)
+		util_populate(buf, size);
 	while (got < size) {
 		n = pread(fd, buf + got, size - got, (off_t)got);
 		if (n == -1 && errno == EINTR)
