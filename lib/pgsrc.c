@@ -308,33 +308,70 @@ pg_represented(const struct input_row *row, const char *scope,
 	    what);
 }
 
-int
-pgsrc_row_fix(struct input_row *row, const char *default_scope,
-    char clean[TABLE_REASON_MAX], char *why, size_t whylen)
+/* White space as a writer may leave it around or inside a serial. */
+static bool
+pg_is_space(char c)
 {
-	const char *scope = row->scope != NULL ? row->scope :
-	    default_scope != NULL ? default_scope : REVKEY_DEFAULT_SCOPE;
-	const unsigned char *u;
-	struct revkey k;
-	char kerr[160];
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' ||
+	    c == '\v' || c == '\f';
+}
+
+/*
+ * The serial id[0..len) as revkey_from_text() reads it, into out[cap]:
+ * white space around it and colons or white space between its hex
+ * digits left out, an optional '-' and 0x kept in front. 0, or -1 with
+ * why when it is no serial (no hex digit, another character, too long).
+ */
+static int
+pg_serial_norm(const char *id, size_t len, char *out, size_t cap,
+    char *why, size_t whylen)
+{
+	size_t i = 0, o = 0, ndig = 0;
+
+	while (len > 0 && pg_is_space(id[len - 1]))
+		len--;
+	while (i < len && pg_is_space(id[i]))
+		i++;
+	if (i < len && id[i] == '-')
+		out[o++] = id[i++];
+	while (i < len && pg_is_space(id[i]))
+		i++;
+	if (i + 1 < len && id[i] == '0' && (id[i + 1] == 'x' ||
+	    id[i + 1] == 'X')) {
+		i += 2;
+	}
+	for (; i < len; i++) {
+		if (id[i] == ':' || pg_is_space(id[i]))
+			continue;
+		if (util_hexval((unsigned char)id[i]) < 0) {
+			snprintf(why, whylen, "serial is not hex (a character "
+			    "other than hex digits, ':' and white space)");
+			return -1;
+		}
+		if (o + 1 >= cap) {
+			snprintf(why, whylen, "serial has more than %d hex "
+			    "digits", 2 * REVKEY_ID_MAX);
+			return -1;
+		}
+		out[o++] = id[i];
+		ndig++;
+	}
+	out[o] = '\0';
+	if (ndig == 0) {
+		snprintf(why, whylen, "serial has no hex digit");
+		return -1;
+	}
+	return 0;
+}
+
+/* The reason into clean, cut, printable ASCII kept. 1 if it changed, else 0. */
+static int
+pg_reason_clean(const char *reason, char clean[TABLE_REASON_MAX])
+{
+	const unsigned char *u = (const unsigned char *)reason;
 	size_t i, o, l;
 	bool dirty = false;
 
-	row->any_bytes = true;
-	if (!revkey_scope_valid(scope, strnlen(scope, REVKEY_SCOPE_MAX + 1))) {
-		snprintf(why, whylen, "invalid scope (1-%d printable ASCII "
-		    "characters without spaces, or x509: and 64 lowercase hex "
-		    "digits)", REVKEY_SCOPE_MAX);
-		return -1;
-	}
-	if (revkey_from_text(&k, scope, row->id, row->id_len, kerr,
-	    sizeof(kerr)) != 0) {
-		snprintf(why, whylen, "%s", kerr);
-		return -1;
-	}
-	if (row->reason == NULL)
-		return 0;
-	u = (const unsigned char *)row->reason;
 	for (i = 0, o = 0; u[i] != '\0' && o + 1 < TABLE_REASON_MAX; i += l) {
 		l = 1;
 		if (u[i] >= 0x20 && u[i] < 0x7f) {
@@ -348,10 +385,54 @@ pgsrc_row_fix(struct input_row *row, const char *default_scope,
 		clean[o++] = '?';
 	}
 	clean[o] = '\0';
-	if (!dirty && u[i] == '\0')
-		return 0;
-	row->reason = clean;
-	return 1;
+	return dirty || u[i] != '\0';
+}
+
+int
+pgsrc_row_fix(struct input_row *row, const char *default_scope,
+    struct pgsrc_rowbuf *buf, char *why, size_t whylen)
+{
+	const char *scope = row->scope != NULL ? row->scope :
+	    default_scope != NULL ? default_scope : REVKEY_DEFAULT_SCOPE;
+	struct revkey k;
+	char kerr[160];
+	int fixed = 0;
+
+	row->any_bytes = true;
+	if (!revkey_scope_valid(scope, strnlen(scope, REVKEY_SCOPE_MAX + 1))) {
+		snprintf(why, whylen, "invalid scope (1-%d printable ASCII "
+		    "characters without spaces, or x509: and 64 lowercase hex "
+		    "digits)", REVKEY_SCOPE_MAX);
+		return -1;
+	}
+	if (revkey_from_text(&k, scope, row->id, row->id_len, kerr,
+	    sizeof(kerr)) != 0) {
+		/*
+		 * A serial a certificate could still carry is represented
+		 * as its digits: leaving it out could un-revoke it.
+		 */
+		if (!revkey_scope_is_x509(scope) || row->id_len == 0) {
+			snprintf(why, whylen, "%s", kerr);
+			return -1;
+		}
+		if (pg_serial_norm(row->id, row->id_len, buf->serial,
+		    sizeof(buf->serial), why, whylen) != 0)
+			return -1;
+		if (revkey_from_text(&k, scope, buf->serial,
+		    strlen(buf->serial), kerr, sizeof(kerr)) != 0) {
+			snprintf(why, whylen, "%s", kerr);
+			return -1;
+		}
+		row->id = buf->serial;
+		row->id_len = strlen(buf->serial);
+		fixed |= PGSRC_FIX_SERIAL;
+	}
+	if (row->reason != NULL && pg_reason_clean(row->reason,
+	    buf->reason) != 0) {
+		row->reason = buf->reason;
+		fixed |= PGSRC_FIX_REASON;
+	}
+	return fixed;
 }
 
 const struct pgsrc_quarantine *
@@ -415,20 +496,23 @@ pg_time_lenient(const PGresult *res, int i, int col, bool expiry,
  */
 static int
 pg_row_take(struct pgsrc *p, struct input_row *row, const char *def_scope,
-    char clean[TABLE_REASON_MAX], bool count, const char *times)
+    struct pgsrc_rowbuf *buf, bool count, const char *times)
 {
 	const char *scope = row->scope != NULL ? row->scope :
 	    def_scope != NULL ? def_scope : REVKEY_DEFAULT_SCOPE;
 	char why[160];
 	int r;
 
-	r = pgsrc_row_fix(row, def_scope, clean, why, sizeof(why));
+	r = pgsrc_row_fix(row, def_scope, buf, why, sizeof(why));
 	if (r < 0) {
 		if (count)
 			pg_quarantine(p, row, scope, why);
 		return -1;
 	}
-	if (r > 0)
+	if (r & PGSRC_FIX_SERIAL)
+		pg_represented(row, scope, "serial read as its hex digits "
+		    "(white space and ':' left out): the revocation is kept");
+	if (r & PGSRC_FIX_REASON)
 		pg_represented(row, scope, "reason cleaned (cut to 63 "
 		    "characters, non-ASCII made '?'): the revocation is kept");
 	if (times != NULL)
@@ -449,7 +533,7 @@ struct full_rd {
 	bool		 done;		/* the cursor returned no rows */
 	uint64_t	 seen;		/* rows fetched, for messages */
 	int		 c_scope, c_id, c_at, c_reason, c_exp;
-	char		 clean[TABLE_REASON_MAX];	/* a cleaned reason */
+	struct pgsrc_rowbuf buf;	/* what a row represents otherwise */
 };
 
 /* Column numbers by name; only "id" is required. 0, or -1 with err. */
@@ -521,7 +605,7 @@ next_row:
 		row->reason = PQgetvalue(f->res, r, f->c_reason);
 	lenient |= pg_time_lenient(f->res, r, f->c_at, false,
 	    &row->revoked_at);
-	if (pg_row_take(f->p, row, f->o->scope, f->clean, true, lenient ?
+	if (pg_row_take(f->p, row, f->o->scope, &f->buf, true, lenient ?
 	    "a revoked_at or expires_at out of range represented "
 	    "conservatively (1970-01-01T00:00:01Z to 9999-12-31T23:59:59Z, "
 	    "infinity: no expiry)" : NULL) != 0)
@@ -617,7 +701,8 @@ int
 pgsrc_read_changes(struct pgsrc *p, uint64_t from, uint64_t to,
     pgsrc_change_fn fn, void *arg, char *err, size_t errlen)
 {
-	char a[24], b[24], clean[TABLE_REASON_MAX];
+	char a[24], b[24];
+	struct pgsrc_rowbuf buf;
 	const char *params[2] = { a, b }, *op;
 	struct pgsrc_change c;
 	PGresult *res = NULL;
@@ -674,7 +759,7 @@ pgsrc_read_changes(struct pgsrc *p, uint64_t from, uint64_t to,
 		    &c.expires_at);
 		if (pg_time_lenient(res, i, 7, false, &c.changed_at) != 0)
 			c.changed_at = 0;
-		if (pg_row_take(p, &c.row, NULL, clean, !c.removed,
+		if (pg_row_take(p, &c.row, NULL, &buf, !c.removed,
 		    lenient && !c.removed ? "a revoked_at or expires_at out "
 		    "of range represented conservatively (1970-01-01T00:00:01Z "
 		    "to 9999-12-31T23:59:59Z, infinity: no expiry)" : NULL) != 0)
@@ -981,7 +1066,8 @@ pg_rows(struct pgsrc *p, const char *name, int nparams,
     const char *const *params, const char *what, const char *def_scope,
     pgsrc_row_fn fn, void *arg, char *err, size_t errlen)
 {
-	char clean[TABLE_REASON_MAX], why[160];
+	struct pgsrc_rowbuf buf;
+	char why[160];
 	struct input_row row;
 	PGresult *res;
 	int i, n, nf, rc = -1;
@@ -1007,7 +1093,7 @@ pg_rows(struct pgsrc *p, const char *name, int nparams,
 		if (nf > 2)
 			(void)pg_time_lenient(res, i, 2, false,
 			    &row.revoked_at);
-		if (pgsrc_row_fix(&row, def_scope, clean, why,
+		if (pgsrc_row_fix(&row, def_scope, &buf, why,
 		    sizeof(why)) < 0)
 			continue;
 		if (fn(arg, &row, err, errlen) != 0)

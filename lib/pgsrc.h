@@ -75,21 +75,40 @@ bool pgsrc_ok(const struct pgsrc *p);
 int pgsrc_read_full(struct pgsrc *p, const char *query, struct input_set *s,
     const struct input_opts *o, uint64_t *cursor, char *err, size_t errlen);
 
+/* Where pgsrc_row_fix() writes what it represents otherwise (caller-owned). */
+struct pgsrc_rowbuf {
+	char	reason[TABLE_REASON_MAX];	/* a cleaned reason */
+	char	serial[2 * REVKEY_ID_MAX + 2];	/* a normalised serial */
+};
+
+/* What pgsrc_row_fix() represented otherwise than it reads (bits). */
+#define PGSRC_FIX_REASON	1
+#define PGSRC_FIX_SERIAL	2
+
 /*
  * Whether a row of the source can be represented, and how. Returns 0
- * when it is used as it is; 1 when its reason was cleaned into clean
- * (row->reason then points there: cut to TABLE_REASON_MAX - 1
- * characters, each byte or UTF-8 character outside printable ASCII made
- * '?'; a reason is metadata, the revocation stays); -1 with why when no
- * check can name the row, which is then quarantined: its scope (or
+ * when it is used as it is; else the PGSRC_FIX_ bits of what it
+ * represents otherwise, in buf: PGSRC_FIX_REASON when its reason was
+ * cleaned (row->reason then points to buf->reason: cut to
+ * TABLE_REASON_MAX - 1 characters, each byte or UTF-8 character outside
+ * printable ASCII made '?'; a reason is metadata, the revocation stays);
+ * PGSRC_FIX_SERIAL when an X.509 serial a check could not read as it is
+ * was normalised (row->id then points to buf->serial): white space
+ * around it and colons or white space between its hex digits left out,
+ * so that the row revokes the serial a certificate with those digits
+ * carries ("12:3" is 0x0123, as the removal recheck reads it), never
+ * left out, which could un-revoke it. Returns -1 with why when no check
+ * can name the row, which is then quarantined: its scope (or
  * default_scope for a row without one; NULL: "default") is one
  * revkey_scope_valid() refuses, or its id one revkey_from_text()
- * refuses in that scope (empty, over REVKEY_ID_MAX bytes, a serial that
- * is not hex): a check's id and scope go through the same two functions.
- * Sets row->any_bytes (control bytes in an id can be named by a check).
+ * refuses in that scope (empty, over REVKEY_ID_MAX bytes) and, for a
+ * serial, also once normalised (no hex digit, a character other than
+ * hex digits and separators, more than 2 * REVKEY_ID_MAX digits): a
+ * check's id and scope go through the same two functions. Sets
+ * row->any_bytes (control bytes in an id can be named by a check).
  */
 int pgsrc_row_fix(struct input_row *row, const char *default_scope,
-    char clean[TABLE_REASON_MAX], char *why, size_t whylen);
+    struct pgsrc_rowbuf *buf, char *why, size_t whylen);
 
 /*
  * Parses a revoked_at (expiry false) or expires_at (expiry true) value

@@ -94,7 +94,7 @@ Test(pgsrc, times_out_of_range_are_represented_conservatively)
 /* fix: pgsrc_row_fix() of (scope, id, reason); returns its result. */
 static int
 fix(const char *scope, const char *id, size_t id_len, const char *reason,
-    struct input_row *row, char clean[TABLE_REASON_MAX], char *why,
+    struct input_row *row, struct pgsrc_rowbuf *buf, char *why,
     size_t whylen)
 {
 	memset(row, 0, sizeof(*row));
@@ -103,7 +103,7 @@ fix(const char *scope, const char *id, size_t id_len, const char *reason,
 	row->id_len = id_len;
 	row->reason = reason;
 	why[0] = '\0';
-	return pgsrc_row_fix(row, NULL, clean, why, whylen);
+	return pgsrc_row_fix(row, NULL, buf, why, whylen);
 }
 
 /*
@@ -116,34 +116,37 @@ Test(pgsrc, only_rows_no_check_can_name_are_quarantined)
 {
 	static const char x509[] = "x509:"
 	    "abababababababababababababababababababababababababababababababab";
-	char clean[TABLE_REASON_MAX], why[160], big[1100], reason[100];
+	struct pgsrc_rowbuf clean;
+	char why[160], big[1100], reason[100];
 	struct input_row row;
 	struct table_rec rec;
 	struct revkey k;
 	char err[256];
 
 	memset(big, 'x', sizeof(big));
-	cr_assert_eq(fix("default", big, 1025, NULL, &row, clean, why,
+	cr_assert_eq(fix("default", big, 1025, NULL, &row, &clean, why,
 	    sizeof(why)), -1);
 	cr_assert(strstr(why, "over the limit") != NULL, "%s", why);
 	cr_assert_eq(revkey_from_text(&k, "default", big, 1025, err,
 	    sizeof(err)), -1, "a check cannot name it either");
-	cr_assert_eq(fix("default", big, 1024, NULL, &row, clean, why,
+	cr_assert_eq(fix("default", big, 1024, NULL, &row, &clean, why,
 	    sizeof(why)), 0, "%s", why);
-	cr_assert_eq(fix("default", "", 0, NULL, &row, clean, why,
+	cr_assert_eq(fix("default", "", 0, NULL, &row, &clean, why,
 	    sizeof(why)), -1);
-	cr_assert_eq(fix("bad scope", "a", 1, NULL, &row, clean, why,
+	cr_assert_eq(fix("bad scope", "a", 1, NULL, &row, &clean, why,
 	    sizeof(why)), -1);
 	cr_assert(strstr(why, "invalid scope") != NULL, "%s", why);
-	cr_assert_eq(fix("x509:zz", "0a", 2, NULL, &row, clean, why,
+	cr_assert_eq(fix("x509:zz", "0a", 2, NULL, &row, &clean, why,
 	    sizeof(why)), -1);
-	cr_assert_eq(fix(x509, "zz", 2, NULL, &row, clean, why,
+	cr_assert_eq(fix(x509, "zz", 2, NULL, &row, &clean, why,
 	    sizeof(why)), -1);
 	cr_assert(strstr(why, "not hex") != NULL, "%s", why);
-	cr_assert_eq(fix(x509, "0x0A", 4, NULL, &row, clean, why,
+	cr_assert_eq(fix(x509, " :: ", 4, NULL, &row, &clean, why,
+	    sizeof(why)), -1, "no hex digit: no serial");
+	cr_assert_eq(fix(x509, "0x0A", 4, NULL, &row, &clean, why,
 	    sizeof(why)), 0, "%s", why);
 	/* A control byte: a check names it (id=ctl%01), so it is kept. */
-	cr_assert_eq(fix("default", "ctl\001id", 6, NULL, &row, clean, why,
+	cr_assert_eq(fix("default", "ctl\001id", 6, NULL, &row, &clean, why,
 	    sizeof(why)), 0, "%s", why);
 	cr_assert(row.any_bytes);
 	cr_assert_eq(input_row_rec(&row, NULL, &rec, err, sizeof(err)), 0,
@@ -152,18 +155,80 @@ Test(pgsrc, only_rows_no_check_can_name_are_quarantined)
 	/* Reasons: cut to 63, non-ASCII one '?' a character. */
 	memset(reason, 'r', 80);
 	reason[80] = '\0';
-	cr_assert_eq(fix("default", "a", 1, reason, &row, clean, why,
-	    sizeof(why)), 1);
+	cr_assert_eq(fix("default", "a", 1, reason, &row, &clean, why,
+	    sizeof(why)), PGSRC_FIX_REASON);
 	cr_assert_eq(strlen(row.reason), TABLE_REASON_MAX - 1);
-	cr_assert_eq(fix("default", "a", 1, "cl\xc3\xa9 \x01x", &row, clean,
-	    why, sizeof(why)), 1);
+	cr_assert_eq(fix("default", "a", 1, "cl\xc3\xa9 \x01x", &row, &clean,
+	    why, sizeof(why)), PGSRC_FIX_REASON);
 	cr_assert_str_eq(row.reason, "cl? ?x");
 	cr_assert_eq(input_row_rec(&row, NULL, &rec, err, sizeof(err)), 0,
 	    "%s", err);
 	cr_assert_str_eq(rec.reason, "cl? ?x");
-	cr_assert_eq(fix("default", "a", 1, "keyCompromise", &row, clean,
+	cr_assert_eq(fix("default", "a", 1, "keyCompromise", &row, &clean,
 	    why, sizeof(why)), 0);
 	cr_assert_str_eq(row.reason, "keyCompromise");
+}
+
+/* The key a check derives from serial text s in the X.509 scope x509. */
+static struct revkey
+serial_key(const char *x509, const char *s)
+{
+	struct revkey k;
+	char err[160];
+
+	cr_assert_eq(revkey_from_text(&k, x509, s, strlen(s), err,
+	    sizeof(err)), 0, "%s: %s", s, err);
+	return k;
+}
+
+/*
+ * A serial with white space around it or odd colon grouping is one a
+ * certificate can still carry: the row revokes the serial of its hex
+ * digits (as the removal recheck reads it), never left out, which
+ * would un-revoke it. Only text that is no serial at all is quarantined.
+ */
+Test(pgsrc, serial_with_stray_separators_still_revokes)
+{
+	static const char x509[] = "x509:"
+	    "abababababababababababababababababababababababababababababababab";
+	static const struct {
+		const char *id, *as;
+	} cases[] = {
+		{ " 0A", "0a" }, { "0a\n", "0a" }, { "12:3", "0123" },
+		{ "\t01:23 ", "0123" }, { "01 23 45", "012345" },
+		{ "-  0x0A", "-0a" }, { ":0a:", "0a" },
+	};
+	static const char *const bad[] = { " ", ": :", "0a;1", "0g", "-" };
+	struct pgsrc_rowbuf buf;
+	struct input_row row;
+	struct table_rec rec;
+	struct revkey want;
+	char why[160], err[256], big[2 * REVKEY_ID_MAX + 4];
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		cr_assert_eq(fix(x509, cases[i].id, strlen(cases[i].id), NULL,
+		    &row, &buf, why, sizeof(why)), PGSRC_FIX_SERIAL,
+		    "\"%s\": %s", cases[i].id, why);
+		cr_assert_eq(input_row_rec(&row, NULL, &rec, err,
+		    sizeof(err)), 0, "%s", err);
+		want = serial_key(x509, cases[i].as);
+		cr_assert(rec.key.id_len == want.id_len && memcmp(rec.key.id,
+		    want.id, want.id_len) == 0, "\"%s\" revokes %s",
+		    cases[i].id, cases[i].as);
+	}
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_assert_eq(fix(x509, bad[i], strlen(bad[i]), NULL, &row,
+		    &buf, why, sizeof(why)), -1, "\"%s\"", bad[i]);
+	/* Over the cap once the separators are gone: no serial either. */
+	memset(big, 'a', sizeof(big));
+	big[0] = ' ';
+	cr_assert_eq(fix(x509, big, sizeof(big), NULL, &row, &buf, why,
+	    sizeof(why)), -1);
+	/* Other scopes keep their bytes: " 0A" there is its own id. */
+	cr_assert_eq(fix("default", " 0A", 3, NULL, &row, &buf, why,
+	    sizeof(why)), 0);
+	cr_assert_eq(row.id_len, 3);
 }
 
 /* A row source over a fixed array. */

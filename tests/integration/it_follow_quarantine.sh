@@ -10,7 +10,10 @@
 # (revcheckd_source_quarantined_rows) report. Every other row is
 # represented: times out of range conservatively (infinity revoked_at, a
 # revoked_at in 1900, an expires_at of infinity never expires; one in
-# 1900 has expired), a reason cleaned, an id with a control byte as it is.
+# 1900 has expired), a reason cleaned, an id with a control byte as it is,
+# a serial with white space around it or odd colon grouping (' 01 00 ',
+# 'DEA:DBEEF') as its hex digits: a certificate with that serial is
+# answered revoked.
 # Rows written after a bad one arrive by delta, and a re-base publishes.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/pg.sh"
@@ -126,6 +129,28 @@ for id in g0 g1 g2 at-inf ctl%01id; do
 done
 n=$(grep -c "quarantined: no check can name it" "$T/follow.log" || true)
 rc_expect_eq "$n" 10 "a re-base does not log the same rows again"
+
+# A serial with stray white space or odd colon grouping is one a
+# certificate can still carry: represented as its digits, never left out.
+"$RC_SRC/tests/pki.sh" "$T/pki" >/dev/null
+cert() {	# cert LEAF: POSTs the certificate's check
+	rc_curl -H 'Content-Type: application/json' --data-binary \
+	    "@$(rc_json_body cert "$T/pki/certs/$1.pem")" "$O_URL/v1/check"
+}
+cert leaf06
+CA=$(rc_json scope)
+rc_expect_match "$CA" '^x509:' "a certificate's check names its issuer's scope"
+rc_psql -c "INSERT INTO revcheck_revocations (scope, id) VALUES
+    ('$CA', ' 01 00 '), ('$CA', 'DEA:DBEEF')"
+is 0100 revoked "$CA" || rc_fail "the serial ' 01 00 ' arrives"
+for c in leaf06:' 01 00 ' leaf08:DEA:DBEEF; do
+	cert "${c%%:*}"
+	rc_expect_json status revoked "a certificate whose serial a row spells '${c#*:}' is revoked"
+done
+cert leaf07
+rc_expect_json status not_revoked "a certificate of that issuer no row names is not"
+quarantined 10 && rc_ok "such serials are not quarantined" ||
+    rc_fail "such serials are not quarantined"
 
 # Fixed rows leave the count at the next re-base.
 rc_psql -c "DELETE FROM revcheck_revocations WHERE scope LIKE 'bad scope%' OR scope LIKE 'x509:zz%'"
