@@ -128,19 +128,13 @@ CREATE TRIGGER revcheck_changes_trg
 -- subscription of this database replicates into.
 ALTER TABLE revcheck_revocations ENABLE ALWAYS TRIGGER revcheck_changes_trg;
 
--- A `follow --query` that reads other tables too (a UNION, a join, a view)
--- is followed only when each of them has this trigger (the same name, the
--- same function: it logs scope, id, revoked_at, reason and expires_at):
---     CREATE TRIGGER revcheck_changes_trg AFTER INSERT OR UPDATE OR DELETE
---         ON other_table FOR EACH ROW EXECUTE FUNCTION revcheck_changes_log();
---     ALTER TABLE other_table ENABLE ALWAYS TRIGGER revcheck_changes_trg;
--- A delta takes scope, id and revoked_at from this log, the base from the
--- query: the query must return each table's own scope, id and revoked_at
--- columns as they are (no lower(id), no 'api' AS scope, no token AS id),
--- with no join, subquery or LIMIT deciding which rows are returned.
+-- `filterbuild follow` reads this table only (it refuses --query): to
+-- follow revocations kept in a table of your own, feed this one from it
+-- with a trigger, after copying what is there with INSERT ... SELECT
+-- (docs/OPERATIONS.md, "Feeding the table from your own").
 
 -- On a logical replication subscriber, subscribe to revcheck_revocations
--- (and the other tables a --query reads), never to revcheck_changes: this
+-- (or the tables that feed it), never to revcheck_changes: this
 -- server's ALWAYS trigger logs every row the apply worker writes, with this
 -- server's transaction ids, which the follower's cursor is made of. Rows
 -- replicated into revcheck_changes carry the publisher's ids (and its seq

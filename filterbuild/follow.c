@@ -53,7 +53,6 @@ struct follow_opts {
 	const char	*source;
 	const char	*key;
 	const char	*out;
-	const char	*query;
 	const char	*scope;
 	const char	*fp_rate;
 	const char	*layout;
@@ -149,7 +148,9 @@ follow_usage(FILE *fp)
 	    "                       heads are dated that far back (default: such a\n"
 	    "                       subscriber is refused; see filterbuild(1))\n"
 	    "  --once               publish what is there, then exit\n"
-	    "  --query, --scope, --fp-rate, --layout, --keep, --quiet: as for build\n"
+	    "  --scope, --fp-rate, --layout, --keep, --quiet: as for build\n"
+	    "                       (--query is build's only: follow reads\n"
+	    "                       revcheck_revocations; see filterbuild(1))\n"
 	    "  --help               this text\n", fp);
 }
 
@@ -274,7 +275,12 @@ follow_parse(struct follow_opts *o, int argc, char **argv)
 				    optarg);
 			o->subscriber_arg = optarg;
 			break;
-		case 'Q': o->query = optarg; break;
+		case 'Q':
+			return fb_usage_err("follow", "--query is for a one-shot "
+			    "build --source only: follow reads the table "
+			    PGSRC_TABLE "; feed it from your own table with a "
+			    "trigger or an INSERT ... SELECT (docs/OPERATIONS.md, "
+			    "\"Feeding the table from your own\")");
 		case 's': o->scope = optarg; break;
 		case 'p': o->fp_rate = optarg; break;
 		case 'L': o->layout = optarg; break;
@@ -613,7 +619,6 @@ follow_rebase(struct follow_state *st, const struct follow_opts *o,
 	OPT("--key", o->key);
 	OPT("--out", o->out);
 	OPT("--source", o->source);
-	OPT("--query", o->query);
 	OPT("--scope", o->scope);
 	OPT("--fp-rate", o->fp_rate);
 	OPT("--layout", o->layout);
@@ -821,12 +826,11 @@ follow_live_row(void *arg, const struct input_row *row, char *err,
 /*
  * A removal (a deleted row, an update, an expiry) must never release a
  * key that the source still revokes through another row: another
- * spelling of the same serial ("0A", "0a", "00:0a"), or a second row of a
- * --query that unions tables. Inside the round's snapshot, every key the
- * batch removes is looked up among the rows in force; a key that has one
- * gets an add after its removal (the last entry of a key wins). Without
- * the recheck statement, a batch with a removal re-bases instead. Returns
- * 0, or -1 with err.
+ * spelling of the same serial ("0A", "0a", "00:0a"). Inside the round's
+ * snapshot, every key the batch removes is looked up among the rows in
+ * force; a key that has one gets an add after its removal (the last
+ * entry of a key wins). Without the recheck statement, a batch with a
+ * removal re-bases instead. Returns 0, or -1 with err.
  */
 static int
 follow_recheck(struct follow_batch *b, struct pgsrc *p, char *err,
@@ -996,8 +1000,8 @@ follow_source_lag(const struct follow_opts *o, struct pgsrc *p, int64_t *lag)
 	v = pgsrc_check_standby(p, o->standby_max_lag, lag, NULL, err,
 	    sizeof(err));
 	if (v == PGSRC_SB_PRIMARY || v == PGSRC_SB_CURRENT) {
-		v = pgsrc_check_subscriber(p, o->subscriber_max_lag,
-		    o->query != NULL, &slag, err, sizeof(err));
+		v = pgsrc_check_subscriber(p, o->subscriber_max_lag, false,
+		    &slag, err, sizeof(err));
 		if (v == PGSRC_SUB_NONE || v == PGSRC_SUB_CURRENT) {
 			*lag += slag;
 			if (follow_sb_refusing && !o->quiet)
@@ -1049,7 +1053,7 @@ follow_round(struct follow_state *st, const struct follow_opts *o,
 	struct follow_batch b;
 	uint64_t horizon = st->cursor;
 	char err[1024];
-	bool changed = false, qchanged = false, refused = false, advanced = true;
+	bool changed = false, refused = false, advanced = true;
 	int64_t lag, wall;
 	int rc = 0, r;
 
@@ -1089,13 +1093,6 @@ follow_round(struct follow_state *st, const struct follow_opts *o,
 		r = pgsrc_check_trigger(p, st->cursor, &changed, err,
 		    sizeof(err));
 		/*
-		 * And so for every table a --query reads (a view, a UNION, a
-		 * subquery): a table without the trigger is in no change.
-		 */
-		if (r == 0)
-			r = pgsrc_check_query(p, o->query, st->cursor,
-			    &qchanged, err, sizeof(err));
-		/*
 		 * And in every session that writes them: an apply worker
 		 * does not fire a trigger in the default mode.
 		 */
@@ -1109,12 +1106,11 @@ follow_round(struct follow_state *st, const struct follow_opts *o,
 				    "while it refused are in no change)");
 			b.rebase = true;
 		}
-		if (changed || qchanged) {
+		if (changed) {
 			if (!o->quiet)
 				log_info("follow: the trigger " PGSRC_TRIGGER
-				    " of a table the query reads, its function "
-				    "or a view the query names changed since "
-				    "cursor %" PRIu64 ": re-basing", st->cursor);
+				    " or its function changed since cursor %"
+				    PRIu64 ": re-basing", st->cursor);
 			b.rebase = true;
 		}
 		if (r == 0 && !b.rebase)
@@ -1171,7 +1167,7 @@ out:
 }
 
 /*
- * Says once per connection what the source's query does not allow: then
+ * Says once per connection what the source's table does not allow: then
  * expired rows leave at re-bases only, or every removal re-bases.
  */
 static void
@@ -1205,8 +1201,8 @@ follow_connect_source(const struct follow_opts *o, struct pgsrc *p, char *err,
 	    errlen);
 	if (v < 0 || v == PGSRC_SB_NOT_ALLOWED || v == PGSRC_SB_NO_PRIVILEGE)
 		return -1;
-	v = pgsrc_check_subscriber(p, o->subscriber_max_lag, o->query != NULL,
-	    &lag, err, errlen);
+	v = pgsrc_check_subscriber(p, o->subscriber_max_lag, false, &lag,
+	    err, errlen);
 	if (v < 0 || v == PGSRC_SUB_NOT_ALLOWED || v == PGSRC_SUB_NO_PRIVILEGE)
 		return -1;
 	if (v != PGSRC_SUB_NONE && !o->quiet)
@@ -1304,9 +1300,7 @@ fb_follow(int argc, char **argv)
 			    sizeof(err)) != 0 ||
 			    pgsrc_check_trigger(p, 0, NULL, err,
 			    sizeof(err)) != 0 ||
-			    pgsrc_check_query(p, o.query, 0, NULL, err,
-			    sizeof(err)) != 0 ||
-			    (can = pgsrc_prepare_rows(p, o.query, err,
+			    (can = pgsrc_prepare_rows(p, NULL, err,
 			    sizeof(err))) < 0) {
 				log_err("follow: %s (retrying in %d s)", err,
 				    backoff);

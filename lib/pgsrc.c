@@ -522,8 +522,50 @@ pg_row_take(struct pgsrc *p, struct input_row *row, const char *def_scope,
 
 /* ---- full reads --------------------------------------------------------- */
 
-static int pg_key_type(struct pgsrc *, const PGresult *, int, const char *,
-    char *, size_t);
+/*
+ * Checks that the key column col (pos, in the query's result res, "id"
+ * or "scope") is text or varchar: other types print values other than the
+ * ones the table compares or the change log holds. 0, or -1 with err.
+ */
+static int
+pg_key_type(struct pgsrc *p, const PGresult *res, int pos, const char *col,
+    char *err, size_t errlen)
+{
+	char oid[16], mod[16];
+	const char *params[2], *why;
+	PGresult *tr;
+	Oid t;
+
+	if (pos < 0)
+		return 0;
+	t = PQftype(res, pos);
+	if (t == PG_OID_TEXT || t == PG_OID_VARCHAR)
+		return 0;
+	snprintf(oid, sizeof(oid), "%u", (unsigned)t);
+	snprintf(mod, sizeof(mod), "%d", PQfmod(res, pos));
+	params[0] = oid;
+	params[1] = mod;
+	tr = PQexecParams(p->conn, "SELECT format_type($1::oid, $2::int)", 2,
+	    NULL, params, NULL, NULL, 0);
+	if (t == PG_OID_BPCHAR)
+		why = "its values are read padded with blanks to the column's "
+		    "length ('tok-1     '), while checks and the change log "
+		    "carry them trimmed, so a revoked id answers not_revoked";
+	else if (t == PG_OID_NAME)
+		why = "a value over 63 bytes is cut when written, so the id "
+		    "revoked is not the one written";
+	else
+		why = "its text is not what the table compares (citext and "
+		    "uuid are equal for other spellings: case, hyphens), and "
+		    "revcheck matches an id byte for byte";
+	snprintf(err, errlen, "postgresql: the query's column \"%s\" is "
+	    "%.64s, not text or varchar: %s (make the table's column text or "
+	    "varchar; build --query may return %s::text AS %s)", col,
+	    PQresultStatus(tr) == PGRES_TUPLES_OK && PQntuples(tr) == 1 &&
+	    PQnfields(tr) == 1 ? PQgetvalue(tr, 0, 0) : oid, why, col, col);
+	PQclear(tr);
+	return -1;
+}
 
 struct full_rd {
 	struct pgsrc	*p;
@@ -1262,497 +1304,6 @@ pgsrc_read_live(struct pgsrc *p, const struct revkey *const *keys,
 	    errlen);
 }
 
-/* ---- what a --query reads: follow's check, the server's side --------- */
-
-/* Appends a text[] literal of n's names to a fresh buffer. 0 or -1. */
-static int
-pg_names_array(const struct pgsrc_names *n, unsigned char **buf)
-{
-	size_t len = 0, cap = 0, i;
-
-	*buf = NULL;
-	if (util_buf_append(buf, &len, &cap, "{", 1, SIZE_MAX) != 0)
-		return -1;
-	for (i = 0; i < n->n; i++)
-		if (pg_array_add(buf, &len, &cap, n->v[i],
-		    strlen(n->v[i])) != 0)
-			return -1;
-	return util_buf_append(buf, &len, &cap, "}", 2, SIZE_MAX);
-}
-
-/*
- * The relations the plan scans, each with its trigger (the columns of
- * pg_trigger_check() from 3 on). $1, $2: schemas and names.
- */
-#define PG_SQL_RELS \
-	"SELECT r.nsp, r.rel, c.relkind::text, " PG_SQL_TRG_COLS \
-	" FROM unnest($1::text[], $2::text[]) AS r(nsp, rel) " \
-	"LEFT JOIN pg_namespace n ON n.nspname = r.nsp " \
-	"LEFT JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = r.rel " \
-	"LEFT JOIN pg_trigger t ON t.tgrelid = c.oid AND t.tgname = '" \
-	PGSRC_TRIGGER "' LEFT JOIN pg_proc f ON f.oid = t.tgfoid"
-
-/*
- * The functions the query could call that could read what the plan does
- * not show, or change its result with time alone ('f', the function, and
- * why: 'v' volatile, 'x' a *_to_xml that reads a table by name, 'u' not
- * built in and not in C, 's' not IMMUTABLE), and the rules of the views
- * it names ('r', the rule's xmin). $1: identifiers (view names among
- * them), $2: names called, $3: operators. Views are followed through the
- * views they read (pg_depend of their rules), aggregates to their support
- * functions, operators to their functions. A STABLE function is refused
- * when called (by name: any overload, now() among them) or when it is an
- * operator's and not built in; the built-in STABLE operators compare or
- * add dates and times across time zones (TimeZone, which the connection
- * sets), match text search (default_text_search_config) or print a value
- * with || (DateStyle, set too): none reads the clock.
- */
-#define PG_SQL_VIEWS \
-	"WITH RECURSIVE v(oid) AS (" \
-	" SELECT c.oid FROM pg_class c WHERE c.relkind = 'v' AND " \
-	"  c.relname = ANY($1::text[])" \
-	" UNION SELECT d.refobjid FROM v JOIN pg_rewrite w ON w.ev_class = v.oid" \
-	"  JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND " \
-	"  d.objid = w.oid AND d.refclassid = 'pg_class'::regclass" \
-	"  JOIN pg_class c ON c.oid = d.refobjid AND c.relkind = 'v'" \
-	")"
-#define PG_SQL_FUNCS \
-	PG_SQL_VIEWS ", dep AS (" \
-	" SELECT d.refclassid, d.refobjid FROM v JOIN pg_rewrite w ON " \
-	"  w.ev_class = v.oid JOIN pg_depend d ON d.classid = " \
-	"  'pg_rewrite'::regclass AND d.objid = w.oid" \
-	"), f1(oid, op) AS (" \
-	" SELECT p.oid, false FROM pg_proc p WHERE p.proname = ANY($2::text[])" \
-	" UNION SELECT o.oprcode::oid, true FROM pg_operator o WHERE " \
-	"  o.oprname = ANY($3::text[])" \
-	" UNION SELECT refobjid, false FROM dep WHERE " \
-	"  refclassid = 'pg_proc'::regclass" \
-	" UNION SELECT o.oprcode::oid, true FROM dep JOIN pg_operator o ON " \
-	"  o.oid = dep.refobjid WHERE dep.refclassid = 'pg_operator'::regclass" \
-	"), f(oid, op) AS (" \
-	" SELECT oid, op FROM f1 UNION SELECT x.oid, f1.op FROM f1 JOIN " \
-	"  pg_aggregate a ON a.aggfnoid = f1.oid CROSS JOIN LATERAL (VALUES " \
-	"  (a.aggtransfn::oid), (a.aggfinalfn::oid), (a.aggcombinefn::oid), " \
-	"  (a.aggmtransfn::oid), (a.aggminvtransfn::oid), " \
-	"  (a.aggmfinalfn::oid)) x(oid) WHERE x.oid <> 0" \
-	"), g AS (" \
-	" SELECT p.oid::regprocedure::text AS fn, CASE" \
-	"  WHEN p.provolatile = 'v' THEN 'v'" \
-	"  WHEN p.proname IN ('table_to_xml', 'table_to_xml_and_xmlschema', " \
-	"  'schema_to_xml', 'schema_to_xml_and_xmlschema', 'database_to_xml', " \
-	"  'database_to_xml_and_xmlschema') THEN 'x'" \
-	"  WHEN p.oid >= 16384 AND p.prolang NOT IN (SELECT l.oid FROM " \
-	"  pg_language l WHERE l.lanname IN ('c', 'internal')) THEN 'u'" \
-	"  WHEN p.provolatile <> 'i' AND (NOT f.op OR p.oid >= 16384) THEN 's'" \
-	"  END AS why FROM f JOIN pg_proc p ON p.oid = f.oid" \
-	") SELECT 'f', fn, why FROM g WHERE why IS NOT NULL" \
-	" UNION ALL SELECT 'r', w.xmin::text, '' FROM v JOIN pg_rewrite w ON " \
-	" w.ev_class = v.oid" \
-	" UNION ALL SELECT 'x', pg_snapshot_xmax(pg_current_snapshot())::text, ''" \
-	" ORDER BY 1, 3 DESC, 2"
-
-/*
- * The casts of a value (not a constant) the query makes that could read
- * the clock or the session: to a type ($1: names as written) that the
- * server does not know, whose input function is not IMMUTABLE (the date
- * and time types read 'now' from a text column; interval, the reg* types,
- * money, arrays, ranges) or into which a cast function is not IMMUTABLE
- * (timestamp with time zone to date: the time zone). A cast to text
- * prints the value under the DateStyle, TimeZone and IntervalStyle the
- * connection sets: it is not refused. The first such cast, its type as
- * the server names it.
- */
-#define PG_SQL_CASTS \
-	"SELECT c.name, coalesce(format_type(t.oid, NULL), '') FROM " \
-	" unnest($1::text[]) AS c(name) LEFT JOIN pg_type t ON " \
-	" t.oid = to_regtype(c.name) LEFT JOIN pg_proc i ON i.oid = t.typinput " \
-	"WHERE t.oid IS NULL OR i.provolatile IS DISTINCT FROM 'i' OR EXISTS " \
-	" (SELECT 1 FROM pg_cast k JOIN pg_proc f ON f.oid = k.castfunc " \
-	" WHERE k.casttarget = t.oid AND f.provolatile <> 'i') " \
-	"ORDER BY 1 LIMIT 1"
-
-/* The relations the plan scans: tables with the trigger. 0 or -1. */
-static int
-pg_query_rels(struct pgsrc *p, const struct pgsrc_reads *r, uint64_t from,
-    bool *changed, char *err, size_t errlen)
-{
-	unsigned char *a1 = NULL, *a2 = NULL;
-	const char *params[2];
-	PGresult *res = NULL;
-	char rel[200];
-	int i, rc = -1;
-
-	if (r->rel.n == 0)
-		return 0;
-	if (pg_names_array(&r->nsp, &a1) != 0 ||
-	    pg_names_array(&r->rel, &a2) != 0) {
-		snprintf(err, errlen, "postgresql: out of memory");
-		goto out;
-	}
-	params[0] = (const char *)a1;
-	params[1] = (const char *)a2;
-	res = PQexecParams(p->conn, PG_SQL_RELS, 2, NULL, params, NULL, NULL,
-	    0);
-	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		pg_err(p, res, "reading the triggers of the query's tables",
-		    err, errlen);
-		goto out;
-	}
-	if (PQnfields(res) != 9 || PQntuples(res) != (int)r->rel.n) {
-		snprintf(err, errlen, "postgresql: reading the triggers of the "
-		    "query's tables: %d rows for %zu tables", PQntuples(res),
-		    r->rel.n);
-		goto out;
-	}
-	for (i = 0; i < PQntuples(res); i++) {
-		snprintf(rel, sizeof(rel), "%.63s.%.63s", PQgetvalue(res, i, 0),
-		    PQgetvalue(res, i, 1));
-		if (PQgetisnull(res, i, 2) ||
-		    strcmp(PQgetvalue(res, i, 2), "r") != 0) {
-			snprintf(err, errlen, "postgresql: the query reads %s, "
-			    "which is %s: no trigger logs its changes, so they "
-			    "would reach no delta (read a table with the "
-			    "trigger " PGSRC_TRIGGER " instead, or leave it out "
-			    "of --query)", rel, PQgetisnull(res, i, 2) ?
-			    "not found" : *PQgetvalue(res, i, 2) == 'm' ?
-			    "a materialized view" : *PQgetvalue(res, i, 2) ==
-			    'f' ? "a foreign table" : "not a table");
-			goto out;
-		}
-		if (pg_trigger_check(res, i, 3, rel, false, from, changed,
-		    err, errlen) != 0)
-			goto out;
-	}
-	rc = 0;
-out:
-	PQclear(res);
-	free(a1);
-	free(a2);
-	return rc;
-}
-
-/* The functions the query could call unseen; the views' rules. 0 or -1. */
-static int
-pg_query_funcs(struct pgsrc *p, const struct pgsrc_reads *r, uint64_t from,
-    bool *changed, char *err, size_t errlen)
-{
-	unsigned char *a[3] = { NULL, NULL, NULL };
-	const char *params[3];
-	PGresult *res = NULL;
-	uint64_t next = 0, xmin;
-	const char *k, *v;
-	int i, rc = -1;
-
-	if (pg_names_array(&r->idents, &a[0]) != 0 ||
-	    pg_names_array(&r->calls, &a[1]) != 0 ||
-	    pg_names_array(&r->ops, &a[2]) != 0) {
-		snprintf(err, errlen, "postgresql: out of memory");
-		goto out;
-	}
-	for (i = 0; i < 3; i++)
-		params[i] = (const char *)a[i];
-	res = PQexecParams(p->conn, PG_SQL_FUNCS, 3, NULL, params, NULL, NULL,
-	    0);
-	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		pg_err(p, res, "reading the functions the query calls", err,
-		    errlen);
-		goto out;
-	}
-	if (PQnfields(res) != 3) {
-		snprintf(err, errlen, "postgresql: reading the functions the "
-		    "query calls: %d columns", PQnfields(res));
-		goto out;
-	}
-	/* 'f' rows first (reading tables before the clock), 'r', 'x' last. */
-	for (i = 0; i < PQntuples(res); i++) {
-		k = PQgetvalue(res, i, 0);
-		v = PQgetvalue(res, i, 1);
-		if (strcmp(k, "f") == 0 && *PQgetvalue(res, i, 2) == 's') {
-			snprintf(err, errlen, "postgresql: the query calls %.200s "
-			    "(directly, through a view or an operator; a "
-			    "function of that name), which is not IMMUTABLE: "
-			    "its result can change with time (or the session) "
-			    "alone, so a row would enter or leave the result "
-			    "with no change logged and answer not_revoked under "
-			    "fresh heads until the next re-base (compare with a "
-			    "fixed value; to retire rows with time, give them an "
-			    "expires_at: follow's expiry sweep publishes their "
-			    "removal)", v);
-			goto out;
-		}
-		if (strcmp(k, "f") == 0) {
-			snprintf(err, errlen, "postgresql: the query calls %.200s "
-			    "(directly, through a view or an operator): a "
-			    "function that is volatile, or not built in and "
-			    "not in C, may read tables the plan does not show, "
-			    "so their changes could reach no delta (read the "
-			    "tables themselves in --query, each with the "
-			    "trigger " PGSRC_TRIGGER ")", v);
-			goto out;
-		}
-		if (strcmp(k, "x") == 0 &&
-		    util_parse_u64(v, UINT64_MAX, &next) != 0) {
-			snprintf(err, errlen, "postgresql: the snapshot's xmax "
-			    "is not an unsigned integer");
-			goto out;
-		}
-	}
-	if (next == 0) {
-		snprintf(err, errlen, "postgresql: no snapshot xmax");
-		goto out;
-	}
-	for (i = 0; changed != NULL && i < PQntuples(res); i++) {
-		if (strcmp(PQgetvalue(res, i, 0), "r") != 0)
-			continue;
-		if (util_parse_u64(PQgetvalue(res, i, 1), UINT32_MAX,
-		    &xmin) != 0) {
-			snprintf(err, errlen, "postgresql: a view's rule's "
-			    "transaction id is not an unsigned integer");
-			goto out;
-		}
-		if (pg_xid_full(next, xmin) >= from)
-			*changed = true;
-	}
-	rc = 0;
-out:
-	PQclear(res);
-	for (i = 0; i < 3; i++)
-		free(a[i]);
-	return rc;
-}
-
-/* Refuses a cast of PG_SQL_CASTS among r->casts. 0 or -1. */
-static int
-pg_query_casts(struct pgsrc *p, const struct pgsrc_reads *r, char *err,
-    size_t errlen)
-{
-	unsigned char *a = NULL;
-	const char *params[1], *t;
-	PGresult *res = NULL;
-	int rc = -1;
-
-	if (r->casts.n == 0)
-		return 0;
-	if (pg_names_array(&r->casts, &a) != 0) {
-		snprintf(err, errlen, "postgresql: out of memory");
-		goto out;
-	}
-	params[0] = (const char *)a;
-	res = PQexecParams(p->conn, PG_SQL_CASTS, 1, NULL, params, NULL, NULL,
-	    0);
-	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQnfields(res) != 2) {
-		pg_err(p, res, "reading the types the query casts to", err,
-		    errlen);
-		goto out;
-	}
-	if (PQntuples(res) > 0) {
-		t = PQgetvalue(res, 0, 1);
-		snprintf(err, errlen, "postgresql: the query has a cast to "
-		    "%.100s: %s, so a row could enter or leave the result with "
-		    "time (or the session) alone, with no change logged, and "
-		    "answer not_revoked under fresh heads until the next "
-		    "re-base (compare the columns as they are, with constants "
-		    "of their own type; to retire rows with time, give them an "
-		    "expires_at: follow's expiry sweep publishes their "
-		    "removal)", *t != '\0' ? t : PQgetvalue(res, 0, 0),
-		    *t != '\0' ? "a conversion to that type is not IMMUTABLE "
-		    "(a date or time type reads 'now' as the current time, a "
-		    "time zone shifts a date)" : "follow cannot tell which type "
-		    "that is");
-		goto out;
-	}
-	rc = 0;
-out:
-	PQclear(res);
-	free(a);
-	return rc;
-}
-
-/*
- * Checks that the key column col (pos, in the query's result res, "id"
- * or "scope") is text or varchar: other types print values other than the
- * ones the table compares or the change log holds. 0, or -1 with err.
- */
-static int
-pg_key_type(struct pgsrc *p, const PGresult *res, int pos, const char *col,
-    char *err, size_t errlen)
-{
-	char oid[16], mod[16];
-	const char *params[2], *why;
-	PGresult *tr;
-	Oid t;
-
-	if (pos < 0)
-		return 0;
-	t = PQftype(res, pos);
-	if (t == PG_OID_TEXT || t == PG_OID_VARCHAR)
-		return 0;
-	snprintf(oid, sizeof(oid), "%u", (unsigned)t);
-	snprintf(mod, sizeof(mod), "%d", PQfmod(res, pos));
-	params[0] = oid;
-	params[1] = mod;
-	tr = PQexecParams(p->conn, "SELECT format_type($1::oid, $2::int)", 2,
-	    NULL, params, NULL, NULL, 0);
-	if (t == PG_OID_BPCHAR)
-		why = "its values are read padded with blanks to the column's "
-		    "length ('tok-1     '), while checks and the change log "
-		    "carry them trimmed, so a revoked id answers not_revoked";
-	else if (t == PG_OID_NAME)
-		why = "a value over 63 bytes is cut when written, so the id "
-		    "revoked is not the one written";
-	else
-		why = "its text is not what the table compares (citext and "
-		    "uuid are equal for other spellings: case, hyphens), and "
-		    "revcheck matches an id byte for byte";
-	snprintf(err, errlen, "postgresql: the query's column \"%s\" is "
-	    "%.64s, not text or varchar: %s (make the table's column text or "
-	    "varchar; build --query may return %s::text AS %s, follow reads "
-	    "only a table's own column)", col,
-	    PQresultStatus(tr) == PGRES_TUPLES_OK && PQntuples(tr) == 1 &&
-	    PQnfields(tr) == 1 ? PQgetvalue(tr, 0, 0) : oid, why, col, col);
-	PQclear(tr);
-	return -1;
-}
-
-/*
- * The definitions of the views the query could read ($1: identifiers;
- * those the views name, recursively): the names they follow by '(' go
- * to aliased (a column alias list among them). 0 or -1.
- */
-static int
-pg_query_viewdefs(struct pgsrc *p, const struct pgsrc_reads *r,
-    struct pgsrc_reads *aliased, char *err, size_t errlen)
-{
-	unsigned char *a = NULL;
-	const char *params[1];
-	PGresult *res = NULL;
-	int i, rc = -1;
-
-	if (pg_names_array(&r->idents, &a) != 0) {
-		snprintf(err, errlen, "postgresql: out of memory");
-		goto out;
-	}
-	params[0] = (const char *)a;
-	res = PQexecParams(p->conn, PG_SQL_VIEWS " SELECT "
-	    "pg_get_viewdef(v.oid) FROM v", 1, NULL, params, NULL, NULL, 0);
-	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQnfields(res) != 1) {
-		pg_err(p, res, "reading the views the query reads", err, errlen);
-		goto out;
-	}
-	for (i = 0; i < PQntuples(res); i++)
-		if (!PQgetisnull(res, i, 0) && pgsrc_sql_names(PQgetvalue(res,
-		    i, 0), aliased, err, errlen) != 0)
-			goto out;
-	rc = 0;
-out:
-	PQclear(res);
-	free(a);
-	return rc;
-}
-
-/*
- * The positions of the columns "id", "scope" and "revoked_at" in the
- * query's result (-1: none), as a full read finds them by name: the
- * query is prepared (unnamed), not run. 0 or -1.
- */
-static int
-pg_query_keypos(struct pgsrc *p, const char *q, int pos[PGSRC_KEY_N],
-    char *err, size_t errlen)
-{
-	PGresult *res = PQprepare(p->conn, "", q, 0, NULL);
-	int k, rc = -1;
-
-	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-		pg_err(p, res, "preparing the query", err, errlen);
-		goto out;
-	}
-	PQclear(res);
-	res = PQdescribePrepared(p->conn, "");
-	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-		pg_err(p, res, "describing the query", err, errlen);
-		goto out;
-	}
-	for (k = 0; k < PGSRC_KEY_N; k++)
-		pos[k] = PQfnumber(res, pgsrc_key_name(k));
-	if (pg_key_type(p, res, pos[PGSRC_KEY_ID], "id", err, errlen) != 0 ||
-	    pg_key_type(p, res, pos[PGSRC_KEY_SCOPE], "scope", err,
-	    errlen) != 0)
-		goto out;
-	rc = 0;
-out:
-	PQclear(res);
-	return rc;
-}
-
-int
-pgsrc_check_query(struct pgsrc *p, const char *query, uint64_t from,
-    bool *changed, char *err, size_t errlen)
-{
-	struct pgsrc_reads r, v;
-	PGresult *res = NULL;
-	char *q = NULL, *sql = NULL;
-	size_t qlen;
-	int pos[PGSRC_KEY_N], rc = -1;
-
-	assert(p != NULL);
-	if (changed != NULL)
-		*changed = false;
-	if (query == NULL)
-		return 0;
-	memset(&r, 0, sizeof(r));
-	memset(&v, 0, sizeof(v));
-	qlen = pg_query_len(query);
-	if (qlen > INT_MAX || pg_stmt_sql(&q, "%.*s", (int)qlen, query) != 0 ||
-	    pg_stmt_sql(&sql, "EXPLAIN (VERBOSE, FORMAT JSON, COSTS OFF) %s",
-	    q) != 0) {
-		snprintf(err, errlen, "postgresql: out of memory");
-		goto out;
-	}
-	if (pgsrc_sql_names(q, &r, err, errlen) != 0)
-		goto out;
-	/* One statement: the extended protocol refuses a second one. */
-	res = PQexecParams(p->conn, sql, 0, NULL, NULL, NULL, NULL, 0);
-	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		pg_err(p, res, "planning the query", err, errlen);
-		goto out;
-	}
-	if (PQntuples(res) != 1 || PQnfields(res) != 1 ||
-	    PQgetisnull(res, 0, 0)) {
-		snprintf(err, errlen, "postgresql: planning the query: not one "
-		    "plan");
-		goto out;
-	}
-	if (pgsrc_plan_walk(PQgetvalue(res, 0, 0),
-	    (size_t)PQgetlength(res, 0, 0), &r, err, errlen) != 0 ||
-	    pg_query_rels(p, &r, from, changed, err, errlen) != 0 ||
-	    pg_query_funcs(p, &r, from, changed, err, errlen) != 0)
-		goto out;
-	/*
-	 * Deltas take scope, id and revoked_at from the change log, the
-	 * base from the query: they agree only when the query returns each
-	 * row's own columns. A column alias list in the query or a view it
-	 * reads is followed by '(', as a function is.
-	 */
-	if (pg_query_viewdefs(p, &r, &v, err, errlen) != 0 ||
-	    pgsrc_names_merge(&v.clock, &r.clock, err, errlen) != 0 ||
-	    pgsrc_names_merge(&v.casts, &r.casts, err, errlen) != 0 ||
-	    pgsrc_reads_clock(&v, err, errlen) != 0 ||
-	    pg_query_casts(p, &v, err, errlen) != 0 ||
-	    pgsrc_names_merge(&v.calls, &r.calls, err, errlen) != 0 ||
-	    pg_query_keypos(p, q, pos, err, errlen) != 0 ||
-	    pgsrc_plan_keys(PQgetvalue(res, 0, 0),
-	    (size_t)PQgetlength(res, 0, 0), pos, &v.calls, err, errlen) != 0)
-		goto out;
-	rc = 0;
-out:
-	PQclear(res);
-	free(q);
-	free(sql);
-	pgsrc_reads_free(&r);
-	pgsrc_reads_free(&v);
-	return rc;
-}
-
 /* ---- wake-ups ----------------------------------------------------------- */
 
 int
@@ -1902,7 +1453,7 @@ pgsrc_check_standby(struct pgsrc *p, int64_t max_lag, int64_t *lag,
 	return (int)v;
 }
 
-/* ---- logical replication: the trigger's mode (the rule in pgplan.c) --- */
+/* ---- logical replication: the trigger's mode (the rule in pgsrc_lag.c) */
 
 /*
  * Every table with the trigger calling revcheck_changes_log(), then

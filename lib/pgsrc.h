@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #include "input.h"
-#include "pgplan.h"
+#include "pgsrc_lag.h"
 #include "revkey.h"
 
 /*
@@ -17,6 +17,9 @@
  */
 #define PGSRC_DEFAULT_QUERY \
 	"SELECT scope, id, revoked_at, reason, expires_at FROM revcheck_revocations"
+/* The table of config/postgresql-schema.sql and its trigger that fills revcheck_changes. */
+#define PGSRC_TABLE	"revcheck_revocations"
+#define PGSRC_TRIGGER	"revcheck_changes_trg"
 /* The channel config/postgresql-schema.sql's trigger notifies. */
 #define PGSRC_CHANNEL	"revcheck_changes"
 /* Rows fetched per round trip of a full read. */
@@ -185,45 +188,6 @@ int pgsrc_check_trigger(struct pgsrc *p, uint64_t from, bool *changed,
     char *err, size_t errlen);
 
 /*
- * Follow's check of a --query (query NULL: nothing to check; the
- * default query reads PGSRC_TABLE only, which pgsrc_check_trigger()
- * checks). Asks the server for the plan of query and refuses, with err
- * naming what and what to do:
- *   - a node whose reads the plan does not show (pgsrc_plan_walk());
- *   - a scanned relation that is not a table with PGSRC_TRIGGER logging
- *     every change with revcheck_changes_log(), as pgsrc_check_trigger()
- *     checks it on PGSRC_TABLE (a view is expanded into its tables; a
- *     materialized or foreign table has no such trigger);
- *   - a function the query, a view it names (and the views those name)
- *     or one of their operators calls that could read what the plan
- *     does not show: a volatile one, one in a language other than C or
- *     internal that is not built in, or a built-in *_to_xml that reads a
- *     table by name;
- *   - what could make a row enter or leave the result with time (or the
- *     session) alone, with no change logged: a call of a function that
- *     is not IMMUTABLE (by name: any overload; STABLE included, now()
- *     among them), an operator whose function is not IMMUTABLE and not
- *     built in, a SQL value keyword or a 'now'-like string constant
- *     (pgsrc_reads_clock()), a cast of a value to a type whose input
- *     function or a cast function into it is not IMMUTABLE (date and
- *     time types: 'now' in a column; an unknown type too);
- *   - an id or scope column of a type other than text and varchar;
- *   - a key column (id, scope, revoked_at) that is not, through the plan,
- *     the plain column of that name of every table a row can come from,
- *     or a plan where a row's presence depends on other rows
- *     (pgsrc_plan_keys(); a query without revoked_at is refused too: the
- *     base would hold no cutoff time where deltas hold the logged one).
- * Changes of those relations and functions reach deltas only through the
- * trigger. When changed is not NULL, *changed tells whether a trigger of
- * those relations, its function or the rule of one of those views was
- * written by a transaction at or above from (then a re-base reads what
- * the chain could not see). Inside a snapshot or not. Returns 0, or -1
- * with err.
- */
-int pgsrc_check_query(struct pgsrc *p, const char *query, uint64_t from,
-    bool *changed, char *err, size_t errlen);
-
-/*
  * Inside a snapshot: calls fn for the changes of every transaction with
  * an id in [from, to), in the order they were made (nothing when to
  * equals from). A change no check can name is skipped (an added one
@@ -311,44 +275,5 @@ int pgsrc_wait(struct pgsrc *p, int timeout_ms, char *err, size_t errlen);
  * Returns 0, or -1 (infinity, BC dates, garbage).
  */
 int pgsrc_parse_time(const char *s, int64_t *out);
-
-/*
- * Reads s on p, in one statement outside any transaction (the caller's
- * snapshot must be taken after it: replay only moves forward, so such a
- * snapshot holds at least what s shows). 0, or -1 with err.
- */
-int pgsrc_standby_read(struct pgsrc *p, struct pgsrc_standby *s, char *err,
-    size_t errlen);
-
-/*
- * pgsrc_standby_read() and pgsrc_standby_judge(): returns the verdict
- * (*lag as there; *standby, when not NULL, whether the server is in
- * recovery), with err saying why for every verdict but PRIMARY and
- * CURRENT; -1 with err when the server could not be asked.
- */
-int pgsrc_check_standby(struct pgsrc *p, int64_t max_lag, int64_t *lag,
-    bool *standby, char *err, size_t errlen);
-
-/*
- * Reads the relations of pgsrc_repl_rel from the catalogs (inside the
- * round's snapshot or not) and judges them: 0 with warn set to the
- * warning of a WARN ("" for OK), or -1 with err (a REFUSE, or the read
- * failed).
- */
-int pgsrc_check_replication(struct pgsrc *p, char *warn, size_t warnlen,
-    char *err, size_t errlen);
-
-/*
- * Reads the subscriptions that feed a table the source reads (every
- * table with PGSRC_TRIGGER calling revcheck_changes_log(), and
- * revcheck_revocations; with all, every table a subscription of this
- * database replicates into: a build's --query may read any) and judges
- * them, in statements outside any transaction: the caller's snapshot must
- * be taken after it (what an apply worker committed stays committed).
- * Returns the verdict, with err saying why for every one but NONE and
- * CURRENT; -1 with err when the server could not be asked.
- */
-int pgsrc_check_subscriber(struct pgsrc *p, int64_t max_lag, bool all,
-    int64_t *lag, char *err, size_t errlen);
 
 #endif

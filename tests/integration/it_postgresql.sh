@@ -3,7 +3,9 @@
 #
 # Starts PostgreSQL (initdb + pg_ctl, tests/integration/pg.sh), applies
 # config/postgresql-schema.sql with psql -f, builds from the table and
-# checks the answers of a real revcheckd.
+# checks the answers of a real revcheckd. build --query reads any one
+# query (a UNION, a condition on the time) but refuses a key column that
+# is not text or varchar; follow refuses --query.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/pg.sh"
 
@@ -138,6 +140,50 @@ else
 	rc_expect_match "$(cat "$T/err")" 'no column named "id"' "a query without id is refused"
 fi
 rc_expect_eq "$(snap)" "$before" "DIR unchanged after every refusal"
+
+# ---- build --query: one-shot, so any query that returns the columns ----
+# A build reads everything each time: a UNION with another table and a
+# condition on the time are fine (follow takes no --query). A key column
+# of another type than text or varchar is refused, naming it: char(n) is
+# read padded ('tok-1     ') while a check names 'tok-1', and citext is
+# one id for the table for several spellings, where revcheck matches
+# bytes.
+cols="scope, id, revoked_at, reason, expires_at"
+rc_psql -c "CREATE TABLE other (LIKE revcheck_revocations INCLUDING ALL);
+    INSERT INTO other (id) VALUES ('o0');
+    CREATE TABLE padded (LIKE revcheck_revocations INCLUDING ALL);
+    ALTER TABLE padded ALTER COLUMN id TYPE char(10);
+    INSERT INTO padded (id) VALUES ('tok-1');
+    CREATE EXTENSION IF NOT EXISTS citext;
+    CREATE TABLE folded (LIKE revcheck_revocations INCLUDING ALL);
+    ALTER TABLE folded ALTER COLUMN id TYPE citext;
+    INSERT INTO folded (id) VALUES ('Tok-F')"
+bq() {	# bq DIR QUERY: build --source --query into DIR
+	"$FILTERBUILD" build --source "$PG_URL" --key "$T/key.pem" --out "$1" \
+	    --quiet --query "$2"
+}
+bq "$T/q1" "SELECT $cols FROM revcheck_revocations UNION ALL SELECT $cols FROM other" &&
+    rc_ok "build --query over a UNION works" || rc_fail "build --query over a UNION works"
+bq "$T/q2" "SELECT $cols FROM revcheck_revocations WHERE revoked_at <= now()" &&
+    rc_ok "build --query with now() works" || rc_fail "build --query with now() works"
+out=$(bq "$T/q3" "SELECT $cols FROM padded" 2>&1) && rc_fail "build over a char(10) id was published" ||
+    rc_expect_match "$out" 'column "id" is character' "build over a char(10) id: refused, naming the column and type"
+[ -e "$T/q3/current" ] && rc_fail "char(10) id: a base was published" ||
+    rc_ok "char(10) id: nothing published"
+out=$(bq "$T/q4" "SELECT $cols FROM folded" 2>&1) && rc_fail "build over a citext id was published" ||
+    rc_expect_match "$out" 'column "id" is citext' "build over a citext id: refused, naming the type"
+bq "$T/q5" "SELECT scope, id::text AS id, revoked_at FROM padded" &&
+    rc_ok "build --query with id::text over char(10) works" ||
+    rc_fail "build --query with id::text over char(10) works"
+
+# follow reads the documented table only: --query is refused, saying how
+# to feed the table instead.
+out=$("$FILTERBUILD" follow --source "$PG_URL" --key "$T/key.pem" --out "$T/fq" \
+    --once --query "SELECT $cols FROM other" 2>&1) && st=0 || st=$?
+rc_expect_eq "$st" 2 "follow --query: a usage error (exit 2)"
+rc_expect_match "$out" "INSERT ... SELECT" "follow --query: the message says how to feed the table"
+[ -e "$T/fq/current" ] && rc_fail "follow --query: a base was published" ||
+    rc_ok "follow --query: nothing published"
 
 # An unreachable server fails the build without naming the password.
 port=$(rc_free_port)

@@ -1,133 +1,18 @@
-/* pgplan.h - follow's rules on a --query's plan and text, and on a standby's evidence: no server needed */
-#ifndef REVCHECK_PGPLAN_H
-#define REVCHECK_PGPLAN_H
+/* pgsrc_lag.h - whether what a PostgreSQL source shows is current: a standby's replay, a subscriber's apply, the change trigger's firing mode */
+#ifndef REVCHECK_PGSRC_LAG_H
+#define REVCHECK_PGSRC_LAG_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 /*
- * The pure half of the PostgreSQL source (pgsrc.h): what the server
- * answered (EXPLAIN output, SQL text, pg_stat_wal_receiver) is judged
- * here, without libpq, so the rules are tested on canned input.
+ * The pgsrc_*_judge() functions decide from what the server showed,
+ * without libpq, so the rules are tested on canned input; the
+ * pgsrc_check_*() functions ask the server and call them.
  */
 
-/* The trigger of config/postgresql-schema.sql that fills revcheck_changes. */
-#define PGSRC_TABLE	"revcheck_revocations"
-#define PGSRC_TRIGGER	"revcheck_changes_trg"
-
-/*
- * What a --query reads, as pgsrc_check_query() finds it: the relations
- * the server's plan scans (views expanded) and the names the query text
- * and the plan's expressions use. Every string is NUL-terminated.
- */
-#define PGSRC_PLAN_MAX		(4 << 20)	/* bytes of EXPLAIN output */
-#define PGSRC_PLAN_DEPTH	64		/* nested plans */
-#define PGSRC_PLAN_NODES	10000		/* plan nodes */
-#define PGSRC_NAMES_MAX		8192		/* names of each kind */
-
-struct pgsrc_names {
-	char	**v;
-	size_t	  n;
-};
-
-struct pgsrc_reads {
-	struct pgsrc_names nsp;		/* the schema of relation i */
-	struct pgsrc_names rel;		/* relation i, each (nsp, rel) once */
-	struct pgsrc_names calls;	/* names followed by '(' (functions, aggregates) */
-	struct pgsrc_names idents;	/* every identifier (views, among others) */
-	struct pgsrc_names ops;		/* operators */
-	/*
-	 * What changes with time (or the session) alone without a function
-	 * call: SQL value keywords as the server prints them
-	 * ("CURRENT_TIMESTAMP", "USER", ...) and the words of string
-	 * constants a date or time type reads as the current time, quoted
-	 * ("'now'", "'today'", "'tomorrow'", "'yesterday'"). Only from
-	 * expressions (SQL text, a plan's expressions), not from names.
-	 */
-	struct pgsrc_names clock;
-	/* The type names of casts of a value that is not a constant ("x::T", "(...)::T"). */
-	struct pgsrc_names casts;
-};
-
-/*
- * Walks the output of EXPLAIN (VERBOSE, FORMAT JSON) as hostile input (at
- * most PGSRC_PLAN_MAX bytes, PGSRC_PLAN_DEPTH levels, PGSRC_PLAN_NODES
- * nodes): adds to r every relation a node scans ("Relation Name" with its
- * "Schema"; each once) and the names of every expression string
- * (pgsrc_sql_names()). A node whose reads the plan does not show (a
- * Function Scan, Table Function Scan, Foreign Scan, Custom Scan, Named
- * Tuplestore Scan, any scan it does not know) is refused: -1 with err
- * naming it. Returns 0, or -1 with err.
- */
-int pgsrc_plan_walk(const char *json, size_t len, struct pgsrc_reads *r,
-    char *err, size_t errlen);
-
-/*
- * Adds to r the names SQL text uses, as the server's lexer reads them:
- * identifiers (unquoted ones folded to lower case; a qualified name's
- * parts each), those followed by '(', and operators; nothing inside
- * string constants (standard, E'', U&'', dollar-quoted) or comments. To
- * r->clock: unquoted SQL value keywords (CURRENT_TIMESTAMP, CURRENT_DATE,
- * LOCALTIME, USER, ...) and string constants holding the word now, today,
- * tomorrow or yesterday (any case; E'' and U&'' escapes decoded). To
- * r->casts: the type after "::" when what is cast is not a constant (an
- * identifier, ')' or ']' before it), as written ("timestamp with time
- * zone", "character varying(10)[]"). Each name is kept once. Returns 0,
- * or -1 with err (out of memory, more than PGSRC_NAMES_MAX names).
- */
-int pgsrc_sql_names(const char *sql, struct pgsrc_reads *r, char *err,
-    size_t errlen);
-
-/*
- * Follow's rule on what changes with time alone: refuses, with err naming
- * the first and saying what to do, when r->clock holds anything (a row
- * would enter or leave the result with no change logged). Function calls
- * and casts are judged by the server (pgsrc_check_query()). 0 or -1.
- */
-int pgsrc_reads_clock(const struct pgsrc_reads *r, char *err, size_t errlen);
-
-/* Frees what r holds and zeroes it. */
-void pgsrc_reads_free(struct pgsrc_reads *r);
-
-/*
- * The columns of a --query that a delta takes from the change log rather
- * than from the query: revcheck_changes_log() logs a written row's own
- * scope, id and revoked_at (a subject or session cutoff's time), so a
- * delta agrees with the base only when the query returns each of them
- * as that same column of the row, untransformed.
- */
-enum { PGSRC_KEY_ID, PGSRC_KEY_SCOPE, PGSRC_KEY_AT, PGSRC_KEY_N };
-
-/*
- * Checks, on the output of EXPLAIN (VERBOSE, FORMAT JSON) of a --query
- * (hostile input, as pgsrc_plan_walk() reads it), that each row the
- * query returns is one row of one scanned table, returned because of
- * that row's own columns, with its key columns untransformed. pos[k] is
- * the position in the query's result of the column named "id", "scope"
- * and "revoked_at" (-1: the query has none; id is required). Through
- * Append (UNION ALL, partitions), Sort, Unique, Aggregate (UNION,
- * DISTINCT, GROUP BY), Result, Materialize, Memoize and Gather nodes
- * down to every relation scan the column must be the plain column of
- * that name of the scanned table ("col" or "alias.col" in the Output
- * list). Refused, with err naming the column or the node and what to
- * do: an expression, a constant or another column in that place; a scan
- * whose Alias is in aliased (names followed by '(' in the query or the
- * views it reads: a column alias list can rename a table's columns, and
- * the plan shows the new names); a join, a subquery (SubPlan, InitPlan),
- * LIMIT, a window function, INTERSECT/EXCEPT, a CTE, VALUES or any other
- * node (a row's presence then depends on rows whose changes log other
- * keys). Returns 0, or -1 with err.
- */
-int pgsrc_plan_keys(const char *json, size_t len, const int pos[PGSRC_KEY_N],
-    const struct pgsrc_names *aliased, char *err, size_t errlen);
-
-/* Adds every name of from to n. 0, or -1 with err. */
-int pgsrc_names_merge(struct pgsrc_names *n, const struct pgsrc_names *from,
-    char *err, size_t errlen);
-
-/* The name of key column k ("id", "scope", "revoked_at"). */
-const char *pgsrc_key_name(int k);
+struct pgsrc;	/* pgsrc.h: one connection */
 
 /*
  * A standby (a server in recovery) shows the primary's data as of the WAL
@@ -282,5 +167,44 @@ enum pgsrc_sub_verdict {
  */
 enum pgsrc_sub_verdict pgsrc_sub_judge(const struct pgsrc_sub *v, size_t n,
     int64_t max_lag, int64_t *lag, char *why, size_t whylen);
+
+/*
+ * Reads s on p, in one statement outside any transaction (the caller's
+ * snapshot must be taken after it: replay only moves forward, so such a
+ * snapshot holds at least what s shows). 0, or -1 with err.
+ */
+int pgsrc_standby_read(struct pgsrc *p, struct pgsrc_standby *s, char *err,
+    size_t errlen);
+
+/*
+ * pgsrc_standby_read() and pgsrc_standby_judge(): returns the verdict
+ * (*lag as there; *standby, when not NULL, whether the server is in
+ * recovery), with err saying why for every verdict but PRIMARY and
+ * CURRENT; -1 with err when the server could not be asked.
+ */
+int pgsrc_check_standby(struct pgsrc *p, int64_t max_lag, int64_t *lag,
+    bool *standby, char *err, size_t errlen);
+
+/*
+ * Reads the relations of pgsrc_repl_rel from the catalogs (inside the
+ * round's snapshot or not) and judges them: 0 with warn set to the
+ * warning of a WARN ("" for OK), or -1 with err (a REFUSE, or the read
+ * failed).
+ */
+int pgsrc_check_replication(struct pgsrc *p, char *warn, size_t warnlen,
+    char *err, size_t errlen);
+
+/*
+ * Reads the subscriptions that feed a table the source reads (every
+ * table with PGSRC_TRIGGER calling revcheck_changes_log(), and
+ * revcheck_revocations; with all, every table a subscription of this
+ * database replicates into: a build's --query may read any) and judges
+ * them, in statements outside any transaction: the caller's snapshot must
+ * be taken after it (what an apply worker committed stays committed).
+ * Returns the verdict, with err saying why for every one but NONE and
+ * CURRENT; -1 with err when the server could not be asked.
+ */
+int pgsrc_check_subscriber(struct pgsrc *p, int64_t max_lag, bool all,
+    int64_t *lag, char *err, size_t errlen);
 
 #endif
