@@ -201,10 +201,11 @@ rc_start_faketime() {
 # rc_start NAME [args]: starts revcheckd on a free loopback port; retries
 # another port when the bind fails; waits until /healthz answers.
 rc_start() {
-	local name=$1 port pid url log try
+	local name=$1 port pid url log try m
 	shift
 	log="$T/$name.log"
 	for try in 1 2 3 4 5; do
+		m=$(rc_log_mark "$log")	# a restarted NAME appends to its log
 		port=$(rc_free_port)
 		url="http://127.0.0.1:$port"
 		"$REVCHECKD" --listen "127.0.0.1:$port" "$@" >>"$log" 2>&1 &
@@ -224,7 +225,7 @@ rc_start() {
 		done
 		kill -KILL "$pid" 2>/dev/null || true
 		wait "$pid" 2>/dev/null || true
-		grep -q "cannot listen" "$log" || break
+		rc_log_has "$log" "$m" "cannot listen" || break
 	done
 	echo "rc_start $name: revcheckd did not come up; log:" >&2
 	tail -n 20 "$log" >&2

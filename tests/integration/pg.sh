@@ -14,7 +14,7 @@
 #                            $T/key.pub), sorted, on one line
 #     rc_db_ids [URL]        the ids revcheck_revocations holds at URL
 #                            (RC_REF_URL, else PG_URL), the same way
-#     rc_chain_has WANT      waits (RC_WAIT_TRIES x 0.2 s, 20 s by default)
+#     rc_chain_has WANT      waits (RC_WAIT_TRIES x 0.2 s, 30 s by default)
 #                            until rc_chain_ids is WANT
 #     rc_converged [URL]     waits until the chain holds what the database does
 #     rc_chain_lacks ID      true when the chain does not hold ID
@@ -133,7 +133,7 @@ rc_follow_chain() {
 	psql -X -q -v ON_ERROR_STOP=1 -f "$RC_SRC/config/postgresql-schema.sql" "$PG_URL"
 	rc_psql -c "INSERT INTO revcheck_revocations (id) VALUES ('a')"
 	rc_follow_start "$dir" --interval 300ms --valid-for 10m --head-every 2s
-	for ((_rc_ci = 0; _rc_ci < 100; _rc_ci++)); do [ -e "$dir/current" ] && break; sleep 0.2; done
+	for ((_rc_ci = 0; _rc_ci < 150; _rc_ci++)); do [ -e "$dir/current" ] && break; sleep 0.2; done
 	V1=$(readlink "$dir/current" | sed 's/^v0*//')
 }
 
@@ -157,7 +157,7 @@ rc_db_ids() {
 
 rc_chain_has() {
 	local i
-	for ((i = 1; i <= ${RC_WAIT_TRIES:-100}; i++)); do
+	for ((i = 1; i <= ${RC_WAIT_TRIES:-150}; i++)); do
 		[ "$(rc_chain_ids)" = "$1" ] && return 0
 		sleep 0.2
 	done
