@@ -286,8 +286,14 @@ fi
 
 # Re-base past the threshold, and for a scope the base does not cover.
 rc_follow_stop
+h=$(stat -Lc %i "$F/current/delta/head.rcd" 2>/dev/null || true)
 follow_start --rebase-after 5
-sleep 1
+# Until its first round wrote a head (a new file, or a new base's), so v
+# is the version it goes on from (30 s at most).
+for _ in $(seq 1 150); do
+	[ "$(stat -Lc %i "$F/current/delta/head.rcd" 2>/dev/null || true)" != "$h" ] && break
+	sleep 0.2
+done
 v=$(version)
 rc_psql -c "INSERT INTO revcheck_revocations (id) SELECT 'bulk-' || g FROM generate_series(1, 8) g"
 converged && rc_ok "bulk insert published" || rc_fail "bulk insert published"
