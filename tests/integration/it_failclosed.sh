@@ -29,8 +29,11 @@ enc() { python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(open(sys.
 
 # ---------------------------------------------------------------- stale daemons first (they need time)
 now=$(date +%s)
-REVCHECK_FAKE_NOW=$((now - 3600 + 5)) FB build --key "$T/key.pem" --out "$T/fexp" \
-    --valid-for 1h --quiet "$T/tokens.txt"	# expires 5 s from now
+# Expires 20 s from now: three daemons start and answer while it is
+# fresh (5 s was too short for a loaded machine), and it is stale long
+# before the edges' cases below are done.
+REVCHECK_FAKE_NOW=$((now - 3600 + 20)) FB build --key "$T/key.pem" --out "$T/fexp" \
+    --valid-for 1h --quiet "$T/tokens.txt"
 FB build --key "$T/key.pem" --out "$T/fage" --valid-for 1h --quiet "$T/tokens.txt"
 mkdir -p "$T/s1" "$T/s2"
 # Tokens here are unsigned: this test is about revocation answers, so
@@ -42,7 +45,7 @@ rc_start S1 --filter-dir "$T/fexp" --trusted-key "$T/key.pub" --state-dir "$T/s1
 # command, or NTP spoofed to an edge, would): it must stay expired.
 mkdir -p "$T/s3"
 rc_start_faketime S3 "$T/clock.rc" +0 --filter-dir "$T/fexp" --trusted-key "$T/key.pub" --state-dir "$T/s3" "${RO[@]}"
-rc_start S2 --filter-dir "$T/fage" --trusted-key "$T/key.pub" --state-dir "$T/s2" --max-age 4s "${RO[@]}"
+rc_start S2 --filter-dir "$T/fage" --trusted-key "$T/key.pub" --state-dir "$T/s2" --max-age 20s "${RO[@]}"
 for n in S1 S2; do
 	u=$(eval echo "\$${n}_URL")
 	rc_wait_ready "$u" 30 || rc_fail "$n not ready"
