@@ -20,6 +20,11 @@
  * parses it. Unknown keys are errors, so a typo never goes unnoticed.
  * Flags override the file; a repeated --trusted-key replaces the file's
  * whole list.
+ *
+ * The module's files share one table of keys (config_opt.h): config.c
+ * (the table, values as text, the file), config_args.c (flags, --help),
+ * config_check.c (config_validate, the listen address), config_reload.c
+ * (what SIGHUP compares and copies), config_json.c and config_trust.c.
  */
 
 #define CONFIG_MAX_KEYS		SIGN_RING_MAX
@@ -193,7 +198,7 @@ int config_parse_listen(const char *s, struct sockaddr_storage *ss,
 /*
  * SIGHUP: which settings differ between the running configuration a and a
  * freshly read b, among the ones SIGHUP applies (live: the keys listed in
- * config.c's live_keys, "issuers" and "introspection_clients") or among
+ * config_reload.c's live_keys, "issuers" and "introspection_clients") or among
  * the ones that need a restart (!live). Writes their keys, comma-separated,
  * to out (truncated to fit) and returns how many there are. This function
  * can't fail.

@@ -8,17 +8,10 @@
 #include <cjson/cJSON.h>
 
 #include "config.h"
+#include "config_opt.h"
 #include "config_trust.h"
 #include "jwt.h"
 #include "util.h"
-
-static bool
-str_differs(const char *a, const char *b)
-{
-	if (a == NULL || b == NULL)
-		return a != b;
-	return strcmp(a, b) != 0;
-}
 
 static void
 free_issuers(struct config *c)
@@ -413,11 +406,11 @@ config_trust_issuers_differ(const struct config *a,
 	for (i = 0; i < a->nissuers; i++) {
 		x = &a->issuers[i];
 		y = &b->issuers[i];
-		if (str_differs(x->issuer, y->issuer) ||
-		    str_differs(x->jwks_file, y->jwks_file) ||
-		    str_differs(x->jwks_uri, y->jwks_uri) ||
-		    str_differs(x->hs_secret_file, y->hs_secret_file) ||
-		    str_differs(x->jwks_ca_file, y->jwks_ca_file) ||
+		if (config_str_differs(x->issuer, y->issuer) ||
+		    config_str_differs(x->jwks_file, y->jwks_file) ||
+		    config_str_differs(x->jwks_uri, y->jwks_uri) ||
+		    config_str_differs(x->hs_secret_file, y->hs_secret_file) ||
+		    config_str_differs(x->jwks_ca_file, y->jwks_ca_file) ||
 		    x->jwks_min_interval != y->jwks_min_interval ||
 		    x->naud != y->naud || x->algs != y->algs ||
 		    x->leeway != y->leeway ||
@@ -441,8 +434,8 @@ config_trust_clients_differ(const struct config *a,
 	if (a->nclients != b->nclients)
 		return true;
 	for (i = 0; i < a->nclients; i++) {
-		if (str_differs(a->clients[i].id, b->clients[i].id) ||
-		    str_differs(a->clients[i].secret_file,
+		if (config_str_differs(a->clients[i].id, b->clients[i].id) ||
+		    config_str_differs(a->clients[i].secret_file,
 		    b->clients[i].secret_file) ||
 		    a->clients[i].naud != b->clients[i].naud)
 			return true;
