@@ -208,15 +208,133 @@ add_key(struct config *c, const char *path, char *err, size_t errlen)
 	return 0;
 }
 
+/* An OPT_STR value: a copy of the non-empty v replaces the old one. */
+static int
+set_str(struct config *c, const struct config_opt *o, const char *v,
+    char *err, size_t errlen)
+{
+	char **sp;
+
+	if (*v == '\0') {
+		snprintf(err, errlen, "%s: empty value", o->key);
+		return -1;
+	}
+	sp = (char **)((char *)c + o->off);
+	free(*sp);
+	if ((*sp = strdup(v)) == NULL) {
+		snprintf(err, errlen, "%s: out of memory", o->key);
+		return -1;
+	}
+	return 0;
+}
+
+/* An OPT_DUR value: a duration, "0" when o->min is 0, within the range. */
+static int
+set_dur(struct config *c, const struct config_opt *o, const char *v,
+    char *err, size_t errlen)
+{
+	int64_t d;
+
+	if (strcmp(v, "0") == 0 && o->min == 0)
+		d = 0;
+	else if (util_parse_duration(v, &d) == -1) {
+		snprintf(err, errlen, "%s: bad duration \"%.64s\" "
+		    "(seconds or N[smhd]%s)", o->key, v,
+		    o->min == 0 ? ", 0 for none" : "");
+		return -1;
+	}
+	if (o->max != 0 && ((uint64_t)d < o->min ||
+	    (uint64_t)d > o->max)) {
+		snprintf(err, errlen, "%s: \"%.64s\" is out of range "
+		    "(%llus..%llus)", o->key, v,
+		    (unsigned long long)o->min,
+		    (unsigned long long)o->max);
+		return -1;
+	}
+	*(int64_t *)((char *)c + o->off) = d;
+	return 0;
+}
+
+/* An OPT_U64 or OPT_UINT value: an integer in o->min..o->max. */
+static int
+set_num(struct config *c, const struct config_opt *o, const char *v,
+    char *err, size_t errlen)
+{
+	uint64_t u;
+
+	if (util_parse_u64(v, o->max, &u) == -1 || u < o->min) {
+		snprintf(err, errlen, "%s: \"%.64s\" is not an integer "
+		    "in %llu..%llu", o->key, v,
+		    (unsigned long long)o->min,
+		    (unsigned long long)o->max);
+		return -1;
+	}
+	if (o->type == OPT_U64)
+		*(uint64_t *)((char *)c + o->off) = u;
+	else
+		*(unsigned *)((char *)c + o->off) = (unsigned)u;
+	return 0;
+}
+
+/* One of two words: no makes *dst false, yes makes it true. */
+static int
+set_word(bool *dst, const struct config_opt *o, const char *v,
+    const char *no, const char *yes, char *err, size_t errlen)
+{
+	if (strcmp(v, no) == 0)
+		*dst = false;
+	else if (strcmp(v, yes) == 0)
+		*dst = true;
+	else {
+		snprintf(err, errlen, "%s: must be \"%s\" or \"%s\"", o->key,
+		    no, yes);
+		return -1;
+	}
+	return 0;
+}
+
+/* An OPT_LEVEL value: err, warn, info or debug ("error", "warning"). */
+static int
+set_level(struct config *c, const struct config_opt *o, const char *v,
+    char *err, size_t errlen)
+{
+	if (strcmp(v, "err") == 0 || strcmp(v, "error") == 0)
+		c->log_level = LOG_LVL_ERR;
+	else if (strcmp(v, "warn") == 0 || strcmp(v, "warning") == 0)
+		c->log_level = LOG_LVL_WARN;
+	else if (strcmp(v, "info") == 0)
+		c->log_level = LOG_LVL_INFO;
+	else if (strcmp(v, "debug") == 0)
+		c->log_level = LOG_LVL_DEBUG;
+	else {
+		snprintf(err, errlen, "%s: must be err, warn, info or "
+		    "debug", o->key);
+		return -1;
+	}
+	return 0;
+}
+
+/* An OPT_BOOL value: true or false; a bare flag (NULL) is true. */
+static int
+set_bool(struct config *c, const struct config_opt *o, const char *v,
+    char *err, size_t errlen)
+{
+	if (v == NULL || strcmp(v, "true") == 0)
+		*(bool *)((char *)c + o->off) = true;
+	else if (strcmp(v, "false") == 0)
+		*(bool *)((char *)c + o->off) = false;
+	else {
+		snprintf(err, errlen, "%s: must be true or false", o->key);
+		return -1;
+	}
+	return 0;
+}
+
 /* The flag's and the file's values, as text (config_opt.h). */
 int
 config_set_opt(struct config *c, const struct config_opt *o, const char *v,
     char *err, size_t errlen)
 {
-	char **sp;
-	int64_t d;
-	uint64_t u;
-
 	c->keys_set |= CONFIG_KEY_BIT(o);
 	if (v == NULL && o->type != OPT_BOOL) {
 		snprintf(err, errlen, "%s: a value is required", o->key);
@@ -224,111 +342,27 @@ config_set_opt(struct config *c, const struct config_opt *o, const char *v,
 	}
 	switch (o->type) {
 	case OPT_STR:
-		if (*v == '\0') {
-			snprintf(err, errlen, "%s: empty value", o->key);
-			return -1;
-		}
-		sp = (char **)((char *)c + o->off);
-		free(*sp);
-		if ((*sp = strdup(v)) == NULL) {
-			snprintf(err, errlen, "%s: out of memory", o->key);
-			return -1;
-		}
-		return 0;
+		return set_str(c, o, v, err, errlen);
 	case OPT_DUR:
-		if (strcmp(v, "0") == 0 && o->min == 0)
-			d = 0;
-		else if (util_parse_duration(v, &d) == -1) {
-			snprintf(err, errlen, "%s: bad duration \"%.64s\" "
-			    "(seconds or N[smhd]%s)", o->key, v,
-			    o->min == 0 ? ", 0 for none" : "");
-			return -1;
-		}
-		if (o->max != 0 && ((uint64_t)d < o->min ||
-		    (uint64_t)d > o->max)) {
-			snprintf(err, errlen, "%s: \"%.64s\" is out of range "
-			    "(%llus..%llus)", o->key, v,
-			    (unsigned long long)o->min,
-			    (unsigned long long)o->max);
-			return -1;
-		}
-		*(int64_t *)((char *)c + o->off) = d;
-		return 0;
+		return set_dur(c, o, v, err, errlen);
 	case OPT_U64:
 	case OPT_UINT:
-		if (util_parse_u64(v, o->max, &u) == -1 || u < o->min) {
-			snprintf(err, errlen, "%s: \"%.64s\" is not an integer "
-			    "in %llu..%llu", o->key, v,
-			    (unsigned long long)o->min,
-			    (unsigned long long)o->max);
-			return -1;
-		}
-		if (o->type == OPT_U64)
-			*(uint64_t *)((char *)c + o->off) = u;
-		else
-			*(unsigned *)((char *)c + o->off) = (unsigned)u;
-		return 0;
+		return set_num(c, o, v, err, errlen);
 	case OPT_KEYS:
 		return add_key(c, v, err, errlen);
 	case OPT_NOTCOV:
-		if (strcmp(v, "deny") == 0)
-			c->authz_not_covered_allow = false;
-		else if (strcmp(v, "allow") == 0)
-			c->authz_not_covered_allow = true;
-		else {
-			snprintf(err, errlen, "%s: must be \"deny\" or "
-			    "\"allow\"", o->key);
-			return -1;
-		}
-		return 0;
+		return set_word(&c->authz_not_covered_allow, o, v, "deny",
+		    "allow", err, errlen);
 	case OPT_LEVEL:
-		if (strcmp(v, "err") == 0 || strcmp(v, "error") == 0)
-			c->log_level = LOG_LVL_ERR;
-		else if (strcmp(v, "warn") == 0 || strcmp(v, "warning") == 0)
-			c->log_level = LOG_LVL_WARN;
-		else if (strcmp(v, "info") == 0)
-			c->log_level = LOG_LVL_INFO;
-		else if (strcmp(v, "debug") == 0)
-			c->log_level = LOG_LVL_DEBUG;
-		else {
-			snprintf(err, errlen, "%s: must be err, warn, info or "
-			    "debug", o->key);
-			return -1;
-		}
-		return 0;
+		return set_level(c, o, v, err, errlen);
 	case OPT_BOOL:
-		if (v == NULL || strcmp(v, "true") == 0)
-			*(bool *)((char *)c + o->off) = true;
-		else if (strcmp(v, "false") == 0)
-			*(bool *)((char *)c + o->off) = false;
-		else {
-			snprintf(err, errlen, "%s: must be true or false",
-			    o->key);
-			return -1;
-		}
-		return 0;
+		return set_bool(c, o, v, err, errlen);
 	case OPT_LOGFMT:
-		if (strcmp(v, "text") == 0)
-			c->log_json = false;
-		else if (strcmp(v, "json") == 0)
-			c->log_json = true;
-		else {
-			snprintf(err, errlen, "%s: must be \"text\" or "
-			    "\"json\"", o->key);
-			return -1;
-		}
-		return 0;
+		return set_word(&c->log_json, o, v, "text", "json", err,
+		    errlen);
 	case OPT_TOKMODE:
-		if (strcmp(v, "required") == 0)
-			c->revocation_only = false;
-		else if (strcmp(v, "revocation-only") == 0)
-			c->revocation_only = true;
-		else {
-			snprintf(err, errlen, "%s: must be \"required\" or "
-			    "\"revocation-only\"", o->key);
-			return -1;
-		}
-		return 0;
+		return set_word(&c->revocation_only, o, v, "required",
+		    "revocation-only", err, errlen);
 	}
 	snprintf(err, errlen, "%s: unhandled type", o->key);
 	return -1;
