@@ -447,6 +447,182 @@ read_events(int fd)
 	return hit;
 }
 
+/*
+ * Edge mode: starts the sync thread and gives the server its hooks
+ * (status, metrics, and with an authority the settling of positives).
+ * An origin has nothing to start. Returns 0, or -1 with err.
+ */
+static int
+start_edge(struct config *c, struct loader *l, struct snapshot_slot *sl,
+    struct server_ctx *ctx, struct sync **sync, char *err, size_t errlen)
+{
+	if (c->upstream_filter == NULL)
+		return 0;
+	if ((*sync = sync_start(c, l, sl, err, errlen)) == NULL)
+		return -1;
+	ctx->status_extra = sync_status_json;
+	ctx->status_extra_arg = *sync;
+	ctx->metrics_extra = sync_metrics;
+	ctx->metrics_extra_arg = *sync;
+	if (c->upstream_check != NULL) {
+		ctx->settle = sync_settle;
+		ctx->settle_arg = *sync;
+		ctx->degraded = sync_degraded;
+		ctx->degraded_arg = *sync;
+	}
+	return 0;
+}
+
+/* Says READY=1 once a fresh filter is loaded, and again after a lapse. */
+static void
+announce_ready(bool *ready, struct snapshot_slot *sl, const struct live *lv,
+    struct loader *l)
+{
+	if (!*ready && fresh_loaded(sl, &lv->policy)) {
+		*ready = true;
+		notify_send("READY=1");
+		log_info("ready: serving filter version %llu",
+		    (unsigned long long)loader_highest(l));
+	} else if (*ready && !fresh_loaded(sl, &lv->policy))
+		*ready = false;	/* re-announce once fresh again */
+}
+
+/* How long one tick may wait in poll(), in milliseconds. */
+static int
+tick_timeout(const struct config *c, const struct live *lv, uint64_t wd_usec)
+{
+	int timeout;
+
+	timeout = (int)(lv->cfg.poll_interval * 1000);
+	if (wd_usec != 0 && (uint64_t)timeout * 2000 > wd_usec)
+		timeout = (int)(wd_usec / 2000);
+	if (timeout > 1000)
+		timeout = 1000;	/* readiness follows the clock */
+	if (c->filter_dir != NULL && timeout > DELTA_POLL_MS)
+		timeout = DELTA_POLL_MS;
+	return timeout;
+}
+
+/* Gives back a released table copy left unused reload_spare seconds. */
+static void
+trim_spare(const struct config *c)
+{
+	size_t freed;
+
+	if (c->reload_spare > 0 &&
+	    (freed = util_copy_trim((double)c->reload_spare)) > 0)
+		log_info("reload_spare: %zu bytes of a released table "
+		    "copy given back after %llds unused", freed,
+		    (long long)c->reload_spare);
+}
+
+/* SIGHUP: the next settings, the audit log reopened, filters read again. */
+static void
+on_hup(struct config *c, struct loader *l, struct snapshot_slot *sl,
+    struct live_slot *live, struct sync *sync)
+{
+	log_info("SIGHUP: reloading");
+	notify_reloading();
+	reload_config(c, l, sl, live, sync);
+	loader_reopen_audit(l);
+	loader_reverify(l, sl);
+	loader_poll(l, sl, true);
+	sync_kick(sync);
+	notify_send("READY=1");
+}
+
+/*
+ * The watchdog is fed only when the HTTP workers answer a request, so a
+ * wedged server gets restarted even though the main loop still runs.
+ */
+static void
+feed_watchdog(struct server *srv, uint64_t wd_usec)
+{
+	unsigned pt = wd_usec / 4000 > 2000 ? 2000 :
+	    wd_usec / 4000 < 100 ? 100 :
+	    (unsigned)(wd_usec / 4000);
+
+	if (server_probe(srv, pt) == 0)
+		notify_send("WATCHDOG=1");
+	else
+		log_warn("watchdog: the HTTP server did not answer "
+		    "/healthz; not feeding the watchdog");
+}
+
+/*
+ * The main loop, until SIGTERM (or poll() fails): signals, the
+ * connection sweep, SIGHUP, new filters (inotify, the poll fallback,
+ * deltas, retries with none fresh), an edge's resync, the watchdog.
+ */
+static void
+main_loop(struct config *c, struct loader *l, struct snapshot_slot *sl,
+    struct live_slot *live, struct sync *sync, struct server *srv, int ino)
+{
+	struct pollfd pfd[2];
+	struct live *lv;
+	struct resync kick = { 0, 0 };
+	char drain[64];
+	double last_poll, last_try, last_wd = 0, now;
+	uint64_t wd_usec;
+	bool ready = false;
+	int n, fstate = -1;
+
+	loader_poll(l, sl, true);
+	last_poll = last_try = util_monotime();
+	wd_usec = notify_watchdog_usec();
+
+	while (!got_term) {
+		lv = live_cur(live);
+		announce_ready(&ready, sl, lv, l);
+		pfd[0].fd = sig_pipe[0];
+		pfd[0].events = POLLIN;
+		pfd[1].fd = ino;
+		pfd[1].events = POLLIN;
+		n = poll(pfd, ino != -1 ? 2 : 1, tick_timeout(c, lv, wd_usec));
+		if (n == -1 && errno != EINTR) {
+			log_err("poll: %s", strerror(errno));
+			break;
+		}
+		if (n > 0 && (pfd[0].revents & POLLIN))
+			while (read(sig_pipe[0], drain, sizeof(drain)) > 0)
+				;
+		if (got_term)
+			break;
+		now = util_monotime();
+		server_sweep(srv);
+		trim_spare(c);
+		if (got_hup) {
+			got_hup = 0;
+			on_hup(c, l, sl, live, sync);
+			lv = live_cur(live);
+			last_poll = last_try = now;
+		}
+		if (ino != -1 && n > 0 && (pfd[1].revents & POLLIN) &&
+		    read_events(ino)) {
+			loader_poll(l, sl, false);
+			last_poll = now;
+		}
+		if (now - last_poll >= lv->cfg.poll_interval) {
+			loader_poll(l, sl, false);
+			last_poll = now;
+		}
+		/* Deltas arrive within DELTA_POLL_MS (filterbuild follow). */
+		(void)loader_poll_chain(l, sl);
+		log_filter_state(sl, &lv->policy, &fstate);
+		resync_when_stale(sync, fresh_loaded(sl, &lv->policy), now,
+		    c->sync_interval, &kick);
+		if (!fresh_loaded(sl, &lv->policy) &&
+		    now - last_try >= RETRY_EMPTY) {
+			loader_poll(l, sl, true);
+			last_try = now;
+		}
+		if (wd_usec != 0 && (now - last_wd) * 2e6 >= (double)wd_usec) {
+			feed_watchdog(srv, wd_usec);
+			last_wd = now;
+		}
+	}
+}
+
 static int
 run(struct config *c)
 {
@@ -455,16 +631,10 @@ run(struct config *c)
 	struct server_ctx ctx;
 	struct server *srv = NULL;
 	struct sync *sync = NULL;
-	struct pollfd pfd[2];
 	struct live_slot live;
 	struct live *lv;
-	char err[512], drain[64];
-	double last_poll, last_try, last_wd = 0, now;
-	size_t freed;
-	uint64_t wd_usec;
-	struct resync kick = { 0, 0 };
-	bool ready = false;
-	int ino = -1, timeout, rc = 1, n, fstate = -1;
+	char err[512];
+	int ino = -1, rc = 1;
 
 	if (state_dir_prepare(c->state_dir, true, err, sizeof(err)) == -1) {
 		log_err("%s", err);
@@ -500,28 +670,10 @@ run(struct config *c)
 		log_err("signals: %s", strerror(errno));
 		goto out;
 	}
-	if (c->upstream_filter != NULL) {
-		if ((sync = sync_start(c, &loader, &slot, err,
-		    sizeof(err))) == NULL) {
-			log_err("%s", err);
-			goto out;
-		}
-		ctx.status_extra = sync_status_json;
-		ctx.status_extra_arg = sync;
-		ctx.metrics_extra = sync_metrics;
-		ctx.metrics_extra_arg = sync;
-		if (c->upstream_check != NULL) {
-			ctx.settle = sync_settle;
-			ctx.settle_arg = sync;
-			ctx.degraded = sync_degraded;
-			ctx.degraded_arg = sync;
-		}
-	}
-	if (live_start(lv, NULL, err, sizeof(err)) == -1) {
-		log_err("%s", err);
-		goto out;
-	}
-	if ((srv = server_start(&ctx, err, sizeof(err))) == NULL) {
+	if (start_edge(c, &loader, &slot, &ctx, &sync, err,
+	    sizeof(err)) == -1 ||
+	    live_start(lv, NULL, err, sizeof(err)) == -1 ||
+	    (srv = server_start(&ctx, err, sizeof(err))) == NULL) {
 		log_err("%s", err);
 		goto out;
 	}
@@ -532,98 +684,7 @@ run(struct config *c)
 	    REVCHECK_VERSION, c->listen, c->filter_dir ? "origin" : "edge",
 	    c->filter_dir ? c->filter_dir : "-");
 	ino = watch_dir(c->filter_dir);
-	loader_poll(&loader, &slot, true);
-	last_poll = last_try = util_monotime();
-	wd_usec = notify_watchdog_usec();
-
-	while (!got_term) {
-		lv = live_cur(&live);
-		if (!ready && fresh_loaded(&slot, &lv->policy)) {
-			ready = true;
-			notify_send("READY=1");
-			log_info("ready: serving filter version %llu",
-			    (unsigned long long)loader_highest(&loader));
-		} else if (ready && !fresh_loaded(&slot, &lv->policy))
-			ready = false;	/* re-announce once fresh again */
-		timeout = (int)(lv->cfg.poll_interval * 1000);
-		if (wd_usec != 0 && (uint64_t)timeout * 2000 > wd_usec)
-			timeout = (int)(wd_usec / 2000);
-		if (timeout > 1000)
-			timeout = 1000;	/* readiness follows the clock */
-		if (c->filter_dir != NULL && timeout > DELTA_POLL_MS)
-			timeout = DELTA_POLL_MS;
-		pfd[0].fd = sig_pipe[0];
-		pfd[0].events = POLLIN;
-		pfd[1].fd = ino;
-		pfd[1].events = POLLIN;
-		n = poll(pfd, ino != -1 ? 2 : 1, timeout);
-		if (n == -1 && errno != EINTR) {
-			log_err("poll: %s", strerror(errno));
-			break;
-		}
-		if (n > 0 && (pfd[0].revents & POLLIN))
-			while (read(sig_pipe[0], drain, sizeof(drain)) > 0)
-				;
-		if (got_term)
-			break;
-		now = util_monotime();
-		server_sweep(srv);
-		if (c->reload_spare > 0 &&
-		    (freed = util_copy_trim((double)c->reload_spare)) > 0)
-			log_info("reload_spare: %zu bytes of a released table "
-			    "copy given back after %llds unused", freed,
-			    (long long)c->reload_spare);
-		if (got_hup) {
-			got_hup = 0;
-			log_info("SIGHUP: reloading");
-			notify_reloading();
-			reload_config(c, &loader, &slot, &live, sync);
-			lv = live_cur(&live);
-			loader_reopen_audit(&loader);
-			loader_reverify(&loader, &slot);
-			loader_poll(&loader, &slot, true);
-			sync_kick(sync);
-			notify_send("READY=1");
-			last_poll = last_try = now;
-		}
-		if (ino != -1 && n > 0 && (pfd[1].revents & POLLIN) &&
-		    read_events(ino)) {
-			loader_poll(&loader, &slot, false);
-			last_poll = now;
-		}
-		if (now - last_poll >= lv->cfg.poll_interval) {
-			loader_poll(&loader, &slot, false);
-			last_poll = now;
-		}
-		/* Deltas arrive within DELTA_POLL_MS (filterbuild follow). */
-		(void)loader_poll_chain(&loader, &slot);
-		log_filter_state(&slot, &lv->policy, &fstate);
-		resync_when_stale(sync, fresh_loaded(&slot, &lv->policy), now,
-		    c->sync_interval, &kick);
-		if (!fresh_loaded(&slot, &lv->policy) &&
-		    now - last_try >= RETRY_EMPTY) {
-			loader_poll(&loader, &slot, true);
-			last_try = now;
-		}
-		/*
-		 * The watchdog is fed only when the HTTP workers answer a
-		 * request, so a wedged server gets restarted even though
-		 * this loop still runs.
-		 */
-		if (wd_usec != 0 && (now - last_wd) * 2e6 >= (double)wd_usec) {
-			unsigned pt = wd_usec / 4000 > 2000 ? 2000 :
-			    wd_usec / 4000 < 100 ? 100 :
-			    (unsigned)(wd_usec / 4000);
-
-			if (server_probe(srv, pt) == 0)
-				notify_send("WATCHDOG=1");
-			else
-				log_warn("watchdog: the HTTP server did not "
-				    "answer /healthz; not feeding the "
-				    "watchdog");
-			last_wd = now;
-		}
-	}
+	main_loop(c, &loader, &slot, &live, sync, srv, ino);
 	log_info("stopping: draining requests in flight");
 	notify_send("STOPPING=1");
 	rc = 0;
