@@ -323,6 +323,112 @@ crl_times(struct sbuf *b, const struct ffile_info *fi)
 	}
 }
 
+/*
+ * The filter in service (s; NULL: none loaded): its version, age,
+ * staleness (sr), size and fill, the deltas over it, its CRLs' times.
+ */
+static void
+filter_gauges(struct sbuf *b, const struct snapshot *s, enum stale_reason sr,
+    int64_t now)
+{
+	gauge(b, "filter_loaded", "1 when a verified filter is loaded.",
+	    s != NULL);
+	gauge(b, "filter_version", "Version of the loaded filter.",
+	    s != NULL ? (double)s->version : 0);
+	gauge(b, "filter_age_seconds", "Seconds since the filter was issued.",
+	    s != NULL ? (double)(now - s->info->issued_at) : 0);
+	gauge(b, "filter_expires_in_seconds", "Seconds until the filter "
+	    "expires (negative once expired).",
+	    s != NULL ? (double)(s->info->expires_at - now) : 0);
+	gauge_i64(b, "filter_expires_timestamp_seconds", "When the loaded "
+	    "filter expires (signed expires_at, Unix time; 0: none loaded).",
+	    s != NULL ? s->info->expires_at : 0);
+	gauge_i64(b, "filter_issued_timestamp_seconds", "When the loaded "
+	    "filter was issued (Unix time; 0: none loaded).",
+	    s != NULL ? s->info->issued_at : 0);
+	gauge(b, "filter_stale", "1 when the loaded filter is stale (or none "
+	    "is loaded).", s == NULL || sr != STALE_FRESH);
+	gauge(b, "filter_keys", "Keys in the loaded filter.",
+	    s != NULL ? (double)s->info->keys : 0);
+	gauge(b, "filter_size_bytes", "Size of the loaded filter's bit or "
+	    "fingerprint array in bytes (bits / 8, rounded up).",
+	    s != NULL ? (double)((s->info->m + 7) / 8) : 0);
+	gauge(b, "filter_fill_ratio", "Set bits / bits of the filter array.",
+	    s != NULL ? s->fill_ratio : 0);
+	gauge(b, "filter_estimated_fp_rate", "FP rate implied by the fill "
+	    "(classic, blocked) or fixed at 2^-8 by the fingerprints (fuse).",
+	    s != NULL ? s->estimated_fp : 0);
+	gauge(b, "filter_fp_rate_target", "The false-positive rate the "
+	    "filter was built for (filterbuild --fp-rate).",
+	    s != NULL ? s->info->fp_rate_target : 0);
+	gauge(b, "observed_fp_rate", "False positives / (false positives + "
+	    "filter negatives).", observed_fp());
+	gauge(b, "delta_seq", "Deltas applied over the base in service.",
+	    s != NULL ? (double)s->pos.seq : 0);
+	gauge(b, "delta_overlay_keys", "Keys the delta overlay holds.",
+	    s != NULL && s->ov != NULL ? (double)overlay_count(s->ov) : 0);
+	gauge(b, "delta_overlay_bytes", "Memory of the delta overlay.",
+	    s != NULL && s->ov != NULL ? (double)overlay_bytes(s->ov) : 0);
+	gauge(b, "reload_spare_bytes", "Memory of the table copy a reload "
+	    "released, kept reload_spare seconds for the next (0: none).",
+	    (double)util_copy_spare());
+	gauge(b, "delta_last_age_seconds", "Seconds since the last delta "
+	    "in service was issued (0 when none).",
+	    s != NULL && s->last_delta_at != 0 ?
+	    (double)(now - s->last_delta_at) : 0);
+	gauge(b, "delta_revocation_lag_seconds", "From the newest change "
+	    "of the last delta (its commit time in the source) to its "
+	    "enforcement here (0 when unknown).",
+	    s != NULL && s->last_change_at != 0 && s->applied_at != 0 ?
+	    (double)(s->applied_at - s->last_change_at) : 0);
+	crl_times(b, s != NULL ? s->info : NULL);
+}
+
+/*
+ * What the loader did and holds: filter loads by result, the delta chain
+ * memory, whether the filter in service is still what the directory has.
+ */
+static void
+loader_metrics(struct sbuf *b, struct server_ctx *ctx)
+{
+	uint64_t acc = 0, rej = 0;
+	struct loader_disk dk;
+
+	if (ctx->loader != NULL)
+		loader_stats(ctx->loader, NULL, &acc, &rej);
+	gauge(b, "delta_memory_bytes", "Verified delta chain files (and "
+	    "their index) held in memory for /v1/delta, all readers "
+	    "together (bounded by delta_memory_max).",
+	    (double)chainbuf_live_bytes());
+	gauge(b, "served_not_on_disk", "1 when the filter in service is not "
+	    "what the filter dir has (its files gone or changed, or current "
+	    "refused): served from memory, where it was verified.",
+	    ctx->loader != NULL && loader_disk_state(ctx->loader, &dk));
+	sbuf_adds(b, "# HELP revcheckd_reloads_total Filter loads by "
+	    "result.\n# TYPE revcheckd_reloads_total counter\n");
+	sbuf_addf(b, "revcheckd_reloads_total{result=\"accepted\"} %llu\n"
+	    "revcheckd_reloads_total{result=\"refused\"} %llu\n",
+	    (unsigned long long)acc, (unsigned long long)rej);
+}
+
+/* The settings in force (lv): token trust, SIGHUP reloads, generation. */
+static void
+config_metrics(struct sbuf *b, struct live *lv)
+{
+	trust_metrics(b, &lv->trust);
+	sbuf_adds(b, "# HELP revcheckd_config_reloads_total SIGHUP reloads "
+	    "of the configuration by result (refused: nothing changed).\n"
+	    "# TYPE revcheckd_config_reloads_total counter\n");
+	sbuf_addf(b, "revcheckd_config_reloads_total{result=\"applied\"} "
+	    "%llu\nrevcheckd_config_reloads_total{result=\"refused\"} %llu\n",
+	    (unsigned long long)metrics_get(MET_CONFIG_RELOAD_APPLIED),
+	    (unsigned long long)metrics_get(MET_CONFIG_RELOAD_REFUSED));
+	gauge(b, "config_generation", "Generation of the settings in force "
+	    "(1 at start, +1 per applied SIGHUP).", (double)lv->gen);
+	gauge(b, "config_applied_timestamp_seconds", "When the settings in "
+	    "force were applied (unix time).", (double)lv->applied_at);
+}
+
 enum MHD_Result
 handle_metrics(const struct server_req *r)
 {
@@ -330,8 +436,6 @@ handle_metrics(const struct server_req *r)
 	struct snapshot *s;
 	enum stale_reason sr = STALE_FRESH;
 	int64_t now = util_now();
-	uint64_t acc = 0, rej = 0;
-	struct loader_disk dk;
 	struct sbuf b;
 
 	sbuf_init(&b, 4096, 0);
@@ -341,57 +445,7 @@ handle_metrics(const struct server_req *r)
 	sbuf_adds(&b, "# HELP revcheckd_build_info The running version.\n"
 	    "# TYPE revcheckd_build_info gauge\n"
 	    "revcheckd_build_info{version=\"" REVCHECK_VERSION "\"} 1\n");
-	gauge(&b, "filter_loaded", "1 when a verified filter is loaded.",
-	    s != NULL);
-	gauge(&b, "filter_version", "Version of the loaded filter.",
-	    s != NULL ? (double)s->version : 0);
-	gauge(&b, "filter_age_seconds", "Seconds since the filter was issued.",
-	    s != NULL ? (double)(now - s->info->issued_at) : 0);
-	gauge(&b, "filter_expires_in_seconds", "Seconds until the filter "
-	    "expires (negative once expired).",
-	    s != NULL ? (double)(s->info->expires_at - now) : 0);
-	gauge_i64(&b, "filter_expires_timestamp_seconds", "When the loaded "
-	    "filter expires (signed expires_at, Unix time; 0: none loaded).",
-	    s != NULL ? s->info->expires_at : 0);
-	gauge_i64(&b, "filter_issued_timestamp_seconds", "When the loaded "
-	    "filter was issued (Unix time; 0: none loaded).",
-	    s != NULL ? s->info->issued_at : 0);
-	gauge(&b, "filter_stale", "1 when the loaded filter is stale (or none "
-	    "is loaded).", s == NULL || sr != STALE_FRESH);
-	gauge(&b, "filter_keys", "Keys in the loaded filter.",
-	    s != NULL ? (double)s->info->keys : 0);
-	gauge(&b, "filter_size_bytes", "Size of the loaded filter's bit or "
-	    "fingerprint array in bytes (bits / 8, rounded up).",
-	    s != NULL ? (double)((s->info->m + 7) / 8) : 0);
-	gauge(&b, "filter_fill_ratio", "Set bits / bits of the filter array.",
-	    s != NULL ? s->fill_ratio : 0);
-	gauge(&b, "filter_estimated_fp_rate", "FP rate implied by the fill "
-	    "(classic, blocked) or fixed at 2^-8 by the fingerprints (fuse).",
-	    s != NULL ? s->estimated_fp : 0);
-	gauge(&b, "filter_fp_rate_target", "The false-positive rate the "
-	    "filter was built for (filterbuild --fp-rate).",
-	    s != NULL ? s->info->fp_rate_target : 0);
-	gauge(&b, "observed_fp_rate", "False positives / (false positives + "
-	    "filter negatives).", observed_fp());
-	gauge(&b, "delta_seq", "Deltas applied over the base in service.",
-	    s != NULL ? (double)s->pos.seq : 0);
-	gauge(&b, "delta_overlay_keys", "Keys the delta overlay holds.",
-	    s != NULL && s->ov != NULL ? (double)overlay_count(s->ov) : 0);
-	gauge(&b, "delta_overlay_bytes", "Memory of the delta overlay.",
-	    s != NULL && s->ov != NULL ? (double)overlay_bytes(s->ov) : 0);
-	gauge(&b, "reload_spare_bytes", "Memory of the table copy a reload "
-	    "released, kept reload_spare seconds for the next (0: none).",
-	    (double)util_copy_spare());
-	gauge(&b, "delta_last_age_seconds", "Seconds since the last delta "
-	    "in service was issued (0 when none).",
-	    s != NULL && s->last_delta_at != 0 ?
-	    (double)(now - s->last_delta_at) : 0);
-	gauge(&b, "delta_revocation_lag_seconds", "From the newest change "
-	    "of the last delta (its commit time in the source) to its "
-	    "enforcement here (0 when unknown).",
-	    s != NULL && s->last_change_at != 0 && s->applied_at != 0 ?
-	    (double)(s->applied_at - s->last_change_at) : 0);
-	crl_times(&b, s != NULL ? s->info : NULL);
+	filter_gauges(&b, s, sr, now);
 	snapshot_release(s);
 	counter(&b, "checks", "Keys checked.", metrics_get(MET_CHECKS));
 	counter(&b, "filter_negative", "Answered not_revoked by the filter "
@@ -435,33 +489,8 @@ handle_metrics(const struct server_req *r)
 	counter(&b, "fast_path_handoffs", "Connections the fast path handed "
 	    "to libmicrohttpd at a request it does not answer.",
 	    metrics_get(MET_HANDOFF));
-	if (ctx->loader != NULL)
-		loader_stats(ctx->loader, NULL, &acc, &rej);
-	gauge(&b, "delta_memory_bytes", "Verified delta chain files (and "
-	    "their index) held in memory for /v1/delta, all readers "
-	    "together (bounded by delta_memory_max).",
-	    (double)chainbuf_live_bytes());
-	gauge(&b, "served_not_on_disk", "1 when the filter in service is not "
-	    "what the filter dir has (its files gone or changed, or current "
-	    "refused): served from memory, where it was verified.",
-	    ctx->loader != NULL && loader_disk_state(ctx->loader, &dk));
-	sbuf_adds(&b, "# HELP revcheckd_reloads_total Filter loads by "
-	    "result.\n# TYPE revcheckd_reloads_total counter\n");
-	sbuf_addf(&b, "revcheckd_reloads_total{result=\"accepted\"} %llu\n"
-	    "revcheckd_reloads_total{result=\"refused\"} %llu\n",
-	    (unsigned long long)acc, (unsigned long long)rej);
-	trust_metrics(&b, &r->live->trust);
-	sbuf_adds(&b, "# HELP revcheckd_config_reloads_total SIGHUP reloads "
-	    "of the configuration by result (refused: nothing changed).\n"
-	    "# TYPE revcheckd_config_reloads_total counter\n");
-	sbuf_addf(&b, "revcheckd_config_reloads_total{result=\"applied\"} "
-	    "%llu\nrevcheckd_config_reloads_total{result=\"refused\"} %llu\n",
-	    (unsigned long long)metrics_get(MET_CONFIG_RELOAD_APPLIED),
-	    (unsigned long long)metrics_get(MET_CONFIG_RELOAD_REFUSED));
-	gauge(&b, "config_generation", "Generation of the settings in force "
-	    "(1 at start, +1 per applied SIGHUP).", (double)r->live->gen);
-	gauge(&b, "config_applied_timestamp_seconds", "When the settings in "
-	    "force were applied (unix time).", (double)r->live->applied_at);
+	loader_metrics(&b, ctx);
+	config_metrics(&b, r->live);
 	srcq_metrics(&b, ctx->cfg->filter_dir);
 	metrics_render_requests(&b);
 	metrics_render_histograms(&b);
