@@ -257,72 +257,72 @@ fail_key(struct check_settle *st, size_t i, enum check_fail f)
 }
 
 /*
- * Asks the origin about st->keys[from..to) in one batch request, with
- * retries, until st->deadline. Every key gets its outcome. Returns true
- * when the origin answered (whatever it said about each key).
+ * The batch body for st->keys[from..to): {"items":[{"id":..,"scope":..}]}.
+ * A key that cannot be asked by id fails at once; idx[0..*m) are the
+ * keys asked, in order. The caller checks q with sbuf_ok().
  */
-static bool
-ask_chunk(struct upstream *u, CURL *h, struct check_settle *st, size_t from,
-    size_t to, unsigned *attempts_left)
+static void
+build_query(struct check_settle *st, size_t from, size_t to, struct sbuf *q,
+    size_t *idx, size_t *m)
 {
-	char idt[REVKEY_ID_TEXT_MAX], e[256], msg[300] = "";
-	size_t idx[UPSTREAM_BATCH], m = 0, i, idlen;
-	struct answer a;
-	struct sbuf q;
-	const cJSON *arr, *it;
-	cJSON *root = NULL;
-	CURLcode cc;
-	long code, ms;
-	double left, t0;
-	bool answered = false, retry;
+	char idt[REVKEY_ID_TEXT_MAX];
+	size_t i, idlen;
 
-	sbuf_init(&q, 64 + (to - from) * 64, 0);
-	sbuf_init(&a.b, 4096, 0);
-	sbuf_adds(&q, "{\"items\":[");
+	sbuf_adds(q, "{\"items\":[");
 	for (i = from; i < to; i++) {
 		if (!id_askable(&st->keys[i], idt, &idlen)) {
 			fail_key(st, i, CHECK_FAIL_UNAVAILABLE);
 			continue;
 		}
-		sbuf_adds(&q, m > 0 ? ",{\"id\":" : "{\"id\":");
-		sbuf_add_jstr(&q, idt, idlen);
-		sbuf_adds(&q, ",\"scope\":");
-		sbuf_add_jstr(&q, st->keys[i].scope, st->keys[i].scope_len);
-		sbuf_adds(&q, "}");
-		idx[m++] = i;
+		sbuf_adds(q, *m > 0 ? ",{\"id\":" : "{\"id\":");
+		sbuf_add_jstr(q, idt, idlen);
+		sbuf_adds(q, ",\"scope\":");
+		sbuf_add_jstr(q, st->keys[i].scope, st->keys[i].scope_len);
+		sbuf_adds(q, "}");
+		idx[(*m)++] = i;
 	}
-	sbuf_adds(&q, "]}");
-	if (m == 0) {
-		answered = true;
-		goto out;
-	}
-	if (!sbuf_ok(&q)) {
-		snprintf(msg, sizeof(msg), "out of memory");
-		goto fail;
-	}
+	sbuf_adds(q, "]}");
+}
+
+/*
+ * POSTs q to the origin until it answers 200 into a, retrying a transport
+ * error or a 5xx while *attempts_left lasts and st->deadline allows.
+ * Returns 0, or -1 with msg saying why not (a deadline that passes keeps
+ * the last attempt's msg).
+ */
+static int
+post_query(struct upstream *u, CURL *h, const struct check_settle *st,
+    const struct sbuf *q, struct answer *a, unsigned *attempts_left,
+    char *msg, size_t msglen)
+{
+	CURLcode cc;
+	long code, ms;
+	double left, t0;
+	bool retry;
+
 	for (;;) {
 		left = st->deadline - util_monotime();
 		if (left <= 0.001 || atomic_load(&u->abort)) {
 			if (msg[0] == '\0')
-				snprintf(msg, sizeof(msg), "%s", atomic_load(
+				snprintf(msg, msglen, "%s", atomic_load(
 				    &u->abort) ? "stopping" : "deadline of the "
 				    "request passed before the authority "
 				    "answered (Timeout)");
-			goto fail;
+			return -1;
 		}
 		ms = (long)(left * 1000);
 		if (ms > (long)atomic_load(&u->a_timeout) * 1000)
 			ms = (long)atomic_load(&u->a_timeout) * 1000;
-		sbuf_free(&a.b);
-		sbuf_init(&a.b, 4096, 0);
-		a.too_big = false;
-		curl_easy_setopt(h, CURLOPT_WRITEDATA, &a);
+		sbuf_free(&a->b);
+		sbuf_init(&a->b, 4096, 0);
+		a->too_big = false;
+		curl_easy_setopt(h, CURLOPT_WRITEDATA, a);
 		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, ms);
 		curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
 		    ms < (long)atomic_load(&u->a_connect) * 1000 ? ms :
 		    (long)atomic_load(&u->a_connect) * 1000);
-		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)q.len);
-		curl_easy_setopt(h, CURLOPT_POSTFIELDS, q.p);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)q->len);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, q->p);
 		atomic_fetch_add(&u->requests, 1);
 		t0 = util_monotime();
 		cc = curl_easy_perform(h);
@@ -332,33 +332,49 @@ ask_chunk(struct upstream *u, CURL *h, struct check_settle *st, size_t from,
 			curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
 		retry = false;
 		if (cc != CURLE_OK) {
-			if (a.too_big)
-				snprintf(msg, sizeof(msg), "answer over %d "
+			if (a->too_big)
+				snprintf(msg, msglen, "answer over %d "
 				    "bytes", UPSTREAM_MAX_ANSWER);
 			else {
-				snprintf(msg, sizeof(msg), "%s",
+				snprintf(msg, msglen, "%s",
 				    curl_easy_strerror(cc));
 				retry = true;
 			}
 		} else if (code != 200) {
-			snprintf(msg, sizeof(msg), "HTTP %ld", code);
+			snprintf(msg, msglen, "HTTP %ld", code);
 			retry = code >= 500;
 		} else
-			break;
+			return 0;
 		if (!retry || *attempts_left == 0)
-			goto fail;
+			return -1;
 		(*attempts_left)--;
 		atomic_fetch_add(&u->retries, 1);
 	}
-	answered = true;
-	root = cJSON_ParseWithLength(a.b.p != NULL ? a.b.p : "", a.b.len);
+}
+
+/*
+ * Gives each of the m keys asked (idx) its result from the origin's
+ * answer a, or its error. Returns 0, or -1 with msg when a is not one
+ * result per key asked (no key is then touched).
+ */
+static int
+apply_answer(struct upstream *u, struct check_settle *st,
+    const struct answer *a, const size_t *idx, size_t m, char *msg,
+    size_t msglen)
+{
+	char idt[REVKEY_ID_TEXT_MAX], e[256];
+	const cJSON *arr, *it;
+	cJSON *root;
+	size_t i = 0, idlen;
+	int rc = -1;
+
+	root = cJSON_ParseWithLength(a->b.p != NULL ? a->b.p : "", a->b.len);
 	arr = cJSON_GetObjectItemCaseSensitive(root, "results");
 	if (!cJSON_IsArray(arr) || (size_t)cJSON_GetArraySize(arr) != m) {
-		snprintf(msg, sizeof(msg), "the answer is not one result per "
+		snprintf(msg, msglen, "the answer is not one result per "
 		    "item asked");
-		goto fail;
+		goto out;
 	}
-	i = 0;
 	cJSON_ArrayForEach(it, arr) {
 		size_t k = idx[i++];
 
@@ -376,7 +392,44 @@ ask_chunk(struct upstream *u, CURL *h, struct check_settle *st, size_t from,
 			atomic_fetch_add(&u->failed, 1);
 		set_error(u, e);
 	}
-	goto out;
+	rc = 0;
+out:
+	cJSON_Delete(root);
+	return rc;
+}
+
+/*
+ * Asks the origin about st->keys[from..to) in one batch request, with
+ * retries, until st->deadline. Every key gets its outcome. Returns true
+ * when the origin answered (whatever it said about each key).
+ */
+static bool
+ask_chunk(struct upstream *u, CURL *h, struct check_settle *st, size_t from,
+    size_t to, unsigned *attempts_left)
+{
+	char msg[300] = "";
+	size_t idx[UPSTREAM_BATCH], m = 0, i;
+	struct answer a;
+	struct sbuf q;
+	bool answered = false;
+
+	sbuf_init(&q, 64 + (to - from) * 64, 0);
+	sbuf_init(&a.b, 4096, 0);
+	build_query(st, from, to, &q, idx, &m);
+	if (m == 0) {
+		answered = true;
+		goto out;
+	}
+	if (!sbuf_ok(&q)) {
+		snprintf(msg, sizeof(msg), "out of memory");
+		goto fail;
+	}
+	if (post_query(u, h, st, &q, &a, attempts_left, msg,
+	    sizeof(msg)) == -1)
+		goto fail;
+	answered = true;
+	if (apply_answer(u, st, &a, idx, m, msg, sizeof(msg)) == 0)
+		goto out;
 fail:
 	for (i = 0; i < m; i++) {
 		fail_key(st, idx[i], CHECK_FAIL_UNAVAILABLE);
@@ -384,7 +437,6 @@ fail:
 	}
 	set_error(u, msg);
 out:
-	cJSON_Delete(root);
 	sbuf_free(&a.b);
 	sbuf_free(&q);
 	return answered;
