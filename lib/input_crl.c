@@ -692,6 +692,107 @@ out:
 	return rc;
 }
 
+/*
+ * Starts one CRL: the reader's per-CRL state reset, and sc's issuer,
+ * dates, digests and number, checked (crl_validity). 0, or -1 with err.
+ */
+static int
+crl_head(struct rd *r, X509_CRL *crl, const unsigned char *der,
+    size_t derlen, const char *where, struct ffile_scope *sc)
+{
+	memset(sc, 0, sizeof(*sc));
+	sc->source = FFILE_SRC_CRL;
+	r->cur_delta = r->cur_announces = r->cur_indirect = false;
+	r->cur_base[0] = '\0';
+	memset(r->cur_key, 0, sizeof(r->cur_key));
+	if (revkey_x509_scope(sc->name, X509_CRL_get_issuer(crl)) != 0 ||
+	    crl_name_text(X509_CRL_get_issuer(crl), sc->issuer,
+	    sizeof(sc->issuer)) != 0) {
+		rd_err(r, "%scannot encode the CRL issuer", where);
+		return -1;
+	}
+	if (asn1_time_epoch(X509_CRL_get0_lastUpdate(crl), &sc->this_update)
+	    != 0) {
+		rd_err(r, "%sinvalid thisUpdate", where);
+		return -1;
+	}
+	if (X509_CRL_get0_nextUpdate(crl) != NULL &&
+	    asn1_time_epoch(X509_CRL_get0_nextUpdate(crl), &sc->next_update)
+	    != 0) {
+		rd_err(r, "%sinvalid nextUpdate", where);
+		return -1;
+	}
+	if (util_sha256(sc->crl_sha256, der, derlen) != 0 ||
+	    crl_content_digest(der, derlen, r->cur_content) != 0) {
+		rd_err(r, "%sSHA-256 failed", where);
+		return -1;
+	}
+	if (crl_number_hex(r, crl, where, sc->crl_number,
+	    sizeof(sc->crl_number)) != 0)
+		return -1;
+	return crl_validity(r, crl, where, sc);
+}
+
+/*
+ * Entry i of the CRL (e->revs) as a record: its key, date and reason.
+ * 0, or -1 with err.
+ */
+static int
+crl_entry(struct rd *r, X509_CRL *crl, const struct crl_entries *e, int i,
+    const char *where)
+{
+	const X509_REVOKED *ent = sk_X509_REVOKED_value(e->revs, i);
+	ASN1_ENUMERATED *re;
+	struct revkey k;
+	char kerr[256], rbuf[24];
+	const char *reason = NULL;
+	int64_t at;
+	long code = -1;
+	int crit = 0;
+
+	if ((e->of[i] == 0 ? revkey_from_crl_entry(&k, crl, ent, kerr,
+	    sizeof(kerr)) : revkey_from_issuer_serial(&k,
+	    e->iss[e->of[i]].name, X509_REVOKED_get0_serialNumber(ent),
+	    kerr, sizeof(kerr))) != 0) {
+		rd_err(r, "%sentry %d: %s", where, i, kerr);
+		return -1;
+	}
+	if (asn1_time_epoch(X509_REVOKED_get0_revocationDate(ent), &at) != 0) {
+		rd_err(r, "%sentry %d: invalid revocation date", where, i);
+		return -1;
+	}
+	re = X509_REVOKED_get_ext_d2i(ent, NID_crl_reason, &crit, NULL);
+	if (re == NULL && crit != -1) {
+		ERR_clear_error();
+		rd_err(r, "%sentry %d: malformed or repeated reason code",
+		    where, i);
+		return -1;
+	}
+	if (re != NULL) {
+		code = ASN1_ENUMERATED_get(re);
+		ASN1_ENUMERATED_free(re);
+		if (code >= 0 && (size_t)code < sizeof(crl_reasons) /
+		    sizeof(crl_reasons[0]) && crl_reasons[code] != NULL) {
+			reason = crl_reasons[code];
+		} else {
+			/* Unknown codes are kept, not dropped. */
+			snprintf(rbuf, sizeof(rbuf), "reason%ld", code);
+			reason = rbuf;
+		}
+	}
+	if (code == CRL_REASON_REMOVE && !r->cur_delta) {
+		/*
+		 * removeFromCRL only means something in a delta CRL; in a
+		 * complete CRL it says the certificate is not revoked, and
+		 * counting it as revoked is no answer.
+		 */
+		rd_err(r, "%sentry %d: removeFromCRL in a CRL that is not a "
+		    "delta CRL (RFC 5280 section 5.3.1)", where, i);
+		return -1;
+	}
+	return rd_add(r, &k, at, reason);
+}
+
 /* Adds one parsed CRL: checks, scope, records, pending metadata. */
 static int
 crl_add(struct rd *r, X509_CRL *crl, const unsigned char *der, size_t derlen,
@@ -699,48 +800,12 @@ crl_add(struct rd *r, X509_CRL *crl, const unsigned char *der, size_t derlen,
 {
 	struct crl_entries e;
 	const X509_REVOKED *ent;
-	ASN1_ENUMERATED *re;
 	struct ffile_scope sc;
-	struct revkey k;
-	char kerr[256], rbuf[24];
-	const char *reason;
-	int64_t at;
-	long code;
-	int i, j, n, crit, rc = -1, *ord = NULL;
+	int i, j, n, rc = -1, *ord = NULL;
 	size_t start, t;
 
-	memset(&sc, 0, sizeof(sc));
 	memset(&e, 0, sizeof(e));
-	sc.source = FFILE_SRC_CRL;
-	r->cur_delta = r->cur_announces = r->cur_indirect = false;
-	r->cur_base[0] = '\0';
-	memset(r->cur_key, 0, sizeof(r->cur_key));
-	if (revkey_x509_scope(sc.name, X509_CRL_get_issuer(crl)) != 0 ||
-	    crl_name_text(X509_CRL_get_issuer(crl), sc.issuer,
-	    sizeof(sc.issuer)) != 0) {
-		rd_err(r, "%scannot encode the CRL issuer", where);
-		return -1;
-	}
-	if (asn1_time_epoch(X509_CRL_get0_lastUpdate(crl), &sc.this_update)
-	    != 0) {
-		rd_err(r, "%sinvalid thisUpdate", where);
-		return -1;
-	}
-	if (X509_CRL_get0_nextUpdate(crl) != NULL &&
-	    asn1_time_epoch(X509_CRL_get0_nextUpdate(crl), &sc.next_update)
-	    != 0) {
-		rd_err(r, "%sinvalid nextUpdate", where);
-		return -1;
-	}
-	if (util_sha256(sc.crl_sha256, der, derlen) != 0 ||
-	    crl_content_digest(der, derlen, r->cur_content) != 0) {
-		rd_err(r, "%sSHA-256 failed", where);
-		return -1;
-	}
-	if (crl_number_hex(r, crl, where, sc.crl_number,
-	    sizeof(sc.crl_number)) != 0)
-		return -1;
-	if (crl_validity(r, crl, where, &sc) != 0)
+	if (crl_head(r, crl, der, derlen, where, &sc) != 0)
 		return -1;
 	e.revs = X509_CRL_get_REVOKED(crl);
 	n = e.revs != NULL ? sk_X509_REVOKED_num(e.revs) : 0;
@@ -770,52 +835,7 @@ crl_add(struct rd *r, X509_CRL *crl, const unsigned char *der, size_t derlen,
 		    X509_REVOKED_get0_serialNumber(sk_X509_REVOKED_value(e.revs,
 		    ord[j + 1]))) == 0)
 			continue;
-		if ((e.of[i] == 0 ? revkey_from_crl_entry(&k, crl, ent, kerr,
-		    sizeof(kerr)) : revkey_from_issuer_serial(&k,
-		    e.iss[e.of[i]].name, X509_REVOKED_get0_serialNumber(ent),
-		    kerr, sizeof(kerr))) != 0) {
-			rd_err(r, "%sentry %d: %s", where, i, kerr);
-			goto out;
-		}
-		if (asn1_time_epoch(X509_REVOKED_get0_revocationDate(ent), &at)
-		    != 0) {
-			rd_err(r, "%sentry %d: invalid revocation date", where,
-			    i);
-			goto out;
-		}
-		reason = NULL;
-		code = -1;
-		crit = 0;
-		re = X509_REVOKED_get_ext_d2i(ent, NID_crl_reason, &crit, NULL);
-		if (re == NULL && crit != -1) {
-			ERR_clear_error();
-			rd_err(r, "%sentry %d: malformed or repeated reason code",
-			    where, i);
-			goto out;
-		}
-		if (re != NULL) {
-			code = ASN1_ENUMERATED_get(re);
-			ASN1_ENUMERATED_free(re);
-			if (code >= 0 && (size_t)code < sizeof(crl_reasons) /
-			    sizeof(crl_reasons[0]) && crl_reasons[code] != NULL) {
-				reason = crl_reasons[code];
-			} else {
-				/* Unknown codes are kept, not dropped. */
-				snprintf(rbuf, sizeof(rbuf), "reason%ld", code);
-				reason = rbuf;
-			}
-		}
-		if (code == CRL_REASON_REMOVE && !r->cur_delta) {
-			/*
-			 * removeFromCRL only means something in a delta CRL;
-			 * in a complete CRL it says the certificate is not
-			 * revoked, and counting it as revoked is no answer.
-			 */
-			rd_err(r, "%sentry %d: removeFromCRL in a CRL that is not "
-			    "a delta CRL (RFC 5280 section 5.3.1)", where, i);
-			goto out;
-		}
-		if (rd_add(r, &k, at, reason) != 0)
+		if (crl_entry(r, crl, &e, i, where) != 0)
 			goto out;
 	}
 	rc = crl_note_all(r, &sc, &e, start, where);

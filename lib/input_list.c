@@ -255,162 +255,222 @@ json_near_miss(const char *key)
 	return NULL;
 }
 
+/* The keys of an object element that mean something here; NULL if absent. */
+struct json_keys {
+	const cJSON	*id, *scope, *at, *reason, *sub, *sid, *before;
+};
+
+/* What one element adds to the set. */
+struct json_rec {
+	const char	*id;
+	const char	*scope;
+	const char	*reason;	/* NULL: none */
+	const char	*prefix;	/* a cutoff's scope prefix, or NULL */
+	int64_t		 at;		/* 0: not given */
+};
+
+/*
+ * Sorts an object's keys into k: a near miss of a known key, a key given
+ * twice, and anything but exactly one of "id", "sub" and "sid" are
+ * refused; an exporter's own fields are skipped. 0, or -1 with err.
+ */
+static int
+json_keys(struct rd *r, const cJSON *el, size_t idx, struct json_keys *k)
+{
+	const cJSON *it, **slot;
+	const char *why;
+
+	memset(k, 0, sizeof(*k));
+	for (it = el->child; it != NULL; it = it->next) {
+		if (it->string == NULL)
+			continue;
+		if (strcmp(it->string, "id") == 0)
+			slot = &k->id;
+		else if (strcmp(it->string, "scope") == 0)
+			slot = &k->scope;
+		else if (strcmp(it->string, "revoked_at") == 0)
+			slot = &k->at;
+		else if (strcmp(it->string, "reason") == 0)
+			slot = &k->reason;
+		else if (strcmp(it->string, "sub") == 0)
+			slot = &k->sub;
+		else if (strcmp(it->string, "sid") == 0)
+			slot = &k->sid;
+		else if (strcmp(it->string, "before") == 0)
+			slot = &k->before;
+		else if ((why = json_near_miss(it->string)) != NULL) {
+			rd_err(r, "element %zu: unknown key \"%.40s\" "
+			    "(did you mean \"%s\"?)", idx, it->string, why);
+			return -1;
+		} else
+			continue;	/* an exporter's own field */
+		if (*slot != NULL) {
+			rd_err(r, "element %zu: duplicate key \"%s\"", idx,
+			    it->string);
+			return -1;
+		}
+		*slot = it;
+	}
+	if ((k->id != NULL) + (k->sub != NULL) + (k->sid != NULL) != 1) {
+		rd_err(r, "element %zu: %s", idx, k->id == NULL &&
+		    k->sub == NULL && k->sid == NULL ? "object has no "
+		    "\"id\" (nor \"sub\" or \"sid\")" : "only one of "
+		    "\"id\", \"sub\" and \"sid\" may be given");
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * A subject or session cutoff: every token of that sub (sid) from the
+ * issuer named by scope, issued before "before". Sets v's prefix and date,
+ * and k->id to the sub or sid. 0, or -1 with err.
+ */
+static int
+json_cutoff(struct rd *r, struct json_keys *k, size_t idx,
+    struct json_rec *v)
+{
+	v->prefix = k->sub != NULL ? REVKEY_SUB_PREFIX : REVKEY_SID_PREFIX;
+	k->id = k->sub != NULL ? k->sub : k->sid;
+	if (k->before == NULL || !cJSON_IsString(k->before) ||
+	    util_parse_rfc3339(k->before->valuestring, &v->at) != 0 ||
+	    v->at <= 0) {
+		rd_err(r, "element %zu: a \"%s\" cutoff needs \"before\", an "
+		    "RFC 3339 date after 1970", idx,
+		    k->sub != NULL ? "sub" : "sid");
+		return -1;
+	}
+	if (k->at != NULL) {
+		rd_err(r, "element %zu: a cutoff takes \"before\", not "
+		    "\"revoked_at\"", idx);
+		return -1;
+	}
+	return 0;
+}
+
+/* An object element's id and optionals into v. 0, or -1 with err. */
+static int
+json_object(struct rd *r, const cJSON *el, size_t idx, struct json_rec *v)
+{
+	struct json_keys k;
+
+	if (json_keys(r, el, idx, &k) != 0)
+		return -1;
+	if (k.id == NULL) {
+		if (json_cutoff(r, &k, idx, v) != 0)
+			return -1;
+	} else if (k.before != NULL) {
+		rd_err(r, "element %zu: \"before\" goes with \"sub\" or \"sid\" "
+		    "only", idx);
+		return -1;
+	}
+	if (!cJSON_IsString(k.id)) {
+		rd_err(r, "element %zu: \"%s\" is not a string", idx,
+		    k.id->string);
+		return -1;
+	}
+	v->id = k.id->valuestring;
+	if (k.scope != NULL && !cJSON_IsNull(k.scope)) {
+		if (!cJSON_IsString(k.scope)) {
+			rd_err(r, "element %zu: \"scope\" is not a string",
+			    idx);
+			return -1;
+		}
+		v->scope = k.scope->valuestring;
+	}
+	if (k.at != NULL && !cJSON_IsNull(k.at)) {
+		if (!cJSON_IsString(k.at) ||
+		    util_parse_rfc3339(k.at->valuestring, &v->at) != 0 ||
+		    v->at <= 0) {
+			rd_err(r, "element %zu: \"revoked_at\" is not an RFC "
+			    "3339 date after 1970 (like "
+			    "\"2026-01-31T12:00:00Z\")", idx);
+			return -1;
+		}
+	}
+	if (k.reason != NULL && !cJSON_IsNull(k.reason)) {
+		if (!cJSON_IsString(k.reason) ||
+		    !input_reason_valid(k.reason->valuestring)) {
+			rd_err(r, "element %zu: \"reason\" is not a string of "
+			    "at most %d printable ASCII characters", idx,
+			    TABLE_REASON_MAX - 1);
+			return -1;
+		}
+		v->reason = k.reason->valuestring;
+	}
+	return 0;
+}
+
+/*
+ * A cutoff's scope into cscope: its prefix and the token issuer's scope,
+ * which may be neither an X.509 nor a cutoff scope. 0, or -1 with err.
+ */
+static int
+json_cutoff_scope(struct rd *r, size_t idx, struct json_rec *v,
+    char *cscope, size_t cap)
+{
+	size_t n;
+
+	if (revkey_scope_is_x509(v->scope) ||
+	    revkey_scope_is_cutoff(v->scope)) {
+		rd_err(r, "element %zu: a cutoff's scope is a token issuer, "
+		    "not an X.509 or cutoff scope", idx);
+		return -1;
+	}
+	n = (size_t)snprintf(cscope, cap, "%s%s", v->prefix, v->scope);
+	if (n >= cap) {
+		rd_err(r, "element %zu: the issuer is too long for a cutoff "
+		    "(at most %zu bytes)", idx,
+		    REVKEY_SCOPE_MAX - strlen(v->prefix));
+		return -1;
+	}
+	v->scope = cscope;
+	return 0;
+}
+
 /* One array element: a string id, or an object with id and optionals. */
 static int
 json_element(struct rd *r, const cJSON *el, size_t idx)
 {
-	const char *scope = input_opts_scope(r->o), *id = NULL, *reason = NULL, *why;
-	const char *prefix = NULL;
-	char cscope[REVKEY_SCOPE_MAX + 1];
-	size_t col;
-	const cJSON *it, *jid = NULL, *jscope = NULL, *jat = NULL, *jreason = NULL;
-	const cJSON *jsub = NULL, *jsid = NULL, *jbefore = NULL;
-	const cJSON **slot;
-	char kerr[256];
+	struct json_rec v = { .scope = input_opts_scope(r->o) };
+	char cscope[REVKEY_SCOPE_MAX + 1], kerr[256];
+	const char *why;
 	struct revkey k;
-	int64_t at = 0;
+	size_t col;
 
 	if (cJSON_IsString(el)) {
-		id = el->valuestring;
+		v.id = el->valuestring;
 	} else if (cJSON_IsObject(el)) {
-		for (it = el->child; it != NULL; it = it->next) {
-			if (it->string == NULL)
-				continue;
-			if (strcmp(it->string, "id") == 0)
-				slot = &jid;
-			else if (strcmp(it->string, "scope") == 0)
-				slot = &jscope;
-			else if (strcmp(it->string, "revoked_at") == 0)
-				slot = &jat;
-			else if (strcmp(it->string, "reason") == 0)
-				slot = &jreason;
-			else if (strcmp(it->string, "sub") == 0)
-				slot = &jsub;
-			else if (strcmp(it->string, "sid") == 0)
-				slot = &jsid;
-			else if (strcmp(it->string, "before") == 0)
-				slot = &jbefore;
-			else if ((why = json_near_miss(it->string)) != NULL) {
-				rd_err(r, "element %zu: unknown key \"%.40s\" "
-				    "(did you mean \"%s\"?)", idx, it->string,
-				    why);
-				return -1;
-			} else
-				continue;	/* an exporter's own field */
-			if (*slot != NULL) {
-				rd_err(r, "element %zu: duplicate key \"%s\"",
-				    idx, it->string);
-				return -1;
-			}
-			*slot = it;
-		}
-		if ((jid != NULL) + (jsub != NULL) + (jsid != NULL) != 1) {
-			rd_err(r, "element %zu: %s", idx, jid == NULL &&
-			    jsub == NULL && jsid == NULL ? "object has no "
-			    "\"id\" (nor \"sub\" or \"sid\")" : "only one of "
-			    "\"id\", \"sub\" and \"sid\" may be given");
+		if (json_object(r, el, idx, &v) != 0)
 			return -1;
-		}
-		/*
-		 * A subject or session cutoff: every token of that sub (sid)
-		 * from the issuer named by scope, issued before "before".
-		 */
-		if (jid == NULL) {
-			prefix = jsub != NULL ? REVKEY_SUB_PREFIX :
-			    REVKEY_SID_PREFIX;
-			jid = jsub != NULL ? jsub : jsid;
-			if (jbefore == NULL || !cJSON_IsString(jbefore) ||
-			    util_parse_rfc3339(jbefore->valuestring, &at) != 0 ||
-			    at <= 0) {
-				rd_err(r, "element %zu: a \"%s\" cutoff needs "
-				    "\"before\", an RFC 3339 date after 1970",
-				    idx, jsub != NULL ? "sub" : "sid");
-				return -1;
-			}
-			if (jat != NULL) {
-				rd_err(r, "element %zu: a cutoff takes "
-				    "\"before\", not \"revoked_at\"", idx);
-				return -1;
-			}
-		} else if (jbefore != NULL) {
-			rd_err(r, "element %zu: \"before\" goes with \"sub\" "
-			    "or \"sid\" only", idx);
-			return -1;
-		}
-		if (!cJSON_IsString(jid)) {
-			rd_err(r, "element %zu: \"%s\" is not a string", idx,
-			    jid->string);
-			return -1;
-		}
-		id = jid->valuestring;
-		if (jscope != NULL && !cJSON_IsNull(jscope)) {
-			if (!cJSON_IsString(jscope)) {
-				rd_err(r, "element %zu: \"scope\" is not a "
-				    "string", idx);
-				return -1;
-			}
-			scope = jscope->valuestring;
-		}
-		if (jat != NULL && !cJSON_IsNull(jat)) {
-			if (!cJSON_IsString(jat) ||
-			    util_parse_rfc3339(jat->valuestring, &at) != 0 ||
-			    at <= 0) {
-				rd_err(r, "element %zu: \"revoked_at\" is not an "
-				    "RFC 3339 date after 1970 (like "
-				    "\"2026-01-31T12:00:00Z\")", idx);
-				return -1;
-			}
-		}
-		if (jreason != NULL && !cJSON_IsNull(jreason)) {
-			if (!cJSON_IsString(jreason) ||
-			    !input_reason_valid(jreason->valuestring)) {
-				rd_err(r, "element %zu: \"reason\" is not a string "
-				    "of at most %d printable ASCII characters",
-				    idx, TABLE_REASON_MAX - 1);
-				return -1;
-			}
-			reason = jreason->valuestring;
-		}
 	} else {
 		rd_err(r, "element %zu: neither a string nor an object", idx);
 		return -1;
 	}
-	if (!revkey_scope_valid(scope, strnlen(scope, REVKEY_SCOPE_MAX + 1))) {
+	if (!revkey_scope_valid(v.scope, strnlen(v.scope,
+	    REVKEY_SCOPE_MAX + 1))) {
 		rd_err(r, "element %zu: invalid scope (1-%d printable "
 		    "characters without spaces, or x509: and 64 lowercase hex "
 		    "digits)", idx, REVKEY_SCOPE_MAX);
 		return -1;
 	}
-	if (prefix != NULL) {
-		if (revkey_scope_is_x509(scope) ||
-		    revkey_scope_is_cutoff(scope)) {
-			rd_err(r, "element %zu: a cutoff's scope is a token "
-			    "issuer, not an X.509 or cutoff scope", idx);
-			return -1;
-		}
-		col = (size_t)snprintf(cscope, sizeof(cscope), "%s%s", prefix,
-		    scope);
-		if (col >= sizeof(cscope)) {
-			rd_err(r, "element %zu: the issuer is too long for a "
-			    "cutoff (at most %zu bytes)", idx,
-			    REVKEY_SCOPE_MAX - strlen(prefix));
-			return -1;
-		}
-		scope = cscope;
-	}
-	(void)snprintf(kerr, sizeof(kerr), "element %zu: ", idx);
-	if (list_scope_ok(r, scope, kerr) != 0 || rd_set_scope(r, scope) != 0)
+	if (v.prefix != NULL &&
+	    json_cutoff_scope(r, idx, &v, cscope, sizeof(cscope)) != 0)
 		return -1;
-	if ((why = input_id_refused(id, strlen(id), false, &col)) != NULL) {
+	(void)snprintf(kerr, sizeof(kerr), "element %zu: ", idx);
+	if (list_scope_ok(r, v.scope, kerr) != 0 ||
+	    rd_set_scope(r, v.scope) != 0)
+		return -1;
+	if ((why = input_id_refused(v.id, strlen(v.id), false, &col)) != NULL) {
 		rd_err(r, "element %zu: \"id\" column %zu: %s", idx, col, why);
 		return -1;
 	}
-	if (revkey_from_text(&k, scope, id, strlen(id), kerr,
+	if (revkey_from_text(&k, v.scope, v.id, strlen(v.id), kerr,
 	    sizeof(kerr)) != 0) {
 		rd_err(r, "element %zu: %s", idx, kerr);
 		return -1;
 	}
-	return rd_add(r, &k, at, reason);
+	return rd_add(r, &k, v.at, v.reason);
 }
 
 int

@@ -318,26 +318,218 @@ delta_apply(const struct input_set *s, const struct input_crl *d,
 	return 0;
 }
 
+/* The state of one input_resolve_crls() call. */
+struct resolve {
+	struct input_set	*s;
+	bool			 quiet;
+	bool			*keep;	/* per CRL: used */
+	bool			*twin;	/* per CRL: one signed two ways, not used */
+	size_t			*base;	/* per delta: its base's index + 1 */
+	bool			*rkeep;	/* per record: kept */
+	char			*err;
+	size_t			 errlen;
+};
+
+/*
+ * The winner of the group of complete CRL i, the first of its group: the
+ * newest; of one CRL signed two ways, either (the other marked twin).
+ * 0, or -1 with err when two different CRLs cannot be ordered.
+ */
+static int
+resolve_group(struct resolve *v, size_t i)
+{
+	const struct input_set *s = v->s;
+	size_t j, k, win = i;
+	int cmp;
+
+	for (j = i + 1; j < s->ncrls; j++) {
+		if (s->crls[j].delta || s->crls[j].via != 0 ||
+		    !same_series(&s->crls[j], &s->crls[i]))
+			continue;
+		if (memcmp(s->crls[j].sc.crl_sha256,
+		    s->crls[win].sc.crl_sha256, 32) == 0)
+			continue;	/* the same CRL twice */
+		cmp = crl_age_cmp(&s->crls[j].sc, &s->crls[win].sc);
+		/*
+		 * The same thisUpdate, number and content (entries,
+		 * extensions, nextUpdate) signed two ways (a CA publishing
+		 * one CRL under two signature algorithms): either will do;
+		 * the lower SHA-256 wins, so the choice does not follow
+		 * reading order.
+		 */
+		if (cmp == 0 && memcmp(s->crls[j].content,
+		    s->crls[win].content, 32) == 0) {
+			k = memcmp(s->crls[j].sc.crl_sha256,
+			    s->crls[win].sc.crl_sha256, 32) < 0 ? j : win;
+			if (!v->quiet)
+				log_info("%s and %s: one CRL of \"%s\" signed "
+				    "two ways (the same entries, thisUpdate and "
+				    "number); using %s", s->crls[win].what,
+				    s->crls[j].what, s->crls[j].sc.issuer,
+				    s->crls[k].what);
+			v->twin[k == j ? win : j] = true;
+			win = k;
+			continue;
+		}
+		if (cmp == 0) {
+			snprintf(v->err, v->errlen, "%s and %s: two different "
+			    "CRLs of \"%s\" that cannot be ordered (CRL "
+			    "number \"%s\", thisUpdate the same); give one",
+			    s->crls[win].what, s->crls[j].what,
+			    s->crls[j].sc.issuer, s->crls[j].sc.crl_number);
+			return -1;
+		}
+		if (cmp > 0)
+			win = j;
+	}
+	v->keep[win] = true;
+	return 0;
+}
+
+/*
+ * Deltas: each finds its kept base (base[]); the newest per base is kept.
+ * 0, or -1 with err when a delta's base is not among the inputs.
+ */
+static int
+resolve_deltas(struct resolve *v)
+{
+	const struct input_set *s = v->s;
+	const struct input_crl *c, *d;
+	bool *keep = v->keep;
+	size_t *base = v->base;
+	size_t i, j;
+
+	for (i = 0; i < s->ncrls; i++) {
+		d = &s->crls[i];
+		if (!d->delta || d->via != 0)
+			continue;
+		for (j = 0; j < s->ncrls; j++) {
+			c = &s->crls[j];
+			if (keep[j] && !c->delta && c->via == 0 &&
+			    same_series(c, d) &&
+			    c->sc.crl_number[0] != '\0' &&
+			    input_crlnum_cmp(c->sc.crl_number,
+			    d->base_number) >= 0 &&
+			    input_crlnum_cmp(d->sc.crl_number,
+			    c->sc.crl_number) > 0)
+				break;
+		}
+		if (j == s->ncrls) {
+			snprintf(v->err, v->errlen, "%s: delta CRL of \"%s\" "
+			    "(base CRL number \"%s\") without its base among "
+			    "the inputs: a delta alone lists changes, not the "
+			    "revoked set", d->what, d->sc.issuer,
+			    d->base_number);
+			return -1;
+		}
+		base[i] = j + 1;
+		for (j = 0; j < i; j++)
+			if (keep[j] && base[j] == base[i]) {
+				if (input_crlnum_cmp(d->sc.crl_number,
+				    s->crls[j].sc.crl_number) <= 0)
+					break;	/* an older delta: drop this one */
+				keep[j] = false;
+			}
+		keep[i] = j == i;
+	}
+	return 0;
+}
+
+/*
+ * The records of CRLs not kept leave (rkeep[]), and each kept delta is
+ * applied to its base; *dropped is set when records may leave. What an
+ * indirect CRL speaks for stays exactly when it does. 0, or -1 with err.
+ */
+static int
+resolve_drop(struct resolve *v, bool *dropped)
+{
+	const struct input_set *s = v->s;
+	bool *keep = v->keep;
+	size_t i, j;
+
+	for (i = 0; i < s->ncrls; i++)
+		if (s->crls[i].via != 0)
+			keep[i] = keep[s->crls[i].via - 1];
+	for (i = 0; i < s->ncrls; i++) {
+		if (s->crls[i].via != 0)
+			continue;
+		if (!keep[i]) {
+			*dropped = true;
+			if (!v->quiet && !v->twin[i])
+				log_warn("%s: CRL %s of \"%s\" superseded by a "
+				    "newer CRL of that issuer in this build: its "
+				    "entries are not used", s->crls[i].what,
+				    s->crls[i].sc.crl_number[0] != '\0' ?
+				    s->crls[i].sc.crl_number : "(no number)",
+				    s->crls[i].sc.issuer);
+			for (j = s->crls[i].start; j < s->crls[i].end; j++)
+				v->rkeep[j] = false;
+		} else if (s->crls[i].delta) {
+			*dropped = true;
+			if (delta_apply(s, &s->crls[i],
+			    &s->crls[v->base[i] - 1], v->rkeep, v->err,
+			    v->errlen) != 0)
+				return -1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * A kept base announcing a delta (freshestCRL) that did not come: refused,
+ * or with no_delta used alone and said. 0, or -1 with err.
+ */
+static int
+resolve_announced(struct resolve *v, bool no_delta)
+{
+	const struct input_set *s = v->s;
+	size_t i, j;
+
+	for (i = 0; i < s->ncrls; i++) {
+		if (!v->keep[i] || s->crls[i].delta || s->crls[i].via != 0 ||
+		    !s->crls[i].announces)
+			continue;
+		for (j = 0; j < s->ncrls; j++)
+			if (v->keep[j] && v->base[j] == i + 1)
+				break;
+		if (j < s->ncrls)
+			continue;
+		if (!no_delta) {
+			snprintf(v->err, v->errlen, "%s: CRL of \"%s\" announces "
+			    "a delta CRL (freshestCRL) that is not among the "
+			    "inputs: --no-delta to use the base alone",
+			    s->crls[i].what, s->crls[i].sc.issuer);
+			return -1;
+		}
+		log_warn("%s: CRL of \"%s\" announces a delta CRL; used "
+		    "without it (--no-delta)", s->crls[i].what,
+		    s->crls[i].sc.issuer);
+	}
+	return 0;
+}
+
 int
 input_resolve_crls(struct input_set *s, bool quiet, bool no_delta,
     char *err, size_t errlen)
 {
-	struct input_crl *c, *d;
+	struct resolve v = {
+		.s = s, .quiet = quiet, .err = err, .errlen = errlen,
+	};
 	struct ffile_scope *sc;
-	size_t i, j, k, win, n = input_set_records(s), *base = NULL;
-	bool *keep = NULL, *rkeep = NULL, *twin = NULL, dropped = false;
-	int cmp, rc = -1;
+	size_t i, j, n = input_set_records(s);
+	bool dropped = false;
+	int rc = -1;
 
 	if (s->ncrls == 0)
 		return 0;
-	if ((keep = calloc(s->ncrls, sizeof(*keep))) == NULL ||
-	    (twin = calloc(s->ncrls, sizeof(*twin))) == NULL ||
-	    (base = calloc(s->ncrls, sizeof(*base))) == NULL ||
-	    (rkeep = malloc(n > 0 ? n : 1)) == NULL) {
+	if ((v.keep = calloc(s->ncrls, sizeof(*v.keep))) == NULL ||
+	    (v.twin = calloc(s->ncrls, sizeof(*v.twin))) == NULL ||
+	    (v.base = calloc(s->ncrls, sizeof(*v.base))) == NULL ||
+	    (v.rkeep = malloc(n > 0 ? n : 1)) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		goto out;
 	}
-	memset(rkeep, 1, n > 0 ? n : 1);
+	memset(v.rkeep, 1, n > 0 ? n : 1);
 	/*
 	 * 1. Complete CRLs: the winner of each group (one issuer, one
 	 * coverage, one signing key: partial CRLs of one issuer are parts of
@@ -351,128 +543,15 @@ input_resolve_crls(struct input_set *s, bool quiet, bool no_delta,
 			if (!s->crls[j].delta && s->crls[j].via == 0 &&
 			    same_series(&s->crls[j], &s->crls[i]))
 				break;
-		if (j < i)
-			continue;
-		win = i;
-		for (j = i + 1; j < s->ncrls; j++) {
-			if (s->crls[j].delta || s->crls[j].via != 0 ||
-			    !same_series(&s->crls[j], &s->crls[i]))
-				continue;
-			if (memcmp(s->crls[j].sc.crl_sha256,
-			    s->crls[win].sc.crl_sha256, 32) == 0)
-				continue;	/* the same CRL twice */
-			cmp = crl_age_cmp(&s->crls[j].sc, &s->crls[win].sc);
-			/*
-			 * The same thisUpdate, number and content (entries,
-			 * extensions, nextUpdate) signed two ways (a CA
-			 * publishing one CRL under two signature algorithms):
-			 * either will do; the lower SHA-256 wins, so the choice
-			 * does not follow reading order.
-			 */
-			if (cmp == 0 && memcmp(s->crls[j].content,
-			    s->crls[win].content, 32) == 0) {
-				k = memcmp(s->crls[j].sc.crl_sha256,
-				    s->crls[win].sc.crl_sha256, 32) < 0 ? j : win;
-				if (!quiet)
-					log_info("%s and %s: one CRL of \"%s\" "
-					    "signed two ways (the same entries, "
-					    "thisUpdate and number); using %s",
-					    s->crls[win].what, s->crls[j].what,
-					    s->crls[j].sc.issuer, s->crls[k].what);
-				twin[k == j ? win : j] = true;
-				win = k;
-				continue;
-			}
-			if (cmp == 0) {
-				snprintf(err, errlen, "%s and %s: two different "
-				    "CRLs of \"%s\" that cannot be ordered (CRL "
-				    "number \"%s\", thisUpdate the same); give "
-				    "one", s->crls[win].what, s->crls[j].what,
-				    s->crls[j].sc.issuer, s->crls[j].sc.crl_number);
-				goto out;
-			}
-			if (cmp > 0)
-				win = j;
-		}
-		keep[win] = true;
-	}
-	/* 2. Deltas: each finds its kept base; the newest per base wins. */
-	for (i = 0; i < s->ncrls; i++) {
-		d = &s->crls[i];
-		if (!d->delta || d->via != 0)
-			continue;
-		for (j = 0; j < s->ncrls; j++) {
-			c = &s->crls[j];
-			if (keep[j] && !c->delta && c->via == 0 &&
-			    same_series(c, d) &&
-			    c->sc.crl_number[0] != '\0' &&
-			    input_crlnum_cmp(c->sc.crl_number, d->base_number) >= 0 &&
-			    input_crlnum_cmp(d->sc.crl_number, c->sc.crl_number) > 0)
-				break;
-		}
-		if (j == s->ncrls) {
-			snprintf(err, errlen, "%s: delta CRL of \"%s\" (base CRL "
-			    "number \"%s\") without its base among the inputs: "
-			    "a delta alone lists changes, not the revoked set",
-			    d->what, d->sc.issuer, d->base_number);
+		if (j == i && resolve_group(&v, i) != 0)
 			goto out;
-		}
-		base[i] = j + 1;
-		for (j = 0; j < i; j++)
-			if (keep[j] && base[j] == base[i]) {
-				if (input_crlnum_cmp(d->sc.crl_number,
-				    s->crls[j].sc.crl_number) <= 0)
-					break;	/* an older delta: drop this one */
-				keep[j] = false;
-			}
-		keep[i] = j == i;
 	}
-	/* What an indirect CRL speaks for stays exactly when it does. */
-	for (i = 0; i < s->ncrls; i++)
-		if (s->crls[i].via != 0)
-			keep[i] = keep[s->crls[i].via - 1];
-	for (i = 0; i < s->ncrls; i++) {
-		if (s->crls[i].via != 0)
-			continue;
-		if (!keep[i]) {
-			dropped = true;
-			if (!quiet && !twin[i])
-				log_warn("%s: CRL %s of \"%s\" superseded by a "
-				    "newer CRL of that issuer in this build: its "
-				    "entries are not used", s->crls[i].what,
-				    s->crls[i].sc.crl_number[0] != '\0' ?
-				    s->crls[i].sc.crl_number : "(no number)",
-				    s->crls[i].sc.issuer);
-			for (j = s->crls[i].start; j < s->crls[i].end; j++)
-				rkeep[j] = false;
-		} else if (s->crls[i].delta) {
-			dropped = true;
-			if (delta_apply(s, &s->crls[i], &s->crls[base[i] - 1],
-			    rkeep, err, errlen) != 0)
-				goto out;
-		}
-	}
+	/* 2. Deltas, and the records of the CRLs not kept. */
+	if (resolve_deltas(&v) != 0 || resolve_drop(&v, &dropped) != 0)
+		goto out;
 	/* 3. A base announcing a delta that did not come. */
-	for (i = 0; i < s->ncrls; i++) {
-		if (!keep[i] || s->crls[i].delta || s->crls[i].via != 0 ||
-		    !s->crls[i].announces)
-			continue;
-		for (j = 0; j < s->ncrls; j++)
-			if (keep[j] && base[j] == i + 1)
-				break;
-		if (j < s->ncrls)
-			continue;
-		if (!no_delta) {
-			snprintf(err, errlen, "%s: CRL of \"%s\" announces a "
-			    "delta CRL (freshestCRL) that is not among the "
-			    "inputs: --no-delta to use the base alone",
-			    s->crls[i].what, s->crls[i].sc.issuer);
-			goto out;
-		}
-		log_warn("%s: CRL of \"%s\" announces a delta CRL; used "
-		    "without it (--no-delta)", s->crls[i].what,
-		    s->crls[i].sc.issuer);
-	}
+	if (resolve_announced(&v, no_delta) != 0)
+		goto out;
 	/*
 	 * 4. Each scope: the newest kept CRL describes it, with the union
 	 * of the kept CRLs' coverage and the earliest nextUpdate among them.
@@ -480,16 +559,16 @@ input_resolve_crls(struct input_set *s, bool quiet, bool no_delta,
 	for (j = 0; j < s->nscopes; j++) {
 		sc = &s->scopes[j];
 		if (sc->source == FFILE_SRC_CRL &&
-		    scope_from_kept(s, keep, sc, err, errlen) != 0)
+		    scope_from_kept(s, v.keep, sc, err, errlen) != 0)
 			goto out;
 	}
 	if (dropped)
-		table_builder_drop(&s->builder, rkeep);
+		table_builder_drop(&s->builder, v.rkeep);
 	rc = 0;
 out:
-	free(keep);
-	free(twin);
-	free(base);
-	free(rkeep);
+	free(v.keep);
+	free(v.twin);
+	free(v.base);
+	free(v.rkeep);
 	return rc;
 }
