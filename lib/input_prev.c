@@ -148,6 +148,23 @@ scope_covers(const struct ffile_scope *sc, struct crl_cover *c)
 }
 
 /*
+ * Whether a part of a scope's own CRLs (the previous version's) and a
+ * part delegated to it cover some certificate in common: kinds, reasons
+ * and distribution point names meet, whoever issued the CRLs.
+ */
+static bool
+parts_meet(const struct ffile_part *own, const struct ffile_part *dg)
+{
+	if (own->kind != FFILE_PART_ANY && dg->kind != FFILE_PART_ANY &&
+	    own->kind != dg->kind)
+		return false;
+	if ((own->reasons & dg->reasons) == 0)
+		return false;
+	return !crl_part_named(own) || !crl_part_named(dg) ||
+	    memcmp(own->dp, dg->dp, 32) == 0;
+}
+
+/*
  * True when some certificate is covered by both a and b for some reason:
  * CRLs of one issuer whose kinds, reasons and distribution points meet
  * (a part without a name covers every certificate of its kind).
@@ -155,15 +172,8 @@ scope_covers(const struct ffile_scope *sc, struct crl_cover *c)
 static bool
 cover_overlaps(const struct ffile_part *a, const struct ffile_part *b)
 {
-	if (memcmp(a->crl_issuer, b->crl_issuer, 32) != 0)
-		return false;
-	if (a->kind != FFILE_PART_ANY && b->kind != FFILE_PART_ANY &&
-	    a->kind != b->kind)
-		return false;
-	if ((a->reasons & b->reasons) == 0)
-		return false;
-	return !crl_part_named(a) || !crl_part_named(b) ||
-	    memcmp(a->dp, b->dp, 32) == 0;
+	return memcmp(a->crl_issuer, b->crl_issuer, 32) == 0 &&
+	    parts_meet(a, b);
 }
 
 /* What a CRL of the scope covers, as text for a message. */
@@ -402,23 +412,6 @@ input_keep_scope(struct input_set *s, const struct ffile_scope *sc,
 		ns->part[i].flags &= (uint8_t)~FFILE_PART_INDIRECT;
 	s->nscopes++;
 	return 0;
-}
-
-/*
- * Whether a part of a scope's own CRLs (the previous version's) and a
- * part delegated to it cover some certificate in common: kinds, reasons
- * and distribution point names meet, whoever issued the CRLs.
- */
-static bool
-parts_meet(const struct ffile_part *own, const struct ffile_part *dg)
-{
-	if (own->kind != FFILE_PART_ANY && dg->kind != FFILE_PART_ANY &&
-	    own->kind != dg->kind)
-		return false;
-	if ((own->reasons & dg->reasons) == 0)
-		return false;
-	return !crl_part_named(own) || !crl_part_named(dg) ||
-	    memcmp(own->dp, dg->dp, 32) == 0;
 }
 
 /* Whether two parts cover the same certificates from the same CRL issuer. */
