@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include "util.h"
 
 struct ffile {
+	_Atomic unsigned long refs;	/* ffile_ref; the last close frees */
 	const unsigned char *buf;
 	size_t		 len;
 	bool		 mapped;	/* util_copy_free() on close */
@@ -464,6 +466,7 @@ ffile_parse(const unsigned char *buf, size_t len, bool take, char *err,
 			free((void *)(uintptr_t)buf);
 		return NULL;
 	}
+	atomic_init(&f->refs, 1);
 	f->buf = buf;
 	f->len = len;
 	f->owned = take;
@@ -506,6 +509,7 @@ ffile_open(const char *path, char *err, size_t errlen)
 		util_copy_free(map, len);
 		return NULL;
 	}
+	atomic_init(&f->refs, 1);
 	f->buf = map;
 	f->len = len;
 	f->mapped = true;
@@ -804,10 +808,18 @@ ffile_expired(const struct ffile *f, int64_t now)
 	return now >= f->info.expires_at;
 }
 
+struct ffile *
+ffile_ref(struct ffile *f)
+{
+	assert(f != NULL);
+	atomic_fetch_add(&f->refs, 1);
+	return f;
+}
+
 void
 ffile_close(struct ffile *f)
 {
-	if (f == NULL)
+	if (f == NULL || atomic_fetch_sub(&f->refs, 1) != 1)
 		return;
 	free(f->info.scopes);
 	if (f->mapped)

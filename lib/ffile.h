@@ -193,6 +193,13 @@ bool ffile_query(const struct ffile *f, const struct revkey *k);
 /* True when the filter must not be used at time now (now >= expires_at). */
 bool ffile_expired(const struct ffile *f, int64_t now);
 
+/*
+ * Adds a reference to f, which stays open (its bytes unchanged: they are
+ * never written after parsing) until its last ffile_close. Any thread.
+ */
+struct ffile *ffile_ref(struct ffile *f);
+
+/* Drops a reference; the last one frees. NULL-safe, any thread. */
 void ffile_close(struct ffile *f);
 
 #endif

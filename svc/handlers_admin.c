@@ -588,7 +588,7 @@ etag_match(const char *inm, const char *etag)
 static void
 release_cb(void *cls)
 {
-	snapshot_release(cls);
+	ffile_close(cls);
 }
 
 enum MHD_Result
@@ -597,6 +597,8 @@ handle_filter(const struct server_req *r)
 	struct server_hdr h[4];
 	struct MHD_Response *resp;
 	struct snapshot *s;
+	struct ffile *ff;
+	enum MHD_Result ret;
 	const unsigned char *bytes;
 	const char *inm;
 	char cc[48], ver[24];
@@ -661,21 +663,29 @@ handle_filter(const struct server_req *r)
 			return MHD_NO;
 		}
 		/* The headers are copied into resp: release after queueing. */
-		enum MHD_Result ret = server_queue(r, MHD_HTTP_NOT_MODIFIED,
+		ret = server_queue(r, MHD_HTTP_NOT_MODIFIED,
 		    resp, NULL, h, 4);
 		snapshot_release(s);
 		return ret;
 	}
-	/* Zero copy: the response holds the snapshot until it is sent. */
-	bytes = ffile_bytes(s->ff, &len);
+	/*
+	 * Zero copy: the response holds the filter file (not the snapshot,
+	 * whose table a slow reader would keep in memory after a reload)
+	 * until it is sent.
+	 */
+	ff = ffile_ref(s->ff);
+	bytes = ffile_bytes(ff, &len);
 	resp = MHD_create_response_from_buffer_with_free_callback_cls(len,
-	    (void *)bytes, release_cb, s);
+	    (void *)bytes, release_cb, ff);
 	if (resp == NULL) {
+		ffile_close(ff);
 		snapshot_release(s);
 		return MHD_NO;
 	}
-	return server_queue(r, MHD_HTTP_OK, resp, "application/octet-stream",
+	ret = server_queue(r, MHD_HTTP_OK, resp, "application/octet-stream",
 	    h, 4);
+	snapshot_release(s);	/* the headers were copied into resp */
+	return ret;
 }
 
 /* What a /v1/delta response reads from: the shared chain, from off. */

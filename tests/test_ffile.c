@@ -1098,3 +1098,33 @@ Test(ffile, layout_4_file_of_the_previous_builder_still_answers)
 	EVP_PKEY_free(pub);
 	ffile_close(f);
 }
+
+/*
+ * A reference keeps the filter and its bytes (what /v1/filter sends) after
+ * the owner closed it; the last close frees (ASan runs catch a double
+ * free or a read after it).
+ */
+Test(ffile, a_reference_outlives_the_owner_close)
+{
+	struct fx fx;
+	struct ffile *f, *g;
+	unsigned char *copy;
+	const unsigned char *p;
+	char err[256];
+	size_t len;
+
+	make_filter(&fx, BLOOM_CLASSIC);
+	cr_assert_not_null(copy = malloc(fx.len));
+	memcpy(copy, fx.buf, fx.len);
+	f = ffile_parse(copy, fx.len, true, err, sizeof(err));
+	cr_assert_not_null(f, "%s", err);
+	g = ffile_ref(f);
+	cr_assert_eq(g, f);
+	ffile_close(f);
+	p = ffile_bytes(g, &len);
+	cr_assert_eq(len, fx.len);
+	cr_assert(memcmp(p, fx.buf, len) == 0, "the bytes changed");
+	cr_assert_eq(ffile_info(g)->version, 42);
+	ffile_close(g);
+	fx_free(&fx);
+}
