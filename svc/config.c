@@ -440,17 +440,98 @@ fail:
 	return -1;
 }
 
+/*
+ * Parses copy[0..len) into a cJSON tree, its comments blanked first (in
+ * place). Returns the tree, or NULL with err naming the line and column
+ * of a syntax error, or of data after the JSON value.
+ */
+static cJSON *
+parse_text(char *copy, size_t len, const char *origin, char *err,
+    size_t errlen)
+{
+	const char *end = NULL, *want;
+	cJSON *root;
+	unsigned line, col;
+	size_t off;
+
+	if (config_json_strip_comments(copy, len) == -1) {
+		snprintf(err, errlen, "%s: unterminated /* comment", origin);
+		return NULL;
+	}
+	root = cJSON_ParseWithLengthOpts(copy, len, &end, false);
+	if (root == NULL) {
+		if (!config_json_syntax_error(copy, len, &off, &want)) {
+			end = cJSON_GetErrorPtr();
+			off = (end != NULL && end >= copy &&
+			    end <= copy + len) ? (size_t)(end - copy) : 0;
+			want = "valid JSON";
+		}
+		config_json_line_col(copy, off, &line, &col);
+		snprintf(err, errlen, "%s: line %u, column %u: JSON syntax "
+		    "error: expected %s", origin, line, col, want);
+		return NULL;
+	}
+	for (off = (size_t)(end - copy); off < len; off++) {
+		if (copy[off] != ' ' && copy[off] != '\t' &&
+		    copy[off] != '\r' && copy[off] != '\n') {
+			config_json_line_col(copy, off, &line, &col);
+			snprintf(err, errlen, "%s: line %u, column %u: "
+			    "trailing data after the JSON object", origin,
+			    line, col);
+			cJSON_Delete(root);
+			return NULL;
+		}
+	}
+	return root;
+}
+
+/*
+ * Applies every member of the top-level object root: the settings of the
+ * table, "issuers", "introspection_clients"; "_..." keys are comments.
+ * Returns 0, or -1 with err at the first bad or unknown key.
+ */
+static int
+apply_members(struct config *c, const cJSON *root, const char *origin,
+    char *err, size_t errlen)
+{
+	const cJSON *it;
+	const struct config_opt *o;
+
+	cJSON_ArrayForEach(it, root) {
+		if (it->string == NULL)
+			continue;
+		if (it->string[0] == '_')	/* "_comment" and friends */
+			continue;
+		if (strcmp(it->string, "issuers") == 0) {
+			if (config_trust_load_issuers(c, it, origin, err,
+			    errlen) == -1)
+				return -1;
+			continue;
+		}
+		if (strcmp(it->string, "introspection_clients") == 0) {
+			if (config_trust_load_clients(c, it, origin, err,
+			    errlen) == -1)
+				return -1;
+			continue;
+		}
+		if ((o = config_find_opt(it->string)) == NULL) {
+			snprintf(err, errlen, "%s: unknown key \"%.64s\"",
+			    origin, it->string);
+			return -1;
+		}
+		if (apply_json(c, o, it, origin, err, errlen) == -1)
+			return -1;
+	}
+	return 0;
+}
+
 int
 config_load_buf(struct config *c, const char *buf, size_t len,
     const char *origin, char *err, size_t errlen)
 {
 	char *copy;
-	const char *end = NULL, *want, *why, *dup, *where = NULL;
+	const char *why, *dup, *where = NULL;
 	cJSON *root = NULL;
-	const cJSON *it;
-	const struct config_opt *o;
-	unsigned line, col;
-	size_t off;
 	int rc = -1;
 
 	if (len > CONFIG_MAX_FILE) {
@@ -468,33 +549,8 @@ config_load_buf(struct config *c, const char *buf, size_t len,
 		snprintf(err, errlen, "%s: NUL byte in file", origin);
 		goto out;
 	}
-	if (config_json_strip_comments(copy, len) == -1) {
-		snprintf(err, errlen, "%s: unterminated /* comment", origin);
+	if ((root = parse_text(copy, len, origin, err, errlen)) == NULL)
 		goto out;
-	}
-	root = cJSON_ParseWithLengthOpts(copy, len, &end, false);
-	if (root == NULL) {
-		if (!config_json_syntax_error(copy, len, &off, &want)) {
-			end = cJSON_GetErrorPtr();
-			off = (end != NULL && end >= copy &&
-			    end <= copy + len) ? (size_t)(end - copy) : 0;
-			want = "valid JSON";
-		}
-		config_json_line_col(copy, off, &line, &col);
-		snprintf(err, errlen, "%s: line %u, column %u: JSON syntax "
-		    "error: expected %s", origin, line, col, want);
-		goto out;
-	}
-	for (off = (size_t)(end - copy); off < len; off++) {
-		if (copy[off] != ' ' && copy[off] != '\t' &&
-		    copy[off] != '\r' && copy[off] != '\n') {
-			config_json_line_col(copy, off, &line, &col);
-			snprintf(err, errlen, "%s: line %u, column %u: "
-			    "trailing data after the JSON object", origin,
-			    line, col);
-			goto out;
-		}
-	}
 	if (!cJSON_IsObject(root)) {
 		snprintf(err, errlen, "%s: top level must be a JSON object",
 		    origin);
@@ -517,29 +573,8 @@ config_load_buf(struct config *c, const char *buf, size_t len,
 		    where != NULL ? where : "");
 		goto out;
 	}
-	cJSON_ArrayForEach(it, root) {
-		if (it->string == NULL)
-			continue;
-		if (it->string[0] == '_')	/* "_comment" and friends */
-			continue;
-		if (strcmp(it->string, "issuers") == 0) {
-			if (config_trust_load_issuers(c, it, origin, err, errlen) == -1)
-				goto out;
-			continue;
-		}
-		if (strcmp(it->string, "introspection_clients") == 0) {
-			if (config_trust_load_clients(c, it, origin, err, errlen) == -1)
-				goto out;
-			continue;
-		}
-		if ((o = config_find_opt(it->string)) == NULL) {
-			snprintf(err, errlen, "%s: unknown key \"%.64s\"",
-			    origin, it->string);
-			goto out;
-		}
-		if (apply_json(c, o, it, origin, err, errlen) == -1)
-			goto out;
-	}
+	if (apply_members(c, root, origin, err, errlen) == -1)
+		goto out;
 	rc = 0;
 out:
 	cJSON_Delete(root);
