@@ -102,26 +102,23 @@ fill_defaults(struct config *c, char *err, size_t errlen)
 	return 0;
 }
 
-int
-config_from_args(struct config *c, int argc, char **argv, char *err,
-    size_t errlen)
+/*
+ * Pass 1: the file (*cfile) and the actions; every other flag waits for
+ * pass 2. Returns 0, or -1 with err and c->usage_error for a flag that
+ * is unknown or lacks its value, or a stray argument.
+ */
+static int
+scan_actions(struct config *c, int argc, char **argv,
+    const struct option *lo, const char **cfile, char *err, size_t errlen)
 {
-	struct option lo[CONFIG_OPTS_MAX + 5];
-	char names[CONFIG_OPTS_MAX][32];
-	char e[512];
-	const char *cfile = NULL;
-	bool cli_keys = false;
 	int ch, idx;
 
-	build_longopts(lo, names);
-
-	/* Pass 1: the file and the actions; the rest waits for pass 2. */
 	opterr = 0;
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "c:hV", lo, &idx)) != -1) {
 		switch (ch) {
 		case F_CONFIG:
-			cfile = optarg;
+			*cfile = optarg;
 			break;
 		case F_CHECK:
 			c->action = CONFIG_CHECK;
@@ -157,6 +154,23 @@ config_from_args(struct config *c, int argc, char **argv, char *err,
 		c->usage_error = true;
 		return -1;
 	}
+	return 0;
+}
+
+int
+config_from_args(struct config *c, int argc, char **argv, char *err,
+    size_t errlen)
+{
+	struct option lo[CONFIG_OPTS_MAX + 5];
+	char names[CONFIG_OPTS_MAX][32];
+	char e[512];
+	const char *cfile = NULL;
+	bool cli_keys = false;
+	int ch, idx;
+
+	build_longopts(lo, names);
+	if (scan_actions(c, argc, argv, lo, &cfile, err, errlen) == -1)
+		return -1;
 	if (c->action == CONFIG_HELP || c->action == CONFIG_VERSION)
 		return 0;
 	if (cfile != NULL) {
