@@ -154,6 +154,19 @@ follow_usage(FILE *fp)
 	    "  --help               this text\n", fp);
 }
 
+/*
+ * follow reads the documented table only: a query over other tables
+ * would put rows in the base whose changes reach no delta.
+ */
+static int
+follow_no_query(void)
+{
+	return fb_usage_err("follow", "--query is for a one-shot build "
+	    "--source only: follow reads the table " PGSRC_TABLE "; feed it "
+	    "from your own table with a trigger or an INSERT ... SELECT "
+	    "(docs/OPERATIONS.md, \"Feeding the table from your own\")");
+}
+
 /* Parses "100ms" or a util_parse_duration() duration into milliseconds. */
 static int
 follow_parse_ms(const char *s, int64_t *ms)
@@ -275,12 +288,7 @@ follow_parse(struct follow_opts *o, int argc, char **argv)
 				    optarg);
 			o->subscriber_arg = optarg;
 			break;
-		case 'Q':
-			return fb_usage_err("follow", "--query is for a one-shot "
-			    "build --source only: follow reads the table "
-			    PGSRC_TABLE "; feed it from your own table with a "
-			    "trigger or an INSERT ... SELECT (docs/OPERATIONS.md, "
-			    "\"Feeding the table from your own\")");
+		case 'Q': return follow_no_query();
 		case 's': o->scope = optarg; break;
 		case 'p': o->fp_rate = optarg; break;
 		case 'L': o->layout = optarg; break;
@@ -1220,6 +1228,33 @@ follow_connect_source(const struct follow_opts *o, struct pgsrc *p, char *err,
 	return 0;
 }
 
+/*
+ * Connects to the source and checks it as every connection must (the
+ * trigger's mode before the source's lag: a subscription writing rows no
+ * trigger logs must be seen, and a re-base made due, even while the lag
+ * refuses, or once it is gone its rows would be in no change), then
+ * prepares the sweep and the recheck (*can). The connection, or NULL
+ * (logged, saying the retry comes in backoff seconds).
+ */
+static struct pgsrc *
+follow_open(const struct follow_opts *o, int *can, int backoff)
+{
+	struct pgsrc *p;
+	char err[1024];
+
+	p = pgsrc_connect(o->source, err, sizeof(err));
+	if (p == NULL || follow_check_replication(p, err, sizeof(err)) != 0 ||
+	    follow_connect_source(o, p, err, sizeof(err)) != 0 ||
+	    pgsrc_check_trigger(p, 0, NULL, err, sizeof(err)) != 0 ||
+	    (*can = pgsrc_prepare_rows(p, NULL, err, sizeof(err))) < 0) {
+		log_err("follow: %s (retrying in %d s)", err, backoff);
+		pgsrc_close(p);
+		return NULL;
+	}
+	follow_caps_log(*can, err);
+	return p;
+}
+
 /* Sleeps up to secs seconds, or less when told to stop. */
 static void
 follow_sleep(int secs)
@@ -1286,26 +1321,7 @@ fb_follow(int argc, char **argv)
 	}
 	while (!follow_stop) {
 		if (p == NULL) {
-			p = pgsrc_connect(o.source, err, sizeof(err));
-			/*
-			 * The trigger's mode before the source's lag: a
-			 * subscription writing rows no trigger logs must
-			 * be seen (and a re-base made due) even while the
-			 * lag refuses, or once it is gone its rows would
-			 * be in no change.
-			 */
-			if (p == NULL || follow_check_replication(p, err,
-			    sizeof(err)) != 0 ||
-			    follow_connect_source(&o, p, err,
-			    sizeof(err)) != 0 ||
-			    pgsrc_check_trigger(p, 0, NULL, err,
-			    sizeof(err)) != 0 ||
-			    (can = pgsrc_prepare_rows(p, NULL, err,
-			    sizeof(err))) < 0) {
-				log_err("follow: %s (retrying in %d s)", err,
-				    backoff);
-				pgsrc_close(p);
-				p = NULL;
+			if ((p = follow_open(&o, &can, backoff)) == NULL) {
 				if (o.once)
 					goto out;
 				follow_sleep(backoff);
@@ -1314,7 +1330,6 @@ fb_follow(int argc, char **argv)
 				continue;
 			}
 			backoff = 1;
-			follow_caps_log(can, err);
 		}
 		if (!st.have) {
 			if (follow_rebase(&st, &o, key, &ring) != 0) {

@@ -1,21 +1,27 @@
 /* pgsrc_lag.c - whether what a PostgreSQL source shows is current: a standby's replay, a subscriber's apply, the change trigger's firing mode */
 /*
- * What the server answered is judged here without libpq
+ * What the server answered is judged without libpq first
  * (pgsrc_standby_judge(), pgsrc_repl_judge(), pgsrc_sub_judge()), so
- * the rules are tested on canned input.
+ * the rules are tested on canned input; then the pgsrc_check_*()
+ * functions that ask the server, each in one statement.
  */
 #include "pgsrc_lag.h"
 
 #include <assert.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <libpq-fe.h>
+
+#include "log.h"
 #include "pgsrc.h"
+#include "pgsrc_int.h"
 #include "util.h"
 
-/* ---- standbys: how far behind the data may be --------------------------- */
+/* ---- the rules: a standby, how far behind its data may be ------------- */
 
 enum pgsrc_standby_verdict
 pgsrc_standby_judge(const struct pgsrc_standby *s, int64_t max_lag,
@@ -280,4 +286,344 @@ pgsrc_sub_judge(const struct pgsrc_sub *v, size_t n, int64_t max_lag,
 	}
 	*lag = worst;
 	return PGSRC_SUB_CURRENT;
+}
+
+/* ---- asking the server: a standby ------------------------------------- */
+
+/*
+ * Runs sql (nf columns) into *res, which the caller clears in every case,
+ * and returns n + 1 zeroed elements of size bytes for its *n rows (the
+ * caller frees them), or NULL with err (what names the read).
+ */
+static void *
+lag_rows(struct pgsrc *p, const char *sql, int nf, const char *what,
+    size_t size, PGresult **res, int *n, char *err, size_t errlen)
+{
+	void *v;
+
+	*res = PQexec(p->conn, sql);
+	if (PQresultStatus(*res) != PGRES_TUPLES_OK || PQnfields(*res) != nf) {
+		pgsrc_err(p, *res, what, err, errlen);
+		return NULL;
+	}
+	*n = PQntuples(*res);
+	if ((v = calloc((size_t)*n + 1, size)) == NULL)
+		snprintf(err, errlen, "postgresql: out of memory");
+	return v;
+}
+
+/* Reads an unsigned decimal column; false when NULL or not a number. */
+static bool
+pg_u64_col(const PGresult *res, int col, uint64_t *out)
+{
+	return !PQgetisnull(res, 0, col) &&
+	    util_parse_u64(PQgetvalue(res, 0, col), UINT64_MAX, out) == 0;
+}
+
+int
+pgsrc_standby_read(struct pgsrc *p, struct pgsrc_standby *s, char *err,
+    size_t errlen)
+{
+	PGresult *res;
+	const char *v;
+	char *end;
+	long long age;
+	int rc = -1;
+
+	assert(p != NULL && s != NULL);
+	memset(s, 0, sizeof(*s));
+	/*
+	 * One statement: every value on the standby's clock and at one
+	 * moment. pg_is_wal_replay_paused() fails outside recovery.
+	 */
+	res = PQexec(p->conn, "SELECT pg_is_in_recovery()::text, "
+	    "(r.pid IS NOT NULL)::text, r.status, CASE WHEN "
+	    "pg_is_in_recovery() THEN pg_is_wal_replay_paused()::text END, "
+	    "(pg_last_wal_receive_lsn() - '0/0'::pg_lsn)::text, "
+	    "(pg_last_wal_replay_lsn() - '0/0'::pg_lsn)::text, "
+	    "(r.latest_end_lsn - '0/0'::pg_lsn)::text, "
+	    "floor(extract(epoch FROM clock_timestamp() - "
+	    "r.last_msg_receipt_time) * 1000)::bigint::text "
+	    "FROM (SELECT 1) AS one LEFT JOIN pg_stat_wal_receiver r ON true");
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		pgsrc_err(p, res, "reading whether the server is a standby", err,
+		    errlen);
+		goto out;
+	}
+	if (PQntuples(res) != 1 || PQnfields(res) != 8 ||
+	    PQgetisnull(res, 0, 0) || PQgetisnull(res, 0, 1)) {
+		snprintf(err, errlen, "postgresql: reading whether the server "
+		    "is a standby: an unexpected answer");
+		goto out;
+	}
+	s->in_recovery = strcmp(PQgetvalue(res, 0, 0), "true") == 0;
+	s->receiver = strcmp(PQgetvalue(res, 0, 1), "true") == 0;
+	/* Without pg_read_all_stats every column but the pid is NULL. */
+	s->visible = s->receiver && !PQgetisnull(res, 0, 2);
+	if (s->visible) {
+		v = PQgetvalue(res, 0, 2);
+		snprintf(s->status, sizeof(s->status), "%s", v);
+		s->streaming = strcmp(v, "streaming") == 0;
+	}
+	/* Unknown counts as paused. */
+	s->paused = s->in_recovery && (PQgetisnull(res, 0, 3) ||
+	    strcmp(PQgetvalue(res, 0, 3), "false") != 0);
+	s->have_receive = pg_u64_col(res, 4, &s->receive_lsn);
+	s->have_replay = pg_u64_col(res, 5, &s->replay_lsn);
+	s->have_end = pg_u64_col(res, 6, &s->end_lsn);
+	if (!PQgetisnull(res, 0, 7)) {
+		v = PQgetvalue(res, 0, 7);
+		errno = 0;
+		age = strtoll(v, &end, 10);
+		s->have_age = errno == 0 && end != v && *end == '\0';
+		s->age_ms = s->have_age ? (int64_t)age : 0;
+	}
+	rc = 0;
+out:
+	PQclear(res);
+	return rc;
+}
+
+int
+pgsrc_check_standby(struct pgsrc *p, int64_t max_lag, int64_t *lag,
+    bool *standby, char *err, size_t errlen)
+{
+	struct pgsrc_standby s;
+	enum pgsrc_standby_verdict v;
+	char why[512];
+
+	assert(p != NULL && lag != NULL);
+	*lag = -1;
+	if (pgsrc_standby_read(p, &s, err, errlen) != 0)
+		return -1;
+	if (standby != NULL)
+		*standby = s.in_recovery;
+	v = pgsrc_standby_judge(&s, max_lag, lag, why, sizeof(why));
+	if (v == PGSRC_SB_NOT_ALLOWED)
+		snprintf(err, errlen, "postgresql: %s", why);
+	else if (v != PGSRC_SB_PRIMARY && v != PGSRC_SB_CURRENT)
+		snprintf(err, errlen, "postgresql: the standby is not shown to "
+		    "be within --standby-max-lag %" PRId64 " s of its sender: "
+		    "%s", max_lag, why);
+	return (int)v;
+}
+
+/* ---- logical replication: the trigger's mode --------------------------- */
+
+/*
+ * Every table with the trigger calling revcheck_changes_log(), then
+ * revcheck_changes: kind ('t', 'l'), name, tgenabled, whether the
+ * function sets search_path, and the subscriptions of this database that
+ * replicate into it (PG_SQL_SUBS, or NULL when they cannot be read).
+ */
+#define PG_SQL_SUBS(rel) \
+	"(SELECT string_agg(quote_ident(s.subname::text), ', ' ORDER BY " \
+	"s.subname) FROM pg_catalog.pg_subscription_rel r JOIN " \
+	"pg_catalog.pg_subscription s ON s.oid = r.srsubid WHERE " \
+	"r.srrelid = " rel ")"
+#define PG_SQL_REPL(subs, logsubs) \
+	"SELECT 't', t.tgrelid::regclass::text, t.tgenabled::text, " \
+	"coalesce(EXISTS (SELECT 1 FROM unnest(f.proconfig) g WHERE " \
+	"g LIKE 'search\\_path=%'), false), " subs " FROM pg_trigger t " \
+	"JOIN pg_proc f ON f.oid = t.tgfoid WHERE t.tgname = '" \
+	PGSRC_TRIGGER "' AND f.proname = 'revcheck_changes_log' " \
+	"UNION ALL SELECT 'l', 'revcheck_changes', NULL, NULL, " logsubs \
+	" ORDER BY 1 DESC, 2"
+#define PG_SQL_REPL_PRIV \
+	"SELECT has_table_privilege('pg_catalog.pg_subscription_rel', " \
+	"'SELECT') AND has_column_privilege('pg_catalog.pg_subscription', " \
+	"'oid', 'SELECT') AND has_column_privilege(" \
+	"'pg_catalog.pg_subscription', 'subname', 'SELECT')"
+
+int
+pgsrc_check_replication(struct pgsrc *p, char *warn, size_t warnlen,
+    char *err, size_t errlen)
+{
+	struct pgsrc_repl_rel *v = NULL;
+	PGresult *res;
+	char why[1024];
+	bool known;
+	int i, n, rc = -1;
+
+	assert(p != NULL);
+	if (warnlen > 0)
+		warn[0] = '\0';
+	res = PQexec(p->conn, PG_SQL_REPL_PRIV);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 ||
+	    PQnfields(res) != 1) {
+		pgsrc_err(p, res, "reading the privileges on pg_subscription", err,
+		    errlen);
+		goto out;
+	}
+	known = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+	PQclear(res);
+	if ((v = lag_rows(p, known ? PG_SQL_REPL(PG_SQL_SUBS("t.tgrelid"),
+	    PG_SQL_SUBS("to_regclass('revcheck_changes')")) :
+	    PG_SQL_REPL("NULL::text", "NULL::text"), 5, "reading the "
+	    "subscriptions of the trigger's tables", sizeof(*v), &res, &n,
+	    err, errlen)) == NULL)
+		goto out;
+	for (i = 0; i < n; i++) {
+		v[i].rel = PQgetvalue(res, i, 1);
+		v[i].mode = *PQgetvalue(res, i, 0) == 'l' ? 0 :
+		    *PQgetvalue(res, i, 2);
+		/* A mode of 0 would be taken for revcheck_changes. */
+		if (*PQgetvalue(res, i, 0) != 'l' && v[i].mode == 0)
+			v[i].mode = '?';
+		v[i].path = strcmp(PQgetvalue(res, i, 3), "t") == 0;
+		v[i].subs = PQgetisnull(res, i, 4) ? NULL :
+		    PQgetvalue(res, i, 4);
+	}
+	switch (pgsrc_repl_judge(v, (size_t)n, known, why, sizeof(why))) {
+	case PGSRC_REPL_OK:
+		break;
+	case PGSRC_REPL_WARN:
+		snprintf(warn, warnlen, "postgresql: %s", why);
+		break;
+	default:
+		snprintf(err, errlen, "postgresql: %s", why);
+		goto out;
+	}
+	rc = 0;
+out:
+	PQclear(res);
+	free(v);
+	return rc;
+}
+
+/* ---- logical replication subscribers ---------------------------------- */
+
+/*
+ * Whether this role can read what pgsrc_check_subscriber() needs:
+ * pg_subscription (oid, subdbid, subname, subenabled), pg_subscription_rel,
+ * pg_stat_subscription.
+ */
+#define PG_SQL_SUB_PRIV \
+	"SELECT has_column_privilege('pg_catalog.pg_subscription', 'oid', " \
+	"'SELECT') AND has_column_privilege('pg_catalog.pg_subscription', " \
+	"'subdbid', 'SELECT') AND has_column_privilege(" \
+	"'pg_catalog.pg_subscription', 'subname', 'SELECT') AND " \
+	"has_column_privilege('pg_catalog.pg_subscription', 'subenabled', " \
+	"'SELECT'), has_table_privilege('pg_catalog.pg_subscription_rel', " \
+	"'SELECT'), has_table_privilege('pg_catalog.pg_stat_subscription', " \
+	"'SELECT'), (SELECT count(*) FROM pg_catalog.pg_subscription " \
+	"WHERE subdbid = (SELECT oid FROM pg_catalog.pg_database WHERE " \
+	"datname = current_database()))::text"
+/*
+ * The subscriptions of this database that feed a table the source reads,
+ * one row each, in one statement on the subscriber's clock: name, a
+ * table it feeds, one not ready and its state, enabled, an apply worker's
+ * pid, its last message a keepalive naming all received, that message's
+ * age in ms. The tables (PG_SQL_SUB_RELS): those with the trigger, and
+ * revcheck_revocations; or every one (a build's --query).
+ */
+#define PG_SQL_SUB_RELS \
+	"(r.srrelid = to_regclass('" PGSRC_TABLE "') OR r.srrelid IN (" \
+	"SELECT t.tgrelid FROM pg_catalog.pg_trigger t JOIN " \
+	"pg_catalog.pg_proc f ON f.oid = t.tgfoid WHERE t.tgname = '" \
+	PGSRC_TRIGGER "' AND f.proname = 'revcheck_changes_log'))"
+#define PG_SQL_SUB(rels) \
+	"SELECT quote_ident(s.subname::text), min(r.srrelid::regclass::text), " \
+	"min(r.srrelid::regclass::text) FILTER (WHERE r.srsubstate <> 'r'), " \
+	"min(r.srsubstate::text) FILTER (WHERE r.srsubstate <> 'r'), " \
+	"s.subenabled::text, (w.pid IS NOT NULL)::text, " \
+	"coalesce(w.last_msg_send_time = w.latest_end_time AND " \
+	"w.received_lsn = w.latest_end_lsn, false)::text, " \
+	"floor(extract(epoch FROM clock_timestamp() - " \
+	"w.last_msg_receipt_time) * 1000)::bigint::text " \
+	"FROM pg_catalog.pg_subscription_rel r JOIN " \
+	"pg_catalog.pg_subscription s ON s.oid = r.srsubid LEFT JOIN " \
+	"pg_catalog.pg_stat_subscription w ON w.subid = s.oid AND " \
+	"w.relid IS NULL WHERE " rels " GROUP BY s.subname, s.subenabled, " \
+	"w.pid, w.last_msg_send_time, w.latest_end_time, w.received_lsn, " \
+	"w.latest_end_lsn, w.last_msg_receipt_time ORDER BY 1"
+
+int
+pgsrc_check_subscriber(struct pgsrc *p, int64_t max_lag, bool all,
+    int64_t *lag, char *err, size_t errlen)
+{
+	struct pgsrc_sub *v = NULL;
+	PGresult *res;
+	const char *s;
+	char why[1024], *end;
+	long long age;
+	int i, n, rc = -1;
+
+	assert(p != NULL && lag != NULL);
+	*lag = -1;
+	res = PQexec(p->conn, PG_SQL_SUB_PRIV);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 ||
+	    PQnfields(res) != 4) {
+		pgsrc_err(p, res, "reading the privileges on pg_subscription", err,
+		    errlen);
+		goto out;
+	}
+	/*
+	 * Cannot tell whether a subscription feeds the tables: refused. With
+	 * no subscription in this database, the rest need not be readable.
+	 */
+	if (strcmp(PQgetvalue(res, 0, 0), "t") != 0) {
+		snprintf(err, errlen, "postgresql: this role cannot read "
+		    "pg_subscription (oid, subdbid, subname, subenabled) to tell "
+		    "whether a logical replication subscription feeds the "
+		    "tables it reads, whose data would then be behind the "
+		    "publisher's by any time (GRANT SELECT (oid, subdbid, "
+		    "subname, subenabled) ON pg_subscription to this role)");
+		rc = PGSRC_SUB_NO_PRIVILEGE;
+		goto out;
+	}
+	if (strcmp(PQgetvalue(res, 0, 3), "0") == 0) {
+		*lag = 0;
+		rc = PGSRC_SUB_NONE;
+		goto out;
+	}
+	if (strcmp(PQgetvalue(res, 0, 1), "t") != 0 ||
+	    strcmp(PQgetvalue(res, 0, 2), "t") != 0) {
+		snprintf(err, errlen, "postgresql: this database has logical "
+		    "replication subscriptions and this role cannot read %s to "
+		    "tell whether one feeds the tables it reads, or how far "
+		    "behind the publisher it is (GRANT SELECT ON %s to this "
+		    "role)", strcmp(PQgetvalue(res, 0, 1), "t") != 0 ?
+		    "pg_subscription_rel" : "pg_stat_subscription",
+		    strcmp(PQgetvalue(res, 0, 1), "t") != 0 ?
+		    "pg_subscription_rel" : "pg_stat_subscription");
+		rc = PGSRC_SUB_NO_PRIVILEGE;
+		goto out;
+	}
+	PQclear(res);
+	if ((v = lag_rows(p, all ? PG_SQL_SUB("true") :
+	    PG_SQL_SUB(PG_SQL_SUB_RELS), 8, "reading the subscriptions of "
+	    "the source's tables", sizeof(*v), &res, &n, err,
+	    errlen)) == NULL)
+		goto out;
+	for (i = 0; i < n; i++) {
+		v[i].name = PQgetvalue(res, i, 0);
+		v[i].rel = PQgetvalue(res, i, 1);
+		v[i].unready = PQgetisnull(res, i, 2) ? NULL :
+		    PQgetvalue(res, i, 2);
+		v[i].unready_state = PQgetisnull(res, i, 3) ? '\0' :
+		    *PQgetvalue(res, i, 3);
+		v[i].enabled = strcmp(PQgetvalue(res, i, 4), "true") == 0;
+		v[i].worker = strcmp(PQgetvalue(res, i, 5), "true") == 0;
+		v[i].keepalive = strcmp(PQgetvalue(res, i, 6), "true") == 0;
+		if (!PQgetisnull(res, i, 7)) {
+			s = PQgetvalue(res, i, 7);
+			errno = 0;
+			age = strtoll(s, &end, 10);
+			v[i].have_age = errno == 0 && end != s && *end == '\0';
+			v[i].age_ms = v[i].have_age ? (int64_t)age : 0;
+		}
+	}
+	rc = (int)pgsrc_sub_judge(v, (size_t)n, max_lag, lag, why,
+	    sizeof(why));
+	if (rc == PGSRC_SUB_NOT_ALLOWED)
+		snprintf(err, errlen, "postgresql: %s", why);
+	else if (rc != PGSRC_SUB_NONE && rc != PGSRC_SUB_CURRENT)
+		snprintf(err, errlen, "postgresql: the subscriber is not shown "
+		    "to be within --subscriber-max-lag %" PRId64 " s of its "
+		    "publisher: %s", max_lag, why);
+out:
+	PQclear(res);
+	free(v);
+	return rc;
 }
