@@ -234,50 +234,51 @@ progress_done(struct progress *p)
 		fputs("\r\033[K", stderr);
 }
 
-static int
-build_parse(struct build_opts *o, int argc, char **argv, int *first_input)
-{
-	static const struct option opts[] = {
-		{ "key",	   required_argument, NULL, 'k' },
-		{ "out",	   required_argument, NULL, 'o' },
-		{ "fp-rate",	   required_argument, NULL, 'p' },
-		{ "valid-for",	   required_argument, NULL, 'v' },
-		{ "version",	   required_argument, NULL, 'V' },
-		{ "scope",	   required_argument, NULL, 's' },
-		{ "format",	   required_argument, NULL, 'f' },
-		{ "issuer",	   required_argument, NULL, 'i' },
-		{ "allow-expired", no_argument,	      NULL, 'x' },
-		{ "allow-shrink",  no_argument,	      NULL, OPT_ALLOW_SHRINK },
-		{ "max-shrink",	   required_argument, NULL, OPT_MAX_SHRINK },
-		{ "unverified-crl", no_argument,     NULL, OPT_UNVERIFIED_CRL },
-		{ "allow-weak-crl-sig", no_argument, NULL, OPT_ALLOW_WEAK_SIG },
-		{ "no-delta",	   no_argument,	      NULL, OPT_NO_DELTA },
-		{ "clock-skew",	   required_argument, NULL, OPT_CLOCK_SKEW },
-		{ "crl-validity",  required_argument, NULL, OPT_CRL_VALIDITY },
-		{ "allow-crl-rollback", no_argument, NULL, OPT_ALLOW_ROLLBACK },
-		{ "keep-going",	   no_argument,	      NULL, OPT_KEEP_GOING },
-		{ "report",	   required_argument, NULL, OPT_REPORT },
-		{ "expiry-grace",  required_argument, NULL, OPT_EXPIRY_GRACE },
-		{ "trusted-key",   required_argument, NULL, OPT_TRUSTED_KEY },
-		{ "delegate",	   required_argument, NULL, OPT_DELEGATE },
-		{ "keep",	   required_argument, NULL, 'K' },
-		{ "layout",	   required_argument, NULL, 'L' },
-		{ "quiet",	   no_argument,	      NULL, 'q' },
-		{ "cache-dir",	   required_argument, NULL, OPT_CACHE_DIR },
-		{ "fetch-max-size", required_argument, NULL, OPT_FETCH_MAX_SIZE },
-		{ "fetch-timeout", required_argument, NULL, OPT_FETCH_TIMEOUT },
-		{ "fetch-ca",	   required_argument, NULL, OPT_FETCH_CA },
-		{ "source",	   required_argument, NULL, 'S' },
-		{ "query",	   required_argument, NULL, 'Q' },
-		{ "standby-max-lag", required_argument, NULL, OPT_STANDBY_MAX_LAG },
-		{ "subscriber-max-lag", required_argument, NULL,
-		    OPT_SUBSCRIBER_MAX_LAG },
-		{ "help",	   no_argument,	      NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	uint64_t u;
-	int c;
+static const struct option build_longopts[] = {
+	{ "key",	   required_argument, NULL, 'k' },
+	{ "out",	   required_argument, NULL, 'o' },
+	{ "fp-rate",	   required_argument, NULL, 'p' },
+	{ "valid-for",	   required_argument, NULL, 'v' },
+	{ "version",	   required_argument, NULL, 'V' },
+	{ "scope",	   required_argument, NULL, 's' },
+	{ "format",	   required_argument, NULL, 'f' },
+	{ "issuer",	   required_argument, NULL, 'i' },
+	{ "allow-expired", no_argument,	      NULL, 'x' },
+	{ "allow-shrink",  no_argument,	      NULL, OPT_ALLOW_SHRINK },
+	{ "max-shrink",	   required_argument, NULL, OPT_MAX_SHRINK },
+	{ "unverified-crl", no_argument,     NULL, OPT_UNVERIFIED_CRL },
+	{ "allow-weak-crl-sig", no_argument, NULL, OPT_ALLOW_WEAK_SIG },
+	{ "no-delta",	   no_argument,	      NULL, OPT_NO_DELTA },
+	{ "clock-skew",	   required_argument, NULL, OPT_CLOCK_SKEW },
+	{ "crl-validity",  required_argument, NULL, OPT_CRL_VALIDITY },
+	{ "allow-crl-rollback", no_argument, NULL, OPT_ALLOW_ROLLBACK },
+	{ "keep-going",	   no_argument,	      NULL, OPT_KEEP_GOING },
+	{ "report",	   required_argument, NULL, OPT_REPORT },
+	{ "expiry-grace",  required_argument, NULL, OPT_EXPIRY_GRACE },
+	{ "trusted-key",   required_argument, NULL, OPT_TRUSTED_KEY },
+	{ "delegate",	   required_argument, NULL, OPT_DELEGATE },
+	{ "keep",	   required_argument, NULL, 'K' },
+	{ "layout",	   required_argument, NULL, 'L' },
+	{ "quiet",	   no_argument,	      NULL, 'q' },
+	{ "cache-dir",	   required_argument, NULL, OPT_CACHE_DIR },
+	{ "fetch-max-size", required_argument, NULL, OPT_FETCH_MAX_SIZE },
+	{ "fetch-timeout", required_argument, NULL, OPT_FETCH_TIMEOUT },
+	{ "fetch-ca",	   required_argument, NULL, OPT_FETCH_CA },
+	{ "source",	   required_argument, NULL, 'S' },
+	{ "query",	   required_argument, NULL, 'Q' },
+	{ "standby-max-lag", required_argument, NULL, OPT_STANDBY_MAX_LAG },
+	{ "subscriber-max-lag", required_argument, NULL,
+	    OPT_SUBSCRIBER_MAX_LAG },
+	{ "help",	   no_argument,	      NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
 
+/* What a build_opt_*() group returns for an option it does not own. */
+#define BUILD_OPT_OTHER	1
+
+static void
+build_defaults(struct build_opts *o)
+{
 	memset(o, 0, sizeof(*o));
 	fetch_opts_init(&o->fetch);
 	o->fp_rate = 0.001;
@@ -289,159 +290,209 @@ build_parse(struct build_opts *o, int argc, char **argv, int *first_input)
 	o->max_shrink = 50;
 	o->expiry_grace = FB_EXPIRY_GRACE_DEFAULT;
 	o->clock_skew = 300;
+}
 
-	fb_getopt_reset();
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (c) {
-		case 'k': o->key = optarg; break;
-		case 'o': o->out = optarg; break;
-		case 'p':
-			if (util_parse_double(optarg, &o->fp_rate) != 0 ||
-			    !(o->fp_rate > 0.0 && o->fp_rate < 1.0))
-				return fb_usage_err("build", "--fp-rate '%s': "
-				    "want a number in (0, 1)", optarg);
-			break;
-		case 'v':
-			if (util_parse_duration(optarg, &o->valid_for) != 0)
-				return fb_usage_err("build", "--valid-for '%s': "
-				    "want a duration such as 90s, 15m, 1h or 7d",
-				    optarg);
-			break;
-		case 'V':
-			if (util_parse_u64(optarg, UINT64_MAX, &o->version) != 0 ||
-			    o->version == 0)
-				return fb_usage_err("build", "--version '%s': "
-				    "want an integer of at least 1", optarg);
-			break;
-		case 's':
-			if (!revkey_scope_valid(optarg, strlen(optarg)))
-				return fb_usage_err("build", "--scope '%s': not a "
-				    "valid scope name", optarg);
-			o->scope = optarg;
-			break;
-		case 'f':
-			if (strcmp(optarg, "auto") == 0)
-				o->format = INPUT_AUTO;
-			else if (strcmp(optarg, "text") == 0)
-				o->format = INPUT_TEXT;
-			else if (strcmp(optarg, "json") == 0)
-				o->format = INPUT_JSON;
-			else if (strcmp(optarg, "crl") == 0)
-				o->format = INPUT_CRL;
-			else
-				return fb_usage_err("build", "--format '%s': want "
-				    "auto, text, json or crl", optarg);
-			break;
-		case 'i':
-			if (o->nissuers == BUILD_MAX_ISSUERS)
-				return fb_usage_err("build", "more than %d "
-				    "--issuer options", BUILD_MAX_ISSUERS);
-			o->issuers[o->nissuers++] = optarg;
-			break;
-		case 'x': o->allow_expired = true; break;
-		case OPT_ALLOW_SHRINK: o->allow_shrink = true; break;
-		case OPT_UNVERIFIED_CRL: o->unverified_crl = true; break;
-		case OPT_ALLOW_WEAK_SIG: o->allow_weak_sig = true; break;
-		case OPT_NO_DELTA: o->no_delta = true; break;
-		case OPT_ALLOW_ROLLBACK: o->allow_rollback = true; break;
-		case OPT_KEEP_GOING: o->keep_going = true; break;
-		case OPT_REPORT: o->report = optarg; break;
-		case OPT_EXPIRY_GRACE:
-			if (fb_parse_grace(optarg, &o->expiry_grace) != 0)
-				return fb_usage_err("build", "--expiry-grace '%s': "
-				    "want a duration up to 1d (0 for none)",
-				    optarg);
-			break;
-		case OPT_STANDBY_MAX_LAG:
-			if (fb_parse_standby_lag(optarg,
-			    &o->standby_max_lag) != 0)
-				return fb_usage_err("build", "--standby-max-lag "
-				    "'%s': want a duration from 1s to 1d",
-				    optarg);
-			break;
-		case OPT_SUBSCRIBER_MAX_LAG:
-			if (fb_parse_standby_lag(optarg,
-			    &o->subscriber_max_lag) != 0)
-				return fb_usage_err("build", "--subscriber-max-lag "
-				    "'%s': want a duration from 1s to 1d",
-				    optarg);
-			break;
-		case OPT_DELEGATE:
-			if (o->ndelegates == BUILD_MAX_DELEGATES)
-				return fb_usage_err("build", "more than %d "
-				    "--delegate options", BUILD_MAX_DELEGATES);
-			if (strchr(optarg, '=') == NULL)
-				return fb_usage_err("build", "--delegate '%s': "
-				    "want CA.pem=CRLISSUER.pem", optarg);
-			o->delegates[o->ndelegates++] = optarg;
-			break;
-		case OPT_TRUSTED_KEY:
-			if (o->ntrusted == sizeof(o->trusted) /
-			    sizeof(o->trusted[0]))
-				return fb_usage_err("build", "more than %zu "
-				    "--trusted-key options",
-				    sizeof(o->trusted) / sizeof(o->trusted[0]));
-			o->trusted[o->ntrusted++] = optarg;
-			break;
-		case OPT_CLOCK_SKEW:
-			if (util_parse_duration(optarg, &o->clock_skew) != 0)
-				return fb_usage_err("build", "--clock-skew '%s': "
-				    "want a duration such as 90s or 5m", optarg);
-			break;
-		case OPT_CRL_VALIDITY:
-			if (util_parse_duration(optarg, &o->crl_validity) != 0 ||
-			    o->crl_validity <= 0)
-				return fb_usage_err("build", "--crl-validity '%s': "
-				    "want a duration such as 1d", optarg);
-			break;
-		case OPT_MAX_SHRINK:
-			if (util_parse_u64(optarg, 100, &u) != 0)
-				return fb_usage_err("build", "--max-shrink '%s': "
-				    "want a percentage in 0..100", optarg);
-			o->max_shrink = (unsigned)u;
-			break;
-		case 'K':
-			if (util_parse_u64(optarg, BUILD_MAX_KEEP, &u) != 0 ||
-			    u == 0)
-				return fb_usage_err("build", "--keep '%s': want an "
-				    "integer in 1..%d", optarg, BUILD_MAX_KEEP);
-			o->keep = (unsigned)u;
-			break;
-		case 'L':
-			if (strcmp(optarg, "auto") == 0)
-				o->layout = 0;
-			else if (strcmp(optarg, "classic") == 0)
-				o->layout = BLOOM_CLASSIC;
-			else if (strcmp(optarg, "blocked") == 0)
-				o->layout = BLOOM_BLOCKED;
-			else if (strcmp(optarg, "fuse") == 0)
-				o->layout = BLOOM_FUSE;
-			else
-				return fb_usage_err("build", "--layout '%s': want "
-				    "auto, blocked, classic or fuse", optarg);
-			break;
-		case 'q': o->quiet = o->fetch.quiet = true; break;
-		case OPT_CACHE_DIR: o->fetch.cache_dir = optarg; break;
-		case OPT_FETCH_CA: o->fetch.ca_file = optarg; break;
-		case OPT_FETCH_MAX_SIZE:
-			if (util_parse_u64(optarg, SIZE_MAX - 1,
-			    &o->fetch.max_size) != 0 || o->fetch.max_size == 0)
-				return fb_usage_err("build", "--fetch-max-size "
-				    "'%s': want a number of bytes", optarg);
-			break;
-		case OPT_FETCH_TIMEOUT:
-			if (util_parse_duration(optarg, &o->fetch.timeout) !=
-			    0 || o->fetch.timeout <= 0 ||
-			    o->fetch.timeout > 86400)
-				return fb_usage_err("build", "--fetch-timeout "
-				    "'%s': want a duration up to 1d", optarg);
-			break;
-		case 'S': o->source = optarg; break;
-		case 'Q': o->query = optarg; break;
-		case 'h': build_usage(stdout); return -1;
-		default: return fb_usage_err("build", "bad option");
-		}
+/*
+ * The options that shape the filter and where it goes: --key, --out,
+ * --fp-rate, --valid-for, --version, --scope, --format, --layout, --keep,
+ * --quiet. 0, FB_EXIT_USAGE after a message, or BUILD_OPT_OTHER.
+ */
+static int
+build_opt_filter(struct build_opts *o, int c)
+{
+	uint64_t u;
+
+	switch (c) {
+	case 'k': o->key = optarg; break;
+	case 'o': o->out = optarg; break;
+	case 'p':
+		if (util_parse_double(optarg, &o->fp_rate) != 0 ||
+		    !(o->fp_rate > 0.0 && o->fp_rate < 1.0))
+			return fb_usage_err("build", "--fp-rate '%s': "
+			    "want a number in (0, 1)", optarg);
+		break;
+	case 'v':
+		if (util_parse_duration(optarg, &o->valid_for) != 0)
+			return fb_usage_err("build", "--valid-for '%s': "
+			    "want a duration such as 90s, 15m, 1h or 7d",
+			    optarg);
+		break;
+	case 'V':
+		if (util_parse_u64(optarg, UINT64_MAX, &o->version) != 0 ||
+		    o->version == 0)
+			return fb_usage_err("build", "--version '%s': "
+			    "want an integer of at least 1", optarg);
+		break;
+	case 's':
+		if (!revkey_scope_valid(optarg, strlen(optarg)))
+			return fb_usage_err("build", "--scope '%s': not a "
+			    "valid scope name", optarg);
+		o->scope = optarg;
+		break;
+	case 'f':
+		if (strcmp(optarg, "auto") == 0)
+			o->format = INPUT_AUTO;
+		else if (strcmp(optarg, "text") == 0)
+			o->format = INPUT_TEXT;
+		else if (strcmp(optarg, "json") == 0)
+			o->format = INPUT_JSON;
+		else if (strcmp(optarg, "crl") == 0)
+			o->format = INPUT_CRL;
+		else
+			return fb_usage_err("build", "--format '%s': want "
+			    "auto, text, json or crl", optarg);
+		break;
+	case 'K':
+		if (util_parse_u64(optarg, BUILD_MAX_KEEP, &u) != 0 ||
+		    u == 0)
+			return fb_usage_err("build", "--keep '%s': want an "
+			    "integer in 1..%d", optarg, BUILD_MAX_KEEP);
+		o->keep = (unsigned)u;
+		break;
+	case 'L':
+		if (strcmp(optarg, "auto") == 0)
+			o->layout = 0;
+		else if (strcmp(optarg, "classic") == 0)
+			o->layout = BLOOM_CLASSIC;
+		else if (strcmp(optarg, "blocked") == 0)
+			o->layout = BLOOM_BLOCKED;
+		else if (strcmp(optarg, "fuse") == 0)
+			o->layout = BLOOM_FUSE;
+		else
+			return fb_usage_err("build", "--layout '%s': want "
+			    "auto, blocked, classic or fuse", optarg);
+		break;
+	case 'q': o->quiet = o->fetch.quiet = true; break;
+	default: return BUILD_OPT_OTHER;
 	}
+	return 0;
+}
+
+/*
+ * The options that judge the CRLs and the comparison with the current
+ * version: --issuer, --delegate, --trusted-key, --unverified-crl,
+ * --allow-*, --no-delta, --clock-skew, --crl-validity, --max-shrink,
+ * --keep-going, --report. 0, FB_EXIT_USAGE after a message, or
+ * BUILD_OPT_OTHER.
+ */
+static int
+build_opt_checks(struct build_opts *o, int c)
+{
+	uint64_t u;
+
+	switch (c) {
+	case 'i':
+		if (o->nissuers == BUILD_MAX_ISSUERS)
+			return fb_usage_err("build", "more than %d "
+			    "--issuer options", BUILD_MAX_ISSUERS);
+		o->issuers[o->nissuers++] = optarg;
+		break;
+	case OPT_DELEGATE:
+		if (o->ndelegates == BUILD_MAX_DELEGATES)
+			return fb_usage_err("build", "more than %d "
+			    "--delegate options", BUILD_MAX_DELEGATES);
+		if (strchr(optarg, '=') == NULL)
+			return fb_usage_err("build", "--delegate '%s': "
+			    "want CA.pem=CRLISSUER.pem", optarg);
+		o->delegates[o->ndelegates++] = optarg;
+		break;
+	case OPT_TRUSTED_KEY:
+		if (o->ntrusted == sizeof(o->trusted) /
+		    sizeof(o->trusted[0]))
+			return fb_usage_err("build", "more than %zu "
+			    "--trusted-key options",
+			    sizeof(o->trusted) / sizeof(o->trusted[0]));
+		o->trusted[o->ntrusted++] = optarg;
+		break;
+	case 'x': o->allow_expired = true; break;
+	case OPT_ALLOW_SHRINK: o->allow_shrink = true; break;
+	case OPT_UNVERIFIED_CRL: o->unverified_crl = true; break;
+	case OPT_ALLOW_WEAK_SIG: o->allow_weak_sig = true; break;
+	case OPT_NO_DELTA: o->no_delta = true; break;
+	case OPT_ALLOW_ROLLBACK: o->allow_rollback = true; break;
+	case OPT_KEEP_GOING: o->keep_going = true; break;
+	case OPT_REPORT: o->report = optarg; break;
+	case OPT_CLOCK_SKEW:
+		if (util_parse_duration(optarg, &o->clock_skew) != 0)
+			return fb_usage_err("build", "--clock-skew '%s': "
+			    "want a duration such as 90s or 5m", optarg);
+		break;
+	case OPT_CRL_VALIDITY:
+		if (util_parse_duration(optarg, &o->crl_validity) != 0 ||
+		    o->crl_validity <= 0)
+			return fb_usage_err("build", "--crl-validity '%s': "
+			    "want a duration such as 1d", optarg);
+		break;
+	case OPT_MAX_SHRINK:
+		if (util_parse_u64(optarg, 100, &u) != 0)
+			return fb_usage_err("build", "--max-shrink '%s': "
+			    "want a percentage in 0..100", optarg);
+		o->max_shrink = (unsigned)u;
+		break;
+	default: return BUILD_OPT_OTHER;
+	}
+	return 0;
+}
+
+/*
+ * The options of the --source database and of URL inputs: --source,
+ * --query, --standby-max-lag, --subscriber-max-lag, --expiry-grace,
+ * --cache-dir, --fetch-*. 0, FB_EXIT_USAGE after a message, or
+ * BUILD_OPT_OTHER.
+ */
+static int
+build_opt_inputs(struct build_opts *o, int c)
+{
+	switch (c) {
+	case 'S': o->source = optarg; break;
+	case 'Q': o->query = optarg; break;
+	case OPT_EXPIRY_GRACE:
+		if (fb_parse_grace(optarg, &o->expiry_grace) != 0)
+			return fb_usage_err("build", "--expiry-grace '%s': "
+			    "want a duration up to 1d (0 for none)",
+			    optarg);
+		break;
+	case OPT_STANDBY_MAX_LAG:
+		if (fb_parse_standby_lag(optarg,
+		    &o->standby_max_lag) != 0)
+			return fb_usage_err("build", "--standby-max-lag "
+			    "'%s': want a duration from 1s to 1d",
+			    optarg);
+		break;
+	case OPT_SUBSCRIBER_MAX_LAG:
+		if (fb_parse_standby_lag(optarg,
+		    &o->subscriber_max_lag) != 0)
+			return fb_usage_err("build", "--subscriber-max-lag "
+			    "'%s': want a duration from 1s to 1d",
+			    optarg);
+		break;
+	case OPT_CACHE_DIR: o->fetch.cache_dir = optarg; break;
+	case OPT_FETCH_CA: o->fetch.ca_file = optarg; break;
+	case OPT_FETCH_MAX_SIZE:
+		if (util_parse_u64(optarg, SIZE_MAX - 1,
+		    &o->fetch.max_size) != 0 || o->fetch.max_size == 0)
+			return fb_usage_err("build", "--fetch-max-size "
+			    "'%s': want a number of bytes", optarg);
+		break;
+	case OPT_FETCH_TIMEOUT:
+		if (util_parse_duration(optarg, &o->fetch.timeout) !=
+		    0 || o->fetch.timeout <= 0 ||
+		    o->fetch.timeout > 86400)
+			return fb_usage_err("build", "--fetch-timeout "
+			    "'%s': want a duration up to 1d", optarg);
+		break;
+	default: return BUILD_OPT_OTHER;
+	}
+	return 0;
+}
+
+/*
+ * What the options must say together, once all are read (the inputs are
+ * argv from optind). 0, or FB_EXIT_USAGE after a message.
+ */
+static int
+build_check_opts(const struct build_opts *o, int argc)
+{
 	if (o->key == NULL)
 		return fb_usage_err("build", "--key KEY.pem is required");
 	if (o->out == NULL)
@@ -459,6 +510,34 @@ build_parse(struct build_opts *o, int argc, char **argv, int *first_input)
 		return fb_usage_err("build", "--standby-max-lag and "
 		    "--subscriber-max-lag together must be at most half of "
 		    "--valid-for: the filter is dated that far back");
+	return 0;
+}
+
+/*
+ * Reads argv into o; *first_input is the index of the first INPUT. 0,
+ * -1 after printing --help, or FB_EXIT_USAGE after a message.
+ */
+static int
+build_parse(struct build_opts *o, int argc, char **argv, int *first_input)
+{
+	int c, rc;
+
+	build_defaults(o);
+	fb_getopt_reset();
+	while ((c = getopt_long(argc, argv, "", build_longopts, NULL)) != -1) {
+		if (c == 'h') {
+			build_usage(stdout);
+			return -1;
+		}
+		if ((rc = build_opt_filter(o, c)) == BUILD_OPT_OTHER &&
+		    (rc = build_opt_checks(o, c)) == BUILD_OPT_OTHER &&
+		    (rc = build_opt_inputs(o, c)) == BUILD_OPT_OTHER)
+			return fb_usage_err("build", "bad option");
+		if (rc != 0)
+			return rc;
+	}
+	if ((rc = build_check_opts(o, argc)) != 0)
+		return rc;
 	*first_input = optind;
 	return 0;
 }
