@@ -922,51 +922,80 @@ out:
 	return rc;
 }
 
-/* fb_build(), and for fb_build_source() what was published. */
-static int
-build_main(int argc, char **argv, const struct ffile_info *enforced,
-    struct fb_built *res)
-{
+/* One build's state, from the options to the published pair. */
+struct build_run {
 	struct build_opts o;
-	struct progress pr;
+	struct progress	 pr;
 	struct input_opts io;
 	struct input_set set;
 	struct fb_report rep;
-	struct pair_opts po;
-	struct pair pair;
+	struct pair	 pair;
 	struct sign_ring ring;
-	struct input_delegation *dgs = NULL;
-	struct ffile *prev = NULL;
-	struct table *prev_tab = NULL;
+	struct input_delegation *dgs;
+	struct ffile	*prev;		/* the current version, verified */
+	struct table	*prev_tab;
 	struct pgsrc_quarantine srcq;
-	EVP_PKEY *key = NULL;
-	X509 **issuers = NULL;
-	size_t nissuers = 0, i, n;
-	char err[1024], vdir[4096], prev_err[1024] = "";
-	uint64_t cur = 0, version;
-	int64_t now, src_lag = 0;
-	int first = 0, rc, ret = FB_EXIT_FAIL;
+	EVP_PKEY	*key;
+	X509		**issuers;
+	size_t		 nissuers;
+	size_t		 n;		/* keys, once sorted */
+	char		 vdir[4096];	/* the current version's directory */
+	char		 prev_err[1024]; /* why prev is NULL, or "" */
+	uint64_t	 cur;		/* the current version, 0: none */
+	uint64_t	 version;	/* the one published */
+	int64_t		 now;
+	int64_t		 src_lag;	/* how far behind the source may be */
+	int64_t		 issued_at;
+};
 
-	rc = build_parse(&o, argc, argv, &first);
-	if (rc != 0)
-		return rc < 0 ? FB_EXIT_OK : rc;
-	o.enforced = enforced;
-	o.source_only = o.source != NULL && first >= argc;
-	memset(&srcq, 0, sizeof(srcq));
-	fb_report_init(&rep);
+/* Everything but b->o (build_parse's) to its empty state. */
+static void
+build_run_init(struct build_run *b, const struct ffile_info *enforced,
+    int argc, int first)
+{
+	b->o.enforced = enforced;
+	b->o.source_only = b->o.source != NULL && first >= argc;
+	fb_report_init(&b->rep);
+	b->pr.on = !b->o.quiet && isatty(STDERR_FILENO);
+	b->pr.start = b->pr.last = util_monotime();
+	input_set_init(&b->set);
+	sign_ring_init(&b->ring);
+}
 
-	memset(&pr, 0, sizeof(pr));
-	pr.on = !o.quiet && isatty(STDERR_FILENO);
-	pr.start = pr.last = util_monotime();
-	input_set_init(&set);
-	memset(&pair, 0, sizeof(pair));
-	sign_ring_init(&ring);
+static void
+build_run_free(struct build_run *b)
+{
+	size_t i;
 
-	/* Refuse a version before any work: DIR stays untouched. */
-	rc = publish_current(o.out, vdir, sizeof(vdir), &cur, err, sizeof(err));
+	fb_report_free(&b->rep);
+	table_close(b->prev_tab);
+	ffile_close(b->prev);
+	sign_ring_free(&b->ring);
+	free(b->dgs);
+	pair_free(&b->pair);
+	input_set_free(&b->set);
+	for (i = 0; i < b->nissuers; i++)
+		X509_free(b->issuers[i]);
+	free(b->issuers);
+	EVP_PKEY_free(b->key);
+}
+
+/*
+ * 1. The current version and the one to publish, refused before any
+ * work: DIR stays untouched. 0, or -1 after a message.
+ */
+static int
+build_stage_version(struct build_run *b)
+{
+	const struct build_opts *o = &b->o;
+	char err[1024];
+	int rc;
+
+	rc = publish_current(o->out, b->vdir, sizeof(b->vdir), &b->cur, err,
+	    sizeof(err));
 	if (rc < 0) {
 		fb_err("%s", err);
-		goto out;
+		return -1;
 	}
 	/*
 	 * No "current" link, but versions in DIR: the link was lost (or a
@@ -975,197 +1004,283 @@ build_main(int argc, char **argv, const struct ffile_info *enforced,
 	 * starting over at 1 would lose the history and be refused by every
 	 * daemon's rollback state, and no comparison would stop a shrink.
 	 */
-	if (rc == 1 && (rc = publish_previous(o.out, UINT64_MAX, vdir,
-	    sizeof(vdir), &cur, err, sizeof(err))) == 0)
+	if (rc == 1 && (rc = publish_previous(o->out, UINT64_MAX, b->vdir,
+	    sizeof(b->vdir), &b->cur, err, sizeof(err))) == 0)
 		fb_err("warning: %s: no \"current\" link; version %"
 		    PRIu64 ", the highest there, stands in for it (restore "
 		    "the link if another version was the one published)",
-		    o.out, cur);
+		    o->out, b->cur);
 	if (rc < 0) {
 		fb_err("%s", err);
-		goto out;
+		return -1;
 	}
 	if (rc == 1)
-		cur = 0;
-	if (o.version != 0 && o.version <= cur) {
+		b->cur = 0;
+	if (o->version != 0 && o->version <= b->cur) {
 		fb_err("%s: version %" PRIu64 " is not above the current version "
-		    "%" PRIu64, o.out, o.version, cur);
-		goto out;
+		    "%" PRIu64, o->out, o->version, b->cur);
+		return -1;
 	}
-	if (o.version == 0 && cur == UINT64_MAX) {
-		fb_err("%s: no version above %" PRIu64, o.out, cur);
-		goto out;
+	if (o->version == 0 && b->cur == UINT64_MAX) {
+		fb_err("%s: no version above %" PRIu64, o->out, b->cur);
+		return -1;
 	}
-	version = o.version != 0 ? o.version : cur + 1;
+	b->version = o->version != 0 ? o->version : b->cur + 1;
+	return 0;
+}
 
-	if ((key = fb_load_signer(&ring, o.key)) == NULL)
-		goto out;
-	for (i = 0; i < o.ntrusted; i++)
-		if (sign_ring_add(&ring, o.trusted[i], err, sizeof(err)) != 0) {
+/*
+ * 2. The signing key and the ring the current version must verify
+ * against (--key, --trusted-key), the --issuer certificates and the
+ * --delegate statements. 0, or -1 after a message.
+ */
+static int
+build_stage_keys(struct build_run *b)
+{
+	char err[1024];
+	size_t i;
+
+	if ((b->key = fb_load_signer(&b->ring, b->o.key)) == NULL)
+		return -1;
+	for (i = 0; i < b->o.ntrusted; i++)
+		if (sign_ring_add(&b->ring, b->o.trusted[i], err,
+		    sizeof(err)) != 0) {
 			fb_err("%s", err);
-			goto out;
+			return -1;
 		}
-	if (build_load_issuers(&o, &issuers, &nissuers) != 0 ||
-	    build_load_delegations(&o, &dgs) != 0)
-		goto out;
+	if (build_load_issuers(&b->o, &b->issuers, &b->nissuers) != 0 ||
+	    build_load_delegations(&b->o, &b->dgs) != 0)
+		return -1;
+	return 0;
+}
 
-	now = util_now();
-	memset(&io, 0, sizeof(io));
-	io.scope = o.scope;
-	io.format = o.format;
-	io.issuers = issuers;
-	io.nissuers = nissuers;
-	io.allow_expired = o.allow_expired;
-	io.allow_empty = o.allow_shrink;
-	io.unverified_ok = o.unverified_crl;
-	io.allow_weak_sig = o.allow_weak_sig;
-	io.no_delta = o.no_delta;
-	io.clock_skew = o.clock_skew;
-	io.crl_validity = o.crl_validity;
-	io.now = now;
-	io.expiry_grace = o.expiry_grace;
-	io.delegations = dgs;
-	io.ndelegations = o.ndelegates;
-	io.quiet = o.quiet;
-	io.progress = pr.on ? progress_keys : NULL;
-	io.progress_arg = &pr;
+/* How every input is read, as of b->now. */
+static void
+build_input_opts(struct build_run *b)
+{
+	const struct build_opts *o = &b->o;
+	struct input_opts *io = &b->io;
+
+	memset(io, 0, sizeof(*io));
+	io->scope = o->scope;
+	io->format = o->format;
+	io->issuers = b->issuers;
+	io->nissuers = b->nissuers;
+	io->allow_expired = o->allow_expired;
+	io->allow_empty = o->allow_shrink;
+	io->unverified_ok = o->unverified_crl;
+	io->allow_weak_sig = o->allow_weak_sig;
+	io->no_delta = o->no_delta;
+	io->clock_skew = o->clock_skew;
+	io->crl_validity = o->crl_validity;
+	io->now = b->now;
+	io->expiry_grace = o->expiry_grace;
+	io->delegations = b->dgs;
+	io->ndelegations = o->ndelegates;
+	io->quiet = o->quiet;
+	io->progress = b->pr.on ? progress_keys : NULL;
+	io->progress_arg = &b->pr;
+}
+
+/*
+ * 3. Every INPUT (argv from first) and the --source into b->set, each
+ * recorded for the report; with --keep-going a bad INPUT is skipped.
+ * cursor (when not NULL) gets the source snapshot's change horizon. 0, or
+ * -1 after a message.
+ */
+static int
+build_stage_read(struct build_run *b, int argc, char **argv, int first,
+    uint64_t *cursor)
+{
+	char err[1024];
+	size_t i;
+
+	b->now = util_now();
+	build_input_opts(b);
 	for (i = (size_t)first; i < (size_t)argc; i++) {
-		if ((fetch_is_url(argv[i]) ? fetch_input(&set, argv[i],
-		    &o.fetch, &io, err, sizeof(err)) : input_read(&set,
-		    argv[i], &io, err, sizeof(err))) != 0) {
-			progress_done(&pr);
-			if (fb_report_input(&rep, argv[i], err,
-			    input_set_records(&set)) != 0) {
+		if ((fetch_is_url(argv[i]) ? fetch_input(&b->set, argv[i],
+		    &b->o.fetch, &b->io, err, sizeof(err)) : input_read(&b->set,
+		    argv[i], &b->io, err, sizeof(err))) != 0) {
+			progress_done(&b->pr);
+			if (fb_report_input(&b->rep, argv[i], err,
+			    input_set_records(&b->set)) != 0) {
 				fb_err("out of memory");
-				goto out;
+				return -1;
 			}
-			if (!o.keep_going) {
+			if (!b->o.keep_going) {
 				fb_err("%s", err);
-				goto out;
+				return -1;
 			}
 			fb_err("warning: --keep-going: skipped: %s", err);
 			continue;
 		}
-		if (fb_report_input(&rep, argv[i], NULL,
-		    input_set_records(&set)) != 0) {
+		if (fb_report_input(&b->rep, argv[i], NULL,
+		    input_set_records(&b->set)) != 0) {
 			fb_err("out of memory");
-			goto out;
+			return -1;
 		}
 	}
-	if (o.source != NULL && build_read_source(&o, &set, &io,
-	    res != NULL ? &res->cursor : NULL, &src_lag, &srcq) != 0) {
-		progress_done(&pr);
-		goto out;
+	if (b->o.source != NULL && build_read_source(&b->o, &b->set, &b->io,
+	    cursor, &b->src_lag, &b->srcq) != 0) {
+		progress_done(&b->pr);
+		return -1;
 	}
+	return 0;
+}
 
-	if (input_resolve_crls(&set, o.quiet, o.no_delta, err,
+/*
+ * 4. The inputs made one set and judged: CRLs resolved, the current
+ * version opened (verified) for --keep-going and the comparisons, the
+ * keys sorted, the layout chosen and every check passed. 0, or -1 after
+ * a message.
+ */
+static int
+build_stage_check(struct build_run *b)
+{
+	const struct build_opts *o = &b->o;
+	char err[1024];
+
+	if (input_resolve_crls(&b->set, o->quiet, o->no_delta, err,
 	    sizeof(err)) != 0) {
-		progress_done(&pr);
+		progress_done(&b->pr);
 		fb_err("%s", err);
-		goto out;
+		return -1;
 	}
-	build_warn_delegations(&o, dgs, &set);
+	build_warn_delegations(o, b->dgs, &b->set);
 	/* The current version, verified once, for --keep-going and the checks. */
-	if (cur != 0 && build_open_previous(vdir, &ring, rep.failed > 0, &prev,
-	    &prev_tab, prev_err, sizeof(prev_err)) != 0 && rep.failed > 0) {
+	if (b->cur != 0 && build_open_previous(b->vdir, &b->ring,
+	    b->rep.failed > 0, &b->prev, &b->prev_tab, b->prev_err,
+	    sizeof(b->prev_err)) != 0 && b->rep.failed > 0) {
 		fb_err("--keep-going: cannot keep scopes of the current version: "
-		    "%s", prev_err);
-		goto out;
+		    "%s", b->prev_err);
+		return -1;
 	}
-	if (rep.failed > 0 && cur != 0 &&
-	    fb_report_keep(&rep, &set, prev, prev_tab, now, err,
-	    sizeof(err)) != 0) {
+	if (b->rep.failed > 0 && b->cur != 0 &&
+	    fb_report_keep(&b->rep, &b->set, b->prev, b->prev_tab, b->now,
+	    err, sizeof(err)) != 0) {
 		fb_err("--keep-going: %s", err);
-		goto out;
+		return -1;
 	}
-	progress_phase(&pr, "sorting");
-	table_builder_sort_unique(&set.builder);
-	n = table_builder_count(&set.builder);
-	input_count_scopes(&set);
-	if (cur != 0 && build_cover_db_scopes(&o, &set, prev) != 0)
-		goto out;
-	if (set.nscopes == 0) {
+	progress_phase(&b->pr, "sorting");
+	table_builder_sort_unique(&b->set.builder);
+	b->n = table_builder_count(&b->set.builder);
+	input_count_scopes(&b->set);
+	if (b->cur != 0 && build_cover_db_scopes(o, &b->set, b->prev) != 0)
+		return -1;
+	if (b->set.nscopes == 0) {
 		fb_err("inputs cover no scope");
-		goto out;
+		return -1;
 	}
 	/* A layout that cannot meet --fp-rate is refused first, as before. */
-	progress_phase(&pr, "hashing");
-	if (pair_layout(n, o.fp_rate, o.layout, &o.layout, err,
+	progress_phase(&b->pr, "hashing");
+	if (pair_layout(b->n, o->fp_rate, o->layout, &b->o.layout, err,
 	    sizeof(err)) != 0) {
 		fb_err("%s", err);
-		goto out;
+		return -1;
 	}
-	if (input_check_signers(&set, err, sizeof(err)) != 0) {
+	if (input_check_signers(&b->set, err, sizeof(err)) != 0) {
 		fb_err("%s", err);
-		goto out;
+		return -1;
 	}
-	if (cur != 0 && build_check_previous(&o, &set, prev, prev_err, &rep) !=
-	    0)
-		goto out;
+	if (b->cur != 0 && build_check_previous(o, &b->set, b->prev,
+	    b->prev_err, &b->rep) != 0)
+		return -1;
+	return 0;
+}
+
+/*
+ * 5. The pair built, signed and published in DIR as b->version, and said
+ * on stdout. 0, or -1 after a message.
+ */
+static int
+build_stage_publish(struct build_run *b)
+{
+	const struct build_opts *o = &b->o;
+	char err[1024], vname[PUBLISH_VNAME_LEN + 1], until[UTIL_RFC3339_LEN];
+	struct pair_opts po;
 
 	memset(&po, 0, sizeof(po));
-	po.key = key;
-	po.version = version;
+	po.key = b->key;
+	po.version = b->version;
 	/* Complete as of the source's time: a standby's or subscriber's data is that old. */
-	po.issued_at = now - src_lag;
-	po.expires_at = po.issued_at + o.valid_for;
-	po.fp_rate = o.fp_rate;
-	po.layout = o.layout;
+	po.issued_at = b->issued_at = b->now - b->src_lag;
+	po.expires_at = po.issued_at + o->valid_for;
+	po.fp_rate = o->fp_rate;
+	po.layout = o->layout;
 	po.phase = build_phase;
-	po.phase_arg = &pr;
-	if (pair_build_publish(&pair, &set.builder, set.scopes, set.nscopes,
-	    &po, o.out, o.keep, err, sizeof(err)) != 0) {
-		progress_done(&pr);
+	po.phase_arg = &b->pr;
+	if (pair_build_publish(&b->pair, &b->set.builder, b->set.scopes,
+	    b->set.nscopes, &po, o->out, o->keep, err, sizeof(err)) != 0) {
+		progress_done(&b->pr);
 		fb_err("%s", err);
-		goto out;
+		return -1;
 	}
-	progress_done(&pr);
-	if (!o.quiet) {
-		char vname[PUBLISH_VNAME_LEN + 1], until[UTIL_RFC3339_LEN];
-
-		publish_version_name(vname, version);
-		util_rfc3339(until, pair.info.expires_at);
+	progress_done(&b->pr);
+	if (!o->quiet) {
+		publish_version_name(vname, b->version);
+		util_rfc3339(until, b->pair.info.expires_at);
 		printf("published version %" PRIu64 " in %s/%s: %zu keys, %zu "
 		    "scopes, %s layout, %" PRIu64 " bits, k=%" PRIu32 ", fill "
-		    "%.4f, valid until %s\n", version, o.out, vname, n,
-		    set.nscopes, bloom_layout_name(pair.info.layout), pair.info.m,
-		    pair.info.k, bloom_fill_ratio(&pair.bloom), until);
+		    "%.4f, valid until %s\n", b->version, o->out, vname, b->n,
+		    b->set.nscopes, bloom_layout_name(b->pair.info.layout),
+		    b->pair.info.m, b->pair.info.k,
+		    bloom_fill_ratio(&b->pair.bloom), until);
 	}
+	return 0;
+}
+
+/*
+ * 6. After publishing: what fb_build_source() returns (res, when not
+ * NULL) and the source's quarantine report. Its exit status.
+ */
+static int
+build_stage_done(struct build_run *b, struct fb_built *res)
+{
 	if (res != NULL) {
-		res->version = version;
-		res->keys = n;
-		res->q = srcq;
+		res->version = b->version;
+		res->keys = b->n;
+		res->q = b->srcq;
 	}
 	/* Only a report: a failure to write it is said, and the build stands. */
-	if (o.source != NULL) {
-		if (srcq.rows > 0)	/* even --quiet: as each row's line */
+	if (b->o.source != NULL) {
+		if (b->srcq.rows > 0)	/* even --quiet: as each row's line */
 			fb_err("warning: %" PRIu64 " row(s) of the source left out "
 			    "(quarantined: no check can name them; see the log "
-			    "above and %s/" FB_QUARANTINE_NAME ")", srcq.rows,
-			    o.out);
-		(void)fb_quarantine_write(o.out, &srcq, version,
-		    po.issued_at);
+			    "above and %s/" FB_QUARANTINE_NAME ")", b->srcq.rows,
+			    b->o.out);
+		(void)fb_quarantine_write(b->o.out, &b->srcq, b->version,
+		    b->issued_at);
 	}
-	rep.version = version;
-	ret = rep.failed > 0 ? FB_EXIT_PARTIAL : FB_EXIT_OK;
-out:
-	rep.exit_status = ret;
-	if (o.report != NULL && fb_report_write(&rep, o.report, err,
+	b->rep.version = b->version;
+	return b->rep.failed > 0 ? FB_EXIT_PARTIAL : FB_EXIT_OK;
+}
+
+/* fb_build(), and for fb_build_source() what was published. */
+static int
+build_main(int argc, char **argv, const struct ffile_info *enforced,
+    struct fb_built *res)
+{
+	struct build_run b;
+	char err[1024];
+	int first = 0, rc, ret = FB_EXIT_FAIL;
+
+	memset(&b, 0, sizeof(b));
+	rc = build_parse(&b.o, argc, argv, &first);
+	if (rc != 0)
+		return rc < 0 ? FB_EXIT_OK : rc;
+	build_run_init(&b, enforced, argc, first);
+	if (build_stage_version(&b) == 0 && build_stage_keys(&b) == 0 &&
+	    build_stage_read(&b, argc, argv, first, res != NULL ?
+	    &res->cursor : NULL) == 0 && build_stage_check(&b) == 0 &&
+	    build_stage_publish(&b) == 0)
+		ret = build_stage_done(&b, res);
+	b.rep.exit_status = ret;
+	if (b.o.report != NULL && fb_report_write(&b.rep, b.o.report, err,
 	    sizeof(err)) != 0) {
 		fb_err("%s", err);
 		ret = FB_EXIT_FAIL;
 	}
-	fb_report_free(&rep);
-	table_close(prev_tab);
-	ffile_close(prev);
-	sign_ring_free(&ring);
-	free(dgs);
-	pair_free(&pair);
-	input_set_free(&set);
-	for (i = 0; i < nissuers; i++)
-		X509_free(issuers[i]);
-	free(issuers);
-	EVP_PKEY_free(key);
+	build_run_free(&b);
 	return ret;
 }
 
