@@ -505,13 +505,123 @@ not_ready(struct node *n)
 	problem(n, n->ready_msg);
 }
 
+/*
+ * The members of a reachable node with a filter: version, sha256, ages,
+ * stale, behind and the "delta" object. false when out of memory.
+ */
+static bool
+json_filter(cJSON *o, const struct node *n)
+{
+	cJSON *p;
+
+	cJSON_AddNumberToObject(o, "version", (double)n->version);
+	if (n->sha[0] != '\0')
+		cJSON_AddStringToObject(o, "sha256", n->sha);
+	else
+		cJSON_AddNullToObject(o, "sha256");
+	cJSON_AddNumberToObject(o, "age_seconds", (double)n->age);
+	cJSON_AddNumberToObject(o, "expires_in_seconds",
+	    (double)n->expires_in);
+	cJSON_AddBoolToObject(o, "stale", n->stale);
+	if (n->stale_reason[0] != '\0')
+		cJSON_AddStringToObject(o, "stale_reason", n->stale_reason);
+	else
+		cJSON_AddNullToObject(o, "stale_reason");
+	cJSON_AddNumberToObject(o, "behind", (double)n->behind);
+	if ((p = cJSON_AddObjectToObject(o, "delta")) == NULL)
+		return false;
+	cJSON_AddNumberToObject(p, "seq", (double)n->delta_seq);
+	cJSON_AddNumberToObject(p, "overlay_keys", (double)n->overlay_keys);
+	cJSON_AddNumberToObject(p, "highest_seq_on_base",
+	    (double)n->delta_top);
+	cJSON_AddNumberToObject(p, "behind", (double)n->delta_behind);
+	if (n->has_delta_age)
+		cJSON_AddNumberToObject(p, "last_delta_age_seconds",
+		    (double)n->delta_age);
+	else
+		cJSON_AddNullToObject(p, "last_delta_age_seconds");
+	if (n->has_lag)
+		cJSON_AddNumberToObject(p, "revocation_lag_seconds",
+		    (double)n->lag);
+	else
+		cJSON_AddNullToObject(p, "revocation_lag_seconds");
+	return true;
+}
+
+/*
+ * The members of a reachable node: mode, readiness, clock, its filter
+ * (json_filter) and, on an edge, its last sync. false when out of memory.
+ */
+static bool
+json_reachable(cJSON *o, const struct node *n)
+{
+	cJSON_AddStringToObject(o, "mode", n->mode);
+	if (n->ready_code == 200 || n->ready_code == 503)
+		cJSON_AddBoolToObject(o, "ready", n->ready_code == 200);
+	else
+		cJSON_AddNullToObject(o, "ready");
+	if (n->degraded[0] != '\0')
+		cJSON_AddStringToObject(o, "degraded", n->degraded);
+	else
+		cJSON_AddNullToObject(o, "degraded");
+	cJSON_AddBoolToObject(o, "served_not_on_disk", n->gone);
+	if (n->has_clock)
+		cJSON_AddNumberToObject(o, "clock_offset_seconds",
+		    (double)n->clock_off);
+	else
+		cJSON_AddNullToObject(o, "clock_offset_seconds");
+	if (n->has_filter) {
+		if (!json_filter(o, n))
+			return false;
+	} else
+		cJSON_AddNullToObject(o, "version");
+	if (n->sync_result[0] != '\0') {
+		cJSON_AddStringToObject(o, "sync_result", n->sync_result);
+		if (n->sync_error[0] != '\0')
+			cJSON_AddStringToObject(o, "sync_error", n->sync_error);
+		if (n->delta_error[0] != '\0')
+			cJSON_AddStringToObject(o, "delta_error",
+			    n->delta_error);
+		else
+			cJSON_AddNullToObject(o, "delta_error");
+		if (n->seen != 0)
+			cJSON_AddNumberToObject(o, "upstream_version_seen",
+			    (double)n->seen);
+	}
+	cJSON_AddNumberToObject(o, "observed_fp_rate", n->fp_rate);
+	return true;
+}
+
+/* One node's object, appended to arr. false when out of memory. */
+static bool
+json_node(cJSON *arr, const struct node *n)
+{
+	cJSON *o, *p;
+	size_t j;
+
+	if ((o = cJSON_CreateObject()) == NULL)
+		return false;
+	cJSON_AddItemToArray(arr, o);
+	cJSON_AddStringToObject(o, "url", n->base);
+	cJSON_AddBoolToObject(o, "reachable", n->reachable);
+	if (!n->reachable)
+		cJSON_AddStringToObject(o, "error", n->error);
+	else if (!json_reachable(o, n))
+		return false;
+	cJSON_AddBoolToObject(o, "ok", n->nproblems == 0);
+	if ((p = cJSON_AddArrayToObject(o, "problems")) == NULL)
+		return false;
+	for (j = 0; j < n->nproblems; j++)
+		cJSON_AddItemToArray(p, cJSON_CreateString(n->problems[j]));
+	return true;
+}
+
 static int
 print_json(const struct node *nodes, size_t nn, uint64_t newest, size_t bad)
 {
-	cJSON *root, *arr, *o, *p;
-	const struct node *n;
+	cJSON *root, *arr;
 	char *txt;
-	size_t i, j;
+	size_t i;
 	int rc = -1;
 
 	if ((root = cJSON_CreateObject()) == NULL)
@@ -521,112 +631,9 @@ print_json(const struct node *nodes, size_t nn, uint64_t newest, size_t bad)
 	cJSON_AddNumberToObject(root, "nodes_with_problems", (double)bad);
 	if ((arr = cJSON_AddArrayToObject(root, "nodes")) == NULL)
 		goto out;
-	for (i = 0; i < nn; i++) {
-		n = &nodes[i];
-		if ((o = cJSON_CreateObject()) == NULL)
+	for (i = 0; i < nn; i++)
+		if (!json_node(arr, &nodes[i]))
 			goto out;
-		cJSON_AddItemToArray(arr, o);
-		cJSON_AddStringToObject(o, "url", n->base);
-		cJSON_AddBoolToObject(o, "reachable", n->reachable);
-		if (!n->reachable)
-			cJSON_AddStringToObject(o, "error", n->error);
-		else {
-			cJSON_AddStringToObject(o, "mode", n->mode);
-			if (n->ready_code == 200 || n->ready_code == 503)
-				cJSON_AddBoolToObject(o, "ready",
-				    n->ready_code == 200);
-			else
-				cJSON_AddNullToObject(o, "ready");
-			if (n->degraded[0] != '\0')
-				cJSON_AddStringToObject(o, "degraded",
-				    n->degraded);
-			else
-				cJSON_AddNullToObject(o, "degraded");
-			cJSON_AddBoolToObject(o, "served_not_on_disk",
-			    n->gone);
-			if (n->has_clock)
-				cJSON_AddNumberToObject(o,
-				    "clock_offset_seconds",
-				    (double)n->clock_off);
-			else
-				cJSON_AddNullToObject(o,
-				    "clock_offset_seconds");
-			if (n->has_filter) {
-				cJSON_AddNumberToObject(o, "version",
-				    (double)n->version);
-				if (n->sha[0] != '\0')
-					cJSON_AddStringToObject(o, "sha256",
-					    n->sha);
-				else
-					cJSON_AddNullToObject(o, "sha256");
-				cJSON_AddNumberToObject(o, "age_seconds",
-				    (double)n->age);
-				cJSON_AddNumberToObject(o,
-				    "expires_in_seconds",
-				    (double)n->expires_in);
-				cJSON_AddBoolToObject(o, "stale", n->stale);
-				if (n->stale_reason[0] != '\0')
-					cJSON_AddStringToObject(o,
-					    "stale_reason", n->stale_reason);
-				else
-					cJSON_AddNullToObject(o,
-					    "stale_reason");
-				cJSON_AddNumberToObject(o, "behind",
-				    (double)n->behind);
-				if ((p = cJSON_AddObjectToObject(o, "delta")) ==
-				    NULL)
-					goto out;
-				cJSON_AddNumberToObject(p, "seq",
-				    (double)n->delta_seq);
-				cJSON_AddNumberToObject(p, "overlay_keys",
-				    (double)n->overlay_keys);
-				cJSON_AddNumberToObject(p, "highest_seq_on_base",
-				    (double)n->delta_top);
-				cJSON_AddNumberToObject(p, "behind",
-				    (double)n->delta_behind);
-				if (n->has_delta_age)
-					cJSON_AddNumberToObject(p,
-					    "last_delta_age_seconds",
-					    (double)n->delta_age);
-				else
-					cJSON_AddNullToObject(p,
-					    "last_delta_age_seconds");
-				if (n->has_lag)
-					cJSON_AddNumberToObject(p,
-					    "revocation_lag_seconds",
-					    (double)n->lag);
-				else
-					cJSON_AddNullToObject(p,
-					    "revocation_lag_seconds");
-			} else
-				cJSON_AddNullToObject(o, "version");
-			if (n->sync_result[0] != '\0') {
-				cJSON_AddStringToObject(o, "sync_result",
-				    n->sync_result);
-				if (n->sync_error[0] != '\0')
-					cJSON_AddStringToObject(o,
-					    "sync_error", n->sync_error);
-				if (n->delta_error[0] != '\0')
-					cJSON_AddStringToObject(o,
-					    "delta_error", n->delta_error);
-				else
-					cJSON_AddNullToObject(o,
-					    "delta_error");
-				if (n->seen != 0)
-					cJSON_AddNumberToObject(o,
-					    "upstream_version_seen",
-					    (double)n->seen);
-			}
-			cJSON_AddNumberToObject(o, "observed_fp_rate",
-			    n->fp_rate);
-		}
-		cJSON_AddBoolToObject(o, "ok", n->nproblems == 0);
-		if ((p = cJSON_AddArrayToObject(o, "problems")) == NULL)
-			goto out;
-		for (j = 0; j < n->nproblems; j++)
-			cJSON_AddItemToArray(p, cJSON_CreateString(
-			    n->problems[j]));
-	}
 	if ((txt = cJSON_Print(root)) == NULL)
 		goto out;
 	printf("%s\n", txt);
@@ -637,63 +644,87 @@ out:
 	return rc;
 }
 
-int
-fb_audit(int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{ "json",    no_argument,	NULL, 'j' },
-		{ "max-age", required_argument, NULL, 'a' },
-		{ "max-lag", required_argument, NULL, 'l' },
-		{ "max-delta-lag", required_argument, NULL, 'd' },
-		{ "timeout", required_argument, NULL, 't' },
-		{ "max-skew", required_argument, NULL, 's' },
-		{ "help",    no_argument,	NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct node *nodes = NULL;
-	bool json = false;
-	int64_t max_age = 0, timeout = AUDIT_DEFAULT_TIMEOUT;
-	int64_t max_skew = AUDIT_DEFAULT_SKEW;
-	uint64_t max_lag = 0, max_dlag = 0, newest = 0;
-	size_t nn, i, bad = 0, blen;
-	CURL *h = NULL;
-	int ch, k, ret = FB_EXIT_FAIL;
+/* What the command line asks of the audit. */
+struct audit_opts {
+	bool		 json;
+	int64_t		 max_age;	/* 0: no limit */
+	int64_t		 timeout;
+	int64_t		 max_skew;
+	uint64_t	 max_lag;
+	uint64_t	 max_dlag;
+};
 
+static const struct option audit_longopts[] = {
+	{ "json",    no_argument,	NULL, 'j' },
+	{ "max-age", required_argument, NULL, 'a' },
+	{ "max-lag", required_argument, NULL, 'l' },
+	{ "max-delta-lag", required_argument, NULL, 'd' },
+	{ "timeout", required_argument, NULL, 't' },
+	{ "max-skew", required_argument, NULL, 's' },
+	{ "help",    no_argument,	NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* One option into ao. 0, or FB_EXIT_USAGE after a message. */
+static int
+audit_opt(struct audit_opts *ao, int ch)
+{
+	switch (ch) {
+	case 'j': ao->json = true; break;
+	case 'a':
+		if (util_parse_duration(optarg, &ao->max_age) == -1)
+			return fb_usage_err("audit", "--max-age: bad "
+			    "duration \"%.64s\" (N with s, m, h or d)",
+			    optarg);
+		break;
+	case 'l':
+		if (util_parse_u64(optarg, UINT32_MAX, &ao->max_lag) == -1)
+			return fb_usage_err("audit", "--max-lag: \"%.64s"
+			    "\" is not a number of versions", optarg);
+		break;
+	case 'd':
+		if (util_parse_u64(optarg, UINT32_MAX, &ao->max_dlag) == -1)
+			return fb_usage_err("audit", "--max-delta-lag: "
+			    "\"%.64s\" is not a number of deltas", optarg);
+		break;
+	case 't':
+		if (util_parse_duration(optarg, &ao->timeout) == -1 ||
+		    ao->timeout > 3600)
+			return fb_usage_err("audit", "--timeout: bad "
+			    "duration \"%.64s\" (1s to 1h)", optarg);
+		break;
+	case 's':
+		if (util_parse_duration(optarg, &ao->max_skew) == -1 ||
+		    ao->max_skew > 86400)
+			return fb_usage_err("audit", "--max-skew: bad "
+			    "duration \"%.64s\" (0s to 1d)", optarg);
+		break;
+	default: return fb_usage_err("audit", "bad option");
+	}
+	return 0;
+}
+
+/*
+ * Reads the options into ao and checks the node URLs (argv from optind).
+ * 0, -1 after --help, or FB_EXIT_USAGE after a message.
+ */
+static int
+audit_parse(struct audit_opts *ao, int argc, char **argv)
+{
+	size_t nn, i;
+	int ch, rc;
+
+	memset(ao, 0, sizeof(*ao));
+	ao->timeout = AUDIT_DEFAULT_TIMEOUT;
+	ao->max_skew = AUDIT_DEFAULT_SKEW;
 	fb_getopt_reset();
-	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (ch) {
-		case 'j': json = true; break;
-		case 'a':
-			if (util_parse_duration(optarg, &max_age) == -1)
-				return fb_usage_err("audit", "--max-age: bad "
-				    "duration \"%.64s\" (N with s, m, h or d)",
-				    optarg);
-			break;
-		case 'l':
-			if (util_parse_u64(optarg, UINT32_MAX, &max_lag) == -1)
-				return fb_usage_err("audit", "--max-lag: \"%.64s"
-				    "\" is not a number of versions", optarg);
-			break;
-		case 'd':
-			if (util_parse_u64(optarg, UINT32_MAX, &max_dlag) == -1)
-				return fb_usage_err("audit", "--max-delta-lag: "
-				    "\"%.64s\" is not a number of deltas", optarg);
-			break;
-		case 't':
-			if (util_parse_duration(optarg, &timeout) == -1 ||
-			    timeout > 3600)
-				return fb_usage_err("audit", "--timeout: bad "
-				    "duration \"%.64s\" (1s to 1h)", optarg);
-			break;
-		case 's':
-			if (util_parse_duration(optarg, &max_skew) == -1 ||
-			    max_skew > 86400)
-				return fb_usage_err("audit", "--max-skew: bad "
-				    "duration \"%.64s\" (0s to 1d)", optarg);
-			break;
-		case 'h': audit_usage(stdout); return FB_EXIT_OK;
-		default: return fb_usage_err("audit", "bad option");
+	while ((ch = getopt_long(argc, argv, "", audit_longopts, NULL)) != -1) {
+		if (ch == 'h') {
+			audit_usage(stdout);
+			return -1;
 		}
+		if ((rc = audit_opt(ao, ch)) != 0)
+			return rc;
 	}
 	nn = (size_t)(argc - optind);
 	if (nn == 0)
@@ -710,12 +741,27 @@ fb_audit(int argc, char **argv)
 			return fb_usage_err("audit", "\"%.200s\" is not an "
 			    "http:// or https:// URL", u);
 	}
+	return 0;
+}
+
+/*
+ * The nodes of bases[0..nn) with their /v1/status and /readyz URLs
+ * (calloc'ed). NULL after a message, with *rc the exit status.
+ */
+static struct node *
+audit_nodes(char **bases, size_t nn, int *rc)
+{
+	struct node *nodes;
+	size_t i, blen;
+	int k;
+
 	if ((nodes = calloc(nn, sizeof(*nodes))) == NULL) {
 		fb_err("audit: out of memory");
-		return FB_EXIT_FAIL;
+		*rc = FB_EXIT_FAIL;
+		return NULL;
 	}
 	for (i = 0; i < nn; i++) {
-		nodes[i].base = argv[optind + (int)i];
+		nodes[i].base = bases[i];
 		blen = strlen(nodes[i].base);
 		while (blen > 0 && nodes[i].base[blen - 1] == '/')
 			blen--;
@@ -725,12 +771,127 @@ fb_audit(int argc, char **argv)
 			k = snprintf(nodes[i].rurl, sizeof(nodes[i].rurl),
 			    "%.*s/readyz", (int)blen, nodes[i].base);
 		if (k < 0 || (size_t)k >= sizeof(nodes[i].rurl)) {
-			k = fb_usage_err("audit", "URL too long: %.80s...",
+			*rc = fb_usage_err("audit", "URL too long: %.80s...",
 			    nodes[i].base);
 			free(nodes);
-			return k;
+			return NULL;
 		}
 	}
+	return nodes;
+}
+
+/*
+ * Asks every node for its status, and each that answers for its
+ * readiness. The newest version seen anywhere: the highest filter
+ * version, upstream version seen or highest accepted version.
+ */
+static uint64_t
+audit_fetch_all(CURL *h, struct node *nodes, size_t nn, long timeout)
+{
+	uint64_t newest = 0;
+	size_t i;
+
+	for (i = 0; i < nn; i++) {
+		fetch(h, &nodes[i], timeout);
+		if (!nodes[i].reachable)
+			continue;
+		fetch_ready(h, &nodes[i], timeout);
+		if (nodes[i].version > newest)
+			newest = nodes[i].version;
+		if (nodes[i].seen > newest)
+			newest = nodes[i].seen;
+		if (nodes[i].highest > newest)
+			newest = nodes[i].highest;
+	}
+	return newest;
+}
+
+/*
+ * A node judges staleness by its own clock: one behind keeps an expired
+ * filter in service (and answers not_revoked from it) for as long as it
+ * is behind; one ahead refuses fresh filters early. Neither shows in its
+ * own status.
+ */
+static void
+judge_clock(struct node *n, int64_t max_skew)
+{
+	if (!n->has_clock || (n->clock_off >= -max_skew &&
+	    n->clock_off <= max_skew))
+		return;
+	snprintf(n->clock_msg, sizeof(n->clock_msg),
+	    n->clock_off < 0 ? "clock %" PRId64 "s behind this "
+	    "host's: expired filters stay fresh that long" :
+	    "clock %" PRId64 "s ahead of this host's: fresh "
+	    "filters expire that early", n->clock_off < 0 ?
+	    -n->clock_off : n->clock_off);
+	problem(n, n->clock_msg);
+}
+
+/* The problems of a node's filter, its syncs and its lag behind others. */
+static void
+judge_filter(struct node *n, const struct audit_opts *ao, uint64_t newest)
+{
+	if (n->stale)
+		problem(n, "stale");
+	/* An edge serving a fresh filter still fails when
+	 * its syncs do: it will not see the next version. */
+	if (n->sync_error[0] != '\0')
+		problem(n, "last sync failed");
+	/* The chain fetch fails apart from the base sync:
+	 * the edge keeps its base and misses every delta. */
+	if (n->delta_error[0] != '\0') {
+		snprintf(n->delta_error_msg, sizeof(n->delta_error_msg),
+		    "delta sync failed: %.256s", n->delta_error);
+		problem(n, n->delta_error_msg);
+	}
+	if (ao->max_age > 0 && n->age > ao->max_age)
+		problem(n, "older than --max-age");
+	n->behind = newest - n->version;
+	if (n->behind > ao->max_lag)
+		problem(n, "behind the newest version");
+	if (n->delta_behind > ao->max_dlag) {
+		snprintf(n->delta_msg, sizeof(n->delta_msg),
+		    "delta %" PRIu64 " behind: at seq %" PRIu64
+		    ", another node at %" PRIu64,
+		    n->delta_behind, n->delta_seq, n->delta_top);
+		problem(n, n->delta_msg);
+	}
+}
+
+/* Records every problem of n, in the order the output lists them. */
+static void
+judge(struct node *n, const struct audit_opts *ao, uint64_t newest)
+{
+	if (!n->reachable) {
+		problem(n, "unreachable");
+		return;
+	}
+	judge_clock(n, ao->max_skew);
+	not_ready(n);
+	if (n->gone)
+		problem(n, n->gone_msg);
+	if (!n->has_filter)
+		problem(n, "no filter loaded");
+	else
+		judge_filter(n, ao, newest);
+}
+
+int
+fb_audit(int argc, char **argv)
+{
+	struct audit_opts ao;
+	struct node *nodes;
+	uint64_t newest;
+	size_t nn, i, bad = 0;
+	CURL *h = NULL;
+	int ret;
+
+	if ((ret = audit_parse(&ao, argc, argv)) != 0)
+		return ret < 0 ? FB_EXIT_OK : ret;
+	nn = (size_t)(argc - optind);
+	if ((nodes = audit_nodes(argv + optind, nn, &ret)) == NULL)
+		return ret;
+	ret = FB_EXIT_FAIL;
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
 		fb_err("audit: libcurl initialisation failed");
 		free(nodes);
@@ -740,88 +901,21 @@ fb_audit(int argc, char **argv)
 		fb_err("audit: libcurl initialisation failed");
 		goto out;
 	}
-	for (i = 0; i < nn; i++) {
-		fetch(h, &nodes[i], (long)timeout);
-		if (!nodes[i].reachable)
-			continue;
-		fetch_ready(h, &nodes[i], (long)timeout);
-		if (nodes[i].version > newest)
-			newest = nodes[i].version;
-		if (nodes[i].seen > newest)
-			newest = nodes[i].seen;
-		if (nodes[i].highest > newest)
-			newest = nodes[i].highest;
-	}
+	newest = audit_fetch_all(h, nodes, nn, (long)ao.timeout);
 	delta_tops(nodes, nn);
 	for (i = 0; i < nn; i++) {
-		struct node *n = &nodes[i];
-
-		if (!n->reachable) {
-			problem(n, "unreachable");
-			goto counted;
-		}
-		/*
-		 * A node judges staleness by its own clock: one behind keeps
-		 * an expired filter in service (and answers not_revoked from
-		 * it) for as long as it is behind; one ahead refuses fresh
-		 * filters early. Neither shows in its own status.
-		 */
-		if (n->has_clock && (n->clock_off < -max_skew ||
-		    n->clock_off > max_skew)) {
-			snprintf(n->clock_msg, sizeof(n->clock_msg),
-			    n->clock_off < 0 ? "clock %" PRId64 "s behind this "
-			    "host's: expired filters stay fresh that long" :
-			    "clock %" PRId64 "s ahead of this host's: fresh "
-			    "filters expire that early", n->clock_off < 0 ?
-			    -n->clock_off : n->clock_off);
-			problem(n, n->clock_msg);
-		}
-		not_ready(n);
-		if (n->gone)
-			problem(n, n->gone_msg);
-		if (!n->has_filter)
-			problem(n, "no filter loaded");
-		else {
-			if (n->stale)
-				problem(n, "stale");
-			/* An edge serving a fresh filter still fails when
-			 * its syncs do: it will not see the next version. */
-			if (n->sync_error[0] != '\0')
-				problem(n, "last sync failed");
-			/* The chain fetch fails apart from the base sync:
-			 * the edge keeps its base and misses every delta. */
-			if (n->delta_error[0] != '\0') {
-				snprintf(n->delta_error_msg,
-				    sizeof(n->delta_error_msg),
-				    "delta sync failed: %.256s", n->delta_error);
-				problem(n, n->delta_error_msg);
-			}
-			if (max_age > 0 && n->age > max_age)
-				problem(n, "older than --max-age");
-			n->behind = newest - n->version;
-			if (n->behind > max_lag)
-				problem(n, "behind the newest version");
-			if (n->delta_behind > max_dlag) {
-				snprintf(n->delta_msg, sizeof(n->delta_msg),
-				    "delta %" PRIu64 " behind: at seq %" PRIu64
-				    ", another node at %" PRIu64,
-				    n->delta_behind, n->delta_seq,
-				    n->delta_top);
-				problem(n, n->delta_msg);
-			}
-		}
-counted:
-		if (n->nproblems > 0)
+		judge(&nodes[i], &ao, newest);
+		if (nodes[i].nproblems > 0)
 			bad++;
 	}
-	if (json) {
+	if (ao.json) {
 		if (print_json(nodes, nn, newest, bad) == -1) {
 			fb_err("audit: out of memory");
 			goto out;
 		}
 	} else
 		print_table(nodes, nn, newest, bad);
-	for (i = 0; i < nn && !json; i++)
+	for (i = 0; i < nn && !ao.json; i++)
 		if (!nodes[i].reachable)
 			fb_err("audit: %s: %s", nodes[i].url, nodes[i].error);
 	ret = bad == 0 ? FB_EXIT_OK : FB_EXIT_FAIL;
