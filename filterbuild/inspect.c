@@ -390,24 +390,23 @@ print_coverage(const struct ffile_scope *sc)
 	}
 }
 
-static int
-print_json(const char *path, const struct target *t, const struct ffile *f,
-    const struct table *tab, const struct check *c, const struct prev *pv,
-    int64_t now)
+/*
+ * The header's members of root: the file, its layout, hashing and fill,
+ * the signer, the table it names and its staleness as of now. false when
+ * out of memory.
+ */
+static bool
+json_header(cJSON *root, const char *path, const struct target *t,
+    const struct ffile *f, int64_t now)
 {
 	const struct ffile_info *in = ffile_info(f);
 	const struct bloom *b = ffile_bloom(f);
-	cJSON *root, *scopes, *s, *tj, *dropped;
-	char seed[17], *text;
-	uint64_t pk;
 	unsigned char sb[8];
+	char seed[17];
 	size_t len;
 	uint32_t i;
 	bool ok = true;
 
-	root = cJSON_CreateObject();
-	if (root == NULL)
-		return -1;
 	(void)ffile_bytes(f, &len);
 	for (i = 0; i < 8; i++)
 		sb[i] = (unsigned char)(in->seed >> (56 - 8 * i));
@@ -442,71 +441,115 @@ print_json(const char *path, const struct target *t, const struct ffile *f,
 	    (double)(in->expires_at - now));
 	ok = ok && jbool(root, "expired", ffile_expired(f, now));
 	ok = ok && jbool(root, "stale", ffile_expired(f, now));
-	scopes = cJSON_AddArrayToObject(root, "scopes");
-	ok = ok && scopes != NULL;
-	for (i = 0; ok && i < in->nscopes; i++) {
-		const struct ffile_scope *sc = &in->scopes[i];
+	return ok;
+}
 
-		s = cJSON_CreateObject();
-		if (s == NULL || !cJSON_AddItemToArray(scopes, s)) {
-			cJSON_Delete(s);
-			ok = false;
-			break;
-		}
-		ok = ok && jstr(s, "scope", sc->name);
-		ok = ok && jnum(s, "keys", (double)sc->keys);
-		if (pv->info != NULL) {
-			bool had = prev_keys(pv, sc->name, &pk);
+/*
+ * One scope's members: its keys (and the change since the previous
+ * version, when there is one), its source and, for a CRL scope, the CRL
+ * and its coverage. false when out of memory.
+ */
+static bool
+json_scope(cJSON *s, const struct ffile_scope *sc, const struct prev *pv,
+    int64_t now)
+{
+	uint64_t pk;
+	bool ok = true, had;
 
-			ok = ok && (had ? jnum(s, "previous_keys", (double)pk) :
-			    cJSON_AddNullToObject(s, "previous_keys") != NULL);
-			ok = ok && jnum(s, "keys_change", (double)sc->keys -
-			    (had ? (double)pk : 0.0));
-		}
-		ok = ok && jstr(s, "source", source_name(sc->source));
-		if (sc->source == FFILE_SRC_CRL) {
-			ok = ok && jstr(s, "issuer", sc->issuer);
-			ok = ok && jstr(s, "crl_number", sc->crl_number);
-			ok = ok && jtime(s, "this_update", sc->this_update);
-			if (sc->next_update != 0) {
-				ok = ok && jtime(s, "next_update",
-				    sc->next_update);
-				ok = ok && jbool(s, "crl_expired",
-				    now >= sc->next_update);
-			}
-			ok = ok && jhex(s, "crl_sha256", sc->crl_sha256, 32);
-			ok = ok && jbool(s, "crl_verified",
-			    (sc->flags & FFILE_SCOPE_UNVERIFIED) == 0);
-			ok = ok && jbool(s, "next_update_assumed",
-			    (sc->flags & FFILE_SCOPE_ASSUMED_NEXT) != 0);
-			ok = ok && json_coverage(s, sc);
-			ok = ok && jbool(s, "kept_from_previous",
-			    (sc->flags & FFILE_SCOPE_KEPT) != 0);
-			ok = ok && jbool(s, "attributed",
-			    (sc->flags & FFILE_SCOPE_ATTRIBUTED) != 0);
-		}
+	ok = ok && jstr(s, "scope", sc->name);
+	ok = ok && jnum(s, "keys", (double)sc->keys);
+	if (pv->info != NULL) {
+		had = prev_keys(pv, sc->name, &pk);
+		ok = ok && (had ? jnum(s, "previous_keys", (double)pk) :
+		    cJSON_AddNullToObject(s, "previous_keys") != NULL);
+		ok = ok && jnum(s, "keys_change", (double)sc->keys -
+		    (had ? (double)pk : 0.0));
 	}
-	if (ok && pv->info != NULL) {
-		ok = jnum(root, "previous_version", (double)pv->info->version);
-		dropped = cJSON_AddArrayToObject(root, "dropped_scopes");
-		ok = ok && dropped != NULL;
-		for (i = 0; ok && i < pv->info->nscopes; i++) {
-			const struct ffile_scope *ps = &pv->info->scopes[i];
+	ok = ok && jstr(s, "source", source_name(sc->source));
+	if (sc->source != FFILE_SRC_CRL)
+		return ok;
+	ok = ok && jstr(s, "issuer", sc->issuer);
+	ok = ok && jstr(s, "crl_number", sc->crl_number);
+	ok = ok && jtime(s, "this_update", sc->this_update);
+	if (sc->next_update != 0) {
+		ok = ok && jtime(s, "next_update", sc->next_update);
+		ok = ok && jbool(s, "crl_expired", now >= sc->next_update);
+	}
+	ok = ok && jhex(s, "crl_sha256", sc->crl_sha256, 32);
+	ok = ok && jbool(s, "crl_verified",
+	    (sc->flags & FFILE_SCOPE_UNVERIFIED) == 0);
+	ok = ok && jbool(s, "next_update_assumed",
+	    (sc->flags & FFILE_SCOPE_ASSUMED_NEXT) != 0);
+	ok = ok && json_coverage(s, sc);
+	ok = ok && jbool(s, "kept_from_previous",
+	    (sc->flags & FFILE_SCOPE_KEPT) != 0);
+	ok = ok && jbool(s, "attributed",
+	    (sc->flags & FFILE_SCOPE_ATTRIBUTED) != 0);
+	return ok;
+}
 
-			if (has_scope(in, ps->name))
-				continue;
-			s = cJSON_CreateObject();
-			if (s == NULL || !cJSON_AddItemToArray(dropped, s)) {
-				cJSON_Delete(s);
-				ok = false;
-				break;
-			}
-			ok = ok && jstr(s, "scope", ps->name);
-			ok = ok && jnum(s, "previous_keys", (double)ps->keys);
-		}
-	} else if (ok && pv->err[0] != '\0')
-		ok = jstr(root, "previous_error", pv->err);
-	if (ok && t->have_table) {
+/* A new object appended to arr; NULL when out of memory. */
+static cJSON *
+json_append_object(cJSON *arr)
+{
+	cJSON *s = cJSON_CreateObject();
+
+	if (s == NULL || !cJSON_AddItemToArray(arr, s)) {
+		cJSON_Delete(s);
+		return NULL;
+	}
+	return s;
+}
+
+/*
+ * "scopes", one object each (json_scope), and against the previous
+ * version "previous_version" and "dropped_scopes" (or "previous_error"
+ * when it exists but cannot be read). false when out of memory.
+ */
+static bool
+json_scopes(cJSON *root, const struct ffile_info *in, const struct prev *pv,
+    int64_t now)
+{
+	const struct ffile_scope *ps;
+	cJSON *arr, *s;
+	uint32_t i;
+
+	if ((arr = cJSON_AddArrayToObject(root, "scopes")) == NULL)
+		return false;
+	for (i = 0; i < in->nscopes; i++)
+		if ((s = json_append_object(arr)) == NULL ||
+		    !json_scope(s, &in->scopes[i], pv, now))
+			return false;
+	if (pv->info == NULL)
+		return pv->err[0] == '\0' ||
+		    jstr(root, "previous_error", pv->err);
+	if (!jnum(root, "previous_version", (double)pv->info->version) ||
+	    (arr = cJSON_AddArrayToObject(root, "dropped_scopes")) == NULL)
+		return false;
+	for (i = 0; i < pv->info->nscopes; i++) {
+		ps = &pv->info->scopes[i];
+		if (has_scope(in, ps->name))
+			continue;
+		if ((s = json_append_object(arr)) == NULL ||
+		    !jstr(s, "scope", ps->name) ||
+		    !jnum(s, "previous_keys", (double)ps->keys))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * "table" (when PATH has one) and, with --pub, the signature's members.
+ * false when out of memory.
+ */
+static bool
+json_checks(cJSON *root, const struct target *t, const struct ffile *f,
+    const struct table *tab, const struct check *c)
+{
+	cJSON *tj;
+	bool ok = true;
+
+	if (t->have_table) {
 		tj = cJSON_AddObjectToObject(root, "table");
 		ok = tj != NULL;
 		ok = ok && jstr(tj, "path", t->table);
@@ -530,7 +573,22 @@ print_json(const char *path, const struct target *t, const struct ffile *f,
 			ok = ok && jstr(root, "signature_error", c->sig_err);
 		ok = ok && jbool(root, "verified", c->sig_ok && c->bind_ok);
 	}
-	if (!ok) {
+	return ok;
+}
+
+static int
+print_json(const char *path, const struct target *t, const struct ffile *f,
+    const struct table *tab, const struct check *c, const struct prev *pv,
+    int64_t now)
+{
+	cJSON *root;
+	char *text;
+
+	if ((root = cJSON_CreateObject()) == NULL)
+		return -1;
+	if (!json_header(root, path, t, f, now) ||
+	    !json_scopes(root, ffile_info(f), pv, now) ||
+	    !json_checks(root, t, f, tab, c)) {
 		cJSON_Delete(root);
 		return -1;
 	}
@@ -558,17 +616,14 @@ print_duration(FILE *fp, int64_t s)
 		fprintf(fp, "%" PRId64 "s", s);
 }
 
+/* The header lines of the text output, down to the number of scopes. */
 static void
-print_text(const struct target *t, const struct ffile *f,
-    const struct table *tab, const struct check *c, const struct prev *pv,
-    int64_t now)
+text_header(const struct target *t, const struct ffile *f, int64_t now)
 {
 	const struct ffile_info *in = ffile_info(f);
 	const struct bloom *b = ffile_bloom(f);
 	char hex[65], ts[UTIL_RFC3339_LEN];
-	uint64_t pk;
 	size_t len;
-	uint32_t i;
 
 	(void)ffile_bytes(f, &len);
 	printf("filter:            %s (%zu bytes)\n", t->filter, len);
@@ -607,59 +662,65 @@ print_text(const struct target *t, const struct ffile *f,
 	printf("table sha256:      %s\n", hex);
 	printf("table bytes:       %" PRIu64 "\n", in->table_len);
 	printf("scopes:            %" PRIu32 "\n", in->nscopes);
-	if (pv->info != NULL)
-		printf("changes since:     version %" PRIu64 "\n",
-		    pv->info->version);
-	else if (pv->err[0] != '\0')
-		printf("changes since:     previous version unreadable: %s\n",
-		    pv->err);
-	for (i = 0; i < in->nscopes; i++) {
-		const struct ffile_scope *sc = &in->scopes[i];
+}
 
-		printf("  %s: %" PRIu64 " keys, source %s", sc->name, sc->keys,
-		    source_name(sc->source));
-		if (pv->info != NULL && prev_keys(pv, sc->name, &pk))
-			printf(", %+" PRId64 " since version %" PRIu64,
-			    (int64_t)(sc->keys - pk), pv->info->version);
-		else if (pv->info != NULL)
-			printf(", new since version %" PRIu64,
-			    pv->info->version);
-		printf("\n");
-		if (sc->source != FFILE_SRC_CRL)
-			continue;
-		printf("    issuer:        %s\n", sc->issuer);
-		printf("    crl number:    %s\n",
-		    sc->crl_number[0] ? sc->crl_number : "(none)");
-		util_rfc3339(ts, sc->this_update);
-		printf("    this update:   %s\n", ts);
-		if (sc->next_update != 0) {
-			util_rfc3339(ts, sc->next_update);
-			printf("    next update:   %s%s\n", ts,
-			    now >= sc->next_update ? " (past)" : "");
-		}
-		util_hex(hex, sc->crl_sha256, 32);
-		printf("    crl sha256:    %s\n", hex);
-		printf("    signature:     %s\n",
-		    (sc->flags & FFILE_SCOPE_UNVERIFIED) != 0 ?
-		    "NOT VERIFIED (--unverified-crl)" :
-		    "verified against its issuer");
-		print_coverage(sc);
-		if ((sc->flags & FFILE_SCOPE_KEPT) != 0)
-			printf("    kept:          from the previous version: its "
-			    "new CRL was bad (--keep-going)\n");
-		if ((sc->flags & FFILE_SCOPE_ATTRIBUTED) != 0)
-			printf("    attributed:    no CRL of its own: entries an "
-			    "indirect CRL of another issuer listed%s\n",
-			    sc->npart == 0 ? "; covers nothing by itself" : "");
-		if ((sc->flags & FFILE_SCOPE_ASSUMED_NEXT) != 0)
-			printf("    next update:   assumed: the CRL has none "
-			    "(--crl-validity)\n");
+/*
+ * One scope's lines: its keys and their change since the previous
+ * version and, for a CRL scope, the CRL, its signature and coverage.
+ */
+static void
+text_scope(const struct ffile_scope *sc, const struct prev *pv, int64_t now)
+{
+	char hex[65], ts[UTIL_RFC3339_LEN];
+	uint64_t pk;
+
+	printf("  %s: %" PRIu64 " keys, source %s", sc->name, sc->keys,
+	    source_name(sc->source));
+	if (pv->info != NULL && prev_keys(pv, sc->name, &pk))
+		printf(", %+" PRId64 " since version %" PRIu64,
+		    (int64_t)(sc->keys - pk), pv->info->version);
+	else if (pv->info != NULL)
+		printf(", new since version %" PRIu64,
+		    pv->info->version);
+	printf("\n");
+	if (sc->source != FFILE_SRC_CRL)
+		return;
+	printf("    issuer:        %s\n", sc->issuer);
+	printf("    crl number:    %s\n",
+	    sc->crl_number[0] ? sc->crl_number : "(none)");
+	util_rfc3339(ts, sc->this_update);
+	printf("    this update:   %s\n", ts);
+	if (sc->next_update != 0) {
+		util_rfc3339(ts, sc->next_update);
+		printf("    next update:   %s%s\n", ts,
+		    now >= sc->next_update ? " (past)" : "");
 	}
-	for (i = 0; pv->info != NULL && i < pv->info->nscopes; i++)
-		if (!has_scope(in, pv->info->scopes[i].name))
-			printf("  %s: DROPPED since version %" PRIu64 " (had %"
-			    PRIu64 " keys)\n", pv->info->scopes[i].name,
-			    pv->info->version, pv->info->scopes[i].keys);
+	util_hex(hex, sc->crl_sha256, 32);
+	printf("    crl sha256:    %s\n", hex);
+	printf("    signature:     %s\n",
+	    (sc->flags & FFILE_SCOPE_UNVERIFIED) != 0 ?
+	    "NOT VERIFIED (--unverified-crl)" :
+	    "verified against its issuer");
+	print_coverage(sc);
+	if ((sc->flags & FFILE_SCOPE_KEPT) != 0)
+		printf("    kept:          from the previous version: its "
+		    "new CRL was bad (--keep-going)\n");
+	if ((sc->flags & FFILE_SCOPE_ATTRIBUTED) != 0)
+		printf("    attributed:    no CRL of its own: entries an "
+		    "indirect CRL of another issuer listed%s\n",
+		    sc->npart == 0 ? "; covers nothing by itself" : "");
+	if ((sc->flags & FFILE_SCOPE_ASSUMED_NEXT) != 0)
+		printf("    next update:   assumed: the CRL has none "
+		    "(--crl-validity)\n");
+}
+
+/* The table's lines (when PATH has one) and, with --pub, the signature's. */
+static void
+text_checks(const struct target *t, const struct ffile *f,
+    const struct table *tab, const struct check *c)
+{
+	char hex[65];
+
 	if (t->have_table) {
 		if (tab != NULL) {
 			util_hex(hex, table_sha256(tab), 32);
@@ -680,6 +741,31 @@ print_text(const struct target *t, const struct ffile *f,
 		printf("signature:         %s%s\n",
 		    c->sig_ok ? "valid" : "INVALID: ",
 		    c->sig_ok ? "" : c->sig_err);
+}
+
+static void
+print_text(const struct target *t, const struct ffile *f,
+    const struct table *tab, const struct check *c, const struct prev *pv,
+    int64_t now)
+{
+	const struct ffile_info *in = ffile_info(f);
+	uint32_t i;
+
+	text_header(t, f, now);
+	if (pv->info != NULL)
+		printf("changes since:     version %" PRIu64 "\n",
+		    pv->info->version);
+	else if (pv->err[0] != '\0')
+		printf("changes since:     previous version unreadable: %s\n",
+		    pv->err);
+	for (i = 0; i < in->nscopes; i++)
+		text_scope(&in->scopes[i], pv, now);
+	for (i = 0; pv->info != NULL && i < pv->info->nscopes; i++)
+		if (!has_scope(in, pv->info->scopes[i].name))
+			printf("  %s: DROPPED since version %" PRIu64 " (had %"
+			    PRIu64 " keys)\n", pv->info->scopes[i].name,
+			    pv->info->version, pv->info->scopes[i].keys);
+	text_checks(t, f, tab, c);
 }
 
 static void
