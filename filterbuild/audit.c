@@ -654,53 +654,28 @@ struct audit_opts {
 	uint64_t	 max_dlag;
 };
 
-static const struct option audit_longopts[] = {
-	{ "json",    no_argument,	NULL, 'j' },
-	{ "max-age", required_argument, NULL, 'a' },
-	{ "max-lag", required_argument, NULL, 'l' },
-	{ "max-delta-lag", required_argument, NULL, 'd' },
-	{ "timeout", required_argument, NULL, 't' },
-	{ "max-skew", required_argument, NULL, 's' },
-	{ "help",    no_argument,	NULL, 'h' },
-	{ NULL, 0, NULL, 0 },
-};
-
-/* One option into ao. 0, or FB_EXIT_USAGE after a message. */
+/*
+ * A duration option's value (arg) into *out, at most max. 0, or
+ * FB_EXIT_USAGE after a message naming the option and range.
+ */
 static int
-audit_opt(struct audit_opts *ao, int ch)
+audit_duration(const char *opt, const char *arg, int64_t max,
+    const char *range, int64_t *out)
 {
-	switch (ch) {
-	case 'j': ao->json = true; break;
-	case 'a':
-		if (util_parse_duration(optarg, &ao->max_age) == -1)
-			return fb_usage_err("audit", "--max-age: bad "
-			    "duration \"%.64s\" (N with s, m, h or d)",
-			    optarg);
-		break;
-	case 'l':
-		if (util_parse_u64(optarg, UINT32_MAX, &ao->max_lag) == -1)
-			return fb_usage_err("audit", "--max-lag: \"%.64s"
-			    "\" is not a number of versions", optarg);
-		break;
-	case 'd':
-		if (util_parse_u64(optarg, UINT32_MAX, &ao->max_dlag) == -1)
-			return fb_usage_err("audit", "--max-delta-lag: "
-			    "\"%.64s\" is not a number of deltas", optarg);
-		break;
-	case 't':
-		if (util_parse_duration(optarg, &ao->timeout) == -1 ||
-		    ao->timeout > 3600)
-			return fb_usage_err("audit", "--timeout: bad "
-			    "duration \"%.64s\" (1s to 1h)", optarg);
-		break;
-	case 's':
-		if (util_parse_duration(optarg, &ao->max_skew) == -1 ||
-		    ao->max_skew > 86400)
-			return fb_usage_err("audit", "--max-skew: bad "
-			    "duration \"%.64s\" (0s to 1d)", optarg);
-		break;
-	default: return fb_usage_err("audit", "bad option");
-	}
+	if (util_parse_duration(arg, out) == -1 || *out > max)
+		return fb_usage_err("audit", "%s: bad duration \"%.64s\" (%s)",
+		    opt, arg, range);
+	return 0;
+}
+
+/* A count option's value (arg) of what into *out. 0, or FB_EXIT_USAGE. */
+static int
+audit_count(const char *opt, const char *arg, const char *what,
+    uint64_t *out)
+{
+	if (util_parse_u64(arg, UINT32_MAX, out) == -1)
+		return fb_usage_err("audit", "%s: \"%.64s\" is not a number "
+		    "of %s", opt, arg, what);
 	return 0;
 }
 
@@ -711,21 +686,52 @@ audit_opt(struct audit_opts *ao, int ch)
 static int
 audit_parse(struct audit_opts *ao, int argc, char **argv)
 {
+	static const struct option opts[] = {
+		{ "json",    no_argument,	NULL, 'j' },
+		{ "max-age", required_argument, NULL, 'a' },
+		{ "max-lag", required_argument, NULL, 'l' },
+		{ "max-delta-lag", required_argument, NULL, 'd' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "max-skew", required_argument, NULL, 's' },
+		{ "help",    no_argument,	NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
 	size_t nn, i;
-	int ch, rc;
+	int ch, rc = 0;
 
 	memset(ao, 0, sizeof(*ao));
 	ao->timeout = AUDIT_DEFAULT_TIMEOUT;
 	ao->max_skew = AUDIT_DEFAULT_SKEW;
 	fb_getopt_reset();
-	while ((ch = getopt_long(argc, argv, "", audit_longopts, NULL)) != -1) {
-		if (ch == 'h') {
-			audit_usage(stdout);
-			return -1;
+	while (rc == 0 && (ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'j': ao->json = true; break;
+		case 'a':
+			rc = audit_duration("--max-age", optarg, INT64_MAX,
+			    "N with s, m, h or d", &ao->max_age);
+			break;
+		case 'l':
+			rc = audit_count("--max-lag", optarg, "versions",
+			    &ao->max_lag);
+			break;
+		case 'd':
+			rc = audit_count("--max-delta-lag", optarg, "deltas",
+			    &ao->max_dlag);
+			break;
+		case 't':
+			rc = audit_duration("--timeout", optarg, 3600,
+			    "1s to 1h", &ao->timeout);
+			break;
+		case 's':
+			rc = audit_duration("--max-skew", optarg, 86400,
+			    "0s to 1d", &ao->max_skew);
+			break;
+		case 'h': audit_usage(stdout); return -1;
+		default: return fb_usage_err("audit", "bad option");
 		}
-		if ((rc = audit_opt(ao, ch)) != 0)
-			return rc;
 	}
+	if (rc != 0)
+		return rc;
 	nn = (size_t)(argc - optind);
 	if (nn == 0)
 		return fb_usage_err("audit", "want at least one node URL "

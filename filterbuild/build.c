@@ -234,47 +234,66 @@ progress_done(struct progress *p)
 		fputs("\r\033[K", stderr);
 }
 
-static const struct option build_longopts[] = {
-	{ "key",	   required_argument, NULL, 'k' },
-	{ "out",	   required_argument, NULL, 'o' },
-	{ "fp-rate",	   required_argument, NULL, 'p' },
-	{ "valid-for",	   required_argument, NULL, 'v' },
-	{ "version",	   required_argument, NULL, 'V' },
-	{ "scope",	   required_argument, NULL, 's' },
-	{ "format",	   required_argument, NULL, 'f' },
-	{ "issuer",	   required_argument, NULL, 'i' },
-	{ "allow-expired", no_argument,	      NULL, 'x' },
-	{ "allow-shrink",  no_argument,	      NULL, OPT_ALLOW_SHRINK },
-	{ "max-shrink",	   required_argument, NULL, OPT_MAX_SHRINK },
-	{ "unverified-crl", no_argument,     NULL, OPT_UNVERIFIED_CRL },
-	{ "allow-weak-crl-sig", no_argument, NULL, OPT_ALLOW_WEAK_SIG },
-	{ "no-delta",	   no_argument,	      NULL, OPT_NO_DELTA },
-	{ "clock-skew",	   required_argument, NULL, OPT_CLOCK_SKEW },
-	{ "crl-validity",  required_argument, NULL, OPT_CRL_VALIDITY },
-	{ "allow-crl-rollback", no_argument, NULL, OPT_ALLOW_ROLLBACK },
-	{ "keep-going",	   no_argument,	      NULL, OPT_KEEP_GOING },
-	{ "report",	   required_argument, NULL, OPT_REPORT },
-	{ "expiry-grace",  required_argument, NULL, OPT_EXPIRY_GRACE },
-	{ "trusted-key",   required_argument, NULL, OPT_TRUSTED_KEY },
-	{ "delegate",	   required_argument, NULL, OPT_DELEGATE },
-	{ "keep",	   required_argument, NULL, 'K' },
-	{ "layout",	   required_argument, NULL, 'L' },
-	{ "quiet",	   no_argument,	      NULL, 'q' },
-	{ "cache-dir",	   required_argument, NULL, OPT_CACHE_DIR },
-	{ "fetch-max-size", required_argument, NULL, OPT_FETCH_MAX_SIZE },
-	{ "fetch-timeout", required_argument, NULL, OPT_FETCH_TIMEOUT },
-	{ "fetch-ca",	   required_argument, NULL, OPT_FETCH_CA },
-	{ "source",	   required_argument, NULL, 'S' },
-	{ "query",	   required_argument, NULL, 'Q' },
-	{ "standby-max-lag", required_argument, NULL, OPT_STANDBY_MAX_LAG },
-	{ "subscriber-max-lag", required_argument, NULL,
-	    OPT_SUBSCRIBER_MAX_LAG },
-	{ "help",	   no_argument,	      NULL, 'h' },
-	{ NULL, 0, NULL, 0 },
-};
-
 /* What a build_opt_*() group returns for an option it does not own. */
 #define BUILD_OPT_OTHER	1
+
+/* The names --format or --layout takes, and their values. */
+struct build_names {
+	const char	*opt;
+	const char	*want;		/* the names, for a message */
+	const char	*name[5];	/* NULL-terminated */
+	int		 value[4];
+};
+
+static const struct build_names build_formats = {
+	"--format", "auto, text, json or crl",
+	{ "auto", "text", "json", "crl", NULL },
+	{ INPUT_AUTO, INPUT_TEXT, INPUT_JSON, INPUT_CRL },
+};
+
+static const struct build_names build_layouts = {
+	"--layout", "auto, blocked, classic or fuse",
+	{ "auto", "classic", "blocked", "fuse", NULL },
+	{ 0, BLOOM_CLASSIC, BLOOM_BLOCKED, BLOOM_FUSE },
+};
+
+/* *value of the name arg among n's. 0, or FB_EXIT_USAGE after a message. */
+static int
+build_pick(const struct build_names *n, const char *arg, int *value)
+{
+	size_t i;
+
+	for (i = 0; n->name[i] != NULL; i++)
+		if (strcmp(n->name[i], arg) == 0) {
+			*value = n->value[i];
+			return 0;
+		}
+	return fb_usage_err("build", "%s '%s': want %s", n->opt, arg, n->want);
+}
+
+/*
+ * A duration option's value (optarg) into *out, from min to max. 0, or
+ * FB_EXIT_USAGE after a message: "OPT 'VALUE': want WANT".
+ */
+static int
+build_opt_duration(const char *opt, int64_t min, int64_t max,
+    const char *want, int64_t *out)
+{
+	if (util_parse_duration(optarg, out) != 0 || *out < min || *out > max)
+		return fb_usage_err("build", "%s '%s': want %s", opt, optarg,
+		    want);
+	return 0;
+}
+
+/* A --standby-max-lag or --subscriber-max-lag value. 0, or FB_EXIT_USAGE. */
+static int
+build_opt_lag(const char *opt, int64_t *out)
+{
+	if (fb_parse_standby_lag(optarg, out) != 0)
+		return fb_usage_err("build", "%s '%s': want a duration from 1s "
+		    "to 1d", opt, optarg);
+	return 0;
+}
 
 static void
 build_defaults(struct build_opts *o)
@@ -293,18 +312,17 @@ build_defaults(struct build_opts *o)
 }
 
 /*
- * The options that shape the filter and where it goes: --key, --out,
- * --fp-rate, --valid-for, --version, --scope, --format, --layout, --keep,
- * --quiet. 0, FB_EXIT_USAGE after a message, or BUILD_OPT_OTHER.
+ * The options that shape the filter and where it goes: --fp-rate,
+ * --valid-for, --version, --scope, --format, --layout, --keep, --key,
+ * --out, --quiet. 0, FB_EXIT_USAGE after a message, or BUILD_OPT_OTHER.
  */
 static int
 build_opt_filter(struct build_opts *o, int c)
 {
 	uint64_t u;
+	int v = 0, rc;
 
 	switch (c) {
-	case 'k': o->key = optarg; break;
-	case 'o': o->out = optarg; break;
 	case 'p':
 		if (util_parse_double(optarg, &o->fp_rate) != 0 ||
 		    !(o->fp_rate > 0.0 && o->fp_rate < 1.0))
@@ -312,11 +330,8 @@ build_opt_filter(struct build_opts *o, int c)
 			    "want a number in (0, 1)", optarg);
 		break;
 	case 'v':
-		if (util_parse_duration(optarg, &o->valid_for) != 0)
-			return fb_usage_err("build", "--valid-for '%s': "
-			    "want a duration such as 90s, 15m, 1h or 7d",
-			    optarg);
-		break;
+		return build_opt_duration("--valid-for", INT64_MIN, INT64_MAX,
+		    "a duration such as 90s, 15m, 1h or 7d", &o->valid_for);
 	case 'V':
 		if (util_parse_u64(optarg, UINT64_MAX, &o->version) != 0 ||
 		    o->version == 0)
@@ -329,19 +344,6 @@ build_opt_filter(struct build_opts *o, int c)
 			    "valid scope name", optarg);
 		o->scope = optarg;
 		break;
-	case 'f':
-		if (strcmp(optarg, "auto") == 0)
-			o->format = INPUT_AUTO;
-		else if (strcmp(optarg, "text") == 0)
-			o->format = INPUT_TEXT;
-		else if (strcmp(optarg, "json") == 0)
-			o->format = INPUT_JSON;
-		else if (strcmp(optarg, "crl") == 0)
-			o->format = INPUT_CRL;
-		else
-			return fb_usage_err("build", "--format '%s': want "
-			    "auto, text, json or crl", optarg);
-		break;
 	case 'K':
 		if (util_parse_u64(optarg, BUILD_MAX_KEEP, &u) != 0 ||
 		    u == 0)
@@ -349,19 +351,18 @@ build_opt_filter(struct build_opts *o, int c)
 			    "integer in 1..%d", optarg, BUILD_MAX_KEEP);
 		o->keep = (unsigned)u;
 		break;
+	case 'f':
 	case 'L':
-		if (strcmp(optarg, "auto") == 0)
-			o->layout = 0;
-		else if (strcmp(optarg, "classic") == 0)
-			o->layout = BLOOM_CLASSIC;
-		else if (strcmp(optarg, "blocked") == 0)
-			o->layout = BLOOM_BLOCKED;
-		else if (strcmp(optarg, "fuse") == 0)
-			o->layout = BLOOM_FUSE;
+		if ((rc = build_pick(c == 'f' ? &build_formats :
+		    &build_layouts, optarg, &v)) != 0)
+			return rc;
+		if (c == 'f')
+			o->format = (enum input_format)v;
 		else
-			return fb_usage_err("build", "--layout '%s': want "
-			    "auto, blocked, classic or fuse", optarg);
+			o->layout = (enum bloom_layout)v;
 		break;
+	case 'k': o->key = optarg; break;
+	case 'o': o->out = optarg; break;
 	case 'q': o->quiet = o->fetch.quiet = true; break;
 	default: return BUILD_OPT_OTHER;
 	}
@@ -413,16 +414,11 @@ build_opt_checks(struct build_opts *o, int c)
 	case OPT_KEEP_GOING: o->keep_going = true; break;
 	case OPT_REPORT: o->report = optarg; break;
 	case OPT_CLOCK_SKEW:
-		if (util_parse_duration(optarg, &o->clock_skew) != 0)
-			return fb_usage_err("build", "--clock-skew '%s': "
-			    "want a duration such as 90s or 5m", optarg);
-		break;
+		return build_opt_duration("--clock-skew", INT64_MIN, INT64_MAX,
+		    "a duration such as 90s or 5m", &o->clock_skew);
 	case OPT_CRL_VALIDITY:
-		if (util_parse_duration(optarg, &o->crl_validity) != 0 ||
-		    o->crl_validity <= 0)
-			return fb_usage_err("build", "--crl-validity '%s': "
-			    "want a duration such as 1d", optarg);
-		break;
+		return build_opt_duration("--crl-validity", 1, INT64_MAX,
+		    "a duration such as 1d", &o->crl_validity);
 	case OPT_MAX_SHRINK:
 		if (util_parse_u64(optarg, 100, &u) != 0)
 			return fb_usage_err("build", "--max-shrink '%s': "
@@ -453,19 +449,10 @@ build_opt_inputs(struct build_opts *o, int c)
 			    optarg);
 		break;
 	case OPT_STANDBY_MAX_LAG:
-		if (fb_parse_standby_lag(optarg,
-		    &o->standby_max_lag) != 0)
-			return fb_usage_err("build", "--standby-max-lag "
-			    "'%s': want a duration from 1s to 1d",
-			    optarg);
-		break;
+		return build_opt_lag("--standby-max-lag", &o->standby_max_lag);
 	case OPT_SUBSCRIBER_MAX_LAG:
-		if (fb_parse_standby_lag(optarg,
-		    &o->subscriber_max_lag) != 0)
-			return fb_usage_err("build", "--subscriber-max-lag "
-			    "'%s': want a duration from 1s to 1d",
-			    optarg);
-		break;
+		return build_opt_lag("--subscriber-max-lag",
+		    &o->subscriber_max_lag);
 	case OPT_CACHE_DIR: o->fetch.cache_dir = optarg; break;
 	case OPT_FETCH_CA: o->fetch.ca_file = optarg; break;
 	case OPT_FETCH_MAX_SIZE:
@@ -475,24 +462,74 @@ build_opt_inputs(struct build_opts *o, int c)
 			    "'%s': want a number of bytes", optarg);
 		break;
 	case OPT_FETCH_TIMEOUT:
-		if (util_parse_duration(optarg, &o->fetch.timeout) !=
-		    0 || o->fetch.timeout <= 0 ||
-		    o->fetch.timeout > 86400)
-			return fb_usage_err("build", "--fetch-timeout "
-			    "'%s': want a duration up to 1d", optarg);
-		break;
+		return build_opt_duration("--fetch-timeout", 1, 86400,
+		    "a duration up to 1d", &o->fetch.timeout);
 	default: return BUILD_OPT_OTHER;
 	}
 	return 0;
 }
 
 /*
- * What the options must say together, once all are read (the inputs are
- * argv from optind). 0, or FB_EXIT_USAGE after a message.
+ * Reads argv into o; *first_input is the index of the first INPUT. 0,
+ * -1 after printing --help, or FB_EXIT_USAGE after a message.
  */
 static int
-build_check_opts(const struct build_opts *o, int argc)
+build_parse(struct build_opts *o, int argc, char **argv, int *first_input)
 {
+	static const struct option opts[] = {
+		{ "key",	   required_argument, NULL, 'k' },
+		{ "out",	   required_argument, NULL, 'o' },
+		{ "fp-rate",	   required_argument, NULL, 'p' },
+		{ "valid-for",	   required_argument, NULL, 'v' },
+		{ "version",	   required_argument, NULL, 'V' },
+		{ "scope",	   required_argument, NULL, 's' },
+		{ "format",	   required_argument, NULL, 'f' },
+		{ "issuer",	   required_argument, NULL, 'i' },
+		{ "allow-expired", no_argument,	      NULL, 'x' },
+		{ "allow-shrink",  no_argument,	      NULL, OPT_ALLOW_SHRINK },
+		{ "max-shrink",	   required_argument, NULL, OPT_MAX_SHRINK },
+		{ "unverified-crl", no_argument,     NULL, OPT_UNVERIFIED_CRL },
+		{ "allow-weak-crl-sig", no_argument, NULL, OPT_ALLOW_WEAK_SIG },
+		{ "no-delta",	   no_argument,	      NULL, OPT_NO_DELTA },
+		{ "clock-skew",	   required_argument, NULL, OPT_CLOCK_SKEW },
+		{ "crl-validity",  required_argument, NULL, OPT_CRL_VALIDITY },
+		{ "allow-crl-rollback", no_argument, NULL, OPT_ALLOW_ROLLBACK },
+		{ "keep-going",	   no_argument,	      NULL, OPT_KEEP_GOING },
+		{ "report",	   required_argument, NULL, OPT_REPORT },
+		{ "expiry-grace",  required_argument, NULL, OPT_EXPIRY_GRACE },
+		{ "trusted-key",   required_argument, NULL, OPT_TRUSTED_KEY },
+		{ "delegate",	   required_argument, NULL, OPT_DELEGATE },
+		{ "keep",	   required_argument, NULL, 'K' },
+		{ "layout",	   required_argument, NULL, 'L' },
+		{ "quiet",	   no_argument,	      NULL, 'q' },
+		{ "cache-dir",	   required_argument, NULL, OPT_CACHE_DIR },
+		{ "fetch-max-size", required_argument, NULL, OPT_FETCH_MAX_SIZE },
+		{ "fetch-timeout", required_argument, NULL, OPT_FETCH_TIMEOUT },
+		{ "fetch-ca",	   required_argument, NULL, OPT_FETCH_CA },
+		{ "source",	   required_argument, NULL, 'S' },
+		{ "query",	   required_argument, NULL, 'Q' },
+		{ "standby-max-lag", required_argument, NULL, OPT_STANDBY_MAX_LAG },
+		{ "subscriber-max-lag", required_argument, NULL,
+		    OPT_SUBSCRIBER_MAX_LAG },
+		{ "help",	   no_argument,	      NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c, rc;
+
+	build_defaults(o);
+	fb_getopt_reset();
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (c == 'h') {
+			build_usage(stdout);
+			return -1;
+		}
+		if ((rc = build_opt_filter(o, c)) == BUILD_OPT_OTHER &&
+		    (rc = build_opt_checks(o, c)) == BUILD_OPT_OTHER &&
+		    (rc = build_opt_inputs(o, c)) == BUILD_OPT_OTHER)
+			return fb_usage_err("build", "bad option");
+		if (rc != 0)
+			return rc;
+	}
 	if (o->key == NULL)
 		return fb_usage_err("build", "--key KEY.pem is required");
 	if (o->out == NULL)
@@ -510,34 +547,6 @@ build_check_opts(const struct build_opts *o, int argc)
 		return fb_usage_err("build", "--standby-max-lag and "
 		    "--subscriber-max-lag together must be at most half of "
 		    "--valid-for: the filter is dated that far back");
-	return 0;
-}
-
-/*
- * Reads argv into o; *first_input is the index of the first INPUT. 0,
- * -1 after printing --help, or FB_EXIT_USAGE after a message.
- */
-static int
-build_parse(struct build_opts *o, int argc, char **argv, int *first_input)
-{
-	int c, rc;
-
-	build_defaults(o);
-	fb_getopt_reset();
-	while ((c = getopt_long(argc, argv, "", build_longopts, NULL)) != -1) {
-		if (c == 'h') {
-			build_usage(stdout);
-			return -1;
-		}
-		if ((rc = build_opt_filter(o, c)) == BUILD_OPT_OTHER &&
-		    (rc = build_opt_checks(o, c)) == BUILD_OPT_OTHER &&
-		    (rc = build_opt_inputs(o, c)) == BUILD_OPT_OTHER)
-			return fb_usage_err("build", "bad option");
-		if (rc != 0)
-			return rc;
-	}
-	if ((rc = build_check_opts(o, argc)) != 0)
-		return rc;
 	*first_input = optind;
 	return 0;
 }
