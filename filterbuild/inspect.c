@@ -973,6 +973,42 @@ out:
 	return rc;
 }
 
+/*
+ * Opens t's filter and table into *f and *tab (the caller closes both,
+ * on failure too) and checks them: the filter's signature against ring,
+ * the table's binding, and that the table's records are the filter's
+ * keys. 0, or -1 after a message.
+ */
+static int
+verify_pair(const char *path, const struct target *t,
+    const struct sign_ring *ring, struct ffile **f, struct table **tab)
+{
+	char err[1024];
+
+	if ((*f = ffile_open(t->filter, err, sizeof(err))) == NULL ||
+	    ffile_verify(*f, ring, err, sizeof(err)) != 0)
+		goto fail;
+	if (!t->have_table) {
+		fb_err("verify: %s: no table beside the filter (use --table)",
+		    path);
+		return -1;
+	}
+	if ((*tab = table_open(t->table, err, sizeof(err))) == NULL ||
+	    table_check_binding(*tab, ffile_info(*f)->table_sha256,
+	    ffile_info(*f)->table_len, err, sizeof(err)) != 0)
+		goto fail;
+	if (table_count(*tab) != ffile_info(*f)->keys ||
+	    missing_from_filter(*f, *tab) != 0) {
+		fb_err("verify: %s: table records do not match the filter's keys",
+		    path);
+		return -1;
+	}
+	return 0;
+fail:
+	fb_err("verify: %s: %s", path, err);
+	return -1;
+}
+
 int
 fb_verify(int argc, char **argv)
 {
@@ -1029,36 +1065,8 @@ fb_verify(int argc, char **argv)
 		memcpy(t.table, table, strlen(table) + 1);
 		t.have_table = true;
 	}
-	f = ffile_open(t.filter, err, sizeof(err));
-	if (f == NULL) {
-		fb_err("verify: %s: %s", path, err);
+	if (verify_pair(path, &t, &ring, &f, &tab) != 0)
 		goto out;
-	}
-	if (ffile_verify(f, &ring, err, sizeof(err)) != 0) {
-		fb_err("verify: %s: %s", path, err);
-		goto out;
-	}
-	if (!t.have_table) {
-		fb_err("verify: %s: no table beside the filter (use --table)",
-		    path);
-		goto out;
-	}
-	tab = table_open(t.table, err, sizeof(err));
-	if (tab == NULL) {
-		fb_err("verify: %s: %s", path, err);
-		goto out;
-	}
-	if (table_check_binding(tab, ffile_info(f)->table_sha256,
-	    ffile_info(f)->table_len, err, sizeof(err)) != 0) {
-		fb_err("verify: %s: %s", path, err);
-		goto out;
-	}
-	if (table_count(tab) != ffile_info(f)->keys ||
-	    missing_from_filter(f, tab) != 0) {
-		fb_err("verify: %s: table records do not match the filter's keys",
-		    path);
-		goto out;
-	}
 	if (!quiet && !list) {
 		util_hex(hex, ffile_info(f)->signer, SIGN_KEYID_LEN);
 		printf("%s: OK: version %" PRIu64 ", %" PRIu64 " keys, %" PRIu64
