@@ -295,6 +295,7 @@ build_opt_lag(const char *opt, int64_t *out)
 	return 0;
 }
 
+/* Every option at its default (build_usage says which). */
 static void
 build_defaults(struct build_opts *o)
 {
