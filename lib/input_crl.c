@@ -272,49 +272,20 @@ delta_base_number(const X509_CRL *crl, char *out, size_t cap)
 }
 
 /*
- * RFC 5280 section 6.3 checks that decide whether the CRL may be used at
- * all, in the order of the cheapest refusal first; sets sc's flags and,
- * for a CRL without nextUpdate, its assumed next_update. 0, or -1 with
- * err naming the file and the reason.
+ * The CRL's signer: found among the --issuer certificates (or used
+ * unverified when allowed, and said), its key hashed for the CRL's series,
+ * a separate signer remembered. 0, or -1 with err.
  */
 static int
-crl_validity(struct rd *r, X509_CRL *crl, const char *where,
+crl_signer(struct rd *r, X509_CRL *crl, const char *where,
     struct ffile_scope *sc)
 {
 	const struct input_opts *o = r->o;
-	char why[512], when[UTIL_RFC3339_LEN];
+	char why[512];
 	X509 *signer = NULL;
 	bool separate = false;
-	int64_t now;
 	int rc;
 
-	if (crl_check_critical(crl, why, sizeof(why)) != 0 ||
-	    crl_check_sigalg(crl, o->allow_weak_sig, why, sizeof(why)) != 0) {
-		rd_err(r, "%s%s", where, why);
-		return -1;
-	}
-	/*
-	 * A delta CRL lists changes, not the revoked set: it is applied to
-	 * its base after the last input (input_resolve_crls), never used
-	 * alone. A CRL with an issuingDistributionPoint covers only part of
-	 * its issuer's certificates: its scope records which (crl_idp_parts).
-	 */
-	if (X509_CRL_get_ext_by_NID(crl, NID_delta_crl, -1) >= 0) {
-		if (delta_base_number(crl, r->cur_base, sizeof(r->cur_base)) != 0
-		    || sc->crl_number[0] == '\0') {
-			rd_err(r, "%sdelta CRL with a malformed deltaCRLIndicator "
-			    "or without a CRL number", where);
-			return -1;
-		}
-		r->cur_delta = true;
-	}
-	if (crl_idp_parts(crl, sc, &r->cur_indirect, why, sizeof(why)) != 0) {
-		rd_err(r, "%s%s", where, why);
-		return -1;
-	}
-	/* Whether its delta came is known only after the last input. */
-	r->cur_announces = X509_CRL_get_ext_by_NID(crl, NID_freshest_crl, -1)
-	    >= 0;
 	rc = crl_find_signer(crl, o->issuers, o->nissuers, &signer, &separate,
 	    why, sizeof(why));
 	if (rc == -1) {
@@ -342,6 +313,22 @@ crl_validity(struct rd *r, X509_CRL *crl, const char *where,
 	}
 	if (separate && crl_add_dep(r, signer, where) != 0)
 		return -1;
+	return 0;
+}
+
+/*
+ * The CRL's dates against now: thisUpdate not in the future beyond the
+ * clock skew, a nextUpdate assumed (--crl-validity) when there is none,
+ * an expired CRL refused unless allowed. 0, or -1 with err.
+ */
+static int
+crl_dates(struct rd *r, X509_CRL *crl, const char *where,
+    struct ffile_scope *sc)
+{
+	const struct input_opts *o = r->o;
+	char when[UTIL_RFC3339_LEN];
+	int64_t now;
+
 	now = o->now != 0 ? o->now : util_now();
 	if (sc->this_update > now && sc->this_update - now > o->clock_skew) {
 		util_rfc3339(when, sc->this_update);
@@ -373,6 +360,51 @@ crl_validity(struct rd *r, X509_CRL *crl, const char *where,
 			    r->name, where, sc->issuer, when);
 	}
 	return 0;
+}
+
+/*
+ * RFC 5280 section 6.3 checks that decide whether the CRL may be used at
+ * all, in the order of the cheapest refusal first; sets sc's flags and,
+ * for a CRL without nextUpdate, its assumed next_update. 0, or -1 with
+ * err naming the file and the reason.
+ */
+static int
+crl_validity(struct rd *r, X509_CRL *crl, const char *where,
+    struct ffile_scope *sc)
+{
+	const struct input_opts *o = r->o;
+	char why[512];
+
+	if (crl_check_critical(crl, why, sizeof(why)) != 0 ||
+	    crl_check_sigalg(crl, o->allow_weak_sig, why, sizeof(why)) != 0) {
+		rd_err(r, "%s%s", where, why);
+		return -1;
+	}
+	/*
+	 * A delta CRL lists changes, not the revoked set: it is applied to
+	 * its base after the last input (input_resolve_crls), never used
+	 * alone. A CRL with an issuingDistributionPoint covers only part of
+	 * its issuer's certificates: its scope records which (crl_idp_parts).
+	 */
+	if (X509_CRL_get_ext_by_NID(crl, NID_delta_crl, -1) >= 0) {
+		if (delta_base_number(crl, r->cur_base, sizeof(r->cur_base)) != 0
+		    || sc->crl_number[0] == '\0') {
+			rd_err(r, "%sdelta CRL with a malformed deltaCRLIndicator "
+			    "or without a CRL number", where);
+			return -1;
+		}
+		r->cur_delta = true;
+	}
+	if (crl_idp_parts(crl, sc, &r->cur_indirect, why, sizeof(why)) != 0) {
+		rd_err(r, "%s%s", where, why);
+		return -1;
+	}
+	/* Whether its delta came is known only after the last input. */
+	r->cur_announces = X509_CRL_get_ext_by_NID(crl, NID_freshest_crl, -1)
+	    >= 0;
+	if (crl_signer(r, crl, where, sc) != 0)
+		return -1;
+	return crl_dates(r, crl, where, sc);
 }
 
 /*
