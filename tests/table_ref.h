@@ -1,6 +1,6 @@
 /* table_ref.h - a plain reference for the table builder: sort, merge and encode arrays of records */
 /*
- * The builder (lib/table.c) sorts 16-byte entries by key prefixes and
+ * The builder (lib/table_sort.c, lib/table.c) sorts 16-byte entries by key prefixes and
  * scope ranks and writes the file in chunks; this restates what it must
  * produce in the simplest terms, for the tests and fuzzers to compare
  * byte for byte. Not linked into any program.
