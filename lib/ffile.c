@@ -246,17 +246,14 @@ ff_parse_scope(const unsigned char *buf, size_t end, size_t *pos,
 	return 0;
 }
 
+/* The header's identity: size, magic, format, layout, segments, width. */
 static int
-ff_validate(struct ffile *f, char *err, size_t errlen)
+ff_validate_kind(struct ffile *f, char *err, size_t errlen)
 {
 	const unsigned char *h = f->buf;
 	struct ffile_info *in = &f->info;
-	uint64_t bits_off, bits_len, sum = 0, nscopes;
-	size_t pos, aligned;
-	uint32_t i;
 	uint8_t layout;
 	bool fuse;
-	double fp;
 
 	if (f->len < FFILE_HDR_LEN + SIGN_SIG_LEN) {
 		util_errf(err, errlen, "offset 0: file too short (%zu bytes)",
@@ -320,6 +317,22 @@ ff_validate(struct ffile *f, char *err, size_t errlen)
 		    OFF_RSV2);
 		return -1;
 	}
+	return 0;
+}
+
+/*
+ * The header's numbers: times, rate, bit and hash counts, and a scope
+ * count and bit array that fit the file.
+ */
+static int
+ff_validate_fields(struct ffile *f, uint64_t *nscopesp, uint64_t *bits_offp,
+    uint64_t *bits_lenp, char *err, size_t errlen)
+{
+	const unsigned char *h = f->buf;
+	struct ffile_info *in = &f->info;
+	uint64_t bits_off, bits_len, nscopes;
+	double fp;
+
 	nscopes = util_get_le32(h + OFF_NSCOPES);
 	in->version = util_get_le64(h + OFF_VERSION);
 	in->issued_at = (int64_t)util_get_le64(h + OFF_ISSUED);
@@ -376,6 +389,25 @@ ff_validate(struct ffile *f, char *err, size_t errlen)
 		    "file", OFF_BITSOFF, bits_off, bits_len, f->len);
 		return -1;
 	}
+	*nscopesp = nscopes;
+	*bits_offp = bits_off;
+	*bits_lenp = bits_len;
+	return 0;
+}
+
+/*
+ * The scopes, in strictly ascending order, their key counts summing to
+ * the header's, then zero padding up to the 8-aligned bit array.
+ */
+static int
+ff_validate_scopes(struct ffile *f, uint64_t nscopes, uint64_t bits_off,
+    char *err, size_t errlen)
+{
+	const unsigned char *h = f->buf;
+	struct ffile_info *in = &f->info;
+	uint64_t sum = 0;
+	size_t pos, aligned;
+	uint32_t i;
 
 	in->nscopes = (uint32_t)nscopes;
 	if (nscopes > 0) {
@@ -420,6 +452,17 @@ ff_validate(struct ffile *f, char *err, size_t errlen)
 		    "sum of the scopes' %" PRIu64, OFF_KEYS, in->keys, sum);
 		return -1;
 	}
+	return 0;
+}
+
+/* The bit array: nothing past m, zero padding, parameters bloom accepts. */
+static int
+ff_validate_bits(struct ffile *f, uint64_t bits_off, uint64_t bits_len,
+    char *err, size_t errlen)
+{
+	const struct ffile_info *in = &f->info;
+	const unsigned char *h = f->buf;
+
 	if (in->m % 8 != 0) {
 		uint64_t lastoff = bits_off + bloom_nbytes(in->m) - 1;
 
@@ -445,6 +488,21 @@ ff_validate(struct ffile *f, char *err, size_t errlen)
 		    in->width);
 		return -1;
 	}
+	return 0;
+}
+
+static int
+ff_validate(struct ffile *f, char *err, size_t errlen)
+{
+	uint64_t nscopes, bits_off, bits_len;
+
+	if (ff_validate_kind(f, err, errlen) != 0 ||
+	    ff_validate_fields(f, &nscopes, &bits_off, &bits_len, err,
+	    errlen) != 0 ||
+	    ff_validate_scopes(f, nscopes, bits_off, err, errlen) != 0 ||
+	    ff_validate_bits(f, bits_off, bits_len, err, errlen) != 0)
+		return -1;
+
 	if (util_sha256(f->sha, f->buf, f->len) != 0) {
 		util_errf(err, errlen, "SHA-256 failed");
 		return -1;
@@ -563,6 +621,82 @@ ff_put_scope(unsigned char *p, const struct ffile_scope *s)
 	return p;
 }
 
+/*
+ * The sorted scopes checked before any is written: strings terminated,
+ * coverage parts within bounds, no name twice; *hdr grows by each
+ * scope's encoded length. 0, or -1 with err filled.
+ */
+static int
+ff_encode_check_scopes(const struct ffile_scope *sc, uint32_t n,
+    size_t *hdr, char *err, size_t errlen)
+{
+	size_t i, j;
+
+	for (i = 0; i < n; i++) {
+		if (memchr(sc[i].name, 0, sizeof(sc[i].name)) == NULL ||
+		    memchr(sc[i].issuer, 0, sizeof(sc[i].issuer)) == NULL ||
+		    memchr(sc[i].crl_number, 0,
+		    sizeof(sc[i].crl_number)) == NULL) {
+			util_errf(err, errlen, "filter: scope %zu: unterminated "
+			    "string", i);
+			return -1;
+		}
+		if (sc[i].npart > FFILE_PART_MAX) {
+			util_errf(err, errlen, "filter: scope %s: too many coverage "
+			    "parts", sc[i].name);
+			return -1;
+		}
+		for (j = 0; j < sc[i].npart; j++)
+			if (strnlen(sc[i].part[j].crl_number,
+			    sizeof(sc[i].part[j].crl_number)) >
+			    FFILE_PART_CRLNUM_MAX) {
+				util_errf(err, errlen, "filter: scope %s: coverage "
+				    "part %zu: unterminated CRL number",
+				    sc[i].name, j);
+				return -1;
+			}
+		if (i > 0 && strcmp(sc[i - 1].name, sc[i].name) == 0) {
+			util_errf(err, errlen, "filter: scope %s listed twice",
+			    sc[i].name);
+			return -1;
+		}
+		*hdr += ff_scope_len(&sc[i]);
+	}
+	return 0;
+}
+
+/* The fixed header into buf; -1 (err filled) for a key not Ed25519. */
+static int
+ff_encode_header(unsigned char *buf, const struct ffile_info *info,
+    const struct bloom *b, EVP_PKEY *key, size_t bits_off, char *err,
+    size_t errlen)
+{
+	memcpy(buf + OFF_MAGIC, FFILE_MAGIC, 8);
+	util_put_le16(buf + OFF_FORMAT, FFILE_FORMAT);
+	buf[OFF_LAYOUT] = (unsigned char)b->layout;
+	buf[OFF_SEGLOG] = (unsigned char)b->seglog;
+	buf[OFF_WIDTH] = bloom_fuse_packed(b->layout) ? (unsigned char)b->width :
+	    0;
+	util_put_le32(buf + OFF_NSCOPES, info->nscopes);
+	util_put_le64(buf + OFF_VERSION, info->version);
+	util_put_le64(buf + OFF_ISSUED, (uint64_t)info->issued_at);
+	util_put_le64(buf + OFF_EXPIRES, (uint64_t)info->expires_at);
+	util_put_le64(buf + OFF_KEYS, info->keys);
+	util_put_le64(buf + OFF_M, b->m);
+	util_put_le32(buf + OFF_K, b->k);
+	util_put_le64(buf + OFF_SEED, b->seed);
+	util_put_le64(buf + OFF_FPRATE, ff_double_bits(info->fp_rate_target));
+	if (sign_key_id(key, buf + OFF_SIGNER) != 0) {
+		util_errf(err, errlen, "filter: signing key is not Ed25519");
+		return -1;
+	}
+	memcpy(buf + OFF_TSHA, info->table_sha256, 32);
+	util_put_le64(buf + OFF_TLEN, info->table_len);
+	util_put_le64(buf + OFF_BITSOFF, bits_off);
+	util_put_le64(buf + OFF_BITSLEN, b->nbytes);
+	return 0;
+}
+
 int
 ffile_encode(const struct ffile_info *info, const struct bloom *b,
     EVP_PKEY *key, unsigned char **out, size_t *outlen, char *err,
@@ -570,7 +704,7 @@ ffile_encode(const struct ffile_info *info, const struct bloom *b,
 {
 	struct ffile_scope *sc = NULL;
 	unsigned char *buf = NULL, *p;
-	size_t hdr, bits_off, total, i, j;
+	size_t hdr, bits_off, total, i;
 	struct ffile *chk;
 	char why[256];
 	int rc = -1;
@@ -598,36 +732,8 @@ ffile_encode(const struct ffile_info *info, const struct bloom *b,
 		memcpy(sc, info->scopes, info->nscopes * sizeof(*sc));
 		qsort(sc, info->nscopes, sizeof(*sc), ff_scope_name_cmp);
 	}
-	for (i = 0; i < info->nscopes; i++) {
-		if (memchr(sc[i].name, 0, sizeof(sc[i].name)) == NULL ||
-		    memchr(sc[i].issuer, 0, sizeof(sc[i].issuer)) == NULL ||
-		    memchr(sc[i].crl_number, 0,
-		    sizeof(sc[i].crl_number)) == NULL) {
-			util_errf(err, errlen, "filter: scope %zu: unterminated "
-			    "string", i);
-			goto out;
-		}
-		if (sc[i].npart > FFILE_PART_MAX) {
-			util_errf(err, errlen, "filter: scope %s: too many coverage "
-			    "parts", sc[i].name);
-			goto out;
-		}
-		for (j = 0; j < sc[i].npart; j++)
-			if (strnlen(sc[i].part[j].crl_number,
-			    sizeof(sc[i].part[j].crl_number)) >
-			    FFILE_PART_CRLNUM_MAX) {
-				util_errf(err, errlen, "filter: scope %s: coverage "
-				    "part %zu: unterminated CRL number",
-				    sc[i].name, j);
-				goto out;
-			}
-		if (i > 0 && strcmp(sc[i - 1].name, sc[i].name) == 0) {
-			util_errf(err, errlen, "filter: scope %s listed twice",
-			    sc[i].name);
-			goto out;
-		}
-		hdr += ff_scope_len(&sc[i]);
-	}
+	if (ff_encode_check_scopes(sc, info->nscopes, &hdr, err, errlen) != 0)
+		goto out;
 	bits_off = (hdr + 7) & ~(size_t)7;
 	if (b->nbytes > SIZE_MAX - bits_off - SIGN_SIG_LEN) {
 		util_errf(err, errlen, "filter: too large");
@@ -639,29 +745,8 @@ ffile_encode(const struct ffile_info *info, const struct bloom *b,
 		util_errf(err, errlen, "filter: out of memory (%zu bytes)", total);
 		goto out;
 	}
-	memcpy(buf + OFF_MAGIC, FFILE_MAGIC, 8);
-	util_put_le16(buf + OFF_FORMAT, FFILE_FORMAT);
-	buf[OFF_LAYOUT] = (unsigned char)b->layout;
-	buf[OFF_SEGLOG] = (unsigned char)b->seglog;
-	buf[OFF_WIDTH] = bloom_fuse_packed(b->layout) ? (unsigned char)b->width :
-	    0;
-	util_put_le32(buf + OFF_NSCOPES, info->nscopes);
-	util_put_le64(buf + OFF_VERSION, info->version);
-	util_put_le64(buf + OFF_ISSUED, (uint64_t)info->issued_at);
-	util_put_le64(buf + OFF_EXPIRES, (uint64_t)info->expires_at);
-	util_put_le64(buf + OFF_KEYS, info->keys);
-	util_put_le64(buf + OFF_M, b->m);
-	util_put_le32(buf + OFF_K, b->k);
-	util_put_le64(buf + OFF_SEED, b->seed);
-	util_put_le64(buf + OFF_FPRATE, ff_double_bits(info->fp_rate_target));
-	if (sign_key_id(key, buf + OFF_SIGNER) != 0) {
-		util_errf(err, errlen, "filter: signing key is not Ed25519");
+	if (ff_encode_header(buf, info, b, key, bits_off, err, errlen) != 0)
 		goto out;
-	}
-	memcpy(buf + OFF_TSHA, info->table_sha256, 32);
-	util_put_le64(buf + OFF_TLEN, info->table_len);
-	util_put_le64(buf + OFF_BITSOFF, bits_off);
-	util_put_le64(buf + OFF_BITSLEN, b->nbytes);
 	p = buf + FFILE_HDR_LEN;
 	for (i = 0; i < info->nscopes; i++)
 		p = ff_put_scope(p, &sc[i]);
