@@ -118,6 +118,78 @@ enc_check(const struct delta_entry *e, size_t i, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * The scopes and the body's length of the m kept entries, in key order:
+ * *nsc and *body grow.
+ */
+static void
+enc_measure(const struct enc_ord *ord, size_t m, size_t *nsc, size_t *body)
+{
+	const struct revkey *prev = NULL;
+	size_t i, rlen;
+
+	for (i = 0; i < m; i++) {
+		const struct delta_entry *x = ord[i].e;
+
+		if (prev == NULL || prev->scope_len != x->rec.key.scope_len ||
+		    memcmp(prev->scope, x->rec.key.scope, x->rec.key.scope_len)
+		    != 0) {
+			(*nsc)++;
+			*body += 1 + x->rec.key.scope_len;
+		}
+		prev = &x->rec.key;
+		rlen = x->op == DELTA_ADD ? strnlen(x->rec.reason,
+		    TABLE_REASON_MAX) : 0;
+		*body += DELTA_ENTRY_HDR_LEN + x->rec.key.id_len + rlen;
+	}
+}
+
+/* The body of the m kept entries at p; returns the end of what it wrote. */
+static unsigned char *
+enc_put_body(unsigned char *p, const struct enc_ord *ord, size_t m)
+{
+	const struct revkey *prev = NULL;
+	size_t i, j, rlen;
+
+	/* Scopes, in order. */
+	for (i = 0; i < m; i++) {
+		const struct revkey *k = &ord[i].e->rec.key;
+
+		if (prev == NULL || prev->scope_len != k->scope_len ||
+		    memcmp(prev->scope, k->scope, k->scope_len) != 0) {
+			*p++ = (unsigned char)k->scope_len;
+			memcpy(p, k->scope, k->scope_len);
+			p += k->scope_len;
+		}
+		prev = k;
+	}
+	/* Entries, in key order, each naming its scope by index. */
+	prev = NULL;
+	for (i = 0, j = 0; i < m; i++) {
+		const struct delta_entry *x = ord[i].e;
+		const struct revkey *k = &x->rec.key;
+
+		if (prev != NULL && (prev->scope_len != k->scope_len ||
+		    memcmp(prev->scope, k->scope, k->scope_len) != 0))
+			j++;
+		prev = k;
+		rlen = x->op == DELTA_ADD ? strnlen(x->rec.reason,
+		    TABLE_REASON_MAX) : 0;
+		p[0] = (unsigned char)x->op;
+		util_put_le16(p + 1, (uint16_t)j);
+		util_put_le16(p + 3, (uint16_t)k->id_len);
+		p[5] = (unsigned char)rlen;
+		util_put_le64(p + 6, x->op == DELTA_ADD ?
+		    (uint64_t)x->rec.revoked_at : 0);
+		p += DELTA_ENTRY_HDR_LEN;
+		memcpy(p, k->id, k->id_len);
+		p += k->id_len;
+		memcpy(p, x->rec.reason, rlen);
+		p += rlen;
+	}
+	return p;
+}
+
 int
 delta_encode(const struct delta_info *info, const struct delta_entry *e,
     size_t n, EVP_PKEY *key, unsigned char **out, size_t *outlen, char *err,
@@ -125,8 +197,7 @@ delta_encode(const struct delta_info *info, const struct delta_entry *e,
 {
 	struct enc_ord *ord = NULL;
 	unsigned char *buf = NULL, *p;
-	size_t i, j, m = 0, nsc = 0, body = 0, total, rlen;
-	const struct revkey *prev = NULL;
+	size_t i, m = 0, nsc = 0, body = 0, total;
 	int rc = -1;
 
 	assert(info != NULL && key != NULL && out != NULL && outlen != NULL);
@@ -163,20 +234,7 @@ delta_encode(const struct delta_info *info, const struct delta_entry *e,
 			continue;
 		ord[m++] = ord[i];
 	}
-	for (i = 0; i < m; i++) {
-		const struct delta_entry *x = ord[i].e;
-
-		if (prev == NULL || prev->scope_len != x->rec.key.scope_len ||
-		    memcmp(prev->scope, x->rec.key.scope, x->rec.key.scope_len)
-		    != 0) {
-			nsc++;
-			body += 1 + x->rec.key.scope_len;
-		}
-		prev = &x->rec.key;
-		rlen = x->op == DELTA_ADD ? strnlen(x->rec.reason,
-		    TABLE_REASON_MAX) : 0;
-		body += DELTA_ENTRY_HDR_LEN + x->rec.key.id_len + rlen;
-	}
+	enc_measure(ord, m, &nsc, &body);
 	if (nsc > DELTA_MAX_SCOPES) {
 		util_errf(err, errlen, "delta: %zu scopes, over the cap of %d",
 		    nsc, DELTA_MAX_SCOPES);
@@ -209,44 +267,7 @@ delta_encode(const struct delta_info *info, const struct delta_entry *e,
 		util_errf(err, errlen, "delta: cannot compute the key id");
 		goto out;
 	}
-	/* Scopes, in order. */
-	p = buf + DELTA_HDR_LEN;
-	prev = NULL;
-	for (i = 0; i < m; i++) {
-		const struct revkey *k = &ord[i].e->rec.key;
-
-		if (prev == NULL || prev->scope_len != k->scope_len ||
-		    memcmp(prev->scope, k->scope, k->scope_len) != 0) {
-			*p++ = (unsigned char)k->scope_len;
-			memcpy(p, k->scope, k->scope_len);
-			p += k->scope_len;
-		}
-		prev = k;
-	}
-	/* Entries, in key order, each naming its scope by index. */
-	prev = NULL;
-	for (i = 0, j = 0; i < m; i++) {
-		const struct delta_entry *x = ord[i].e;
-		const struct revkey *k = &x->rec.key;
-
-		if (prev != NULL && (prev->scope_len != k->scope_len ||
-		    memcmp(prev->scope, k->scope, k->scope_len) != 0))
-			j++;
-		prev = k;
-		rlen = x->op == DELTA_ADD ? strnlen(x->rec.reason,
-		    TABLE_REASON_MAX) : 0;
-		p[0] = (unsigned char)x->op;
-		util_put_le16(p + 1, (uint16_t)j);
-		util_put_le16(p + 3, (uint16_t)k->id_len);
-		p[5] = (unsigned char)rlen;
-		util_put_le64(p + 6, x->op == DELTA_ADD ?
-		    (uint64_t)x->rec.revoked_at : 0);
-		p += DELTA_ENTRY_HDR_LEN;
-		memcpy(p, k->id, k->id_len);
-		p += k->id_len;
-		memcpy(p, x->rec.reason, rlen);
-		p += rlen;
-	}
+	p = enc_put_body(buf + DELTA_HDR_LEN, ord, m);
 	assert((size_t)(p - buf) == DELTA_HDR_LEN + body);
 	if (sign_sign(key, buf, total - SIGN_SIG_LEN, p) != 0) {
 		util_errf(err, errlen, "delta: signing failed");
