@@ -16,7 +16,6 @@
 #include "table_int.h"
 #include "util.h"
 
-
 int
 tb_keycmp(const unsigned char *a, size_t alen, const unsigned char *b,
     size_t blen)
@@ -57,7 +56,6 @@ table_merge_revoked(const char *scope, int64_t have, int64_t t)
 /* ---------------------------------------------------------------------- */
 /* Record encoding. */
 
-
 static void
 tb_rec_put(unsigned char *p, const struct revkey *k, int64_t revoked_at,
     const char *reason, size_t reason_len)
@@ -83,7 +81,6 @@ tb_key_ok(const struct revkey *k)
 	    k->id_len >= 1 && k->id_len <= REVKEY_ID_MAX &&
 	    memchr(k->scope, 0, k->scope_len) == NULL;
 }
-
 
 int
 rec_to_table_rec(const unsigned char *r, size_t avail, struct table_rec *out)
@@ -142,7 +139,6 @@ table_builder_free(struct table_builder *b)
 	free(b->offs);
 	table_builder_init(b);
 }
-
 
 /*
  * Back from the packed form to one entry per record (the arena stays
@@ -357,7 +353,6 @@ table_builder_drop(struct table_builder *b, const bool *keep)
 	b->n = w;
 	b->sorted = false;
 }
-
 
 /*
  * Emits the table file through a sink in chunks of at most TB_CHUNK bytes.
@@ -637,4 +632,3 @@ out:
 	EVP_MD_CTX_free(s.ctx);
 	return rc;
 }
-
