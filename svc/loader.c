@@ -440,10 +440,19 @@ highest_entry(const struct loader *l)
 	return best;
 }
 
-/* loader_admissible() with load_mu held. */
+/*
+ * loader_admissible() with load_mu held. chain_may_refresh: the node
+ * serves nothing fresh, and a base too old or expired on its own may still
+ * be taken for its chain (on disk, its newer heads) to refresh: checks
+ * judge staleness on every request from the base and the chain applied
+ * to it, so such a base answers 503 filter_stale until its chain makes it
+ * fresh, never not_revoked from stale bits. Without this an origin
+ * restarted more than max_age after its last re-base refused the base
+ * whose fresh heads were on disk and answered 503 until the next re-base.
+ */
 static bool
 admissible(const struct loader *l, const struct ffile *ff, int64_t now,
-    char *why, size_t whylen)
+    bool chain_may_refresh, char *why, size_t whylen)
 {
 	const struct ffile_info *fi = ffile_info(ff);
 	const struct loader_hwm *top = highest_entry(l);
@@ -452,6 +461,9 @@ admissible(const struct loader *l, const struct ffile *ff, int64_t now,
 
 	loader_policy(l, &pol);
 	sr = stale_check(fi, &pol, now, 0);
+	if (chain_may_refresh &&
+	    (sr == STALE_MAX_AGE || sr == STALE_EXPIRED))
+		sr = STALE_FRESH;
 	if (sr != STALE_FRESH) {
 		snprintf(why, whylen, "stale: %s", stale_reason_str(sr));
 		return false;
@@ -478,7 +490,7 @@ loader_admissible(struct loader *l, const struct ffile *ff, int64_t now,
 	bool ok;
 
 	pthread_mutex_lock(&l->load_mu);
-	ok = admissible(l, ff, now, why, whylen);
+	ok = admissible(l, ff, now, false, why, whylen);
 	pthread_mutex_unlock(&l->load_mu);
 	return ok;
 }
@@ -561,6 +573,8 @@ loader_accept(struct loader *l, struct snapshot_slot *sl, struct ffile *ff,
 	struct loader_hwm hw;
 	const struct ffile_info *fi = ffile_info(ff);
 	struct snapshot *cur, *s;
+	struct stale_policy pol;
+	bool cur_fresh = false;
 	char e[256];
 	int64_t now = util_now();
 	int rc = -1;
@@ -577,6 +591,9 @@ loader_accept(struct loader *l, struct snapshot_slot *sl, struct ffile *ff,
 	if ((cur = snapshot_acquire(sl)) != NULL) {
 		bool same = memcmp(ffile_sha256(cur->ff), ffile_sha256(ff),
 		    32) == 0;
+
+		loader_policy(l, &pol);
+		cur_fresh = snapshot_stale(cur, &pol, now, sl) == STALE_FRESH;
 		snapshot_release(cur);
 		if (same) {
 			rc = 1;
@@ -598,7 +615,9 @@ loader_accept(struct loader *l, struct snapshot_slot *sl, struct ffile *ff,
 		    "the filter: %.200s", e);
 		goto refuse;
 	}
-	if (!admissible(l, ff, now, ev.reason, sizeof(ev.reason)))
+	/* Only a local load has its chain at hand (loader_poll_chain). */
+	if (!admissible(l, ff, now, !cur_fresh && !l->edge, ev.reason,
+	    sizeof(ev.reason)))
 		goto refuse;
 
 	/* Persist the new high-water mark before serving the filter. */
