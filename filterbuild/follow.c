@@ -47,7 +47,12 @@
 
 #define FOLLOW_LOCK_NAME	".follow.lock"
 #define FOLLOW_MAX_ARGS		32
-#define FOLLOW_BACKOFF_MAX	10	/* seconds between reconnection attempts */
+/*
+ * Seconds between reconnection attempts, at most: a refused connect costs
+ * the server nothing, and the chain is fresh again within this much of
+ * the database coming back (every node is stale after a long outage).
+ */
+#define FOLLOW_BACKOFF_MAX	2
 
 struct follow_opts {
 	const char	*source;
