@@ -446,9 +446,10 @@ highest_entry(const struct loader *l)
  * be taken for its chain (on disk, its newer heads) to refresh: checks
  * judge staleness on every request from the base and the chain applied
  * to it, so such a base answers 503 filter_stale until its chain makes it
- * fresh, never not_revoked from stale bits. Without this an origin
+ * fresh, never not_revoked from stale bits. Without this a node
  * restarted more than max_age after its last re-base refused the base
- * whose fresh heads were on disk and answered 503 until the next re-base.
+ * whose fresh heads were on disk (or at its origin) and answered 503
+ * until the next re-base.
  */
 static bool
 admissible(const struct loader *l, const struct ffile *ff, int64_t now,
@@ -483,14 +484,30 @@ admissible(const struct loader *l, const struct ffile *ff, int64_t now,
 	return true;
 }
 
+/* Whether sl serves a snapshot that is fresh at now. */
+static bool
+serving_fresh(const struct loader *l, struct snapshot_slot *sl, int64_t now)
+{
+	struct stale_policy pol;
+	struct snapshot *cur;
+	bool fresh;
+
+	if ((cur = snapshot_acquire(sl)) == NULL)
+		return false;
+	loader_policy(l, &pol);
+	fresh = snapshot_stale(cur, &pol, now, sl) == STALE_FRESH;
+	snapshot_release(cur);
+	return fresh;
+}
+
 bool
-loader_admissible(struct loader *l, const struct ffile *ff, int64_t now,
-    char *why, size_t whylen)
+loader_admissible(struct loader *l, struct snapshot_slot *sl,
+    const struct ffile *ff, int64_t now, char *why, size_t whylen)
 {
 	bool ok;
 
 	pthread_mutex_lock(&l->load_mu);
-	ok = admissible(l, ff, now, false, why, whylen);
+	ok = admissible(l, ff, now, !serving_fresh(l, sl, now), why, whylen);
 	pthread_mutex_unlock(&l->load_mu);
 	return ok;
 }
@@ -573,8 +590,6 @@ loader_accept(struct loader *l, struct snapshot_slot *sl, struct ffile *ff,
 	struct loader_hwm hw;
 	const struct ffile_info *fi = ffile_info(ff);
 	struct snapshot *cur, *s;
-	struct stale_policy pol;
-	bool cur_fresh = false;
 	char e[256];
 	int64_t now = util_now();
 	int rc = -1;
@@ -591,9 +606,6 @@ loader_accept(struct loader *l, struct snapshot_slot *sl, struct ffile *ff,
 	if ((cur = snapshot_acquire(sl)) != NULL) {
 		bool same = memcmp(ffile_sha256(cur->ff), ffile_sha256(ff),
 		    32) == 0;
-
-		loader_policy(l, &pol);
-		cur_fresh = snapshot_stale(cur, &pol, now, sl) == STALE_FRESH;
 		snapshot_release(cur);
 		if (same) {
 			rc = 1;
@@ -615,8 +627,11 @@ loader_accept(struct loader *l, struct snapshot_slot *sl, struct ffile *ff,
 		    "the filter: %.200s", e);
 		goto refuse;
 	}
-	/* Only a local load has its chain at hand (loader_poll_chain). */
-	if (!admissible(l, ff, now, !cur_fresh && !l->edge, ev.reason,
+	/*
+	 * Its chain comes next: from disk (loader_poll_chain) or, on an
+	 * edge, in the same sync (sync_chain).
+	 */
+	if (!admissible(l, ff, now, !serving_fresh(l, sl, now), ev.reason,
 	    sizeof(ev.reason)))
 		goto refuse;
 

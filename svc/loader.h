@@ -141,11 +141,13 @@ int loader_accept(struct loader *l, struct snapshot_slot *sl,
 /*
  * Would loader_accept() take ff, whose signature and table were checked,
  * at now? Its freshness and rollback rules, without side effects (an
- * edge asks before its download may replace the persisted file). Returns
- * true, or false with why.
+ * edge asks before its download may replace the persisted file). While
+ * sl serves nothing fresh, a base too old or expired on its own is taken
+ * (its chain may make it fresh; checks judge staleness per request).
+ * Returns true, or false with why.
  */
-bool loader_admissible(struct loader *l, const struct ffile *ff,
-    int64_t now, char *why, size_t whylen);
+bool loader_admissible(struct loader *l, struct snapshot_slot *sl,
+    const struct ffile *ff, int64_t now, char *why, size_t whylen);
 
 /*
  * ev as the JSON object of an audit line and of /v1/status reloads.last

@@ -209,7 +209,7 @@ install(struct sync *s, unsigned char *buf, size_t len, const char *etag)
 		if (fi->version > s->seen)
 			s->seen = fi->version;
 		pthread_mutex_unlock(&s->mu);
-		ok = loader_admissible(s->l, ff, now, reason,
+		ok = loader_admissible(s->l, s->sl, ff, now, reason,
 		    sizeof(reason));
 	}
 	if (ok) {

@@ -214,6 +214,44 @@ Test(loader, accepts_then_refuses_rollback_and_tampering)
 	snapshot_slot_free(&sl);
 }
 
+/*
+ * A base expired on its own is taken only while nothing fresh serves (its
+ * chain may make it fresh; checks then answer 503 filter_stale until it
+ * does), never in place of a fresh one.
+ */
+Test(loader, stale_base_taken_only_while_nothing_fresh_serves)
+{
+	struct snapshot_slot sl;
+	struct snapshot *s;
+	struct loader l;
+	int64_t now = util_now();
+	char err[512];
+
+	snapshot_slot_init(&sl);
+	cr_assert_eq(loader_init(&l, &cfg, &pol, err, sizeof(err)), 0, "%s",
+	    err);
+	publish(key, 5, now, now + 600, 0, false);
+	cr_assert_eq(loader_poll(&l, &sl, false), 0);
+	publish(key, 6, now - 700, now - 100, 0, false);	/* expired */
+	cr_assert_eq(loader_poll(&l, &sl, false), -1, "a fresh one serves");
+	cr_assert_eq(serving(&sl), 5);
+	loader_free(&l);
+	snapshot_slot_free(&sl);
+
+	/* A restart: nothing serves, the expired base is taken, stale. */
+	snapshot_slot_init(&sl);
+	cr_assert_eq(loader_init(&l, &cfg, &pol, err, sizeof(err)), 0, "%s",
+	    err);
+	cr_assert_eq(loader_poll(&l, &sl, false), 0);
+	cr_assert_eq(serving(&sl), 6);
+	s = snapshot_acquire(&sl);
+	cr_assert_eq(snapshot_stale(s, &pol, now, &sl), STALE_EXPIRED,
+	    "checks refuse it until a chain makes it fresh");
+	snapshot_release(s);
+	loader_free(&l);
+	snapshot_slot_free(&sl);
+}
+
 Test(loader, rollback_is_refused_across_restarts)
 {
 	struct snapshot_slot sl;

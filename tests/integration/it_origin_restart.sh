@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# it_origin_restart.sh - an origin restarted long after its last re-base serves at once: the base's fresh chain on disk makes it fresh (real PostgreSQL)
+# it_origin_restart.sh - an origin (or edge) started long after the last re-base serves at once: the base's fresh chain on disk makes it fresh (real PostgreSQL)
 #
 # filterbuild follow re-bases rarely and keeps a chain fresh with deltas
 # and heads. A base older than max_age on its own is still the served
@@ -56,6 +56,20 @@ if rc_log_since "$T/O.log" "$m" | grep -q '"result":"refused".*stale'; then
 else
 	rc_ok "the base was not refused as stale"
 fi
+
+# An edge started now gets the same old base from the origin, and its
+# chain from /v1/delta: it takes the base for the chain to make fresh.
+m=$(rc_log_mark "$T/E.log")
+rc_start E --upstream-filter "$O_URL/v1/filter" --upstream-check "$O_URL/v1/check" \
+    --trusted-key "$T/key.pub" --upstream-insecure-http --state-dir "$T/se" \
+    --sync-interval 1 --max-age 4s
+rc_wait_ready "$E_URL" && rc_ok "a new edge is ready on the old base" ||
+    rc_fail "edge not ready: $(rc_log_since "$T/E.log" "$m" | tail -n 5)"
+rc_curl "$E_URL/v1/check?id=r2&scope=api"
+rc_expect_json status revoked "the edge: r2 revoked"
+rc_curl "$E_URL/v1/check?id=ok&scope=api"
+rc_expect_json status not_revoked "the edge: a live id not_revoked"
+rc_stop E
 
 # With the follower gone no head comes: the state goes stale and the
 # origin refuses (503), restarted or not.
