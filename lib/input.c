@@ -264,19 +264,6 @@ looks_der(const unsigned char *b, size_t len)
 	return hdr < len && b[hdr] == 0x30 && b[1] >= 0x80;
 }
 
-/* The value of a standard base64 character (RFC 4648 section 4), or -1. */
-static int
-b64_value(unsigned char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	return c == '+' ? 62 : c == '/' ? 63 : -1;
-}
-
 /*
  * What an unarmoured base64 file holds: "CRL" or "certificate" when
  * buf[0..len) is, whitespace aside, standard base64 (padding only at the
@@ -304,7 +291,7 @@ base64_der_kind(const unsigned char *buf, size_t len, size_t *derlen)
 			npad++;
 			continue;
 		}
-		if (npad > 0 || (v = b64_value(buf[i])) < 0)
+		if (npad > 0 || (v = util_b64_value(buf[i], false)) < 0)
 			return NULL;
 		nchars++;
 		acc = acc << 6 | (uint32_t)v;

@@ -1151,9 +1151,8 @@ util_utf8_valid(const void *p, size_t n)
 	return true;
 }
 
-/* Value of a base64url character, or -1 for anything else (padding too). */
-static int
-b64url_val(unsigned char c)
+int
+util_b64_value(unsigned char c, bool url)
 {
 	if (c >= 'A' && c <= 'Z')
 		return c - 'A';
@@ -1161,9 +1160,9 @@ b64url_val(unsigned char c)
 		return c - 'a' + 26;
 	if (c >= '0' && c <= '9')
 		return c - '0' + 52;
-	if (c == '-')
+	if (c == (url ? '-' : '+'))
 		return 62;
-	if (c == '_')
+	if (c == (url ? '_' : '/'))
 		return 63;
 	return -1;
 }
@@ -1180,7 +1179,7 @@ util_b64url_decode(unsigned char *out, const char *in, size_t len, size_t *bad)
 		return -1;
 	}
 	for (i = 0; i < len; i++) {
-		if ((v = b64url_val((unsigned char)in[i])) < 0) {
+		if ((v = util_b64_value((unsigned char)in[i], true)) < 0) {
 			*bad = i;
 			return -1;
 		}

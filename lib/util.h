@@ -292,6 +292,13 @@ size_t util_utf8_len(const unsigned char *s, size_t n);
 bool util_utf8_valid(const void *p, size_t n);
 
 /*
+ * The value (0-63) of a base64 character: of the base64url alphabet (RFC
+ * 4648 section 5) when url, else of the standard one (section 4). -1 for
+ * anything else, padding included. This function can't fail.
+ */
+int util_b64_value(unsigned char c, bool url);
+
+/*
  * Decodes unpadded base64url text (RFC 4648 section 5) into out (at least
  * len * 3 / 4 bytes). Rejects any character outside the alphabet, a
  * length that leaves one dangling character, and non-zero unused bits (so
