@@ -12,6 +12,7 @@
 #include "config.h"
 #include "config_json.h"
 #include "config_opt.h"
+#include "config_ocsp.h"
 #include "config_trust.h"
 #include "ffile.h"
 #include "log.h"
@@ -175,6 +176,7 @@ config_free(struct config *c)
 	free(c->upstream_check);
 	free(c->upstream_ca_file);
 	config_trust_free(c);
+	config_ocsp_free(c);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -487,7 +489,8 @@ parse_text(char *copy, size_t len, const char *origin, char *err,
 
 /*
  * Applies every member of the top-level object root: the settings of the
- * table, "issuers", "introspection_clients"; "_..." keys are comments.
+ * table, "issuers", "introspection_clients", "ocsp"; "_..." keys are
+ * comments.
  * Returns 0, or -1 with err at the first bad or unknown key.
  */
 static int
@@ -511,6 +514,11 @@ apply_members(struct config *c, const cJSON *root, const char *origin,
 		if (strcmp(it->string, "introspection_clients") == 0) {
 			if (config_trust_load_clients(c, it, origin, err,
 			    errlen) == -1)
+				return -1;
+			continue;
+		}
+		if (strcmp(it->string, "ocsp") == 0) {
+			if (config_ocsp_load(c, it, origin, err, errlen) == -1)
 				return -1;
 			continue;
 		}

@@ -64,6 +64,30 @@ struct config_client {
 	size_t		 naud;
 };
 
+/*
+ * The OCSP responder ("ocsp" in the file; no flag): the path it answers
+ * at, one responder per CA served, the signed-response cache's bound.
+ * Off while there is no responder.
+ */
+#define CONFIG_MAX_OCSP		16
+#define CONFIG_OCSP_PATH	"/ocsp"
+#define CONFIG_OCSP_CACHE_DEF	(UINT64_C(64) * 1024 * 1024)
+#define CONFIG_OCSP_PATH_MAX	128
+
+struct config_ocsp_responder {
+	char		*issuer;	/* the CA certificate, PEM */
+	char		*cert;		/* the signer: delegated or the CA */
+	char		*key;		/* its private key, PEM */
+};
+
+struct config_ocsp {
+	char		*path;		/* NULL: CONFIG_OCSP_PATH */
+	struct config_ocsp_responder responders[CONFIG_MAX_OCSP];
+	size_t		 nresponders;
+	uint64_t	 cache_max;	/* bytes; default CONFIG_OCSP_CACHE_DEF */
+	bool		 cache_set;	/* cache_max given */
+};
+
 enum config_action {
 	CONFIG_RUN = 0,
 	CONFIG_CHECK,		/* --check-config */
@@ -107,6 +131,7 @@ struct config {
 	int64_t		 token_cache_max;	/* seconds one is kept, at most */
 	struct config_client clients[CONFIG_MAX_CLIENTS];
 	size_t		 nclients;
+	struct config_ocsp ocsp;	/* config_ocsp.c */
 	/* Edge mode. Parsed and validated here; the sync code
 	 * lives in svc/sync.c and svc/upstream.c. */
 	char		*upstream_filter;

@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "config_opt.h"
+#include "config_ocsp.h"
 #include "config_trust.h"
 #include "util.h"
 
@@ -284,5 +285,7 @@ config_validate(const struct config *c, char *err, size_t errlen)
 			}
 		}
 	}
+	if (config_ocsp_validate(c, err, errlen) == -1)
+		return -1;
 	return config_trust_validate(c, err, errlen);
 }

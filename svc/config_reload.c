@@ -7,6 +7,7 @@
 
 #include "config.h"
 #include "config_opt.h"
+#include "config_ocsp.h"
 #include "config_trust.h"
 
 /*
@@ -16,7 +17,7 @@
  * by the main thread. Every other key is read once at start (sockets,
  * threads, the sync thread, the loader's directories) and keeps its
  * running value until a restart. The issuers and introspection_clients
- * lists (no flag) are live too.
+ * lists and the ocsp section (no flag) are live too.
  */
 static const char *const live_keys[] = {
 	"trusted_key", "max_age", "clock_skew", "max_batch", "max_body",
@@ -43,7 +44,8 @@ config_key_is_live(const char *key)
 	const struct config_opt *o = config_find_opt(key);
 
 	if (strcmp(key, "issuers") == 0 ||
-	    strcmp(key, "introspection_clients") == 0)
+	    strcmp(key, "introspection_clients") == 0 ||
+	    strcmp(key, "ocsp") == 0)
 		return true;
 	return o != NULL && opt_is_live(o);
 }
@@ -136,6 +138,8 @@ config_changed_keys(const struct config *a, const struct config *b,
 		list_add(out, outlen, &len, &n, "issuers");
 	if (live && config_trust_clients_differ(a, b))
 		list_add(out, outlen, &len, &n, "introspection_clients");
+	if (live && config_ocsp_differ(a, b))
+		list_add(out, outlen, &len, &n, "ocsp");
 	return n;
 }
 
@@ -172,7 +176,8 @@ config_copy(struct config *dst, const struct config *src, char *err,
 	memset(dst->trusted_keys, 0, sizeof(dst->trusted_keys));
 	memset(dst->issuers, 0, sizeof(dst->issuers));
 	memset(dst->clients, 0, sizeof(dst->clients));
-	ok = dup_into(&dst->config_file, src->config_file);
+	memset(&dst->ocsp, 0, sizeof(dst->ocsp));
+	ok = config_ocsp_copy(dst, src) && dup_into(&dst->config_file, src->config_file);
 	for (o = config_opts; ok && o < config_opts + config_nopts; o++)
 		if (o->type == OPT_STR)
 			ok = dup_into((char **)(void *)((char *)dst + o->off),

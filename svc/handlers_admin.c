@@ -492,6 +492,7 @@ handle_metrics(const struct server_req *r)
 	loader_metrics(&b, ctx);
 	config_metrics(&b, r->live);
 	srcq_metrics(&b, ctx->cfg->filter_dir);
+	ocsp_metrics(&b, r->live);
 	metrics_render_requests(&b);
 	metrics_render_histograms(&b);
 	if (ctx->metrics_extra != NULL)

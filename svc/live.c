@@ -31,6 +31,12 @@ live_new(const struct config *c, uint64_t gen, int64_t now, char *err,
 		free(lv);
 		return NULL;
 	}
+	if (ocspd_init(&lv->ocsp, &lv->cfg, err, errlen) == -1) {
+		trust_free(&lv->trust);
+		config_free(&lv->cfg);
+		free(lv);
+		return NULL;
+	}
 	atomic_init(&lv->refs, 1);
 	return lv;
 }
@@ -55,6 +61,7 @@ live_release(struct live *lv)
 	if (lv == NULL ||
 	    atomic_fetch_sub_explicit(&lv->refs, 1, memory_order_acq_rel) != 1)
 		return;
+	ocspd_free(&lv->ocsp);
 	trust_free(&lv->trust);
 	config_free(&lv->cfg);
 	free(lv);

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "ocspd.h"
 #include "stale.h"
 #include "trust.h"
 
@@ -35,6 +36,7 @@ struct live {
 	struct config	 cfg;		/* owned */
 	struct stale_policy policy;
 	struct trust	 trust;		/* borrows cfg's issuers */
+	struct ocspd	 ocsp;		/* borrows cfg's OCSP path */
 	char		 pending[512];	/* restart-only keys changed, or "" */
 	_Atomic unsigned long refs;
 };
@@ -58,7 +60,7 @@ struct live_slot {
 /*
  * A generation from c (deep-copied; c stays the caller's) numbered gen:
  * the issuers loaded (JWKS files, HS and client secrets: trust_init),
- * not started. Returns it with one reference, or NULL with err naming
+ * not started, and the OCSP responders loaded (ocspd_init). Returns it with one reference, or NULL with err naming
  * the issuer or file.
  */
 struct live *live_new(const struct config *c, uint64_t gen, int64_t now,

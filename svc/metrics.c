@@ -191,6 +191,12 @@ metrics_render_histograms(struct sbuf *b)
 	    "histogram\n");
 	hist_sum(offsetof(struct slab, auth_hist), &h);
 	hist_render(b, "revcheckd_authority_request_duration_seconds", "", &h);
+	sbuf_adds(b, "# HELP revcheckd_ocsp_request_seconds Time from a "
+	    "complete OCSP request to its queued response.\n"
+	    "# TYPE revcheckd_ocsp_request_seconds histogram\n");
+	hist_sum(offsetof(struct slab, req_hist) + EP_OCSP *
+	    sizeof(struct hist), &h);
+	hist_render(b, "revcheckd_ocsp_request_seconds", "", &h);
 }
 /* This thread's capture (metrics_capture_begin), NULL when none. */
 static _Thread_local struct metrics_tally *capture;
@@ -290,6 +296,10 @@ metrics_name(enum metric m)
 		"delta_hits", "deltas_applied", "deltas_refused",
 		"config_reloads_applied", "config_reloads_refused",
 		"fast_path_requests", "fast_path_handoffs",
+		"ocsp_good", "ocsp_revoked", "ocsp_unknown",
+		"ocsp_malformed_request", "ocsp_internal_error",
+		"ocsp_try_later", "ocsp_unauthorized", "ocsp_signatures",
+		"ocsp_cache_hits",
 	};
 	return (unsigned)m < MET_COUNT_ && names[m] != NULL ? names[m] :
 	    "unknown";
@@ -300,7 +310,7 @@ metrics_endpoint_name(enum metric_endpoint ep)
 {
 	static const char *names[EP_COUNT_] = {
 		"check", "authz", "status", "metrics", "healthz", "readyz",
-		"filter", "delta", "introspect", "other",
+		"filter", "delta", "introspect", "ocsp", "other",
 	};
 	return (unsigned)ep < EP_COUNT_ ? names[ep] : "other";
 }

@@ -37,12 +37,22 @@ enum metric {
 	MET_CONFIG_RELOAD_REFUSED, /* SIGHUPs refused: nothing changed */
 	MET_FAST_PATH,		/* single checks the fast path answered */
 	MET_HANDOFF,		/* connections it handed to libmicrohttpd */
+	/* OCSP responses by what they say (handlers_ocsp.c), in this order */
+	MET_OCSP_GOOD,
+	MET_OCSP_REVOKED,
+	MET_OCSP_UNKNOWN,
+	MET_OCSP_MALFORMED,
+	MET_OCSP_INTERNAL,
+	MET_OCSP_TRYLATER,
+	MET_OCSP_UNAUTHORIZED,
+	MET_OCSP_SIGNATURES,	/* OCSP responses signed */
+	MET_OCSP_CACHE_HITS,	/* OCSP responses served from the cache */
 	MET_COUNT_
 };
 
 enum metric_endpoint {
 	EP_CHECK = 0, EP_AUTHZ, EP_STATUS, EP_METRICS, EP_HEALTHZ, EP_READYZ,
-	EP_FILTER, EP_DELTA, EP_INTROSPECT, EP_OTHER, EP_COUNT_
+	EP_FILTER, EP_DELTA, EP_INTROSPECT, EP_OCSP, EP_OTHER, EP_COUNT_
 };
 
 void metrics_inc(enum metric m);
@@ -90,7 +100,8 @@ void metrics_observe_authority(double seconds);
 /*
  * Appends revcheckd_http_request_duration_seconds{endpoint=...} and
  * revcheckd_authority_request_duration_seconds (buckets, _sum, _count;
- * endpoints never requested are left out).
+ * endpoints never requested are left out), and the OCSP endpoint's
+ * histogram again as revcheckd_ocsp_request_seconds (always).
  */
 void metrics_render_histograms(struct sbuf *b);
 

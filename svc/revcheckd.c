@@ -15,6 +15,7 @@
 #include "check.h"
 #include "config.h"
 #include "live.h"
+#include "ocspd.h"
 #include "loader.h"
 #include "log.h"
 #include "notify.h"
@@ -167,6 +168,7 @@ check_config(const struct config *c)
 {
 	struct sign_ring ring;
 	struct trust tr;
+	struct ocspd od;
 	char err[512], dir[PATH_MAX];
 	int rc = 0;
 
@@ -203,6 +205,11 @@ check_config(const struct config *c)
 		rc = -1;
 	}
 	trust_free(&tr);
+	if (rc == 0 && ocspd_init(&od, c, err, sizeof(err)) == -1) {
+		fprintf(stderr, "revcheckd: %s\n", err);
+		rc = -1;
+	}
+	ocspd_free(&od);
 	return rc;
 }
 

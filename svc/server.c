@@ -57,6 +57,12 @@ static const struct route routes[] = {
 };
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
 
+/* The OCSP responder: its path is a setting (ocspd_route). */
+static const struct route ocsp_route = {
+	NULL, EP_OCSP, M_GET | M_HEAD | M_POST, M_POST, "GET, HEAD, POST",
+	handle_ocsp, "application/ocsp-request",
+};
+
 /* First allocation for a body; it doubles as data arrives. */
 #define BODY_START	((size_t)64 * 1024)
 
@@ -559,8 +565,9 @@ method_bit(const char *m)
 }
 
 static const struct route *
-route_find(const char *url)
+route_find(const struct live *lv, const char *url)
 {
+	const char *rest;
 	size_t i;
 
 	for (i = 0; i < NROUTES; i++)
@@ -571,6 +578,8 @@ route_find(const char *url)
 		for (i = 0; i < NROUTES; i++)
 			if (routes[i].ep == EP_AUTHZ)
 				return &routes[i];
+	if (lv != NULL && ocspd_route(&lv->ocsp, url, &rest))
+		return &ocsp_route;
 	return NULL;
 }
 
@@ -662,7 +671,7 @@ server_error(const struct server_req *r, unsigned status, const char *code,
 		h[nh++].value = ra;
 	}
 	if (status == MHD_HTTP_METHOD_NOT_ALLOWED &&
-	    (rt = route_find(r->url)) != NULL && rt->allow != NULL) {
+	    (rt = route_find(r->live, r->url)) != NULL && rt->allow != NULL) {
 		h[nh].name = MHD_HTTP_HEADER_ALLOW;
 		h[nh++].value = rt->allow;
 	}
@@ -765,7 +774,7 @@ req_start(struct server_req *r, struct reqstate *st)
 	if (bad_uri)
 		return server_error(r, MHD_HTTP_BAD_REQUEST, "bad_request",
 		    st->bad_uri, 0);
-	if ((rt = route_find(r->url)) == NULL)
+	if ((rt = route_find(r->live, r->url)) == NULL)
 		return server_error(r, MHD_HTTP_NOT_FOUND, "not_found",
 		    "no such endpoint", 0);
 	r->ep = rt->ep;
@@ -805,7 +814,9 @@ req_start(struct server_req *r, struct reqstate *st)
 	    MHD_HTTP_HEADER_CONTENT_TYPE), rt->body_type != NULL ?
 	    rt->body_type : CTYPE_JSON))
 		return server_error(r, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
-		    "unsupported_media_type", rt->body_type != NULL ?
+		    "unsupported_media_type", rt->ep == EP_OCSP ?
+		    "the body must be application/ocsp-request" :
+		    rt->body_type != NULL ?
 		    "the body must be application/x-www-form-urlencoded" :
 		    "the body must be application/json", 0);
 	if (cl != NULL && util_parse_u64(cl, UINT64_MAX, &clen) == 0 &&

@@ -227,4 +227,15 @@ enum MHD_Result handle_filter(const struct server_req *r);
  */
 enum MHD_Result handle_delta(const struct server_req *r);
 
+/*
+ * The OCSP responder (handlers_ocsp.c): POST PATH with a DER
+ * OCSPRequest, or GET PATH/BASE64 (RFC 6960 appendix A, RFC 5019).
+ * Once routed, every answer is 200 with an application/ocsp-response
+ * body, an OCSP error status included (docs/API.md).
+ */
+enum MHD_Result handle_ocsp(const struct server_req *r);
+
+/* Appends the OCSP series to /metrics (handlers_ocsp.c). */
+void ocsp_metrics(struct sbuf *b, const struct live *lv);
+
 #endif
