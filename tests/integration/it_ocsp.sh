@@ -86,10 +86,12 @@ newca other "OCSP Other CA"
 issue main v3_ocsp responder
 issue main v3_leaf good
 issue main v3_leaf bad
+issue main v3_leaf bad2
 issue part v3_ocsp presp
 issue part v3_leaf pleaf
 issue other v3_leaf stranger
 openssl ca -config "$C" -name ca_main -batch -revoke "$P/bad.pem" -crl_reason keyCompromise 2>/dev/null
+openssl ca -config "$C" -name ca_main -batch -revoke "$P/bad2.pem" -crl_reason superseded 2>/dev/null
 openssl ca -config "$C" -name ca_main -batch -gencrl -out "$P/main.crl" 2>/dev/null
 openssl ca -config "$C" -name ca_part -batch -gencrl -crlexts crl_user -out "$P/part.crl" 2>/dev/null
 REVOKED_AT=$(openssl crl -in "$P/main.crl" -noout -text | awk '/Revocation Date:/ { sub(/.*Revocation Date: /, ""); print; exit }')
@@ -100,20 +102,33 @@ BAD_SERIAL=$(openssl x509 -in "$P/bad.pem" -noout -serial | sed 's/^serial=//')
 FB build --key "$T/key.pem" --out "$T/f" --quiet --issuer "$P/main.pem" --issuer "$P/part.pem" \
     "$P/main.crl" "$P/part.crl" 2>"$T/err" || rc_fail "build: $(cat "$T/err")"
 
-cat >"$T/o.json" <<EOF
-{
-	"filter_dir": "$T/f",
-	"trusted_key": "$T/key.pub",
-	"state_dir": "$T/so",
+# ocsp_conf [RESPONDER...]: the "ocsp" section with the main and partial
+# CAs' responders, and more responder objects after them.
+ocsp_conf() {
+	local extra= r
+	for r in "$@"; do extra+=", $r"; done
+	cat <<EOF
 	"ocsp": {
 		"path": "/ocsp",
 		"responders": [
 			{"issuer": "$P/main.pem", "cert": "$P/responder.pem", "key": "$P/responder.key"},
-			{"issuer": "$P/part.pem", "cert": "$P/presp.pem", "key": "$P/presp.key"}
+			{"issuer": "$P/part.pem", "cert": "$P/presp.pem", "key": "$P/presp.key"}$extra
 		]
 	}
-}
 EOF
+}
+# origin_conf FILE [RESPONDER...]: O's configuration file.
+origin_conf() {
+	local f=$1
+	shift
+	{
+		printf '{\n\t"filter_dir": "%s",\n\t"trusted_key": "%s",\n\t"state_dir": "%s",\n' \
+		    "$T/f" "$T/key.pub" "$T/so"
+		ocsp_conf "$@"
+		printf '}\n'
+	} >"$f"
+}
+origin_conf "$T/o.json"
 mkdir -p "$T/so" "$T/ss"
 # S serves the same filter with a max_age it will outlive: stale (and
 # tryLater) 30 s after the filter was issued, while the cases below run.
@@ -277,6 +292,81 @@ check stale "stale: tryLater" --responder "$P/responder.pem" --error tryLater
 URL=
 check nn "O: nextUpdate by the filter's expiry" --responder "$P/responder.pem" --next-max "$EXPIRES"
 
-rc_stop S || rc_fail "S exit status"
+# ---------------------------------------------------------------- SIGHUP
+# A CA added by SIGHUP is served at once (its scope is not in the filter:
+# unknown); a responder whose key is not its certificate's refuses the
+# whole reload and the responders in force stay.
+origin_conf "$T/o.json" "{\"issuer\": \"$P/other.pem\", \"cert\": \"$P/other.pem\", \"key\": \"$P/other.key\"}"
+kill -HUP "$O_PID"
+for ((i = 0; i < 300; i++)); do
+	OUT=$(openssl ocsp -issuer "$P/other.pem" -cert "$P/stranger.pem" -url "$O_URL/ocsp" \
+	    -VAfile "$P/other.pem" -no_nonce 2>&1) || true
+	grep -q "unauthorized" <<<"$OUT" || break
+	sleep 0.1
+done
+rc_expect_match "$OUT" "stranger.pem: unknown" "a CA added by SIGHUP: served (unknown: not in the filter)"
+m=$(rc_log_mark "$T/O.log")
+origin_conf "$T/o.json" "{\"issuer\": \"$P/other.pem\", \"cert\": \"$P/other.pem\", \"key\": \"$P/good.key\"}"
+kill -HUP "$O_PID"
+rc_wait_log_since "$T/O.log" "$m" 'configuration not reloaded' ||
+	rc_fail "a responder with the wrong key: the reload was not refused"
+rc_expect_match "$(rc_log_since "$T/O.log" "$m")" 'not the private key of the responder certificate' \
+    "a responder with the wrong key: refused, saying why"
+OUT=$(openssl ocsp -issuer "$P/other.pem" -cert "$P/stranger.pem" -url "$O_URL/ocsp" \
+    -VAfile "$P/other.pem" -no_nonce 2>&1) || true
+rc_expect_match "$OUT" "stranger.pem: unknown" "the refused reload left the responders in force"
+
+# ---------------------------------------------------------------- files checked at start
+cp "$P/responder.key" "$T/gw.key"
+chmod 664 "$T/gw.key"
+sed -e "s|$P/responder.key|$T/gw.key|" "$T/o.json" >"$T/gw.json"
+if out=$("$REVCHECKD" -c "$T/gw.json" --check-config 2>&1); then
+	rc_fail "a group-writable responder key passed --check-config"
+else
+	rc_expect_match "$out" 'gw.key: writable by group or others' "a group-writable responder key: refused"
+fi
+sed -e "s|$P/responder.pem|$P/good.pem|; s|$P/responder.key|$P/good.key|" "$T/o.json" >"$T/noeku.json"
+if out=$("$REVCHECKD" -c "$T/noeku.json" --check-config 2>&1); then
+	rc_fail "a responder certificate without OCSPSigning passed --check-config"
+else
+	rc_expect_match "$out" 'lacks extendedKeyUsage OCSPSigning' "a certificate without OCSPSigning: refused"
+fi
+sed -e "s|$P/responder.pem|$P/presp.pem|; s|$P/responder.key|$P/presp.key|" "$T/o.json" >"$T/wrongca.json"
+if out=$("$REVCHECKD" -c "$T/wrongca.json" --check-config 2>&1); then
+	rc_fail "another CA's responder passed --check-config"
+else
+	rc_expect_match "$out" 'neither the CA certificate nor issued by it' "another CA's responder: refused"
+fi
+
+# ---------------------------------------------------------------- an edge
+# Its positives are settled by the origin, as /v1/check's are; with the
+# origin gone a positive is tryLater, never good, while a negative is
+# still answered from the edge's own fresh filter.
+{
+	printf '{\n\t"upstream_filter": "%s/v1/filter",\n\t"upstream_check": "%s/v1/check",\n' "$O_URL" "$O_URL"
+	printf '\t"upstream_insecure_http": true,\n\t"trusted_key": "%s",\n\t"state_dir": "%s",\n' \
+	    "$T/key.pub" "$T/se"
+	ocsp_conf
+	printf '}\n'
+} >"$T/e.json"
+mkdir -p "$T/se"
+rc_start E -c "$T/e.json"
+rc_wait_ready "$E_URL" 30 || rc_fail "edge not ready"
+URL=$E_URL
+ask ebad main bad
+rc_expect_match "$OUT" "bad.pem: revoked" "edge: revoked, settled by the origin"
+check ebad "edge: revoked with the origin's time and reason" --responder "$P/responder.pem" \
+    --request "$T/ebad.req" --status revoked --reason keyCompromise --revoked-at "$REVOKED_AT"
+ask egood main good
+rc_expect_match "$OUT" "good.pem: good" "edge: good"
 rc_stop O || rc_fail "O exit status"
+ask ebad2 main bad2
+rc_expect_match "$OUT" "Responder Error: trylater" "edge, origin gone: a positive is tryLater"
+ask egood2 main good
+rc_expect_match "$OUT" "good.pem: good" "edge, origin gone: a negative is still good"
+URL=
+
+rc_stop S || rc_fail "S exit status"
+rc_stop E || rc_fail "E exit status"
 rc_done
+
