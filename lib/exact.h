@@ -33,10 +33,13 @@ enum exact_answer {
 };
 
 /*
- * A re-readable stream of keys (the builder may read it more than once,
- * e.g. after a seed retry). rewind returns 0 or -1; next returns 1 with a
- * key (valid until the next call), 0 at the end, -1 on error with err set.
- * Duplicate keys are allowed and counted once.
+ * A re-readable stream of keys (the builder reads the issued set twice,
+ * and both again after a hash seed retry). rewind returns 0 or -1; next
+ * returns 1 with a key (valid until the next call), 0 at the end, -1 on
+ * error with err set. Duplicate keys are allowed and answered right; a
+ * key of R counts once (in R and in U), a key of U \ R listed twice
+ * counts twice in issued (U is never held whole to tell). The issued
+ * stream must give the same count on every read (else the build fails).
  */
 struct exact_src {
 	void	*arg;
@@ -54,14 +57,23 @@ struct exact_stats {
 	uint64_t	 stage2_keys;	/* |R| + stage-1 false positives */
 	uint64_t	 bits;		/* total size of the structure, in bits */
 	double		 bound_bits;	/* log2 C(|U|, |R|) */
+	uint64_t	 stage1_bits;	/* stage 1's shard table and solution */
+	uint64_t	 stage2_bits;	/* stage 2's */
+	uint64_t	 seed_retries;	/* shards solved again with another seed */
+	uint64_t	 hash_seed;	/* the key hash seed the blob holds */
 };
 
 /*
  * Builds the structure for revoked (R) over issued (U), streaming U (never
- * held whole in memory: memory is O(|R|) plus the output). On success
- * returns 0, *out/*outlen hold a malloc'ed serialized structure the caller
- * owns, and *st is filled. -1 with err (what and why) when a stream fails,
- * |U| exceeds EXACT_MAX_KEYS, memory runs out or no seed solves.
+ * held whole in memory: memory is O(|R|) plus the output; R's keys are
+ * hashed, not kept). Stages are standard ribbon retrievals in shards of
+ * about 2^16 keys, each retried with another seed byte if it does not
+ * solve (docs/FORMAT.md section 7). The same inputs and seed give the
+ * same bytes. On success returns 0, *out and *outlen hold a malloc'ed
+ * serialized structure the caller owns, and *st is filled. -1 with err
+ * (what and why), nothing allocated left, when a stream fails or the
+ * issued stream's count changes between reads, |U| exceeds
+ * EXACT_MAX_KEYS, memory runs out or no seed solves.
  */
 int exact_build(const struct exact_src *revoked, const struct exact_src *issued,
     uint64_t seed, unsigned char **out, size_t *outlen,
@@ -79,19 +91,43 @@ struct exact {
 };
 
 /*
- * Attaches e to len bytes at bytes after checking every field against the
- * length and the caps, refusing any shape that could answer wrongly
- * (sizes that do not match the counts, out-of-range widths or seeds). 0,
- * or -1 with err naming the field. Never reads outside [bytes, bytes+len).
+ * Attaches e to len bytes at bytes after checking the checksum and every
+ * field against the length and the caps, refusing any shape that could
+ * answer wrongly (sizes that do not match the counts, a width that does
+ * not match them, shards out of order or too small). 0, or -1 with err
+ * naming the field and e left unattached (exact_query on it answers
+ * EXACT_REVOKED). Reads all len bytes once (the checksum), never outside
+ * [bytes, bytes+len), here or in exact_query.
  */
 int exact_attach(struct exact *e, const void *bytes, size_t len,
     char *err, size_t errlen);
 
-/* The answer for key (see the promise above). This function can't fail. */
+/*
+ * The answer for key (see the promise above): a hash, stage 1 (three
+ * 64-bit words per fingerprint bit) and, for stage 1's positives, stage 2
+ * (three words). On a view that is not attached: EXACT_REVOKED. This
+ * function can't fail.
+ */
 enum exact_answer exact_query(const struct exact *e, const void *key,
     size_t len);
 
-/* log2 C(n, k) in bits (the information-theoretic bound). */
+/*
+ * exact_query for a key whose hash is h = exact_key_hash(seed of e, key):
+ * for a caller that hashes keys ahead (batches). Can't fail.
+ */
+enum exact_answer exact_query_hash(const struct exact *e, uint64_t h);
+
+/* The key hash of the layout: XXH3-64 of the key bytes with seed. Can't fail. */
+uint64_t exact_key_hash(uint64_t seed, const void *key, size_t len);
+
+/*
+ * Stage 1's width for issued keys of which revoked are revoked:
+ * floor(log2((issued - revoked) / revoked)) clamped to 1..EXACT_MAX_W
+ * (1 when revoked is 0 or issued <= revoked). Can't fail.
+ */
+uint32_t exact_width(uint64_t issued, uint64_t revoked);
+
+/* log2 C(n, k) in bits (the information-theoretic bound); 0 for k = 0 or k >= n. */
 double exact_bound_bits(uint64_t n, uint64_t k);
 
 #endif

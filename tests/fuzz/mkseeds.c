@@ -1,9 +1,9 @@
-/* mkseeds.c - writes valid table and delta seeds for fuzz_table and fuzz_delta with the real encoders */
+/* mkseeds.c - writes valid table, delta and exact seeds for fuzz_table, fuzz_delta and fuzz_exact with the real encoders */
 /*
- * Usage: mkseeds DIR (make fuzz-seeds): writes DIR/table/gen-*.rct and
- * DIR/delta/gen-*.rcd. Deltas are signed with a fresh key each run (the
- * harness does not check the signer), so their last 96 bytes change
- * from run to run; everything else is fixed.
+ * Usage: mkseeds DIR (make fuzz-seeds): writes DIR/table/gen-*.rct,
+ * DIR/delta/gen-*.rcd and DIR/exact/gen-*.rcx. Deltas are signed with a
+ * fresh key each run (the harness does not check the signer), so their
+ * last 96 bytes change from run to run; everything else is fixed.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "delta.h"
+#include "exact.h"
 #include "sign.h"
 #include "table.h"
 #include "util.h"
@@ -227,6 +228,77 @@ deltas(void)
 	EVP_PKEY_free(sk);
 }
 
+/* ---- exact structures ---------------------------------------------------- */
+
+/* Keys "tenant" 0x00 "id-i", i < n, of which those with i % every == 0 when every > 0. */
+struct xgen {
+	uint64_t	 n, i, every;
+	unsigned char	 key[40];
+};
+
+static int
+xgen_rewind(void *arg, char *err, size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	((struct xgen *)arg)->i = 0;
+	return 0;
+}
+
+static int
+xgen_next(void *arg, const unsigned char **key, size_t *len, char *err,
+    size_t errlen)
+{
+	struct xgen *g = arg;
+	int n;
+
+	(void)err;
+	(void)errlen;
+	while (g->i < g->n && g->every > 0 && g->i % g->every != 0)
+		g->i++;
+	if (g->i >= g->n)
+		return 0;
+	memcpy(g->key, "tenant", 7);
+	n = snprintf((char *)g->key + 7, sizeof(g->key) - 7, "id-%llu",
+	    (unsigned long long)g->i++);
+	if (n < 0 || (size_t)n >= sizeof(g->key) - 7)
+		die("exact", "key too long");
+	*key = g->key;
+	*len = 7 + (size_t)n;
+	return 1;
+}
+
+static void
+exact_seed(const char *name, uint64_t nissued, uint64_t nrevoked,
+    uint64_t every)
+{
+	struct xgen u = { .n = nissued }, r = { .n = nrevoked, .every = every };
+	struct exact_src su = { &u, xgen_rewind, xgen_next };
+	struct exact_src sr = { &r, xgen_rewind, xgen_next };
+	struct exact_stats st;
+	unsigned char *blob;
+	size_t len;
+	char err[256];
+
+	if (exact_build(&sr, &su, 7, &blob, &len, &st, err, sizeof(err)) != 0)
+		die(name, err);
+	put("exact", name, blob, len);
+	free(blob);
+}
+
+static void
+exacts(void)
+{
+	exact_seed("gen-empty.rcx", 100, 0, 0);
+	exact_seed("gen-one.rcx", 1000, 1, 0);
+	exact_seed("gen-all.rcx", 200, 200, 0);
+	exact_seed("gen-w1.rcx", 300, 300, 3);
+	exact_seed("gen-w3.rcx", 2000, 2000, 10);
+	exact_seed("gen-w6.rcx", 5000, 5000, 100);
+	exact_seed("gen-outside.rcx", 500, 800, 7);
+	exact_seed("gen-shards.rcx", 150000, 150000, 2);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -237,5 +309,6 @@ main(int argc, char **argv)
 	outdir = argv[1];
 	tables();
 	deltas();
+	exacts();
 	return 0;
 }

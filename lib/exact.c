@@ -1,0 +1,1229 @@
+/* exact.c - exact answers over a known issued set: two ribbon retrieval stages, sharded, over a fixed byte layout */
+#include "exact.h"
+
+#include <assert.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+/*
+ * Both stages are standard ribbon retrieval structures (Dillinger and
+ * Walzer 2021) with 128-bit coefficient rows: a key's equation covers the
+ * 128 solution rows from its start; the solution is stored interleaved,
+ * in blocks of 64 rows by r columns (one 64-bit word per column), so that
+ * a query is r parities over three words each. Keys are split into shards
+ * of about 2^EX_SHARD_LOG2 keys by the high bits of their hash, each shard
+ * solved on its own with a seed byte of its own: a shard that does not
+ * solve is tried again with the next seed (and, every EX_BUMP_EVERY
+ * seeds, one block more), never the whole structure. docs/FORMAT.md
+ * section 7 is the byte layout; every constant below that shapes an
+ * answer is part of it.
+ */
+
+#define EX_MAGIC		"RCEX"
+#define EX_VERSION		1
+#define EX_BAND			128	/* coefficient bits per key */
+#define EX_HDR_LEN		72
+#define EX_TAB_ENT		8	/* u32 first block, u8 seed, 3 zero */
+#define EX_SUM_LEN		8
+#define EX_SHARD_LOG2		16
+#define EX_SHARD_LOG2_MIN	6
+#define EX_SHARD_LOG2_MAX	24
+#define EX_BUMP_EVERY		16
+#define EX_SEEDS		256
+#define EX_HASH_TRIES		4
+#define EX_ATTACHED		UINT64_C(0x5243455841435421)	/* priv[15] */
+
+/* Slots per key are 1 + EX_EPS_NUM / EX_EPS_DEN (docs/BENCHMARKS.md). */
+#define EX_EPS_NUM		15
+#define EX_EPS_DEN		1000
+
+/* Per-stage salts of the in-shard mix; the seed byte's multiplier. */
+#define EX_SALT1		UINT64_C(0x243f6a8885a308d3)
+#define EX_SALT2		UINT64_C(0x13198a2e03707344)
+#define EX_SEEDMUL		UINT64_C(0x9e3779b97f4a7c15)
+#define EX_COEF_LO		UINT64_C(0xd6e8feb86659fd93)
+#define EX_COEF_HI		UINT64_C(0xa0761d6478bd642f)
+#define EX_FP_MUL		UINT64_C(0xe7037ed1a0b428db)
+#define EX_VERIFY_SEED		UINT64_C(0x8ebc6af09c88c6e3)
+
+/* priv[] slots of struct exact. */
+enum { P_SEED, P_NSH1, P_NSH2, P_TAB1, P_TAB2, P_SOL1, P_SOL2, P_W };
+
+static void
+ex_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err == NULL || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	(void)vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+static inline uint64_t
+ex_get64(const unsigned char *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	v = __builtin_bswap64(v);
+#endif
+	return v;
+}
+
+static inline uint32_t
+ex_get32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	    (uint32_t)p[3] << 24;
+}
+
+static inline void
+ex_put64(unsigned char *p, uint64_t v)
+{
+	int i;
+
+	for (i = 0; i < 8; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static inline void
+ex_put32(unsigned char *p, uint32_t v)
+{
+	int i;
+
+	for (i = 0; i < 4; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* murmur3's fmix64: a bijection whose every output bit depends on every input bit. */
+static inline uint64_t
+ex_fmix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= UINT64_C(0xff51afd7ed558ccd);
+	x ^= x >> 33;
+	x *= UINT64_C(0xc4ceb9fe1a85ec53);
+	x ^= x >> 33;
+	return x;
+}
+
+static inline uint64_t
+ex_range(uint64_t x, uint64_t n)
+{
+	return (uint64_t)(((unsigned __int128)x * n) >> 64);
+}
+
+uint64_t
+exact_key_hash(uint64_t seed, const void *key, size_t len)
+{
+	return XXH3_64bits_withSeed(key, len, seed);
+}
+
+/*
+ * w = floor(log2(notrev / revoked)) clamped to 1..EXACT_MAX_W: the largest
+ * w with revoked * 2^w <= notrev.
+ */
+uint32_t
+exact_width(uint64_t issued, uint64_t revoked)
+{
+	uint64_t notrev;
+	uint32_t w = 1;
+
+	if (revoked == 0 || issued <= revoked)
+		return 1;
+	notrev = issued - revoked;
+	while (w < EXACT_MAX_W && (notrev >> (w + 1)) >= revoked)
+		w++;
+	return w;
+}
+
+static uint64_t
+ex_nshards(uint64_t keys, uint32_t shard_log2)
+{
+	return (keys + (UINT64_C(1) << shard_log2) - 1) >> shard_log2;
+}
+
+/*
+ * One key's equation in a shard of m = 64 * nb rows: start row s in
+ * 0..m-128, coefficient c (bit 0 always set), and for stage 1 its w-bit
+ * fingerprint.
+ */
+struct ex_eq {
+	uint64_t	s;
+	uint64_t	clo, chi;
+	uint32_t	fp;
+};
+
+static inline __attribute__((always_inline)) void
+ex_equation(uint64_t h, uint64_t salt, uint32_t seed, uint64_t nb,
+    uint32_t w, struct ex_eq *q)
+{
+	/*
+	 * The mix of h does not wait for the shard's seed (a load): the seed
+	 * only XORs into it, and what follows is a multiplication or two.
+	 */
+	uint64_t t = ex_fmix(h + salt) ^ (seed * EX_SEEDMUL);
+	uint64_t a = t * EX_COEF_LO;
+
+	q->s = ex_range(t, nb * 64 - (EX_BAND - 1));
+	q->clo = a | 1;
+	q->chi = (a ^ (a >> 29)) * EX_COEF_HI;
+	q->fp = (uint32_t)((t * EX_FP_MUL) >> (64 - w));
+}
+
+/*
+ * The r-bit row of solution sol (blocks of r little-endian words) that
+ * equation q selects: bit j is the parity of the coefficient ANDed with
+ * column j of rows s..s+127, which lie in blocks s/64 .. s/64+2.
+ */
+static inline __attribute__((always_inline)) uint32_t
+ex_row(const unsigned char *sol, uint32_t r, const struct ex_eq *q)
+{
+	const unsigned char *b = sol + (q->s >> 6) * r * 8;
+	uint64_t c0, c1, c2, t;
+	unsigned o = (unsigned)(q->s & 63);
+	uint32_t j, out = 0;
+
+	c0 = q->clo << o;
+	c1 = o ? (q->chi << o) | (q->clo >> (64 - o)) : q->chi;
+	c2 = o ? q->chi >> (64 - o) : 0;
+	for (j = 0; j < r; j++) {
+		t = (c0 & ex_get64(b + 8 * j)) ^
+		    (c1 & ex_get64(b + 8 * (r + j))) ^
+		    (c2 & ex_get64(b + 8 * (2 * r + j)));
+		out |= (uint32_t)__builtin_parityll(t) << j;
+	}
+	return out;
+}
+
+/*
+ * A stage as queried: nsh shards, table tab of nsh + 1 entries (the last
+ * one's first block is the total), solution sol with one block of
+ * padding after the last (read, masked off, by a start in the last
+ * shard's last possible row).
+ */
+struct ex_stage_view {
+	const unsigned char	*tab;
+	const unsigned char	*sol;
+	uint64_t		 nsh;
+	uint32_t		 r;
+	uint32_t		 w;	/* fingerprint bits (stage 1) */
+	uint64_t		 salt;
+};
+
+/*
+ * Whether key hash h passes the stage: its row equals its fingerprint
+ * (stage 1, r = w columns) or 1 (stage 2, one column). Inline with r a
+ * constant, the column loop unrolls.
+ */
+static inline __attribute__((always_inline)) bool
+ex_hit_r(const struct ex_stage_view *v, uint32_t r, uint64_t h)
+{
+	const unsigned char *e = v->tab + ex_range(h, v->nsh) * EX_TAB_ENT;
+	uint32_t off = ex_get32(e), nb = ex_get32(e + EX_TAB_ENT) - off;
+	struct ex_eq q;
+
+	ex_equation(h, v->salt, e[4], nb, v->w, &q);
+	return ex_row(v->sol + (size_t)off * r * 8, r, &q) ==
+	    (r == 1 ? 1u : q.fp);
+}
+
+static bool
+ex_stage_hit(const struct ex_stage_view *v, uint64_t h)
+{
+	switch (v->r) {
+	case 1:
+		return ex_hit_r(v, 1, h);
+	case 2:
+		return ex_hit_r(v, 2, h);
+	case 3:
+		return ex_hit_r(v, 3, h);
+	case 4:
+		return ex_hit_r(v, 4, h);
+	case 5:
+		return ex_hit_r(v, 5, h);
+	case 6:
+		return ex_hit_r(v, 6, h);
+	case 7:
+		return ex_hit_r(v, 7, h);
+	case 8:
+		return ex_hit_r(v, 8, h);
+	case 9:
+		return ex_hit_r(v, 9, h);
+	case 10:
+		return ex_hit_r(v, 10, h);
+	case 11:
+		return ex_hit_r(v, 11, h);
+	case 12:
+		return ex_hit_r(v, 12, h);
+	default:
+		return ex_hit_r(v, v->r, h);
+	}
+}
+
+/* ------------------------------------------------------------ solving */
+
+/* One shard's rows during elimination. */
+struct ex_solver {
+	uint64_t	*clo, *chi;
+	uint32_t	*res;
+	uint64_t	 cap;	/* rows allocated */
+};
+
+static int
+ex_solver_reserve(struct ex_solver *sv, uint64_t m)
+{
+	uint64_t *a, *b;
+	uint32_t *c;
+
+	if (m <= sv->cap)
+		return 0;
+	if ((a = realloc(sv->clo, m * 8)) == NULL)
+		return -1;
+	sv->clo = a;
+	if ((b = realloc(sv->chi, m * 8)) == NULL)
+		return -1;
+	sv->chi = b;
+	if ((c = realloc(sv->res, m * 4)) == NULL)
+		return -1;
+	sv->res = c;
+	sv->cap = m;
+	return 0;
+}
+
+static void
+ex_solver_free(struct ex_solver *sv)
+{
+	free(sv->clo);
+	free(sv->chi);
+	free(sv->res);
+	memset(sv, 0, sizeof(*sv));
+}
+
+/*
+ * On-the-fly Gaussian elimination: the row is reduced by the stored rows
+ * at its leading position until it lands on a free one. 0 stored or
+ * redundant (the same equation again), -1 when it contradicts the rows
+ * stored (the shard needs another seed).
+ */
+static int
+ex_insert(struct ex_solver *sv, uint64_t s, uint64_t lo, uint64_t hi,
+    uint32_t res)
+{
+	unsigned tz;
+
+	for (;;) {
+		/* A stored row's bit 0 is always set: 0 is a free row. */
+		if (sv->clo[s] == 0) {
+			sv->clo[s] = lo;
+			sv->chi[s] = hi;
+			sv->res[s] = res;
+			return 0;
+		}
+		lo ^= sv->clo[s];
+		hi ^= sv->chi[s];
+		res ^= sv->res[s];
+		if (lo == 0) {
+			if (hi == 0)
+				return res == 0 ? 0 : -1;
+			tz = 64 + (unsigned)__builtin_ctzll(hi);
+			lo = hi >> (tz - 64);
+			hi = 0;
+		} else {
+			tz = (unsigned)__builtin_ctzll(lo);
+			if (tz != 0) {
+				lo = (lo >> tz) | (hi << (64 - tz));
+				hi >>= tz;
+			}
+		}
+		s += tz;
+	}
+}
+
+/*
+ * Back-substitution from the last row up into the interleaved layout:
+ * st[j] holds column j's solution bits of rows i..i+127 (bit k is row
+ * i + k); a free row's bit is 0. Block i/64 is written when i reaches a
+ * multiple of 64.
+ */
+static void
+ex_backsub(const struct ex_solver *sv, uint64_t m, uint32_t r,
+    unsigned char *out)
+{
+	unsigned __int128 st[EXACT_MAX_W], c;
+	uint64_t i, t;
+	uint32_t j, bit;
+
+	memset(st, 0, sizeof(st));
+	for (i = m; i-- > 0;) {
+		c = (unsigned __int128)sv->chi[i] << 64 | sv->clo[i];
+		for (j = 0; j < r; j++) {
+			st[j] <<= 1;
+			if (c == 0)
+				continue;
+			t = (uint64_t)(c & st[j]) ^ (uint64_t)((c & st[j]) >> 64);
+			bit = (uint32_t)__builtin_parityll(t) ^
+			    ((sv->res[i] >> j) & 1);
+			st[j] |= bit;
+		}
+		if ((i & 63) == 0)
+			for (j = 0; j < r; j++)
+				ex_put64(out + ((i >> 6) * r + j) * 8,
+				    (uint64_t)st[j]);
+	}
+}
+
+/* A stage being built: its table and solution grow shard by shard. */
+struct ex_stage_build {
+	uint32_t	 r, w, shard_log2;
+	uint64_t	 salt;
+	uint64_t	 nkeys, nsh;
+	unsigned char	*tab;		/* (nsh + 1) entries */
+	unsigned char	*sol;		/* (nblocks + 1) * r words */
+	uint64_t	 nblocks;	/* blocks so far */
+	uint64_t	 solcap;	/* blocks allocated, padding included */
+	uint64_t	 retries;	/* seeds past the first, over all shards */
+};
+
+static void
+ex_stage_free(struct ex_stage_build *b)
+{
+	free(b->tab);
+	free(b->sol);
+	b->tab = NULL;
+	b->sol = NULL;
+}
+
+static void
+ex_stage_view(const struct ex_stage_build *b, struct ex_stage_view *v)
+{
+	v->tab = b->tab;
+	v->sol = b->sol;
+	v->nsh = b->nsh;
+	v->r = b->r;
+	v->w = b->w;
+	v->salt = b->salt;
+}
+
+static uint64_t
+ex_blocks_for(uint64_t n)
+{
+	uint64_t slots = n + (n * EX_EPS_NUM + EX_EPS_DEN - 1) / EX_EPS_DEN;
+	uint64_t nb = (slots + 63) / 64;
+
+	return nb < 2 ? 2 : nb;
+}
+
+static int
+ex_sol_reserve(struct ex_stage_build *b, uint64_t blocks)
+{
+	uint64_t cap = b->solcap;
+	unsigned char *p;
+
+	if (blocks <= cap)
+		return 0;
+	while (cap < blocks)
+		cap = cap < 64 ? 64 : cap + cap / 2;
+	if (cap > SIZE_MAX / 8 / b->r)
+		return -1;
+	if ((p = realloc(b->sol, (size_t)(cap * b->r * 8))) == NULL)
+		return -1;
+	b->sol = p;
+	b->solcap = cap;
+	return 0;
+}
+
+/* Loads the shard's equations for one seed; -1 when they contradict. */
+static int
+ex_try_seed(struct ex_stage_build *b, struct ex_solver *sv, uint64_t nb,
+    uint32_t seed, const uint64_t *h1, size_t n1, const uint64_t *h0,
+    size_t n0)
+{
+	struct ex_eq q;
+	size_t i;
+
+	memset(sv->clo, 0, nb * 64 * 8);
+	memset(sv->chi, 0, nb * 64 * 8);
+	for (i = 0; i < n1; i++) {
+		ex_equation(h1[i], b->salt, seed, nb, b->w, &q);
+		if (ex_insert(sv, q.s, q.clo, q.chi, b->r == 1 ? 1 : q.fp) != 0)
+			return -1;
+	}
+	for (i = 0; i < n0; i++) {
+		ex_equation(h0[i], b->salt, seed, nb, b->w, &q);
+		if (ex_insert(sv, q.s, q.clo, q.chi, 0) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * Solves one shard: keys h1 answer their fingerprint (stage 1) or 1
+ * (stage 2), keys h0 answer 0. Appends its table entry and blocks.
+ */
+static int
+ex_solve_shard(struct ex_stage_build *b, struct ex_solver *sv,
+    uint64_t shard, const uint64_t *h1, size_t n1, const uint64_t *h0,
+    size_t n0, char *err, size_t errlen)
+{
+	uint64_t nb = ex_blocks_for(n1 + n0);
+	uint32_t seed;
+
+	for (seed = 0; seed < EX_SEEDS; seed++) {
+		if (seed != 0 && seed % EX_BUMP_EVERY == 0)
+			nb++;
+		if (ex_solver_reserve(sv, nb * 64) != 0 ||
+		    ex_sol_reserve(b, b->nblocks + nb + 1) != 0) {
+			ex_err(err, errlen, "exact: out of memory solving a shard");
+			return -1;
+		}
+		if (ex_try_seed(b, sv, nb, seed, h1, n1, h0, n0) == 0)
+			break;
+		b->retries++;
+	}
+	if (seed == EX_SEEDS) {
+		ex_err(err, errlen, "exact: shard %" PRIu64 " (%zu keys) did "
+		    "not solve with any of %d seeds", shard, n1 + n0, EX_SEEDS);
+		return -1;
+	}
+	if (b->nblocks + nb > UINT32_MAX - 1) {
+		ex_err(err, errlen, "exact: too many blocks");
+		return -1;
+	}
+	ex_put32(b->tab + shard * EX_TAB_ENT, (uint32_t)b->nblocks);
+	b->tab[shard * EX_TAB_ENT + 4] = (unsigned char)seed;
+	ex_backsub(sv, nb * 64, b->r, b->sol + b->nblocks * b->r * 8);
+	b->nblocks += nb;
+	return 0;
+}
+
+/*
+ * Builds a stage over sorted hashes: h1 (n1 of them) answer their
+ * fingerprint or 1, h0 (n0, stage 2 only) answer 0. A shard's keys are
+ * a run of each array (the shard is a monotone function of the hash).
+ */
+static int
+ex_stage_make(struct ex_stage_build *b, const uint64_t *h1, size_t n1,
+    const uint64_t *h0, size_t n0, char *err, size_t errlen)
+{
+	struct ex_solver sv;
+	size_t a1 = 0, a0 = 0, e1, e0;
+	uint64_t sh;
+	int rc = -1;
+
+	memset(&sv, 0, sizeof(sv));
+	b->nkeys = n1 + n0;
+	b->nsh = ex_nshards(b->nkeys, b->shard_log2);
+	b->nblocks = 0;
+	b->retries = 0;
+	if ((b->tab = calloc(b->nsh + 1, EX_TAB_ENT)) == NULL ||
+	    ex_sol_reserve(b, ex_blocks_for(b->nkeys) + 2 * b->nsh + 1) != 0) {
+		ex_err(err, errlen, "exact: out of memory for a stage");
+		goto out;
+	}
+	for (sh = 0; sh < b->nsh; sh++) {
+		for (e1 = a1; e1 < n1 && ex_range(h1[e1], b->nsh) == sh; e1++)
+			;
+		for (e0 = a0; e0 < n0 && ex_range(h0[e0], b->nsh) == sh; e0++)
+			;
+		if (ex_solve_shard(b, &sv, sh, h1 + a1, e1 - a1, h0 + a0,
+		    e0 - a0, err, errlen) != 0)
+			goto out;
+		a1 = e1;
+		a0 = e0;
+	}
+	ex_put32(b->tab + b->nsh * EX_TAB_ENT, (uint32_t)b->nblocks);
+	/* The block of padding. */
+	memset(b->sol + b->nblocks * b->r * 8, 0, (size_t)b->r * 8);
+	rc = 0;
+out:
+	ex_solver_free(&sv);
+	return rc;
+}
+
+/* ------------------------------------------------------------ sorting */
+
+/* LSD radix sort of 64-bit values, 16 bits a pass; tmp as large as a. */
+static int
+ex_sort(uint64_t *a, size_t n)
+{
+	uint64_t *tmp, *src = a, *dst, *t;
+	size_t *cnt, i, sum, c;
+	unsigned pass;
+
+	if (n < 2)
+		return 0;
+	if ((tmp = malloc(n * sizeof(*tmp))) == NULL)
+		return -1;
+	if ((cnt = malloc(65536 * sizeof(*cnt))) == NULL) {
+		free(tmp);
+		return -1;
+	}
+	dst = tmp;
+	for (pass = 0; pass < 4; pass++) {
+		memset(cnt, 0, 65536 * sizeof(*cnt));
+		for (i = 0; i < n; i++)
+			cnt[(src[i] >> (16 * pass)) & 0xffff]++;
+		for (i = 0, sum = 0; i < 65536; i++) {
+			c = cnt[i];
+			cnt[i] = sum;
+			sum += c;
+		}
+		for (i = 0; i < n; i++)
+			dst[cnt[(src[i] >> (16 * pass)) & 0xffff]++] = src[i];
+		t = src;
+		src = dst;
+		dst = t;
+	}
+	/* Four passes: the result is back in a. */
+	free(cnt);
+	free(tmp);
+	return 0;
+}
+
+static size_t
+ex_unique(uint64_t *a, size_t n)
+{
+	size_t i, k = 0;
+
+	for (i = 0; i < n; i++)
+		if (k == 0 || a[k - 1] != a[i])
+			a[k++] = a[i];
+	return k;
+}
+
+/* ------------------------------------------------------------ the revoked set */
+
+/*
+ * R's hashes in an open-addressing table: h, and v, a second hash of the
+ * key (bit 1 always set, bit 0 "seen in U"), so that a key of U \ R whose
+ * h equals a revoked key's is told apart from that key (a collision that
+ * would make stage 2 contradict itself: the build takes another seed).
+ */
+struct ex_rset {
+	uint64_t	*h, *v;
+	uint64_t	 mask;
+	uint64_t	 n;
+};
+
+static void
+ex_rset_free(struct ex_rset *s)
+{
+	free(s->h);
+	free(s->v);
+	memset(s, 0, sizeof(*s));
+}
+
+static int
+ex_rset_grow(struct ex_rset *s)
+{
+	struct ex_rset t;
+	uint64_t i, j, cap = s->h == NULL ? 1024 : (s->mask + 1) * 2;
+
+	memset(&t, 0, sizeof(t));
+	if ((t.h = calloc(cap, 8)) == NULL || (t.v = calloc(cap, 8)) == NULL) {
+		ex_rset_free(&t);
+		return -1;
+	}
+	t.mask = cap - 1;
+	t.n = s->n;
+	for (i = 0; s->h != NULL && i <= s->mask; i++) {
+		if (s->v[i] == 0)
+			continue;
+		for (j = ex_fmix(s->h[i]) & t.mask; t.v[j] != 0;
+		    j = (j + 1) & t.mask)
+			;
+		t.h[j] = s->h[i];
+		t.v[j] = s->v[i];
+	}
+	ex_rset_free(s);
+	*s = t;
+	return 0;
+}
+
+/* The slot of h, or of the empty slot where it would go. */
+static inline uint64_t
+ex_rset_slot(const struct ex_rset *s, uint64_t h)
+{
+	uint64_t j;
+
+	for (j = ex_fmix(h) & s->mask; s->v[j] != 0 && s->h[j] != h;
+	    j = (j + 1) & s->mask)
+		;
+	return j;
+}
+
+/* Outcome of looking a key up or adding it. */
+enum { RS_NEW, RS_SAME, RS_COLLIDE };
+
+static int
+ex_rset_add(struct ex_rset *s, uint64_t h, uint64_t v, int *how)
+{
+	uint64_t j;
+
+	if ((s->n + 1) * 2 > s->mask + 1 || s->h == NULL)
+		if (ex_rset_grow(s) != 0)
+			return -1;
+	j = ex_rset_slot(s, h);
+	if (s->v[j] == 0) {
+		s->h[j] = h;
+		s->v[j] = v;
+		s->n++;
+		*how = RS_NEW;
+	} else {
+		*how = (s->v[j] | 1) == (v | 1) ? RS_SAME : RS_COLLIDE;
+	}
+	return 0;
+}
+
+static uint64_t
+ex_verify_hash(uint64_t seed, const unsigned char *key, size_t len)
+{
+	return XXH3_64bits_withSeed(key, len, seed ^ EX_VERIFY_SEED) | 2;
+}
+
+/* ------------------------------------------------------------ building */
+
+struct ex_build {
+	const struct exact_src	*rev, *iss;
+	uint64_t		 seed;
+	struct ex_rset		 rs;
+	uint64_t		*rh;		/* R's hashes, sorted */
+	uint64_t		*fp;		/* stage-1 positives of U \ R */
+	size_t			 nfp, fpcap;
+	uint64_t		 n_raw;		/* keys of U as streamed */
+	uint64_t		 occ;		/* of them, keys of R */
+	uint64_t		 inter;		/* keys of R seen in U */
+	uint32_t		 w;
+	struct ex_stage_build	 s1, s2;
+};
+
+static void
+ex_build_reset(struct ex_build *b)
+{
+	ex_rset_free(&b->rs);
+	free(b->rh);
+	free(b->fp);
+	b->rh = NULL;
+	b->fp = NULL;
+	b->nfp = b->fpcap = 0;
+	ex_stage_free(&b->s1);
+	ex_stage_free(&b->s2);
+}
+
+/* Pass 1 over U: how many keys it streams (nothing else is kept). */
+static int
+ex_count_issued(struct ex_build *b, char *err, size_t errlen)
+{
+	const unsigned char *key;
+	size_t len;
+	int rc;
+
+	if (b->iss->rewind(b->iss->arg, err, errlen) != 0)
+		return -1;
+	b->n_raw = 0;
+	while ((rc = b->iss->next(b->iss->arg, &key, &len, err, errlen)) == 1)
+		if (++b->n_raw > EXACT_MAX_KEYS) {
+			ex_err(err, errlen, "exact: the issued set has more "
+			    "than %" PRIu64 " keys", EXACT_MAX_KEYS);
+			return -1;
+		}
+	return rc;
+}
+
+/* R into the table, then its sorted hashes; 1 when two keys of R collide. */
+static int
+ex_read_revoked(struct ex_build *b, char *err, size_t errlen)
+{
+	const unsigned char *key;
+	uint64_t i, k;
+	size_t len;
+	int rc, how;
+
+	if (b->rev->rewind(b->rev->arg, err, errlen) != 0)
+		return -1;
+	while ((rc = b->rev->next(b->rev->arg, &key, &len, err, errlen)) == 1) {
+		if (ex_rset_add(&b->rs, exact_key_hash(b->seed, key, len),
+		    ex_verify_hash(b->seed, key, len), &how) != 0) {
+			ex_err(err, errlen, "exact: out of memory for the "
+			    "revoked set");
+			return -1;
+		}
+		if (how == RS_COLLIDE)
+			return 1;
+		if (b->rs.n > EXACT_MAX_KEYS) {
+			ex_err(err, errlen, "exact: too many revoked keys");
+			return -1;
+		}
+	}
+	if (rc != 0)
+		return -1;
+	if ((b->rh = malloc((b->rs.n + 1) * 8)) == NULL) {
+		ex_err(err, errlen, "exact: out of memory for the revoked set");
+		return -1;
+	}
+	for (i = 0, k = 0; b->rs.h != NULL && i <= b->rs.mask; i++)
+		if (b->rs.v[i] != 0)
+			b->rh[k++] = b->rs.h[i];
+	if (ex_sort(b->rh, (size_t)k) != 0) {
+		ex_err(err, errlen, "exact: out of memory sorting");
+		return -1;
+	}
+	return 0;
+}
+
+static int
+ex_fp_push(struct ex_build *b, uint64_t h)
+{
+	uint64_t *p;
+	size_t cap;
+
+	if (b->nfp == b->fpcap) {
+		cap = b->fpcap < 1024 ? 1024 : b->fpcap * 2;
+		if ((p = realloc(b->fp, cap * 8)) == NULL)
+			return -1;
+		b->fp = p;
+		b->fpcap = cap;
+	}
+	b->fp[b->nfp++] = h;
+	return 0;
+}
+
+static void
+ex_stage_init(struct ex_stage_build *s, uint32_t r, uint32_t w,
+    uint64_t salt)
+{
+	memset(s, 0, sizeof(*s));
+	s->r = r;
+	s->w = w;
+	s->salt = salt;
+	s->shard_log2 = EX_SHARD_LOG2;
+}
+
+/*
+ * Pass 2 over U: each key that passes stage 1 is a key of R (counted,
+ * marked) or a false positive (kept for stage 2). 1 when a key of U \ R
+ * has a revoked key's hash.
+ */
+static int
+ex_scan_issued(struct ex_build *b, char *err, size_t errlen)
+{
+	struct ex_stage_view v1;
+	const unsigned char *key;
+	uint64_t h, j, n = 0;
+	size_t len;
+	int rc;
+
+	ex_stage_view(&b->s1, &v1);
+	b->occ = b->inter = 0;
+	b->nfp = 0;
+	for (j = 0; j <= b->rs.mask && b->rs.v != NULL; j++)
+		b->rs.v[j] &= ~UINT64_C(1);
+	if (b->iss->rewind(b->iss->arg, err, errlen) != 0)
+		return -1;
+	while ((rc = b->iss->next(b->iss->arg, &key, &len, err, errlen)) == 1) {
+		n++;
+		h = exact_key_hash(b->seed, key, len);
+		if (b->rs.n == 0 || !ex_stage_hit(&v1, h))
+			continue;
+		j = ex_rset_slot(&b->rs, h);
+		if (b->rs.v[j] == 0) {
+			if (ex_fp_push(b, h) != 0) {
+				ex_err(err, errlen, "exact: out of memory for "
+				    "stage-1 positives");
+				return -1;
+			}
+			continue;
+		}
+		if ((b->rs.v[j] | 1) != (ex_verify_hash(b->seed, key, len) | 1))
+			return 1;
+		b->occ++;
+		if ((b->rs.v[j] & 1) == 0) {
+			b->rs.v[j] |= 1;
+			b->inter++;
+		}
+	}
+	if (rc != 0)
+		return -1;
+	if (n != b->n_raw) {
+		ex_err(err, errlen, "exact: the issued set changed between "
+		    "two reads (%" PRIu64 " keys, then %" PRIu64 ")",
+		    b->n_raw, n);
+		return -1;
+	}
+	return 0;
+}
+
+/* Stage 1 at width w, then the scan of U. 0, -1, or 1 to reseed. */
+static int
+ex_stage1_and_scan(struct ex_build *b, char *err, size_t errlen)
+{
+	int rc;
+
+	ex_stage_free(&b->s1);
+	ex_stage_init(&b->s1, b->w, b->w, EX_SALT1);
+	if (b->rs.n > 0 && ex_stage_make(&b->s1, b->rh, (size_t)b->rs.n,
+	    NULL, 0, err, errlen) != 0)
+		return -1;
+	if ((rc = ex_scan_issued(b, err, errlen)) != 0)
+		return rc;
+	return 0;
+}
+
+/*
+ * One try with hash seed b->seed: R, stage 1 at the width U's count
+ * gives (again at the right width if keys of R were missing from U or
+ * listed twice), the scan, stage 2. 0, -1, or 1 to reseed.
+ */
+static int
+ex_build_once(struct ex_build *b, char *err, size_t errlen)
+{
+	uint64_t nr, issued;
+	uint32_t w;
+	int rc;
+
+	if ((rc = ex_read_revoked(b, err, errlen)) != 0)
+		return rc;
+	nr = b->rs.n;
+	b->w = exact_width(b->n_raw > nr ? b->n_raw : nr, nr);
+	if ((rc = ex_stage1_and_scan(b, err, errlen)) != 0)
+		return rc;
+	issued = b->n_raw - b->occ + nr;
+	if ((w = exact_width(issued, nr)) != b->w) {
+		b->w = w;
+		if ((rc = ex_stage1_and_scan(b, err, errlen)) != 0)
+			return rc;
+	}
+	if (ex_sort(b->fp, b->nfp) != 0) {
+		ex_err(err, errlen, "exact: out of memory sorting");
+		return -1;
+	}
+	b->nfp = ex_unique(b->fp, b->nfp);
+	ex_stage_init(&b->s2, 1, b->w, EX_SALT2);
+	if (nr > 0 && ex_stage_make(&b->s2, b->rh, (size_t)nr, b->fp, b->nfp,
+	    err, errlen) != 0)
+		return -1;
+	return 0;
+}
+
+/* ------------------------------------------------------------ the byte layout */
+
+static size_t
+ex_stage_bytes(const struct ex_stage_build *s, uint32_t r)
+{
+	return (size_t)(s->nsh + 1) * EX_TAB_ENT +
+	    (size_t)(s->nblocks + 1) * r * 8;
+}
+
+static void
+ex_put_stage_hdr(unsigned char *p, const struct ex_stage_build *s)
+{
+	ex_put64(p, s->nkeys);
+	ex_put32(p + 8, (uint32_t)s->nblocks);
+	ex_put32(p + 12, (uint32_t)s->nsh);
+}
+
+/* Writes the table, then returns where the solution goes. */
+static unsigned char *
+ex_put_tab(unsigned char *p, const struct ex_stage_build *s)
+{
+	if (s->tab != NULL)
+		memcpy(p, s->tab, (size_t)(s->nsh + 1) * EX_TAB_ENT);
+	return p + (s->nsh + 1) * EX_TAB_ENT;
+}
+
+static int
+ex_serialize(const struct ex_build *b, unsigned char **out, size_t *outlen,
+    char *err, size_t errlen)
+{
+	const struct ex_stage_build *s1 = &b->s1, *s2 = &b->s2;
+	size_t len, n1, n2;
+	unsigned char *p, *q;
+
+	n1 = (size_t)(s1->nblocks + 1) * b->w * 8;
+	n2 = (size_t)(s2->nblocks + 1) * 8;
+	len = EX_HDR_LEN + ex_stage_bytes(s1, b->w) + ex_stage_bytes(s2, 1) +
+	    EX_SUM_LEN;
+	if ((p = calloc(1, len)) == NULL) {
+		ex_err(err, errlen, "exact: out of memory for %zu bytes", len);
+		return -1;
+	}
+	memcpy(p, EX_MAGIC, 4);
+	p[4] = EX_VERSION;
+	p[6] = (unsigned char)b->w;
+	p[7] = EX_BAND;
+	ex_put64(p + 8, b->seed);
+	ex_put64(p + 16, b->n_raw - b->occ + b->rs.n);
+	ex_put64(p + 24, b->rs.n);
+	ex_put_stage_hdr(p + 32, s1);
+	ex_put_stage_hdr(p + 48, s2);
+	p[64] = EX_SHARD_LOG2;
+	q = ex_put_tab(p + EX_HDR_LEN, s1);
+	q = ex_put_tab(q, s2);
+	if (s1->sol != NULL)
+		memcpy(q, s1->sol, n1);
+	q += n1;
+	if (s2->sol != NULL)
+		memcpy(q, s2->sol, n2);
+	q += n2;
+	ex_put64(q, XXH3_64bits(p, len - EX_SUM_LEN));
+	*out = p;
+	*outlen = len;
+	return 0;
+}
+
+int
+exact_build(const struct exact_src *revoked, const struct exact_src *issued,
+    uint64_t seed, unsigned char **out, size_t *outlen,
+    struct exact_stats *st, char *err, size_t errlen)
+{
+	struct ex_build b;
+	int rc = -1, tries;
+
+	assert(revoked != NULL && issued != NULL && out != NULL &&
+	    outlen != NULL && st != NULL);
+	memset(&b, 0, sizeof(b));
+	b.rev = revoked;
+	b.iss = issued;
+	if (ex_count_issued(&b, err, errlen) != 0)
+		return -1;
+	for (tries = 0; tries < EX_HASH_TRIES; tries++) {
+		b.seed = seed + (uint64_t)tries * EX_SEEDMUL;
+		if ((rc = ex_build_once(&b, err, errlen)) != 1)
+			break;
+		ex_build_reset(&b);
+	}
+	if (rc == 1)
+		ex_err(err, errlen, "exact: keys collide under %d hash seeds",
+		    EX_HASH_TRIES);
+	if (rc != 0 || ex_serialize(&b, out, outlen, err, errlen) != 0) {
+		rc = -1;
+		goto out;
+	}
+	memset(st, 0, sizeof(*st));
+	st->revoked = b.rs.n;
+	st->issued = b.n_raw - b.occ + b.rs.n;
+	st->revoked_not_issued = b.rs.n - b.inter;
+	st->w = b.w;
+	st->stage2_keys = b.s2.nkeys;
+	st->stage1_bits = (uint64_t)ex_stage_bytes(&b.s1, b.w) * 8;
+	st->stage2_bits = (uint64_t)ex_stage_bytes(&b.s2, 1) * 8;
+	st->seed_retries = b.s1.retries + b.s2.retries;
+	st->hash_seed = b.seed;
+	st->bits = (uint64_t)*outlen * 8;
+	st->bound_bits = exact_bound_bits(st->issued, st->revoked);
+out:
+	ex_build_reset(&b);
+	return rc;
+}
+
+double
+exact_bound_bits(uint64_t n, uint64_t k)
+{
+	if (k == 0 || k >= n)
+		return 0.0;
+	return (lgamma((double)n + 1) - lgamma((double)k + 1) -
+	    lgamma((double)(n - k) + 1)) / log(2.0);
+}
+
+/* ------------------------------------------------------------ reading */
+
+/* One stage's header fields, checked against the counts. */
+static int
+ex_check_stage_hdr(const unsigned char *p, uint64_t want_min,
+    uint64_t want_max, uint32_t shard_log2, uint64_t *nkeys, uint64_t *nb,
+    uint64_t *nsh, const char *name, char *err, size_t errlen)
+{
+	*nkeys = ex_get64(p);
+	*nb = ex_get32(p + 8);
+	*nsh = ex_get32(p + 12);
+	if (*nkeys < want_min || *nkeys > want_max) {
+		ex_err(err, errlen, "exact: %s keys %" PRIu64 " out of range",
+		    name, *nkeys);
+		return -1;
+	}
+	if (*nsh != ex_nshards(*nkeys, shard_log2)) {
+		ex_err(err, errlen, "exact: %s shard count %" PRIu64 " does "
+		    "not match its %" PRIu64 " keys", name, *nsh, *nkeys);
+		return -1;
+	}
+	/* Every shard at least two blocks, and at least a row per key. */
+	if (*nb < 2 * *nsh || *nb * 64 < *nkeys || *nb > UINT32_MAX - 1) {
+		ex_err(err, errlen, "exact: %s block count %" PRIu64 " does "
+		    "not fit its keys", name, *nb);
+		return -1;
+	}
+	return 0;
+}
+
+/* A stage's shard table: first blocks from 0 up by at least 2, ending at nb. */
+static int
+ex_check_tab(const unsigned char *tab, uint64_t nsh, uint64_t nb,
+    const char *name, char *err, size_t errlen)
+{
+	uint64_t i, prev = 0, off;
+	const unsigned char *e;
+
+	for (i = 0; i <= nsh; i++) {
+		e = tab + i * EX_TAB_ENT;
+		off = ex_get32(e);
+		if (e[5] != 0 || e[6] != 0 || e[7] != 0 ||
+		    (i == nsh && e[4] != 0)) {
+			ex_err(err, errlen, "exact: %s shard %" PRIu64 ": "
+			    "reserved bytes not zero", name, i);
+			return -1;
+		}
+		if ((i == 0 && off != 0) || (i > 0 && off < prev + 2) ||
+		    (i == nsh && off != nb)) {
+			ex_err(err, errlen, "exact: %s shard %" PRIu64 ": first "
+			    "block %" PRIu64 " out of order", name, i, off);
+			return -1;
+		}
+		prev = off;
+	}
+	return 0;
+}
+
+/* The fixed header: magic, version, widths, counts. */
+static int
+ex_check_hdr(const unsigned char *p, size_t len, char *err, size_t errlen)
+{
+	uint64_t issued, revoked;
+	int i;
+
+	if (len < EX_HDR_LEN + 2 * EX_TAB_ENT + 2 * 8 + EX_SUM_LEN) {
+		ex_err(err, errlen, "exact: %zu bytes is too short", len);
+		return -1;
+	}
+	if (memcmp(p, EX_MAGIC, 4) != 0 || p[4] != EX_VERSION || p[5] != 0) {
+		ex_err(err, errlen, "exact: bad magic or version");
+		return -1;
+	}
+	if (XXH3_64bits(p, len - EX_SUM_LEN) != ex_get64(p + len - EX_SUM_LEN)) {
+		ex_err(err, errlen, "exact: checksum mismatch");
+		return -1;
+	}
+	issued = ex_get64(p + 16);
+	revoked = ex_get64(p + 24);
+	if (issued > EXACT_MAX_KEYS || revoked > issued) {
+		ex_err(err, errlen, "exact: counts out of range (issued %"
+		    PRIu64 ", revoked %" PRIu64 ")", issued, revoked);
+		return -1;
+	}
+	if (p[6] != exact_width(issued, revoked) || p[7] != EX_BAND) {
+		ex_err(err, errlen, "exact: width %u does not match the counts "
+		    "(or band %u is not %d)", p[6], p[7], EX_BAND);
+		return -1;
+	}
+	if (p[64] < EX_SHARD_LOG2_MIN || p[64] > EX_SHARD_LOG2_MAX) {
+		ex_err(err, errlen, "exact: shard size 2^%u out of range", p[64]);
+		return -1;
+	}
+	for (i = 65; i < EX_HDR_LEN; i++)
+		if (p[i] != 0) {
+			ex_err(err, errlen, "exact: reserved header byte %d not "
+			    "zero", i);
+			return -1;
+		}
+	return 0;
+}
+
+int
+exact_attach(struct exact *e, const void *bytes, size_t len, char *err,
+    size_t errlen)
+{
+	const unsigned char *p = bytes;
+	uint64_t revoked, issued, k1, k2, nb1, nb2, nsh1, nsh2, w, need;
+
+	assert(e != NULL);
+	memset(e, 0, sizeof(*e));
+	if (p == NULL || ex_check_hdr(p, len, err, errlen) != 0)
+		return -1;
+	w = p[6];
+	issued = ex_get64(p + 16);
+	revoked = ex_get64(p + 24);
+	if (ex_check_stage_hdr(p + 32, revoked, revoked, p[64], &k1, &nb1,
+	    &nsh1, "stage 1", err, errlen) != 0 ||
+	    ex_check_stage_hdr(p + 48, revoked, issued, p[64], &k2, &nb2,
+	    &nsh2, "stage 2", err, errlen) != 0)
+		return -1;
+	if ((revoked == 0) != (k2 == 0)) {
+		ex_err(err, errlen, "exact: stage 2 has keys without stage 1");
+		return -1;
+	}
+	/* Every term is below 2^32 * 33 * 8: no overflow in 64 bits. */
+	need = EX_HDR_LEN + (nsh1 + 1 + nsh2 + 1) * EX_TAB_ENT +
+	    (nb1 + 1) * w * 8 + (nb2 + 1) * 8 + EX_SUM_LEN;
+	if (need != len) {
+		ex_err(err, errlen, "exact: %zu bytes where the counts make %"
+		    PRIu64, len, need);
+		return -1;
+	}
+	e->priv[P_TAB1] = EX_HDR_LEN;
+	e->priv[P_TAB2] = e->priv[P_TAB1] + (nsh1 + 1) * EX_TAB_ENT;
+	e->priv[P_SOL1] = e->priv[P_TAB2] + (nsh2 + 1) * EX_TAB_ENT;
+	e->priv[P_SOL2] = e->priv[P_SOL1] + (nb1 + 1) * w * 8;
+	if (ex_check_tab(p + e->priv[P_TAB1], nsh1, nb1, "stage 1", err,
+	    errlen) != 0 || ex_check_tab(p + e->priv[P_TAB2], nsh2, nb2,
+	    "stage 2", err, errlen) != 0)
+		return -1;
+	e->bytes = p;
+	e->len = len;
+	e->w = (uint32_t)w;
+	e->issued = issued;
+	e->revoked = revoked;
+	e->priv[P_SEED] = ex_get64(p + 8);
+	e->priv[P_NSH1] = nsh1;
+	e->priv[P_NSH2] = nsh2;
+	e->priv[P_W] = w;
+	e->priv[15] = EX_ATTACHED;
+	return 0;
+}
+
+enum exact_answer
+exact_query_hash(const struct exact *e, uint64_t h)
+{
+	struct ex_stage_view v;
+
+	/* Not attached: fail closed. */
+	if (e == NULL || e->priv[15] != EX_ATTACHED)
+		return EXACT_REVOKED;
+	if (e->priv[P_NSH1] == 0)
+		return EXACT_NOT_REVOKED;
+	v.tab = e->bytes + e->priv[P_TAB2];
+	v.sol = e->bytes + e->priv[P_SOL2];
+	v.nsh = e->priv[P_NSH2];
+	v.r = 1;
+	v.w = (uint32_t)e->priv[P_W];
+	v.salt = EX_SALT2;
+	{
+		struct ex_stage_view v1 = v;
+
+		v1.tab = e->bytes + e->priv[P_TAB1];
+		v1.sol = e->bytes + e->priv[P_SOL1];
+		v1.nsh = e->priv[P_NSH1];
+		v1.r = v.w;
+		v1.salt = EX_SALT1;
+		if (!ex_stage_hit(&v1, h))
+			return EXACT_NOT_REVOKED;
+	}
+	return ex_hit_r(&v, 1, h) ? EXACT_REVOKED : EXACT_NOT_REVOKED;
+}
+
+enum exact_answer
+exact_query(const struct exact *e, const void *key, size_t len)
+{
+	if (e == NULL || e->priv[15] != EX_ATTACHED)
+		return EXACT_REVOKED;
+	return exact_query_hash(e, exact_key_hash(e->priv[P_SEED], key, len));
+}
