@@ -84,6 +84,10 @@ const struct config_opt config_opts[] = {
 	    "2", "S", "filter directory poll fallback" },
 	{ "authz_cert_header", OPT_STR, OFF(authz_cert_header), 0, 0,
 	    NEED_ANY, "X-SSL-Client-Cert", "H", "client certificate header" },
+	{ "authz_cert_header_format", OPT_CERTFMT, 0, 0, 0, NEED_ANY,
+	    "pem", "pem|xfcc", "what that header carries: URL-encoded PEM\n"
+	    "or base64 DER (nginx, Traefik), or Envoy's\n"
+	    "x-forwarded-client-cert elements" },
 	{ "authz_not_covered", OPT_NOTCOV, 0, 0, 0, NEED_ANY,
 	    "deny", "deny|allow", "/v1/authz verdict for not_covered" },
 	{ "log_level", OPT_LEVEL, 0, 0, 0, NEED_ANY,
@@ -365,6 +369,9 @@ config_set_opt(struct config *c, const struct config_opt *o, const char *v,
 	case OPT_TOKMODE:
 		return set_word(&c->revocation_only, o, v, "required",
 		    "revocation-only", err, errlen);
+	case OPT_CERTFMT:
+		return set_word(&c->authz_cert_xfcc, o, v, "pem", "xfcc", err,
+		    errlen);
 	}
 	snprintf(err, errlen, "%s: unhandled type", o->key);
 	return -1;
@@ -433,7 +440,8 @@ apply_json(struct config *c, const struct config_opt *o, const cJSON *v,
 	    o->type == OPT_STR ? "a string" :
 	    o->type == OPT_KEYS ? "a string or an array of strings" :
 	    o->type == OPT_NOTCOV || o->type == OPT_LEVEL ||
-	    o->type == OPT_LOGFMT || o->type == OPT_TOKMODE ? "a string" :
+	    o->type == OPT_LOGFMT || o->type == OPT_TOKMODE ||
+	    o->type == OPT_CERTFMT ? "a string" :
 	    o->type == OPT_BOOL ? "true or false" :
 	    "a number or a string");
 	return -1;

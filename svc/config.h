@@ -120,6 +120,7 @@ struct config {
 	int64_t		 reload_spare;	/* s a released table copy is kept; 0: none */
 	unsigned	 poll_interval;	/* seconds between readlink polls */
 	char		*authz_cert_header;
+	bool		 authz_cert_xfcc;	/* "authz_cert_header_format" */
 	bool		 authz_not_covered_allow;
 	int		 log_level;	/* enum log_level */
 	bool		 log_json;	/* log_format "json" */

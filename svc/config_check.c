@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "config.h"
 #include "config_opt.h"
@@ -283,6 +284,14 @@ config_validate(const struct config *c, char *err, size_t errlen)
 				    "a valid header name");
 				return -1;
 			}
+		}
+		/* Envoy's header read as PEM would refuse every request. */
+		if (!c->authz_cert_xfcc && strcasecmp(c->authz_cert_header,
+		    "X-Forwarded-Client-Cert") == 0) {
+			snprintf(err, errlen, "authz_cert_header: "
+			    "X-Forwarded-Client-Cert is Envoy's format: set "
+			    "authz_cert_header_format to \"xfcc\"");
+			return -1;
 		}
 	}
 	if (config_ocsp_validate(c, err, errlen) == -1)

@@ -19,6 +19,7 @@ enum opt_type {
 	OPT_BOOL,	/* true/false (a bare flag is true) */
 	OPT_LOGFMT,	/* "text" or "json" */
 	OPT_TOKMODE,	/* "required" or "revocation-only" */
+	OPT_CERTFMT,	/* "pem" or "xfcc" */
 };
 
 /* Which mode a key makes sense in (config_validate() refuses the rest). */

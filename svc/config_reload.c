@@ -21,7 +21,8 @@
  */
 static const char *const live_keys[] = {
 	"trusted_key", "max_age", "clock_skew", "max_batch", "max_body",
-	"poll_interval", "authz_cert_header", "authz_not_covered",
+	"poll_interval", "authz_cert_header", "authz_cert_header_format",
+	"authz_not_covered",
 	"log_level", "log_format", "token_verification", "token_cache_size",
 	"token_cache_max", "upstream_timeout", "upstream_connect_timeout",
 	"upstream_retries", "upstream_max_waiting",
@@ -93,6 +94,8 @@ opt_differs(const struct config_opt *o, const struct config *a,
 		return a->authz_not_covered_allow != b->authz_not_covered_allow;
 	case OPT_TOKMODE:
 		return a->revocation_only != b->revocation_only;
+	case OPT_CERTFMT:
+		return a->authz_cert_xfcc != b->authz_cert_xfcc;
 	case OPT_LEVEL:
 		return a->log_level != b->log_level;
 	case OPT_LOGFMT:

@@ -7,6 +7,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
+#include "authzcred.h"
 #include "batch.h"
 #include "check.h"
 #include "checkio.h"
@@ -14,8 +15,6 @@
 #include "log.h"
 #include "server.h"
 #include "util.h"
-
-#define AUTHZ_CERT_MAX	(64 * 1024)
 
 static unsigned
 retry_after(const struct server_req *r)
@@ -591,96 +590,26 @@ pct_decode(char *s, size_t *len)
 }
 
 /*
- * The keys of a client certificate and its chain passed in a header:
- * URL-encoded PEM, one or more blocks (nginx $ssl_client_escaped_cert),
- * or bare base64 DER, several separated by commas (Traefik). Appends to
- * keys[*n..max); every certificate must parse, or -1 with err.
+ * What an allowed request is (the identity headers of a 200), each value
+ * escaped by authzcred_escape; "" when there is none to send.
  */
-static int
-cert_header_keys(struct revkey *keys, size_t max, size_t *n, const char *v,
-    char *err, size_t errlen)
-{
-	char *buf = NULL, *b64 = NULL, e[200];
-	unsigned char *der = NULL;
-	size_t len = strlen(v), i, nb, pos = 0;
-	int dl, rc = -1;
-
-	if (len == 0 || len > AUTHZ_CERT_MAX) {
-		snprintf(err, errlen, "certificate header empty or too long");
-		return -1;
-	}
-	if ((buf = malloc(len + 1)) == NULL)
-		goto out;
-	memcpy(buf, v, len + 1);
-	if (pct_decode(buf, &len) == -1) {
-		snprintf(err, errlen, "bad percent-encoding in the "
-		    "certificate header");
-		goto out;
-	}
-	if (memmem(buf, len, "-----BEGIN", 10) != NULL) {
-		rc = checkio_keys_from_pem(buf, len, keys, max, n, e, sizeof(e));
-		if (rc == -1)
-			snprintf(err, errlen, "certificate header: %s", e);
-		goto out;
-	}
-	/* Bare base64 of each DER, comma-separated: strip spaces, decode. */
-	if ((b64 = malloc(len + 1)) == NULL || (der = malloc(len)) == NULL)
-		goto out;
-	for (i = 0; i <= len; i++) {
-		if (i < len && buf[i] != ',') {
-			if (buf[i] != ' ' && buf[i] != '\t' &&
-			    buf[i] != '\r' && buf[i] != '\n')
-				b64[pos++] = buf[i];
-			continue;
-		}
-		nb = pos;
-		pos = 0;
-		if (nb == 0 || nb % 4 != 0 || nb > INT32_MAX) {
-			snprintf(err, errlen, "certificate header is neither "
-			    "PEM nor base64 DER");
-			goto out;
-		}
-		dl = EVP_DecodeBlock(der, (unsigned char *)b64, (int)nb);
-		if (dl < 0) {
-			snprintf(err, errlen, "certificate header: bad base64");
-			goto out;
-		}
-		if (b64[nb - 1] == '=')
-			dl--;
-		if (b64[nb - 2] == '=')
-			dl--;
-		if (*n >= max) {
-			snprintf(err, errlen, "certificate header: more than "
-			    "%zu certificates", max);
-			goto out;
-		}
-		if (revkey_from_cert_bytes(&keys[*n], der, (size_t)dl, e,
-		    sizeof(e)) == -1) {
-			snprintf(err, errlen, "certificate header: %s", e);
-			goto out;
-		}
-		(*n)++;
-	}
-	rc = 0;
-out:
-	if (rc == -1 && buf == NULL)
-		snprintf(err, errlen, "out of memory");
-	free(buf);
-	free(b64);
-	free(der);
-	return rc;
-}
+struct authz_id {
+	char	sub[AUTHZCRED_ID_BUF];		/* the token's sub */
+	char	iss[AUTHZCRED_ID_BUF];		/* the token's iss */
+	char	cert[AUTHZCRED_ID_BUF];		/* the client cert's subject */
+};
 
 /*
  * The authz answer; with ncerts > 0, "certificates" lists the verdict of
- * each certificate of the client-certificate header in its order.
+ * each certificate of the client-certificate header in its order. id
+ * (only for a 200) adds the identity headers that are not "".
  */
 static enum MHD_Result
 authz_reply_certs(const struct server_req *r, unsigned status,
     const char *verdict, const struct answer_tag *tag,
-    const enum check_status *certs, size_t ncerts)
+    const enum check_status *certs, size_t ncerts, const struct authz_id *id)
 {
-	struct server_hdr h[4];
+	struct server_hdr h[8];
 	struct sbuf b;
 	char *body;
 	size_t len, nh = 0, i;
@@ -719,6 +648,20 @@ authz_reply_certs(const struct server_req *r, unsigned status,
 		h[nh++].value = strcmp(verdict, "no_credential") == 0 ?
 		    "Bearer" : "Bearer error=\"invalid_token\"";
 	}
+	if (id != NULL && status == MHD_HTTP_OK) {
+		if (id->sub[0] != '\0') {
+			h[nh].name = AUTHZCRED_HDR_SUBJECT;
+			h[nh++].value = id->sub;
+		}
+		if (id->iss[0] != '\0') {
+			h[nh].name = AUTHZCRED_HDR_ISSUER;
+			h[nh++].value = id->iss;
+		}
+		if (id->cert[0] != '\0') {
+			h[nh].name = AUTHZCRED_HDR_CERT_SUBJECT;
+			h[nh++].value = id->cert;
+		}
+	}
 	return server_reply(r, status, body, len, CTYPE_JSON, h, nh);
 }
 
@@ -726,7 +669,7 @@ static enum MHD_Result
 authz_reply(const struct server_req *r, unsigned status, const char *verdict,
     const struct answer_tag *tag)
 {
-	return authz_reply_certs(r, status, verdict, tag, NULL, 0);
+	return authz_reply_certs(r, status, verdict, tag, NULL, 0, NULL);
 }
 
 /*
@@ -755,10 +698,66 @@ bearer_token(const char *auth, size_t *len)
 	return tok;
 }
 
+/* Claim name of verified claims, escaped into out; "" when not a string. */
+static void
+claim_id(char *out, const cJSON *claims, const char *name)
+{
+	const cJSON *m = cJSON_GetObjectItemCaseSensitive(claims, name);
+
+	out[0] = '\0';
+	if (cJSON_IsString(m) && m->valuestring != NULL)
+		(void)authzcred_escape(out, m->valuestring,
+		    strlen(m->valuestring));
+}
+
+/*
+ * The key and cutoffs of the bearer token in Authorization header value
+ * auth, proven valid, and (when it was verified: never in
+ * revocation-only mode) its sub and iss into id. Returns NULL, or the
+ * verdict of the 401 to answer.
+ */
+static const char *
+authz_token(const struct server_req *r, const char *auth, struct revkey *k,
+    struct trust_cutoffs *cut, struct authz_id *id)
+{
+	struct trust *t = &r->live->trust;
+	cJSON *claims = NULL;
+	enum jwt_verdict jv;
+	const char *tok;
+	char e[256];
+	size_t tl;
+
+	/*
+	 * An Authorization header is a credential: one this cannot check
+	 * (another scheme such as DPoP or Basic, no space after the scheme,
+	 * no token) is refused, never passed over, or a clean certificate
+	 * beside it would answer for it.
+	 */
+	if ((tok = bearer_token(auth, &tl)) == NULL) {
+		log_debug("authz: Authorization header refused: not "
+		    "\"Bearer\", spaces and a token");
+		return "bad_credential";
+	}
+	if (trust_token_cut(t, tok, tl, util_now(), k, cut,
+	    t->revocation_only ? NULL : &claims, &jv, e, sizeof(e)) == -1) {
+		log_debug("authz: token refused: %s: %s", jwt_verdict_str(jv),
+		    e);
+		return jv == JWT_MALFORMED ? "bad_credential" :
+		    jwt_verdict_str(jv);
+	}
+	if (claims != NULL) {
+		claim_id(id->sub, claims, "sub");
+		claim_id(id->iss, claims, "iss");
+		cJSON_Delete(claims);
+	}
+	return NULL;
+}
+
 /*
  * Every credential present is checked; the worst verdict wins (revoked,
  * then not_covered, then not_revoked), so adding a clean credential can
- * never hide a revoked one.
+ * never hide a revoked one. An allow names who was let in (struct
+ * authz_id) for the gateway to pass on.
  */
 enum MHD_Result
 handle_authz(const struct server_req *r)
@@ -770,13 +769,13 @@ handle_authz(const struct server_req *r)
 	const struct snapshot *s;
 	enum stale_reason why;
 	enum check_gate g;
-	enum jwt_verdict jv;
 	struct trust_cutoffs cut;
+	struct authz_id id;
 	bool has_token = false;
-	const char *auth, *cert, *tok;
+	const char *auth, *cert, *verdict;
 	struct answer_tag tag;
 	char e[256];
-	size_t nk = 0, i, tl, first_cert;
+	size_t nk = 0, i, first_cert;
 	bool revoked = false, uncovered = false, failed = false;
 	enum check_fail fail = CHECK_FAIL_UNAVAILABLE;
 
@@ -789,37 +788,26 @@ handle_authz(const struct server_req *r)
 	    MHD_HTTP_HEADER_AUTHORIZATION);
 	cert = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
 	    c->authz_cert_header);
+	id.sub[0] = id.iss[0] = id.cert[0] = '\0';
 	if (auth != NULL) {
-		/*
-		 * An Authorization header is a credential: one this cannot
-		 * check (another scheme such as DPoP or Basic, no space
-		 * after the scheme, no token) is refused, never passed over,
-		 * or a clean certificate beside it would answer for it.
-		 */
-		if ((tok = bearer_token(auth, &tl)) == NULL) {
-			log_debug("authz: Authorization header refused: not "
-			    "\"Bearer\", spaces and a token");
-			return authz_reply(r, MHD_HTTP_UNAUTHORIZED,
-			    "bad_credential", NULL);
-		}
-		if (trust_token_cut(&r->live->trust, tok, tl, util_now(),
-		    &keys[nk], &cut, NULL, &jv, e, sizeof(e)) == -1) {
-			log_debug("authz: token refused: %s: %s",
-			    jwt_verdict_str(jv), e);
-			return authz_reply(r, MHD_HTTP_UNAUTHORIZED,
-			    jv == JWT_MALFORMED ? "bad_credential" :
-			    jwt_verdict_str(jv), NULL);
-		}
+		if ((verdict = authz_token(r, auth, &keys[nk], &cut,
+		    &id)) != NULL)
+			return authz_reply(r, MHD_HTTP_UNAUTHORIZED, verdict,
+			    NULL);
 		nk++;
 		has_token = true;
 	}
 	first_cert = nk;
 	if (cert != NULL && cert[0] != '\0') {
 		/* A chain: every certificate is a credential of its own. */
-		if (cert_header_keys(keys, nk + CHECKIO_CHAIN_MAX_CERTS, &nk,
-		    cert, e, sizeof(e)) == -1)
+		if (authzcred_cert_keys(cert, c->authz_cert_xfcc, keys,
+		    nk + CHECKIO_CHAIN_MAX_CERTS, &nk, id.cert, e,
+		    sizeof(e)) == -1) {
+			log_debug("authz: client certificate header refused: "
+			    "%s", e);
 			return authz_reply(r, MHD_HTTP_UNAUTHORIZED,
 			    "bad_credential", NULL);
+		}
 	}
 	if (nk == 0)
 		return authz_reply(r, MHD_HTTP_UNAUTHORIZED, "no_credential",
@@ -856,12 +844,12 @@ handle_authz(const struct server_req *r)
 		    check_fail_str(fail), &tag);
 	if (revoked)
 		return authz_reply_certs(r, MHD_HTTP_FORBIDDEN, "revoked", &tag,
-		    st + first_cert, nk - first_cert);
+		    st + first_cert, nk - first_cert, NULL);
 	if (uncovered && !c->authz_not_covered_allow)
 		return authz_reply_certs(r, MHD_HTTP_FORBIDDEN, "not_covered",
-		    &tag, st + first_cert, nk - first_cert);
+		    &tag, st + first_cert, nk - first_cert, NULL);
 	return authz_reply_certs(r, MHD_HTTP_OK, uncovered ? "not_covered" :
-	    "not_revoked", &tag, st + first_cert, nk - first_cert);
+	    "not_revoked", &tag, st + first_cert, nk - first_cert, &id);
 }
 
 /* ---------------------------------------------------------------- /v1/introspect */
