@@ -325,7 +325,7 @@ install: all
 	    mv $(DESTDIR)$(UNITDIR)/$$(basename $$f).tmp $(DESTDIR)$(UNITDIR)/$$(basename $$f); \
 	done
 	install -d $(DESTDIR)$(DOCDIR)
-	install -m 0644 README.md docs/*.md config/*.sql $(DESTDIR)$(DOCDIR)/
+	install -m 0644 README.md docs/*.md config/*.sql config/envoy-ext-authz.yaml $(DESTDIR)$(DOCDIR)/
 
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/revcheckd $(DESTDIR)$(BINDIR)/filterbuild
