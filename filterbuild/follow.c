@@ -28,7 +28,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -38,6 +37,7 @@
 #include "fb.h"
 #include "ffile.h"
 #include "input.h"
+#include "leader.h"
 #include "log.h"
 #include "overlay.h"
 #include "pgsrc.h"
@@ -45,7 +45,6 @@
 #include "sign.h"
 #include "util.h"
 
-#define FOLLOW_LOCK_NAME	".follow.lock"
 #define FOLLOW_MAX_ARGS		32
 /*
  * Seconds between reconnection attempts, at most: a refused connect costs
@@ -67,6 +66,8 @@ struct follow_opts {
 	const char	*standby_arg;
 	int64_t		 standby_max_lag; /* seconds; 0: no standby */
 	const char	*subscriber_arg;
+	const char	*lock_name;	/* --lock-name; NULL: the directory's */
+	struct leader	*ld;		/* the election (leader.h) */
 	int64_t		 subscriber_max_lag; /* seconds; 0: no subscriber */
 	int64_t		 grace;		/* --expiry-grace */
 	int64_t		 interval_ms;
@@ -152,6 +153,9 @@ follow_usage(FILE *fp)
 	    "                       at most DUR behind its publisher; deltas and\n"
 	    "                       heads are dated that far back (default: such a\n"
 	    "                       subscriber is refused; see filterbuild(1))\n"
+	    "  --lock-name NAME     elect the writer among followers by the\n"
+	    "                       advisory lock of NAME (default: of the\n"
+	    "                       output directory's identity, DIR/.follow-id)\n"
 	    "  --once               publish what is there, then exit\n"
 	    "  --scope, --fp-rate, --layout, --keep, --quiet: as for build\n"
 	    "                       (--query is build's only: follow reads\n"
@@ -211,6 +215,7 @@ follow_parse(struct follow_opts *o, int argc, char **argv)
 		{ "rebase-after", required_argument, NULL, 'A' },
 		{ "rebase-every", required_argument, NULL, 'E' },
 		{ "once",	  no_argument,	     NULL, '1' },
+		{ "lock-name",	  required_argument, NULL, 'N' },
 		{ "expiry-grace", required_argument, NULL, 'G' },
 		{ "standby-max-lag", required_argument, NULL, 'Y' },
 		{ "subscriber-max-lag", required_argument, NULL, 'Z' },
@@ -270,6 +275,7 @@ follow_parse(struct follow_opts *o, int argc, char **argv)
 				    "'%s': want a duration or never", optarg);
 			break;
 		case '1': o->once = true; break;
+		case 'N': o->lock_name = optarg; break;
 		case 'G':
 			if (fb_parse_grace(optarg, &o->grace) != 0)
 				return fb_usage_err("follow", "--expiry-grace "
@@ -928,10 +934,11 @@ static int
 follow_delta(struct follow_state *st, const struct follow_opts *o,
     EVP_PKEY *key, const struct follow_batch *b, uint64_t horizon)
 {
-	char name[DELTA_NAME_LEN + 1], err[1024];
+	char name[DELTA_NAME_LEN + 1], err[1024], path[4200];
 	unsigned char *buf = NULL, sha[32];
 	struct delta_info in;
 	size_t len;
+	int lost;
 
 	memset(&in, 0, sizeof(in));
 	in.kind = DELTA_KIND_DELTA;
@@ -945,10 +952,18 @@ follow_delta(struct follow_state *st, const struct follow_opts *o,
 	in.cursor = horizon;
 	in.changed_at = b->changed_at;
 	delta_file_name(name, in.seq);
-	if (delta_encode(&in, b->v, b->n, key, &buf, &len, err,
+	errno = 0;
+	/* Linked, never renamed over: one (base, seq), one delta (leader.h). */
+	if (util_path_join(path, sizeof(path), st->ddir, name) != 0 ||
+	    delta_encode(&in, b->v, b->n, key, &buf, &len, err,
 	    sizeof(err)) != 0 || util_sha256(sha, buf, len) != 0 ||
-	    publish_file(st->ddir, name, buf, len, err, sizeof(err)) != 0) {
+	    publish_path(path, buf, len, 0644, PUBLISH_EXCL, err,
+	    sizeof(err)) != 0) {
+		lost = errno == EEXIST;
 		log_err("follow: delta %" PRIu64 ": %s", in.seq, err);
+		if (lost)
+			leader_step_down(o->ld, "another follower published "
+			    "the same delta");
 		free(buf);
 		return -1;
 	}
@@ -1260,6 +1275,30 @@ follow_open(const struct follow_opts *o, int *can, int backoff)
 	return p;
 }
 
+/*
+ * Reads the chain on disk, as a follower does when it starts and each
+ * time it becomes the writer. 0, or -1 on a local error.
+ */
+static int
+follow_resume(struct follow_state *st, const struct follow_opts *o,
+    const struct sign_ring *ring)
+{
+	if (follow_load(st, o, ring) != 0)
+		return -1;
+	/*
+	 * A head lost to a kill after its delta is written by the first
+	 * round (head_at is 0), not here: a head says the chain is complete
+	 * as of now, which only a read of the source tells. Signed at every
+	 * start, a follower restarted while the database is out of reach
+	 * kept the nodes fresh.
+	 */
+	if (st->have && !o->quiet)
+		log_info("follow: resuming base %" PRIu64 " at delta %" PRIu64
+		    ", cursor %" PRIu64, st->pos.base_version, st->pos.seq,
+		    st->cursor);
+	return 0;
+}
+
 /* Sleeps up to secs seconds, or less when told to stop. */
 static void
 follow_sleep(int secs)
@@ -1279,8 +1318,8 @@ fb_follow(int argc, char **argv)
 	struct sigaction sa;
 	struct pgsrc *p = NULL;
 	EVP_PKEY *key = NULL;
-	char err[1024], lock[4200];
-	int r, rc, lfd = -1, backoff = 1, can = 0, ret = FB_EXIT_FAIL;
+	char err[1024];
+	int r, rc, backoff = 1, can = 0, ret = FB_EXIT_FAIL;
 
 	rc = follow_parse(&o, argc, argv);
 	if (rc != 0)
@@ -1290,16 +1329,14 @@ fb_follow(int argc, char **argv)
 	if ((key = fb_load_signer(&ring, o.key)) == NULL)
 		goto out;
 
-	/* One follower per directory. */
+	/* One writer per directory: the others stand by (leader.h). */
 	if (mkdir(o.out, 0755) != 0 && errno != EEXIST) {
 		fb_err("%s: %s", o.out, strerror(errno));
 		goto out;
 	}
-	snprintf(lock, sizeof(lock), "%s/" FOLLOW_LOCK_NAME, o.out);
-	lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (lfd < 0 || flock(lfd, LOCK_EX | LOCK_NB) != 0) {
-		fb_err("%s: %s", lock, lfd < 0 ? strerror(errno) :
-		    "another follower runs on this directory");
+	if ((o.ld = leader_new(o.source, o.out, o.lock_name, o.quiet, err,
+	    sizeof(err))) == NULL) {
+		fb_err("%s: %s", o.out, err);
 		goto out;
 	}
 
@@ -1309,22 +1346,21 @@ fb_follow(int argc, char **argv)
 	(void)sigaction(SIGTERM, &sa, NULL);
 	(void)sigaction(SIGINT, &sa, NULL);
 
-	if (follow_load(&st, &o, &ring) != 0)
-		goto out;
-	if (st.have) {
-		if (!o.quiet)
-			log_info("follow: resuming base %" PRIu64 " at delta %"
-			    PRIu64 ", cursor %" PRIu64, st.pos.base_version,
-			    st.pos.seq, st.cursor);
-		/*
-		 * A head lost to a kill after its delta is written by the
-		 * first round (head_at is 0), not here: a head says the chain
-		 * is complete as of now, which only a read of the source
-		 * tells. Signed at every start, a follower restarted while the
-		 * database is out of reach kept the nodes fresh.
-		 */
-	}
 	while (!follow_stop) {
+		if (!leader_held(o.ld)) {
+			/* The chain on disk is where a new writer starts. */
+			pgsrc_close(p);
+			p = NULL;
+			follow_state_clear(&st);
+			if (leader_acquire(o.ld, !o.once, &follow_stop) == 0)
+				goto out_stop;
+			/* The source is read while the fence runs. */
+			p = follow_open(&o, &can, backoff);
+			if (leader_fence(o.ld, &follow_stop) == 0)
+				continue;
+			if (follow_resume(&st, &o, &ring) != 0)
+				goto out;
+		}
 		if (p == NULL) {
 			if ((p = follow_open(&o, &can, backoff)) == NULL) {
 				if (o.once)
@@ -1365,13 +1401,13 @@ fb_follow(int argc, char **argv)
 			p = NULL;
 		}
 	}
-	ret = FB_EXIT_OK;
+out_stop:
+	ret = follow_stop ? FB_EXIT_OK : FB_EXIT_FAIL;
 out:
 	pgsrc_close(p);
 	follow_state_clear(&st);
+	leader_free(o.ld);
 	sign_ring_free(&ring);
 	EVP_PKEY_free(key);
-	if (lfd >= 0)
-		(void)close(lfd);
 	return ret;
 }

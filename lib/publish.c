@@ -21,6 +21,24 @@
 #define PUB_PATH_MAX	4096
 
 static int (*pub_fsync)(int fd) = fsync;
+static publish_gate_fn pub_gate;
+static void *pub_gate_arg;
+
+void
+publish_set_gate(publish_gate_fn fn, void *arg)
+{
+	pub_gate = fn;
+	pub_gate_arg = arg;
+}
+
+/* The gate's answer for making path visible (0 when there is none). */
+static int
+pub_gate_pass(const char *tmp, const char *path, char *err, size_t errlen)
+{
+	if (pub_gate == NULL)
+		return 0;
+	return pub_gate(pub_gate_arg, tmp, path, err, errlen);
+}
 
 void
 publish_set_fsync_hook(int (*fn)(int fd))
@@ -466,6 +484,8 @@ publish_txn_commit(struct publish_txn *t, unsigned keep, char *err,
 	pub_delay();
 
 	/* 2. The directory takes its version name; DIR is made durable. */
+	if (pub_gate_pass(t->tmpl, t->vname, err, errlen) != 0)
+		goto fail;
 	if (renameat(t->dfd, t->tmpname, t->dfd, t->vname) != 0) {
 		util_errf(err, errlen, "%s/%s: rename: %s", t->dir, t->vname,
 		    strerror(errno));
@@ -477,7 +497,8 @@ publish_txn_commit(struct publish_txn *t, unsigned keep, char *err,
 		goto fail;
 
 	/* 3. Switch "current", last. */
-	if (pub_switch(t->dfd, t->dir, t->vname, err, errlen) != 0)
+	if (pub_gate_pass(NULL, PUBLISH_CURRENT, err, errlen) != 0 ||
+	    pub_switch(t->dfd, t->dir, t->vname, err, errlen) != 0)
 		goto fail;
 	pub_delay();
 	if (pub_fsync_dir(t->dfd, t->dir, err, errlen) != 0) {
@@ -624,6 +645,10 @@ publish_pathv(const char *path, const struct iovec *iov, int iovcnt,
 		goto fail;
 	/* 2. Renamed over path, or linked where no file is. */
 	pub_delay();
+	if (pub_gate_pass(tmp, path, err, errlen) != 0) {
+		errno = EACCES;
+		goto out;
+	}
 	if ((flags & PUBLISH_EXCL) != 0) {
 		if (link(tmp, path) != 0) {
 			if (errno == EEXIST) {

@@ -149,6 +149,21 @@ int publish_path(const char *path, const void *buf, size_t len, mode_t mode,
 int publish_file(const char *dir, const char *name, const unsigned char *buf,
     size_t len, char *err, size_t errlen);
 
+/*
+ * A gate asked immediately before anything becomes visible in an output
+ * directory: before publish_pathv() renames or links its file (tmp is the
+ * temporary file, path the name it takes) and before publish_txn_commit()
+ * renames a version directory or switches "current" (tmp the directory or
+ * NULL, path the name it takes). 0 lets the step go ahead; -1 (with err)
+ * refuses it, and the publish fails as on any error: temporaries removed,
+ * the directory as it was. Set by a writer that must prove it is the only
+ * one (filterbuild follow's election); NULL (the default) lets all pass.
+ * Process-wide; set it before any thread publishes.
+ */
+typedef int (*publish_gate_fn)(void *arg, const char *tmp, const char *path,
+    char *err, size_t errlen);
+void publish_set_gate(publish_gate_fn fn, void *arg);
+
 /* Writes "v" and the version as 20 digits into out[22]. */
 void publish_version_name(char out[PUBLISH_VNAME_LEN + 1], uint64_t version);
 

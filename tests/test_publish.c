@@ -20,6 +20,7 @@ setup(void)
 	cr_assert(snprintf(g_dir, sizeof(g_dir), "/tmp/test_publish_XXXXXX") > 0);
 	cr_assert_not_null(mkdtemp(g_dir));
 	publish_set_fsync_hook(NULL);
+	publish_set_gate(NULL, NULL);
 }
 
 static void
@@ -28,6 +29,7 @@ teardown(void)
 	char cmd[128];
 
 	publish_set_fsync_hook(NULL);
+	publish_set_gate(NULL, NULL);
 	cr_assert(snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g_dir) > 0);
 	cr_assert_eq(system(cmd), 0);
 }
@@ -310,4 +312,72 @@ Test(publish, path_modes_excl_and_failures)
 	cr_assert_eq(publish_path(path, "x", 1, 0600, 0, err, sizeof(err)), -1);
 	cr_assert(strstr(err, "nodir/f: create a temporary file") != NULL,
 	    "%s", err);
+}
+
+/* A gate that lets g_gate_pass steps through, then refuses; counts calls. */
+static int g_gate_pass, g_gate_calls;
+static char g_gate_last[256];
+
+static int
+test_gate(void *arg, const char *tmp, const char *path, char *err,
+    size_t errlen)
+{
+	(void)arg;
+	g_gate_calls++;
+	snprintf(g_gate_last, sizeof(g_gate_last), "%s", path);
+	if (tmp != NULL)
+		cr_assert_eq(access(tmp, F_OK), 0, "the gate sees the temporary");
+	if (g_gate_calls <= g_gate_pass)
+		return 0;
+	snprintf(err, errlen, "%s: refused by the gate", path);
+	return -1;
+}
+
+Test(publish, gate_refuses_before_anything_is_visible)
+{
+	char path[128], err[256], names[256], before[8192], after[8192];
+	unsigned char *buf;
+	size_t len;
+
+	cr_assert(snprintf(path, sizeof(path), "%s/head.rcd", g_dir) > 0);
+	publish_set_gate(test_gate, NULL);
+	/* A file: the gate is asked once, right before the rename. */
+	g_gate_pass = 1;
+	g_gate_calls = 0;
+	cr_assert_eq(publish_path(path, "one", 3, 0644, 0, err, sizeof(err)),
+	    0, "%s", err);
+	cr_assert_eq(g_gate_calls, 1);
+	cr_assert_str_eq(g_gate_last, path);
+	cr_assert_eq(publish_path(path, "two", 3, 0644, 0, err, sizeof(err)),
+	    -1);
+	cr_assert(strstr(err, "refused by the gate") != NULL, "%s", err);
+	cr_assert_neq(errno, EEXIST, "a refusal is not a lost race");
+	cr_assert_eq(util_read_file(path, 64, &buf, &len, err, sizeof(err)), 0);
+	cr_assert_eq(memcmp(buf, "one", 3), 0, "the refused file left alone");
+	free(buf);
+	listing(names, sizeof(names));
+	cr_assert_str_eq(names, "head.rcd\n", "no temporary left: %s", names);
+
+	/* A pair: asked before the version's rename and before the switch. */
+	cr_assert_eq(unlink(path), 0);
+	g_gate_pass = 2;
+	g_gate_calls = 0;
+	cr_assert_eq(pub(1, "f1", "t1", 3, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(g_gate_calls, 2);
+	cr_assert_str_eq(g_gate_last, PUBLISH_CURRENT);
+	dir_state(g_dir, before, sizeof(before));
+	for (g_gate_pass = 0; g_gate_pass < 2; g_gate_pass++) {
+		g_gate_calls = 0;
+		cr_assert_eq(pub(2, "f2", "t2", 3, err, sizeof(err)), -1,
+		    "refused at step %d", g_gate_pass + 1);
+		cr_assert(strstr(err, "refused by the gate") != NULL, "%s",
+		    err);
+		dir_state(g_dir, after, sizeof(after));
+		cr_assert_str_eq(before, after, "a refusal at step %d left "
+		    "traces", g_gate_pass + 1);
+	}
+	expect_current(1, "f1");
+	publish_set_gate(NULL, NULL);
+	cr_assert_eq(pub(2, "f2", "t2", 3, err, sizeof(err)), 0, "%s", err);
+	expect_current(2, "f2");
 }
