@@ -66,7 +66,7 @@ DEB_PKGS       := pkg-config libssl-dev openssl libmicrohttpd-dev libxxhash-dev 
                   nginx-light python3 systemd man-db strace prometheus libpq-dev postgresql \
                   python3-jwt python3-cryptography dpkg-dev lintian binutils \
                   apache2 libapache2-mod-auth-openidc faketime iproute2
-DEB_BENCH_PKGS := redis-server redis-tools wrk libbloom-dev nghttp2-client
+DEB_BENCH_PKGS := redis-server redis-tools wrk libbloom-dev nghttp2-client golang-cfssl
 DEB_FUZZ_PKGS  := clang libclang-rt-14-dev
 
 .PHONY: all test unit-test integration-test deps deps-bench deps-fuzz demo \

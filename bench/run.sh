@@ -939,6 +939,20 @@ else
 	skip jwt "out of time"
 fi
 
+# The OCSP targets: /ocsp against openssl ocsp and CFSSL ocspserve on
+# repeated serials, and a signature per unique serial against openssl
+# speed; its rows go into $OUT too.
+if deadline_ok 1750; then
+	: >"$T/ocsp.rows"
+	BUILD=$BUILD REVCHECKD=$REVCHECKD FILTERBUILD=$FILTERBUILD OCSP_ROWS=$T/ocsp.rows \
+	    "$ROOT/bench/ocsp.sh"
+	while IFS=$'\t' read -r -a f; do
+		[ "${#f[@]}" -eq 0 ] || add_row "${f[@]}"
+	done <"$T/ocsp.rows"
+else
+	skip ocsp "out of time"
+fi
+
 # Tail latency: p99 and p99.9 at half of nginx's maximum rate
 # (h2load), revcheckd against nginx, steady and with a reload a second.
 if deadline_ok 1800; then

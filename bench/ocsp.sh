@@ -1,0 +1,243 @@
+#!/usr/bin/env bash
+# ocsp.sh - the OCSP targets: revcheckd's /ocsp against openssl ocsp and CFSSL ocspserve, and its signing rate against openssl speed
+#
+# Usage: BUILD=build/bench bench/ocsp.sh   (make bench runs it; never fails)
+# Knobs (environment):
+#   OCSP_SECONDS=3    seconds per wrk run
+#   OCSP_ROUNDS=3     interleaved rounds; each server keeps its best run
+#   OCSP_SERIALS=100  distinct serials in the repeated mix
+#   OCSP_ROWS=        a file to append one row a line to (tab-separated
+#                     KEY=VALUE / KEY:=NUMBER fields, bench/run.sh's
+#                     add_row arguments); bench/run.sh sets it
+# Method: a CA, a delegated responder (EC P-256, OCSPSigning, ocsp-nocheck)
+# and a CRL made by tests/responder-pki.sh with the openssl CLI; the
+# filter is built from the CRL and revcheckd serves it with the "ocsp"
+# block. The request mix is the same for every server: wrk (bench/ocsp.lua)
+# POSTs DER OCSP requests without nonce (application/ocsp-request), one
+# CertID with SHA-1 hashes each. Repeated serials: OCSP_SERIALS serials
+# asked over and over (wrk -t2 -c32, all on the same 2 CPUs as the
+# servers), against `openssl ocsp -index index.txt -port P -rsigner R
+# -rkey K -CA CA -ndays 1` (the CA tool's responder: one process, a
+# signature per answer; its index lists the same serials) and against CFSSL
+# `ocspserve -responses FILE` serving those serials' answers, pre-signed
+# (fetched from the openssl responder first). CFSSL 1.2.0 cannot decode
+# its GET form (it keeps the path's leading '/'), so every server gets
+# POST. Unique serials: every request asks a serial never asked before, so
+# each answer costs revcheckd one signature (its cache cannot help);
+# revcheckd with one HTTP worker thread (--threads 1) pinned to CPU 0 with
+# taskset, wrk (-t1) pinned to CPU 1, against `openssl speed -seconds 3
+# ecdsap256` sign/s, one process pinned to CPU 0: one signing core each.
+# Every answer's form is checked before the runs with the openssl ocsp
+# client (status good, signature verified against the CA); non-2xx answers
+# or socket errors void a run. p99 is wrk's (--latency), printed beside
+# each rate.
+# Prints, as bench/run.sh does (ratio > 1: revcheck ahead):
+#   ocsp: repeated_vs_openssl_ocsp: ours=RPS peer=RPS ratio=R req/s (...) target >=20x: MET|NOT MET
+#   ocsp: repeated_vs_cfssl_ocspserve: ... target >=2x: MET|NOT MET
+#   ocsp: unique_vs_openssl_speed_sign: ours=RPS peer=SIGNS ratio=R req/s (...) target >=0.8x: MET|NOT MET
+# Numbers on a shared or loaded machine are not the product's.
+. "$(dirname "$0")/env.sh"
+
+SECS=${OCSP_SECONDS:-3}
+ROUNDS=${OCSP_ROUNDS:-3}
+K=${OCSP_SERIALS:-100}
+ROWS_OUT=${OCSP_ROWS:-}
+REP=0x10000000		# the repeated serials: REP .. REP + K - 1
+UNI=0x20000000		# the unique ones: UNI and up
+say() { echo "ocsp: $*"; }
+have() { command -v "$1" >/dev/null 2>&1; }
+# row FIELDS...: one row for bench/run.sh's results.json.
+row() {
+	[ -n "$ROWS_OUT" ] || return 0
+	local IFS=$'\t'
+	printf '%s\n' "$*" >>"$ROWS_OUT"
+}
+skip() { say "$1: skipped ($2)"; row "name=ocsp: $1" "skipped=$2"; }
+# emit NAME OURS PEER UNIT TARGET NOTE P99_OURS P99_PEER: higher is better.
+emit() {
+	local r v
+	r=$(awk -v o="$2" -v p="$3" 'BEGIN { if (o + 0 <= 0 || p + 0 <= 0) print "-"; else printf "%.3f", o / p }')
+	v=$(awk -v r="$r" -v t="$5" 'BEGIN { print (r != "-" && r + 0 >= t) ? "MET" : "NOT MET" }')
+	say "$1: ours=$2 peer=$3 ratio=$r $4 (higher is better; $6; p99 ${7:--} ms against ${8:--} ms) target >=${5}x: $v"
+	row "name=ocsp: $1" "ours:=$2" "peer:=$3" "ratio:=$r" "unit=$4" better=higher \
+	    "target:=$5" "verdict=target >=${5}x: $v" "note=$6" "p99_ours_ms:=$7" "p99_peer_ms:=$8"
+}
+
+for p in wrk openssl python3 taskset; do
+	have "$p" || { skip all "$p missing: make deps-bench"; exit 0; }
+done
+
+# ---------------------------------------------------------------- PKI, filter, requests
+P=$T/pki
+bash "$ROOT/tests/responder-pki.sh" "$P" "$K" >"$T/pki.log" 2>&1 ||
+    { skip all "tests/responder-pki.sh failed: $(tail -c 300 "$T/pki.log")"; exit 0; }
+"$FILTERBUILD" keygen --out "$T/key.pem" --pub "$T/key.pub" >/dev/null &&
+    "$FILTERBUILD" build --key "$T/key.pem" --out "$T/f" --valid-for 1d --quiet \
+	--issuer "$P/ca.pem" "$P/crl.pem" >"$T/fb.log" 2>&1 ||
+    { skip all "filterbuild failed: $(tail -c 300 "$T/fb.log")"; exit 0; }
+TPL_REP=$(python3 "$ROOT/bench/ocspreq.py" template "$P/ca.pem" "$REP") &&
+    TPL_UNI=$(python3 "$ROOT/bench/ocspreq.py" template "$P/ca.pem" "$UNI") ||
+    { skip all "bench/ocspreq.py failed (python3-cryptography)"; exit 0; }
+mkdir -p "$T/s"
+cat >"$T/rc.json" <<EOF
+{"filter_dir": "$T/f", "trusted_key": "$T/key.pub", "state_dir": "$T/s",
+ "ocsp": {"path": "/ocsp", "responders": [{"issuer": "$P/ca.pem",
+   "cert": "$P/responder.pem", "key": "$P/responder.key"}]}}
+EOF
+
+# answer_ok URL SERIAL: the openssl ocsp client asks URL (POST) and
+# verifies the answer against the CA: good, signature OK.
+answer_ok() {
+	local out
+	out=$(timeout 20 openssl ocsp -issuer "$P/ca.pem" -serial "$2" -url "$1" \
+	    -CAfile "$P/ca.pem" -no_nonce 2>&1)
+	[[ $out == *"Response verify OK"* && $out == *"$2: good"* ]] ||
+	    { echo "${out:0:300}" | tr '\n' ' '; return 1; }
+}
+
+# run URL TEMPLATE MODE THREADS [taskset CPU]: one wrk run; prints
+# "RPS P99_MS" (RPS 0 when any answer was not 2xx or a socket failed).
+run() {
+	local out pin=()
+	[ -n "${5:-}" ] && pin=(taskset -c "$5")
+	out=$(timeout $((SECS + 30)) "${pin[@]}" wrk -t"$4" -c32 -d"${SECS}s" --latency \
+	    -s "$ROOT/bench/ocsp.lua" "$1" -- "$2" "$4" "$3" "$K" 2>&1)
+	echo "$out" >>"$T/wrk.log"
+	echo "$out" | awk '
+	function ms(v) {
+		if (v ~ /us$/) return substr(v, 1, length(v) - 2) / 1000
+		if (v ~ /ms$/) return substr(v, 1, length(v) - 2) + 0
+		if (v ~ /s$/) return substr(v, 1, length(v) - 1) * 1000
+		return v + 0 }
+	/^Requests\/sec:/ { rps = $2 }
+	$1 == "99%" { p99 = ms($2) }
+	/Non-2xx or 3xx responses:/ { bad = 1 }
+	/Socket errors:/ { gsub(/,/, ""); if ($4 + $6 + $8 + $10 > 0) bad = 1 }
+	END { printf "%.0f %.3f\n", bad ? 0 : rps, p99 }'
+}
+metric() {	# metric NAME_PART URL: the sum of the samples whose name has NAME_PART
+	curl -s "$2/metrics" | awk -v n="$1" '$1 !~ /^#/ && index($1, n) { s += $2 } END { print s + 0 }'
+}
+
+# ---------------------------------------------------------------- the servers
+rc_start R -c "$T/rc.json" --log-level warn || { skip all "revcheckd did not start: $(tail -c 300 "$T/R.log")"; exit 0; }
+rc_wait_ready "$R_URL" 60 || { skip all "revcheckd not ready: $(tail -c 300 "$T/R.log")"; exit 0; }
+RC_OCSP=$R_URL/ocsp
+why=$(answer_ok "$RC_OCSP" "$REP") ||
+    { skip all "revcheckd's /ocsp did not answer good: $why"; exit 0; }
+
+OS_PORT=$(rc_free_port)
+openssl ocsp -index "$P/index.txt" -port "127.0.0.1:$OS_PORT" -rsigner "$P/responder.pem" \
+    -rkey "$P/responder.key" -CA "$P/ca.pem" -ndays 1 -ignore_err >"$T/openssl-ocsp.log" 2>&1 &
+OS_PID=$!
+rc_stop_at_exit "$OS_PID"
+OS_URL=http://127.0.0.1:$OS_PORT/
+for ((i = 0; i < 100; i++)); do
+	why=$(answer_ok "$OS_URL" "$REP") && break
+	sleep 0.1
+done
+[ -z "$why" ] || { skip all "openssl ocsp did not answer good: $why $(tail -c 200 "$T/openssl-ocsp.log")"; exit 0; }
+
+CF_URL=
+if ! have cfssl; then
+	CF_WHY="cfssl missing (Debian golang-cfssl: make deps-bench)"
+elif ! python3 "$ROOT/bench/ocspreq.py" fetch "$OS_URL" "$P/ca.pem" "$REP" "$K" \
+    "$T/responses.b64" >"$T/fetch.log" 2>&1; then
+	CF_WHY="could not fetch pre-signed answers: $(tail -c 200 "$T/fetch.log")"
+else
+	CF_PORT=$(rc_free_port)
+	cfssl ocspserve -address 127.0.0.1 -port "$CF_PORT" -responses "$T/responses.b64" \
+	    -loglevel 3 >"$T/cfssl.log" 2>&1 &
+	CF_PID=$!
+	rc_stop_at_exit "$CF_PID"
+	for ((i = 0; i < 100; i++)); do
+		CF_WHY=$(answer_ok "http://127.0.0.1:$CF_PORT/" "$REP") && break
+		kill -0 "$CF_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	if [ -z "$CF_WHY" ]; then
+		CF_URL=http://127.0.0.1:$CF_PORT/
+	else
+		CF_WHY="cfssl ocspserve did not answer good: $CF_WHY $(tail -c 200 "$T/cfssl.log")"
+	fi
+fi
+
+# ---------------------------------------------------------------- repeated serials, interleaved
+# best NAME RPS P99: keeps the run with the highest rate of NAME.
+best() {
+	local r
+	eval "r=\${BEST_$1:-}"
+	if [ -z "$r" ] || awk -v a="$2" -v b="$r" 'BEGIN { exit !(a + 0 > b + 0) }'; then
+		eval "BEST_$1=\$2 P99_$1=\$3"
+	fi
+}
+sig0=$(metric ocsp_signatures "$R_URL")
+for r in $(seq 1 "$ROUNDS"); do
+	read -r rps p99 < <(run "$RC_OCSP" "$TPL_REP" repeat 2)
+	best rc "$rps" "$p99"
+	read -r rps2 p992 < <(run "$OS_URL" "$TPL_REP" repeat 2)
+	best os "$rps2" "$p992"
+	line="round $r: revcheckd $rps req/s (p99 $p99 ms), openssl ocsp $rps2 ($p992)"
+	if [ -n "$CF_URL" ]; then
+		read -r rps3 p993 < <(run "$CF_URL" "$TPL_REP" repeat 2)
+		best cf "$rps3" "$p993"
+		line="$line, cfssl ocspserve $rps3 ($p993)"
+	fi
+	echo "# $line" >&2
+done
+sig1=$(metric ocsp_signatures "$R_URL")
+note="POST of $K serials over and over, no nonce, wrk -t2 -c32 -d${SECS}s, best of $ROUNDS interleaved rounds; revcheckd made $((sig1 - sig0)) signatures in its runs"
+emit repeated_vs_openssl_ocsp "${BEST_rc:-0}" "${BEST_os:-0}" req/s 20 \
+    "$note; openssl ocsp -index: one process, a signature per answer" "${P99_rc:-}" "${P99_os:-}"
+if [ -n "$CF_URL" ]; then
+	emit repeated_vs_cfssl_ocspserve "${BEST_rc:-0}" "${BEST_cf:-0}" req/s 2 \
+	    "$note; CFSSL ocspserve serving the $K answers pre-signed" "${P99_rc:-}" "${P99_cf:-}"
+else
+	skip repeated_vs_cfssl_ocspserve "$CF_WHY"
+fi
+rc_stop R
+rc_stop_pid "$OS_PID"
+[ -n "${CF_PID:-}" ] && rc_stop_pid "$CF_PID"
+
+# ---------------------------------------------------------------- unique serials: a signature each
+if [ "$(nproc)" -lt 2 ]; then
+	skip unique_vs_openssl_speed_sign "needs 2 CPUs (revcheckd and wrk pinned apart)"
+	exit 0
+fi
+# start_pinned: revcheckd with one HTTP worker thread, all its threads on
+# CPU 0; sets U_URL, U_PID.
+start_pinned() {
+	local port
+	port=$(rc_free_port)
+	taskset -c 0 "$REVCHECKD" --listen "127.0.0.1:$port" -c "$T/rc.json" --threads 1 \
+	    --log-level warn >>"$T/U.log" 2>&1 &
+	U_PID=$!
+	rc_stop_at_exit "$U_PID"
+	U_URL=http://127.0.0.1:$port
+	rc_wait_ready "$U_URL" 60
+}
+start_pinned || { skip unique_vs_openssl_speed_sign "revcheckd (pinned, 1 thread) not ready: $(tail -c 300 "$T/U.log")"; exit 0; }
+speed_sign() {	# sign/s of one openssl process on CPU 0
+	taskset -c 0 openssl speed -seconds 3 ecdsap256 2>/dev/null |
+	    awk '/ecdsa \(nistp256\)/ { v = $(NF - 1) } END { printf "%.0f", v }'
+}
+BEST_u= P99_u= BEST_sp=0
+s0=$(metric ocsp_signatures "$U_URL")
+n0=$(metric 'ocsp_good' "$U_URL")
+for r in $(seq 1 "$ROUNDS"); do
+	read -r rps p99 < <(run "$U_URL/ocsp" "$TPL_UNI" unique 1 1)
+	best u "$rps" "$p99"
+	sp=$(speed_sign)
+	awk -v a="$sp" -v b="$BEST_sp" 'BEGIN { exit !(a + 0 > b + 0) }' && BEST_sp=$sp
+	echo "# round $r: revcheckd unique serials $rps req/s (p99 $p99 ms), openssl speed ecdsap256 sign $sp/s" >&2
+	# Serials continue where the last run stopped: never asked twice.
+	TPL_UNI=$(python3 "$ROOT/bench/ocspreq.py" template "$P/ca.pem" \
+	    $((UNI + 16#01000000 * r)))
+done
+s1=$(metric ocsp_signatures "$U_URL")
+n1=$(metric 'ocsp_good' "$U_URL")
+emit unique_vs_openssl_speed_sign "$BEST_u" "$BEST_sp" "req/s vs sign/s" 0.8 \
+    "every request a serial never asked before (good, from the filter), POST, no nonce, revcheckd --threads 1 on CPU 0, wrk -t1 -c32 -d${SECS}s on CPU 1, best of $ROUNDS rounds; against openssl speed -seconds 3 ecdsap256 (sign/s, one process on CPU 0): one core each; $((s1 - s0)) signatures for $((n1 - n0)) good answers" \
+    "$P99_u" ""
+rc_stop_pid "$U_PID"
+exit 0
