@@ -125,7 +125,7 @@ rc_expect_status 200 "a good client certificate"
 served && rc_ok "good: the page is served" || rc_fail "good: no page"
 m=$(rc_log_mark "$NG/error.log")
 client revoked "$PA"
-refused "a revoked client certificate" "certificate revoked"
+refused "a revoked client certificate" "verify error: certificate revoked"
 client good "$PA"
 rc_expect_status 200 "good again after a refusal"
 
@@ -141,8 +141,10 @@ for ((i = 0; i < 100; i++)); do
 done
 rc_expect_match "$staple" "OCSP Response Status: successful" "stapled: a successful response"
 rc_expect_match "$staple" "Cert Status: good" "stapled: the server certificate is good"
-rc_expect_match "$staple" "Responder Id: .*revcheck OCSP responder" \
-    "stapled: signed by the delegated responder"
+# The responder's id by key is the SHA-1 of its key: its certificate's
+# subjectKeyIdentifier (made by "hash").
+ski=$(openssl x509 -in "$P/responder.pem" -noout -ext subjectKeyIdentifier | tail -n 1 | tr -d ' :')
+rc_expect_match "$staple" "Responder Id: $ski" "stapled: signed by the delegated responder"
 rc_expect_match "$staple" "Verify return code: 0 " "stapled: the server chain verifies"
 
 # ---------------------------------------------------------------- B fresh, then stale, then fresh
@@ -158,7 +160,7 @@ done
 [ "$ok" = 1 ] && rc_ok "B's filter is stale" || rc_fail "B's filter never turned stale"
 m=$(rc_log_mark "$NG/error.log")
 client good "$PB"
-refused "B stale: a good client certificate" "(not successful|status request failed|verify error)"
+refused "B stale: a good client certificate" "OCSP response not successful \\(3: trylater\\)"
 client revoked "$PB"
 rc_expect_status 400 "B stale: a revoked client certificate"
 echo "+0" >"$T/clock.rc"
@@ -170,6 +172,6 @@ rc_expect_status 200 "B fresh again: admitted with no operator"
 rc_stop A || rc_fail "A did not exit 0"
 m=$(rc_log_mark "$NG/error.log")
 client good "$PA"
-refused "A stopped: a good client certificate" "(Connection refused|status request failed)"
+refused "A stopped: a good client certificate" "Connection refused.*requesting certificate status"
 rc_stop B || rc_fail "B did not exit 0"
 rc_done
