@@ -183,7 +183,7 @@ best() {
 		eval "BEST_$1=\$2 P99_$1=\$3"
 	fi
 }
-sig0=$(metric ocsp_signatures "$R_URL")
+sig0=$(metric ocsp_signatures_total "$R_URL")
 for r in $(seq 1 "$ROUNDS"); do
 	read -r rps p99 < <(run "$RC_OCSP" "$TPL_REP" repeat 2)
 	best rc "$rps" "$p99"
@@ -201,7 +201,7 @@ for r in $(seq 1 "$ROUNDS"); do
 	fi
 	echo "# $line" >&2
 done
-sig1=$(metric ocsp_signatures "$R_URL")
+sig1=$(metric ocsp_signatures_total "$R_URL")
 note="POST of $K serials over and over, no nonce, wrk -t2 -c32 -d${SECS}s, best of $ROUNDS interleaved rounds; revcheckd made $((sig1 - sig0)) signatures in its runs"
 emit repeated_vs_openssl_ocsp "${BEST_rc:-0}" "${BEST_os:-0}" req/s 20 \
     "$note; openssl ocsp -index: one process, a signature per answer" "${P99_rc:-}" "${P99_os:-}"
@@ -233,12 +233,12 @@ start_pinned() {
 }
 start_pinned || { skip unique_vs_openssl_speed_sign "revcheckd (pinned, 1 thread) not ready: $(tail -c 300 "$T/U.log")"; exit 0; }
 speed_sign() {	# sign/s of one openssl process on CPU 0
-	taskset -c 0 openssl speed -seconds 3 ecdsap256 2>/dev/null |
+	taskset -c 0 openssl speed -elapsed -seconds 3 ecdsap256 2>/dev/null |
 	    awk '/ecdsa \(nistp256\)/ { v = $(NF - 1) } END { printf "%.0f", v }'
 }
 BEST_u= P99_u= BEST_sp=0
-s0=$(metric ocsp_signatures "$U_URL")
-n0=$(metric 'ocsp_good' "$U_URL")
+s0=$(metric ocsp_signatures_total "$U_URL")
+n0=$(metric 'ocsp_responses_total{status="good"}' "$U_URL")
 for r in $(seq 1 "$ROUNDS"); do
 	read -r rps p99 < <(run "$U_URL/ocsp" "$TPL_UNI" unique 1 1)
 	best u "$rps" "$p99"
@@ -249,8 +249,8 @@ for r in $(seq 1 "$ROUNDS"); do
 	TPL_UNI=$(python3 "$ROOT/bench/ocspreq.py" template "$P/ca.pem" \
 	    $((UNI + 16#01000000 * r)))
 done
-s1=$(metric ocsp_signatures "$U_URL")
-n1=$(metric 'ocsp_good' "$U_URL")
+s1=$(metric ocsp_signatures_total "$U_URL")
+n1=$(metric 'ocsp_responses_total{status="good"}' "$U_URL")
 emit unique_vs_openssl_speed_sign "$BEST_u" "$BEST_sp" "req/s vs sign/s" 0.8 \
     "every request a serial never asked before (good, from the filter), POST, no nonce, revcheckd --threads 1 on CPU 0, wrk -t1 -c32 -d${SECS}s on CPU 1, best of $ROUNDS rounds; against openssl speed -seconds 3 ecdsap256 (sign/s, one process on CPU 0): one core each; $((s1 - s0)) signatures for $((n1 - n0)) good answers" \
     "$P99_u" ""
