@@ -65,15 +65,18 @@ reply(const struct server_req *r, struct ocsp_out *o)
 	char cc[96], lm[40], ex[40], etag[2 * 16 + 3], *body;
 	int64_t now = util_now();
 	size_t nh = 0;
-	const unsigned char *der = o->der;
+	const unsigned char *der;
 
-	if (der == NULL)
+	/* A signed response is handed over; an error's bytes are copied. */
+	if (o->der != NULL)
+		body = (char *)o->der;
+	else {
 		der = ocsp_error_der(o->rs, &o->len);
-	if ((body = malloc(o->len)) == NULL) {
-		free(o->der);
-		return MHD_NO;
+		if ((body = malloc(o->len)) == NULL)
+			return MHD_NO;
+		memcpy(body, der, o->len);
 	}
-	memcpy(body, der, o->len);
+	der = (const unsigned char *)body;
 	if (o->cacheable && o->next_update > now) {
 		snprintf(cc, sizeof(cc), "max-age=%lld, public, no-transform, "
 		    "must-revalidate", (long long)(o->next_update - now));
@@ -94,23 +97,27 @@ reply(const struct server_req *r, struct ocsp_out *o)
 		h[nh++].value = etag;
 	}
 	count(o);
-	free(o->der);
-	o->der = NULL;
+	o->der = NULL;	/* body owns it now */
 	return server_reply(r, MHD_HTTP_OK, body, o->len, CTYPE_OCSP, h, nh);
 }
 
-/* The request's DER: the body (POST) or the base64 after the path. */
+/*
+ * The request's DER: the body (POST, read in place) or the base64 after
+ * the path, decoded into buf. Its length, or -1.
+ */
 static long
-request_der(const struct server_req *r, unsigned char *buf, size_t cap)
+request_der(const struct server_req *r, unsigned char *buf, size_t cap,
+    const unsigned char **der)
 {
 	const char *rest = "";
 
 	if (strcmp(r->method, "POST") == 0) {
 		if (r->body_len > cap)
 			return -1;
-		memcpy(buf, r->body, r->body_len);
+		*der = (const unsigned char *)r->body;
 		return (long)r->body_len;
 	}
+	*der = buf;
 	if (!ocspd_route(&r->live->ocsp, r->url, &rest) || rest[0] == '\0')
 		return -1;
 	return ocsp_b64_decode(rest, strlen(rest), buf, cap);
@@ -227,6 +234,7 @@ enum MHD_Result
 handle_ocsp(const struct server_req *r)
 {
 	static _Thread_local unsigned char buf[OCSP_REQ_MAX];
+	const unsigned char *der = buf;
 	struct ocsp_out o;
 	struct ocsp_req q;
 	struct revkey k;
@@ -238,8 +246,8 @@ handle_ocsp(const struct server_req *r)
 
 	memset(&o, 0, sizeof(o));
 	o.rs = OCSP_RS_MALFORMED;
-	if ((n = request_der(r, buf, sizeof(buf))) <= 0 ||
-	    ocsp_request_parse(&q, buf, (size_t)n, err, sizeof(err)) == -1)
+	if ((n = request_der(r, buf, sizeof(buf), &der)) <= 0 ||
+	    ocsp_request_parse(&q, der, (size_t)n, err, sizeof(err)) == -1)
 		return reply(r, &o);
 	for (i = 0; i < r->live->ocsp.n; i++)
 		if (ocsp_responder_matches(r->live->ocsp.r[i], &q))

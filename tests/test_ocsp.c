@@ -640,3 +640,84 @@ Test(ocsp, cache_stays_within_its_bound)
 	ocsp_request_free(&q);
 	ocsp_cache_free(c);
 }
+
+/* ---- the "ocsp" configuration section ---------------------------------- */
+
+#include "../svc/config.h"
+#include "../svc/config_ocsp.h"
+
+/* Loads text as a config file: 0 or -1 with err. */
+static int
+load(struct config *c, const char *text, char *err, size_t errlen)
+{
+	config_init(c);
+	return config_load_buf(c, text, strlen(text), "test.json", err,
+	    errlen);
+}
+
+Test(ocsp_config, reads_the_section)
+{
+	struct config c, d;
+	char err[512];
+
+	cr_assert_eq(load(&c, "{\"ocsp\": {\"path\": \"/\", \"cache_max\": "
+	    "1024, \"responders\": [{\"issuer\": \"a.pem\", \"cert\": "
+	    "\"b.pem\", \"key\": \"b.key\"}]}}", err, sizeof(err)), 0, "%s",
+	    err);
+	cr_assert_eq(c.ocsp.nresponders, 1);
+	cr_assert_str_eq(c.ocsp.responders[0].key, "b.key");
+	cr_assert_str_eq(config_ocsp_path(&c), "/");
+	cr_assert_eq(c.ocsp.cache_max, 1024);
+	cr_assert_eq(config_ocsp_validate(&c, err, sizeof(err)), 0, "%s", err);
+	/* Copied deep, compared by value: what SIGHUP relies on. */
+	cr_assert_eq(config_copy(&d, &c, err, sizeof(err)), 0);
+	cr_assert_neq(d.ocsp.responders[0].key, c.ocsp.responders[0].key);
+	cr_assert_not(config_ocsp_differ(&c, &d));
+	free(d.ocsp.responders[0].key);
+	d.ocsp.responders[0].key = strdup("other.key");
+	cr_assert(config_ocsp_differ(&c, &d));
+	cr_assert(config_key_is_live("ocsp"));
+	config_free(&d);
+	config_free(&c);
+	cr_assert_eq(load(&c, "{}", err, sizeof(err)), 0);
+	cr_assert_str_eq(config_ocsp_path(&c), "/ocsp");
+	cr_assert_eq(c.ocsp.nresponders, 0);
+	config_free(&c);
+}
+
+Test(ocsp_config, refuses_what_would_go_wrong)
+{
+	static const char *const bad[] = {
+		"{\"ocsp\": []}",
+		"{\"ocsp\": {\"responder\": []}}",
+		"{\"ocsp\": {\"responders\": [{\"issuer\": \"a\", \"crt\": \"b\"}]}}",
+		"{\"ocsp\": {\"responders\": {}}}",
+		"{\"ocsp\": {\"cache_max\": -1}}",
+		"{\"ocsp\": {\"cache_max\": 1.5}}",
+		"{\"ocsp\": {\"path\": \"\"}}",
+	};
+	static const char *const invalid[] = {
+		"{\"ocsp\": {\"responders\": [{\"issuer\": \"a\", \"cert\": \"b\"}]}}",
+		"{\"ocsp\": {\"path\": \"ocsp\"}}",
+		"{\"ocsp\": {\"path\": \"/ocsp/\"}}",
+		"{\"ocsp\": {\"path\": \"/v1/check\"}}",
+		"{\"ocsp\": {\"path\": \"/metrics\"}}",
+		"{\"ocsp\": {\"path\": \"/o?x=1\"}}",
+	};
+	struct config c;
+	char err[512];
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_assert_eq(load(&c, bad[i], err, sizeof(err)), -1, "%s", bad[i]);
+		cr_assert(strstr(err, "ocsp") != NULL, "%s", err);
+		config_free(&c);
+	}
+	for (i = 0; i < sizeof(invalid) / sizeof(invalid[0]); i++) {
+		cr_assert_eq(load(&c, invalid[i], err, sizeof(err)), 0, "%s",
+		    err);
+		cr_assert_eq(config_ocsp_validate(&c, err, sizeof(err)), -1,
+		    "%s", invalid[i]);
+		config_free(&c);
+	}
+}

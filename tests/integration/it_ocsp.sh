@@ -12,7 +12,8 @@
 # its fields and its signature with the responder's public key. A CA
 # whose CRL covers only user certificates (a partial scope) is never
 # answered good for a bare serial: OCSP knows no more than issuer and
-# serial (unknown), where /v1/check with the certificate says not_revoked.
+# serial (unknown), where /v1/check with the certificate says not_revoked;
+# one whose partial CRLs cover user and CA certificates alike is.
 . "$(dirname "$0")/lib.sh"
 
 FB() { "$FILTERBUILD" "$@"; }
@@ -25,7 +26,7 @@ FB keygen --out "$T/key.pem" --pub "$T/key.pub" >/dev/null
 {
 	printf '[ req ]\ndistinguished_name = req_dn\nprompt = no\n[ req_dn ]\nCN = unused\n'
 	printf '[ policy_any ]\ncommonName = supplied\norganizationName = optional\n'
-	for ca in main part other; do
+	for ca in main part split other; do
 		cat <<EOF
 [ ca_$ca ]
 dir = $P/$ca.db
@@ -58,6 +59,10 @@ basicConstraints = critical,CA:FALSE
 issuingDistributionPoint = critical, @idp_user
 [ idp_user ]
 onlyuser = TRUE
+[ crl_ca ]
+issuingDistributionPoint = critical, @idp_ca
+[ idp_ca ]
+onlyCA = TRUE
 EOF
 } >"$P/ca.cnf"
 C=$P/ca.cnf
@@ -82,6 +87,7 @@ issue() {	# issue CA EXT NAME [KEYCMD...]
 }
 newca main "OCSP Test CA"
 newca part "OCSP Partial CA"
+newca split "OCSP Split CA"
 newca other "OCSP Other CA"
 issue main v3_ocsp responder
 issue main v3_leaf good
@@ -89,18 +95,23 @@ issue main v3_leaf bad
 issue main v3_leaf bad2
 issue part v3_ocsp presp
 issue part v3_leaf pleaf
+issue split v3_ocsp sresp
+issue split v3_leaf sleaf
 issue other v3_leaf stranger
 openssl ca -config "$C" -name ca_main -batch -revoke "$P/bad.pem" -crl_reason keyCompromise 2>/dev/null
 openssl ca -config "$C" -name ca_main -batch -revoke "$P/bad2.pem" -crl_reason superseded 2>/dev/null
 openssl ca -config "$C" -name ca_main -batch -gencrl -out "$P/main.crl" 2>/dev/null
 openssl ca -config "$C" -name ca_part -batch -gencrl -crlexts crl_user -out "$P/part.crl" 2>/dev/null
+openssl ca -config "$C" -name ca_split -batch -gencrl -crlexts crl_user -out "$P/split-user.crl" 2>/dev/null
+openssl ca -config "$C" -name ca_split -batch -gencrl -crlexts crl_ca -out "$P/split-ca.crl" 2>/dev/null
 REVOKED_AT=$(openssl crl -in "$P/main.crl" -noout -text | awk '/Revocation Date:/ { sub(/.*Revocation Date: /, ""); print; exit }')
 REVOKED_AT=$(date -u -d "$REVOKED_AT" +%s)
 GOOD_SERIAL=$(openssl x509 -in "$P/good.pem" -noout -serial | sed 's/^serial=//')
 BAD_SERIAL=$(openssl x509 -in "$P/bad.pem" -noout -serial | sed 's/^serial=//')
 
 FB build --key "$T/key.pem" --out "$T/f" --quiet --issuer "$P/main.pem" --issuer "$P/part.pem" \
-    "$P/main.crl" "$P/part.crl" 2>"$T/err" || rc_fail "build: $(cat "$T/err")"
+    --issuer "$P/split.pem" "$P/main.crl" "$P/part.crl" "$P/split-user.crl" "$P/split-ca.crl" 2>"$T/err" ||
+	rc_fail "build: $(cat "$T/err")"
 
 # ocsp_conf [RESPONDER...]: the "ocsp" section with the main and partial
 # CAs' responders, and more responder objects after them.
@@ -112,7 +123,8 @@ ocsp_conf() {
 		"path": "/ocsp",
 		"responders": [
 			{"issuer": "$P/main.pem", "cert": "$P/responder.pem", "key": "$P/responder.key"},
-			{"issuer": "$P/part.pem", "cert": "$P/presp.pem", "key": "$P/presp.key"}$extra
+			{"issuer": "$P/part.pem", "cert": "$P/presp.pem", "key": "$P/presp.key"},
+			{"issuer": "$P/split.pem", "cert": "$P/sresp.pem", "key": "$P/sresp.key"}$extra
 		]
 	}
 EOF
@@ -231,6 +243,12 @@ check part "partial scope: unknown" --responder "$P/presp.pem" --status unknown
 rc_curl -X POST -H 'Content-Type: application/json' --data-binary "@$(rc_json_body cert "$P/pleaf.pem")" \
     "$O_URL/v1/check"
 rc_expect_json status not_revoked "/v1/check with the certificate (user, covered): not_revoked"
+# Partial CRLs that together cover user and CA certificates for every
+# reason cover any serial of their CA: good.
+OUT=$(openssl ocsp -issuer "$P/split.pem" -cert "$P/sleaf.pem" -url "$O_URL/ocsp" -VAfile "$P/sresp.pem" \
+    -resp_text -respout "$T/split.resp" -no_nonce 2>&1) || true
+rc_expect_match "$OUT" "sleaf.pem: good" "user-only and CA-only CRLs together: good"
+check split "partitions covering every certificate: good" --responder "$P/sresp.pem" --status good
 
 # ---------------------------------------------------------------- GET
 openssl ocsp -issuer "$P/main.pem" -cert "$P/good.pem" -no_nonce -reqout "$T/get.req" 2>/dev/null
