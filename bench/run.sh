@@ -930,6 +930,15 @@ else
 	skip delta "out of time"
 fi
 
+# The fleet targets (revocation lag at 100 edges, origin egress with and
+# without the cache tier, idle cost, failover): PostgreSQL, two followers,
+# an origin, nginx and the edges.
+if deadline_ok 1650; then
+	BUILD=$BUILD REVCHECKD=$REVCHECKD FILTERBUILD=$FILTERBUILD "$ROOT/bench/fleet.sh"
+else
+	skip fleet "out of time"
+fi
+
 # The token targets: /v1/authz with a cached verified ES256 token against
 # the unverified single check, uncached verification against openssl speed.
 if deadline_ok 1700; then
