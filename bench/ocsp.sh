@@ -26,7 +26,8 @@
 # each answer costs revcheckd one signature (its cache cannot help);
 # revcheckd with one HTTP worker thread (--threads 1) pinned to CPU 0 with
 # taskset, wrk (-t1) pinned to CPU 1, against `openssl speed -seconds 3
-# ecdsap256` sign/s, one process pinned to CPU 0: one signing core each.
+# -elapsed ecdsap256` sign/s (wall time, as wrk measures), one process
+# pinned to CPU 0: one signing core each.
 # Every answer's form is checked before the runs with the openssl ocsp
 # client (status good, signature verified against the CA); non-2xx answers
 # or socket errors void a run. p99 is wrk's (--latency), printed beside
@@ -252,7 +253,7 @@ done
 s1=$(metric ocsp_signatures_total "$U_URL")
 n1=$(metric 'ocsp_responses_total{status="good"}' "$U_URL")
 emit unique_vs_openssl_speed_sign "$BEST_u" "$BEST_sp" "req/s vs sign/s" 0.8 \
-    "every request a serial never asked before (good, from the filter), POST, no nonce, revcheckd --threads 1 on CPU 0, wrk -t1 -c32 -d${SECS}s on CPU 1, best of $ROUNDS rounds; against openssl speed -seconds 3 ecdsap256 (sign/s, one process on CPU 0): one core each; $((s1 - s0)) signatures for $((n1 - n0)) good answers" \
+    "every request a serial never asked before (good, from the filter), POST, no nonce, revcheckd --threads 1 on CPU 0, wrk -t1 -c32 -d${SECS}s on CPU 1, best of $ROUNDS rounds; against openssl speed -elapsed -seconds 3 ecdsap256 (sign/s of wall time, one process on CPU 0): one core each; $((s1 - s0)) signatures for $((n1 - n0)) good answers" \
     "$P99_u" ""
 rc_stop_pid "$U_PID"
 exit 0
