@@ -58,6 +58,7 @@ Test(config, safe_defaults)
 	cr_assert_eq(c.max_batch, 10000);
 	cr_assert_eq(c.clock_skew, 300);
 	cr_assert_eq(c.authz_not_covered_allow, false);
+	cr_assert_eq(c.authz_cert_xfcc, false);
 	cr_assert_eq(config_validate(&c, err, sizeof(err)), 0, "%s", err);
 	freeargv(argv);
 	config_free(&c);
@@ -328,6 +329,32 @@ Test(config, validate_names_the_key)
 	c.authz_cert_header = strdup("X-Bad Header");
 	cr_assert_eq(config_validate(&c, err, sizeof(err)), -1);
 	cr_assert(strstr(err, "authz_cert_header") != NULL, "%s", err);
+	/* Envoy's header read as PEM would refuse every request. */
+	free(c.authz_cert_header);
+	c.authz_cert_header = strdup("x-forwarded-client-cert");
+	cr_assert_eq(config_validate(&c, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "authz_cert_header_format") != NULL, "%s", err);
+	c.authz_cert_xfcc = true;
+	cr_assert_eq(config_validate(&c, err, sizeof(err)), 0, "%s", err);
+	config_free(&c);
+}
+
+Test(config, authz_cert_header_format)
+{
+	struct config c;
+	char err[256];
+
+	config_init(&c);
+	cr_assert_eq(c.authz_cert_xfcc, false);
+	cr_assert_eq(load(&c, "{\"authz_cert_header\": \"X-Forwarded-Client-Cert\","
+	    " \"authz_cert_header_format\": \"xfcc\"}", err, sizeof(err)), 0,
+	    "%s", err);
+	cr_assert(c.authz_cert_xfcc);
+	config_free(&c);
+	config_init(&c);
+	cr_assert_eq(load(&c, "{\"authz_cert_header_format\": \"envoy\"}", err,
+	    sizeof(err)), -1);
+	cr_assert(strstr(err, "authz_cert_header_format") != NULL, "%s", err);
 	config_free(&c);
 }
 
