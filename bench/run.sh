@@ -23,6 +23,7 @@
 #   BENCH_FB_OPTS="--layout blocked --valid-for 1d"  extra filterbuild build options
 #   BENCH_WIDTHS_N=1000000  keys for the fuse width rows (fuse_w*)
 #   BENCH_ONLY=fuse_widths  run only the fuse width rows
+#   BENCH_ONLY=exact   run only the exact-layout rows (BENCH_LARGE=1 adds 10^8)
 
 export LC_ALL=C
 # ROOT, BUILD (absolute), REVCHECKD, FILTERBUILD, $T and lib.sh's helpers;
@@ -217,6 +218,74 @@ if [ -f /usr/include/bloom.h ] && [ -f "$BUILD/librevcheck.a" ] &&
 	HAVE_LOOKUP=1
 else
 	cat "$T/cc.log" >&2
+fi
+
+HAVE_EXACT=0
+if [ -f "$BUILD/librevcheck.a" ] &&
+    $CC -std=c11 -D_GNU_SOURCE -O2 -g $WARN -Ilib $(pkg-config --cflags libxxhash 2>/dev/null) \
+	-o "$BB/exact" bench/exact.c "$BUILD/librevcheck.a" \
+	$(pkg-config --libs openssl libxxhash libcjson 2>/dev/null) -ldl -lm 2>>"$T/cc.log"; then
+	HAVE_EXACT=1
+else
+	cat "$T/cc.log" >&2
+fi
+
+# ---------------------------------------------------------------- 1a. the exact layout (issued set known)
+# exact_rows N LOOKUPS: the exact structure of |U| = N at |R|/|U| = 0.01,
+# 0.001 and 0.1 (bench/exact.c, U streamed): its size against
+# 1.10 x log2 C(|U|, |R|) + 1 KiB (1.15 x at 0.1), bits per revoked id
+# beside Clubcards', the build (at most 6 s at 10^7; 60 s and 2 GB at
+# 10^8 with |R| = 10^6), and with LOOKUPS=1 lookups one at a time against
+# the fuse layout over the same R (at most 1.5x its cost).
+exact_rows() {
+	local n=$1 lookups=$2 r line q tag k lim bits budget ns fns
+	for r in 0.01 0.001 0.1; do
+		q=1000000; [ "$lookups" = 1 ] || q=0
+		tag="${n}_$r"
+		if ! line=$(timeout 1200 "$BB/exact" "$n" "$r" "$q" 2>"$T/exact.err") || [ -z "$line" ]; then
+			skip "exact_size_$tag" "bench/exact $n $r failed: $(head -c 300 "$T/exact.err")"
+			continue
+		fi
+		echo "# $line" >&2
+		lim=1.10; [ "$r" = 0.1 ] && lim=1.15
+		bits=$(field "$line" bits)
+		budget=$(awk -v b="$(field "$line" bound_bits)" -v l="$lim" 'BEGIN { printf "%.0f", l * b + 8192 }')
+		emit "exact_size_$tag" "$bits" "$budget" bits lower 1 \
+		    "|U|=$n |R|=$(field "$line" revoked) (ratio $r), w=$(field "$line" w): $(field "$line" bits_per_revoked) bits per revoked id = $(field "$line" to_bound)x the bound log2 C(|U|,|R|) ($(field "$line" bound_per_revoked) bits per revoked id); peer = the limit ${lim}x the bound + 1 KiB; stage 1 $(field "$line" stage1_bits) bits, stage 2 $(field "$line" stage2_bits) bits over $(field "$line" stage2_keys) keys"
+		emit "exact_bits_per_revoked_$tag" "$(field "$line" bits_per_revoked)" 5.8 bits/revoked lower - \
+		    "beside Clubcards' 5.8 bits per revoked certificate (Mozilla, 11.7 M revoked among 816 M certificates partitioned by issuer: a different distribution, not a target); today's fuse layout over the same R at p=0.001: $(field "$line" fuse_bits_per_revoked) bits per revoked id (and 0.1 % of U sent to the authority)"
+		lim=6; [ "$n" -ge 100000000 ] && lim=60
+		if [ "$n" -le 10000000 ] || [ "$r" = 0.01 ]; then
+			emit "exact_build_s_$tag" "$(field "$line" build_s)" "$lim" s lower 1 \
+			    "wall time of exact_build, U streamed twice (CPU $(field "$line" cpu_s) s; this machine is shared); peer = the limit"
+		fi
+		if [ "$n" -ge 100000000 ] && [ "$r" = 0.01 ]; then
+			emit "exact_build_rss_$tag" "$(field "$line" maxrss_kb)" 2097152 kB lower 1 \
+			    "peak RSS of the build process (U never held); peer = the limit, 2 GB"
+		fi
+		[ "$lookups" = 1 ] || continue
+		for k in absent present; do
+			ns=$(field "$line" ${k}_ns); fns=$(field "$line" fuse_${k}_ns)
+			emit "exact_lookup_${k}_$tag" "$ns" "$fns" ns/lookup lower 0.667 \
+			    "$k keys ($( [ $k = present ] && echo 'revoked' || echo 'in U, not revoked')), one exact_query at a time vs the fuse layout over the same R (bloom_query_inline, p=0.001), same keys, same run; ratio >= 0.667 is at most 1.5x the fuse cost"
+		done
+		emit "exact_wrong_$tag" "$(field "$line" wrong)" 0 answers lower zero \
+		    "lookups answered wrongly (a revoked id not revoked, an id of U not revoked answered revoked)"
+	done
+}
+if [ -n "${BENCH_ONLY:-}" ] && [ "${BENCH_ONLY:-}" != exact ]; then
+	:
+elif [ "$HAVE_EXACT" = 1 ]; then
+	exact_rows 10000000 1
+	if [ "${BENCH_ONLY:-}" = exact ] && [ "$LARGE" = 1 ]; then
+		exact_rows 100000000 0
+	fi
+else
+	skip exact "bench/exact could not be built (needs $BUILD/librevcheck.a)"
+fi
+if [ "${BENCH_ONLY:-}" = exact ]; then
+	log "BENCH_ONLY=exact: the exact-layout rows only"
+	exit 0
 fi
 
 # ---------------------------------------------------------------- 1b. fuse widths (memory, FP rate and lookups at every width)
@@ -974,8 +1043,13 @@ fi
 # ---------------------------------------------------------------- 7c. 10^8 keys, last (make bench-large)
 #
 # Lookups and a build at LARGE_N, and the build target's second half:
-# the build's cost per id at 10^8 against this run's 10^7 build.
+# the build's cost per id at 10^8 against this run's 10^7 build; the
+# exact layout at |U| = 10^8.
 if [ "$LARGE" = 1 ]; then
+	if [ "$HAVE_EXACT" = 1 ]; then
+		log "the exact layout at $LARGE_N issued ids"
+		exact_rows "$LARGE_N" 0
+	fi
 	if [ "$HAVE_LOOKUP" = 1 ]; then
 		log "lookups at $LARGE_N keys"
 		scale_lookup "$LARGE_N"

@@ -48,6 +48,7 @@
 #define EX_SALT1		UINT64_C(0x243f6a8885a308d3)
 #define EX_SALT2		UINT64_C(0x13198a2e03707344)
 #define EX_SEEDMUL		UINT64_C(0x9e3779b97f4a7c15)
+#define EX_SEED_MIX		UINT64_C(0xbf58476d1ce4e5b9)
 #define EX_COEF_LO		UINT64_C(0xd6e8feb86659fd93)
 #define EX_COEF_HI		UINT64_C(0xa0761d6478bd642f)
 #define EX_FP_MUL		UINT64_C(0xe7037ed1a0b428db)
@@ -169,11 +170,16 @@ ex_equation(uint64_t h, uint64_t salt, uint32_t seed, uint64_t nb,
     uint32_t w, struct ex_eq *q)
 {
 	/*
-	 * The mix of h does not wait for the shard's seed (a load): the seed
-	 * only XORs into it, and what follows is a multiplication or two.
+	 * The mix of h does not wait for the shard's seed (a load). The seed
+	 * is XORed in, then mixed again: an XOR alone keeps the differences
+	 * between the keys' values, and with them the dependencies that made
+	 * the last seed fail.
 	 */
-	uint64_t t = ex_fmix(h + salt) ^ (seed * EX_SEEDMUL);
-	uint64_t a = t * EX_COEF_LO;
+	uint64_t t = ex_fmix(h + salt) ^ (seed * EX_SEEDMUL), a;
+
+	t = (t ^ (t >> 32)) * EX_SEED_MIX;
+	t ^= t >> 29;
+	a = t * EX_COEF_LO;
 
 	q->s = ex_range(t, nb * 64 - (EX_BAND - 1));
 	q->clo = a | 1;
@@ -553,17 +559,20 @@ out:
 
 /* ------------------------------------------------------------ sorting */
 
-/* LSD radix sort of 64-bit values, 16 bits a pass; tmp as large as a. */
+/*
+ * LSD radix sort of n pairs of 64-bit words by the first, 16 bits a pass
+ * (four passes: the result is back in a). 0, or -1 out of memory.
+ */
 static int
-ex_sort(uint64_t *a, size_t n)
+ex_sort_pairs(uint64_t *a, size_t n)
 {
 	uint64_t *tmp, *src = a, *dst, *t;
-	size_t *cnt, i, sum, c;
-	unsigned pass;
+	size_t *cnt, i, sum, c, d;
+	unsigned pass, sh;
 
 	if (n < 2)
 		return 0;
-	if ((tmp = malloc(n * sizeof(*tmp))) == NULL)
+	if (n > SIZE_MAX / 16 || (tmp = malloc(n * 16)) == NULL)
 		return -1;
 	if ((cnt = malloc(65536 * sizeof(*cnt))) == NULL) {
 		free(tmp);
@@ -571,125 +580,70 @@ ex_sort(uint64_t *a, size_t n)
 	}
 	dst = tmp;
 	for (pass = 0; pass < 4; pass++) {
+		sh = 16 * pass;
 		memset(cnt, 0, 65536 * sizeof(*cnt));
 		for (i = 0; i < n; i++)
-			cnt[(src[i] >> (16 * pass)) & 0xffff]++;
+			cnt[(src[2 * i] >> sh) & 0xffff]++;
 		for (i = 0, sum = 0; i < 65536; i++) {
 			c = cnt[i];
 			cnt[i] = sum;
 			sum += c;
 		}
-		for (i = 0; i < n; i++)
-			dst[cnt[(src[i] >> (16 * pass)) & 0xffff]++] = src[i];
+		for (i = 0; i < n; i++) {
+			d = cnt[(src[2 * i] >> sh) & 0xffff]++;
+			dst[2 * d] = src[2 * i];
+			dst[2 * d + 1] = src[2 * i + 1];
+		}
 		t = src;
 		src = dst;
 		dst = t;
 	}
-	/* Four passes: the result is back in a. */
 	free(cnt);
 	free(tmp);
 	return 0;
 }
 
-static size_t
-ex_unique(uint64_t *a, size_t n)
-{
-	size_t i, k = 0;
-
-	for (i = 0; i < n; i++)
-		if (k == 0 || a[k - 1] != a[i])
-			a[k++] = a[i];
-	return k;
-}
-
-/* ------------------------------------------------------------ the revoked set */
-
-/*
- * R's hashes in an open-addressing table: h, and v, a second hash of the
- * key (bit 1 always set, bit 0 "seen in U"), so that a key of U \ R whose
- * h equals a revoked key's is told apart from that key (a collision that
- * would make stage 2 contradict itself: the build takes another seed).
- */
-struct ex_rset {
-	uint64_t	*h, *v;
-	uint64_t	 mask;
-	uint64_t	 n;
+/* A growing array of (hash, second hash) pairs. */
+struct ex_pairs {
+	uint64_t	*p;
+	size_t		 n, cap;
 };
 
-static void
-ex_rset_free(struct ex_rset *s)
-{
-	free(s->h);
-	free(s->v);
-	memset(s, 0, sizeof(*s));
-}
-
 static int
-ex_rset_grow(struct ex_rset *s)
+ex_pairs_push(struct ex_pairs *v, uint64_t h, uint64_t x)
 {
-	struct ex_rset t;
-	uint64_t i, j, cap = s->h == NULL ? 1024 : (s->mask + 1) * 2;
+	uint64_t *p;
+	size_t cap;
 
-	memset(&t, 0, sizeof(t));
-	if ((t.h = calloc(cap, 8)) == NULL || (t.v = calloc(cap, 8)) == NULL) {
-		ex_rset_free(&t);
-		return -1;
-	}
-	t.mask = cap - 1;
-	t.n = s->n;
-	for (i = 0; s->h != NULL && i <= s->mask; i++) {
-		if (s->v[i] == 0)
-			continue;
-		for (j = ex_fmix(s->h[i]) & t.mask; t.v[j] != 0;
-		    j = (j + 1) & t.mask)
-			;
-		t.h[j] = s->h[i];
-		t.v[j] = s->v[i];
-	}
-	ex_rset_free(s);
-	*s = t;
-	return 0;
-}
-
-/* The slot of h, or of the empty slot where it would go. */
-static inline uint64_t
-ex_rset_slot(const struct ex_rset *s, uint64_t h)
-{
-	uint64_t j;
-
-	for (j = ex_fmix(h) & s->mask; s->v[j] != 0 && s->h[j] != h;
-	    j = (j + 1) & s->mask)
-		;
-	return j;
-}
-
-/* Outcome of looking a key up or adding it. */
-enum { RS_NEW, RS_SAME, RS_COLLIDE };
-
-static int
-ex_rset_add(struct ex_rset *s, uint64_t h, uint64_t v, int *how)
-{
-	uint64_t j;
-
-	if ((s->n + 1) * 2 > s->mask + 1 || s->h == NULL)
-		if (ex_rset_grow(s) != 0)
+	if (v->n == v->cap) {
+		cap = v->cap < 1024 ? 1024 : v->cap + v->cap / 2;
+		if (cap > SIZE_MAX / 16 || (p = realloc(v->p, cap * 16)) == NULL)
 			return -1;
-	j = ex_rset_slot(s, h);
-	if (s->v[j] == 0) {
-		s->h[j] = h;
-		s->v[j] = v;
-		s->n++;
-		*how = RS_NEW;
-	} else {
-		*how = (s->v[j] | 1) == (v | 1) ? RS_SAME : RS_COLLIDE;
+		v->p = p;
+		v->cap = cap;
 	}
+	v->p[2 * v->n] = h;
+	v->p[2 * v->n + 1] = x;
+	v->n++;
 	return 0;
 }
 
+static void
+ex_pairs_free(struct ex_pairs *v)
+{
+	free(v->p);
+	memset(v, 0, sizeof(*v));
+}
+
+/*
+ * A second hash of a key, independent of the first: two keys with the
+ * same first hash are told apart by it (a key of U \ R with a revoked
+ * key's first hash would make stage 2 contradict itself).
+ */
 static uint64_t
 ex_verify_hash(uint64_t seed, const unsigned char *key, size_t len)
 {
-	return XXH3_64bits_withSeed(key, len, seed ^ EX_VERIFY_SEED) | 2;
+	return XXH3_64bits_withSeed(key, len, seed ^ EX_VERIFY_SEED);
 }
 
 /* ------------------------------------------------------------ building */
@@ -697,10 +651,11 @@ ex_verify_hash(uint64_t seed, const unsigned char *key, size_t len)
 struct ex_build {
 	const struct exact_src	*rev, *iss;
 	uint64_t		 seed;
-	struct ex_rset		 rs;
+	struct ex_pairs		 r;		/* R: (hash, second hash), sorted, distinct */
+	struct ex_pairs		 cand;		/* U's stage-1 positives */
 	uint64_t		*rh;		/* R's hashes, sorted */
-	uint64_t		*fp;		/* stage-1 positives of U \ R */
-	size_t			 nfp, fpcap;
+	uint64_t		*fp;		/* stage-1 positives of U \ R, sorted */
+	size_t			 nfp;
 	uint64_t		 n_raw;		/* keys of U as streamed */
 	uint64_t		 occ;		/* of them, keys of R */
 	uint64_t		 inter;		/* keys of R seen in U */
@@ -711,12 +666,13 @@ struct ex_build {
 static void
 ex_build_reset(struct ex_build *b)
 {
-	ex_rset_free(&b->rs);
+	ex_pairs_free(&b->r);
+	ex_pairs_free(&b->cand);
 	free(b->rh);
 	free(b->fp);
 	b->rh = NULL;
 	b->fp = NULL;
-	b->nfp = b->fpcap = 0;
+	b->nfp = 0;
 	ex_stage_free(&b->s1);
 	ex_stage_free(&b->s2);
 }
@@ -741,62 +697,53 @@ ex_count_issued(struct ex_build *b, char *err, size_t errlen)
 	return rc;
 }
 
-/* R into the table, then its sorted hashes; 1 when two keys of R collide. */
+/*
+ * R's pairs, sorted and made distinct, and its sorted hashes. 1 when two
+ * keys of R share a hash (another hash seed is needed).
+ */
 static int
 ex_read_revoked(struct ex_build *b, char *err, size_t errlen)
 {
 	const unsigned char *key;
-	uint64_t i, k;
-	size_t len;
-	int rc, how;
+	uint64_t *p;
+	size_t len, i, k;
+	int rc;
 
 	if (b->rev->rewind(b->rev->arg, err, errlen) != 0)
 		return -1;
 	while ((rc = b->rev->next(b->rev->arg, &key, &len, err, errlen)) == 1) {
-		if (ex_rset_add(&b->rs, exact_key_hash(b->seed, key, len),
-		    ex_verify_hash(b->seed, key, len), &how) != 0) {
-			ex_err(err, errlen, "exact: out of memory for the "
-			    "revoked set");
-			return -1;
-		}
-		if (how == RS_COLLIDE)
-			return 1;
-		if (b->rs.n > EXACT_MAX_KEYS) {
+		if (b->r.n >= EXACT_MAX_KEYS) {
 			ex_err(err, errlen, "exact: too many revoked keys");
 			return -1;
 		}
+		if (ex_pairs_push(&b->r, exact_key_hash(b->seed, key, len),
+		    ex_verify_hash(b->seed, key, len)) != 0)
+			goto oom;
 	}
 	if (rc != 0)
 		return -1;
-	if ((b->rh = malloc((b->rs.n + 1) * 8)) == NULL) {
-		ex_err(err, errlen, "exact: out of memory for the revoked set");
-		return -1;
+	if (ex_sort_pairs(b->r.p, b->r.n) != 0)
+		goto oom;
+	p = b->r.p;
+	for (i = 0, k = 0; i < b->r.n; i++) {
+		if (k > 0 && p[2 * (k - 1)] == p[2 * i]) {
+			if (p[2 * (k - 1) + 1] != p[2 * i + 1])
+				return 1;
+			continue;	/* the same key again */
+		}
+		p[2 * k] = p[2 * i];
+		p[2 * k + 1] = p[2 * i + 1];
+		k++;
 	}
-	for (i = 0, k = 0; b->rs.h != NULL && i <= b->rs.mask; i++)
-		if (b->rs.v[i] != 0)
-			b->rh[k++] = b->rs.h[i];
-	if (ex_sort(b->rh, (size_t)k) != 0) {
-		ex_err(err, errlen, "exact: out of memory sorting");
-		return -1;
-	}
+	b->r.n = k;
+	if ((b->rh = malloc((k + 1) * 8)) == NULL)
+		goto oom;
+	for (i = 0; i < k; i++)
+		b->rh[i] = p[2 * i];
 	return 0;
-}
-
-static int
-ex_fp_push(struct ex_build *b, uint64_t h)
-{
-	uint64_t *p;
-	size_t cap;
-
-	if (b->nfp == b->fpcap) {
-		cap = b->fpcap < 1024 ? 1024 : b->fpcap * 2;
-		if ((p = realloc(b->fp, cap * 8)) == NULL)
-			return -1;
-		b->fp = p;
-		b->fpcap = cap;
-	}
-	b->fp[b->nfp++] = h;
-	return 0;
+oom:
+	ex_err(err, errlen, "exact: out of memory for the revoked set");
+	return -1;
 }
 
 static void
@@ -811,46 +758,32 @@ ex_stage_init(struct ex_stage_build *s, uint32_t r, uint32_t w,
 }
 
 /*
- * Pass 2 over U: each key that passes stage 1 is a key of R (counted,
- * marked) or a false positive (kept for stage 2). 1 when a key of U \ R
- * has a revoked key's hash.
+ * Pass 2 over U: the pairs of every key that passes stage 1 (a key of R,
+ * or a false positive), kept for ex_resolve.
  */
 static int
 ex_scan_issued(struct ex_build *b, char *err, size_t errlen)
 {
 	struct ex_stage_view v1;
 	const unsigned char *key;
-	uint64_t h, j, n = 0;
+	uint64_t h, n = 0;
 	size_t len;
 	int rc;
 
 	ex_stage_view(&b->s1, &v1);
-	b->occ = b->inter = 0;
-	b->nfp = 0;
-	for (j = 0; j <= b->rs.mask && b->rs.v != NULL; j++)
-		b->rs.v[j] &= ~UINT64_C(1);
+	b->cand.n = 0;
 	if (b->iss->rewind(b->iss->arg, err, errlen) != 0)
 		return -1;
 	while ((rc = b->iss->next(b->iss->arg, &key, &len, err, errlen)) == 1) {
 		n++;
 		h = exact_key_hash(b->seed, key, len);
-		if (b->rs.n == 0 || !ex_stage_hit(&v1, h))
+		if (b->r.n == 0 || !ex_stage_hit(&v1, h))
 			continue;
-		j = ex_rset_slot(&b->rs, h);
-		if (b->rs.v[j] == 0) {
-			if (ex_fp_push(b, h) != 0) {
-				ex_err(err, errlen, "exact: out of memory for "
-				    "stage-1 positives");
-				return -1;
-			}
-			continue;
-		}
-		if ((b->rs.v[j] | 1) != (ex_verify_hash(b->seed, key, len) | 1))
-			return 1;
-		b->occ++;
-		if ((b->rs.v[j] & 1) == 0) {
-			b->rs.v[j] |= 1;
-			b->inter++;
+		if (ex_pairs_push(&b->cand, h, ex_verify_hash(b->seed, key,
+		    len)) != 0) {
+			ex_err(err, errlen, "exact: out of memory for stage-1 "
+			    "positives");
+			return -1;
 		}
 	}
 	if (rc != 0)
@@ -864,6 +797,44 @@ ex_scan_issued(struct ex_build *b, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * The positives, sorted, against R's sorted pairs in one merge: a key of
+ * R (counted; a key listed twice in U counts once in inter) or a false
+ * positive (its hash kept once for stage 2). 1 when a key of U \ R has a
+ * revoked key's hash.
+ */
+static int
+ex_resolve(struct ex_build *b, char *err, size_t errlen)
+{
+	const uint64_t *c = b->cand.p, *r = b->r.p;
+	uint64_t h, *fp;
+	size_t i, j = 0;
+
+	if (ex_sort_pairs(b->cand.p, b->cand.n) != 0 ||
+	    (fp = realloc(b->fp, (b->cand.n + 1) * 8)) == NULL) {
+		ex_err(err, errlen, "exact: out of memory sorting");
+		return -1;
+	}
+	b->fp = fp;
+	b->occ = b->inter = 0;
+	b->nfp = 0;
+	for (i = 0; i < b->cand.n; i++) {
+		h = c[2 * i];
+		while (j < b->r.n && r[2 * j] < h)
+			j++;
+		if (j < b->r.n && r[2 * j] == h) {
+			if (r[2 * j + 1] != c[2 * i + 1])
+				return 1;
+			b->occ++;
+			if (i == 0 || c[2 * (i - 1)] != h)
+				b->inter++;
+		} else if (b->nfp == 0 || b->fp[b->nfp - 1] != h) {
+			b->fp[b->nfp++] = h;
+		}
+	}
+	return 0;
+}
+
 /* Stage 1 at width w, then the scan of U. 0, -1, or 1 to reseed. */
 static int
 ex_stage1_and_scan(struct ex_build *b, char *err, size_t errlen)
@@ -872,12 +843,12 @@ ex_stage1_and_scan(struct ex_build *b, char *err, size_t errlen)
 
 	ex_stage_free(&b->s1);
 	ex_stage_init(&b->s1, b->w, b->w, EX_SALT1);
-	if (b->rs.n > 0 && ex_stage_make(&b->s1, b->rh, (size_t)b->rs.n,
-	    NULL, 0, err, errlen) != 0)
+	if (b->r.n > 0 && ex_stage_make(&b->s1, b->rh, b->r.n, NULL, 0, err,
+	    errlen) != 0)
 		return -1;
 	if ((rc = ex_scan_issued(b, err, errlen)) != 0)
 		return rc;
-	return 0;
+	return ex_resolve(b, err, errlen);
 }
 
 /*
@@ -894,7 +865,7 @@ ex_build_once(struct ex_build *b, char *err, size_t errlen)
 
 	if ((rc = ex_read_revoked(b, err, errlen)) != 0)
 		return rc;
-	nr = b->rs.n;
+	nr = b->r.n;
 	b->w = exact_width(b->n_raw > nr ? b->n_raw : nr, nr);
 	if ((rc = ex_stage1_and_scan(b, err, errlen)) != 0)
 		return rc;
@@ -904,14 +875,10 @@ ex_build_once(struct ex_build *b, char *err, size_t errlen)
 		if ((rc = ex_stage1_and_scan(b, err, errlen)) != 0)
 			return rc;
 	}
-	if (ex_sort(b->fp, b->nfp) != 0) {
-		ex_err(err, errlen, "exact: out of memory sorting");
-		return -1;
-	}
-	b->nfp = ex_unique(b->fp, b->nfp);
+	ex_pairs_free(&b->cand);
 	ex_stage_init(&b->s2, 1, b->w, EX_SALT2);
-	if (nr > 0 && ex_stage_make(&b->s2, b->rh, (size_t)nr, b->fp, b->nfp,
-	    err, errlen) != 0)
+	if (nr > 0 && ex_stage_make(&b->s2, b->rh, nr, b->fp, b->nfp, err,
+	    errlen) != 0)
 		return -1;
 	return 0;
 }
@@ -963,8 +930,8 @@ ex_serialize(const struct ex_build *b, unsigned char **out, size_t *outlen,
 	p[6] = (unsigned char)b->w;
 	p[7] = EX_BAND;
 	ex_put64(p + 8, b->seed);
-	ex_put64(p + 16, b->n_raw - b->occ + b->rs.n);
-	ex_put64(p + 24, b->rs.n);
+	ex_put64(p + 16, b->n_raw - b->occ + b->r.n);
+	ex_put64(p + 24, b->r.n);
 	ex_put_stage_hdr(p + 32, s1);
 	ex_put_stage_hdr(p + 48, s2);
 	p[64] = EX_SHARD_LOG2;
@@ -1011,9 +978,9 @@ exact_build(const struct exact_src *revoked, const struct exact_src *issued,
 		goto out;
 	}
 	memset(st, 0, sizeof(*st));
-	st->revoked = b.rs.n;
-	st->issued = b.n_raw - b.occ + b.rs.n;
-	st->revoked_not_issued = b.rs.n - b.inter;
+	st->revoked = b.r.n;
+	st->issued = b.n_raw - b.occ + b.r.n;
+	st->revoked_not_issued = b.r.n - b.inter;
 	st->w = b.w;
 	st->stage2_keys = b.s2.nkeys;
 	st->stage1_bits = (uint64_t)ex_stage_bytes(&b.s1, b.w) * 8;
