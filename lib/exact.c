@@ -27,7 +27,7 @@
  */
 
 #define EX_MAGIC		"RCEX"
-#define EX_VERSION		1
+#define EX_VERSION		2
 #define EX_BAND			128	/* coefficient bits per key */
 #define EX_HDR_LEN		72
 #define EX_TAB_ENT		8	/* u32 first block, u8 seed, 3 zero */
