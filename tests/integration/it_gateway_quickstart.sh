@@ -14,8 +14,9 @@
 # after a SIGHUP to the shipped default config/revcheckd.json (no
 # issuers), every token refused (untrusted_issuer) while certificates
 # still pass. Last, Envoy's x-forwarded-client-cert read by a daemon set
-# to "xfcc", and config/envoy-ext-authz.yaml parsed as YAML (Envoy itself
-# is not installed here).
+# to "xfcc", no identity from an unverified token (revocation-only), and
+# config/envoy-ext-authz.yaml parsed as YAML (Envoy itself is not
+# installed here).
 . "$(dirname "$0")/lib.sh"
 
 FB() { "$FILTERBUILD" "$@"; }
@@ -254,6 +255,17 @@ else
 	grep -q authz_cert_header_format "$T/bad.out" && rc_ok "X-Forwarded-Client-Cert as PEM refused" ||
 	    rc_fail "refused without naming authz_cert_header_format: $(cat "$T/bad.out")"
 fi
+
+# ---------------------------------------------------------------- revocation-only: no claims vouched for
+mkdir -p "$T/sr"
+rc_start R --token-verification revocation-only --filter-dir "$T/filters" \
+    --trusted-key "$T/key.pub" --state-dir "$T/sr"
+rc_wait_ready "$R_URL" 30 || rc_fail "R not ready"
+rc_curl -H "Authorization: Bearer $JWT_BADSIG" "$R_URL/v1/authz"
+rc_expect_status 200 "revocation-only: an unverified token is only looked up"
+rc_expect_eq "$(rc_header X-Revcheck-Subject)$(rc_header X-Revcheck-Issuer)" "" \
+    "revocation-only: no X-Revcheck-Subject or -Issuer for an unverified token"
+rc_stop R || rc_fail "R did not exit 0"
 
 # ---------------------------------------------------------------- the Envoy example parses
 python3 - "$RC_SRC/config/envoy-ext-authz.yaml" >"$T/envoy.out" 2>&1 <<'PY' &&
