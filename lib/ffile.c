@@ -67,6 +67,19 @@ ff_scope_len(const struct ffile_scope *s)
 	return n;
 }
 
+/* A format-5 scope entry's tail: the exact byte and, if set, its fields. */
+static size_t
+ff_scope_exact_len(const struct ffile_scope *s)
+{
+	return 1 + (s->exact ? FFILE_EXACT_LEN : 0);
+}
+
+static uint64_t
+ff_align8(uint64_t n)
+{
+	return (n + 7) & ~(uint64_t)7;
+}
+
 static bool
 ff_is_hex(const char *s, size_t len)
 {
@@ -106,7 +119,8 @@ ff_scope_name_cmp(const void *a, const void *b)
  */
 static int
 ff_parse_scope(const unsigned char *buf, size_t end, size_t *pos,
-    struct ffile_scope *s, uint32_t idx, char *err, size_t errlen)
+    struct ffile_scope *s, uint32_t idx, uint16_t format, char *err,
+    size_t errlen)
 {
 	size_t p = *pos, start = *pos, nl, il, cl;
 	unsigned i;
@@ -234,6 +248,31 @@ ff_parse_scope(const unsigned char *buf, size_t end, size_t *pos,
 		pt->crl_number[pl] = '\0';
 		p += pl;
 	}
+	if (format >= FFILE_FORMAT) {
+		NEED(1, "exact kind");
+		if (buf[p] > 1) {
+			util_errf(err, errlen, "offset %zu: scope %u: unknown "
+			    "exact kind %u", p, idx, buf[p]);
+			return -1;
+		}
+		s->exact = buf[p] == 1;
+		p += 1;
+	}
+	if (s->exact) {
+		NEED(FFILE_EXACT_LEN, "exact fields");
+		s->ex.cutoff = (int64_t)util_get_le64(buf + p);
+		s->ex.issued = util_get_le64(buf + p + 8);
+		if (util_get_le64(buf + p + 16) != s->keys ||
+		    s->ex.issued < s->keys || s->ex.cutoff <= 0) {
+			util_errf(err, errlen, "offset %zu: scope %u: exact "
+			    "counts (|R| not its key count, |U| below |R|) or "
+			    "cutoff not positive", p, idx);
+			return -1;
+		}
+		s->ex.blob_off = util_get_le64(buf + p + 24);
+		s->ex.blob_len = (size_t)util_get_le64(buf + p + 32);
+		p += FFILE_EXACT_LEN;
+	}
 #undef NEED
 	if (s->source == FFILE_SRC_LIST && (il != 0 || cl != 0 ||
 	    s->this_update != 0 || s->next_update != 0 ||
@@ -270,15 +309,15 @@ ff_validate_kind(struct ffile *f, char *err, size_t errlen)
 		return -1;
 	}
 	in->format = util_get_le16(h + OFF_FORMAT);
-	if (in->format != FFILE_FORMAT) {
-		if (in->format < FFILE_FORMAT)
+	if (in->format != FFILE_FORMAT && in->format != FFILE_FORMAT_PLAIN) {
+		if (in->format < FFILE_FORMAT_PLAIN)
 			util_errf(err, errlen, "offset %d: format %u is from an "
 			    "older filterbuild (this one reads format %d: X.509 "
 			    "scopes over the canonical issuer Name, signed CRL "
 			    "flags per scope, coverage parts naming their CRL); "
 			    "rebuild the filter with this filterbuild",
 			    OFF_FORMAT, (unsigned)in->format,
-			    FFILE_FORMAT);
+			    FFILE_FORMAT_PLAIN);
 		else
 			util_errf(err, errlen, "offset %d: unsupported format %u",
 			    OFF_FORMAT, (unsigned)in->format);
@@ -382,8 +421,11 @@ ff_validate_fields(struct ffile *f, uint64_t *nscopesp, uint64_t *bits_offp,
 		    "ceil(m/8)", bloom_array_len(in->layout, in->m));
 		return -1;
 	}
+	/* Format 5: the exact structures may lie between the two. */
 	if (bits_off > f->len || bits_len > f->len - bits_off ||
-	    f->len - bits_off - bits_len != SIGN_SIG_LEN) {
+	    f->len - bits_off - bits_len < SIGN_SIG_LEN ||
+	    (in->format == FFILE_FORMAT_PLAIN &&
+	    f->len - bits_off - bits_len != SIGN_SIG_LEN)) {
 		util_errf(err, errlen, "offset %d: bit array at %" PRIu64 " of %"
 		    PRIu64 " bytes plus signature does not end the %zu-byte "
 		    "file", OFF_BITSOFF, bits_off, bits_len, f->len);
@@ -421,8 +463,8 @@ ff_validate_scopes(struct ffile *f, uint64_t nscopes, uint64_t bits_off,
 	for (i = 0; i < in->nscopes; i++) {
 		struct ffile_scope *s = &in->scopes[i];
 
-		if (ff_parse_scope(h, (size_t)bits_off, &pos, s, i, err,
-		    errlen) != 0)
+		if (ff_parse_scope(h, (size_t)bits_off, &pos, s, i, in->format,
+		    err, errlen) != 0)
 			return -1;
 		if (i > 0 && strcmp(in->scopes[i - 1].name, s->name) >= 0) {
 			util_errf(err, errlen, "offset %zu: scope %u (%s) is not in "
@@ -435,6 +477,10 @@ ff_validate_scopes(struct ffile *f, uint64_t nscopes, uint64_t bits_off,
 			return -1;
 		}
 		sum += s->keys;
+		if (s->exact)
+			in->nexact++;
+		else
+			in->filter_keys += s->keys;
 	}
 	aligned = (pos + 7) & ~(size_t)7;
 	if (bits_off != aligned) {
@@ -491,6 +537,69 @@ ff_validate_bits(struct ffile *f, uint64_t bits_off, uint64_t bits_len,
 	return 0;
 }
 
+/*
+ * Format 5: the exact structures, in scope order from the 8-aligned end
+ * of the bit array, each 8-aligned with zero padding, the last padded to
+ * the signature; each attached (exact_attach refuses a shape that could
+ * answer wrongly) and its counts those of its scope entry.
+ */
+static int
+ff_validate_exact(struct ffile *f, uint64_t end_bits, char *err,
+    size_t errlen)
+{
+	struct ffile_info *in = &f->info;
+	uint64_t want = ff_align8(end_bits), sig = f->len - SIGN_SIG_LEN;
+	char why[200];
+	uint32_t i;
+
+	if (in->format == FFILE_FORMAT_PLAIN)
+		return 0;	/* ff_validate_fields: the bits end the file */
+	if (want > sig || !ff_zero(f->buf + end_bits, (size_t)(want -
+	    end_bits))) {
+		util_errf(err, errlen, "offset %" PRIu64 ": padding after the "
+		    "bit array not zero or past the signature", end_bits);
+		return -1;
+	}
+	for (i = 0; i < in->nscopes; i++) {
+		struct ffile_scope *s = &in->scopes[i];
+
+		if (!s->exact)
+			continue;
+		if (s->ex.blob_off != want || s->ex.blob_len == 0 ||
+		    s->ex.blob_len > sig - want) {
+			util_errf(err, errlen, "offset %" PRIu64 ": scope %s: "
+			    "exact structure at %" PRIu64 " of %zu bytes is not "
+			    "the next one before the signature", want, s->name,
+			    s->ex.blob_off, s->ex.blob_len);
+			return -1;
+		}
+		s->ex.blob = f->buf + want;
+		if (exact_attach(&s->ex.view, s->ex.blob, s->ex.blob_len, why,
+		    sizeof(why)) != 0 || s->ex.view.revoked != s->keys ||
+		    s->ex.view.issued != s->ex.issued) {
+			util_errf(err, errlen, "offset %" PRIu64 ": scope %s: "
+			    "exact structure refused: %s", want, s->name,
+			    s->ex.view.revoked != s->keys ? "counts differ from "
+			    "the scope's" : why);
+			return -1;
+		}
+		end_bits = want + s->ex.blob_len;
+		want = ff_align8(end_bits);
+		if (want > sig || !ff_zero(f->buf + end_bits, (size_t)(want -
+		    end_bits))) {
+			util_errf(err, errlen, "offset %" PRIu64 ": padding "
+			    "after an exact structure not zero", end_bits);
+			return -1;
+		}
+	}
+	if (want != sig) {
+		util_errf(err, errlen, "offset %" PRIu64 ": %" PRIu64 " bytes "
+		    "before the signature belong to nothing", want, sig - want);
+		return -1;
+	}
+	return 0;
+}
+
 static int
 ff_validate(struct ffile *f, char *err, size_t errlen)
 {
@@ -500,7 +609,8 @@ ff_validate(struct ffile *f, char *err, size_t errlen)
 	    ff_validate_fields(f, &nscopes, &bits_off, &bits_len, err,
 	    errlen) != 0 ||
 	    ff_validate_scopes(f, nscopes, bits_off, err, errlen) != 0 ||
-	    ff_validate_bits(f, bits_off, bits_len, err, errlen) != 0)
+	    ff_validate_bits(f, bits_off, bits_len, err, errlen) != 0 ||
+	    ff_validate_exact(f, bits_off + bits_len, err, errlen) != 0)
 		return -1;
 
 	if (util_sha256(f->sha, f->buf, f->len) != 0) {
@@ -583,7 +693,8 @@ ffile_open(const char *path, char *err, size_t errlen)
 /* Encoding. */
 
 static unsigned char *
-ff_put_scope(unsigned char *p, const struct ffile_scope *s)
+ff_put_scope(unsigned char *p, const struct ffile_scope *s, bool v5,
+    uint64_t *blob_off)
 {
 	size_t nl = strlen(s->name), il = strlen(s->issuer),
 	    cl = strlen(s->crl_number), i;
@@ -618,6 +729,18 @@ ff_put_scope(unsigned char *p, const struct ffile_scope *s)
 		memcpy(p + FFILE_PART_MIN_LEN, s->part[i].crl_number, cl);
 		p += FFILE_PART_MIN_LEN + cl;
 	}
+	if (!v5)
+		return p;
+	*p++ = s->exact ? 1 : 0;
+	if (s->exact) {
+		util_put_le64(p, (uint64_t)s->ex.cutoff);
+		util_put_le64(p + 8, s->ex.issued);
+		util_put_le64(p + 16, s->keys);
+		util_put_le64(p + 24, *blob_off);
+		util_put_le64(p + 32, s->ex.blob_len);
+		p += FFILE_EXACT_LEN;
+		*blob_off = ff_align8(*blob_off + s->ex.blob_len);
+	}
 	return p;
 }
 
@@ -628,9 +751,24 @@ ff_put_scope(unsigned char *p, const struct ffile_scope *s)
  */
 static int
 ff_encode_check_scopes(const struct ffile_scope *sc, uint32_t n,
-    size_t *hdr, char *err, size_t errlen)
+    size_t *hdr, size_t *blobs, char *err, size_t errlen)
 {
 	size_t i, j;
+	bool v5 = false;
+
+	*blobs = 0;
+	for (i = 0; i < n; i++)
+		if (sc[i].exact) {
+			if (sc[i].ex.blob == NULL || sc[i].ex.blob_len == 0 ||
+			    sc[i].ex.blob_len > SIZE_MAX / 2 - *blobs ||
+			    sc[i].ex.issued < sc[i].keys) {
+				util_errf(err, errlen, "filter: scope %zu: exact "
+				    "structure missing or counts wrong", i);
+				return -1;
+			}
+			*blobs += (size_t)ff_align8(sc[i].ex.blob_len);
+			v5 = true;
+		}
 
 	for (i = 0; i < n; i++) {
 		if (memchr(sc[i].name, 0, sizeof(sc[i].name)) == NULL ||
@@ -660,19 +798,20 @@ ff_encode_check_scopes(const struct ffile_scope *sc, uint32_t n,
 			    sc[i].name);
 			return -1;
 		}
-		*hdr += ff_scope_len(&sc[i]);
+		*hdr += ff_scope_len(&sc[i]) + (v5 ? ff_scope_exact_len(&sc[i]) :
+		    0);
 	}
-	return 0;
+	return v5 ? 1 : 0;
 }
 
 /* The fixed header into buf; -1 (err filled) for a key not Ed25519. */
 static int
 ff_encode_header(unsigned char *buf, const struct ffile_info *info,
-    const struct bloom *b, EVP_PKEY *key, size_t bits_off, char *err,
-    size_t errlen)
+    const struct bloom *b, EVP_PKEY *key, size_t bits_off, bool v5,
+    char *err, size_t errlen)
 {
 	memcpy(buf + OFF_MAGIC, FFILE_MAGIC, 8);
-	util_put_le16(buf + OFF_FORMAT, FFILE_FORMAT);
+	util_put_le16(buf + OFF_FORMAT, v5 ? FFILE_FORMAT : FFILE_FORMAT_PLAIN);
 	buf[OFF_LAYOUT] = (unsigned char)b->layout;
 	buf[OFF_SEGLOG] = (unsigned char)b->seglog;
 	buf[OFF_WIDTH] = bloom_fuse_packed(b->layout) ? (unsigned char)b->width :
@@ -704,10 +843,11 @@ ffile_encode(const struct ffile_info *info, const struct bloom *b,
 {
 	struct ffile_scope *sc = NULL;
 	unsigned char *buf = NULL, *p;
-	size_t hdr, bits_off, total, i;
+	size_t hdr, bits_off, total, i, blobs, bits_end;
+	uint64_t blob_off;
 	struct ffile *chk;
 	char why[256];
-	int rc = -1;
+	int rc = -1, v5;
 
 	assert(info != NULL && b != NULL && key != NULL && out != NULL &&
 	    outlen != NULL);
@@ -732,24 +872,34 @@ ffile_encode(const struct ffile_info *info, const struct bloom *b,
 		memcpy(sc, info->scopes, info->nscopes * sizeof(*sc));
 		qsort(sc, info->nscopes, sizeof(*sc), ff_scope_name_cmp);
 	}
-	if (ff_encode_check_scopes(sc, info->nscopes, &hdr, err, errlen) != 0)
+	if ((v5 = ff_encode_check_scopes(sc, info->nscopes, &hdr, &blobs, err,
+	    errlen)) < 0)
 		goto out;
 	bits_off = (hdr + 7) & ~(size_t)7;
-	if (b->nbytes > SIZE_MAX - bits_off - SIGN_SIG_LEN) {
+	if (b->nbytes > SIZE_MAX / 2 - bits_off - SIGN_SIG_LEN ||
+	    blobs > SIZE_MAX / 2 - bits_off - b->nbytes) {
 		util_errf(err, errlen, "filter: too large");
 		goto out;
 	}
-	total = bits_off + b->nbytes + SIGN_SIG_LEN;
+	bits_end = bits_off + b->nbytes;
+	/* Format 5: the exact structures after the bits, 8-aligned. */
+	total = (v5 ? (size_t)ff_align8(bits_end) + blobs : bits_end) +
+	    SIGN_SIG_LEN;
 	buf = calloc(1, total);
 	if (buf == NULL) {
 		util_errf(err, errlen, "filter: out of memory (%zu bytes)", total);
 		goto out;
 	}
-	if (ff_encode_header(buf, info, b, key, bits_off, err, errlen) != 0)
+	if (ff_encode_header(buf, info, b, key, bits_off, v5 == 1, err,
+	    errlen) != 0)
 		goto out;
 	p = buf + FFILE_HDR_LEN;
-	for (i = 0; i < info->nscopes; i++)
-		p = ff_put_scope(p, &sc[i]);
+	blob_off = ff_align8(bits_end);
+	for (i = 0; i < info->nscopes; i++) {
+		if (sc[i].exact)
+			memcpy(buf + blob_off, sc[i].ex.blob, sc[i].ex.blob_len);
+		p = ff_put_scope(p, &sc[i], v5 == 1, &blob_off);
+	}
 	memcpy(buf + bits_off, b->bits, b->nbytes);
 
 	/* Never sign what we could not read back. */
@@ -878,12 +1028,26 @@ ffile_scope(const struct ffile *f, const char *name)
 bool
 ffile_query(const struct ffile *f, const struct revkey *k)
 {
+	const struct ffile_scope *sc;
 	unsigned char key[REVKEY_ENC_MAX];
 	size_t len;
 
 	assert(f != NULL && k != NULL);
+	/* An exact scope's keys are not in the bit array. */
+	if (f->info.nexact > 0 && (sc = ffile_scope(f, k->scope)) != NULL &&
+	    sc->exact)
+		return ffile_exact_query(sc, k) == EXACT_REVOKED;
 	len = revkey_encode(k, key);
 	return bloom_query_inline(&f->bloom, key, len);
+}
+
+enum exact_answer
+ffile_exact_query(const struct ffile_scope *sc, const struct revkey *k)
+{
+	unsigned char key[REVKEY_ENC_MAX];
+
+	assert(sc != NULL && sc->exact && k != NULL);
+	return exact_query(&sc->ex.view, key, revkey_encode(k, key));
 }
 
 bool

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "bloom.h"
+#include "exact.h"
 #include "revkey.h"
 #include "sign.h"
 
@@ -16,7 +17,14 @@
  * is signed. Hard caps keep a hostile file from asking for absurd work.
  */
 #define FFILE_MAGIC		"RCFILTR1"	/* 8 bytes, no NUL */
-#define FFILE_FORMAT		4
+/*
+ * Format 5 adds exact scopes (an exact structure over the scope's issued
+ * set, section 2.7 of docs/FORMAT.md); a filter without one is written
+ * as format 4, which readers keep accepting, so that readers before
+ * format 5 read it.
+ */
+#define FFILE_FORMAT		5
+#define FFILE_FORMAT_PLAIN	4
 #define FFILE_MAX_SCOPES	65536
 #define FFILE_MAX_SIZE		(UINT64_C(1) << 37)	/* 128 GiB */
 
@@ -96,6 +104,25 @@ struct ffile_part {
 	char		 crl_number[FFILE_PART_CRLNUM_MAX + 1];	/* hex, or "" */
 };
 
+/*
+ * An exact scope (format 5): its keys are not in the filter's bit array;
+ * they are answered by an exact structure over the scope's issued set U
+ * (exact.h), built with U complete up to cutoff. On encoding, blob and
+ * blob_len are the caller's serialized structure; on parsing they point
+ * into the file and view is attached (exact_attach) and checked against
+ * the counts: the file is refused otherwise.
+ */
+#define FFILE_EXACT_LEN		40	/* cutoff, |U|, |R|, offset, length */
+
+struct ffile_exact {
+	int64_t		 cutoff;	/* U holds every id issued up to it */
+	uint64_t	 issued;	/* |U| */
+	uint64_t	 blob_off;	/* parsing: its offset in the file */
+	const unsigned char *blob;
+	size_t		 blob_len;
+	struct exact	 view;		/* parsing only */
+};
+
 struct ffile_scope {
 	char		 name[REVKEY_SCOPE_MAX + 1];
 	uint64_t	 keys;
@@ -109,6 +136,8 @@ struct ffile_scope {
 	unsigned char	 crl_sha256[32];
 	uint8_t		 npart;			/* 0: covered whole */
 	struct ffile_part part[FFILE_PART_MAX];
+	bool		 exact;		/* answered by ex, not the bit array */
+	struct ffile_exact ex;		/* exact scopes only */
 };
 
 struct ffile_info {
@@ -129,13 +158,18 @@ struct ffile_info {
 	uint64_t	 table_len;
 	uint32_t	 nscopes;
 	struct ffile_scope *scopes;	/* sorted by name */
+	uint32_t	 nexact;	/* exact scopes among them */
+	uint64_t	 filter_keys;	/* keys in the bit array: keys less
+					   those of the exact scopes */
 };
 
 struct ffile;	/* opaque: parsed file, its bytes, its bloom view */
 
 /*
  * Serializes and signs a filter: info (signer filled in from key), the
- * bloom's bit array, and an Ed25519 signature. On success returns 0 and
+ * bloom's bit array (over the keys of every scope that is not exact),
+ * the exact scopes' structures (format 5 when there is one, else format
+ * 4), and an Ed25519 signature. On success returns 0 and
  * *out and *outlen hold a malloc'ed buffer the caller owns. -1 with err.
  */
 int ffile_encode(const struct ffile_info *info, const struct bloom *b,
@@ -186,9 +220,18 @@ const struct ffile_scope *ffile_scope(const struct ffile *f, const char *name);
 
 /*
  * True when the key may be present (all of its Bloom bits set, or for a
- * fuse filter its fingerprint matches); false is definite.
+ * fuse filter its fingerprint matches; for a key of an exact scope, its
+ * structure answers EXACT_REVOKED); false is definite.
  */
 bool ffile_query(const struct ffile *f, const struct revkey *k);
+
+/*
+ * The answer of exact scope sc (sc->exact) for k, a key of that scope.
+ * EXACT_NOT_REVOKED is proof; EXACT_REVOKED proves revocation only for a
+ * key shown to be in the scope's issued set (exact.h). Can't fail.
+ */
+enum exact_answer ffile_exact_query(const struct ffile_scope *sc,
+    const struct revkey *k);
 
 /* True when the filter must not be used at time now (now >= expires_at). */
 bool ffile_expired(const struct ffile *f, int64_t now);

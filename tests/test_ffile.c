@@ -161,7 +161,7 @@ round_trip(enum bloom_layout layout)
 	f = ffile_parse(fx.buf, fx.len, false, err, sizeof(err));
 	cr_assert_not_null(f, "%s", err);
 	in = ffile_info(f);
-	cr_assert_eq(in->format, FFILE_FORMAT);
+	cr_assert_eq(in->format, FFILE_FORMAT_PLAIN);	/* no exact scope */
 	cr_assert_eq(in->layout, layout);
 	cr_assert_eq(in->version, 42);
 	cr_assert_eq(in->issued_at, 1700000000);
@@ -1126,5 +1126,305 @@ Test(ffile, a_reference_outlives_the_owner_close)
 	cr_assert(memcmp(p, fx.buf, len) == 0, "the bytes changed");
 	cr_assert_eq(ffile_info(g)->version, 42);
 	ffile_close(g);
+	fx_free(&fx);
+}
+
+/* ---- exact scopes (format 5) ------------------------------------------ */
+
+#define EX_U	2000	/* the exact scope's issued ids */
+#define EX_R	40	/* the first EX_R of them revoked */
+
+/* An exact_src over the encoded keys "x-<i>" of scope "issued", i < n. */
+struct ex_src {
+	size_t		 i, n;
+	unsigned char	 enc[REVKEY_ENC_MAX];
+};
+
+static void
+ex_key(struct revkey *k, size_t i)
+{
+	char id[32];
+
+	cr_assert(snprintf(id, sizeof(id), "x-%zu", i) > 0);
+	cr_assert_eq(revkey_set(k, "issued", id, strlen(id)), 0);
+}
+
+static int
+ex_rewind(void *arg, char *err, size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	((struct ex_src *)arg)->i = 0;
+	return 0;
+}
+
+static int
+ex_next(void *arg, const unsigned char **key, size_t *len, char *err,
+    size_t errlen)
+{
+	struct ex_src *s = arg;
+	struct revkey k;
+
+	(void)err;
+	(void)errlen;
+	if (s->i >= s->n)
+		return 0;
+	ex_key(&k, s->i++);
+	*len = revkey_encode(&k, s->enc);
+	*key = s->enc;
+	return 1;
+}
+
+struct ex_fx {
+	struct fx	 fx;
+	unsigned char	*blob;
+	size_t		 blob_len;
+	size_t		 entry;		/* offset of the exact scope's entry */
+};
+
+/*
+ * make_filter's two scopes plus "issued", exact over U = x-0..x-1999 with
+ * R = x-0..x-39: its keys are not in the bit array.
+ */
+static void
+make_exact_filter(struct ex_fx *e)
+{
+	struct ex_src rs = { 0, EX_R, { 0 } }, us = { 0, EX_U, { 0 } };
+	struct exact_src r = { &rs, ex_rewind, ex_next };
+	struct exact_src u = { &us, ex_rewind, ex_next };
+	struct ffile_scope sc[3];
+	struct exact_stats st;
+	struct ffile_info info;
+	struct ffile *f;
+	char err[256];
+
+	memset(e, 0, sizeof(*e));
+	make_filter(&e->fx, BLOOM_FUSE);
+	cr_assert_eq(exact_build(&r, &u, 7, &e->blob, &e->blob_len, &st, err,
+	    sizeof(err)), 0, "%s", err);
+	cr_assert_eq(st.revoked, EX_R);
+	cr_assert_eq(st.issued, EX_U);
+	f = ffile_parse(e->fx.buf, e->fx.len, false, err, sizeof(err));
+	cr_assert_not_null(f, "%s", err);
+	info = *ffile_info(f);
+	memcpy(sc, e->fx.scopes, sizeof(e->fx.scopes));
+	memset(&sc[2], 0, sizeof(sc[2]));
+	cr_assert(snprintf(sc[2].name, sizeof(sc[2].name), "issued") > 0);
+	sc[2].keys = EX_R;
+	sc[2].exact = true;
+	sc[2].ex.cutoff = 1699000000;
+	sc[2].ex.issued = EX_U;
+	sc[2].ex.blob = e->blob;
+	sc[2].ex.blob_len = e->blob_len;
+	info.scopes = sc;
+	info.nscopes = 3;
+	info.keys += EX_R;
+	free(e->fx.buf);
+	e->fx.buf = NULL;
+	cr_assert_eq(ffile_encode(&info, &e->fx.b, e->fx.key, &e->fx.buf,
+	    &e->fx.len, err, sizeof(err)), 0, "%s", err);
+	ffile_close(f);
+	/* "default" (71 bytes and the exact byte), then "issued". */
+	e->entry = FFILE_HDR_LEN + FFILE_SCOPE_MIN_LEN + 7 + 1;
+	cr_assert_eq(util_get_le16(e->fx.buf + e->entry), 6);
+	cr_assert_eq(memcmp(e->fx.buf + e->entry + 2, "issued", 6), 0);
+}
+
+static void
+ex_free(struct ex_fx *e)
+{
+	fx_free(&e->fx);
+	free(e->blob);
+}
+
+/* The offset of the exact fields in the "issued" entry (no parts). */
+static size_t
+ex_fields(const struct ex_fx *e)
+{
+	return e->entry + FFILE_SCOPE_MIN_LEN + 6 + 1;
+}
+
+/* Signs copy again, as a builder would have: parse alone must refuse. */
+static void
+ex_resign(const struct ex_fx *e, unsigned char *copy, size_t len)
+{
+	cr_assert_eq(sign_sign(e->fx.key, copy, len - SIGN_SIG_LEN,
+	    copy + len - SIGN_SIG_LEN), 0);
+}
+
+Test(ffile, exact_scope_round_trip_answers_every_issued_key)
+{
+	const struct ffile_info *in;
+	const struct ffile_scope *s;
+	struct ex_fx e;
+	struct ffile *f;
+	struct revkey k;
+	char err[256];
+	size_t i;
+
+	make_exact_filter(&e);
+	f = ffile_parse(e.fx.buf, e.fx.len, false, err, sizeof(err));
+	cr_assert_not_null(f, "%s", err);
+	cr_assert_eq(ffile_verify_key(f, e.fx.key, err, sizeof(err)), 0, "%s",
+	    err);
+	in = ffile_info(f);
+	cr_assert_eq(in->format, FFILE_FORMAT);
+	cr_assert_eq(in->nexact, 1);
+	cr_assert_eq(in->keys, NIDS + EX_R);
+	cr_assert_eq(in->filter_keys, NIDS);
+	s = ffile_scope(f, "issued");
+	cr_assert_not_null(s);
+	cr_assert(s->exact);
+	cr_assert_eq(s->keys, EX_R);
+	cr_assert_eq(s->ex.cutoff, 1699000000);
+	cr_assert_eq(s->ex.issued, EX_U);
+	cr_assert_eq(s->ex.blob_len, e.blob_len);
+	cr_assert_eq(memcmp(s->ex.blob, e.blob, e.blob_len), 0);
+	cr_assert_eq(s->ex.blob_off % 8, 0);
+	cr_assert_not(ffile_scope(f, "default")->exact);
+	for (i = 0; i < EX_U; i++) {
+		ex_key(&k, i);
+		cr_assert_eq(ffile_exact_query(s, &k), i < EX_R ?
+		    EXACT_REVOKED : EXACT_NOT_REVOKED, "x-%zu", i);
+		cr_assert_eq(ffile_query(f, &k), i < EX_R, "x-%zu", i);
+	}
+	/* The other scopes still answer from the bit array. */
+	for (i = 0; i < NIDS; i++) {
+		mkkey(&k, i % 2 ? "default" : "tenant-a", (int)i);
+		cr_assert(ffile_query(f, &k), "false negative %zu", i);
+	}
+	ffile_close(f);
+	ex_free(&e);
+}
+
+Test(ffile, exact_scope_bad_shapes_refused)
+{
+	static const struct { size_t off; uint64_t v; const char *what; } bad[] = {
+		{ 16, EX_R + 1, "|R| not the scope's key count" },
+		{ 8, EX_R - 1, "|U| below |R|" },
+		{ 0, 0, "cutoff 0" },
+		{ 24, 8, "blob offset inside the bit array" },
+		{ 32, 0, "blob length 0" },
+	};
+	struct ex_fx e;
+	unsigned char *copy;
+	char err[256];
+	size_t i, fo;
+
+	make_exact_filter(&e);
+	copy = malloc(e.fx.len + 16);
+	cr_assert_not_null(copy);
+	fo = ex_fields(&e);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memcpy(copy, e.fx.buf, e.fx.len);
+		util_put_le64(copy + fo + bad[i].off, bad[i].v);
+		ex_resign(&e, copy, e.fx.len);
+		cr_assert_null(ffile_parse(copy, e.fx.len, false, err,
+		    sizeof(err)), "%s accepted", bad[i].what);
+		cr_assert(strstr(err, "offset") != NULL, "%s", err);
+	}
+	/* The blob one byte longer or shorter than the file holds. */
+	for (i = 0; i < 2; i++) {
+		memcpy(copy, e.fx.buf, e.fx.len);
+		util_put_le64(copy + fo + 32, e.blob_len + (i == 0 ? 9 : -1));
+		ex_resign(&e, copy, e.fx.len);
+		cr_assert_null(ffile_parse(copy, e.fx.len, false, err,
+		    sizeof(err)), "blob length %s accepted", i ? "-1" : "+9");
+	}
+	/* An unknown exact kind. */
+	memcpy(copy, e.fx.buf, e.fx.len);
+	copy[fo - 1] = 2;
+	ex_resign(&e, copy, e.fx.len);
+	cr_assert_null(ffile_parse(copy, e.fx.len, false, err, sizeof(err)));
+	cr_assert(strstr(err, "exact kind") != NULL, "%s", err);
+	/* Eight bytes no structure owns before the signature. */
+	memcpy(copy, e.fx.buf, e.fx.len - SIGN_SIG_LEN);
+	memset(copy + e.fx.len - SIGN_SIG_LEN, 0, 8);
+	ex_resign(&e, copy, e.fx.len + 8);
+	cr_assert_null(ffile_parse(copy, e.fx.len + 8, false, err,
+	    sizeof(err)));
+	/* The format-4 number on a file with an exact scope. */
+	memcpy(copy, e.fx.buf, e.fx.len);
+	util_put_le16(copy + 8, FFILE_FORMAT_PLAIN);
+	ex_resign(&e, copy, e.fx.len);
+	cr_assert_null(ffile_parse(copy, e.fx.len, false, err, sizeof(err)));
+	free(copy);
+	ex_free(&e);
+}
+
+Test(ffile, exact_scope_with_a_bad_structure_is_refused)
+{
+	const struct ffile_scope *s;
+	struct ex_fx e;
+	struct ffile *f;
+	unsigned char *copy;
+	char err[256];
+	size_t off;
+
+	make_exact_filter(&e);
+	f = ffile_parse(e.fx.buf, e.fx.len, false, err, sizeof(err));
+	cr_assert_not_null(f, "%s", err);
+	s = ffile_scope(f, "issued");
+	off = (size_t)s->ex.blob_off;
+	ffile_close(f);
+	copy = malloc(e.fx.len);
+	cr_assert_not_null(copy);
+	/* Signed, well placed, but not a structure exact_attach takes. */
+	memcpy(copy, e.fx.buf, e.fx.len);
+	memset(copy + off, 0xff, e.blob_len);
+	ex_resign(&e, copy, e.fx.len);
+	cr_assert_null(ffile_parse(copy, e.fx.len, false, err, sizeof(err)));
+	cr_assert(strstr(err, "exact structure refused") != NULL, "%s", err);
+	free(copy);
+	ex_free(&e);
+}
+
+Test(ffile, exact_scope_every_byte_flip_fails_parse_or_verify)
+{
+	struct ex_fx e;
+	unsigned char *copy;
+	struct ffile *f;
+	char err[256];
+	size_t i;
+
+	make_exact_filter(&e);
+	copy = malloc(e.fx.len);
+	cr_assert_not_null(copy);
+	for (i = 0; i < e.fx.len; i++) {
+		memcpy(copy, e.fx.buf, e.fx.len);
+		copy[i] ^= 0x01;
+		f = ffile_parse(copy, e.fx.len, false, err, sizeof(err));
+		if (f != NULL) {
+			cr_assert_neq(ffile_verify_key(f, e.fx.key, err,
+			    sizeof(err)), 0, "flip at %zu verified", i);
+			ffile_close(f);
+		}
+	}
+	free(copy);
+	ex_free(&e);
+}
+
+Test(ffile, encode_refuses_exact_scope_without_structure)
+{
+	struct fx fx;
+	struct ffile_info info;
+	unsigned char *out = NULL;
+	size_t len;
+	char err[256];
+
+	make_filter(&fx, BLOOM_CLASSIC);
+	memset(&info, 0, sizeof(info));
+	info.version = 1;
+	info.issued_at = 1;
+	info.expires_at = 2;
+	info.fp_rate_target = 0.01;
+	info.keys = NIDS;
+	fx.scopes[1].exact = true;
+	fx.scopes[1].ex.issued = NIDS;
+	info.scopes = fx.scopes;
+	info.nscopes = 2;
+	cr_assert_eq(ffile_encode(&info, &fx.b, fx.key, &out, &len, err,
+	    sizeof(err)), -1);
+	cr_assert(strstr(err, "exact") != NULL, "%s", err);
 	fx_free(&fx);
 }
