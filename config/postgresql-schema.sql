@@ -74,6 +74,48 @@ BEGIN
 END
 $$;
 
+-- The issued set of exact scopes: every id issued in a scope (a CA's
+-- serials, an identity provider's token ids). `filterbuild build --source`
+-- and each re-base of `filterbuild follow` read it in the same snapshot as
+-- revcheck_revocations; a scope with rows here and revocations covered is
+-- answered exactly, complete up to the read's transaction start (now()).
+-- Insert a row before the id is handed out (before the certificate's
+-- notBefore, the token's iat): an id issued at or before a read's cutoff
+-- but committed after it is outside that base's issued set, and a check
+-- that proves it issued by the cutoff could be answered revoked from the
+-- filter alone (never not_revoked: a revocation always wins).
+CREATE TABLE IF NOT EXISTS revcheck_issued (
+    scope       text        NOT NULL DEFAULT 'default',
+    id          text        NOT NULL,
+    issued_at   timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (scope, id)
+);
+DO $$
+DECLARE
+    c record;
+BEGIN
+    FOR c IN SELECT * FROM (VALUES
+        ('revcheck_issued_scope_ok',
+         $c$scope ~ '^[!-~]{1,255}$' AND (scope NOT LIKE 'x509:%'
+            OR scope ~ '^x509:[0-9a-f]{64}$')$c$),
+        ('revcheck_issued_id_ok',
+         $c$octet_length(id) BETWEEN 1 AND 1024 AND (scope NOT LIKE 'x509:%'
+            OR id ~ '^-?(0[xX])?[0-9A-Fa-f]+(:([0-9A-Fa-f]{2})+)*$')$c$),
+        ('revcheck_issued_issued_at_ok',
+         $c$issued_at >= '1970-01-01 00:00:00+00'
+            AND issued_at <= '9999-12-31 23:59:59+00'$c$)
+    ) AS v(name, expr)
+    LOOP
+        IF NOT EXISTS (SELECT 1 FROM pg_constraint
+                       WHERE conrelid = 'revcheck_issued'::regclass
+                         AND conname = c.name) THEN
+            EXECUTE format('ALTER TABLE revcheck_issued ADD CONSTRAINT %I CHECK (%s) NOT VALID',
+                           c.name, c.expr);
+        END IF;
+    END LOOP;
+END
+$$;
+
 -- The follower looks for rows that expired since its last round by this.
 CREATE INDEX IF NOT EXISTS revcheck_revocations_expires
     ON revcheck_revocations (expires_at) WHERE expires_at IS NOT NULL;

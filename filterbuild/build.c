@@ -50,6 +50,8 @@ enum {
 	OPT_DELEGATE,
 	OPT_STANDBY_MAX_LAG,
 	OPT_SUBSCRIBER_MAX_LAG,
+	OPT_ISSUED,
+	OPT_ISSUED_CUTOFF,
 };
 
 struct build_opts {
@@ -90,6 +92,10 @@ struct build_opts {
 	int64_t		 standby_max_lag; /* seconds; 0: a standby is refused */
 	int64_t		 subscriber_max_lag; /* seconds; 0: a subscriber is refused */
 	struct fetch_opts fetch;	/* http(s) inputs */
+	/* --issued files and --issued-cutoff (0: per scope) */
+	const char	*issued[ISSUED_MAX_FILES];
+	size_t		 nissued;
+	int64_t		 issued_cutoff;
 };
 
 /* Progress on stderr, only for a terminal and without --quiet. */
@@ -156,6 +162,15 @@ build_usage(FILE *fp)
 	    "  --max-shrink PCT     share of a scope's keys a version may drop\n"
 	    "                       against the current one (default 50)\n"
 	    "  --keep N             versions kept in DIR (default 3)\n"
+	    "  --issued FILE        the issued set of exact scopes (repeatable):\n"
+	    "                       certificates (PEM or DER: each joins its\n"
+	    "                       issuer's scope) or an id list (text or JSON,\n"
+	    "                       ids of --scope); a scope with its issued set\n"
+	    "                       is answered exactly (see filterbuild(1))\n"
+	    "  --issued-cutoff TIME the time (RFC 3339 or Unix seconds) up to\n"
+	    "                       which the issued set lists every id; needed\n"
+	    "                       for id lists (default for certificates: the\n"
+	    "                       newest notBefore listed in the scope)\n"
 	    "  --layout L           auto (default), blocked (one cache line per key),\n"
 	    "                       classic, or fuse (binary fuse filter with w-bit\n"
 	    "                       fingerprints, w = ceil(log2(1/fp-rate)) in 4..16:\n"
@@ -440,6 +455,8 @@ build_opt_checks(struct build_opts *o, int c)
 static int
 build_opt_inputs(struct build_opts *o, int c)
 {
+	uint64_t u;
+
 	switch (c) {
 	case 'S': o->source = optarg; break;
 	case 'Q': o->query = optarg; break;
@@ -465,6 +482,22 @@ build_opt_inputs(struct build_opts *o, int c)
 	case OPT_FETCH_TIMEOUT:
 		return build_opt_duration("--fetch-timeout", 1, 86400,
 		    "a duration up to 1d", &o->fetch.timeout);
+	case OPT_ISSUED:
+		if (o->nissued == ISSUED_MAX_FILES)
+			return fb_usage_err("build", "more than %d --issued "
+			    "options", ISSUED_MAX_FILES);
+		o->issued[o->nissued++] = optarg;
+		break;
+	case OPT_ISSUED_CUTOFF:
+		if (util_parse_rfc3339(optarg, &o->issued_cutoff) != 0 &&
+		    util_parse_u64(optarg, INT64_MAX, &u) == 0)
+			o->issued_cutoff = (int64_t)u;
+		else if (util_parse_rfc3339(optarg, &o->issued_cutoff) != 0)
+			o->issued_cutoff = 0;
+		if (o->issued_cutoff <= 0)
+			return fb_usage_err("build", "--issued-cutoff '%s': want "
+			    "an RFC 3339 time or Unix seconds", optarg);
+		break;
 	default: return BUILD_OPT_OTHER;
 	}
 	return 0;
@@ -512,6 +545,8 @@ build_parse(struct build_opts *o, int argc, char **argv, int *first_input)
 		{ "standby-max-lag", required_argument, NULL, OPT_STANDBY_MAX_LAG },
 		{ "subscriber-max-lag", required_argument, NULL,
 		    OPT_SUBSCRIBER_MAX_LAG },
+		{ "issued",	   required_argument, NULL, OPT_ISSUED },
+		{ "issued-cutoff", required_argument, NULL, OPT_ISSUED_CUTOFF },
 		{ "help",	   no_argument,	      NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -539,6 +574,8 @@ build_parse(struct build_opts *o, int argc, char **argv, int *first_input)
 		return fb_usage_err("build", "no INPUT (or --source) given");
 	if (o->query != NULL && o->source == NULL)
 		return fb_usage_err("build", "--query needs --source");
+	if (o->issued_cutoff != 0 && o->nissued == 0)
+		return fb_usage_err("build", "--issued-cutoff needs --issued");
 	if (o->standby_max_lag != 0 && o->source == NULL)
 		return fb_usage_err("build", "--standby-max-lag needs --source");
 	if (o->subscriber_max_lag != 0 && o->source == NULL)
@@ -887,7 +924,7 @@ build_check_previous(const struct build_opts *o, const struct input_set *set,
 static int
 build_read_source(const struct build_opts *o, struct input_set *set,
     const struct input_opts *io, uint64_t *cursor, int64_t *lag,
-    struct pgsrc_quarantine *q)
+    struct pgsrc_quarantine *q, struct pgsrc_issued *issued)
 {
 	struct input_opts sio = *io;
 	struct pgsrc *p;
@@ -922,7 +959,8 @@ build_read_source(const struct build_opts *o, struct input_set *set,
 		    *lag + slag);
 	*lag += slag;
 	sio.now = io->now - *lag;
-	rc = pgsrc_read_full(p, o->query, set, &sio, cursor, err, sizeof(err));
+	rc = pgsrc_read_full_issued(p, o->query, set, &sio, cursor, issued, err,
+	    sizeof(err));
 	if (rc != 0)
 		fb_err("%s", err);
 	else
@@ -945,6 +983,8 @@ struct build_run {
 	struct ffile	*prev;		/* the current version, verified */
 	struct table	*prev_tab;
 	struct pgsrc_quarantine srcq;
+	struct fb_exact	 exact;		/* exact scopes (build_exact.c) */
+	struct pgsrc_issued srci;	/* the source's issued set */
 	EVP_PKEY	*key;
 	X509		**issuers;
 	size_t		 nissuers;
@@ -970,6 +1010,12 @@ build_run_init(struct build_run *b, const struct ffile_info *enforced,
 	b->pr.start = b->pr.last = util_monotime();
 	input_set_init(&b->set);
 	sign_ring_init(&b->ring);
+	memcpy(b->exact.files.paths, b->o.issued, b->o.nissued *
+	    sizeof(b->o.issued[0]));
+	b->exact.files.npaths = b->o.nissued;
+	b->exact.files.list_scope = b->o.scope;
+	b->exact.cutoff = b->o.issued_cutoff;
+	b->exact.quiet = b->o.quiet;
 }
 
 static void
@@ -978,6 +1024,8 @@ build_run_free(struct build_run *b)
 	size_t i;
 
 	fb_report_free(&b->rep);
+	fb_exact_free(&b->exact);
+	pgsrc_issued_free(&b->srci);
 	table_close(b->prev_tab);
 	ffile_close(b->prev);
 	sign_ring_free(&b->ring);
@@ -1131,7 +1179,7 @@ build_stage_read(struct build_run *b, int argc, char **argv, int first,
 		}
 	}
 	if (b->o.source != NULL && build_read_source(&b->o, &b->set, &b->io,
-	    cursor, &b->src_lag, &b->srcq) != 0) {
+	    cursor, &b->src_lag, &b->srcq, &b->srci) != 0) {
 		progress_done(&b->pr);
 		return -1;
 	}
@@ -1195,6 +1243,14 @@ build_stage_check(struct build_run *b)
 	if (b->cur != 0 && build_check_previous(o, &b->set, b->prev,
 	    b->prev_err, &b->rep) != 0)
 		return -1;
+	/* Scopes with their issued set made exact (build_exact.c). */
+	b->exact.pg = b->srci.present ? &b->srci : NULL;
+	b->exact.pg_lag = b->src_lag;
+	if (fb_exact_build(&b->exact, &b->set, err, sizeof(err)) != 0) {
+		progress_done(&b->pr);
+		fb_err("%s", err);
+		return -1;
+	}
 	return 0;
 }
 
@@ -1219,6 +1275,8 @@ build_stage_publish(struct build_run *b)
 	po.layout = o->layout;
 	po.phase = build_phase;
 	po.phase_arg = &b->pr;
+	po.skip = b->exact.skip;
+	po.nskip = b->exact.nskip;
 	if (pair_build_publish(&b->pair, &b->set.builder, b->set.scopes,
 	    b->set.nscopes, &po, o->out, o->keep, err, sizeof(err)) != 0) {
 		progress_done(&b->pr);

@@ -7,6 +7,8 @@
 #include <stdint.h>
 
 #include "input.h"
+#include "issued.h"
+#include "pair.h"
 #include "pgsrc.h"
 #include "sign.h"
 
@@ -69,6 +71,49 @@ int fb_quarantine_write(const char *dir, const struct pgsrc_quarantine *q,
 int fb_build_source(int argc, char **argv, const struct ffile_info *enforced,
     struct fb_built *res);
 int fb_inspect(int argc, char **argv);
+
+/* ---- exact scopes (build_exact.c, build_exact_pg.c) ---- */
+
+/*
+ * The issued sets of one build and what they made: each covered scope
+ * whose issued set the build has (--issued files, the source's
+ * revcheck_issued) gets an exact structure (exact.h) and its records are
+ * left out of the bit array (skip, ascending ranges of the sorted
+ * builder's indexes, for pair_opts).
+ */
+struct fb_exact {
+	struct issued_set files;	/* --issued */
+	int64_t		 cutoff;	/* --issued-cutoff; 0: per scope */
+	struct pgsrc_issued *pg;	/* the source's, or NULL */
+	int64_t		 pg_lag;	/* how far behind the source may be */
+	bool		 quiet;
+	struct pair_range *skip;
+	size_t		 nskip;
+	unsigned char	**blobs;	/* the structures, owned */
+	size_t		 nblobs;
+};
+
+/*
+ * After the set is sorted and counted: every scope of set is made not
+ * exact, then each one an issued set names is made exact (its entry
+ * gets the structure, cutoff and |U|; a warning counts the revoked ids
+ * missing from the issued set, which are added to it). An issued scope
+ * no input covers is left out with a warning; an id list without
+ * --issued-cutoff is refused. 0, or -1 with err.
+ */
+int fb_exact_build(struct fb_exact *x, struct input_set *set, char *err,
+    size_t errlen);
+
+/* Scope name made exact over u (a scope --issued made exact stays so). */
+int fb_exact_scope(struct fb_exact *x, struct input_set *set,
+    const char *name, const struct exact_src *u, int64_t cutoff, char *err,
+    size_t errlen);
+
+/* The source's issued scopes made exact (build_exact_pg.c). */
+int fb_exact_pg(struct fb_exact *x, struct input_set *set, char *err,
+    size_t errlen);
+
+void fb_exact_free(struct fb_exact *x);
 int fb_verify(int argc, char **argv);
 int fb_audit(int argc, char **argv);
 

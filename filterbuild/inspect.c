@@ -444,6 +444,39 @@ json_header(cJSON *root, const char *path, const struct target *t,
 	return ok;
 }
 
+/* An exact scope's structure: its size against the bound (exact.h). */
+static bool
+json_exact(cJSON *s, const struct ffile_scope *sc)
+{
+	double bound = exact_bound_bits(sc->ex.issued, sc->keys);
+	double bits = (double)sc->ex.blob_len * 8;
+	cJSON *e = cJSON_AddObjectToObject(s, "exact");
+	bool ok = e != NULL;
+
+	ok = ok && jtime(e, "cutoff", sc->ex.cutoff);
+	ok = ok && jnum(e, "issued", (double)sc->ex.issued);
+	ok = ok && jnum(e, "revoked", (double)sc->keys);
+	ok = ok && jnum(e, "fingerprint_bits", sc->ex.view.w);
+	ok = ok && jnum(e, "bits", bits);
+	ok = ok && jnum(e, "bound_bits", bound);
+	ok = ok && (bound > 0 ? jnum(e, "ratio", bits / bound) :
+	    cJSON_AddNullToObject(e, "ratio") != NULL);
+	return ok;
+}
+
+static void
+text_exact(const struct ffile_scope *sc)
+{
+	double bound = exact_bound_bits(sc->ex.issued, sc->keys);
+	char ts[UTIL_RFC3339_LEN];
+
+	util_rfc3339(ts, sc->ex.cutoff);
+	printf("    exact:         |U| %" PRIu64 ", |R| %" PRIu64 ", w %" PRIu32
+	    ", %zu bits, bound %.0f bits, ratio %.3f, cutoff %s\n",
+	    sc->ex.issued, sc->keys, sc->ex.view.w, sc->ex.blob_len * 8, bound,
+	    bound > 0 ? (double)sc->ex.blob_len * 8 / bound : 0.0, ts);
+}
+
 /*
  * One scope's members: its keys (and the change since the previous
  * version, when there is one), its source and, for a CRL scope, the CRL
@@ -466,6 +499,8 @@ json_scope(cJSON *s, const struct ffile_scope *sc, const struct prev *pv,
 		    (had ? (double)pk : 0.0));
 	}
 	ok = ok && jstr(s, "source", source_name(sc->source));
+	if (sc->exact)
+		ok = ok && json_exact(s, sc);
 	if (sc->source != FFILE_SRC_CRL)
 		return ok;
 	ok = ok && jstr(s, "issuer", sc->issuer);
@@ -683,6 +718,8 @@ text_scope(const struct ffile_scope *sc, const struct prev *pv, int64_t now)
 		printf(", new since version %" PRIu64,
 		    pv->info->version);
 	printf("\n");
+	if (sc->exact)
+		text_exact(sc);
 	if (sc->source != FFILE_SRC_CRL)
 		return;
 	printf("    issuer:        %s\n", sc->issuer);

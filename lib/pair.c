@@ -94,6 +94,24 @@ pair_key(void *arg, size_t i, size_t *len)
 	return table_builder_key(arg, i, len);
 }
 
+/* The builder less the skipped ranges (exact scopes). */
+struct pair_skipped {
+	const struct table_builder *tb;
+	const struct pair_range *r;
+	size_t		 nr;
+};
+
+static const void *
+pair_key_skipped(void *arg, size_t i, size_t *len)
+{
+	const struct pair_skipped *ps = arg;
+	size_t j;
+
+	for (j = 0; j < ps->nr && ps->r[j].start <= i; j++)
+		i += ps->r[j].end - ps->r[j].start;
+	return pair_key((void *)(uintptr_t)ps->tb, i, len);
+}
+
 /* expires_at, lowered to the earliest CRL nextUpdate after issued_at. */
 static int64_t
 pair_expiry(const struct pair_opts *o, const struct ffile_scope *scopes,
@@ -151,13 +169,22 @@ static int
 pair_keys(struct pair *p, const struct pair_opts *o, char *err,
     size_t errlen)
 {
+	struct pair_skipped ps = { p->tb, o->skip, o->nskip };
 	enum bloom_layout layout;
 	uint64_t m, seed;
 	uint32_t k;
-	size_t n = table_builder_count(p->tb);
+	size_t n = table_builder_count(p->tb), i;
 
+	for (i = 0; i < o->nskip; i++) {
+		assert(o->skip[i].start <= o->skip[i].end && o->skip[i].end <= n &&
+		    (i == 0 || o->skip[i - 1].end <= o->skip[i].start));
+		n -= o->skip[i].end - o->skip[i].start;
+	}
 	if (pair_shape(n, o, &layout, &m, &k, &seed, err, errlen) != 0)
 		return -1;
+	if (o->nskip > 0)
+		return pair_filter(&p->bloom, layout, n, m, k, seed,
+		    pair_key_skipped, &ps, err, errlen);
 	return pair_filter(&p->bloom, layout, n, m, k, seed, pair_key,
 	    (void *)(uintptr_t)p->tb, err, errlen);
 }

@@ -42,6 +42,18 @@ struct pair_opts {
 	/* Called with the step about to start, for progress; may be NULL. */
 	void		(*phase)(void *arg, const char *step);
 	void		*phase_arg;
+	/*
+	 * Records of the builder left out of the bit array: the keys of
+	 * exact scopes (their scope entries carry the exact structure that
+	 * answers them), as nskip ascending, disjoint [start, end) ranges
+	 * of the builder's indexes. NULL: none.
+	 */
+	const struct pair_range *skip;
+	size_t		 nskip;
+};
+
+struct pair_range {
+	size_t		 start, end;
 };
 
 struct pair {
@@ -53,7 +65,7 @@ struct pair {
 };
 
 /*
- * Builds the filter over every key of tb (sorted and unique:
+ * Builds the filter over every key of tb but o->skip's (sorted and unique:
  * table_builder_sort_unique) with the scopes (their key counts set, as
  * input_count_scopes does), hashes the table and signs the filter header
  * (ffile_encode). The same records, options and seed give the same bytes.

@@ -652,6 +652,15 @@ int
 pgsrc_read_full(struct pgsrc *p, const char *query, struct input_set *s,
     const struct input_opts *o, uint64_t *cursor, char *err, size_t errlen)
 {
+	return pgsrc_read_full_issued(p, query, s, o, cursor, NULL, err,
+	    errlen);
+}
+
+int
+pgsrc_read_full_issued(struct pgsrc *p, const char *query,
+    struct input_set *s, const struct input_opts *o, uint64_t *cursor,
+    struct pgsrc_issued *issued, char *err, size_t errlen)
+{
 	struct input_opts ro;
 	struct full_rd f;
 	PGresult *res = NULL;
@@ -693,6 +702,9 @@ pgsrc_read_full(struct pgsrc *p, const char *query, struct input_set *s,
 	}
 	if (input_read_rows(s, "postgresql", full_next, &f, &ro, err,
 	    errlen) != 0)
+		goto out_end;
+	/* The issued set of exact scopes, in the same snapshot. */
+	if (issued != NULL && pgsrc_issued_read(p, issued, err, errlen) != 0)
 		goto out_end;
 	rc = 0;
 out_end:

@@ -78,6 +78,65 @@ bool pgsrc_ok(const struct pgsrc *p);
 int pgsrc_read_full(struct pgsrc *p, const char *query, struct input_set *s,
     const struct input_opts *o, uint64_t *cursor, char *err, size_t errlen);
 
+/*
+ * The issued set of exact scopes, PGSRC_ISSUED_TABLE (scope, id,
+ * issued_at), as read in the snapshot of a pgsrc_read_full_issued():
+ * present when the table exists; cutoff is the transaction's start
+ * (now(), not after its snapshot); the keys are spooled to an unlinked
+ * temporary file (never held in memory), and counted per scope. A row
+ * whose id no check can name (revkey_from_text refuses it) makes its
+ * scope unusable (bad > 0): an issued set short of an id could answer
+ * that id revoked.
+ */
+#define PGSRC_ISSUED_TABLE	"revcheck_issued"
+
+struct pgsrc_issued_scope {
+	char		 name[REVKEY_SCOPE_MAX + 1];
+	uint64_t	 rows;
+	uint64_t	 bad;
+};
+
+struct pgsrc_issued {
+	bool		 present;
+	int64_t		 cutoff;
+	FILE		*spool;		/* u16 length, encoded key; ... */
+	struct pgsrc_issued_scope *scopes;
+	size_t		 nscopes;
+	uint64_t	 bad_scope;	/* rows whose scope is not valid */
+};
+
+/*
+ * pgsrc_read_full, and when issued is not NULL the issued set into it in
+ * the same transaction (memset to zero first; pgsrc_issued_free releases
+ * it). Returns as pgsrc_read_full.
+ */
+int pgsrc_read_full_issued(struct pgsrc *p, const char *query,
+    struct input_set *s, const struct input_opts *o, uint64_t *cursor,
+    struct pgsrc_issued *issued, char *err, size_t errlen);
+
+void pgsrc_issued_free(struct pgsrc_issued *is);
+
+/*
+ * Reads the issued set inside the current transaction (pgsrc_int.h's
+ * callers only). 0, or -1 with err.
+ */
+int pgsrc_issued_read(struct pgsrc *p, struct pgsrc_issued *is, char *err,
+    size_t errlen);
+
+/*
+ * Scope scope's keys of the spool as an exact_src (re-readable); the
+ * stream state lives in st, which must outlive src's use.
+ */
+struct pgsrc_issued_stream {
+	const struct pgsrc_issued *is;
+	const char	*scope;
+	size_t		 slen;
+	unsigned char	 enc[REVKEY_ENC_MAX];
+};
+
+void pgsrc_issued_src(struct pgsrc_issued_stream *st,
+    const struct pgsrc_issued *is, const char *scope, struct exact_src *src);
+
 /* Where pgsrc_row_fix() writes what it represents otherwise (caller-owned). */
 struct pgsrc_rowbuf {
 	char	reason[TABLE_REASON_MAX];	/* a cleaned reason */

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <openssl/bn.h>
 #include <openssl/err.h>
@@ -77,6 +78,8 @@ key_bare(struct revkey *k, const char *scope, size_t slen)
 	k->cert = 0;
 	k->ndp = 0;
 	k->nci = 0;
+	k->has_issued = false;
+	k->issued_at = 0;
 }
 
 int
@@ -605,6 +608,19 @@ cert_dp_crl_issuer(struct revkey *k, DIST_POINT *dp)
 }
 
 int
+revkey_cert_not_before(const X509 *cert, int64_t *out)
+{
+	struct tm tm;
+	time_t v;
+
+	if (ASN1_TIME_to_tm(X509_get0_notBefore(cert), &tm) != 1 ||
+	    (v = timegm(&tm)) == (time_t)-1)
+		return -1;
+	*out = (int64_t)v;
+	return 0;
+}
+
+int
 revkey_from_cert(struct revkey *k, const X509 *cert, char *err, size_t errlen)
 {
 	CRL_DIST_POINTS *dps;
@@ -615,6 +631,7 @@ revkey_from_cert(struct revkey *k, const X509 *cert, char *err, size_t errlen)
 	    X509_get0_serialNumber(cert), err, errlen) != 0)
 		return -1;
 	k->cert = REVKEY_CERT_KNOWN;
+	k->has_issued = revkey_cert_not_before(cert, &k->issued_at) == 0;
 	if ((X509_get_extension_flags(c) & EXFLAG_CA) != 0)
 		k->cert |= REVKEY_CERT_CA;
 	/*

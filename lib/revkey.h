@@ -73,6 +73,14 @@ struct revkey {
 	uint8_t		nci;		/* cRLIssuer names kept */
 	unsigned char	ci[REVKEY_CI_MAX][32];	/* SHA-256 of each one's
 					   canonical Name: its scope's hex */
+	/*
+	 * When the credential was issued, when known (has_issued): a
+	 * certificate's notBefore, a verified token's iat. An exact scope
+	 * answers revoked from the filter alone only for a key issued no
+	 * later than its cutoff (ffile.h). Not part of the encoded key.
+	 */
+	bool		has_issued;
+	int64_t		issued_at;
 };
 
 /*
@@ -167,8 +175,12 @@ int revkey_x509_scope_hash(unsigned char out[32], const X509_NAME *issuer);
 int revkey_from_issuer_serial(struct revkey *k, const X509_NAME *issuer,
     const ASN1_INTEGER *serial, char *err, size_t errlen);
 
+/* A certificate's notBefore in Unix seconds. 0, or -1 when unreadable. */
+int revkey_cert_not_before(const X509 *cert, int64_t *out);
+
 /*
- * Key of a certificate: its issuer and serial, with what it says about
+ * Key of a certificate: its issuer and serial, its notBefore
+ * (has_issued), with what it says about
  * itself (CA or not, its CRL distribution point names with each point's
  * reasons, and the cRLIssuer of a distribution point with its names,
  * tagged as that issuer's). More

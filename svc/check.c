@@ -203,7 +203,7 @@ const char *
 check_source_str(enum check_source src)
 {
 	return src == CHECK_SRC_FILTER ? "filter" : src == CHECK_SRC_DELTA ?
-	    "delta" : "authoritative";
+	    "delta" : src == CHECK_SRC_EXACT ? "exact" : "authoritative";
 }
 
 static enum check_gate
@@ -370,13 +370,56 @@ decide_after_filter(const struct snapshot *s, const struct revkey *k,
 	return 0;
 }
 
+/*
+ * The filter step for a key of an exact scope sc, which the bit array
+ * does not hold. EXACT_NOT_REVOKED is proof for any key. EXACT_REVOKED
+ * is proof only for a key of the issued set, and a key is shown to be
+ * in it only by being issued no later than the cutoff; any other
+ * positive goes on as a filter positive does. Returns as
+ * decide_after_filter.
+ */
+static int
+decide_exact(const struct snapshot *s, const struct revkey *k,
+    const struct ffile_scope *sc, struct check_result *r,
+    struct metrics_tally *t)
+{
+	struct table_rec rec;
+
+	if (ffile_exact_query(sc, k) == EXACT_NOT_REVOKED) {
+		metrics_tally_inc(t, MET_EXACT_NOT_REVOKED);
+		r->status = CHECK_NOT_REVOKED;
+		r->source = CHECK_SRC_EXACT;
+		return 0;
+	}
+	if (!k->has_issued || k->issued_at > sc->ex.cutoff) {
+		metrics_tally_inc(t, MET_EXACT_UNPROVEN);
+		return decide_after_filter(s, k, true, r, t);
+	}
+	metrics_tally_inc(t, MET_EXACT_REVOKED);
+	r->status = CHECK_REVOKED;
+	r->source = CHECK_SRC_EXACT;
+	/* The details when the table is here; the answer never waits on it. */
+	if (s->tab != NULL && table_lookup(s->tab, k, &rec) == 1) {
+		r->revoked_at = rec.revoked_at;
+		memcpy(r->reason, rec.reason, sizeof(r->reason));
+		r->reason[sizeof(r->reason) - 1] = '\0';
+	}
+	return 0;
+}
+
 int
 check_key_tally(const struct snapshot *s, const struct revkey *k,
     struct check_result *r, struct metrics_tally *t)
 {
-	if (decide_before_filter(s, k, ffile_scope(s->ff, k->scope), r, t))
+	const struct ffile_scope *sc = ffile_scope(s->ff, k->scope);
+	unsigned char enc[REVKEY_ENC_MAX];
+
+	if (decide_before_filter(s, k, sc, r, t))
 		return 0;
-	return decide_after_filter(s, k, ffile_query(s->ff, k), r, t);
+	if (sc != NULL && sc->exact)
+		return decide_exact(s, k, sc, r, t);
+	return decide_after_filter(s, k, bloom_query_inline(ffile_bloom(s->ff),
+	    enc, revkey_encode(k, enc)), r, t);
 }
 
 /* Keys whose filter lookups are overlapped at once (bloom_query_keys). */
@@ -420,6 +463,11 @@ check_keys_tally(const struct snapshot *s, const struct revkey *keys,
 		/* What coverage and the overlay decide needs no filter. */
 		if (decide_before_filter(s, &keys[i], sc, &r[i], t))
 			continue;
+		/* An exact scope's keys are not in the bit array. */
+		if (sc != NULL && sc->exact) {
+			rc[i] = decide_exact(s, &keys[i], sc, &r[i], t);
+			continue;
+		}
 		if (m == MANY_CHUNK || used + REVKEY_ENC_MAX > sizeof(buf)) {
 			settle_chunk(s, keys, idx, enc, len, m, r, rc, t);
 			m = used = 0;

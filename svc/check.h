@@ -23,6 +23,7 @@ enum check_source {
 	CHECK_SRC_FILTER = 0,
 	CHECK_SRC_AUTHORITATIVE,
 	CHECK_SRC_DELTA,	/* the delta overlay decided (lib/overlay.h) */
+	CHECK_SRC_EXACT,	/* an exact scope's structure decided alone */
 };
 
 /* Why a positive was left unsettled (check_key returned -1). */
@@ -136,8 +137,13 @@ void check_end(const struct snapshot *s);
 /*
  * Answers one key from a fresh snapshot: not_covered when the scope is
  * not in the filter or a partial CRL does not cover the key (crl.h);
- * not_revoked from the filter on a zero bit; otherwise
- * the table's answer, or the authority's. Returns 0 with r filled, or -1
+ * the delta overlay's answer for a key it holds; in an exact scope,
+ * not_revoked when its structure says EXACT_NOT_REVOKED, and revoked
+ * when it says EXACT_REVOKED and k is shown issued no later than the
+ * scope's cutoff (k->has_issued: a certificate's notBefore, a verified
+ * token's iat); else not_revoked from the filter on a zero bit;
+ * otherwise (a positive, an exact positive not shown issued by the
+ * cutoff included) the table's answer, or the authority's. Returns 0 with r filled, or -1
  * when the positive could not be settled, r->fail saying why: the caller
  * must answer 503 (authority_unavailable or authority_behind), never
  * not_revoked.

@@ -69,6 +69,12 @@ add_scope(cJSON *arr, const struct ffile_scope *sc)
 		return;
 	json_add_str(o, "scope", sc->name);
 	json_add_u64(o, "keys", sc->keys);
+	if (sc->exact) {
+		cJSON *e = cJSON_AddObjectToObject(o, "exact");
+
+		json_add_time(e, "cutoff", sc->ex.cutoff);
+		json_add_u64(e, "issued", sc->ex.issued);
+	}
 	if (sc->source != FFILE_SRC_CRL) {
 		cJSON_AddStringToObject(o, "source", "list");
 		return;
@@ -233,6 +239,11 @@ handle_status(const struct server_req *r)
 		json_add_u64(o, metrics_name((enum metric)m),
 		    metrics_get((enum metric)m));
 	json_add_double(o, "observed_fp_rate", observed_fp());
+	/* Answers of exact scopes, by path (revcheckd_exact_answers_total). */
+	o = cJSON_AddObjectToObject(o, "exact");
+	json_add_u64(o, "not_revoked", metrics_get(MET_EXACT_NOT_REVOKED));
+	json_add_u64(o, "revoked", metrics_get(MET_EXACT_REVOKED));
+	json_add_u64(o, "unproven", metrics_get(MET_EXACT_UNPROVEN));
 	o = cJSON_AddObjectToObject(root, "reloads");
 	if (ctx->loader != NULL)
 		loader_stats(ctx->loader, &ev, &acc, &rej);
@@ -472,6 +483,17 @@ handle_metrics(const struct server_req *r)
 	    metrics_get(MET_BAD_ITEMS));
 	counter(&b, "delta_hits", "Keys decided by the delta overlay.",
 	    metrics_get(MET_DELTA_HITS));
+	sbuf_adds(&b, "# HELP revcheckd_exact_answers_total Keys of exact "
+	    "scopes by answer: not_revoked and revoked from the filter alone, "
+	    "unproven (a positive for a key not shown issued by the cutoff: "
+	    "settled by the table or the authority).\n"
+	    "# TYPE revcheckd_exact_answers_total counter\n");
+	sbuf_addf(&b, "revcheckd_exact_answers_total{answer=\"not_revoked\"} "
+	    "%llu\nrevcheckd_exact_answers_total{answer=\"revoked\"} %llu\n"
+	    "revcheckd_exact_answers_total{answer=\"unproven\"} %llu\n",
+	    (unsigned long long)metrics_get(MET_EXACT_NOT_REVOKED),
+	    (unsigned long long)metrics_get(MET_EXACT_REVOKED),
+	    (unsigned long long)metrics_get(MET_EXACT_UNPROVEN));
 	counter(&b, "deltas_applied", "Deltas applied.",
 	    metrics_get(MET_DELTA_APPLIED));
 	counter(&b, "deltas_refused", "Delta chain files refused (bad "

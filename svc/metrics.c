@@ -300,6 +300,7 @@ metrics_name(enum metric m)
 		"ocsp_malformed_request", "ocsp_internal_error",
 		"ocsp_try_later", "ocsp_unauthorized", "ocsp_signatures",
 		"ocsp_cache_hits",
+		"exact_not_revoked", "exact_revoked", "exact_unproven",
 	};
 	return (unsigned)m < MET_COUNT_ && names[m] != NULL ? names[m] :
 	    "unknown";

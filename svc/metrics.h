@@ -47,6 +47,10 @@ enum metric {
 	MET_OCSP_UNAUTHORIZED,
 	MET_OCSP_SIGNATURES,	/* OCSP responses signed */
 	MET_OCSP_CACHE_HITS,	/* OCSP responses served from the cache */
+	MET_EXACT_NOT_REVOKED,	/* not_revoked from an exact scope */
+	MET_EXACT_REVOKED,	/* revoked from an exact scope alone */
+	MET_EXACT_UNPROVEN,	/* exact positives without proof of being in
+				   the issued set: table or authority */
 	MET_COUNT_
 };
 

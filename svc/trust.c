@@ -710,6 +710,9 @@ keys_of(const struct tok_values *v, struct revkey *k,
 {
 	if (jwt_key_values(k, v->iss, v->jti, v->jti_len, err, errlen) == -1)
 		return -1;
+	/* Verified: its iat shows it in an exact scope's issued set. */
+	k->has_issued = v->has_iat;
+	k->issued_at = v->has_iat ? v->iat : 0;
 	return cut != NULL ? cutoff_values(k->scope, v, cut, err, errlen) : 0;
 }
 
@@ -1050,6 +1053,9 @@ trust_token_cut(struct trust *t, const char *tok, size_t len, int64_t now,
 			    "revocation-only: no token is verified");
 			goto out;
 		}
+		/* Unverified: its iat shows nothing (exact scopes). */
+		k->has_issued = false;
+		k->issued_at = 0;
 		*why = JWT_VALID;
 		rc = 0;
 		goto out;
