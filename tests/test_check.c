@@ -1145,3 +1145,230 @@ Test(check, token_cutoff_revokes_beside_an_unsettled_jti)
 	cr_assert_eq(r.fail, CHECK_FAIL_UNAVAILABLE);
 	snapshot_release(s);
 }
+
+/* ---- exact scopes ---------------------------------------------------- */
+
+#define EXU	300		/* issued ids "u-0".."u-299" of scope "ex" */
+#define EXR	12		/* the first EXR revoked */
+#define EX_CUTOFF	(NOW - 86400)
+
+struct ex_src {
+	const char	*fmt;
+	size_t		 i, n;
+	unsigned char	 enc[REVKEY_ENC_MAX];
+};
+
+static int
+ex_rewind(void *arg, char *err, size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	((struct ex_src *)arg)->i = 0;
+	return 0;
+}
+
+static int
+ex_next(void *arg, const unsigned char **kp, size_t *len, char *err,
+    size_t errlen)
+{
+	struct ex_src *s = arg;
+	struct revkey k;
+	char id[32];
+
+	(void)err;
+	(void)errlen;
+	if (s->i >= s->n)
+		return 0;
+	snprintf(id, sizeof(id), "%s%zu", s->fmt, s->i++);
+	key_text(&k, "ex", id);
+	*len = revkey_encode(&k, s->enc);
+	*kp = s->enc;
+	return 1;
+}
+
+/*
+ * A pair with scope "ex" exact over U (its EXR revoked ids left out of
+ * the bit array) beside "default" with one revoked id, as filterbuild
+ * builds it.
+ */
+static struct snapshot *
+ex_snapshot(bool with_table)
+{
+	struct ex_src rs = { "u-", 0, EXR, { 0 } };
+	struct ex_src us = { "u-", 0, EXU, { 0 } };
+	struct exact_src r = { &rs, ex_rewind, ex_next };
+	struct exact_src u = { &us, ex_rewind, ex_next };
+	struct table_builder tb;
+	struct ffile_scope sc[2];
+	struct pair_range skip;
+	struct exact_stats st;
+	struct pair_opts po;
+	struct pair pair;
+	struct revkey k;
+	struct ffile *ff;
+	struct table *t = NULL;
+	unsigned char *blob, *tbytes;
+	size_t blen, tlen, i;
+	char err[256], id[32];
+
+	if (key == NULL)
+		cr_assert_not_null(key = sign_keygen());
+	table_builder_init(&tb);
+	memset(sc, 0, sizeof(sc));
+	snprintf(sc[0].name, sizeof(sc[0].name), "default");
+	sc[0].keys = 1;
+	key_text(&k, "default", "tok-revoked");
+	cr_assert_eq(table_builder_add(&tb, &k, 0, NULL), 0);
+	snprintf(sc[1].name, sizeof(sc[1].name), "ex");
+	sc[1].keys = EXR;
+	for (i = 0; i < EXR; i++) {
+		snprintf(id, sizeof(id), "u-%zu", i);
+		key_text(&k, "ex", id);
+		cr_assert_eq(table_builder_add(&tb, &k, 1600000000, "superseded"),
+		    0);
+	}
+	table_builder_sort_unique(&tb);
+	cr_assert_eq(exact_build(&r, &u, 99, &blob, &blen, &st, err,
+	    sizeof(err)), 0, "%s", err);
+	sc[1].exact = true;
+	sc[1].ex.cutoff = EX_CUTOFF;
+	sc[1].ex.issued = st.issued;
+	sc[1].ex.blob = blob;
+	sc[1].ex.blob_len = blen;
+	skip.start = 1;		/* "default" sorts first */
+	skip.end = 1 + EXR;
+	memset(&po, 0, sizeof(po));
+	po.key = key;
+	po.version = 9;
+	po.issued_at = NOW - 10;
+	po.expires_at = NOW + 3600;
+	po.fp_rate = 0.01;
+	po.layout = BLOOM_FUSE;
+	po.seed = 0x1234;
+	po.fixed_seed = true;
+	po.skip = &skip;
+	po.nskip = 1;
+	cr_assert_eq(pair_build(&pair, &tb, sc, 2, &po, err, sizeof(err)), 0,
+	    "%s", err);
+	cr_assert_eq(table_builder_encode(&tb, &tbytes, &tlen, err,
+	    sizeof(err)), 0);
+	ff = ffile_parse(pair.filter, pair.filter_len, true, err, sizeof(err));
+	pair.filter = NULL;
+	cr_assert_not_null(ff, "%s", err);
+	pair_free(&pair);
+	free(blob);
+	table_builder_free(&tb);
+	if (with_table) {
+		t = table_parse(tbytes, tlen, true, err, sizeof(err));
+		cr_assert_not_null(t, "%s", err);
+	} else
+		free(tbytes);
+	return snapshot_new(ff, t, NOW);
+}
+
+static void
+ex_key(struct revkey *k, const char *fmt, size_t i, bool has, int64_t at)
+{
+	char id[32];
+
+	snprintf(id, sizeof(id), "%s%zu", fmt, i);
+	key_text(k, "ex", id);
+	k->has_issued = has;
+	k->issued_at = at;
+}
+
+/* Every id of U answered right from the structure, on an edge alone. */
+Test(check, exact_scope_answers_every_issued_key_without_authority)
+{
+	struct snapshot *s = ex_snapshot(false);
+	struct check_result r;
+	struct revkey k;
+	size_t i;
+
+	for (i = 0; i < EXU; i++) {
+		ex_key(&k, "u-", i, true, EX_CUTOFF - 5);
+		cr_assert_eq(check_key(s, &k, &r), 0, "u-%zu", i);
+		cr_assert_eq(r.status, i < EXR ? CHECK_REVOKED :
+		    CHECK_NOT_REVOKED, "u-%zu", i);
+		cr_assert_eq(r.source, CHECK_SRC_EXACT, "u-%zu", i);
+	}
+	cr_assert_eq(metrics_get(MET_EXACT_REVOKED), EXR);
+	cr_assert_eq(metrics_get(MET_EXACT_NOT_REVOKED), EXU - EXR);
+	cr_assert_eq(metrics_get(MET_FALLTHROUGH), 0, "no authority request");
+	/* Issued exactly at the cutoff is in the set too. */
+	ex_key(&k, "u-", 0, true, EX_CUTOFF);
+	cr_assert_eq(check_key(s, &k, &r), 0);
+	cr_assert_eq(r.status, CHECK_REVOKED);
+	/* The other scope answers from the bit array as before. */
+	key_text(&k, "default", "tok-clean");
+	cr_assert_eq(check_key(s, &k, &r), 0);
+	cr_assert_eq(r.source, CHECK_SRC_FILTER);
+	snapshot_release(s);
+}
+
+/*
+ * A positive of the structure for a key not shown issued by the cutoff
+ * (issued after it, or no issue time at all) is no proof: it goes to the
+ * authority as a filter positive does, and without one it is refused,
+ * never answered revoked or not_revoked. The revoked ids themselves
+ * with a later issue time (the same serial issued again) are the
+ * certain case; a stage-2 positive outside U is found by search.
+ */
+Test(check, exact_positive_after_the_cutoff_is_not_answered_alone)
+{
+	struct snapshot *s = ex_snapshot(false), *st = ex_snapshot(true);
+	struct check_result r;
+	struct revkey k;
+	size_t i;
+
+	ex_key(&k, "u-", 3, true, EX_CUTOFF + 1);
+	cr_assert_eq(check_key(s, &k, &r), -1);
+	cr_assert_eq(r.fail, CHECK_FAIL_UNAVAILABLE);
+	ex_key(&k, "u-", 3, false, 0);
+	cr_assert_eq(check_key(s, &k, &r), -1, "no issue time");
+	cr_assert_eq(metrics_get(MET_EXACT_UNPROVEN), 2);
+	/* With the table here, the table settles it. */
+	ex_key(&k, "u-", 3, true, EX_CUTOFF + 1);
+	cr_assert_eq(check_key(st, &k, &r), 0);
+	cr_assert_eq(r.status, CHECK_REVOKED);
+	cr_assert_eq(r.source, CHECK_SRC_AUTHORITATIVE);
+	cr_assert_str_eq(r.reason, "superseded");
+	for (i = 0; i < 100000; i++) {
+		ex_key(&k, "late-", i, true, EX_CUTOFF + 60);
+		if (ffile_exact_query(ffile_scope(s->ff, "ex"), &k) ==
+		    EXACT_REVOKED)
+			break;
+	}
+	cr_assert_lt(i, 100000, "no stage-2 positive outside U in 10^5 ids");
+	cr_assert_eq(check_key(s, &k, &r), -1, "late-%zu", i);
+	cr_assert_eq(r.fail, CHECK_FAIL_UNAVAILABLE);
+	cr_assert_eq(check_key(st, &k, &r), 0);
+	cr_assert_eq(r.status, CHECK_NOT_REVOKED, "the table clears it");
+	cr_assert_eq(r.source, CHECK_SRC_AUTHORITATIVE);
+	snapshot_release(s);
+	snapshot_release(st);
+}
+
+/* A batch decides exact keys as one check at a time does. */
+Test(check, exact_scope_batch_matches_single_checks)
+{
+	struct snapshot *s = ex_snapshot(false);
+	struct revkey keys[EXU + 1];
+	struct check_result r[EXU + 1], one;
+	struct metrics_tally t;
+	int rc[EXU + 1];
+	size_t i;
+
+	for (i = 0; i < EXU; i++)
+		ex_key(&keys[i], "u-", i, true, EX_CUTOFF);
+	key_text(&keys[EXU], "default", "tok-clean");
+	memset(&t, 0, sizeof(t));
+	check_keys_tally(s, keys, EXU + 1, r, rc, &t);
+	for (i = 0; i <= EXU; i++) {
+		cr_assert_eq(rc[i], check_key(s, &keys[i], &one), "key %zu", i);
+		cr_assert_eq(r[i].status, one.status, "key %zu", i);
+		cr_assert_eq(r[i].source, one.source, "key %zu", i);
+	}
+	cr_assert_eq(t.n[MET_EXACT_REVOKED], EXR);
+	snapshot_release(s);
+}

@@ -159,7 +159,8 @@ FB build --key "$T/key.pem" --out "$T/f2" --scope api --issued "$T/issued.txt" \
     rc_fail "id-list build: $(cat "$T/b2.err")"
 rc_expect_match "$(cat "$T/b2.err")" "1 revoked id\(s\) not in the issued set were added" \
     "a revoked id missing from the issued set is warned about, counted"
-rc_start L --filter-dir "$T/f2" --trusted-key "$T/key.pub"
+mkdir -p "$T/sl"
+rc_start L --filter-dir "$T/f2" --trusted-key "$T/key.pub" --state-dir "$T/sl"
 rc_wait_ready "$L_URL" || rc_fail "list daemon ready"
 rc_curl "$L_URL/v1/check?id=tok-8&scope=api"
 rc_expect_json status not_revoked "an issued id not revoked"
