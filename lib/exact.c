@@ -55,7 +55,7 @@
 #define EX_VERIFY_SEED		UINT64_C(0x8ebc6af09c88c6e3)
 
 /* priv[] slots of struct exact. */
-enum { P_SEED, P_NSH1, P_NSH2, P_TAB1, P_TAB2, P_SOL1, P_SOL2, P_W };
+enum { P_SEED, P_NSH1, P_NSH2, P_TAB1, P_TAB2, P_SOL1, P_SOL2, P_W, P_POPCNT };
 
 static void
 ex_err(char *err, size_t errlen, const char *fmt, ...)
@@ -244,8 +244,8 @@ ex_hit_r(const struct ex_stage_view *v, uint32_t r, uint64_t h)
 	    (r == 1 ? 1u : q.fp);
 }
 
-static bool
-ex_stage_hit(const struct ex_stage_view *v, uint64_t h)
+static inline __attribute__((always_inline)) bool
+ex_stage_hit_inline(const struct ex_stage_view *v, uint64_t h)
 {
 	switch (v->r) {
 	case 1:
@@ -275,6 +275,13 @@ ex_stage_hit(const struct ex_stage_view *v, uint64_t h)
 	default:
 		return ex_hit_r(v, v->r, h);
 	}
+}
+
+/* The stage test as a call, for the builder's scan. */
+static bool
+ex_stage_hit(const struct ex_stage_view *v, uint64_t h)
+{
+	return ex_stage_hit_inline(v, h);
 }
 
 /* ------------------------------------------------------------ solving */
@@ -1153,44 +1160,82 @@ exact_attach(struct exact *e, const void *bytes, size_t len, char *err,
 	e->priv[P_NSH1] = nsh1;
 	e->priv[P_NSH2] = nsh2;
 	e->priv[P_W] = w;
+#if defined(__x86_64__) && defined(__GNUC__)
+	e->priv[P_POPCNT] = __builtin_cpu_supports("popcnt") ? 1 : 0;
+#endif
 	e->priv[15] = EX_ATTACHED;
 	return 0;
 }
 
-enum exact_answer
-exact_query_hash(const struct exact *e, uint64_t h)
+/* Both stages for an attached view with revoked keys. */
+static inline __attribute__((always_inline)) enum exact_answer
+ex_query(const struct exact *e, uint64_t h)
 {
 	struct ex_stage_view v;
 
-	/* Not attached: fail closed. */
-	if (e == NULL || e->priv[15] != EX_ATTACHED)
-		return EXACT_REVOKED;
-	if (e->priv[P_NSH1] == 0)
+	v.tab = e->bytes + e->priv[P_TAB1];
+	v.sol = e->bytes + e->priv[P_SOL1];
+	v.nsh = e->priv[P_NSH1];
+	v.w = (uint32_t)e->priv[P_W];
+	v.r = v.w;
+	v.salt = EX_SALT1;
+	if (!ex_stage_hit_inline(&v, h))
 		return EXACT_NOT_REVOKED;
 	v.tab = e->bytes + e->priv[P_TAB2];
 	v.sol = e->bytes + e->priv[P_SOL2];
 	v.nsh = e->priv[P_NSH2];
 	v.r = 1;
-	v.w = (uint32_t)e->priv[P_W];
 	v.salt = EX_SALT2;
-	{
-		struct ex_stage_view v1 = v;
-
-		v1.tab = e->bytes + e->priv[P_TAB1];
-		v1.sol = e->bytes + e->priv[P_SOL1];
-		v1.nsh = e->priv[P_NSH1];
-		v1.r = v.w;
-		v1.salt = EX_SALT1;
-		if (!ex_stage_hit(&v1, h))
-			return EXACT_NOT_REVOKED;
-	}
 	return ex_hit_r(&v, 1, h) ? EXACT_REVOKED : EXACT_NOT_REVOKED;
+}
+
+static enum exact_answer
+ex_query_plain(const struct exact *e, uint64_t h)
+{
+	return ex_query(e, h);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+/*
+ * The same compiled for POPCNT, when the CPU has it (exact_attach asks):
+ * a parity is then two instructions instead of seven, a sixth of a
+ * lookup.
+ */
+__attribute__((target("popcnt"))) static enum exact_answer
+ex_query_popcnt(const struct exact *e, uint64_t h)
+{
+	return ex_query(e, h);
+}
+#endif
+
+enum exact_answer
+exact_query_hash(const struct exact *e, uint64_t h)
+{
+	/* Not attached: fail closed. */
+	if (e == NULL || e->priv[15] != EX_ATTACHED)
+		return EXACT_REVOKED;
+	if (e->priv[P_NSH1] == 0)
+		return EXACT_NOT_REVOKED;
+#if defined(__x86_64__) && defined(__GNUC__)
+	if (e->priv[P_POPCNT] != 0)
+		return ex_query_popcnt(e, h);
+#endif
+	return ex_query_plain(e, h);
 }
 
 enum exact_answer
 exact_query(const struct exact *e, const void *key, size_t len)
 {
+	uint64_t h;
+
 	if (e == NULL || e->priv[15] != EX_ATTACHED)
 		return EXACT_REVOKED;
-	return exact_query_hash(e, exact_key_hash(e->priv[P_SEED], key, len));
+	if (e->priv[P_NSH1] == 0)
+		return EXACT_NOT_REVOKED;
+	h = XXH3_64bits_withSeed(key, len, e->priv[P_SEED]);
+#if defined(__x86_64__) && defined(__GNUC__)
+	if (e->priv[P_POPCNT] != 0)
+		return ex_query_popcnt(e, h);
+#endif
+	return ex_query_plain(e, h);
 }
