@@ -75,23 +75,49 @@ relay() {
 bytes() { cat "$T/$1.count" 2>/dev/null || echo 0; }
 relay P1 "$O_PORT"
 
-# edges_start FILTER_BASE CHECK_BASE: (re)starts the N edges; their URLs in $T/edges.
+# edges_start FILTER_BASE CHECK_BASE: (re)starts the N edges, all at once
+# on distinct free ports (one that did not come up is started again by
+# rc_start, on another port); their URLs in $T/edges.
 EDGE_OPTS=${FLEET_EDGE_OPTS:---sync-interval 1}
+edge_args() {
+	# shellcheck disable=SC2086
+	echo --upstream-filter "$1/v1/filter" --upstream-check "$2/v1/check" \
+	    --upstream-insecure-http --trusted-key "$T/key.pub" --state-dir "$T/e$3" \
+	    --threads 1 --log-level warn $EDGE_OPTS
+}
 edges_start() {
-	local i
+	local i port ports=" " up
 	: >"$T/edges"
 	for i in $(seq 1 "$N"); do
 		mkdir -p "$T/e$i"
-		# shellcheck disable=SC2086
-		rc_start "E$i" --upstream-filter "$1/v1/filter" --upstream-check "$2/v1/check" \
-		    --upstream-insecure-http --trusted-key "$T/key.pub" --state-dir "$T/e$i" \
-		    --threads 1 --log-level warn $EDGE_OPTS || return 1
+		until port=$(rc_free_port) && [[ $ports != *" $port "* ]]; do :; done
+		ports="$ports$port "
+		# shellcheck disable=SC2046
+		"$REVCHECKD" --listen "127.0.0.1:$port" $(edge_args "$1" "$2" "$i") >>"$T/E$i.log" 2>&1 &
+		printf -v "E${i}_PID" '%s' "$!"
+		printf -v "E${i}_PORT" '%s' "$port"
+		printf -v "E${i}_URL" '%s' "http://127.0.0.1:$port"
+		RC_DAEMONS+=("E$i")
+	done
+	for i in $(seq 1 "$N"); do
+		up=0
+		for _ in $(seq 1 300); do
+			curl -s -o /dev/null --max-time 1 "$(eval "echo \$E${i}_URL")/healthz" && { up=1; break; }
+			kill -0 "$(eval "echo \$E${i}_PID")" 2>/dev/null || break
+			sleep 0.1
+		done
+		if [ "$up" = 0 ]; then
+			rc_stop_pid "$(eval "echo \$E${i}_PID")"
+			# shellcheck disable=SC2046
+			rc_start "E$i" $(edge_args "$1" "$2" "$i") || return 1
+		fi
 		eval "echo \$E${i}_URL" >>"$T/edges"
 	done
-	for i in $(seq 1 "$N"); do rc_wait_ready "$(eval "echo \$E${i}_URL")" 60 || return 1; done
+	for i in $(seq 1 "$N"); do rc_wait_ready "$(eval "echo \$E${i}_URL")" 120 || return 1; done
 }
 edges_stop() {
 	local i
+	for i in $(seq 1 "$N"); do kill -TERM "$(eval "echo \$E${i}_PID")" 2>/dev/null; done
 	for i in $(seq 1 "$N"); do rc_stop "E$i" >/dev/null 2>&1; done
 }
 rss() {
