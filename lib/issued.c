@@ -4,14 +4,17 @@
 #include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
+#include "input_int.h"
 #include "util.h"
 
 #define ISSUED_LINE_MAX	(4 * REVKEY_ID_MAX)	/* a text line, a JSON string */
@@ -33,6 +36,7 @@ struct issued_rd {
 	uint64_t	 item;		/* line, element or certificate number */
 	bool		 json_open;	/* JSON: the '[' was read */
 	bool		 json_done;	/* JSON: the ']' was read */
+	long		 size;		/* DER: the file's size */
 	char		*line;		/* text: getline's buffer */
 	size_t		 linecap;
 	struct revkey	 k;		/* the last key */
@@ -100,6 +104,7 @@ static int
 rd_open(struct issued_rd *r, char *err, size_t errlen)
 {
 	const char *path = r->s->paths[r->file];
+	struct stat st;
 
 	if (rd_sniff(path, &r->kind, err, errlen) != 0)
 		return -1;
@@ -114,6 +119,14 @@ rd_open(struct issued_rd *r, char *err, size_t errlen)
 		ERR_clear_error();
 		return -1;
 	}
+	/* Concatenated DER ends where the file does. */
+	if (r->kind == ISSUED_DER) {
+		if (stat(path, &st) != 0 || st.st_size > LONG_MAX) {
+			util_errf(err, errlen, "%s: %s", path, strerror(errno));
+			return -1;
+		}
+		r->size = (long)st.st_size;
+	}
 	return 0;
 }
 
@@ -126,7 +139,7 @@ rd_cert(struct issued_rd *r, char *err, size_t errlen)
 	char why[256];
 	X509 *x;
 
-	if (r->kind == ISSUED_DER && BIO_eof(r->bio))
+	if (r->kind == ISSUED_DER && BIO_tell(r->bio) >= r->size)
 		return 0;
 	x = r->kind == ISSUED_PEM ? PEM_read_bio_X509(r->bio, NULL,
 	    pem_no_password, NULL) : d2i_X509_bio(r->bio, NULL);
@@ -158,8 +171,9 @@ rd_cert(struct issued_rd *r, char *err, size_t errlen)
 static int
 rd_text(struct issued_rd *r, char *err, size_t errlen)
 {
-	const char *path = r->s->paths[r->file];
+	const char *path = r->s->paths[r->file], *bad;
 	char why[256], *b, *e;
+	size_t col;
 	ssize_t n;
 
 	while ((n = getline(&r->line, &r->linecap, r->fp)) != -1) {
@@ -168,19 +182,23 @@ rd_text(struct issued_rd *r, char *err, size_t errlen)
 		e = r->line + n;
 		if (r->item == 1 && n >= 3 && memcmp(b, "\xef\xbb\xbf", 3) == 0)
 			b += 3;
-		while (b < e && (*b == ' ' || *b == '\t'))
+		/* Lines and ids as a revocation list's (input_list.c). */
+		while (b < e && input_is_space((unsigned char)*b))
 			b++;
-		while (e > b && (e[-1] == '\n' || e[-1] == '\r' ||
-		    e[-1] == ' ' || e[-1] == '\t'))
+		while (e > b && input_is_space((unsigned char)e[-1]))
 			e--;
 		if (b == e || *b == '#')
 			continue;
-		if (memchr(b, '\0', (size_t)(e - b)) != NULL ||
-		    revkey_from_text(&r->k, r->s->list_scope, b, (size_t)(e - b),
-		    why, sizeof(why)) != 0) {
-			util_errf(err, errlen, "%s: line %" PRIu64 ": %s", path,
-			    r->item, memchr(b, '\0', (size_t)(e - b)) != NULL ?
-			    "NUL byte" : why);
+		if ((bad = memchr(b, '\0', (size_t)(e - b)) != NULL ? "NUL byte" :
+		    (size_t)(e - b) >= 5 && memcmp(b, "-----", 5) == 0 ?
+		    "PEM armour" : input_id_refused(b, (size_t)(e - b), true,
+		    &col)) == NULL && memmem(b, (size_t)(e - b), "\xef\xbb\xbf",
+		    3) != NULL)
+			bad = "a byte order mark inside an id";
+		if (bad != NULL || revkey_from_text(&r->k, r->s->list_scope, b,
+		    (size_t)(e - b), why, sizeof(why)) != 0) {
+			util_errf(err, errlen, "%s: line %" PRIu64 ": %s: not an "
+			    "id list", path, r->item, bad != NULL ? bad : why);
 			return -1;
 		}
 		r->has_nb = false;
@@ -364,6 +382,7 @@ rd_json(struct issued_rd *r, char *err, size_t errlen)
 	const char *path = r->s->paths[r->file];
 	char id[ISSUED_LINE_MAX], scope[REVKEY_SCOPE_MAX + 1], why[256];
 	size_t idlen, slen = 0;
+	bool counted = false;
 	int c;
 
 	if (r->json_done)
@@ -383,6 +402,7 @@ rd_json(struct issued_rd *r, char *err, size_t errlen)
 	else if (c != ',' || (c = js_skip_ws(r->fp)) == EOF)
 		goto bad;
 	r->item++;
+	counted = true;
 	if (c == '"') {
 		if (js_string(r->fp, id, sizeof(id), &idlen) != 0)
 			goto bad;
@@ -408,7 +428,8 @@ end:
 	return 0;
 bad:
 	util_errf(err, errlen, "%s: element %" PRIu64 ": not a JSON array of "
-	    "id strings or {\"id\", \"scope\"} objects", path, r->item + 1);
+	    "id strings or {\"id\", \"scope\"} objects", path, r->item +
+	    (counted ? 0 : 1));
 	return -1;
 }
 

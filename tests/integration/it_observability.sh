@@ -134,7 +134,8 @@ common = (words("service", "version mode started_at uptime_seconds now now_unix"
     words("counters", "checks confirmed_revoked false_positive filter_negative "
         "fallthrough not_covered authority_behind authority_unavailable "
         "refused_stale refused_no_filter bad_items slow_dropped "
-        "body_memory_refused observed_fp_rate") |
+        "body_memory_refused observed_fp_rate exact.not_revoked exact.revoked "
+        "exact.unproven") |
     words("reloads", "accepted refused highest_version") |
     words("reloads.last", "time event result version signer sha256 source reason") |
     words("config", "generation applied_at file restart_pending last_reload") |
