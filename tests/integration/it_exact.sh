@@ -84,6 +84,14 @@ rc_expect_match "$(cat "$T/inspect.out")" "exact: .*\|U\| $N, \|R\| 5" \
     "inspect shows the exact scope"
 rc_expect_match "$(cat "$T/inspect.out")" "cutoff 2026-01-01T00:00:00Z" \
     "the cutoff is the newest notBefore listed"
+FB inspect --json "$F" >"$T/inspect.json"
+rc_expect_eq "$(python3 -c '
+import json, sys
+s = json.load(open(sys.argv[1]))["scopes"][0]["exact"]
+print(s["issued"], s["revoked"], s["fingerprint_bits"] >= 1, s["bits"] > 0,
+    s["bound_bits"] > 0, abs(s["ratio"] - s["bits"] / s["bound_bits"]) < 1e-9)
+' "$T/inspect.json")" "$N 5 True True True True" \
+    "inspect --json: |U|, |R|, w, bits, the bound and the ratio"
 
 # post URL FILE: POST /v1/check {"cert": FILE}
 post() {
