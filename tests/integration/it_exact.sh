@@ -12,7 +12,8 @@
 # revoked from the filter alone: the origin's table settles it, and the
 # edge without its origin refuses it (503). Then an id list with
 # --issued-cutoff, and a revoked id missing from the issued set (warned,
-# counted, still revoked).
+# counted, still revoked); then tokens, whose verified iat shows them
+# issued by the cutoff.
 . "$(dirname "$0")/lib.sh"
 
 FB() { "$FILTERBUILD" "$@"; }
@@ -179,4 +180,38 @@ for id in tok-3 tok-99; do
 	# A bare id shows no issue time: the table settles the positive.
 	rc_expect_json source authoritative "$id: a bare id is settled by the table"
 done
+
+# ---------------------------------------------------------------- tokens
+# A verified token's iat shows it issued by the cutoff (an hour ago): its
+# revocation is answered from the filter alone; the same jti with a later
+# iat is settled by the table.
+ISS=https://idp.example
+rc_jwtmint key p256 "$T/idp.pem"
+rc_jwtmint jwks "$T/idp.jwks" "$T/idp.pem:k1"
+printf 'j-%d\n' $(seq 1 30) >"$T/jti.txt"
+printf '[{"id": "j-2", "scope": "%s"}]\n' "$ISS" >"$T/jrev.json"
+mkdir -p "$T/f3" "$T/s3"
+FB build --key "$T/key.pem" --out "$T/f3" --quiet --scope "$ISS" \
+    --issued "$T/jti.txt" --issued-cutoff $(( $(date +%s) - 3600 )) "$T/jrev.json" ||
+    rc_fail "token build"
+printf '{"filter_dir": "%s", "trusted_key": "%s", "state_dir": "%s",
+  "issuers": [{"issuer": "%s", "jwks_file": "%s", "audiences": ["api"],
+    "algorithms": ["ES256"]}]}\n' "$T/f3" "$T/key.pub" "$T/s3" "$ISS" \
+    "$T/idp.jwks" >"$T/tok.json"
+rc_start J -c "$T/tok.json"
+rc_wait_ready "$J_URL" || rc_fail "token daemon ready"
+tok() {	# tok JTI IAT
+	rc_jwtmint sign "$T/idp.pem" ES256 k1 \
+	    "{\"iss\":\"$ISS\",\"sub\":\"u\",\"aud\":\"api\",\"jti\":\"$1\",\"iat\":\"$2\",\"exp\":\"now+600\"}"
+}
+check_tok() {	# check_tok TOKEN STATUS SOURCE WHAT
+	rc_curl -H 'Content-Type: application/json' \
+	    --data-binary "{\"token\":\"$1\"}" "$J_URL/v1/check"
+	rc_expect_json status "$2" "$4"
+	rc_expect_json source "$3" "$4: source"
+}
+check_tok "$(tok j-2 now-7200)" revoked exact "a revoked token issued before the cutoff"
+check_tok "$(tok j-5 now-7200)" not_revoked exact "a token of the issued set"
+check_tok "$(tok j-2 now-60)" revoked authoritative \
+    "the revoked jti with an iat after the cutoff: the table settles it"
 rc_done
