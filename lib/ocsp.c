@@ -16,25 +16,14 @@
 #include <openssl/x509v3.h>
 
 #include "ocsp.h"
+#include "ocsp_int.h"
 #include "util.h"
 
 /* The CertID hashes matched, in the order of the responder's tables. */
-static const int hash_nids[] = {
+static const int hash_nids[OCSP_NHASH] = {
 	NID_sha1, NID_sha256, NID_sha384, NID_sha512,
 };
-#define NHASH	(sizeof(hash_nids) / sizeof(hash_nids[0]))
-
-struct ocsp_responder {
-	X509		*ca;
-	X509		*cert;		/* the signer: ca itself, or delegated */
-	EVP_PKEY	*key;
-	const EVP_MD	*md;		/* NULL for Ed25519 */
-	bool		 self;		/* cert is the CA's own */
-	unsigned char	 name_hash[NHASH][EVP_MAX_MD_SIZE];
-	unsigned char	 key_hash[NHASH][EVP_MAX_MD_SIZE];
-	unsigned	 hash_len[NHASH];
-	char		 name[256];
-};
+#define NHASH	OCSP_NHASH
 
 /* ---- requests ------------------------------------------------------------ */
 
@@ -420,6 +409,8 @@ ocsp_responder_new(const unsigned char *ca, size_t calen,
 		snprintf(err, errlen, "issuer: cannot hash its name and key");
 		goto fail;
 	}
+	if (ocsp_sign_prepare(r, err, errlen) == -1)
+		goto fail;
 	if (X509_NAME_oneline(X509_get_subject_name(r->ca), r->name,
 	    (int)sizeof(r->name)) == NULL)
 		snprintf(r->name, sizeof(r->name), "?");
@@ -436,6 +427,7 @@ ocsp_responder_free(struct ocsp_responder *r)
 {
 	if (r == NULL)
 		return;
+	ocsp_sign_release(r);
 	X509_free(r->ca);
 	X509_free(r->cert);
 	EVP_PKEY_free(r->key);
@@ -543,97 +535,4 @@ ocsp_cert_status_str(int status)
 {
 	return status == V_OCSP_CERTSTATUS_GOOD ? "good" :
 	    status == V_OCSP_CERTSTATUS_REVOKED ? "revoked" : "unknown";
-}
-
-/* Adds q's single response saying a to bs. 0 or -1. */
-static int
-add_status(OCSP_BASICRESP *bs, const struct ocsp_req *q,
-    const struct ocsp_answer *a)
-{
-	ASN1_GENERALIZEDTIME *tu = NULL, *nu = NULL, *rt = NULL;
-	int rc = -1;
-
-	if ((tu = ASN1_GENERALIZEDTIME_set(NULL, (time_t)a->this_update)) ==
-	    NULL)
-		goto out;
-	if (a->next_update != 0 && (nu = ASN1_GENERALIZEDTIME_set(NULL,
-	    (time_t)a->next_update)) == NULL)
-		goto out;
-	if (a->status == V_OCSP_CERTSTATUS_REVOKED && (rt =
-	    ASN1_GENERALIZEDTIME_set(NULL, (time_t)a->revoked_at)) == NULL)
-		goto out;
-	if (OCSP_basic_add1_status(bs, q->id, a->status,
-	    a->status == V_OCSP_CERTSTATUS_REVOKED ? a->reason :
-	    OCSP_REVOKED_STATUS_NOSTATUS, rt, tu, nu) == NULL)
-		goto out;
-	rc = 0;
-out:
-	ASN1_GENERALIZEDTIME_free(tu);
-	ASN1_GENERALIZEDTIME_free(nu);
-	ASN1_GENERALIZEDTIME_free(rt);
-	return rc;
-}
-
-/* resp as DER into a malloc'ed buffer. 0 or -1. */
-static int
-response_der(OCSP_RESPONSE *resp, unsigned char **der, size_t *len)
-{
-	unsigned char *buf, *p;
-	int n;
-
-	if ((n = i2d_OCSP_RESPONSE(resp, NULL)) <= 0 ||
-	    (buf = malloc((size_t)n)) == NULL)
-		return -1;
-	p = buf;
-	if (i2d_OCSP_RESPONSE(resp, &p) != n) {
-		free(buf);
-		return -1;
-	}
-	*der = buf;
-	*len = (size_t)n;
-	return 0;
-}
-
-int
-ocsp_sign(const struct ocsp_responder *r, const struct ocsp_req *q,
-    const struct ocsp_answer *a, unsigned char **der, size_t *len,
-    char *err, size_t errlen)
-{
-	OCSP_BASICRESP *bs;
-	OCSP_RESPONSE *resp = NULL;
-	EVP_MD_CTX *ctx = NULL;
-	unsigned long flags = OCSP_RESPID_KEY;
-	int rc = -1;
-
-	*der = NULL;
-	*len = 0;
-	if ((bs = OCSP_BASICRESP_new()) == NULL ||
-	    add_status(bs, q, a) == -1) {
-		snprintf(err, errlen, "cannot build the response");
-		goto out;
-	}
-	if (q->has_nonce && OCSP_copy_nonce(bs, q->req) != 1) {
-		snprintf(err, errlen, "cannot copy the nonce");
-		goto out;
-	}
-	if (r->self)
-		flags |= OCSP_NOCERTS;
-	if ((ctx = EVP_MD_CTX_new()) == NULL ||
-	    EVP_DigestSignInit(ctx, NULL, r->md, NULL, r->key) != 1 ||
-	    OCSP_basic_sign_ctx(bs, r->cert, ctx, NULL, flags) != 1) {
-		snprintf(err, errlen, "signing failed");
-		goto out;
-	}
-	if ((resp = OCSP_response_create(OCSP_RESPONSE_STATUS_SUCCESSFUL,
-	    bs)) == NULL || response_der(resp, der, len) == -1) {
-		snprintf(err, errlen, "cannot encode the response");
-		goto out;
-	}
-	rc = 0;
-out:
-	ERR_clear_error();
-	OCSP_RESPONSE_free(resp);
-	EVP_MD_CTX_free(ctx);
-	OCSP_BASICRESP_free(bs);
-	return rc;
 }

@@ -239,11 +239,42 @@ Test(ocsp, every_key_type_loads_and_signs_verifiably)
 
 Test(ocsp, the_ca_itself_may_sign)
 {
+	struct ocsp_answer a = { V_OCSP_CERTSTATUS_GOOD, 0, -1, 1700000000,
+	    1700003600 };
 	char err[512];
 	struct ocsp_responder *r = responder("ca.pem", "ca.pem", "ca.key",
 	    err, sizeof(err));
+	STACK_OF(X509) *certs = sk_X509_new_null();
+	X509_STORE *st = X509_STORE_new();
+	X509 *ca = cert("ca.pem");
+	OCSP_RESPONSE *resp;
+	OCSP_BASICRESP *bs;
+	struct ocsp_req q;
+	unsigned char *der, *out;
+	const unsigned char *p;
+	size_t len, olen;
 
 	cr_assert_not_null(r, "%s", err);
+	der = request("leaf.pem", "ca.pem", EVP_sha1(), 0, 1, &len);
+	cr_assert_eq(ocsp_request_parse(&q, der, len, err, sizeof(err)), 0);
+	cr_assert_eq(ocsp_sign(r, &q, &a, &out, &olen, err, sizeof(err)), 0);
+	/* No certificate in it: the client has the CA's. */
+	p = out;
+	resp = d2i_OCSP_RESPONSE(NULL, &p, (long)olen);
+	bs = OCSP_response_get1_basic(resp);
+	cr_assert_not_null(bs);
+	cr_assert_leq(sk_X509_num(OCSP_resp_get0_certs(bs)), 0);
+	X509_STORE_add_cert(st, ca);
+	sk_X509_push(certs, ca);
+	cr_assert_eq(OCSP_basic_verify(bs, certs, st, 0), 1);
+	OCSP_BASICRESP_free(bs);
+	OCSP_RESPONSE_free(resp);
+	sk_X509_free(certs);
+	X509_STORE_free(st);
+	X509_free(ca);
+	free(out);
+	ocsp_request_free(&q);
+	OPENSSL_free(der);
 	ocsp_responder_free(r);
 }
 
@@ -720,4 +751,90 @@ Test(ocsp_config, refuses_what_would_go_wrong)
 		    "%s", invalid[i]);
 		config_free(&c);
 	}
+}
+
+/* True when der is what OpenSSL writes for what it reads from it: DER. */
+static bool
+canonical(const unsigned char *der, size_t len)
+{
+	const unsigned char *p = der;
+	OCSP_RESPONSE *resp = d2i_OCSP_RESPONSE(NULL, &p, (long)len);
+	OCSP_BASICRESP *bs;
+	unsigned char *re = NULL, *rb = NULL;
+	int n, m;
+	bool ok;
+
+	if (resp == NULL || p != der + len)
+		return false;
+	n = i2d_OCSP_RESPONSE(resp, &re);
+	bs = OCSP_response_get1_basic(resp);
+	m = bs != NULL ? i2d_OCSP_BASICRESP(bs, &rb) : -1;
+	ok = n == (int)len && memcmp(re, der, len) == 0 && m > 0 &&
+	    memmem(der, len, rb, (size_t)m) != NULL;
+	OPENSSL_free(re);
+	OPENSSL_free(rb);
+	OCSP_BASICRESP_free(bs);
+	OCSP_RESPONSE_free(resp);
+	return ok;
+}
+
+/*
+ * The response is written in DER by hand (lib/ocsp_sign.c): every shape
+ * (each status, reason or none, nextUpdate or none, a nonce, a serial
+ * long enough for two-byte lengths, each key type) must be the DER
+ * OpenSSL writes for the same values, and verify.
+ */
+Test(ocsp, responses_are_canonical_der)
+{
+	static const char *const names[] = { "rsa", "p256", "p384", "ed" };
+	static const int st[] = { V_OCSP_CERTSTATUS_GOOD,
+	    V_OCSP_CERTSTATUS_REVOKED, V_OCSP_CERTSTATUS_UNKNOWN };
+	struct ocsp_answer a = { 0, 1690000000, 4, 1700000000, 1700003600 };
+	struct ocsp_responder *r;
+	struct ocsp_req q;
+	OCSP_REQUEST *req;
+	OCSP_CERTID *id;
+	ASN1_INTEGER *serial;
+	BIGNUM *bn;
+	X509 *ca = cert("ca.pem");
+	unsigned char *der = NULL, *out, big[600];
+	char err[512], c[32], k[32];
+	size_t olen, i, j;
+	int n;
+
+	/* A CertID with a 600-byte serial, and a nonce. */
+	memset(big, 0x5a, sizeof(big));
+	bn = BN_bin2bn(big, sizeof(big), NULL);
+	serial = BN_to_ASN1_INTEGER(bn, NULL);
+	id = OCSP_cert_id_new(EVP_sha256(), X509_get_subject_name(ca),
+	    X509_get0_pubkey_bitstr(ca), serial);
+	req = OCSP_REQUEST_new();
+	cr_assert_not_null(OCSP_request_add0_id(req, id));
+	cr_assert_eq(OCSP_request_add1_nonce(req, big, 20), 1);
+	n = i2d_OCSP_REQUEST(req, &der);
+	cr_assert_eq(ocsp_request_parse(&q, der, (size_t)n, err, sizeof(err)),
+	    0, "%s", err);
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		snprintf(c, sizeof(c), "%s.pem", names[i]);
+		snprintf(k, sizeof(k), "%s.key", names[i]);
+		r = responder("ca.pem", c, k, err, sizeof(err));
+		cr_assert_not_null(r, "%s", err);
+		for (j = 0; j < 6; j++) {
+			a.status = st[j % 3];
+			a.next_update = j < 3 ? 1700003600 : 0;
+			a.reason = j < 3 ? 4 : -1;
+			cr_assert_eq(ocsp_sign(r, &q, &a, &out, &olen, err,
+			    sizeof(err)), 0, "%s", err);
+			cr_assert(canonical(out, olen), "%s, shape %zu: not "
+			    "the DER OpenSSL writes", names[i], j);
+			free(out);
+		}
+		ocsp_responder_free(r);
+	}
+	ocsp_request_free(&q);
+	OPENSSL_free(der);
+	OCSP_REQUEST_free(req);
+	ASN1_INTEGER_free(serial);
+	BN_free(bn);
+	X509_free(ca);
 }
