@@ -115,8 +115,11 @@ bx_one(struct fb_exact *x, const struct table_builder *tb,
 	}
 	x->blobs = nb;
 	x->blobs[x->nblobs++] = blob;
-	x->skip[x->nskip].start = rs.start;
-	x->skip[x->nskip++].end = rs.end;
+	/* A scope without records leaves nothing out (and no empty range). */
+	if (rs.end > rs.start) {
+		x->skip[x->nskip].start = rs.start;
+		x->skip[x->nskip++].end = rs.end;
+	}
 	if (st.revoked_not_issued > 0)
 		fb_err("warning: scope %s: %" PRIu64 " revoked id(s) not in the "
 		    "issued set were added to it", sc->name,

@@ -28,7 +28,7 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
     -subj "/CN=revcheck Exact CA/O=revcheck tests" 2>/dev/null
 openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
     -keyout "$C/leaf.key" -out "$C/leaf.csr" -subj "/CN=leaf" 2>/dev/null
-ca_conf() {	# ca_conf DBDIR: an openssl ca configuration over DBDIR
+ca_conf() {	# ca_conf DBDIR [NAME]: an openssl ca configuration of CA NAME (ca)
 	cat <<EOF
 [ca]
 default_ca = d
@@ -37,8 +37,8 @@ dir = $1
 database = \$dir/index.txt
 new_certs_dir = \$dir/new
 serial = \$dir/serial
-certificate = $C/ca.pem
-private_key = $C/ca.key
+certificate = $C/${2:-ca}.pem
+private_key = $C/${2:-ca}.key
 default_md = sha256
 policy = p
 unique_subject = no
@@ -71,13 +71,31 @@ issue "$C/late.cnf" "$C/late-reused.pem" 20260301000000Z
 echo 2000 >"$C/late/serial"
 issue "$C/late.cnf" "$C/late-new.pem" 20260301000000Z
 rc_expect_eq "$(grep -c 'BEGIN CERTIFICATE' "$C/certs.pem")" "$N" "$N leaves issued"
+# A second CA that revoked nothing: its empty CRL covers it, exact too.
+mkdir -p "$C/odb/new"
+: >"$C/odb/index.txt"
+echo 10 >"$C/odb/serial"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+    -keyout "$C/other.key" -out "$C/other.pem" -days 3650 \
+    -subj "/CN=revcheck Exact Other CA/O=revcheck tests" 2>/dev/null
+ca_conf "$C/odb" other >"$C/other.cnf"
+for i in 1 2 3; do
+	issue "$C/other.cnf" "$C/oleaf$i.pem" 20260101000000Z
+	cat "$C/oleaf$i.pem" >>"$C/other-certs.pem"
+done
+openssl ca -gencrl -config "$C/other.cnf" -out "$C/other-crl.pem" 2>/dev/null
 
 # ---------------------------------------------------------------- build
 F=$T/filters
 FB keygen --out "$T/key.pem" --pub "$T/key.pub" >/dev/null
-FB build --key "$T/key.pem" --out "$F" --issuer "$C/ca.pem" \
-    --issued "$C/certs.pem" "$C/crl.pem" >"$T/build.out" 2>"$T/build.err" ||
+# The other CA's issued set last: an exact scope with no record beside
+# one with records made a builder assert on its empty range.
+FB build --key "$T/key.pem" --out "$F" --issuer "$C/ca.pem" --issuer "$C/other.pem" \
+    --issued "$C/certs.pem" --issued "$C/other-certs.pem" "$C/crl.pem" \
+    "$C/other-crl.pem" >"$T/build.out" 2>"$T/build.err" ||
     rc_fail "build with --issued: $(cat "$T/build.err")"
+rc_expect_match "$(cat "$T/build.out")" "exact scope x509:[0-9a-f]{64}: \|U\| 3, \|R\| 0" \
+    "a CA that revoked nothing: exact with |R| 0"
 rc_expect_match "$(cat "$T/build.out")" "exact scope x509:[0-9a-f]{64}: \|U\| $N, \|R\| 5" \
     "the build names the exact scope with |U| and |R|"
 FB inspect "$F" >"$T/inspect.out"
@@ -88,7 +106,8 @@ rc_expect_match "$(cat "$T/inspect.out")" "cutoff 2026-01-01T00:00:00Z" \
 FB inspect --json "$F" >"$T/inspect.json"
 rc_expect_eq "$(python3 -c '
 import json, sys
-s = json.load(open(sys.argv[1]))["scopes"][0]["exact"]
+s = [x["exact"] for x in json.load(open(sys.argv[1]))["scopes"]
+    if x["exact"]["revoked"] == 5][0]
 print(s["issued"], s["revoked"], s["fingerprint_bits"] >= 1, s["bits"] > 0,
     s["bound_bits"] > 0, abs(s["ratio"] - s["bits"] / s["bound_bits"]) < 1e-9)
 ' "$T/inspect.json")" "$N 5 True True True True" \
@@ -115,7 +134,14 @@ every_leaf() {
 			bad=1
 		fi
 	done
-	[ "$bad" = 0 ] && rc_ok "$2: all $N issued leaves answered right from the exact structure"
+	for i in 1 2 3; do
+		post "$1" "$C/oleaf$i.pem"
+		if [[ $RC_BODY != *'"status":"not_revoked","source":"exact"'* ]]; then
+			rc_fail "$2: oleaf$i: want not_revoked from exact: $RC_STATUS $RC_BODY"
+			bad=1
+		fi
+	done
+	[ "$bad" = 0 ] && rc_ok "$2: all issued leaves of both CAs answered right from the exact structures"
 }
 
 # ---------------------------------------------------------------- origin
@@ -123,7 +149,8 @@ mkdir -p "$T/so" "$T/se"
 rc_start O --filter-dir "$F" --trusted-key "$T/key.pub" --state-dir "$T/so"
 rc_wait_ready "$O_URL" || rc_fail "origin ready"
 rc_curl "$O_URL/v1/status"
-rc_expect_json filter.scopes.0.exact.issued "$N" "status: the scope's |U|"
+rc_expect_match "$RC_BODY" "\"keys\":5,\"exact\":\\{\"cutoff\":\"2026-01-01T00:00:00Z\",\"issued\":$N\\}" \
+    "status: the scope's cutoff and |U|"
 every_leaf "$O_URL" origin
 post "$O_URL" "$C/late-reused.pem"
 rc_expect_json status revoked "origin: a reused serial after the cutoff is revoked"
@@ -144,7 +171,7 @@ rc_expect_eq "$(counter "$E_URL" fallthrough_total)" "$fall0" \
 rc_curl "$E_URL/metrics"
 rc_expect_match "$RC_BODY" 'revcheckd_exact_answers_total\{answer="revoked"\} 5' \
     "edge: the revoked leaves counted as exact answers"
-rc_expect_match "$RC_BODY" "revcheckd_exact_answers_total\\{answer=\"not_revoked\"\\} $((N - 5))" \
+rc_expect_match "$RC_BODY" "revcheckd_exact_answers_total\\{answer=\"not_revoked\"\\} $((N - 5 + 3))" \
     "edge: the others counted as exact answers"
 post "$E_URL" "$C/late-reused.pem"
 rc_expect_status 503 "edge without its origin: a reused serial after the cutoff is not answered from the filter"
