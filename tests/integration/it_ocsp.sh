@@ -144,7 +144,8 @@ origin_conf "$T/o.json"
 mkdir -p "$T/so" "$T/ss"
 # S serves the same filter with a max_age it will outlive: stale (and
 # tryLater) 30 s after the filter was issued, while the cases below run.
-sed -e "s|$T/so|$T/ss|" "$T/o.json" >"$T/s.json"
+# It answers OCSP at "/" (POST /, GET /{base64}).
+sed -e "s|$T/so|$T/ss|; s|\"path\": \"/ocsp\"|\"path\": \"/\"|" "$T/o.json" >"$T/s.json"
 rc_start S -c "$T/s.json" --max-age 30s
 rc_start O -c "$T/o.json"
 rc_wait_ready "$O_URL" 30 || rc_fail "origin not ready"
@@ -161,7 +162,7 @@ EXPIRES=$(filter_time expires_at)
 ask() {
 	local name=$1 ca=$2 cert=$3
 	shift 3
-	OUT=$(openssl ocsp "$@" -issuer "$P/$ca.pem" -cert "$P/$cert.pem" -url "${URL:-$O_URL}/ocsp" \
+	OUT=$(openssl ocsp "$@" -issuer "$P/$ca.pem" -cert "$P/$cert.pem" -url "${URL:-$O_URL}${OPATH-/ocsp}" \
 	    -VAfile "$P/responder.pem" -resp_text -reqout "$T/$name.req" -respout "$T/$name.resp" 2>&1) || true
 }
 check() {	# check NAME WHAT ocspcheck-args...
@@ -174,12 +175,19 @@ check() {	# check NAME WHAT ocspcheck-args...
 # ---------------------------------------------------------------- good, revoked
 # While S is fresh: thisUpdate is the filter's issued_at, and nextUpdate
 # no later than issued_at + max_age (what S can prove).
-URL=$S_URL
+URL=$S_URL OPATH=
 ask sfresh main good -no_nonce
-URL=
-rc_expect_match "$OUT" "good.pem: good" "S (max_age 30 s) while fresh: good"
+URL= OPATH=/ocsp
+rc_expect_match "$OUT" "good.pem: good" "S (max_age 30 s, path /) while fresh: POST / good"
 check sfresh "S: nextUpdate by issued_at + max_age" --responder "$P/responder.pem" \
     --status good --this-update "$ISSUED" --next-max "$((ISSUED + 31))"
+openssl ocsp -issuer "$P/main.pem" -cert "$P/bad.pem" -no_nonce -reqout "$T/sget.req" 2>/dev/null
+rc_curl "$S_URL/$(python3 -c 'import base64, sys, urllib.parse; print(urllib.parse.quote(base64.b64encode(open(sys.argv[1], "rb").read()).decode(), safe=""))' "$T/sget.req")"
+cp "$RC_BODY_FILE" "$T/sget.resp"
+check sget "path /: GET /{base64} answers (revoked)" --responder "$P/responder.pem" --request "$T/sget.req" \
+    --status revoked
+rc_curl "$S_URL/v1/status"
+rc_expect_status 200 "path /: /v1/status still answered"
 ask good main good
 rc_expect_match "$OUT" "good.pem: good" "good leaf: good"
 rc_expect_match "$OUT" "Response verify OK" "good: signature verified by openssl"
@@ -299,7 +307,7 @@ rc_expect_match "$M" 'revcheckd_ocsp_responses_total\{status="unauthorized"\} [1
 rc_expect_match "$M" 'revcheckd_ocsp_request_seconds_count [1-9]' "metrics: latency histogram"
 
 # ---------------------------------------------------------------- stale: tryLater
-URL=$S_URL
+URL=$S_URL OPATH=
 for ((i = 0; i < 600; i++)); do
 	ask stale main good -no_nonce
 	grep -qi "trylater" <<<"$OUT" && break
@@ -307,7 +315,7 @@ for ((i = 0; i < 600; i++)); do
 done
 rc_expect_match "$OUT" "Responder Error: trylater \(3\)" "a stale filter: tryLater"
 check stale "stale: tryLater" --responder "$P/responder.pem" --error tryLater
-URL=
+URL= OPATH=/ocsp
 check nn "O: nextUpdate by the filter's expiry" --responder "$P/responder.pem" --next-max "$EXPIRES"
 
 # ---------------------------------------------------------------- SIGHUP
