@@ -224,7 +224,7 @@ HAVE_EXACT=0
 if [ -f "$BUILD/librevcheck.a" ] &&
     $CC -std=c11 -D_GNU_SOURCE -O2 -g $WARN -Ilib $(pkg-config --cflags libxxhash 2>/dev/null) \
 	-o "$BB/exact" bench/exact.c "$BUILD/librevcheck.a" \
-	$(pkg-config --libs openssl libxxhash libcjson 2>/dev/null) -ldl -lm 2>>"$T/cc.log"; then
+	$(pkg-config --libs openssl libxxhash libcjson 2>/dev/null) -lpthread -ldl -lm 2>>"$T/cc.log"; then
 	HAVE_EXACT=1
 else
 	cat "$T/cc.log" >&2

@@ -4,6 +4,7 @@
 #include <assert.h>
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -764,33 +765,208 @@ ex_stage_init(struct ex_stage_build *s, uint32_t r, uint32_t w,
 	s->shard_log2 = EX_SHARD_LOG2;
 }
 
+/* One key of pass 2: its pair kept when it passes stage 1. 0, or -1 out of memory. */
+static int
+ex_scan_key(struct ex_build *b, const struct ex_stage_view *v1,
+    const unsigned char *key, size_t len)
+{
+	uint64_t h = exact_key_hash(b->seed, key, len);
+
+	if (!ex_stage_hit(v1, h))
+		return 0;
+	return ex_pairs_push(&b->cand, h, ex_verify_hash(b->seed, key, len));
+}
+
+/*
+ * Pass 2 on two threads: the caller's thread reads the stream (next() is
+ * only ever called from it) and copies keys into one of two batches; a
+ * worker hashes and tests the other. A batch belongs to the reader while
+ * it is not full and to the worker while it is; the flag changes under
+ * the mutex. Used when U is large enough to pay for the thread.
+ */
+#define EX_PIPE_MIN		(UINT64_C(1) << 16)
+#define EX_BATCH_KEYS		8192
+#define EX_BATCH_BYTES		(1u << 19)
+
+struct ex_batch {
+	unsigned char	*buf;
+	size_t		 cap, used, n;
+	size_t		 off[EX_BATCH_KEYS + 1];
+	bool		 full;
+};
+
+struct ex_pipe {
+	pthread_mutex_t		 mu;
+	pthread_cond_t		 cv;
+	struct ex_batch		 bt[2];
+	bool			 done;	/* the reader has handed over every key */
+	int			 rc;	/* the worker's: -1 out of memory */
+	struct ex_build		*b;
+	struct ex_stage_view	 v1;
+};
+
+static void *
+ex_pipe_work(void *arg)
+{
+	struct ex_pipe *p = arg;
+	struct ex_batch *bt;
+	unsigned k = 0;
+	size_t i;
+
+	for (;; k ^= 1) {
+		bt = &p->bt[k];
+		pthread_mutex_lock(&p->mu);
+		while (!bt->full && !p->done)
+			pthread_cond_wait(&p->cv, &p->mu);
+		pthread_mutex_unlock(&p->mu);
+		if (!bt->full)
+			return NULL;	/* done, and every batch tested */
+		for (i = 0; i < bt->n && p->rc == 0; i++)
+			if (ex_scan_key(p->b, &p->v1, bt->buf + bt->off[i],
+			    bt->off[i + 1] - bt->off[i]) != 0)
+				p->rc = -1;
+		pthread_mutex_lock(&p->mu);
+		bt->n = bt->used = 0;
+		bt->full = false;
+		pthread_cond_broadcast(&p->cv);
+		pthread_mutex_unlock(&p->mu);
+	}
+}
+
+/* Hands batch *k to the worker and waits until the other one is free. */
+static void
+ex_pipe_hand(struct ex_pipe *p, unsigned *k)
+{
+	pthread_mutex_lock(&p->mu);
+	p->bt[*k].full = true;
+	pthread_cond_broadcast(&p->cv);
+	*k ^= 1;
+	while (p->bt[*k].full)
+		pthread_cond_wait(&p->cv, &p->mu);
+	pthread_mutex_unlock(&p->mu);
+}
+
+/* Copies one key into the reader's batch. 0, or -1 out of memory. */
+static int
+ex_pipe_put(struct ex_pipe *p, unsigned *k, const unsigned char *key,
+    size_t len)
+{
+	struct ex_batch *bt = &p->bt[*k];
+	unsigned char *nb;
+
+	if (bt->n == EX_BATCH_KEYS || len > bt->cap - bt->used) {
+		if (bt->n > 0)
+			ex_pipe_hand(p, k);
+		bt = &p->bt[*k];
+		if (len > bt->cap) {
+			if ((nb = realloc(bt->buf, len)) == NULL)
+				return -1;
+			bt->buf = nb;
+			bt->cap = len;
+		}
+	}
+	memcpy(bt->buf + bt->used, key, len);
+	bt->off[bt->n] = bt->used;
+	bt->used += len;
+	bt->off[++bt->n] = bt->used;
+	return 0;
+}
+
+/* The reader's side: every key into the batches, the last one handed over. */
+static int
+ex_pipe_read(struct ex_pipe *p, uint64_t *n, char *err, size_t errlen)
+{
+	const unsigned char *key;
+	struct ex_build *b = p->b;
+	unsigned k = 0;
+	size_t len;
+	int rc;
+
+	while ((rc = b->iss->next(b->iss->arg, &key, &len, err, errlen)) == 1) {
+		(*n)++;
+		if (ex_pipe_put(p, &k, key, len) != 0) {
+			ex_err(err, errlen, "exact: out of memory for a batch");
+			rc = -1;
+			break;
+		}
+	}
+	pthread_mutex_lock(&p->mu);
+	if (p->bt[k].n > 0)
+		p->bt[k].full = true;
+	p->done = true;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	return rc;
+}
+
+/* Pass 2 on two threads; 1 when the worker thread could not start. */
+static int
+ex_scan_pipe(struct ex_build *b, const struct ex_stage_view *v1, uint64_t *n,
+    char *err, size_t errlen)
+{
+	struct ex_pipe p;
+	pthread_t th;
+	int rc = 1, i;
+
+	memset(&p, 0, sizeof(p));
+	p.b = b;
+	p.v1 = *v1;
+	for (i = 0; i < 2; i++) {
+		if ((p.bt[i].buf = malloc(EX_BATCH_BYTES)) == NULL)
+			goto out;
+		p.bt[i].cap = EX_BATCH_BYTES;
+	}
+	if (pthread_mutex_init(&p.mu, NULL) != 0)
+		goto out;
+	if (pthread_cond_init(&p.cv, NULL) != 0)
+		goto out_mutex;
+	if (pthread_create(&th, NULL, ex_pipe_work, &p) != 0)
+		goto out_cond;
+	rc = ex_pipe_read(&p, n, err, errlen);
+	pthread_join(th, NULL);
+	if (rc == 0 && p.rc != 0) {
+		ex_err(err, errlen, "exact: out of memory for stage-1 positives");
+		rc = -1;
+	}
+out_cond:
+	pthread_cond_destroy(&p.cv);
+out_mutex:
+	pthread_mutex_destroy(&p.mu);
+out:
+	free(p.bt[0].buf);
+	free(p.bt[1].buf);
+	return rc;
+}
+
 /*
  * Pass 2 over U: the pairs of every key that passes stage 1 (a key of R,
- * or a false positive), kept for ex_resolve.
+ * or a false positive), kept for ex_resolve. On two threads when U is
+ * large, else (or when no thread starts) on this one.
  */
 static int
 ex_scan_issued(struct ex_build *b, char *err, size_t errlen)
 {
 	struct ex_stage_view v1;
 	const unsigned char *key;
-	uint64_t h, n = 0;
+	uint64_t n = 0;
 	size_t len;
-	int rc;
+	int rc = 1;
 
 	ex_stage_view(&b->s1, &v1);
 	b->cand.n = 0;
 	if (b->iss->rewind(b->iss->arg, err, errlen) != 0)
 		return -1;
-	while ((rc = b->iss->next(b->iss->arg, &key, &len, err, errlen)) == 1) {
-		n++;
-		h = exact_key_hash(b->seed, key, len);
-		if (b->r.n == 0 || !ex_stage_hit(&v1, h))
-			continue;
-		if (ex_pairs_push(&b->cand, h, ex_verify_hash(b->seed, key,
-		    len)) != 0) {
-			ex_err(err, errlen, "exact: out of memory for stage-1 "
-			    "positives");
-			return -1;
+	if (b->r.n > 0 && b->n_raw >= EX_PIPE_MIN)
+		rc = ex_scan_pipe(b, &v1, &n, err, errlen);
+	if (rc == 1) {
+		while ((rc = b->iss->next(b->iss->arg, &key, &len, err,
+		    errlen)) == 1) {
+			n++;
+			if (b->r.n > 0 && ex_scan_key(b, &v1, key, len) != 0) {
+				ex_err(err, errlen, "exact: out of memory for "
+				    "stage-1 positives");
+				return -1;
+			}
 		}
 	}
 	if (rc != 0)

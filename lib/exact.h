@@ -69,7 +69,8 @@ struct exact_stats {
  * hashed, not kept). Stages are standard ribbon retrievals in shards of
  * about 2^16 keys, each retried with another seed byte if it does not
  * solve (docs/FORMAT.md section 7). The same inputs and seed give the
- * same bytes. On success returns 0, *out and *outlen hold a malloc'ed
+ * same bytes. For a large U the second read runs on two threads: the
+ * streams are still only called from the calling thread. On success returns 0, *out and *outlen hold a malloc'ed
  * serialized structure the caller owns, and *st is filled. -1 with err
  * (what and why), nothing allocated left, when a stream fails or the
  * issued stream's count changes between reads, |U| exceeds

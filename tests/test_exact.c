@@ -37,7 +37,7 @@ mkkey(unsigned char *out, const char *prefix, uint64_t i)
 /*
  * A generated stream: keys prefix-i for i in [0, n) that pass keep (or
  * all when keep is NULL), each repeated dup times; fail_at > 0 makes the
- * fail_at-th next() an error; grow adds that many keys from the second
+ * fail_at-th next() an error (of read fail_rewind only, when set); grow adds that many keys from the second
  * rewind on (a set that changes between reads).
  */
 struct gen {
@@ -46,6 +46,7 @@ struct gen {
 	unsigned	 dup, rep;
 	bool		(*keep)(uint64_t i);
 	uint64_t	 fail_at;
+	uint64_t	 fail_rewind;	/* fail only on that read (0: any) */
 	uint64_t	 grow;
 	unsigned char	 key[KEY_MAX];
 };
@@ -71,7 +72,8 @@ gen_next(void *arg, const unsigned char **key, size_t *len, char *err,
 	struct gen *g = arg;
 	uint64_t n = g->n + (g->rewinds > 1 ? g->grow : 0);
 
-	if (g->fail_at > 0 && ++g->emitted == g->fail_at) {
+	if (g->fail_at > 0 && ++g->emitted == g->fail_at &&
+	    (g->fail_rewind == 0 || g->fail_rewind == g->rewinds)) {
 		snprintf(err, errlen, "test stream failed");
 		return -1;
 	}
@@ -373,6 +375,31 @@ Test(exact, stream_errors_and_changes_fail_the_build)
 	iss.grow = 0;
 	cr_assert_eq(exact_build(&r, &u, 1, &blob, &len, &st, err,
 	    sizeof(err)), -1);
+	cr_assert_null(blob);
+}
+
+/* U large enough to be read on two threads: errors and changes still fail it. */
+Test(exact, large_issued_stream_errors_fail_the_build, .timeout = 60)
+{
+	struct gen rev = { .prefix = "id", .n = 200000, .keep = one_in_10 };
+	struct gen iss = { .prefix = "id", .n = 200000, .fail_at = 150000,
+	    .fail_rewind = 2 };
+	struct exact_src r = src(&rev), u = src(&iss);
+	struct exact_stats st;
+	unsigned char *blob = NULL;
+	size_t len;
+	char err[256] = "";
+
+	cr_assert_eq(exact_build(&r, &u, 1, &blob, &len, &st, err,
+	    sizeof(err)), -1);
+	cr_assert_str_eq(err, "test stream failed");
+	cr_assert_null(blob);
+	iss.fail_at = 0;
+	iss.rewinds = 0;
+	iss.grow = 1;
+	cr_assert_eq(exact_build(&r, &u, 1, &blob, &len, &st, err,
+	    sizeof(err)), -1);
+	cr_assert(strstr(err, "changed between") != NULL, "%s", err);
 	cr_assert_null(blob);
 }
 
