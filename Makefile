@@ -37,7 +37,7 @@ TEST_CFLAGS = $(shell pkg-config --cflags $(TEST_PKGS) 2>/dev/null)
 TEST_LIBS   = $(shell pkg-config --libs $(TEST_PKGS) 2>/dev/null)
 
 ALL_CFLAGS  = -std=c11 -D_GNU_SOURCE -DREVCHECK_VERSION='"$(VERSION)"' \
-              -Ilib $(PKG_CFLAGS) $(WARN) $(SANFLAGS) $(CFLAGS) -MMD -MP
+              -Ilib $(PKG_CFLAGS) $(CPPFLAGS) $(WARN) $(SANFLAGS) $(CFLAGS) -MMD -MP
 ALL_LDFLAGS = $(SANFLAGS) $(LDFLAGS)
 LIBS        = $(PKG_LIBS) -lpthread -lm
 
@@ -173,10 +173,10 @@ deps-bench: deps
 deps-fuzz: deps
 	$(call install_missing,$(DEB_FUZZ_PKGS))
 # A Debian package of what `make install` installs, under Debian paths
-# (packaging/deb/mkdeb.sh): build/deb/revcheck_VERSION_ARCH.deb.
+# (packaging/deb/mkdeb.sh): build/deb/revcheck_VERSION_ARCH.deb, its
+# binaries built in build/hardened with dpkg-buildflags' hardening flags.
 deb: deps
-	@$(MAKE) --no-print-directory all
-	@packaging/deb/mkdeb.sh $(VERSION) $(BUILD) build/deb
+	@packaging/deb/mkdeb.sh $(VERSION) build/hardened build/deb
 
 demo: deps
 	@$(MAKE) --no-print-directory all
@@ -291,20 +291,22 @@ lint:
 	    -- '*.c' '*.h' | grep -vE 'v?snprintf' || { echo "lint: banned call"; exit 1; }
 	@echo "lint: OK"
 
-# Units and example configs name the default /usr/local paths; install
-# rewrites them to the PREFIX (or SBINDIR, BINDIR, SYSCONFDIR) in use.
+# Units, example configs and man pages name the default /usr/local paths;
+# install rewrites them to the PREFIX (or SBINDIR, BINDIR, SYSCONFDIR) in use.
 SED_PATHS = sed -e 's|/usr/local/sbin/|$(SBINDIR)/|g' -e 's|/usr/local/bin/|$(BINDIR)/|g' \
                 -e 's|/usr/local/etc/|$(SYSCONFDIR)/|g' \
                 -e 's|/usr/local/share/doc/revcheck/|$(DOCDIR)/|g'
 
-install: all
+# The binaries of $(BUILD) only: bin/ keeps pointing at the last `make all`.
+install: $(REVCHECKD) $(FILTERBUILD)
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR)
 	install -m 0755 $(REVCHECKD) $(DESTDIR)$(SBINDIR)/revcheckd
 	install -m 0755 $(FILTERBUILD) $(DESTDIR)$(BINDIR)/filterbuild
 	if [ -d man ]; then \
 	    install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8; \
-	    install -m 0644 man/filterbuild.1 $(DESTDIR)$(MANDIR)/man1/; \
-	    install -m 0644 man/revcheckd.8 $(DESTDIR)$(MANDIR)/man8/; \
+	    $(SED_PATHS) man/filterbuild.1 > $(DESTDIR)$(MANDIR)/man1/filterbuild.1 && \
+	    $(SED_PATHS) man/revcheckd.8 > $(DESTDIR)$(MANDIR)/man8/revcheckd.8 && \
+	    chmod 0644 $(DESTDIR)$(MANDIR)/man1/filterbuild.1 $(DESTDIR)$(MANDIR)/man8/revcheckd.8; \
 	fi
 	install -d $(DESTDIR)$(SYSCONFDIR)/revcheck
 	@# An operator's edited config is never replaced: the example goes
@@ -325,7 +327,8 @@ install: all
 	    mv $(DESTDIR)$(UNITDIR)/$$(basename $$f).tmp $(DESTDIR)$(UNITDIR)/$$(basename $$f); \
 	done
 	install -d $(DESTDIR)$(DOCDIR)
-	install -m 0644 README.md docs/*.md config/*.sql config/envoy-ext-authz.yaml $(DESTDIR)$(DOCDIR)/
+	install -m 0644 README.md docs/*.md docs/openapi.yaml config/*.sql config/envoy-ext-authz.yaml \
+	    $(DESTDIR)$(DOCDIR)/
 
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/revcheckd $(DESTDIR)$(BINDIR)/filterbuild

@@ -2,11 +2,17 @@
 # mkdeb.sh - what `make deb` runs: stage `make install` under Debian paths, add control files, dpkg-deb
 #
 # Usage: packaging/deb/mkdeb.sh VERSION BUILD OUTDIR
-# Runs `make install` into a staging root (PREFIX=/usr, /etc, units in
-# /lib/systemd/system), strips the binaries, compresses man pages and the
-# changelog, adds the alert rules and the Grafana dashboard as examples,
-# marks every file under /etc a conffile (dpkg never replaces one the
-# operator edited), computes Depends with dpkg-shlibdeps and writes
+# Builds revcheckd and filterbuild in BUILD (a build directory of their
+# own, relative to the source tree) with Debian's hardening flags
+# (dpkg-buildflags with DEB_BUILD_MAINT_OPTIONS=hardening=+all: stack
+# protector, _FORTIFY_SOURCE=2, format-security, relro, BIND_NOW, PIE) and
+# WERROR=1, rebuilding everything when the flags changed since its last
+# build. Runs `make install` of them into a staging root (PREFIX=/usr,
+# /etc, units in /lib/systemd/system), strips the binaries, compresses man
+# pages and the changelog, adds the alert rules and the Grafana dashboard
+# as examples, marks every file under /etc a conffile (dpkg never replaces
+# one the operator edited), names every shipped unit in prerm (stopped and
+# disabled on removal), computes Depends with dpkg-shlibdeps and writes
 # OUTDIR/revcheck_VERSION_ARCH.deb (root-owned files).
 set -euo pipefail
 
@@ -20,9 +26,23 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/revcheck-deb.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 R=$WORK/root
 
-make -C "$SRC" --no-print-directory BUILD="$BUILD" DESTDIR="$R" PREFIX=/usr \
-    SYSCONFDIR=/etc UNITDIR=/lib/systemd/system install >"$WORK/install.log" 2>&1 ||
-	{ cat "$WORK/install.log" >&2; exit 1; }
+# The flags are computed in the source tree (-ffile-prefix-map names it).
+flags=()
+for v in CFLAGS CPPFLAGS LDFLAGS; do
+	flags+=("$v=$(cd "$SRC" && DEB_BUILD_MAINT_OPTIONS=hardening=+all dpkg-buildflags --get "$v")")
+done
+# make does not compare flags: a build made with others is made again.
+stamp=$SRC/$BUILD/deb-buildflags
+always=()
+if [ "$(cat "$stamp" 2>/dev/null)" != "$(printf '%s\n' "${flags[@]}")" ]; then
+	always=(-B)
+fi
+MK=(make -C "$SRC" --no-print-directory BUILD="$BUILD" WERROR=1 SANITIZE= "${flags[@]}")
+"${MK[@]}" "${always[@]}" -j"$(nproc 2>/dev/null || echo 1)" "$BUILD/revcheckd" "$BUILD/filterbuild" \
+    >"$WORK/build.log" 2>&1 || { cat "$WORK/build.log" >&2; exit 1; }
+printf '%s\n' "${flags[@]}" >"$stamp"
+"${MK[@]}" DESTDIR="$R" PREFIX=/usr SYSCONFDIR=/etc UNITDIR=/lib/systemd/system install \
+    >"$WORK/install.log" 2>&1 || { cat "$WORK/install.log" >&2; exit 1; }
 
 DOC=$R/usr/share/doc/revcheck
 strip --strip-unneeded --remove-section=.comment --remove-section=.note \
@@ -42,6 +62,10 @@ install -d "$R/DEBIAN"
 for s in postinst prerm postrm; do
 	install -m 0755 "$PKG/$s" "$R/DEBIAN/$s"
 done
+# Every unit the package ships, timers first (a running timer would start
+# its service again).
+units=$(cd "$R/lib/systemd/system" && ls -- *.timer *.service | tr '\n' ' ')
+sed -i "s/@UNITS@/${units% }/" "$R/DEBIAN/postinst" "$R/DEBIAN/prerm" "$R/DEBIAN/postrm"
 (cd "$R" && find . -path ./DEBIAN -prune -o -path ./etc -prune -o -type f -print |
     sed 's|^\./||' | sort | xargs md5sum) >"$R/DEBIAN/md5sums"
 

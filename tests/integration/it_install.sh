@@ -55,6 +55,7 @@ expect=(
 	"$PREFIX/share/man/man1/filterbuild.1"
 	"$PREFIX/share/man/man8/revcheckd.8"
 	"$PREFIX/share/doc/revcheck/postgresql-schema.sql"
+	"$PREFIX/share/doc/revcheck/openapi.yaml"
 )
 for f in "$SRC"/systemd/*.service "$SRC"/systemd/*.timer; do
 	expect+=("$PREFIX/lib/systemd/system/$(basename "$f")")
@@ -184,10 +185,13 @@ make "${args2[@]}" install > "$tmp/install2.log" 2>&1 || fail "make install PREF
 unit2="$D2/opt/rc/lib/systemd/system/revcheckd.service"
 grep -q '^ExecStart=/opt/rc/sbin/revcheckd -c /opt/rc/etc/revcheck/revcheckd.json' "$unit2" ||
 	fail "units do not name the PREFIX in use: $(grep ^ExecStart "$unit2")"
-if grep -q '/usr/local/' "$D2"/opt/rc/lib/systemd/system/* "$D2"/opt/rc/etc/revcheck/*; then
-	fail "installed files still name /usr/local"
+if grep -n '/usr/local' "$D2"/opt/rc/lib/systemd/system/* "$D2"/opt/rc/etc/revcheck/* \
+    "$D2"/opt/rc/share/man/man*/*; then
+	fail "installed units, configs or man pages still name /usr/local"
 fi
-ok "make install PREFIX=/opt/rc rewrites the paths in units and configs"
+grep -q '^\.I /opt/rc/etc/revcheck/revcheckd\.json$' "$D2/opt/rc/share/man/man8/revcheckd.8" ||
+	fail "revcheckd.8 does not name /opt/rc/etc/revcheck/revcheckd.json"
+ok "make install PREFIX=/opt/rc rewrites the paths in units, configs and man pages"
 conf2="$D2/opt/rc/etc/revcheck/revcheckd.json"
 printf '// edited by the operator\n' >> "$conf2"
 cp "$conf2" "$tmp/edited.json"
