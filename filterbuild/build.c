@@ -1245,6 +1245,9 @@ build_stage_check(struct build_run *b)
 		return -1;
 	/* Scopes with their issued set made exact (build_exact.c). */
 	b->exact.pg = b->srci.present ? &b->srci : NULL;
+	if (b->srci.unreadable && !o->quiet)
+		fb_err("warning: " PGSRC_ISSUED_TABLE " is not granted to the "
+		    "source's role: no scope is made exact from it");
 	b->exact.pg_lag = b->src_lag;
 	if (fb_exact_build(&b->exact, &b->set, err, sizeof(err)) != 0) {
 		progress_done(&b->pr);

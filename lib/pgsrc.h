@@ -81,7 +81,8 @@ int pgsrc_read_full(struct pgsrc *p, const char *query, struct input_set *s,
 /*
  * The issued set of exact scopes, PGSRC_ISSUED_TABLE (scope, id,
  * issued_at), as read in the snapshot of a pgsrc_read_full_issued():
- * present when the table exists; cutoff is the transaction's start
+ * present when the table exists and the role may read it (unreadable
+ * when it may not: no exact scope then); cutoff is the transaction's start
  * (now(), not after its snapshot); the keys are spooled to an unlinked
  * temporary file (never held in memory), and counted per scope. A row
  * whose id no check can name (revkey_from_text refuses it) makes its
@@ -98,6 +99,7 @@ struct pgsrc_issued_scope {
 
 struct pgsrc_issued {
 	bool		 present;
+	bool		 unreadable;	/* the table exists, SELECT not granted */
 	int64_t		 cutoff;
 	FILE		*spool;		/* u16 length, encoded key; ... */
 	struct pgsrc_issued_scope *scopes;

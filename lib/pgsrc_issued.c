@@ -82,15 +82,22 @@ is_present(struct pgsrc *p, struct pgsrc_issued *is, char *err,
 	PGresult *res;
 	int rc = -1;
 
+	/* A role the table is not granted to reads no issued set. */
 	res = PQexec(p->conn, "SELECT to_regclass('" PGSRC_ISSUED_TABLE
-	    "') IS NOT NULL, floor(extract(epoch FROM now()))::bigint");
-	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
+	    "') IS NOT NULL, coalesce(has_table_privilege(to_regclass('"
+	    PGSRC_ISSUED_TABLE "'), 'SELECT'), false), "
+	    "floor(extract(epoch FROM now()))::bigint");
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 ||
+	    PQnfields(res) != 3) {
 		pgsrc_err(p, res, "looking for " PGSRC_ISSUED_TABLE, err,
 		    errlen);
 		goto out;
 	}
-	is->present = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
-	is->cutoff = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+	is->unreadable = strcmp(PQgetvalue(res, 0, 0), "t") == 0 &&
+	    strcmp(PQgetvalue(res, 0, 1), "t") != 0;
+	is->present = strcmp(PQgetvalue(res, 0, 0), "t") == 0 &&
+	    !is->unreadable;
+	is->cutoff = strtoll(PQgetvalue(res, 0, 2), NULL, 10);
 	rc = 0;
 out:
 	PQclear(res);

@@ -514,11 +514,13 @@ out:
  * one row each, in one statement on the subscriber's clock: name, a
  * table it feeds, one not ready and its state, enabled, an apply worker's
  * pid, its last message a keepalive naming all received, that message's
- * age in ms. The tables (PG_SQL_SUB_RELS): those with the trigger, and
- * revcheck_revocations; or every one (a build's --query).
+ * age in ms. The tables (PG_SQL_SUB_RELS): those with the trigger,
+ * revcheck_revocations and revcheck_issued (an exact scope's cutoff is
+ * dated back as the filter is); or every one (a build's --query).
  */
 #define PG_SQL_SUB_RELS \
-	"(r.srrelid = to_regclass('" PGSRC_TABLE "') OR r.srrelid IN (" \
+	"(r.srrelid = to_regclass('" PGSRC_TABLE "') OR " \
+	"r.srrelid = to_regclass('" PGSRC_ISSUED_TABLE "') OR r.srrelid IN (" \
 	"SELECT t.tgrelid FROM pg_catalog.pg_trigger t JOIN " \
 	"pg_catalog.pg_proc f ON f.oid = t.tgfoid WHERE t.tgname = '" \
 	PGSRC_TRIGGER "' AND f.proname = 'revcheck_changes_log'))"
