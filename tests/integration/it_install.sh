@@ -121,6 +121,22 @@ for c in "$D$PREFIX"/etc/revcheck/*.json; do
 	ok "revcheckd --check-config $(basename "$c")"
 done
 
+# The edge unit's outbound restriction, as in force, is what the edge
+# config's comments and OPERATIONS.md describe (and tell how to widen).
+edge_unit=$SRC/systemd/revcheckd-edge.service
+rules=$(grep -E '^(IPAddressDeny|IPAddressAllow|RestrictAddressFamilies)=' "$edge_unit")
+[ -n "$rules" ] || fail "revcheckd-edge.service has no outbound restriction"
+while read -r r; do
+	for d in config/revcheckd-edge.json docs/OPERATIONS.md; do
+		grep -qF -- "$r" "$SRC/$d" || fail "$d does not name the edge unit's $r"
+	done
+done <<<"$rules"
+for d in config/revcheckd-edge.json docs/OPERATIONS.md; do
+	grep -qE 'IPAddressAllow=[0-9a-f.:/ ]+$' "$SRC/$d" ||
+		fail "$d does not show how to allow a remote origin (IPAddressAllow=ADDRESSES)"
+done
+ok "the edge's outbound restriction and how to widen it are in its config and OPERATIONS.md"
+
 # --- the man pages --------------------------------------------------------
 man1="$D$PREFIX/share/man/man1/filterbuild.1"
 man8="$D$PREFIX/share/man/man8/revcheckd.8"
