@@ -14,106 +14,14 @@
 #include "config_opt.h"
 #include "config_ocsp.h"
 #include "config_trust.h"
+#include "netaddr.h"
 #include "util.h"
-
-/*
- * A host name resolves through getaddrinfo(); the first IPv4 address wins
- * (so "localhost" is 127.0.0.1 whatever the resolver's order), else the
- * first IPv6 one.
- */
-static int
-resolve_host(const char *host, struct sockaddr_storage *ss, unsigned *socklen)
-{
-	struct addrinfo hints, *res = NULL, *ai, *pick = NULL;
-
-	/* "300.1.1.1" is a bad address, not a name to look up. */
-	if (strspn(host, "0123456789.") == strlen(host))
-		return -1;
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	if (getaddrinfo(host, NULL, &hints, &res) != 0)
-		return -1;
-	for (ai = res; ai != NULL; ai = ai->ai_next) {
-		if (ai->ai_family == AF_INET) {
-			pick = ai;
-			break;
-		}
-		if (ai->ai_family == AF_INET6 && pick == NULL)
-			pick = ai;
-	}
-	if (pick == NULL || pick->ai_addrlen > sizeof(*ss)) {
-		freeaddrinfo(res);
-		return -1;
-	}
-	memcpy(ss, pick->ai_addr, pick->ai_addrlen);
-	*socklen = (unsigned)pick->ai_addrlen;
-	freeaddrinfo(res);
-	return 0;
-}
 
 int
 config_parse_listen(const char *s, struct sockaddr_storage *ss,
     unsigned *socklen)
 {
-	struct sockaddr_in *sin = (struct sockaddr_in *)ss;
-	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
-	char host[CONFIG_MAX_HOST + 1];
-	const char *colon, *port;
-	uint64_t p;
-	size_t hl;
-	bool v6 = false;
-
-	memset(ss, 0, sizeof(*ss));
-	if (s[0] == '[') {
-		const char *rb = strchr(s, ']');
-		if (rb == NULL || rb[1] != ':')
-			return -1;
-		hl = (size_t)(rb - s - 1);
-		if (hl == 0 || hl > INET6_ADDRSTRLEN)
-			return -1;
-		memcpy(host, s + 1, hl);
-		host[hl] = '\0';
-		port = rb + 2;
-		v6 = true;
-	} else if ((colon = strrchr(s, ':')) != NULL) {
-		hl = (size_t)(colon - s);
-		if (hl >= sizeof(host))
-			return -1;
-		memcpy(host, s, hl);
-		host[hl] = '\0';
-		port = colon + 1;
-		if (strchr(host, ':') != NULL)
-			return -1;	/* a bare v6 address needs brackets */
-	} else {
-		host[0] = '\0';
-		port = s;
-	}
-	if (util_parse_u64(port, 65535, &p) == -1)
-		return -1;
-	if (v6) {
-		sin6->sin6_family = AF_INET6;
-		sin6->sin6_port = htons((uint16_t)p);
-		if (inet_pton(AF_INET6, host, &sin6->sin6_addr) != 1)
-			return -1;
-		*socklen = sizeof(*sin6);
-		return 0;
-	}
-	sin->sin_family = AF_INET;
-	sin->sin_port = htons((uint16_t)p);
-	*socklen = sizeof(*sin);
-	if (host[0] == '\0')
-		sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	else if (inet_pton(AF_INET, host, &sin->sin_addr) != 1) {
-		if (resolve_host(host, ss, socklen) == -1)
-			return -1;
-		/* Both families keep the port at the same offset. */
-		if (ss->ss_family == AF_INET6)
-			sin6->sin6_port = htons((uint16_t)p);
-		else
-			sin->sin_port = htons((uint16_t)p);
-	}
-	return 0;
+	return netaddr_parse_listen(s, ss, socklen, NULL, 0);
 }
 
 /*
@@ -221,12 +129,8 @@ config_validate(const struct config *c, char *err, size_t errlen)
 	const struct config_opt *o;
 	const char *h;
 
-	if (config_parse_listen(l, &ss, &sl) == -1) {
-		snprintf(err, errlen, "listen: \"%.64s\" is not HOST:PORT, "
-		    "ADDR:PORT or [V6ADDR]:PORT, or its host name does not "
-		    "resolve", l);
+	if (netaddr_parse_listen(l, &ss, &sl, err, errlen) == -1)
 		return -1;
-	}
 	if (c->filter_dir == NULL && c->upstream_filter == NULL) {
 		snprintf(err, errlen, "filter_dir: required (or "
 		    "upstream_filter for an edge node)");

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "../svc/config.h"
+#include "netaddr.h"
 
 /* argv arrays of writable strings (string literals are const here). */
 static char **
@@ -388,6 +389,33 @@ Test(config, listen_addresses)
 	    INADDR_LOOPBACK);
 	cr_assert_eq(config_parse_listen("no-such-host.invalid:80", &ss, &sl),
 	    -1);
+}
+
+/* Each way a listen address is wrong is named, with what is wanted. */
+Test(config, listen_errors_say_what_is_wanted)
+{
+	static const char *const cases[][2] = {
+		{ "127.0.0.1:99999", "is not a number from 0 to 65535" },
+		{ "127.0.0.1:", "is not a number from 0 to 65535" },
+		{ "127.0.0.1:http", "is not a number from 0 to 65535" },
+		{ "::1:80", "needs brackets ([::1]:PORT)" },
+		{ "[::1]", "needs :PORT after it" },
+		{ "[1.2.3.4]:80", "\"1.2.3.4\" is not an IPv6 address" },
+		{ "no-such-host.invalid:80", "does not resolve" },
+	};
+	struct sockaddr_storage ss;
+	char err[256];
+	unsigned sl;
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		err[0] = '\0';
+		cr_assert_eq(netaddr_parse_listen(cases[i][0], &ss, &sl, err,
+		    sizeof(err)), -1, "%s", cases[i][0]);
+		cr_assert(strncmp(err, "listen: \"", 9) == 0, "%s", err);
+		cr_assert(strstr(err, cases[i][1]) != NULL, "%s: %s",
+		    cases[i][0], err);
+	}
 }
 
 Test(config, usage_errors_are_marked)
