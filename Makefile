@@ -37,7 +37,7 @@ TEST_CFLAGS = $(shell pkg-config --cflags $(TEST_PKGS) 2>/dev/null)
 TEST_LIBS   = $(shell pkg-config --libs $(TEST_PKGS) 2>/dev/null)
 
 ALL_CFLAGS  = -std=c11 -D_GNU_SOURCE -DREVCHECK_VERSION='"$(VERSION)"' \
-              -Ilib $(PKG_CFLAGS) $(CPPFLAGS) $(WARN) $(SANFLAGS) $(CFLAGS) -MMD -MP
+              -Ilib -I$(BUILD)/gen $(PKG_CFLAGS) $(CPPFLAGS) $(WARN) $(SANFLAGS) $(CFLAGS) -MMD -MP
 ALL_LDFLAGS = $(SANFLAGS) $(LDFLAGS)
 LIBS        = $(PKG_LIBS) -lpthread -lm
 
@@ -95,6 +95,19 @@ $(BUILD)/fbobj/%.o: filterbuild/%.c
 $(BUILD)/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(TEST_CFLAGS) -c -o $@ $<
+
+# The source revision (revcheckd_build_info, filterbuild --version): written
+# on every build, replaced only when it changed, so that it rebuilds one
+# object. "unknown" outside a git checkout (a release tarball).
+REVISION_H := $(BUILD)/gen/revision.h
+$(REVISION_H): FORCE
+	@mkdir -p $(dir $@)
+	@r=$$(git -C $(CURDIR) describe --always --dirty --abbrev=12 --exclude='*' 2>/dev/null || echo unknown); \
+	printf '#define REVCHECK_REVISION "%s"\n' "$$r" >$@.tmp; \
+	if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+$(BUILD)/lib/procstat.o: $(REVISION_H)
+.PHONY: FORCE
+FORCE:
 
 $(LIBA): $(LIB_OBJ)
 	@rm -f $@

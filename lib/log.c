@@ -80,11 +80,17 @@ json_escape(char *out, size_t cap, const char *msg)
 	out[o] = '\0';
 }
 
-static void log_emit(enum log_level, const char *, const char *, va_list)
-    __attribute__((format(printf, 3, 0)));
+static void log_emit(enum log_level, const char *, const char *,
+    const char *, va_list) __attribute__((format(printf, 4, 0)));
 
+/*
+ * One line: tag and the formatted message; obj (NULL: none) is a JSON
+ * object a JSON line carries under the message's name, as it is, and a
+ * text line after the message.
+ */
 static void
-log_emit(enum log_level lvl, const char *tag, const char *fmt, va_list ap)
+log_emit(enum log_level lvl, const char *tag, const char *obj,
+    const char *fmt, va_list ap)
 {
 	char msg[2048], esc[2048 * 6 + 1], ts[32];
 	struct tm tm;
@@ -106,8 +112,20 @@ log_emit(enum log_level lvl, const char *tag, const char *fmt, va_list ap)
 		if (log_journal)
 			fprintf(stderr, "<%d>", (int)lvl);
 		fprintf(stderr, "{\"time\":\"%s\",\"level\":\"%s\",\"program\":"
-		    "\"%s\",\"message\":\"%s\"}\n", ts, level_name(lvl),
+		    "\"%s\",\"message\":\"%s\"", ts, level_name(lvl),
 		    log_prog, esc);
+		if (obj != NULL)
+			fprintf(stderr, ",\"%s\":%s", esc, obj);
+		fputs("}\n", stderr);
+		return;
+	}
+	if (obj != NULL) {
+		if (log_journal)
+			fprintf(stderr, "<%d>%s: %s%s %s\n", (int)lvl, log_prog,
+			    tag, msg, obj);
+		else
+			fprintf(stderr, "%s %s: %s%s %s\n", ts, log_prog, tag,
+			    msg, obj);
 		return;
 	}
 	for (i = 0; msg[i] != '\0'; i++)
@@ -120,13 +138,27 @@ log_emit(enum log_level lvl, const char *tag, const char *fmt, va_list ap)
 	fprintf(stderr, "%s %s: %s%s\n", ts, log_prog, tag, msg);
 }
 
+static void log_emit_obj(enum log_level, const char *, const char *, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+log_emit_obj(enum log_level lvl, const char *obj, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	log_emit(lvl, lvl == LOG_LVL_WARN ? "warning: " : lvl == LOG_LVL_ERR ?
+	    "error: " : lvl == LOG_LVL_DEBUG ? "debug: " : "", obj, fmt, ap);
+	va_end(ap);
+}
+
 #define LOG_FN(name, lvl, tag)				\
 void							\
 name(const char *fmt, ...)				\
 {							\
 	va_list ap;					\
 	va_start(ap, fmt);				\
-	log_emit(lvl, tag, fmt, ap);			\
+	log_emit(lvl, tag, NULL, fmt, ap);		\
 	va_end(ap);					\
 }
 
@@ -134,3 +166,9 @@ LOG_FN(log_err, LOG_LVL_ERR, "error: ")
 LOG_FN(log_warn, LOG_LVL_WARN, "warning: ")
 LOG_FN(log_info, LOG_LVL_INFO, "")
 LOG_FN(log_debug, LOG_LVL_DEBUG, "debug: ")
+
+void
+log_event(enum log_level lvl, const char *name, const char *obj)
+{
+	log_emit_obj(lvl, obj, "%s", name);
+}

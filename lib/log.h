@@ -32,4 +32,13 @@ void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/*
+ * One event with a structured body: obj is one JSON object on one line
+ * (as cJSON_PrintUnformatted writes it; not checked here), name a word
+ * of plain ASCII. A text line is "NAME OBJ"; a JSON line carries the
+ * object nested, not as an escaped string:
+ * {"time":...,"message":"NAME","NAME":{...}}. Safe from any thread.
+ */
+void log_event(enum log_level lvl, const char *name, const char *obj);
+
 #endif

@@ -5,6 +5,7 @@
 
 #include "check.h"
 #include "crl.h"
+#include "procstat.h"
 #include "server.h"
 #include "srcq.h"
 #include "util.h"
@@ -366,13 +367,13 @@ filter_gauges(struct sbuf *b, const struct snapshot *s, enum stale_reason sr,
 	    s != NULL ? (double)((s->info->m + 7) / 8) : 0);
 	gauge(b, "filter_fill_ratio", "Set bits / bits of the filter array.",
 	    s != NULL ? s->fill_ratio : 0);
-	gauge(b, "filter_estimated_fp_rate", "FP rate implied by the fill "
-	    "(classic, blocked) or fixed at 2^-8 by the fingerprints (fuse).",
+	gauge(b, "filter_estimated_fp_ratio", "FP rate implied by the fill "
+	    "(classic, blocked) or by the fingerprint width (fuse: 2^-bits).",
 	    s != NULL ? s->estimated_fp : 0);
-	gauge(b, "filter_fp_rate_target", "The false-positive rate the "
+	gauge(b, "filter_fp_target_ratio", "The false-positive rate the "
 	    "filter was built for (filterbuild --fp-rate).",
 	    s != NULL ? s->info->fp_rate_target : 0);
-	gauge(b, "observed_fp_rate", "False positives / (false positives + "
+	gauge(b, "observed_fp_ratio", "False positives / (false positives + "
 	    "filter negatives).", observed_fp());
 	gauge(b, "delta_seq", "Deltas applied over the base in service.",
 	    s != NULL ? (double)s->pos.seq : 0);
@@ -440,6 +441,25 @@ config_metrics(struct sbuf *b, struct live *lv)
 	    "force were applied (unix time).", (double)lv->applied_at);
 }
 
+/*
+ * revcheckd_build_info{version,revision} 1, then Prometheus' standard
+ * process_* metrics (memory, CPU, descriptors, start time).
+ */
+static void
+build_and_process(struct sbuf *b)
+{
+	char proc[2048];
+
+	sbuf_adds(b, "# HELP revcheckd_build_info The running version and "
+	    "the source revision it was built from.\n"
+	    "# TYPE revcheckd_build_info gauge\n"
+	    "revcheckd_build_info{version=\"" REVCHECK_VERSION "\",revision=");
+	sbuf_add_label(b, procstat_revision(), strlen(procstat_revision()));
+	sbuf_adds(b, "} 1\n");
+	if (procstat_format(proc, sizeof(proc)) > 0)
+		sbuf_adds(b, proc);
+}
+
 enum MHD_Result
 handle_metrics(const struct server_req *r)
 {
@@ -453,9 +473,7 @@ handle_metrics(const struct server_req *r)
 	s = snapshot_acquire(ctx->slot);
 	if (s != NULL)
 		sr = snapshot_stale(s, &r->live->policy, now, ctx->slot);
-	sbuf_adds(&b, "# HELP revcheckd_build_info The running version.\n"
-	    "# TYPE revcheckd_build_info gauge\n"
-	    "revcheckd_build_info{version=\"" REVCHECK_VERSION "\"} 1\n");
+	build_and_process(&b);
 	filter_gauges(&b, s, sr, now);
 	snapshot_release(s);
 	counter(&b, "checks", "Keys checked.", metrics_get(MET_CHECKS));

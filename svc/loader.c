@@ -373,10 +373,8 @@ audit(struct loader *l, const struct loader_event *ev)
 	sbuf_add_json(&b, o);
 	cJSON_Delete(o);
 	if (sbuf_ok(&b)) {
-		if (ev->accepted)
-			log_info("audit %s", b.p);
-		else
-			log_warn("audit %s", b.p);
+		log_event(ev->accepted ? LOG_LVL_INFO : LOG_LVL_WARN, "audit",
+		    b.p);
 		sbuf_adds(&b, "\n");
 		if (l->audit_fd != -1 && sbuf_ok(&b) &&
 		    util_write_all(l->audit_fd, b.p, b.len) == -1)

@@ -1005,8 +1005,32 @@ claims_again(const char *tok, size_t len, cJSON **claims, char *err,
 	return 0;
 }
 
+/*
+ * Tokens refused, by verdict, for the whole process: kept outside struct
+ * trust so that a SIGHUP (a new trust) does not reset the counters.
+ */
+static _Atomic uint64_t token_refused[JWT_VERDICT_COUNT];
+
+static int token_cut(struct trust *t, const char *tok, size_t len,
+    int64_t now, struct revkey *k, struct trust_cutoffs *cut, cJSON **claims,
+    enum jwt_verdict *why, char *err, size_t errlen);
+
 int
 trust_token_cut(struct trust *t, const char *tok, size_t len, int64_t now,
+    struct revkey *k, struct trust_cutoffs *cut, cJSON **claims,
+    enum jwt_verdict *why, char *err, size_t errlen)
+{
+	int rc;
+
+	rc = token_cut(t, tok, len, now, k, cut, claims, why, err, errlen);
+	if (rc != 0 && *why > JWT_VALID && *why < JWT_VERDICT_COUNT)
+		atomic_fetch_add_explicit(&token_refused[*why], 1,
+		    memory_order_relaxed);
+	return rc;
+}
+
+static int
+token_cut(struct trust *t, const char *tok, size_t len, int64_t now,
     struct revkey *k, struct trust_cutoffs *cut, cJSON **claims,
     enum jwt_verdict *why, char *err, size_t errlen)
 {
@@ -1148,6 +1172,13 @@ trust_metrics(struct sbuf *b, struct trust *t)
 	for (f = 0; f < 3; f++)
 		sbuf_addf(b, "revcheckd_token_cache_evictions_total{reason="
 		    "\"%s\"} %llu\n", reasons[f], (unsigned long long)ev[f]);
+	sbuf_adds(b, "# HELP revcheckd_token_verification_failures_total "
+	    "Tokens refused, by reason (the error word of the answer).\n"
+	    "# TYPE revcheckd_token_verification_failures_total counter\n");
+	for (f = JWT_VALID + 1; f < JWT_VERDICT_COUNT; f++)
+		sbuf_addf(b, "revcheckd_token_verification_failures_total{"
+		    "reason=\"%s\"} %llu\n", jwt_verdict_str((enum jwt_verdict)f),
+		    (unsigned long long)atomic_load(&token_refused[f]));
 	if (t != NULL && t->n > 0)
 		pthread_rwlock_rdlock(&t->lock);
 	for (f = 0; f < 4; f++) {

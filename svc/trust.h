@@ -251,7 +251,10 @@ const struct trust_client *trust_client_find(const struct trust *t,
 /*
  * Appends the Prometheus series of the verified-token cache
  * (revcheckd_token_cache_{hits,misses}_total, _entries, _size,
- * _evictions_total{reason}) and of every issuer's keys
+ * _evictions_total{reason}), the tokens refused by reason
+ * (revcheckd_token_verification_failures_total{reason}, every
+ * jwt_verdict_str word but valid, for the whole process) and of every
+ * issuer's keys
  * (revcheckd_jwks_keys{issuer}; for a jwks_uri, _refreshes_total,
  * _refresh_failures_total and _age_seconds). t NULL: zeros, no issuer.
  */

@@ -987,5 +987,11 @@ upstream_metrics(struct upstream *u, struct sbuf *b)
 	    "# TYPE revcheckd_upstream_waiting gauge\n"
 	    "revcheckd_upstream_waiting ");
 	sbuf_add_u64(b, waiting);
-	sbuf_adds(b, "\n");
+	sbuf_addf(b, "\n# HELP revcheckd_upstream_degraded 1 while the "
+	    "upstream authority is degraded, by why (unavailable: it does not "
+	    "answer; behind: it answers from an older filter version).\n"
+	    "# TYPE revcheckd_upstream_degraded gauge\n"
+	    "revcheckd_upstream_degraded{reason=\"unavailable\"} %d\n"
+	    "revcheckd_upstream_degraded{reason=\"behind\"} %d\n",
+	    atomic_load(&u->degraded) == 1, atomic_load(&u->degraded) == 2);
 }

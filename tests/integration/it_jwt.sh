@@ -199,6 +199,17 @@ expect_invalid "unknown critical header" unknown_critical_header \
 expect_invalid "no exp" missing_claim \
     "$(M sign "$T/a-ec.pem" ES256 a-ec "$(cl "$A" x | noexp)")"
 
+# Each refusal is counted under its reason in /metrics.
+rc_curl "$D_URL/metrics"
+for why in algorithm_refused bad_signature unknown_key expired not_yet_valid wrong_audience \
+    untrusted_issuer unknown_critical_header missing_claim; do
+	n=$(sed -n "s/^revcheckd_token_verification_failures_total{reason=\"$why\"} //p" <<<"$RC_BODY")
+	[ "${n:-0}" -ge 3 ] && rc_ok "metrics: token failures counted as $why ($n)" ||
+	    rc_fail "metrics: token failures with reason $why: '${n}'"
+done
+rc_expect_match "$RC_BODY" 'revcheckd_token_verification_failures_total\{reason="keys_unavailable"\} 0' \
+    "metrics: a reason never met is 0"
+
 # ---------------------------------------------------------------- a broken JWKS
 # Keys of issuer W's set that must not verify anything; its good key does.
 rc_curl -H "Authorization: Bearer $(M sign "$T/w-ec.pem" ES256 w-ec "$(cl "$W" ok-w)")" \

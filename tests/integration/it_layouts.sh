@@ -206,7 +206,7 @@ for s in json.load(open(sys.argv[1]))["scopes"]:
 	mfill=$(metric filter_fill_ratio)
 	in_range "$mfill" "$fill_lo" "$fill_hi" && rc_ok "$layout: metrics fill $mfill" ||
 	    rc_fail "$layout: metrics fill ratio $mfill not in ($fill_lo, $fill_hi)"
-	mfp=$(metric filter_estimated_fp_rate)
+	mfp=$(metric filter_estimated_fp_ratio)
 	if [ "$layout" = fuse ]; then
 		in_range "$mfp" "$(awk -v e="$pe" 'BEGIN { print e * 0.999 }')" \
 		    "$(awk -v e="$pe" 'BEGIN { print e * 1.001 }')" &&
@@ -216,7 +216,7 @@ for s in json.load(open(sys.argv[1]))["scopes"]:
 		in_range "$mfp" 0.001 0.03 && rc_ok "$layout: metrics estimated FP $mfp" ||
 		    rc_fail "$layout: metrics estimated FP $mfp not near 0.01"
 	fi
-	ofp=$(metric observed_fp_rate)
+	ofp=$(metric observed_fp_ratio)
 	# Above 0 where some false positives are expected, below the count
 	# bound above (3x the rate, plus 5) over the never-revoked items.
 	in_range "$ofp" "$([ "$fplo" = 1 ] && echo 0 || echo -1)" \

@@ -6,7 +6,9 @@
 # - `promtool check metrics` is clean on both nodes' /metrics;
 # - the request histogram counts exactly the checks made, the authority
 #   histogram counts the edge's calls to the origin;
-# - revcheckd_build_info, the filter's expiry and issue times, each CRL
+# - revcheckd_build_info (version and source revision), Prometheus'
+#   standard process_* metrics, ratio gauges named _ratio;
+# - the filter's expiry and issue times, each CRL
 #   scope's thisUpdate/nextUpdate and the FP target equal /v1/status;
 # - a refused load is counted under the same word (refused) in both;
 # - config/revcheckd-alerts.yml passes `promtool check rules` and
@@ -58,7 +60,8 @@ for n in o e; do
 done
 
 # ---------------------------------------------------------------- values against /v1/status
-python3 - "$T/o.prom" "$T/e.prom" "$T/o.json" "$("$REVCHECKD" --version)" >"$T/values.out" 2>&1 <<'PY' &&
+head=$(git -C "$RC_SRC" rev-parse HEAD 2>/dev/null || echo unknown)
+python3 - "$T/o.prom" "$T/e.prom" "$T/o.json" "$("$REVCHECKD" --version)" "$head" >"$T/values.out" 2>&1 <<'PY' &&
 import json, re, sys, calendar, time
 def parse(path):
     out = {}
@@ -86,10 +89,30 @@ b = [v for k, v in o.items() if k.startswith('revcheckd_http_request_duration_se
 assert b == sorted(b), f"buckets not cumulative: {b}"
 assert o['revcheckd_http_request_duration_seconds_sum{endpoint="check"}'] > 0, "check histogram sum"
 eq(o['revcheckd_authority_request_duration_seconds_count'], 0, "origin makes no authority calls")
-eq(o[f'revcheckd_build_info{{version="{ver}"}}'], 1, "build_info")
+bi = [k for k in o if k.startswith(f'revcheckd_build_info{{version="{ver}",revision="')]
+assert len(bi) == 1 and o[bi[0]] == 1, f"build_info: {bi}"
+rev = re.search(r'revision="([^"]*)"', bi[0]).group(1)
+assert re.fullmatch(r'[0-9a-f]{7,40}(-dirty)?|unknown', rev), f"revision {rev!r}"
+if sys.argv[5] != "unknown":
+    assert sys.argv[5].startswith(rev.split("-")[0]), f"revision {rev} is not HEAD {sys.argv[5]}"
+# Prometheus' standard process metrics, with values that can be true.
+for m in ("process_cpu_seconds_total", "process_resident_memory_bytes",
+        "process_virtual_memory_bytes", "process_open_fds", "process_max_fds",
+        "process_start_time_seconds"):
+    assert m in o and m in e, f"{m} missing"
+assert 1 << 20 < o["process_resident_memory_bytes"] < o["process_virtual_memory_bytes"], "memory"
+assert 3 <= o["process_open_fds"] <= o["process_max_fds"], "fds"
+assert time.time() - 3600 < o["process_start_time_seconds"] <= time.time() + 1, "start time"
+assert 0 <= o["process_cpu_seconds_total"] < 3600, "cpu"
+# Ratios are named _ratio (Prometheus' convention), never _rate.
+for p in sys.argv[1:3]:
+    bad = re.findall(r'^# TYPE (\S*_rate\S*) ', open(p).read(), re.M)
+    assert not bad, f"ratio gauges not named _ratio: {bad}"
+assert 0 < o["revcheckd_filter_estimated_fp_ratio"] < 1, "estimated FP ratio"
+assert "revcheckd_observed_fp_ratio" in o, "observed FP ratio"
 eq(o['revcheckd_filter_expires_timestamp_seconds'], ts(f["expires_at"]), "expires")
 eq(o['revcheckd_filter_issued_timestamp_seconds'], ts(f["issued_at"]), "issued")
-eq(o['revcheckd_filter_fp_rate_target'], f["fp_rate_target"], "fp target")
+eq(o['revcheckd_filter_fp_target_ratio'], f["fp_rate_target"], "fp target")
 eq(f["fp_rate_target"], 0.01, "the --fp-rate given")
 crl = [s for s in f["scopes"] if s["source"] == "crl"]
 assert len(crl) == 1, crl
@@ -101,7 +124,7 @@ assert st["reloads"]["refused"] >= 1, "a refused load in /v1/status"
 assert "rejected" not in st["reloads"], "/v1/status still says rejected"
 eq(o['revcheckd_reloads_total{result="refused"}'], st["reloads"]["refused"], "refused: /metrics = /v1/status")
 PY
-	rc_ok "histograms, build info, expiry, CRL times, FP target and refusals match /v1/status" ||
+	rc_ok "histograms, build info and revision, process_* metrics, _ratio names, expiry, CRL times, FP target and refusals match /v1/status" ||
 	rc_fail "metric values: $(cat "$T/values.out")"
 
 # ---------------------------------------------------------------- /v1/status: the document's shape
@@ -174,8 +197,14 @@ out=$(promtool check rules "$RC_SRC/config/revcheckd-alerts.yml" 2>&1) &&
 out=$(cd "$RC_SRC/tests/promtool" && promtool test rules revcheckd-alerts.test.yml 2>&1) &&
     rc_ok "promtool test rules: every alert fires where it should and only there" ||
     rc_fail "promtool test rules: $out"
-for a in RevcheckFilterStaleSoon RevcheckFilterStale RevcheckVersionLag RevcheckAuthorityFailing \
-    RevcheckSyncFailing RevcheckFalsePositivesAboveTarget RevcheckSourceRowsQuarantined; do
+# Every alert of the file, and each way the issue lists that it degrades.
+alerts=$(sed -n 's/^ *- alert: *//p' "$RC_SRC/config/revcheckd-alerts.yml")
+for a in RevcheckFilterRefused RevcheckDeltaRefused RevcheckJwksRefreshFailing RevcheckTargetDown \
+    RevcheckFollowerStuck RevcheckSourceRowsQuarantined RevcheckEdgeDegraded RevcheckEdgeBehind \
+    RevcheckFilterStaleSoon RevcheckFalsePositivesAboveTarget; do
+	grep -qx "$a" <<<"$alerts" || rc_fail "no alert $a in config/revcheckd-alerts.yml"
+done
+for a in $alerts; do
 	grep -q "alertname: $a\$" "$RC_SRC/tests/promtool/revcheckd-alerts.test.yml" &&
 	    rc_ok "$a has a promtool test" || rc_fail "$a has no promtool test"
 done
@@ -194,6 +223,14 @@ for p in sys.argv[3:]:
             if m.group(2) == "histogram":
                 for s in ("_bucket", "_sum", "_count"):
                     exported.add(m.group(1) + s)
+# Imported as it is: no __inputs to map, every ${...} a variable it defines.
+assert "__inputs" not in dash, "an unused data-source input"
+variables = {v["name"] for v in dash["templating"]["list"]}
+used = set(re.findall(r'\$\{(\w+)\}', json.dumps(dash)))
+assert used <= variables, f"undefined variables {used - variables}"
+titles = {p["title"] for p in dash["panels"]}
+for t in ("Deltas", "Revocation lag", "Tokens"):
+    assert t in titles, f"no {t} panel"
 exprs = []
 for panel in dash["panels"]:
     assert panel.get("targets"), f"panel {panel.get('title')} has no query"

@@ -241,7 +241,7 @@ rc_expect_match "$RC_BODY" $'revcheckd_filter_version 1\n' "metrics: version"
 rc_expect_match "$RC_BODY" $'revcheckd_filter_stale 0\n' "metrics: not stale"
 rc_expect_match "$RC_BODY" 'revcheckd_http_requests_total\{endpoint="check",code="200"\} [1-9]' "metrics: requests by endpoint and code"
 rc_expect_match "$RC_BODY" 'revcheckd_reloads_total\{result="accepted"\} 1' "metrics: reloads"
-rc_expect_match "$RC_BODY" 'revcheckd_observed_fp_rate' "metrics: observed FP rate"
+rc_expect_match "$RC_BODY" 'revcheckd_observed_fp_ratio' "metrics: observed FP ratio"
 rc_curl "$U/v1/filter"
 etag=$(rc_header ETag)
 rc_expect_status 200 "GET /v1/filter"

@@ -193,17 +193,22 @@ rc_expect_eq "$(grep -c 'sync failing:' <<<"$el")" 1 "sync failing: logged once"
 rc_expect_eq "$(grep -c 'sync recovered' <<<"$el")" 1 "sync recovered: logged once"
 
 # ---------------------------------------------------------------- the JSON log parses, line by line
-python3 - "$T/E.log" >"$T/json.out" 2>&1 <<'PY' && rc_ok "every edge log line is one JSON object" || rc_fail "JSON log: $(cat "$T/json.out")"
+python3 - "$T/E.log" >"$T/json.out" 2>&1 <<'PY' && rc_ok "every edge log line is one JSON object, audit events nested" || rc_fail "JSON log: $(cat "$T/json.out")"
 import json, sys
-n = 0
+n = audits = 0
 for i, line in enumerate(open(sys.argv[1], encoding="utf-8"), 1):
     o = json.loads(line)
     assert isinstance(o, dict), f"line {i}: not an object"
     for k in ("time", "level", "program", "message"):
         assert k in o, f"line {i}: no {k}"
     assert o["level"] in ("error", "warning", "info", "debug"), f"line {i}: level {o['level']}"
+    assert not o["message"].startswith("audit {"), f"line {i}: the audit event is an escaped string"
+    if o["message"] == "audit":
+        assert isinstance(o.get("audit"), dict) and "result" in o["audit"], f"line {i}: audit is not a nested object"
+        audits += 1
     n += 1
 assert n >= 5, f"only {n} lines"
+assert audits >= 1, "no audit event in the JSON log"
 PY
 
 # ---------------------------------------------------------------- an origin going stale and fresh again
