@@ -36,6 +36,7 @@
 #include "delta.h"
 #include "fb.h"
 #include "ffile.h"
+#include "followhttp.h"
 #include "input.h"
 #include "leader.h"
 #include "log.h"
@@ -68,6 +69,7 @@ struct follow_opts {
 	const char	*subscriber_arg;
 	const char	*lock_name;	/* --lock-name; NULL: the directory's */
 	struct leader	*ld;		/* the election (leader.h) */
+	const char	*listen;	/* --listen: metrics and health */
 	int64_t		 subscriber_max_lag; /* seconds; 0: no subscriber */
 	int64_t		 grace;		/* --expiry-grace */
 	int64_t		 interval_ms;
@@ -157,6 +159,9 @@ follow_usage(FILE *fp)
 	    "                       advisory lock of NAME (default: of the\n"
 	    "                       output directory's identity, DIR/.follow-id)\n"
 	    "  --once               publish what is there, then exit\n"
+	    "  --listen HOST:PORT   serve /metrics, /healthz, /livez and /readyz\n"
+	    "                       there (default: none)\n"
+	    "  --log-format FMT     text (default) or json: one JSON object a line\n"
 	    "  --scope, --fp-rate, --layout, --keep, --quiet: as for build\n"
 	    "                       (--query is build's only: follow reads\n"
 	    "                       revcheck_revocations; see filterbuild(1))\n"
@@ -225,6 +230,8 @@ follow_parse(struct follow_opts *o, int argc, char **argv)
 		{ "layout",	  required_argument, NULL, 'L' },
 		{ "keep",	  required_argument, NULL, 'K' },
 		{ "quiet",	  no_argument,	     NULL, 'q' },
+		{ "listen",	  required_argument, NULL, 'l' },
+		{ "log-format",	  required_argument, NULL, 'J' },
 		{ "help",	  no_argument,	     NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -305,6 +312,14 @@ follow_parse(struct follow_opts *o, int argc, char **argv)
 		case 'L': o->layout = optarg; break;
 		case 'K': o->keep = optarg; break;
 		case 'q': o->quiet = true; break;
+		case 'l': o->listen = optarg; break;
+		case 'J':
+			if (strcmp(optarg, "json") != 0 &&
+			    strcmp(optarg, "text") != 0)
+				return fb_usage_err("follow", "--log-format "
+				    "'%s': want text or json", optarg);
+			log_set_json(strcmp(optarg, "json") == 0);
+			break;
 		case 'h': follow_usage(stdout); return -1;
 		default: return fb_usage_err("follow", "bad option");
 		}
@@ -1299,6 +1314,27 @@ follow_resume(struct follow_state *st, const struct follow_opts *o,
 	return 0;
 }
 
+/* What --listen's /metrics and /readyz report: st, and the source's state. */
+static void
+follow_report(const struct follow_state *st, const struct follow_opts *o,
+    bool connected)
+{
+	struct followhttp_state h;
+
+	memset(&h, 0, sizeof(h));
+	h.have = st->have;
+	h.connected = connected;
+	h.base_version = st->pos.base_version;
+	h.seq = st->pos.seq;
+	h.chain_entries = st->chain_entries;
+	h.cursor = st->cursor;
+	h.quarantined = st->q.rows;
+	h.base_at = st->base_at;
+	h.head_at = st->head_at;
+	h.head_every = o->head_every;
+	followhttp_set(&h);
+}
+
 /* Sleeps up to secs seconds, or less when told to stop. */
 static void
 follow_sleep(int secs)
@@ -1346,7 +1382,13 @@ fb_follow(int argc, char **argv)
 	(void)sigaction(SIGTERM, &sa, NULL);
 	(void)sigaction(SIGINT, &sa, NULL);
 
+	if (o.listen != NULL &&
+	    followhttp_start(o.listen, err, sizeof(err)) != 0) {
+		fb_err("follow: %s", err);
+		goto out;
+	}
 	while (!follow_stop) {
+		follow_report(&st, &o, p != NULL);
 		if (!leader_held(o.ld)) {
 			/* The chain on disk is where a new writer starts. */
 			pgsrc_close(p);
@@ -1404,6 +1446,7 @@ fb_follow(int argc, char **argv)
 out_stop:
 	ret = follow_stop ? FB_EXIT_OK : FB_EXIT_FAIL;
 out:
+	followhttp_stop();
 	pgsrc_close(p);
 	follow_state_clear(&st);
 	leader_free(o.ld);

@@ -104,6 +104,21 @@ pg_end(struct pgsrc *p, int rc, char *err, size_t errlen)
 	return pg_cmd(p, "COMMIT", "ending the transaction", err, errlen);
 }
 
+/*
+ * What the server says outside a query (a NOTICE, a FATAL before it closes
+ * the connection) goes to the log, in its format, not raw to stderr.
+ */
+static void
+pg_notice(void *arg, const char *msg)
+{
+	size_t n = strlen(msg);
+
+	(void)arg;
+	while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+		n--;
+	log_warn("postgresql: %.*s", (int)n, msg);
+}
+
 struct pgsrc *
 pgsrc_connect(const char *conninfo, char *err, size_t errlen)
 {
@@ -115,6 +130,8 @@ pgsrc_connect(const char *conninfo, char *err, size_t errlen)
 		return NULL;
 	}
 	p->conn = PQconnectdb(conninfo);
+	if (p->conn != NULL)
+		PQsetNoticeProcessor(p->conn, pg_notice, NULL);
 	if (p->conn == NULL || PQstatus(p->conn) != CONNECTION_OK) {
 		pgsrc_err(p, NULL, "cannot connect", err, errlen);
 		goto fail;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "procstat.h"
@@ -43,20 +44,22 @@ read_stat(unsigned long long *ticks, unsigned long long *start)
 	return 0;
 }
 
-/* The boot time (btime of /proc/stat), Unix seconds. */
+/*
+ * The boot time, Unix seconds: the real-time clock less the time since
+ * boot (/proc/stat's btime is not readable under systemd's
+ * ProcSubset=pid).
+ */
 static int
-read_btime(unsigned long long *btime)
+read_btime(double *btime)
 {
-	char line[256];
-	bool found = false;
-	FILE *f;
+	struct timespec rt, bt;
 
-	if ((f = fopen("/proc/stat", "re")) == NULL)
+	if (clock_gettime(CLOCK_REALTIME, &rt) != 0 ||
+	    clock_gettime(CLOCK_BOOTTIME, &bt) != 0)
 		return -1;
-	while (!found && fgets(line, sizeof(line), f) != NULL)
-		found = sscanf(line, "btime %llu", btime) == 1;
-	fclose(f);
-	return found ? 0 : -1;
+	*btime = (double)(rt.tv_sec - bt.tv_sec) +
+	    (double)(rt.tv_nsec - bt.tv_nsec) / 1e9;
+	return 0;
 }
 
 /* Pages of virtual size and resident set (/proc/self/statm). */
@@ -108,7 +111,8 @@ add(char *out, size_t cap, size_t *len, const char *name, const char *type,
 size_t
 procstat_format(char *out, size_t cap)
 {
-	unsigned long long ticks, start, btime, vsz, rss;
+	unsigned long long ticks, start, vsz, rss;
+	double btime;
 	long hz = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE), fds;
 	struct rlimit rl;
 	size_t len = 0;
@@ -127,7 +131,7 @@ procstat_format(char *out, size_t cap)
 			ok = ok && add(out, cap, &len,
 			    "process_start_time_seconds", "gauge", "Start "
 			    "time of the process since unix epoch in seconds.",
-			    (double)btime + (double)start / (double)hz);
+			    btime + (double)start / (double)hz);
 	}
 	if (read_statm(&vsz, &rss) == 0) {
 		ok = ok && add(out, cap, &len, "process_virtual_memory_bytes",
