@@ -1155,6 +1155,7 @@ build_stage_read(struct build_run *b, int argc, char **argv, int first,
 
 	b->now = util_now();
 	build_input_opts(b);
+	progress_phase(&b->pr, "reading");
 	for (i = (size_t)first; i < (size_t)argc; i++) {
 		if ((fetch_is_url(argv[i]) ? fetch_input(&b->set, argv[i],
 		    &b->o.fetch, &b->io, err, sizeof(err)) : input_read(&b->set,
@@ -1196,7 +1197,7 @@ static int
 build_stage_check(struct build_run *b)
 {
 	const struct build_opts *o = &b->o;
-	char err[1024];
+	char err[1024], msg[96];
 
 	if (input_resolve_crls(&b->set, o->quiet, o->no_delta, err,
 	    sizeof(err)) != 0) {
@@ -1219,7 +1220,11 @@ build_stage_check(struct build_run *b)
 		fb_err("--keep-going: %s", err);
 		return -1;
 	}
-	progress_phase(&b->pr, "sorting");
+	if (b->pr.on) {
+		snprintf(msg, sizeof(msg), "sorting %zu keys",
+		    table_builder_count(&b->set.builder));
+		progress_phase(&b->pr, msg);
+	}
 	table_builder_sort_unique(&b->set.builder);
 	b->n = table_builder_count(&b->set.builder);
 	input_count_scopes(&b->set);
@@ -1230,7 +1235,10 @@ build_stage_check(struct build_run *b)
 		return -1;
 	}
 	/* A layout that cannot meet --fp-rate is refused first, as before. */
-	progress_phase(&b->pr, "hashing");
+	if (b->pr.on) {
+		snprintf(msg, sizeof(msg), "filter: %zu distinct keys", b->n);
+		progress_phase(&b->pr, msg);
+	}
 	if (pair_layout(b->n, o->fp_rate, o->layout, &b->o.layout, err,
 	    sizeof(err)) != 0) {
 		fb_err("%s", err);

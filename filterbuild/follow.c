@@ -40,6 +40,7 @@
 #include "input.h"
 #include "leader.h"
 #include "log.h"
+#include "netaddr.h"
 #include "overlay.h"
 #include "pgsrc.h"
 #include "publish.h"
@@ -207,6 +208,20 @@ follow_parse_ms(const char *s, int64_t *ms)
 	return 0;
 }
 
+/* --listen's address parses (said as a usage error when not): 0 or -1. */
+static int
+follow_listen_ok(const char *s)
+{
+	struct sockaddr_storage ss;
+	unsigned sl;
+	char err[256];
+
+	if (netaddr_parse_listen(s, &ss, &sl, err, sizeof(err)) == 0)
+		return 0;
+	(void)fb_usage_err("follow", "--%s", err);
+	return -1;
+}
+
 static int
 follow_parse(struct follow_opts *o, int argc, char **argv)
 {
@@ -312,7 +327,11 @@ follow_parse(struct follow_opts *o, int argc, char **argv)
 		case 'L': o->layout = optarg; break;
 		case 'K': o->keep = optarg; break;
 		case 'q': o->quiet = true; break;
-		case 'l': o->listen = optarg; break;
+		case 'l':
+			if (follow_listen_ok(optarg) != 0)
+				return FB_EXIT_USAGE;
+			o->listen = optarg;
+			break;
 		case 'J':
 			if (strcmp(optarg, "json") != 0 &&
 			    strcmp(optarg, "text") != 0)

@@ -16,6 +16,7 @@
 #include "overlay.h"
 #include "publish.h"
 #include "sign.h"
+#include "stale.h"
 #include "table.h"
 #include "util.h"
 
@@ -844,6 +845,11 @@ verify_usage(FILE *fp)
 	    "  --records       print the effective records (table and chain), one\n"
 	    "                  per line: scope, id, revoked_at, reason\n"
 	    "  --quiet         print nothing on success\n"
+	    "  --fresh         also fail when revcheckd would refuse it as stale:\n"
+	    "                  expired (the newest head's expiry, with a chain),\n"
+	    "                  older than --max-age, or issued over 300 s ahead\n"
+	    "  --max-age DUR   with --fresh: revcheckd's max_age (default 2h; 0:\n"
+	    "                  none)\n"
 	    "  --help          this text\n", fp);
 }
 
@@ -954,7 +960,7 @@ chain_apply(void *arg, const struct delta *d)
 static int
 verify_chain(const char *path, const struct target *t, const struct ffile *f,
     const struct table *tab, const struct sign_ring *ring, bool quiet,
-    bool list)
+    bool list, struct ffile_info *eff)
 {
 	char ddir[4200], err[1024], until[UTIL_RFC3339_LEN];
 	const char *slash = strrchr(t->filter, '/');
@@ -985,6 +991,11 @@ verify_chain(const char *path, const struct target *t, const struct ffile *f,
 		fb_err("verify: %s: delta chain: %s", path, err);
 		goto out;
 	}
+	/* A head extends the chain's validity, as revcheckd takes it. */
+	if (head != NULL) {
+		eff->issued_at = delta_info(head)->issued_at;
+		eff->expires_at = delta_info(head)->expires_at;
+	}
 	if (!quiet && (pos.seq > 0 || head_seq != UINT64_MAX)) {
 		if (head != NULL)
 			util_rfc3339(until, delta_info(head)->expires_at);
@@ -1008,6 +1019,34 @@ out:
 	delta_free(head);
 	overlay_free(ov);
 	return rc;
+}
+
+/*
+ * --fresh: whether revcheckd, with max_age (its clock_skew the default),
+ * would serve a pair whose effective times are eff, by its own rule
+ * (stale_check). 0, or -1 after a message naming the reason and when.
+ */
+static int
+verify_fresh(const char *path, const struct ffile_info *eff, int64_t max_age)
+{
+	struct stale_policy pol = { max_age, STALE_DEFAULT_CLOCK_SKEW, 0 };
+	char at[UTIL_RFC3339_LEN];
+	int64_t now = util_now();
+	enum stale_reason sr;
+
+	sr = stale_check(eff, &pol, now, 0);
+	if (sr == STALE_FRESH)
+		return 0;
+	if (sr == STALE_EXPIRED) {
+		util_rfc3339(at, eff->expires_at);
+		fb_err("verify: %s: filter_stale: expired at %s, %lld s ago",
+		    path, at, (long long)(now - eff->expires_at));
+	} else {
+		util_rfc3339(at, eff->issued_at);
+		fb_err("verify: %s: filter_stale (%s): issued at %s", path,
+		    stale_reason_str(sr), at);
+	}
+	return -1;
 }
 
 /*
@@ -1054,12 +1093,16 @@ fb_verify(int argc, char **argv)
 		{ "table", required_argument, NULL, 't' },
 		{ "quiet", no_argument,	      NULL, 'q' },
 		{ "records", no_argument,     NULL, 'r' },
+		{ "fresh", no_argument,	      NULL, 'f' },
+		{ "max-age", required_argument, NULL, 'm' },
 		{ "help",  no_argument,	      NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *pubs[INSPECT_MAX_PUB], *path, *table = NULL;
 	size_t npubs = 0;
-	bool quiet = false, list = false;
+	bool quiet = false, list = false, fresh = false;
+	int64_t max_age = STALE_DEFAULT_MAX_AGE;
+	struct ffile_info eff;
 	struct target t;
 	struct sign_ring ring;
 	struct ffile *f = NULL;
@@ -1079,6 +1122,14 @@ fb_verify(int argc, char **argv)
 		case 't': table = optarg; break;
 		case 'q': quiet = true; break;
 		case 'r': list = true; break;
+		case 'f': fresh = true; break;
+		case 'm':
+			if (strcmp(optarg, "0") == 0)
+				max_age = 0;
+			else if (util_parse_duration(optarg, &max_age) != 0)
+				return fb_usage_err("verify", "--max-age '%s': "
+				    "want a duration such as 2h, or 0", optarg);
+			break;
 		case 'h': verify_usage(stdout); return FB_EXIT_OK;
 		default: return fb_usage_err("verify", "bad option");
 		}
@@ -1110,7 +1161,9 @@ fb_verify(int argc, char **argv)
 		    " records, signer %s\n", path, ffile_info(f)->version,
 		    ffile_info(f)->keys, table_count(tab), hex);
 	}
-	if (verify_chain(path, &t, f, tab, &ring, quiet || list, list) != 0)
+	eff = *ffile_info(f);
+	if (verify_chain(path, &t, f, tab, &ring, quiet || list, list,
+	    &eff) != 0 || (fresh && verify_fresh(path, &eff, max_age) != 0))
 		goto out;
 	ret = FB_EXIT_OK;
 out:

@@ -531,13 +531,11 @@ int
 delta_verify(const struct delta *d, const struct sign_ring *ring, char *err,
     size_t errlen)
 {
-	char id[2 * SIGN_KEYID_LEN + 1];
 	EVP_PKEY *key;
 
 	key = sign_ring_find(ring, d->info.signer);
 	if (key == NULL) {
-		util_hex(id, d->info.signer, SIGN_KEYID_LEN);
-		util_errf(err, errlen, "signer %s not trusted", id);
+		sign_ring_untrusted(ring, d->info.signer, err, errlen);
 		return -1;
 	}
 	if (!sign_verify(key, d->buf, d->len - SIGN_SIG_LEN,

@@ -959,13 +959,11 @@ ffile_verify(const struct ffile *f, const struct sign_ring *ring, char *err,
     size_t errlen)
 {
 	EVP_PKEY *key;
-	char got[2 * SIGN_KEYID_LEN + 1];
 
 	assert(f != NULL && ring != NULL);
 	key = sign_ring_find(ring, f->info.signer);
 	if (key == NULL) {
-		util_hex(got, f->info.signer, SIGN_KEYID_LEN);
-		util_errf(err, errlen, "signer %s not trusted", got);
+		sign_ring_untrusted(ring, f->info.signer, err, errlen);
 		return -1;
 	}
 	return ffile_verify_key(f, key, err, errlen);

@@ -134,18 +134,22 @@ sign_save(EVP_PKEY *key, const char *path, const char *pubpath, bool force,
 }
 
 /*
- * Reads a small PEM file into buf (SIGN_PEM_MAX bytes). Returns the length,
- * or -1 with err. The caller wipes buf.
+ * Reads a small PEM file into buf (SIGN_PEM_MAX bytes), *st from fstat of
+ * the descriptor read. Returns the length, or -1 with err. The caller
+ * wipes buf.
  */
 static long
-sign_read_pem(const char *path, unsigned char *buf, char *err, size_t errlen)
+sign_read_pem(const char *path, unsigned char *buf, struct stat *st,
+    char *err, size_t errlen)
 {
 	FILE *fp;
 	size_t n;
 
 	fp = fopen(path, "rb");
-	if (fp == NULL) {
+	if (fp == NULL || fstat(fileno(fp), st) != 0) {
 		sign_errf(err, errlen, path, strerror(errno));
+		if (fp != NULL)
+			(void)fclose(fp);
 		return -1;
 	}
 	n = fread(buf, 1, SIGN_PEM_MAX + 1, fp);
@@ -221,13 +225,20 @@ sign_load(const char *path, bool private, char *err, size_t errlen)
 {
 	unsigned char buf[SIGN_PEM_MAX + 1];
 	EVP_PKEY *key = NULL;
+	struct stat st;
 	long len;
 
 	assert(path != NULL);
-	len = sign_read_pem(path, buf, err, errlen);
+	len = sign_read_pem(path, buf, &st, err, errlen);
 	if (len >= 0)
 		key = sign_load_buf(buf, len, path, private, err, errlen);
 	OPENSSL_cleanse(buf, sizeof(buf));
+	/* A private key is a secret: the rule revcheckd applies to its own. */
+	if (key != NULL && private && util_file_trusted(path, &st, 0, false,
+	    true, "this process's", err, errlen) == -1) {
+		EVP_PKEY_free(key);
+		key = NULL;
+	}
 	return key;
 }
 
@@ -390,6 +401,29 @@ sign_ring_find(const struct sign_ring *r, const unsigned char id[SIGN_KEYID_LEN]
 		if (memcmp(r->ids[i], id, SIGN_KEYID_LEN) == 0)
 			return r->keys[i];
 	return NULL;
+}
+
+void
+sign_ring_untrusted(const struct sign_ring *r,
+    const unsigned char id[SIGN_KEYID_LEN], char *err, size_t errlen)
+{
+	char hex[2 * SIGN_KEYID_LEN + 1], list[SIGN_RING_MAX *
+	    (2 * SIGN_KEYID_LEN + 2) + 1];
+	size_t i, o = 0;
+
+	list[0] = '\0';
+	for (i = 0; i < r->n && i < SIGN_RING_MAX; i++) {
+		util_hex(hex, r->ids[i], SIGN_KEYID_LEN);
+		o += (size_t)snprintf(list + o, sizeof(list) - o, "%s%s",
+		    i > 0 ? ", " : "", hex);
+	}
+	util_hex(hex, id, SIGN_KEYID_LEN);
+	if (r->n == 0)
+		util_errf(err, errlen, "signer %s not trusted (no key is "
+		    "trusted)", hex);
+	else
+		util_errf(err, errlen, "signer %s not trusted (trusted: %s)",
+		    hex, list);
 }
 
 void

@@ -34,6 +34,9 @@ int sign_save(EVP_PKEY *key, const char *path, const char *pubpath,
  * Loads an Ed25519 private or public key from a PEM file; NULL with err.
  * sign_load_public() (and so sign_ring_add()) refuses a private key file,
  * which must never sit where only verification happens.
+ * sign_load_private() refuses a key file that breaks util_file_trusted's
+ * rule for a secret (owned by root or this user, readable by no one
+ * else), as revcheckd refuses the files it trusts.
  */
 EVP_PKEY *sign_load_private(const char *path, char *err, size_t errlen);
 EVP_PKEY *sign_load_public(const char *path, char *err, size_t errlen);
@@ -67,6 +70,15 @@ int sign_ring_add_pem(struct sign_ring *r, const unsigned char *pem,
  * when the ring is full or the key is not Ed25519.
  */
 int sign_ring_add_key(struct sign_ring *r, EVP_PKEY *key);
+/*
+ * The error of a signer id the ring lacks: "signer ID not trusted
+ * (trusted: ID, ID...)" (or "(no key is trusted)") into err, every id in
+ * hex, so that the message names the key found and the ones configured.
+ * Can't fail (a long list is cut).
+ */
+void sign_ring_untrusted(const struct sign_ring *r,
+    const unsigned char id[SIGN_KEYID_LEN], char *err, size_t errlen);
+
 /* The ring's key with this id, or NULL. */
 EVP_PKEY *sign_ring_find(const struct sign_ring *r,
     const unsigned char id[SIGN_KEYID_LEN]);

@@ -1315,3 +1315,37 @@ util_dw_abort(struct util_dwriter *w)
 	w->buf = NULL;
 	w->len = 0;
 }
+
+int
+util_file_trusted(const char *path, const struct stat *st, uid_t owner,
+    bool owner_set, bool secret, const char *who, char *err, size_t errlen)
+{
+	uid_t self = geteuid();
+
+	if (st->st_uid != 0 && st->st_uid != self &&
+	    !(owner_set && st->st_uid == owner)) {
+		if (owner_set)
+			util_errf(err, errlen, "%.400s: owned by uid %lu, "
+			    "expected root (0), %s uid %lu or filter_owner uid "
+			    "%lu", path, (unsigned long)st->st_uid, who,
+			    (unsigned long)self, (unsigned long)owner);
+		else
+			util_errf(err, errlen, "%.400s: owned by uid %lu, "
+			    "expected root (0) or %s uid %lu%s", path,
+			    (unsigned long)st->st_uid, who, (unsigned long)self,
+			    secret ? "" : " (set filter_owner to allow another)");
+		return -1;
+	}
+	if ((st->st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+		util_errf(err, errlen, "%.400s: writable by group or others "
+		    "(mode %03o)", path, (unsigned)(st->st_mode & 0777));
+		return -1;
+	}
+	if (secret && (st->st_mode & (S_IRGRP | S_IROTH)) != 0) {
+		util_errf(err, errlen, "%.400s: a secret readable by group or "
+		    "others (mode %03o); chmod 600 it", path,
+		    (unsigned)(st->st_mode & 0777));
+		return -1;
+	}
+	return 0;
+}

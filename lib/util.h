@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <time.h>
 
 struct stat;
@@ -390,5 +391,17 @@ int util_dw_write(struct util_dwriter *w, const void *p, size_t n);
 int util_dw_close(struct util_dwriter *w);
 /* Frees the buffer after a failure. */
 void util_dw_abort(struct util_dwriter *w);
+
+/*
+ * The one rule for a file this process trusts (a filter, its table, a
+ * public key, a secret), on st from fstat of the descriptor that was
+ * read: owned by root, by this process's user (who names it in err:
+ * "the daemon's") or by owner when owner_set, and writable by neither
+ * group nor others; when secret (a private signing key, an HMAC or
+ * client secret), not readable by them either. Returns 0, or -1 with
+ * err naming path, its owner or mode, and what was expected.
+ */
+int util_file_trusted(const char *path, const struct stat *st, uid_t owner,
+    bool owner_set, bool secret, const char *who, char *err, size_t errlen);
 
 #endif

@@ -689,29 +689,8 @@ static int
 file_ok(uid_t owner, bool owner_set, const char *path, const struct stat *st,
     char *err, size_t errlen)
 {
-	uid_t self = geteuid();
-
-	if (st->st_uid != 0 && st->st_uid != self &&
-	    !(owner_set && st->st_uid == owner)) {
-		if (owner_set)
-			snprintf(err, errlen, "%.400s: owned by uid %lu, "
-			    "expected root (0), the daemon's uid %lu or "
-			    "filter_owner uid %lu", path,
-			    (unsigned long)st->st_uid, (unsigned long)self,
-			    (unsigned long)owner);
-		else
-			snprintf(err, errlen, "%.400s: owned by uid %lu, "
-			    "expected root (0) or the daemon's uid %lu (set "
-			    "filter_owner to allow another)", path,
-			    (unsigned long)st->st_uid, (unsigned long)self);
-		return -1;
-	}
-	if ((st->st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-		snprintf(err, errlen, "%.400s: writable by group or others "
-		    "(mode %03o)", path, (unsigned)(st->st_mode & 0777));
-		return -1;
-	}
-	return 0;
+	return util_file_trusted(path, st, owner, owner_set, false,
+	    "the daemon's", err, errlen);
 }
 
 int

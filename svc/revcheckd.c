@@ -334,20 +334,28 @@ log_filter_state(struct snapshot_slot *sl, const struct stale_policy *p,
 {
 	struct snapshot *s = snapshot_acquire(sl);
 	enum stale_reason sr = STALE_FRESH;
+	char when[96] = "", at[UTIL_RFC3339_LEN];
+	int64_t now = util_now();
 	uint64_t v = 0;
 	int st;
 
 	if (s != NULL) {
-		sr = snapshot_stale(s, p, util_now(), sl);
+		sr = snapshot_stale(s, p, now, sl);
 		v = s->version;
+		/* An expired filter says when, as its expires_at is signed. */
+		if (sr == STALE_EXPIRED) {
+			util_rfc3339(at, s->info->expires_at);
+			snprintf(when, sizeof(when), " at %s, %lld s ago", at,
+			    (long long)(now - s->info->expires_at));
+		}
 		snapshot_release(s);
 	}
 	st = s == NULL ? 0 : sr == STALE_FRESH ? 1 : 2;
 	if (st == *prev)
 		return;
 	if (st == 2)
-		log_warn("filter state: stale (%s), version %llu; checks "
-		    "answer 503 filter_stale", stale_reason_str(sr),
+		log_warn("filter state: stale (%s%s), version %llu; checks "
+		    "answer 503 filter_stale", stale_reason_str(sr), when,
 		    (unsigned long long)v);
 	else if (st == 1 && *prev == 2)
 		log_info("filter state: fresh again, version %llu",
@@ -743,6 +751,16 @@ main(int argc, char **argv)
 	saved_argc = argc;
 	saved_argv = argv;
 	config_init(&c);
+	if (argc == 1) {
+		/* Nothing to serve: say how to start, not what is missing. */
+		fprintf(stderr, "usage: revcheckd -c FILE | --filter-dir DIR "
+		    "--trusted-key PUB.pem (origin) | --upstream-filter URL "
+		    "--upstream-check URL --trusted-key PUB.pem (edge)\n"
+		    "try 'revcheckd --help', man revcheckd, or "
+		    "config/revcheckd.json\n");
+		rc = 2;
+		goto out;
+	}
 	if (config_from_args(&c, argc, argv, err, sizeof(err)) == -1) {
 		fprintf(stderr, "revcheckd: %s\n", err);
 		if (c.usage_error) {

@@ -52,6 +52,9 @@ static const struct route routes[] = {
 	    handle_metrics, NULL },
 	{ "/healthz", EP_HEALTHZ, M_GET | M_HEAD, 0, "GET, HEAD",
 	    handle_healthz, NULL },
+	/* Kubernetes' name for the liveness probe: the same answer. */
+	{ "/livez", EP_HEALTHZ, M_GET | M_HEAD, 0, "GET, HEAD",
+	    handle_healthz, NULL },
 	{ "/readyz", EP_READYZ, M_GET | M_HEAD, 0, "GET, HEAD",
 	    handle_readyz, NULL },
 };

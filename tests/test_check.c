@@ -12,7 +12,7 @@
 #include "../svc/metrics.h"
 #include "../svc/sbuf.h"
 #include "../svc/snapshot.h"
-#include "../svc/stale.h"
+#include "stale.h"
 #include "svc_fixture.h"
 
 #define NOW 1700000000

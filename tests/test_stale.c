@@ -1,7 +1,7 @@
 /* test_stale.c - the staleness rule at its boundaries */
 #include <criterion/criterion.h>
 
-#include "../svc/stale.h"
+#include "stale.h"
 
 static struct ffile_info
 info(int64_t issued, int64_t expires)

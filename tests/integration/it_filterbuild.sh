@@ -360,10 +360,12 @@ if d.get("layout") == "fuse8":	# and 8 bytes of padding less
     d["filter_bytes"] += 8
 print(json.dumps(d, sort_keys=True))'
 }
+# git keeps the key 0644; a signing key must be 0600 to be used.
+install -m 600 "$G/key.pem" "$W/gold-key.pem"
 for L in classic blocked fuse auto; do
 	if [ "$L" = auto ]; then lopt=(); else lopt=(--layout "$L" --fp-rate 0.004); fi
 	rm -rf "gold-$L"
-	REVCHECK_FAKE_NOW=1924934400 "$FB" build --quiet --key "$G/key.pem" \
+	REVCHECK_FAKE_NOW=1924934400 "$FB" build --quiet --key "$W/gold-key.pem" \
 	    --out "gold-$L" --version 7 "${lopt[@]}" --issuer "$G/GoodCACert.pem" \
 	    "$SRC/tests/data/tokens.txt" "$SRC/tests/data/tokens-objects.json" \
 	    "$SRC/tests/data/pkits/crls/GoodCACRL.crl" 2>"$W/err" ||

@@ -94,7 +94,9 @@ rc_expect_eq "$rc" 1 "a taken --listen port fails the start"
 rc_expect_match "$out" "cannot listen on 127.0.0.1:$P: Address already in use" "the error names the address"
 out=$("$FILTERBUILD" follow --source "$PG_URL" --key "$T/key.pem" --out "$T/f2" \
     --listen 127.0.0.1:70000 2>&1) && rc=0 || rc=$?
-rc_expect_match "$rc:$out" '^1:.*the port "70000" is not a number from 0 to 65535' "a bad port names the range"
+rc_expect_eq "$rc" 2 "a bad --listen is a usage error"
+rc_expect_match "$out" '--listen: "127.0.0.1:70000": the port "70000" is not a number from 0 to 65535' \
+    "a bad port names the range"
 
 rc_follow_stop
 rc_done

@@ -1,6 +1,6 @@
 /* stale.h - the staleness rule: refuse, never guess */
-#ifndef REVCHECK_SVC_STALE_H
-#define REVCHECK_SVC_STALE_H
+#ifndef REVCHECK_STALE_H
+#define REVCHECK_STALE_H
 
 #include <stdint.h>
 
@@ -15,6 +15,14 @@ enum stale_reason {
 	STALE_CHAIN_BEHIND,	/* fewer deltas than were once served on this base */
 	STALE_CHAIN_LAG,	/* edge: a later delta seen, not applied in max_lag */
 };
+
+/*
+ * revcheckd's defaults for max_age and clock_skew (its option table says
+ * "2h" and "300"), which `filterbuild verify --fresh` applies too: the
+ * pre-flight check refuses what a daemon with default settings would.
+ */
+#define STALE_DEFAULT_MAX_AGE		7200
+#define STALE_DEFAULT_CLOCK_SKEW	300
 
 struct stale_policy {
 	int64_t	max_age;	/* seconds; 0: no local limit */
