@@ -14,17 +14,12 @@
 #include <xxhash.h>
 
 /*
- * Both stages are standard ribbon retrieval structures (Dillinger and
- * Walzer 2021) with 128-bit coefficient rows: a key's equation covers the
- * 128 solution rows from its start; the solution is stored interleaved,
- * in blocks of 64 rows by r columns (one 64-bit word per column), so that
- * a query is r parities over three words each. Keys are split into shards
- * of about 2^EX_SHARD_LOG2 keys by the high bits of their hash, each shard
- * solved on its own with a seed byte of its own: a shard that does not
- * solve is tried again with the next seed (and, every EX_BUMP_EVERY
- * seeds, one block more), never the whole structure. docs/FORMAT.md
- * section 7 is the byte layout; every constant below that shapes an
- * answer is part of it.
+ * Both stages are standard ribbon retrievals (Dillinger and Walzer 2021),
+ * 128-bit rows, the solution interleaved in blocks of 64 rows by r
+ * columns: a query is r parities over three words. Shards of about
+ * 2^EX_SHARD_LOG2 keys are solved alone, each retried with its next seed
+ * byte when it does not solve. docs/FORMAT.md section 7 is the layout;
+ * every constant below that shapes an answer is part of it.
  */
 
 #define EX_MAGIC		"RCEX"
@@ -85,7 +80,7 @@ ex_get64(const unsigned char *p)
 static inline uint32_t
 ex_get32(const unsigned char *p)
 {
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
 	    (uint32_t)p[3] << 24;
 }
 
@@ -107,7 +102,7 @@ ex_put32(unsigned char *p, uint32_t v)
 		p[i] = (unsigned char)(v >> (8 * i));
 }
 
-/* murmur3's fmix64: a bijection whose every output bit depends on every input bit. */
+/* murmur3's fmix64: a bijection, every output bit on every input bit. */
 static inline uint64_t
 ex_fmix(uint64_t x)
 {
@@ -269,20 +264,9 @@ ex_stage_hit_inline(const struct ex_stage_view *v, uint64_t h)
 		return ex_hit_r(v, 9, h);
 	case 10:
 		return ex_hit_r(v, 10, h);
-	case 11:
-		return ex_hit_r(v, 11, h);
-	case 12:
-		return ex_hit_r(v, 12, h);
 	default:
 		return ex_hit_r(v, v->r, h);
 	}
-}
-
-/* The stage test as a call, for the builder's scan. */
-static bool
-ex_stage_hit(const struct ex_stage_view *v, uint64_t h)
-{
-	return ex_stage_hit_inline(v, h);
 }
 
 /* ------------------------------------------------------------ solving */
@@ -385,7 +369,8 @@ ex_backsub(const struct ex_solver *sv, uint64_t m, uint32_t r,
 			st[j] <<= 1;
 			if (c == 0)
 				continue;
-			t = (uint64_t)(c & st[j]) ^ (uint64_t)((c & st[j]) >> 64);
+			t = (uint64_t)(c & st[j]) ^
+			    (uint64_t)((c & st[j]) >> 64);
 			bit = (uint32_t)__builtin_parityll(t) ^
 			    ((sv->res[i] >> j) & 1);
 			st[j] |= bit;
@@ -406,7 +391,7 @@ struct ex_stage_build {
 	unsigned char	*sol;		/* (nblocks + 1) * r words */
 	uint64_t	 nblocks;	/* blocks so far */
 	uint64_t	 solcap;	/* blocks allocated, padding included */
-	uint64_t	 retries;	/* seeds past the first, over all shards */
+	uint64_t	 retries;	/* seeds past the first, all shards */
 };
 
 static void
@@ -416,17 +401,6 @@ ex_stage_free(struct ex_stage_build *b)
 	free(b->sol);
 	b->tab = NULL;
 	b->sol = NULL;
-}
-
-static void
-ex_stage_view(const struct ex_stage_build *b, struct ex_stage_view *v)
-{
-	v->tab = b->tab;
-	v->sol = b->sol;
-	v->nsh = b->nsh;
-	v->r = b->r;
-	v->w = b->w;
-	v->salt = b->salt;
 }
 
 static uint64_t
@@ -459,7 +433,7 @@ ex_sol_reserve(struct ex_stage_build *b, uint64_t blocks)
 
 /* Loads the shard's equations for one seed; -1 when they contradict. */
 static int
-ex_try_seed(struct ex_stage_build *b, struct ex_solver *sv, uint64_t nb,
+ex_try_seed(const struct ex_stage_build *b, struct ex_solver *sv, uint64_t nb,
     uint32_t seed, const uint64_t *h1, size_t n1, const uint64_t *h0,
     size_t n0)
 {
@@ -481,14 +455,22 @@ ex_try_seed(struct ex_stage_build *b, struct ex_solver *sv, uint64_t nb,
 	return 0;
 }
 
+/* One shard solved: its nb * r words, its seed, seeds that failed. */
+struct ex_shard_res {
+	unsigned char	*sol;
+	uint64_t	 nb, retries;
+	uint32_t	 seed;
+};
+
 /*
  * Solves one shard: keys h1 answer their fingerprint (stage 1) or 1
- * (stage 2), keys h0 answer 0. Appends its table entry and blocks.
+ * (stage 2), keys h0 answer 0. 0, -1 out of memory, -2 when no seed
+ * solves it. Reads only b's r, w and salt: shards solve on two threads.
  */
 static int
-ex_solve_shard(struct ex_stage_build *b, struct ex_solver *sv,
-    uint64_t shard, const uint64_t *h1, size_t n1, const uint64_t *h0,
-    size_t n0, char *err, size_t errlen)
+ex_solve_one(const struct ex_stage_build *b, struct ex_solver *sv,
+    const uint64_t *h1, size_t n1, const uint64_t *h0, size_t n0,
+    struct ex_shard_res *res)
 {
 	uint64_t nb = ex_blocks_for(n1 + n0);
 	uint32_t seed;
@@ -496,28 +478,93 @@ ex_solve_shard(struct ex_stage_build *b, struct ex_solver *sv,
 	for (seed = 0; seed < EX_SEEDS; seed++) {
 		if (seed != 0 && seed % EX_BUMP_EVERY == 0)
 			nb++;
-		if (ex_solver_reserve(sv, nb * 64) != 0 ||
-		    ex_sol_reserve(b, b->nblocks + nb + 1) != 0) {
-			ex_err(err, errlen, "exact: out of memory solving a shard");
+		if (ex_solver_reserve(sv, nb * 64) != 0)
 			return -1;
-		}
 		if (ex_try_seed(b, sv, nb, seed, h1, n1, h0, n0) == 0)
 			break;
-		b->retries++;
+		res->retries++;
 	}
-	if (seed == EX_SEEDS) {
-		ex_err(err, errlen, "exact: shard %" PRIu64 " (%zu keys) did "
-		    "not solve with any of %d seeds", shard, n1 + n0, EX_SEEDS);
+	if (seed == EX_SEEDS)
+		return -2;
+	if ((res->sol = malloc((size_t)(nb * b->r * 8))) == NULL)
 		return -1;
+	ex_backsub(sv, nb * 64, b->r, res->sol);
+	res->nb = nb;
+	res->seed = seed;
+	return 0;
+}
+
+/*
+ * The shards of a stage, handed out one at a time to two threads; a
+ * shard's result depends on its keys alone, so the bytes do not depend
+ * on which thread solved it.
+ */
+struct ex_solve_job {
+	const struct ex_stage_build	*b;
+	const uint64_t			*h1, *h0;
+	const size_t			*a1, *a0;	/* nsh + 1 run bounds */
+	struct ex_shard_res		*res;
+	pthread_mutex_t			 mu;
+	uint64_t			 next;
+	int				 rc;	/* -1 memory, -2 a shard */
+	uint64_t			 bad;	/* the shard that failed */
+};
+
+static void *
+ex_solve_work(void *arg)
+{
+	struct ex_solve_job *j = arg;
+	struct ex_solver sv;
+	uint64_t sh;
+	int rc;
+
+	memset(&sv, 0, sizeof(sv));
+	for (;;) {
+		pthread_mutex_lock(&j->mu);
+		sh = j->next++;
+		rc = j->rc;
+		pthread_mutex_unlock(&j->mu);
+		if (rc != 0 || sh >= j->b->nsh)
+			break;
+		rc = ex_solve_one(j->b, &sv, j->h1 + j->a1[sh],
+		    j->a1[sh + 1] - j->a1[sh], j->h0 + j->a0[sh],
+		    j->a0[sh + 1] - j->a0[sh], &j->res[sh]);
+		if (rc != 0) {
+			pthread_mutex_lock(&j->mu);
+			if (j->rc == 0) {
+				j->rc = rc;
+				j->bad = sh;
+			}
+			pthread_mutex_unlock(&j->mu);
+			break;
+		}
 	}
-	if (b->nblocks + nb > UINT32_MAX - 1) {
-		ex_err(err, errlen, "exact: too many blocks");
+	ex_solver_free(&sv);
+	return NULL;
+}
+
+/* The solved shards, in order, into the stage's table and solution. */
+static int
+ex_assemble(struct ex_stage_build *b, const struct ex_shard_res *res)
+{
+	uint64_t sh, total = 0;
+
+	for (sh = 0; sh < b->nsh; sh++)
+		total += res[sh].nb;
+	if (total > UINT32_MAX - 1 || ex_sol_reserve(b, total + 1) != 0)
 		return -1;
+	b->nblocks = 0;
+	for (sh = 0; sh < b->nsh; sh++) {
+		ex_put32(b->tab + sh * EX_TAB_ENT, (uint32_t)b->nblocks);
+		b->tab[sh * EX_TAB_ENT + 4] = (unsigned char)res[sh].seed;
+		memcpy(b->sol + b->nblocks * b->r * 8, res[sh].sol,
+		    (size_t)(res[sh].nb * b->r * 8));
+		b->nblocks += res[sh].nb;
+		b->retries += res[sh].retries;
 	}
-	ex_put32(b->tab + shard * EX_TAB_ENT, (uint32_t)b->nblocks);
-	b->tab[shard * EX_TAB_ENT + 4] = (unsigned char)seed;
-	ex_backsub(sv, nb * 64, b->r, b->sol + b->nblocks * b->r * 8);
-	b->nblocks += nb;
+	ex_put32(b->tab + b->nsh * EX_TAB_ENT, (uint32_t)b->nblocks);
+	/* The block of padding. */
+	memset(b->sol + b->nblocks * b->r * 8, 0, (size_t)b->r * 8);
 	return 0;
 }
 
@@ -530,38 +577,62 @@ static int
 ex_stage_make(struct ex_stage_build *b, const uint64_t *h1, size_t n1,
     const uint64_t *h0, size_t n0, char *err, size_t errlen)
 {
-	struct ex_solver sv;
-	size_t a1 = 0, a0 = 0, e1, e0;
+	struct ex_solve_job j;
+	size_t *a1 = NULL, *a0 = NULL;
 	uint64_t sh;
+	pthread_t th;
+	bool two = false;
 	int rc = -1;
 
-	memset(&sv, 0, sizeof(sv));
+	memset(&j, 0, sizeof(j));
 	b->nkeys = n1 + n0;
 	b->nsh = ex_nshards(b->nkeys, b->shard_log2);
 	b->nblocks = 0;
 	b->retries = 0;
 	if ((b->tab = calloc(b->nsh + 1, EX_TAB_ENT)) == NULL ||
-	    ex_sol_reserve(b, ex_blocks_for(b->nkeys) + 2 * b->nsh + 1) != 0) {
-		ex_err(err, errlen, "exact: out of memory for a stage");
+	    (a1 = calloc(b->nsh + 1, sizeof(*a1))) == NULL ||
+	    (a0 = calloc(b->nsh + 1, sizeof(*a0))) == NULL ||
+	    (j.res = calloc(b->nsh + 1, sizeof(*j.res))) == NULL)
+		goto oom;
+	for (sh = 0; sh < b->nsh; sh++) {
+		for (a1[sh + 1] = a1[sh]; a1[sh + 1] < n1 &&
+		    ex_range(h1[a1[sh + 1]], b->nsh) == sh; a1[sh + 1]++)
+			;
+		for (a0[sh + 1] = a0[sh]; a0[sh + 1] < n0 &&
+		    ex_range(h0[a0[sh + 1]], b->nsh) == sh; a0[sh + 1]++)
+			;
+	}
+	j.b = b;
+	j.h1 = h1;
+	j.h0 = h0;
+	j.a1 = a1;
+	j.a0 = a0;
+	if (pthread_mutex_init(&j.mu, NULL) != 0)
+		goto oom;
+	two = b->nsh > 1 && pthread_create(&th, NULL, ex_solve_work, &j) == 0;
+	(void)ex_solve_work(&j);
+	if (two)
+		pthread_join(th, NULL);
+	pthread_mutex_destroy(&j.mu);
+	if (j.rc == -2) {
+		ex_err(err, errlen, "exact: shard %" PRIu64 " (%zu keys) did "
+		    "not solve with any of %d seeds", j.bad,
+		    (a1[j.bad + 1] - a1[j.bad]) + (a0[j.bad + 1] - a0[j.bad]),
+		    EX_SEEDS);
 		goto out;
 	}
-	for (sh = 0; sh < b->nsh; sh++) {
-		for (e1 = a1; e1 < n1 && ex_range(h1[e1], b->nsh) == sh; e1++)
-			;
-		for (e0 = a0; e0 < n0 && ex_range(h0[e0], b->nsh) == sh; e0++)
-			;
-		if (ex_solve_shard(b, &sv, sh, h1 + a1, e1 - a1, h0 + a0,
-		    e0 - a0, err, errlen) != 0)
-			goto out;
-		a1 = e1;
-		a0 = e0;
-	}
-	ex_put32(b->tab + b->nsh * EX_TAB_ENT, (uint32_t)b->nblocks);
-	/* The block of padding. */
-	memset(b->sol + b->nblocks * b->r * 8, 0, (size_t)b->r * 8);
+	if (j.rc != 0 || ex_assemble(b, j.res) != 0)
+		goto oom;
 	rc = 0;
+	goto out;
+oom:
+	ex_err(err, errlen, "exact: out of memory solving a stage");
 out:
-	ex_solver_free(&sv);
+	for (sh = 0; j.res != NULL && sh < b->nsh; sh++)
+		free(j.res[sh].sol);
+	free(j.res);
+	free(a1);
+	free(a0);
 	return rc;
 }
 
@@ -625,7 +696,8 @@ ex_pairs_push(struct ex_pairs *v, uint64_t h, uint64_t x)
 
 	if (v->n == v->cap) {
 		cap = v->cap < 1024 ? 1024 : v->cap + v->cap / 2;
-		if (cap > SIZE_MAX / 16 || (p = realloc(v->p, cap * 16)) == NULL)
+		if (cap > SIZE_MAX / 16 ||
+		    (p = realloc(v->p, cap * 16)) == NULL)
 			return -1;
 		v->p = p;
 		v->cap = cap;
@@ -659,10 +731,10 @@ ex_verify_hash(uint64_t seed, const unsigned char *key, size_t len)
 struct ex_build {
 	const struct exact_src	*rev, *iss;
 	uint64_t		 seed;
-	struct ex_pairs		 r;		/* R: (hash, second hash), sorted, distinct */
+	struct ex_pairs		 r;		/* R's pairs, sorted */
 	struct ex_pairs		 cand;		/* U's stage-1 positives */
 	uint64_t		*rh;		/* R's hashes, sorted */
-	uint64_t		*fp;		/* stage-1 positives of U \ R, sorted */
+	uint64_t		*fp;		/* stage-1 positives in U \ R */
 	size_t			 nfp;
 	uint64_t		 n_raw;		/* keys of U as streamed */
 	uint64_t		 occ;		/* of them, keys of R */
@@ -765,14 +837,14 @@ ex_stage_init(struct ex_stage_build *s, uint32_t r, uint32_t w,
 	s->shard_log2 = EX_SHARD_LOG2;
 }
 
-/* One key of pass 2: its pair kept when it passes stage 1. 0, or -1 out of memory. */
+/* Pass 2, one key: its pair kept if stage 1 passes it (-1: no memory). */
 static int
 ex_scan_key(struct ex_build *b, const struct ex_stage_view *v1,
     const unsigned char *key, size_t len)
 {
 	uint64_t h = exact_key_hash(b->seed, key, len);
 
-	if (!ex_stage_hit(v1, h))
+	if (!ex_stage_hit_inline(v1, h))
 		return 0;
 	return ex_pairs_push(&b->cand, h, ex_verify_hash(b->seed, key, len));
 }
@@ -799,7 +871,7 @@ struct ex_pipe {
 	pthread_mutex_t		 mu;
 	pthread_cond_t		 cv;
 	struct ex_batch		 bt[2];
-	bool			 done;	/* the reader has handed over every key */
+	bool			 done;	/* every key handed over */
 	int			 rc;	/* the worker's: -1 out of memory */
 	struct ex_build		*b;
 	struct ex_stage_view	 v1;
@@ -925,7 +997,8 @@ ex_scan_pipe(struct ex_build *b, const struct ex_stage_view *v1, uint64_t *n,
 	rc = ex_pipe_read(&p, n, err, errlen);
 	pthread_join(th, NULL);
 	if (rc == 0 && p.rc != 0) {
-		ex_err(err, errlen, "exact: out of memory for stage-1 positives");
+		ex_err(err, errlen, "exact: out of memory for stage-1 "
+		    "positives");
 		rc = -1;
 	}
 out_cond:
@@ -952,7 +1025,8 @@ ex_scan_issued(struct ex_build *b, char *err, size_t errlen)
 	size_t len;
 	int rc = 1;
 
-	ex_stage_view(&b->s1, &v1);
+	v1 = (struct ex_stage_view){ b->s1.tab, b->s1.sol, b->s1.nsh, b->s1.r,
+	    b->s1.w, b->s1.salt };
 	b->cand.n = 0;
 	if (b->iss->rewind(b->iss->arg, err, errlen) != 0)
 		return -1;
@@ -1259,7 +1333,8 @@ ex_check_hdr(const unsigned char *p, size_t len, char *err, size_t errlen)
 		ex_err(err, errlen, "exact: bad magic or version");
 		return -1;
 	}
-	if (XXH3_64bits(p, len - EX_SUM_LEN) != ex_get64(p + len - EX_SUM_LEN)) {
+	if (XXH3_64bits(p, len - EX_SUM_LEN) !=
+	    ex_get64(p + len - EX_SUM_LEN)) {
 		ex_err(err, errlen, "exact: checksum mismatch");
 		return -1;
 	}
@@ -1276,7 +1351,8 @@ ex_check_hdr(const unsigned char *p, size_t len, char *err, size_t errlen)
 		return -1;
 	}
 	if (p[64] < EX_SHARD_LOG2_MIN || p[64] > EX_SHARD_LOG2_MAX) {
-		ex_err(err, errlen, "exact: shard size 2^%u out of range", p[64]);
+		ex_err(err, errlen, "exact: shard size 2^%u out of range",
+		    p[64]);
 		return -1;
 	}
 	for (i = 65; i < EX_HDR_LEN; i++)
@@ -1384,14 +1460,10 @@ ex_query_popcnt(const struct exact *e, uint64_t h)
 }
 #endif
 
-enum exact_answer
-exact_query_hash(const struct exact *e, uint64_t h)
+/* The query of an attached view with revoked keys, for key hash h. */
+static inline enum exact_answer
+ex_dispatch(const struct exact *e, uint64_t h)
 {
-	/* Not attached: fail closed. */
-	if (e == NULL || e->priv[15] != EX_ATTACHED)
-		return EXACT_REVOKED;
-	if (e->priv[P_NSH1] == 0)
-		return EXACT_NOT_REVOKED;
 #if defined(__x86_64__) && defined(__GNUC__)
 	if (e->priv[P_POPCNT] != 0)
 		return ex_query_popcnt(e, h);
@@ -1400,18 +1472,22 @@ exact_query_hash(const struct exact *e, uint64_t h)
 }
 
 enum exact_answer
-exact_query(const struct exact *e, const void *key, size_t len)
+exact_query_hash(const struct exact *e, uint64_t h)
 {
-	uint64_t h;
-
+	/* Not attached: fail closed. */
 	if (e == NULL || e->priv[15] != EX_ATTACHED)
 		return EXACT_REVOKED;
 	if (e->priv[P_NSH1] == 0)
 		return EXACT_NOT_REVOKED;
-	h = XXH3_64bits_withSeed(key, len, e->priv[P_SEED]);
-#if defined(__x86_64__) && defined(__GNUC__)
-	if (e->priv[P_POPCNT] != 0)
-		return ex_query_popcnt(e, h);
-#endif
-	return ex_query_plain(e, h);
+	return ex_dispatch(e, h);
+}
+
+enum exact_answer
+exact_query(const struct exact *e, const void *key, size_t len)
+{
+	if (e == NULL || e->priv[15] != EX_ATTACHED)
+		return EXACT_REVOKED;
+	if (e->priv[P_NSH1] == 0)
+		return EXACT_NOT_REVOKED;
+	return ex_dispatch(e, XXH3_64bits_withSeed(key, len, e->priv[P_SEED]));
 }
