@@ -83,7 +83,8 @@ $$;
 -- notBefore, the token's iat): an id issued at or before a read's cutoff
 -- but committed after it is outside that base's issued set, and a check
 -- that proves it issued by the cutoff could be answered revoked from the
--- filter alone (never not_revoked: a revocation always wins).
+-- filter alone (never not_revoked: a revocation always wins). The role
+-- filterbuild reads with needs SELECT on it; without, no scope is exact.
 CREATE TABLE IF NOT EXISTS revcheck_issued (
     scope       text        NOT NULL DEFAULT 'default',
     id          text        NOT NULL,
