@@ -12,6 +12,7 @@ live_new(const struct config *c, uint64_t gen, int64_t now, char *err,
     size_t errlen)
 {
 	struct live *lv;
+	char e[1024];
 
 	if ((lv = calloc(1, sizeof(*lv))) == NULL) {
 		snprintf(err, errlen, "out of memory");
@@ -26,7 +27,8 @@ live_new(const struct config *c, uint64_t gen, int64_t now, char *err,
 	lv->policy.max_age = lv->cfg.max_age;
 	lv->policy.clock_skew = lv->cfg.clock_skew;
 	lv->policy.max_lag = lv->cfg.max_lag;
-	if (trust_init(&lv->trust, &lv->cfg, err, errlen) == -1) {
+	if (trust_init(&lv->trust, &lv->cfg, e, sizeof(e)) == -1) {
+		snprintf(err, errlen, "issuers: %s", e);
 		config_free(&lv->cfg);
 		free(lv);
 		return NULL;

@@ -657,7 +657,8 @@ run(struct config *c)
 	}
 	/* Generation 1 of the settings in force (SIGHUP makes the next). */
 	if ((lv = live_new(c, 1, util_now(), err, sizeof(err))) == NULL) {
-		log_err("issuers: %s", err);
+		/* err names the issuer or OCSP responder, and the file. */
+		log_err("%s", err);
 		return 1;
 	}
 	live_slot_init(&live);
