@@ -53,6 +53,11 @@ const struct config_opt config_opts[] = {
 	    UINT64_C(1) << 40, NEED_ANY, "268435456", "BYTES", "verified "
 	    "delta chain files held for /v1/delta, all\nreaders together "
 	    "(past it: 503, Retry-After)" },
+	{ "longpoll_max", OPT_UINT, OFF(longpoll_max), 0, 1000000, NEED_ANY,
+	    "10000", "N", "GET /v1/delta?wait= requests held at once;\n"
+	    "past it they are answered at once; 0: none held" },
+	{ "longpoll_wait_max", OPT_DUR, OFF(longpoll_wait_max), 1, 30,
+	    NEED_ANY, "30", "D", "longest wait granted to a held request" },
 	{ "max_header_size", OPT_U64, OFF(max_header_size), 8192,
 	    UINT64_C(1) << 20, NEED_ANY, "32768", "BYTES",
 	    "memory per connection for the request line and\n"
@@ -107,6 +112,10 @@ const struct config_opt config_opts[] = {
 	    NULL, "URL", "edge mode: authority for filter positives" },
 	{ "sync_interval", OPT_DUR, OFF(sync_interval), 1, 0, NEED_EDGE,
 	    "30", "D", "edge mode: sync period" },
+	{ "upstream_wait", OPT_DUR, OFF(upstream_wait), 0, 30, NEED_EDGE,
+	    "25", "D", "edge mode: how long the one request open to a\n"
+	    "revcheckd upstream waits for a change (long-poll);\n"
+	    "0: poll every sync_interval only" },
 	{ "max_download", OPT_U64, OFF(max_download), 1024, FFILE_MAX_SIZE,
 	    NEED_EDGE, "268435456", "BYTES", "edge mode: filter download cap" },
 	{ "max_lag", OPT_DUR, OFF(max_lag), 0, 0, NEED_EDGE,

@@ -111,6 +111,8 @@ struct config {
 	uint64_t	 max_body_total; /* bytes of bodies buffered at once */
 	uint64_t	 delta_memory_max; /* bytes of chains held for /v1/delta */
 	uint64_t	 max_header_size; /* libmicrohttpd's memory per connection */
+	unsigned	 longpoll_max;	/* /v1/delta?wait= requests held at once */
+	int64_t		 longpoll_wait_max; /* seconds one is held, at most */
 	unsigned	 conn_timeout;	/* seconds of idle before a drop */
 	unsigned	 max_conns;
 	unsigned	 max_conns_per_ip;
@@ -138,6 +140,7 @@ struct config {
 	char		*upstream_filter;
 	char		*upstream_check;
 	int64_t		 sync_interval;
+	int64_t		 upstream_wait;		/* long-poll seconds; 0: poll */
 	uint64_t	 max_download;
 	int64_t		 max_lag;		/* seconds; 0: off (5m) */
 	int64_t		 sync_timeout;		/* seconds for one download */

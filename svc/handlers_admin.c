@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "longpoll.h"
 #include "crl.h"
 #include "procstat.h"
 #include "server.h"
@@ -12,6 +13,9 @@
 
 #define FILTER_MAX_CACHE 60	/* seconds a cache may keep /v1/filter */
 #define DELTA_BLOCK	(16u << 10)	/* bytes a /v1/delta reply copies a turn */
+/* What a cache may do with bytes under a name that never changes. */
+#define CACHE_IMMUTABLE	"public, max-age=31536000, immutable"
+#define HDR_WAIT	"X-Revcheck-Wait"
 
 static double
 observed_fp(void)
@@ -530,6 +534,7 @@ handle_metrics(const struct server_req *r)
 	    "to libmicrohttpd at a request it does not answer.",
 	    metrics_get(MET_HANDOFF));
 	loader_metrics(&b, ctx);
+	longpoll_metrics(ctx->longpoll, &b);
 	config_metrics(&b, r->live);
 	srcq_metrics(&b, ctx->cfg->filter_dir);
 	ocsp_metrics(&b, r->live);
@@ -632,6 +637,96 @@ release_cb(void *cls)
 	ffile_close(cls);
 }
 
+/*
+ * The version an immutable name asks for: /v1/filter/V or the V of
+ * /v1/delta/V/SEQ (seq NULL: none after it). -1 when the path is not one.
+ */
+static int
+immutable_name(const char *url, size_t prefix, uint64_t *version,
+    uint64_t *seq)
+{
+	char num[24];
+	const char *p = url + prefix, *slash;
+	size_t n;
+
+	slash = strchr(p, '/');
+	n = slash != NULL ? (size_t)(slash - p) : strlen(p);
+	if (n == 0 || n >= sizeof(num) || (slash != NULL) != (seq != NULL))
+		return -1;
+	memcpy(num, p, n);
+	num[n] = '\0';
+	if (util_parse_u64(num, UINT64_MAX, version) != 0)
+		return -1;
+	if (seq == NULL)
+		return 0;
+	return util_parse_u64(slash + 1, UINT64_MAX, seq) == 0 && *seq > 0 ?
+	    0 : -1;
+}
+
+/* Body bytes of a 200 that goes out (HEAD sends none). */
+static void
+count_body(const struct server_req *r, size_t len)
+{
+	if (r->method == NULL || strcmp(r->method, "HEAD") != 0)
+		metrics_response_bytes(r->ep, len);
+}
+
+/* An empty 304 with the headers h. */
+static enum MHD_Result
+not_modified(const struct server_req *r, const struct server_hdr *h,
+    size_t nh)
+{
+	struct MHD_Response *resp;
+
+	resp = MHD_create_response_from_buffer(0, (void *)"",
+	    MHD_RESPMEM_PERSISTENT);
+	if (resp == NULL)
+		return MHD_NO;
+	return server_queue(r, MHD_HTTP_NOT_MODIFIED, resp, NULL, h, nh);
+}
+
+/*
+ * Why the base in service is not served (the same for /v1/filter and
+ * /v1/filter/V), or NULL.
+ */
+static enum MHD_Result
+filter_refused(const struct server_req *r, const struct snapshot *s,
+    int64_t now, bool *refused)
+{
+	*refused = true;
+	if (now >= s->info->expires_at)
+		return server_error(r, MHD_HTTP_SERVICE_UNAVAILABLE,
+		    "filter_stale", "the filter has expired", 1);
+	/*
+	 * What goes out is the base file, and an edge verifies the base's
+	 * own signed expires_at before it looks at any delta. With a chain
+	 * in service s->info holds the newest head's times, which stay fresh
+	 * after the base has expired: check the base itself, or an edge is
+	 * sent a file it must refuse while this origin looks healthy.
+	 */
+	if (now >= ffile_info(s->ff)->expires_at)
+		return server_error(r, MHD_HTTP_SERVICE_UNAVAILABLE,
+		    "filter_stale", "the base filter has expired (its delta "
+		    "chain is fresh; the publisher must re-base)", 1);
+	/*
+	 * Deltas once served on this base are owed (chain_behind): this
+	 * node answers nothing from the base alone, and an edge without a
+	 * rollback state of its own would answer from it, a key a delta
+	 * revoked not_revoked from the filter.
+	 */
+	if (s->pos.seq < s->chain_need)
+		return server_error(r, MHD_HTTP_SERVICE_UNAVAILABLE,
+		    "filter_stale", "chain_behind: deltas once served on this "
+		    "base are missing; the base alone is not served", 1);
+	*refused = false;
+	return MHD_YES;
+}
+
+/*
+ * GET /v1/filter: the base in service, cacheable a minute at most. GET
+ * /v1/filter/V: the same bytes under a name that never changes content
+ * (404 when V is not in service), cacheable for good.
+ */
 enum MHD_Result
 handle_filter(const struct server_req *r)
 {
@@ -643,48 +738,37 @@ handle_filter(const struct server_req *r)
 	const unsigned char *bytes;
 	const char *inm;
 	char cc[48], ver[24];
-	int64_t now = util_now(), left, base_exp;
+	int64_t now = util_now(), left;
+	uint64_t want = 0;
+	bool named = r->ep == EP_FILTER_FILE, refused;
 	size_t len;
 
+	if (named && immutable_name(r->url, strlen("/v1/filter/"), &want,
+	    NULL) == -1)
+		return server_error(r, MHD_HTTP_NOT_FOUND, "not_found",
+		    "want /v1/filter/VERSION", 0);
 	if ((s = snapshot_acquire(r->ctx->slot)) == NULL)
 		return server_error(r, MHD_HTTP_SERVICE_UNAVAILABLE,
 		    "no_filter", "no verified filter is loaded", 1);
-	if (now >= s->info->expires_at) {
+	if (named && s->version != want) {
 		snapshot_release(s);
-		return server_error(r, MHD_HTTP_SERVICE_UNAVAILABLE,
-		    "filter_stale", "the filter has expired", 1);
+		return server_error(r, MHD_HTTP_NOT_FOUND, "not_found",
+		    "that version is not in service: ask /v1/filter", 0);
 	}
-	/*
-	 * What goes out is the base file, and an edge verifies the base's
-	 * own signed expires_at before it looks at any delta. With a chain
-	 * in service s->info holds the newest head's times, which stay fresh
-	 * after the base has expired: check the base itself, or an edge is
-	 * sent a file it must refuse while this origin looks healthy.
-	 */
-	base_exp = ffile_info(s->ff)->expires_at;
-	if (now >= base_exp) {
+	ret = filter_refused(r, s, now, &refused);
+	if (refused) {
 		snapshot_release(s);
-		return server_error(r, MHD_HTTP_SERVICE_UNAVAILABLE,
-		    "filter_stale", "the base filter has expired (its delta "
-		    "chain is fresh; the publisher must re-base)", 1);
-	}
-	/*
-	 * Deltas once served on this base are owed (chain_behind): this
-	 * node answers nothing from the base alone, and an edge without a
-	 * rollback state of its own would answer from it, a key a delta
-	 * revoked not_revoked from the filter.
-	 */
-	if (s->pos.seq < s->chain_need) {
-		snapshot_release(s);
-		return server_error(r, MHD_HTTP_SERVICE_UNAVAILABLE,
-		    "filter_stale", "chain_behind: deltas once served on this "
-		    "base are missing; the base alone is not served", 1);
+		return ret;
 	}
 	/* A cache may keep these bytes only while the base itself is valid. */
-	left = base_exp - now;
+	left = ffile_info(s->ff)->expires_at - now;
 	if (left > FILTER_MAX_CACHE)
 		left = FILTER_MAX_CACHE;
-	snprintf(cc, sizeof(cc), "public, max-age=%lld", (long long)left);
+	if (named)
+		snprintf(cc, sizeof(cc), "%s", CACHE_IMMUTABLE);
+	else
+		snprintf(cc, sizeof(cc), "public, max-age=%lld",
+		    (long long)left);
 	snprintf(ver, sizeof(ver), "%llu", (unsigned long long)s->version);
 	h[0].name = MHD_HTTP_HEADER_ETAG;
 	h[0].value = s->etag;
@@ -697,15 +781,8 @@ handle_filter(const struct server_req *r)
 	inm = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
 	    MHD_HTTP_HEADER_IF_NONE_MATCH);
 	if (inm != NULL && etag_match(inm, s->etag)) {
-		resp = MHD_create_response_from_buffer(0, (void *)"",
-		    MHD_RESPMEM_PERSISTENT);
-		if (resp == NULL) {
-			snapshot_release(s);
-			return MHD_NO;
-		}
 		/* The headers are copied into resp: release after queueing. */
-		ret = server_queue(r, MHD_HTTP_NOT_MODIFIED,
-		    resp, NULL, h, 4);
+		ret = not_modified(r, h, 4);
 		snapshot_release(s);
 		return ret;
 	}
@@ -723,6 +800,7 @@ handle_filter(const struct server_req *r)
 		snapshot_release(s);
 		return MHD_NO;
 	}
+	count_body(r, len);
 	ret = server_queue(r, MHD_HTTP_OK, resp, "application/octet-stream",
 	    h, 4);
 	snapshot_release(s);	/* the headers were copied into resp */
@@ -753,61 +831,19 @@ delta_done(void *cls)
 	free(d);
 }
 
-enum MHD_Result
-handle_delta(const struct server_req *r)
+/*
+ * Sends len bytes of s's chain from off (a reference to the chain, never
+ * a copy) with the headers h, or refuses while the chains held for
+ * readers are over delta_memory_max. Releases s in every case.
+ */
+static enum MHD_Result
+delta_send(const struct server_req *r, struct snapshot *s, size_t off,
+    size_t len, const struct server_hdr *h, size_t nh)
 {
-	struct server_hdr h[3];
 	struct MHD_Response *resp;
-	struct snapshot *s;
-	const char *qb, *qa, *inm;
-	char etag[96], ver[24], seqs[24];
 	struct delta_body *d;
-	uint64_t base, after;
-	size_t len;
 	bool over;
 
-	qb = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "base");
-	qa = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND,
-	    "after");
-	if (qb == NULL || qa == NULL || util_parse_u64(qb, UINT64_MAX,
-	    &base) != 0 || util_parse_u64(qa, UINT64_MAX, &after) != 0)
-		return server_error(r, MHD_HTTP_BAD_REQUEST, "bad_request",
-		    "want ?base=VERSION&after=SEQ (unsigned integers)", 0);
-	if ((s = snapshot_acquire(r->ctx->slot)) == NULL)
-		return server_error(r, MHD_HTTP_SERVICE_UNAVAILABLE,
-		    "no_filter", "no verified filter is loaded", 1);
-	if (s->version != base) {
-		snapshot_release(s);
-		return server_error(r, MHD_HTTP_CONFLICT, "other_base",
-		    "the base in service is another version: fetch /v1/filter",
-		    0);
-	}
-	if (s->chain_dir[0] == '\0') {
-		snapshot_release(s);
-		return server_error(r, MHD_HTTP_NOT_FOUND, "no_chain",
-		    "no delta chain is in service", 1);
-	}
-	snprintf(etag, sizeof(etag), "\"%.16s-%llu-%llu-%lld\"", s->sha_hex,
-	    (unsigned long long)after, (unsigned long long)s->pos.seq,
-	    (long long)s->info->issued_at);
-	snprintf(ver, sizeof(ver), "%llu", (unsigned long long)s->version);
-	snprintf(seqs, sizeof(seqs), "%llu", (unsigned long long)s->pos.seq);
-	h[0].name = MHD_HTTP_HEADER_ETAG;
-	h[0].value = etag;
-	h[1].name = HDR_FILTER_VERSION;
-	h[1].value = ver;
-	h[2].name = HDR_DELTA_SEQ;
-	h[2].value = seqs;
-	inm = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
-	    MHD_HTTP_HEADER_IF_NONE_MATCH);
-	if (inm != NULL && etag_match(inm, etag)) {
-		snapshot_release(s);
-		resp = MHD_create_response_from_buffer(0, (void *)"",
-		    MHD_RESPMEM_PERSISTENT);
-		if (resp == NULL)
-			return MHD_NO;
-		return server_queue(r, MHD_HTTP_NOT_MODIFIED, resp, NULL, h, 3);
-	}
 	/*
 	 * Only what is in service, the deltas it applied and then the head,
 	 * as they were verified: one copy in memory, which every response
@@ -830,14 +866,250 @@ handle_delta(const struct server_req *r)
 		return MHD_NO;
 	}
 	d->cb = chainbuf_ref(s->chain);
+	d->off = off;
 	snapshot_release(s);
-	chainbuf_range(d->cb, after, &d->off, &len);
 	resp = MHD_create_response_from_callback(len, DELTA_BLOCK, delta_read,
 	    d, delta_done);
 	if (resp == NULL) {
 		delta_done(d);
 		return MHD_NO;
 	}
+	count_body(r, len);
 	return server_queue(r, MHD_HTTP_OK, resp, "application/octet-stream",
-	    h, 3);
+	    h, nh);
+}
+
+/*
+ * GET /v1/delta/V/SEQ: delta SEQ of the chain in service on base V, the
+ * file as it was verified, under a name that never changes content.
+ */
+static enum MHD_Result
+delta_file(const struct server_req *r)
+{
+	struct server_hdr h[4];
+	struct snapshot *s;
+	const char *inm;
+	char etag[96], ver[24], seqs[24];
+	uint64_t base, seq;
+	size_t off, next, len;
+
+	if (immutable_name(r->url, strlen("/v1/delta/"), &base, &seq) == -1)
+		return server_error(r, MHD_HTTP_NOT_FOUND, "not_found",
+		    "want /v1/delta/BASE/SEQ (SEQ from 1)", 0);
+	if ((s = snapshot_acquire(r->ctx->slot)) == NULL)
+		return server_error(r, MHD_HTTP_SERVICE_UNAVAILABLE,
+		    "no_filter", "no verified filter is loaded", 1);
+	if (s->version != base || s->chain == NULL ||
+	    seq > chainbuf_deltas(s->chain)) {
+		snapshot_release(s);
+		return server_error(r, MHD_HTTP_NOT_FOUND, "not_found",
+		    "no such delta in service: ask /v1/delta?base=&after=", 0);
+	}
+	/* The base's digest and the seq name the file: the chain never forks. */
+	snprintf(etag, sizeof(etag), "\"%.16s-d%llu\"", s->sha_hex,
+	    (unsigned long long)seq);
+	snprintf(ver, sizeof(ver), "%llu", (unsigned long long)base);
+	snprintf(seqs, sizeof(seqs), "%llu", (unsigned long long)seq);
+	h[0].name = MHD_HTTP_HEADER_ETAG;
+	h[0].value = etag;
+	h[1].name = HDR_FILTER_VERSION;
+	h[1].value = ver;
+	h[2].name = HDR_DELTA_SEQ;
+	h[2].value = seqs;
+	h[3].name = MHD_HTTP_HEADER_CACHE_CONTROL;
+	h[3].value = CACHE_IMMUTABLE;
+	inm = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+	    MHD_HTTP_HEADER_IF_NONE_MATCH);
+	if (inm != NULL && etag_match(inm, etag)) {
+		snapshot_release(s);
+		return not_modified(r, h, 4);
+	}
+	chainbuf_range(s->chain, seq - 1, &off, &len);
+	chainbuf_range(s->chain, seq, &next, &len);
+	return delta_send(r, s, off, next - off, h, 4);
+}
+
+/* What one /v1/delta?base=&after= asks. */
+struct delta_query {
+	uint64_t	 base;
+	uint64_t	 after;
+	uint64_t	 wait;		/* seconds granted; 0: answer now */
+	bool		 head_only;	/* just the head (long-poll) */
+	const char	*inm;		/* If-None-Match, or NULL */
+};
+
+/*
+ * True when s has nothing for q's client: same base, a chain, nothing
+ * after its seq, and the head its If-None-Match names. Without a chain
+ * the answer (404) is at once: the client polls, as it does a static
+ * host.
+ */
+static bool
+delta_nothing_new(const struct snapshot *s, const struct delta_query *q,
+    const char *etag)
+{
+	if (s->version != q->base || s->chain_dir[0] == '\0' ||
+	    s->chain == NULL)
+		return false;
+	return s->pos.seq <= q->after && q->inm != NULL &&
+	    etag_match(q->inm, etag);
+}
+
+/*
+ * An error answer to q; a long-poll's says it was held (X-Revcheck-Wait),
+ * so that the client knows this upstream holds requests.
+ */
+static enum MHD_Result
+delta_error(const struct server_req *r, const struct delta_query *q,
+    const char *waits, unsigned status, const char *code, const char *msg)
+{
+	struct server_hdr h[1];
+	struct sbuf b;
+	char *body;
+	size_t len;
+
+	if (q->wait == 0)
+		return server_error(r, status, code, msg, 0);
+	sbuf_init(&b, 128, 0);
+	server_render_error(&b, code, msg);
+	sbuf_adds(&b, "\n");
+	if ((body = sbuf_take(&b, &len)) == NULL)
+		return MHD_NO;
+	h[0].name = HDR_WAIT;
+	h[0].value = waits;
+	return server_reply(r, status, body, len, CTYPE_JSON, h, 1);
+}
+
+/*
+ * Answers q from s (released here): 409 another base, 404 no chain,
+ * 304 when the If-None-Match names the answer, else the deltas after
+ * q->after (none with head_only) and the head.
+ */
+static enum MHD_Result
+delta_answer(const struct server_req *r, struct snapshot *s,
+    const struct delta_query *q, const char *etag)
+{
+	struct server_hdr h[4];
+	char ver[24], seqs[24], waits[24];
+	size_t off, len, nh = 3;
+
+	snprintf(waits, sizeof(waits), "%llu", (unsigned long long)q->wait);
+	if (s->version != q->base) {
+		snapshot_release(s);
+		return delta_error(r, q, waits, MHD_HTTP_CONFLICT, "other_base",
+		    "the base in service is another version: fetch /v1/filter");
+	}
+	if (s->chain_dir[0] == '\0') {
+		snapshot_release(s);
+		return server_error(r, MHD_HTTP_NOT_FOUND, "no_chain",
+		    "no delta chain is in service", 0);
+	}
+	snprintf(ver, sizeof(ver), "%llu", (unsigned long long)s->version);
+	snprintf(seqs, sizeof(seqs), "%llu", (unsigned long long)s->pos.seq);
+	h[0].name = MHD_HTTP_HEADER_ETAG;
+	h[0].value = etag;
+	h[1].name = HDR_FILTER_VERSION;
+	h[1].value = ver;
+	h[2].name = HDR_DELTA_SEQ;
+	h[2].value = seqs;
+	if (q->wait > 0) {
+		h[nh].name = HDR_WAIT;
+		h[nh++].value = waits;
+	}
+	if (q->inm != NULL && etag_match(q->inm, etag)) {
+		snapshot_release(s);
+		return not_modified(r, h, nh);
+	}
+	if (s->chain == NULL)
+		return delta_send(r, s, 0, 0, h, nh);	/* refuses */
+	chainbuf_range(s->chain, q->head_only ? UINT64_MAX : q->after, &off,
+	    &len);
+	return delta_send(r, s, off, len, h, nh);
+}
+
+/* The query of /v1/delta, or -1 (400 answered into *ret). */
+static int
+dq_parse(const struct server_req *r, struct delta_query *q,
+    enum MHD_Result *ret)
+{
+	const char *qb, *qa, *qw, *qh;
+	uint64_t w = 0;
+
+	memset(q, 0, sizeof(*q));
+	qb = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "base");
+	qa = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND,
+	    "after");
+	qw = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND,
+	    "wait");
+	qh = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND,
+	    "head_only");
+	if (qb == NULL || qa == NULL || util_parse_u64(qb, UINT64_MAX,
+	    &q->base) != 0 || util_parse_u64(qa, UINT64_MAX, &q->after) != 0 ||
+	    (qw != NULL && util_parse_u64(qw, UINT64_MAX, &w) != 0) ||
+	    (qh != NULL && strcmp(qh, "1") != 0 && strcmp(qh, "0") != 0)) {
+		*ret = server_error(r, MHD_HTTP_BAD_REQUEST, "bad_request",
+		    "want ?base=VERSION&after=SEQ (unsigned integers), "
+		    "optionally &wait=SECONDS and &head_only=1", 0);
+		return -1;
+	}
+	q->wait = w;
+	if (q->wait > (uint64_t)r->live->cfg.longpoll_wait_max)
+		q->wait = (uint64_t)r->live->cfg.longpoll_wait_max;
+	q->head_only = qh != NULL && strcmp(qh, "1") == 0;
+	q->inm = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+	    MHD_HTTP_HEADER_IF_NONE_MATCH);
+	return 0;
+}
+
+/*
+ * GET /v1/delta?base=V&after=N[&wait=S][&head_only=1]. With wait, the
+ * request is held (no thread: server_hold) while there is nothing new
+ * for the client, at most S seconds (longpoll_wait_max), then answered.
+ */
+enum MHD_Result
+handle_delta(const struct server_req *r)
+{
+	struct delta_query q;
+	struct snapshot *s;
+	enum MHD_Result ret;
+	char etag[96];
+	uint64_t gen;
+	int tries, held;
+
+	if (r->ep == EP_DELTA_FILE)
+		return delta_file(r);
+	if (dq_parse(r, &q, &ret) == -1)
+		return ret;
+	for (tries = 0;; tries++) {
+		gen = r->ctx->longpoll != NULL ?
+		    longpoll_gen(r->ctx->longpoll) : 0;
+		if ((s = snapshot_acquire(r->ctx->slot)) == NULL)
+			return server_error(r, MHD_HTTP_SERVICE_UNAVAILABLE,
+			    "no_filter", "no verified filter is loaded", 1);
+		/*
+		 * The bundle's tag names what it holds (after..seq and the
+		 * head); the long-poll's the head alone.
+		 */
+		if (q.head_only)
+			snprintf(etag, sizeof(etag), "\"%.16s-h%llu-%lld\"",
+			    s->sha_hex, (unsigned long long)s->pos.seq,
+			    (long long)s->info->issued_at);
+		else
+			snprintf(etag, sizeof(etag), "\"%.16s-%llu-%llu-%lld\"",
+			    s->sha_hex, (unsigned long long)q.after,
+			    (unsigned long long)s->pos.seq,
+			    (long long)s->info->issued_at);
+		if (q.wait == 0 || tries >= 3 || !delta_nothing_new(s, &q, etag))
+			break;
+		snapshot_release(s);
+		if ((held = server_hold(r, (unsigned)q.wait, gen)) == 1)
+			return MHD_YES;
+		/* Stopping: the client asks again, elsewhere or later. */
+		if (held == 0 && atomic_load(&r->ctx->draining))
+			return server_error(r, MHD_HTTP_SERVICE_UNAVAILABLE,
+			    "shutting_down", "this node is stopping", 1);
+		if (held == 0)
+			tries = 3;	/* answer now */
+	}
+	return delta_answer(r, s, &q, etag);
 }

@@ -302,12 +302,15 @@ head_ahead(struct loader *l, delta_src_fn src, void *src_arg,
 
 /*
  * The walk's start from the snapshot s serves: its position, a copy of its
- * overlay, its times, and the chain's files held when src reads a
- * directory. 0, or -1 (refusal recorded) when there is no overlay.
+ * overlay, its times, and the chain's files held for /v1/delta (from a
+ * directory, or fetched from where: an edge serves the chain it applied
+ * to the edges below it). 0, or -1 (refusal recorded) when there is no
+ * overlay.
  */
 static int
 chain_walk_begin(struct loader *l, struct snapshot *s, delta_src_fn src,
-    void *src_arg, struct chain_walk *w, struct snapshot_chain *ch)
+    void *src_arg, const char *where, struct chain_walk *w,
+    struct snapshot_chain *ch)
 {
 	memset(w, 0, sizeof(*w));
 	memset(ch, 0, sizeof(*ch));
@@ -325,6 +328,8 @@ chain_walk_begin(struct loader *l, struct snapshot *s, delta_src_fn src,
 		ch->chain_dir = src_arg;
 	else if (src == chain_src_dir)
 		ch->chain_dir = ((const struct chain_src *)src_arg)->ddir;
+	else
+		ch->chain_dir = where;
 	if (ch->chain_dir != NULL)
 		chain_hold_begin(w, s, l->chain_max);
 	return 0;
@@ -347,7 +352,7 @@ loader_apply_chain(struct loader *l, struct snapshot_slot *sl,
 	pthread_mutex_lock(&l->load_mu);
 	if ((s = snapshot_acquire(sl)) == NULL)
 		goto out;
-	if (chain_walk_begin(l, s, src, src_arg, &w, &ch) == -1) {
+	if (chain_walk_begin(l, s, src, src_arg, where, &w, &ch) == -1) {
 		rc = -1;
 		goto out;
 	}

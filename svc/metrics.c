@@ -35,6 +35,7 @@ struct hist {
 struct slab {
 	_Atomic uint64_t counters[MET_COUNT_];
 	_Atomic uint64_t requests[EP_COUNT_][NCODES];
+	_Atomic uint64_t bytes[EP_COUNT_];
 	struct hist	 req_hist[EP_COUNT_];
 	struct hist	 auth_hist;
 };
@@ -282,6 +283,17 @@ metrics_request(enum metric_endpoint ep, unsigned status)
 	bump(sl, &sl->requests[ep][i], 1);
 }
 
+void
+metrics_response_bytes(enum metric_endpoint ep, uint64_t n)
+{
+	struct slab *sl;
+
+	if ((unsigned)ep >= EP_COUNT_)
+		ep = EP_OTHER;
+	sl = local_slab();
+	bump(sl, &sl->bytes[ep], n);
+}
+
 const char *
 metrics_name(enum metric m)
 {
@@ -312,6 +324,7 @@ metrics_endpoint_name(enum metric_endpoint ep)
 	static const char *names[EP_COUNT_] = {
 		"check", "authz", "status", "metrics", "healthz", "readyz",
 		"filter", "delta", "introspect", "ocsp", "other",
+		"filter_file", "delta_file",
 	};
 	return (unsigned)ep < EP_COUNT_ ? names[ep] : "other";
 }
@@ -342,6 +355,19 @@ metrics_render_requests(struct sbuf *b)
 			sbuf_add_u64(b, v);
 			sbuf_adds(b, "\n");
 		}
+	}
+	sbuf_adds(b, "# HELP revcheckd_http_response_bytes_total Response "
+	    "body bytes queued, by endpoint (headers not counted).\n"
+	    "# TYPE revcheckd_http_response_bytes_total counter\n");
+	for (e = 0; e < EP_COUNT_; e++) {
+		v = sum_at(offsetof(struct slab, bytes) +
+		    e * sizeof(_Atomic uint64_t));
+		if (v == 0)
+			continue;
+		sbuf_addf(b, "revcheckd_http_response_bytes_total{endpoint="
+		    "\"%s\"} ", metrics_endpoint_name((enum metric_endpoint)e));
+		sbuf_add_u64(b, v);
+		sbuf_adds(b, "\n");
 	}
 }
 

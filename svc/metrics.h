@@ -56,7 +56,10 @@ enum metric {
 
 enum metric_endpoint {
 	EP_CHECK = 0, EP_AUTHZ, EP_STATUS, EP_METRICS, EP_HEALTHZ, EP_READYZ,
-	EP_FILTER, EP_DELTA, EP_INTROSPECT, EP_OCSP, EP_OTHER, EP_COUNT_
+	EP_FILTER, EP_DELTA, EP_INTROSPECT, EP_OCSP, EP_OTHER,
+	EP_FILTER_FILE,		/* /v1/filter/V: immutable */
+	EP_DELTA_FILE,		/* /v1/delta/V/SEQ: immutable */
+	EP_COUNT_
 };
 
 void metrics_inc(enum metric m);
@@ -92,6 +95,12 @@ void metrics_capture_end(bool keep);
 void metrics_request(enum metric_endpoint ep, unsigned status);
 
 /*
+ * Counts n bytes of response body queued by endpoint (what the node
+ * sends, headers aside: revcheckd_http_response_bytes_total). Can't fail.
+ */
+void metrics_response_bytes(enum metric_endpoint ep, uint64_t n);
+
+/*
  * Latency histograms, Prometheus style: one add for the bucket and one
  * for the sum per observation, in the thread's slab, no lock. Requests by
  * endpoint (from the complete request to its queued response) and each
@@ -116,7 +125,8 @@ const char *metrics_endpoint_name(enum metric_endpoint ep);
 /*
  * Appends the request counters in Prometheus text format:
  * revcheckd_http_requests_total{endpoint="check",code="200"} N
- * (only non-zero series).
+ * (only non-zero series), then the body bytes by endpoint
+ * (revcheckd_http_response_bytes_total, endpoints that sent any).
  */
 void metrics_render_requests(struct sbuf *b);
 

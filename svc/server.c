@@ -1,5 +1,6 @@
 /* server.c - the HTTP front: libmicrohttpd setup, routing, bodies, replies */
 #include <arpa/inet.h>
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <netinet/in.h>
@@ -16,6 +17,7 @@
 #include "fasthead.h"
 #include "fastpath.h"
 #include "log.h"
+#include "longpoll.h"
 #include "perthread.h"
 #include "sbuf.h"
 #include "check.h"
@@ -57,6 +59,11 @@ static const struct route routes[] = {
 	    handle_healthz, NULL },
 	{ "/readyz", EP_READYZ, M_GET | M_HEAD, 0, "GET, HEAD",
 	    handle_readyz, NULL },
+	/* Prefixes (a path ending in '/'): the immutable names. */
+	{ "/v1/filter/", EP_FILTER_FILE, M_GET | M_HEAD, 0, "GET, HEAD",
+	    handle_filter, NULL },
+	{ "/v1/delta/", EP_DELTA_FILE, M_GET | M_HEAD, 0, "GET, HEAD",
+	    handle_delta, NULL },
 };
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
 
@@ -124,6 +131,7 @@ struct reqstate {
 	double		 started;	/* when its handler first ran */
 	struct check_settle *settle;	/* its positives (edge), or NULL */
 	const char	*bad_uri;	/* REQ_BAD_URI: why (static) */
+	struct longpoll_node hold;	/* held for a change (server_hold) */
 };
 
 struct server {
@@ -571,7 +579,7 @@ static const struct route *
 route_find(const struct live *lv, const char *url)
 {
 	const char *rest;
-	size_t i;
+	size_t i, n;
 
 	for (i = 0; i < NROUTES; i++)
 		if (strcmp(routes[i].path, url) == 0)
@@ -583,6 +591,13 @@ route_find(const struct live *lv, const char *url)
 				return &routes[i];
 	if (lv != NULL && ocspd_route(&lv->ocsp, url, &rest))
 		return &ocsp_route;
+	/* The immutable names: /v1/filter/V and /v1/delta/V/SEQ. */
+	for (i = 0; i < NROUTES; i++) {
+		n = strlen(routes[i].path);
+		if (routes[i].path[n - 1] == '/' &&
+		    strncmp(url, routes[i].path, n) == 0)
+			return &routes[i];
+	}
 	return NULL;
 }
 
@@ -603,6 +618,8 @@ server_reply(const struct server_req *r, unsigned status, char *body,
 		free(body);
 		return MHD_NO;
 	}
+	if (r->method == NULL || strcmp(r->method, "HEAD") != 0)
+		metrics_response_bytes(r->ep, len);
 	return server_queue(r, status, resp, ctype, hdrs, nhdrs);
 }
 
@@ -697,6 +714,27 @@ is_media_type(const char *ct, const char *want)
 	while (*ct == ' ' || *ct == '\t')
 		ct++;
 	return *ct == '\0' || *ct == ';';
+}
+
+int
+server_hold(const struct server_req *r, unsigned secs, uint64_t gen)
+{
+	struct reqstate *st = r->st;
+	double now = util_monotime();
+	int rc;
+
+	assert(st != NULL);
+	if (st->hold.until == 0) {
+		st->hold.until = now + secs;
+		st->started = r->started;
+	}
+	if (now >= st->hold.until || r->ctx->longpoll == NULL)
+		return 0;
+	st->phase = REQ_DEFERRED;
+	rc = longpoll_hold(r->ctx->longpoll, &st->hold, r->conn, gen);
+	if (rc != 0)
+		st->phase = REQ_ANSWERED;
+	return rc == 0 ? 1 : rc == 1 ? -1 : 0;
 }
 
 static void
@@ -971,6 +1009,7 @@ access_in(struct server_ctx *ctx, struct live *lv,
 	r.version = version;
 	r.url = url;
 	r.body = "";
+	r.st = st;
 	r.ep = st->rt != NULL ? st->rt->ep : EP_OTHER;
 	r.started = util_monotime();
 
@@ -1202,6 +1241,9 @@ server_start(struct server_ctx *ctx, char *err, size_t errlen)
 		free(s);
 		return NULL;
 	}
+	/* Without it nothing is held: every long-poll is answered at once. */
+	if ((ctx->longpoll = longpoll_start(c->longpoll_max)) != NULL)
+		snapshot_slot_on_swap(ctx->slot, longpoll_wake, ctx->longpoll);
 	return s;
 }
 
@@ -1260,6 +1302,9 @@ server_stop(struct server *s, unsigned drain_ms)
 	 * A connection accepted meanwhile is answered and closed.
 	 */
 	atomic_store(&s->ctx->draining, true);
+	/* Held requests are answered now, and no more are held. */
+	snapshot_slot_on_swap(s->ctx->slot, NULL, NULL);
+	longpoll_stop(s->ctx->longpoll);
 	while (server_inflight() > 0 && waited < drain_ms) {
 		nanosleep(&ts, NULL);
 		waited += 10;
@@ -1270,6 +1315,8 @@ server_stop(struct server *s, unsigned drain_ms)
 	/* Its requests are answered on its threads: none is in flight. */
 	fastpath_stop(s->fp);
 	MHD_stop_daemon(s->d);
+	longpoll_free(s->ctx->longpoll);
+	s->ctx->longpoll = NULL;
 	free(s);
 }
 

@@ -19,6 +19,8 @@
 #include "trust.h"
 
 struct check_settle;	/* check.h: an edge request's pending positives */
+struct longpoll;	/* longpoll.h: requests held for a change */
+struct reqstate;	/* server.c's own: one request's state */
 
 /* What every handler may read. Owned by main; outlives the server. */
 struct server_ctx {
@@ -55,6 +57,8 @@ struct server_ctx {
 	/* Edge hook: why positives cannot be settled now, or NULL (/readyz). */
 	const char		*(*degraded)(void *arg);
 	void			*degraded_arg;
+	/* Set by server_start: the requests held (server_hold). */
+	struct longpoll		*longpoll;
 };
 
 /* One request as a handler sees it; body is NUL-terminated (may be ""). */
@@ -74,6 +78,7 @@ struct server_req {
 	 * are pending is dropped and the handler runs again later. */
 	struct check_settle	**settle;
 	bool			*deferred;
+	struct reqstate		*st;		/* server.c's (server_hold) */
 };
 
 /*
@@ -175,6 +180,19 @@ enum MHD_Result server_reply(const struct server_req *r, unsigned status,
 enum MHD_Result server_queue(const struct server_req *r, unsigned status,
     struct MHD_Response *resp, const char *ctype,
     const struct server_hdr *hdrs, size_t nhdrs);
+
+/*
+ * Holds the request (suspended, no thread: longpoll.h) until the next
+ * change of the snapshot in service or until secs seconds after its
+ * handler first asked to be held, whichever comes first; then the
+ * handler runs again. gen is longpoll_gen() read before the handler
+ * looked at the snapshot. Returns 1 when held (the handler returns
+ * MHD_YES and queues nothing), -1 when a change came since gen (look
+ * again with a new gen), 0 when the handler must answer now: its wait
+ * is over, or longpoll_max requests are held already (counted), or the
+ * server is stopping.
+ */
+int server_hold(const struct server_req *r, unsigned secs, uint64_t gen);
 
 /*
  * Appends the error object {"error": code, "message": msg}, both strings

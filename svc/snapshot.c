@@ -271,6 +271,8 @@ snapshot_slot_init(struct snapshot_slot *sl)
 	atomic_init(&sl->chain_seen_seq, 0);
 	atomic_init(&sl->chain_top_seq, 0);
 	atomic_init(&sl->chain_top_at, 0);
+	sl->on_swap = NULL;
+	sl->on_swap_arg = NULL;
 }
 
 void
@@ -329,13 +331,30 @@ snapshot_acquire(struct snapshot_slot *sl)
 }
 
 void
+snapshot_slot_on_swap(struct snapshot_slot *sl, void (*fn)(void *),
+    void *arg)
+{
+	pthread_mutex_lock(&sl->mu);
+	sl->on_swap = fn;
+	sl->on_swap_arg = arg;
+	pthread_mutex_unlock(&sl->mu);
+}
+
+void
 snapshot_swap(struct snapshot_slot *sl, struct snapshot *s)
 {
 	struct snapshot *old;
+	void (*fn)(void *);
+	void *arg;
 
 	pthread_mutex_lock(&sl->mu);
 	old = atomic_exchange(&sl->cur, s);
+	fn = sl->on_swap;
+	arg = sl->on_swap_arg;
 	pthread_mutex_unlock(&sl->mu);
+	/* Waiters learn of the change before the grace period ends. */
+	if (fn != NULL)
+		fn(arg);
 	if (old == NULL)
 		return;
 	grace_period();

@@ -111,6 +111,12 @@ struct snapshot_slot {
 	_Atomic uint64_t chain_seen_seq;
 	_Atomic uint64_t chain_top_seq;
 	_Atomic int64_t	 chain_top_at;
+	/*
+	 * Called after every swap, outside the lock, on the swapping
+	 * thread (snapshot_slot_on_swap); NULL: none. Under mu.
+	 */
+	void		(*on_swap)(void *arg);
+	void		*on_swap_arg;
 };
 
 /*
@@ -187,6 +193,15 @@ struct snapshot *snapshot_ref(struct snapshot *s);
 void snapshot_release(struct snapshot *s);
 
 void snapshot_slot_init(struct snapshot_slot *sl);
+
+/*
+ * Sets the function every later snapshot_swap calls once the new
+ * snapshot is current (requests held for a change: longpoll.h). It runs
+ * on the swapping thread outside any read section and must not block
+ * for long nor swap. fn NULL: none. This function can't fail.
+ */
+void snapshot_slot_on_swap(struct snapshot_slot *sl, void (*fn)(void *),
+    void *arg);
 /* Drops the slot's reference to its current snapshot. */
 void snapshot_slot_free(struct snapshot_slot *sl);
 

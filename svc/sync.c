@@ -57,8 +57,18 @@ struct sync {
 	char			 refused_err[ERR_MAX];
 	/* The delta chain (origin's /v1/delta): the last ETag and result. */
 	char			 chain_etag[ETAG_MAX + 1];
+	/*
+	 * Push (a long-poll the upstream holds): whether the last answer
+	 * was held, the failures in a row (the backoff), rounds, and the
+	 * base check a 409 asks for.
+	 */
+	bool			 push_held;
+	unsigned		 push_fails;
+	uint64_t		 push_rounds;
+	bool			 base_due;
 	uint64_t		 chain_fetches;
 	uint64_t		 chain_bytes;
+	uint64_t		 sync_bytes;	/* every sync reply on the wire */
 	char			 chain_error[ERR_MAX];
 };
 
@@ -308,23 +318,201 @@ read_etag(CURL *h, char *out, size_t cap)
 	memcpy(out, hd->value, n + 1);
 }
 
+/* How http_get asks: a HEAD, a long-poll of wait seconds, what it read. */
+struct get_opts {
+	bool		 nobody;	/* HEAD: headers only */
+	bool		 base;		/* the base's: not counted as chain */
+	long		 wait;		/* a long-poll held up to wait s */
+	bool		 held;		/* out: X-Revcheck-Wait came back */
+	uint64_t	 version;	/* out: X-Revcheck-Filter-Version, 0 */
+};
+
+/* The value of header name in the last reply as an integer, or 0. */
+static uint64_t
+reply_u64(CURL *h, const char *name, bool *present)
+{
+	struct curl_header *hd;
+	uint64_t v = 0;
+
+	if (curl_easy_header(h, name, 0, CURLH_HEADER, -1, &hd) != CURLHE_OK ||
+	    hd->value == NULL)
+		return 0;
+	if (present != NULL)
+		*present = true;
+	return util_parse_u64(hd->value, UINT64_MAX, &v) == 0 ? v : 0;
+}
+
+/*
+ * One GET (or HEAD) of url into d, with If-None-Match: etag when etag
+ * is not empty; the reply's ETag into newtag. Counts the bytes on the
+ * wire as the chain's. Returns the HTTP status, or 0 with msg set when
+ * the transfer failed.
+ */
+static long
+http_get(struct sync *s, const char *url, const char *etag, struct dl *d,
+    char newtag[ETAG_MAX + 1], char *msg, size_t msglen, struct get_opts *o)
+{
+	char hdr[ETAG_MAX + 32], ebuf[CURL_ERROR_SIZE];
+	struct curl_slist *hl = NULL;
+	curl_off_t body = 0;
+	long code = 0, head = 0;
+	CURLcode cc;
+
+	memset(d, 0, sizeof(*d));
+	d->max = s->cfg->max_download;
+	newtag[0] = '\0';
+	if (etag[0] != '\0') {
+		snprintf(hdr, sizeof(hdr), "If-None-Match: %s", etag);
+		if ((hl = curl_slist_append(NULL, hdr)) == NULL) {
+			snprintf(msg, msglen, "out of memory");
+			return 0;
+		}
+	}
+	ebuf[0] = '\0';
+	curl_easy_setopt(s->curl, CURLOPT_URL, url);
+	curl_easy_setopt(s->curl, CURLOPT_HTTPHEADER, hl);
+	curl_easy_setopt(s->curl, CURLOPT_WRITEDATA, d);
+	curl_easy_setopt(s->curl, CURLOPT_ERRORBUFFER, ebuf);
+	if (o != NULL && o->nobody)
+		curl_easy_setopt(s->curl, CURLOPT_NOBODY, 1L);
+	/* Nothing arrives while the upstream holds the request. */
+	if (o != NULL && o->wait > 0) {
+		curl_easy_setopt(s->curl, CURLOPT_LOW_SPEED_TIME,
+		    (long)SYNC_LOW_SPEED_TIME + o->wait);
+		curl_easy_setopt(s->curl, CURLOPT_TIMEOUT,
+		    (long)s->cfg->sync_timeout + o->wait);
+	}
+	cc = curl_easy_perform(s->curl);
+	curl_easy_setopt(s->curl, CURLOPT_HTTPHEADER, NULL);
+	curl_easy_setopt(s->curl, CURLOPT_URL, s->cfg->upstream_filter);
+	if (o != NULL && o->nobody)
+		curl_easy_setopt(s->curl, CURLOPT_HTTPGET, 1L);
+	if (o != NULL && o->wait > 0) {
+		curl_easy_setopt(s->curl, CURLOPT_LOW_SPEED_TIME,
+		    (long)SYNC_LOW_SPEED_TIME);
+		curl_easy_setopt(s->curl, CURLOPT_TIMEOUT,
+		    (long)s->cfg->sync_timeout);
+	}
+	curl_slist_free_all(hl);
+	if (cc != CURLE_OK || d->too_big) {
+		snprintf(msg, msglen, "%.300s", d->too_big ?
+		    "larger than max_download" : ebuf[0] != '\0' ? ebuf :
+		    curl_easy_strerror(cc));
+		return 0;
+	}
+	curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &code);
+	/* What the wire carried: headers and body, 304s included. */
+	curl_easy_getinfo(s->curl, CURLINFO_SIZE_DOWNLOAD_T, &body);
+	curl_easy_getinfo(s->curl, CURLINFO_HEADER_SIZE, &head);
+	pthread_mutex_lock(&s->mu);
+	if (o == NULL || !o->base)
+		s->chain_bytes += (uint64_t)body + (uint64_t)head;
+	s->sync_bytes += (uint64_t)body + (uint64_t)head;
+	pthread_mutex_unlock(&s->mu);
+	if (code == 200 || (code == 304 && o != NULL))
+		read_etag(s->curl, newtag, ETAG_MAX + 1);
+	if (o != NULL) {
+		o->held = false;
+		(void)reply_u64(s->curl, "X-Revcheck-Wait", &o->held);
+		o->version = reply_u64(s->curl, "X-Revcheck-Filter-Version",
+		    NULL);
+	}
+	return code;
+}
+
+/* A GET of a chain file or bundle (http_get, errors named so). */
+static long
+chain_get(struct sync *s, const char *url, const char *etag, struct dl *d,
+    char newtag[ETAG_MAX + 1], char *msg, size_t msglen)
+{
+	char m[ERR_MAX];
+	long code = http_get(s, url, etag, d, newtag, m, sizeof(m), NULL);
+
+	if (code == 0)
+		snprintf(msg, msglen, "delta chain: %.400s", m);
+	return code;
+}
+
+/* The length of upstream_filter without "/v1/filter", or 0: not a revcheckd. */
+static size_t
+api_prefix(const struct sync *s)
+{
+	const char *u = s->cfg->upstream_filter, *api = "/v1/filter";
+	size_t n = strlen(u);
+
+	return n > strlen(api) && strcmp(u + n - strlen(api), api) == 0 ?
+	    n - strlen(api) : 0;
+}
+
+/*
+ * An upstream that is a revcheckd (upstream_filter ends in /v1/filter):
+ * a HEAD names the version in service (an unchanged one costs its
+ * headers, a 304), and the bytes come from /v1/filter/V, a name whose
+ * content never changes, which a cache tier keeps for good. Returns 0
+ * when done (the outcome recorded), -1 when the upstream does not
+ * answer so (no HEAD, no version, no /v1/filter/V: an older one, or a
+ * proxy): the plain GET does it.
+ */
+static int
+sync_named(struct sync *s, const char *etag)
+{
+	char url[PATH_MAX + 64], newtag[ETAG_MAX + 1], msg[ERR_MAX];
+	struct get_opts o = { .nobody = true, .base = true };
+	size_t n = api_prefix(s);
+	struct dl d;
+	long code;
+
+	if (n == 0 || n > PATH_MAX)
+		return -1;
+	code = http_get(s, s->cfg->upstream_filter, etag, &d, newtag, msg,
+	    sizeof(msg), &o);
+	free(d.p);
+	if (code == 0) {
+		fail(s, "download_failed", msg);
+		return 0;
+	}
+	if ((code == 304 && etag[0] != '\0') || (code == 200 &&
+	    newtag[0] != '\0' && strcmp(newtag, etag) == 0)) {
+		note_not_modified(s);
+		succeed(s, "not_modified", NULL);
+		return 0;
+	}
+	if (code != 200 || o.version == 0)
+		return -1;
+	snprintf(url, sizeof(url), "%.*s/v1/filter/%llu", (int)n,
+	    s->cfg->upstream_filter, (unsigned long long)o.version);
+	memset(&o, 0, sizeof(o));
+	o.base = true;
+	if ((code = http_get(s, url, "", &d, newtag, msg, sizeof(msg),
+	    &o)) != 200) {
+		free(d.p);
+		return -1;
+	}
+	install(s, d.p, d.len, newtag);	/* takes d.p */
+	return 0;
+}
+
 static void
 sync_once(struct sync *s)
 {
 	char etag[ETAG_MAX + 1], newtag[ETAG_MAX + 1], hdr[ETAG_MAX + 32];
 	char ebuf[CURL_ERROR_SIZE], msg[ERR_MAX];
 	struct curl_slist *hl = NULL;
+	curl_off_t body = 0;
 	struct dl d;
 	CURLcode cc;
-	long code = 0;
+	long code = 0, head = 0;
 
 	memset(&d, 0, sizeof(d));
 	d.max = s->cfg->max_download;
 	pthread_mutex_lock(&s->mu);
 	s->attempts++;
 	s->last_attempt = util_now();
+	s->base_due = false;
 	memcpy(etag, s->etag, sizeof(etag));
 	pthread_mutex_unlock(&s->mu);
+	if (sync_named(s, etag) == 0)
+		return;
 	if (etag[0] != '\0') {
 		snprintf(hdr, sizeof(hdr), "If-None-Match: %s", etag);
 		if ((hl = curl_slist_append(NULL, hdr)) == NULL) {
@@ -339,8 +527,14 @@ sync_once(struct sync *s)
 	cc = curl_easy_perform(s->curl);
 	curl_easy_setopt(s->curl, CURLOPT_HTTPHEADER, NULL);
 	curl_slist_free_all(hl);
-	if (cc == CURLE_OK)
+	if (cc == CURLE_OK) {
 		curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &code);
+		curl_easy_getinfo(s->curl, CURLINFO_SIZE_DOWNLOAD_T, &body);
+		curl_easy_getinfo(s->curl, CURLINFO_HEADER_SIZE, &head);
+		pthread_mutex_lock(&s->mu);
+		s->sync_bytes += (uint64_t)body + (uint64_t)head;
+		pthread_mutex_unlock(&s->mu);
+	}
 	if (cc == CURLE_FILESIZE_EXCEEDED || d.too_big) {
 		snprintf(msg, sizeof(msg), "download larger than max_download "
 		    "(%llu bytes); aborted",
@@ -374,6 +568,7 @@ out:
 
 /* A downloaded bundle as a delta source: its pieces by seq, and the head. */
 #define SYNC_BUNDLE_MAX	4096	/* files in one bundle */
+#define SYNC_PUSH_FILES	64	/* deltas fetched one by one; more: a bundle */
 struct bundle {
 	const unsigned char *p;
 	size_t		 offs[SYNC_BUNDLE_MAX];
@@ -426,6 +621,10 @@ chain_url(const struct sync *s, const struct snapshot *cur, char *out,
 		    (int)(n - strlen(api)), u,
 		    (unsigned long long)cur->version,
 		    (unsigned long long)cur->pos.seq);
+		if (w > 0 && (size_t)w < cap && s->cfg->upstream_wait > 0)
+			w += snprintf(out + w, cap - (size_t)w,
+			    "&wait=%lld&head_only=1",
+			    (long long)s->cfg->upstream_wait);
 		return w > 0 && (size_t)w < cap ? 1 : 0;
 	}
 	if (n >= strlen(file) && strcmp(u + n - strlen(file), file) == 0) {
@@ -433,58 +632,6 @@ chain_url(const struct sync *s, const struct snapshot *cur, char *out,
 		return w > 0 && (size_t)w < cap ? 2 : 0;
 	}
 	return 0;
-}
-
-/*
- * One GET of url into d, with If-None-Match: etag when etag is not
- * empty; the reply's ETag into newtag. Counts the bytes on the wire.
- * Returns the HTTP status, or 0 with msg set when the transfer failed.
- */
-static long
-chain_get(struct sync *s, const char *url, const char *etag, struct dl *d,
-    char newtag[ETAG_MAX + 1], char *msg, size_t msglen)
-{
-	char hdr[ETAG_MAX + 32], ebuf[CURL_ERROR_SIZE];
-	struct curl_slist *hl = NULL;
-	curl_off_t body = 0;
-	long code = 0, head = 0;
-	CURLcode cc;
-
-	memset(d, 0, sizeof(*d));
-	d->max = s->cfg->max_download;
-	newtag[0] = '\0';
-	if (etag[0] != '\0') {
-		snprintf(hdr, sizeof(hdr), "If-None-Match: %s", etag);
-		if ((hl = curl_slist_append(NULL, hdr)) == NULL) {
-			snprintf(msg, msglen, "out of memory");
-			return 0;
-		}
-	}
-	ebuf[0] = '\0';
-	curl_easy_setopt(s->curl, CURLOPT_URL, url);
-	curl_easy_setopt(s->curl, CURLOPT_HTTPHEADER, hl);
-	curl_easy_setopt(s->curl, CURLOPT_WRITEDATA, d);
-	curl_easy_setopt(s->curl, CURLOPT_ERRORBUFFER, ebuf);
-	cc = curl_easy_perform(s->curl);
-	curl_easy_setopt(s->curl, CURLOPT_HTTPHEADER, NULL);
-	curl_easy_setopt(s->curl, CURLOPT_URL, s->cfg->upstream_filter);
-	curl_slist_free_all(hl);
-	if (cc != CURLE_OK || d->too_big) {
-		snprintf(msg, msglen, "delta chain: %.300s", d->too_big ?
-		    "larger than max_download" : ebuf[0] != '\0' ? ebuf :
-		    curl_easy_strerror(cc));
-		return 0;
-	}
-	curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &code);
-	/* What the wire carried: headers and body, 304s included. */
-	curl_easy_getinfo(s->curl, CURLINFO_SIZE_DOWNLOAD_T, &body);
-	curl_easy_getinfo(s->curl, CURLINFO_HEADER_SIZE, &head);
-	pthread_mutex_lock(&s->mu);
-	s->chain_bytes += (uint64_t)body + (uint64_t)head;
-	pthread_mutex_unlock(&s->mu);
-	if (code == 200)
-		read_etag(s->curl, newtag, ETAG_MAX + 1);
-	return code;
 }
 
 /*
@@ -537,21 +684,88 @@ chain_get_static(struct sync *s, const char *dir, uint64_t after,
 }
 
 /*
+ * The long-poll of a revcheckd upstream (url asks for the head alone,
+ * wait set): held there until something is new for this node, then its
+ * head; the deltas it names come from their immutable names
+ * /v1/delta/BASE/SEQ (a cache tier keeps them), or, far behind, as one
+ * bundle. d holds the head first, then the deltas, as a bundle; *named
+ * the seq the head names (0: none). An upstream that does not hold
+ * requests (no X-Revcheck-Wait in its answer) ignored the long-poll's
+ * parameters and sent the bundle itself: *held false.
+ */
+static long
+chain_get_push(struct sync *s, const char *url, uint64_t base,
+    uint64_t after, const char *etag, struct dl *d,
+    char newtag[ETAG_MAX + 1], char *msg, size_t msglen, bool *held,
+    uint64_t *named)
+{
+	struct get_opts o = { .wait = (long)s->cfg->upstream_wait };
+	char m[ERR_MAX], furl[PATH_MAX + 96], t2[ETAG_MAX + 1];
+	size_t n = api_prefix(s);
+	struct dl one;
+	uint64_t last, k;
+	long code;
+
+	*named = 0;
+	code = http_get(s, url, etag, d, newtag, m, sizeof(m), &o);
+	*held = o.held;
+	if (code == 0)
+		snprintf(msg, msglen, "delta chain: %.400s", m);
+	if (code != 200 || !o.held || d->len < DELTA_HDR_LEN + SIGN_SIG_LEN ||
+	    d->p[10] != DELTA_KIND_HEAD || n == 0 || n > PATH_MAX)
+		return code;	/* the walk refuses what is not a head */
+	*named = last = util_get_le64(d->p + 56);	/* FORMAT.md 6.1 */
+	if (last <= after)
+		return code;
+	if (last - after > SYNC_PUSH_FILES) {
+		snprintf(furl, sizeof(furl), "%.*s/v1/delta?base=%llu&after=%llu",
+		    (int)n, s->cfg->upstream_filter, (unsigned long long)base,
+		    (unsigned long long)after);
+		if (chain_get(s, furl, "", &one, t2, msg, msglen) == 200 &&
+		    util_buf_append(&d->p, &d->len, &d->cap, one.p, one.len,
+		    s->cfg->max_download) != 0)
+			snprintf(msg, msglen, "delta chain: larger than "
+			    "max_download");
+		free(one.p);
+		return code;
+	}
+	for (k = after + 1; k <= last; k++) {
+		snprintf(furl, sizeof(furl), "%.*s/v1/delta/%llu/%llu", (int)n,
+		    s->cfg->upstream_filter, (unsigned long long)base,
+		    (unsigned long long)k);
+		if (chain_get(s, furl, "", &one, t2, msg, msglen) != 200 ||
+		    util_buf_append(&d->p, &d->len, &d->cap, one.p, one.len,
+		    s->cfg->max_download) != 0) {
+			free(one.p);
+			break;	/* the walk stops where the files stop */
+		}
+		free(one.p);
+	}
+	return code;
+}
+
+/*
  * True when the node has everything the fetched head names, so that its
  * ETag may make the next fetch a 304: from a static host the head comes
- * first and the delta files after it may have failed to arrive.
+ * first and the delta files after it may have failed to arrive, and so
+ * may the files a long-poll's head names (named).
  */
 static bool
-chain_caught_up(struct sync *s, int mode, const struct dl *d)
+chain_caught_up(struct sync *s, int mode, const struct dl *d, uint64_t named)
 {
 	struct snapshot *cur;
+	uint64_t want;
 	bool ok;
 
-	if (mode != 2 || d->len < DELTA_HDR_LEN)
+	if (named != 0)
+		want = named;
+	else if (mode != 2 || d->len < DELTA_HDR_LEN)
 		return true;
+	else
+		want = util_get_le64(d->p + 56);
 	if ((cur = snapshot_acquire(s->sl)) == NULL)
 		return false;
-	ok = cur->pos.seq >= util_get_le64(d->p + 56);
+	ok = cur->pos.seq >= want;
 	snapshot_release(cur);
 	return ok;
 }
@@ -585,72 +799,154 @@ chain_lagging(struct sync *s, char *msg, size_t msglen)
 	return lag;
 }
 
+/* Splits the bundle d and applies it; keeps newtag once caught up. */
+static void
+chain_apply_bundle(struct sync *s, int mode, const char *url, struct dl *d,
+    const char *newtag, uint64_t named, char *msg, size_t msglen)
+{
+	struct bundle *b;
+
+	if ((b = calloc(1, sizeof(*b))) == NULL) {
+		snprintf(msg, msglen, "out of memory");
+		return;
+	}
+	if ((b->n = delta_bundle_split(d->p, d->len, b->offs, b->lens,
+	    SYNC_BUNDLE_MAX, msg, msglen)) >= 0) {
+		b->p = d->p;
+		/* Refusals are logged and counted by the loader. */
+		if (loader_apply_chain(s->l, s->sl, bundle_src, b, url) != -1 &&
+		    chain_caught_up(s, mode, d, named) &&
+		    !chain_lagging(s, msg, msglen)) {
+			pthread_mutex_lock(&s->mu);
+			snprintf(s->chain_etag, sizeof(s->chain_etag), "%s",
+			    newtag);
+			pthread_mutex_unlock(&s->mu);
+		}
+	}
+	free(b);
+}
+
 /*
  * Fetches the chain after what is in service, from the origin's
- * /v1/delta or a static copy of the output directory (If-None-Match: an
- * idle chain costs a 304), and applies it through the loader's one rule
- * (loader_apply_chain). A 409 from an origin means it moved to another
- * base: the base sync fetches it.
+ * /v1/delta (a long-poll it holds until something is new, with
+ * upstream_wait) or a static copy of the output directory
+ * (If-None-Match: an idle chain costs a 304), and applies it through the
+ * loader's one rule (loader_apply_chain). A 409 from an origin means it
+ * moved to another base: the base sync fetches it. Returns 1 when the
+ * upstream held the request (push: ask again at once), 0 when it
+ * answered at once or there is no chain to ask for (poll: wait
+ * sync_interval), -1 when the transfer failed, the answer was 500 or
+ * more, or a revcheckd upstream has no chain.
  */
-static void
+static int
 sync_chain(struct sync *s)
 {
-	char url[PATH_MAX + 64], etag[ETAG_MAX + 1], newtag[ETAG_MAX + 1];
+	char url[PATH_MAX + 96], etag[ETAG_MAX + 1], newtag[ETAG_MAX + 1];
 	char msg[ERR_MAX];
 	struct snapshot *cur;
-	struct bundle *b = NULL;
 	struct dl d;
-	uint64_t after;
+	uint64_t after, base, named = 0;
 	long code;
 	int mode;
+	bool held = false;
 
 	if ((cur = snapshot_acquire(s->sl)) == NULL)
-		return;
+		return 0;
 	mode = chain_url(s, cur, url, sizeof(url));
 	after = cur->pos.seq;
+	base = cur->version;
 	snapshot_release(cur);
 	if (mode == 0)
-		return;
+		return 0;
 	pthread_mutex_lock(&s->mu);
 	memcpy(etag, s->chain_etag, sizeof(etag));
 	s->chain_fetches++;
 	pthread_mutex_unlock(&s->mu);
 	msg[0] = '\0';
-	code = mode == 1 ? chain_get(s, url, etag, &d, newtag, msg,
-	    sizeof(msg)) : chain_get_static(s, url, after, etag, &d, newtag,
-	    msg, sizeof(msg));
-	if (code == 409)
-		sync_kick(s);	/* another base upstream */
-	else if (code != 0 && code != 200 && code != 304 && code != 404)
+	if (mode == 1 && s->cfg->upstream_wait > 0)
+		code = chain_get_push(s, url, base, after, etag, &d, newtag,
+		    msg, sizeof(msg), &held, &named);
+	else if (mode == 1)
+		code = chain_get(s, url, etag, &d, newtag, msg, sizeof(msg));
+	else
+		code = chain_get_static(s, url, after, etag, &d, newtag, msg,
+		    sizeof(msg));
+	if (code == 409) {
+		pthread_mutex_lock(&s->mu);
+		s->base_due = true;	/* another base upstream */
+		pthread_mutex_unlock(&s->mu);
+		if (!held)
+			sync_kick(s);
+	} else if (code != 0 && code != 200 && code != 304 && code != 404)
 		snprintf(msg, sizeof(msg), "delta chain: HTTP %ld", code);
-	else if (code == 200) {
-		if ((b = calloc(1, sizeof(*b))) == NULL ||
-		    (b->n = delta_bundle_split(d.p, d.len, b->offs, b->lens,
-		    SYNC_BUNDLE_MAX, msg, sizeof(msg))) < 0) {
-			if (b == NULL)
-				snprintf(msg, sizeof(msg), "out of memory");
-		} else {
-			b->p = d.p;
-			/* Refusals are logged and counted by the loader. */
-			if (loader_apply_chain(s->l, s->sl, bundle_src, b,
-			    url) != -1 && chain_caught_up(s, mode, &d) &&
-			    !chain_lagging(s, msg, sizeof(msg))) {
-				pthread_mutex_lock(&s->mu);
-				memcpy(s->chain_etag, newtag,
-				    sizeof(s->chain_etag));
-				pthread_mutex_unlock(&s->mu);
-			}
-		}
-	}
+	else if (code == 200)
+		chain_apply_bundle(s, mode, url, &d, newtag, named, msg,
+		    sizeof(msg));
 	if (msg[0] == '\0')
 		(void)chain_lagging(s, msg, sizeof(msg));
 	pthread_mutex_lock(&s->mu);
 	if (msg[0] != '\0' && strcmp(msg, s->chain_error) != 0)
 		log_warn("%s", msg);
 	memcpy(s->chain_error, msg, sizeof(s->chain_error));
+	s->push_held = held;
 	pthread_mutex_unlock(&s->mu);
-	free(b);
 	free(d.p);
+	/*
+	 * An upstream with no chain (yet: a node that just started) is
+	 * asked again soon, then every sync_interval (round_wait).
+	 */
+	if (code == 0 || code >= 500 || (code == 404 && mode == 1 &&
+	    s->cfg->upstream_wait > 0))
+		return -1;
+	return held ? 1 : 0;
+}
+
+/* What the node serves, to tell a round that changed it. */
+static void
+served(struct sync *s, uint64_t out[3])
+{
+	struct snapshot *cur;
+
+	out[0] = out[1] = out[2] = 0;
+	if ((cur = snapshot_acquire(s->sl)) == NULL)
+		return;
+	out[0] = cur->version;
+	out[1] = cur->pos.seq;
+	out[2] = (uint64_t)cur->info->issued_at;
+	snapshot_release(cur);
+}
+
+/*
+ * Seconds to wait before the next round, under mu. A held long-poll
+ * goes again at once. A failed one (the transfer, or an answer of 500 or
+ * more: an upstream stopping says 503), or one that came back at once
+ * with nothing new (the upstream would not hold it: over its
+ * longpoll_max, or a base this node refuses), goes again after 1, 2, 4,
+ * ... seconds up to sync_interval, so that a restarted upstream is
+ * found again within moments. An upstream that does not hold requests
+ * is polled every sync_interval.
+ */
+static double
+round_wait(struct sync *s, int rc, bool base_synced, double took,
+    bool changed)
+{
+	double w = (double)s->cfg->sync_interval, b;
+
+	s->push_rounds++;
+	if (s->base_due && !base_synced && rc != -1)
+		return 0;	/* a 409: the new base first */
+	if (rc == 1 && (took >= 1.0 || changed)) {
+		s->push_fails = 0;
+		return 0;
+	}
+	if (rc == 0 || s->cfg->upstream_wait == 0) {
+		s->push_fails = 0;
+		return w;
+	}
+	if (s->push_fails < 16)
+		s->push_fails++;
+	b = (double)(1u << (s->push_fails - 1));
+	return b < w ? b : w;
 }
 
 static void *
@@ -658,18 +954,33 @@ sync_main(void *arg)
 {
 	struct sync *s = arg;
 	struct timespec dl;
+	uint64_t before[3], after[3];
+	double t0, wait;
+	bool base;
+	int rc;
 
 	(void)pthread_setname_np(pthread_self(), "revcheckd-sync");
 	loader_lower_priority(s->cfg, "sync");
 	pthread_mutex_lock(&s->mu);
+	s->base_due = true;
 	while (!s->stop) {
 		s->kick = false;
+		/* Pushed, the base is fetched when a 409 says it moved. */
+		base = s->base_due || !s->push_held;
 		pthread_mutex_unlock(&s->mu);
-		sync_once(s);
-		sync_chain(s);
+		t0 = util_monotime();
+		served(s, before);
+		if (base)
+			sync_once(s);
+		rc = sync_chain(s);
+		served(s, after);
 		pthread_mutex_lock(&s->mu);
+		wait = round_wait(s, rc, base, util_monotime() - t0,
+		    memcmp(before, after, sizeof(before)) != 0);
+		if (wait <= 0)
+			continue;
 		clock_gettime(CLOCK_MONOTONIC, &dl);
-		dl.tv_sec += (time_t)s->cfg->sync_interval;
+		dl.tv_sec += (time_t)wait;
 		while (!s->stop && !s->kick)
 			if (pthread_cond_timedwait(&s->cv, &s->mu, &dl) ==
 			    ETIMEDOUT)
@@ -937,6 +1248,10 @@ sync_status_json(cJSON *root, void *arg)
 	json_add_u64(o, "updates", s->updates);
 	json_add_u64(o, "delta_fetches", s->chain_fetches);
 	json_add_u64(o, "delta_bytes", s->chain_bytes);
+	json_add_u64(o, "bytes", s->sync_bytes);
+	/* push: the upstream held the last request (a long-poll). */
+	json_add_str(o, "mode", s->push_held ? "push" : "poll");
+	json_add_i64(o, "upstream_wait_seconds", s->cfg->upstream_wait);
 	json_add_opt(o, "delta_error", s->chain_error);
 	json_add_str(o, "persisted", s->persist);
 	cJSON_AddBoolToObject(o, "insecure_http",
@@ -958,7 +1273,8 @@ void
 sync_metrics(struct sbuf *b, void *arg)
 {
 	struct sync *s = arg;
-	uint64_t att, fails, cons, upd, seen, cfetch, cbytes;
+	uint64_t att, fails, cons, upd, seen, cfetch, cbytes, sbytes;
+	bool push;
 	int64_t last_att, last_ok;
 
 	pthread_mutex_lock(&s->mu);
@@ -968,6 +1284,8 @@ sync_metrics(struct sbuf *b, void *arg)
 	upd = s->updates;
 	cfetch = s->chain_fetches;
 	cbytes = s->chain_bytes;
+	sbytes = s->sync_bytes;
+	push = s->push_held;
 	seen = s->seen;
 	last_att = s->last_attempt;
 	last_ok = s->last_success;
@@ -983,6 +1301,11 @@ sync_metrics(struct sbuf *b, void *arg)
 	series(b, "sync_delta_bytes_total", "counter", "Bytes of those "
 	    "replies on the wire (headers and bodies, 304s included).",
 	    (double)cbytes);
+	series(b, "sync_bytes_total", "counter", "Bytes of every sync "
+	    "reply on the wire (base and chain, headers and bodies).",
+	    (double)sbytes);
+	series(b, "sync_push", "gauge", "1 when the upstream held the last "
+	    "chain request (long-poll), 0 when polling.", push ? 1.0 : 0.0);
 	series(b, "sync_consecutive_failures", "gauge", "Failed syncs since "
 	    "the last good one.", (double)cons);
 	series(b, "sync_last_attempt_timestamp_seconds", "gauge", "When the "

@@ -4,8 +4,9 @@
 # Usage: deltahold.py UPSTREAM_PORT PORTFILE MODEFILE
 #
 # Listens on 127.0.0.1 (a free port, written to PORTFILE once it listens)
-# and forwards every GET to 127.0.0.1:UPSTREAM_PORT as it is, request and
-# reply headers included. A 200 from /v1/delta (deltas then the head,
+# and forwards every GET and HEAD to 127.0.0.1:UPSTREAM_PORT as it is,
+# request and reply headers included (a long-poll waits as long as the
+# origin holds it). A 200 from /v1/delta (deltas then the head,
 # docs/FORMAT.md 6.1) is changed by the word in MODEFILE, read on each
 # request:
 #   pass      forwarded as it is
@@ -54,7 +55,10 @@ def rewrite(body, mode):
 
 
 class H(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
+    def do_HEAD(self):
+        self.do_GET("HEAD")
+
+    def do_GET(self, method="GET"):
         try:
             mode = open(MODE).read().strip()
         except OSError:
@@ -62,9 +66,9 @@ class H(http.server.BaseHTTPRequestHandler):
         if mode == "fail" and self.path.startswith("/v1/delta"):
             self.send_error(500, "delta chain broken (test proxy)")
             return
-        c = http.client.HTTPConnection("127.0.0.1", UP, timeout=10)
+        c = http.client.HTTPConnection("127.0.0.1", UP, timeout=60)
         hdr = {k: self.headers[k] for k in PASS_REQ if k in self.headers}
-        c.request("GET", self.path, headers=hdr)
+        c.request(method, self.path, headers=hdr)
         r = c.getresponse()
         body = r.read()
         if self.path.startswith("/v1/delta") and r.status == 200:
@@ -73,6 +77,13 @@ class H(http.server.BaseHTTPRequestHandler):
         for k, v in r.getheaders():
             if k.lower() not in SKIP_REPLY and k.lower() != "content-length":
                 self.send_header(k, v)
+        if method == "HEAD":
+            n = r.getheader("Content-Length")
+            if n is not None:
+                self.send_header("Content-Length", n)
+            self.end_headers()
+            c.close()
+            return
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
