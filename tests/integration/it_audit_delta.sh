@@ -2,8 +2,9 @@
 # it_audit_delta.sh - filterbuild audit compares delta sequences on one base: an edge behind in deltas, or whose delta sync fails, fails the audit
 #
 # A real chain (filterbuild follow on PostgreSQL) served by an origin O;
-# E1 follows it every second; E3 syncs once and then only after an hour,
-# so it keeps the base and the seq it started at while O moves on; E2
+# E1 follows it (pushed); E3 polls (--upstream-wait 0), once and then
+# only after an hour, so it keeps the base and the seq it started at
+# while O moves on; E2
 # syncs through deltahold.py in its fail mode, which fails every /v1/delta: its base sync
 # says "unchanged" with no error and it stays at seq 0. E2 and E3 answer
 # not_revoked for ids the deltas they miss revoke; the audit must fail
@@ -26,8 +27,9 @@ pyj() { python3 -c "import json,sys; j = json.load(open(sys.argv[1])); print($1)
 seq_of() { rc_curl "$1/v1/status"; rc_json filter.delta.seq; }
 edge() {
 	local name=$1 up=$2 iv=$3
+	shift 3
 	mkdir -p "$T/s-$name"
-	rc_start "$name" --trusted-key "$T/key.pub" --state-dir "$T/s-$name" \
+	rc_start "$name" "$@" --trusted-key "$T/key.pub" --state-dir "$T/s-$name" \
 	    --sync-interval "$iv" --upstream-insecure-http \
 	    --upstream-filter "$up/v1/filter" --upstream-check "$O_URL/v1/check"
 }
@@ -45,7 +47,7 @@ rc_psql -c "INSERT INTO revcheck_revocations (id) VALUES ('tok-d1')"
 rc_wait_json "$O_URL/v1/check?id=tok-d1" status revoked || rc_fail "origin: delta 1 in force"
 edge E1 "$O_URL" 1
 edge E2 "$P_URL" 1
-edge E3 "$O_URL" 1h
+edge E3 "$O_URL" 1h --upstream-wait 0
 rc_wait_json "$E1_URL/v1/check?id=tok-d1" status revoked || rc_fail "E1: delta 1 in force"
 rc_wait_json "$E3_URL/v1/check?id=tok-d1" status revoked || rc_fail "E3: delta 1 in force"
 rc_wait_version "$E2_URL" "$v1" || rc_fail "E2 serves the base"

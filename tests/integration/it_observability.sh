@@ -168,7 +168,7 @@ edge = (common | words("sync", "upstream_filter interval_seconds max_download "
         "upstream_version_seen newer_version_seen_at delta_seq_seen "
         "newer_delta_seen_at etag attempts failures "
         "consecutive_failures updates delta_fetches delta_bytes delta_error "
-        "persisted insecure_http") |
+        "bytes mode upstream_wait_seconds persisted insecure_http") |
     words("authority", "url answered failed behind retries requests waiting "
         "refused_busy probes degraded last_error"))
 top = ["service", "filter", "counters", "reloads", "disk_mismatch", "config",
