@@ -939,6 +939,22 @@ struct delta_query {
 };
 
 /*
+ * True when the answer to q is s's head alone: asked so, and the chain
+ * in service holds a head (a delta applied before its head was written
+ * is sent itself, with those before it, rather than nothing).
+ */
+static bool
+head_alone(const struct snapshot *s, const struct delta_query *q)
+{
+	size_t off, len = 0;
+
+	if (!q->head_only || s->chain == NULL)
+		return false;
+	chainbuf_range(s->chain, UINT64_MAX, &off, &len);
+	return len > 0;
+}
+
+/*
  * True when s has nothing for q's client: same base, a chain, nothing
  * after its seq, and the head its If-None-Match names. Without a chain
  * the answer (404) is at once: the client polls, as it does a static
@@ -1022,7 +1038,7 @@ delta_answer(const struct server_req *r, struct snapshot *s,
 	}
 	if (s->chain == NULL)
 		return delta_send(r, s, 0, 0, h, nh);	/* refuses */
-	chainbuf_range(s->chain, q->head_only ? UINT64_MAX : q->after, &off,
+	chainbuf_range(s->chain, head_alone(s, q) ? UINT64_MAX : q->after, &off,
 	    &len);
 	return delta_send(r, s, off, len, h, nh);
 }
@@ -1090,7 +1106,7 @@ handle_delta(const struct server_req *r)
 		 * The bundle's tag names what it holds (after..seq and the
 		 * head); the long-poll's the head alone.
 		 */
-		if (q.head_only)
+		if (head_alone(s, &q))
 			snprintf(etag, sizeof(etag), "\"%.16s-h%llu-%lld\"",
 			    s->sha_hex, (unsigned long long)s->pos.seq,
 			    (long long)s->info->issued_at);

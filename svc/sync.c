@@ -325,6 +325,7 @@ struct get_opts {
 	long		 wait;		/* a long-poll held up to wait s */
 	bool		 held;		/* out: X-Revcheck-Wait came back */
 	uint64_t	 version;	/* out: X-Revcheck-Filter-Version, 0 */
+	uint64_t	 seq;		/* out: X-Revcheck-Delta-Seq, 0 */
 };
 
 /* The value of header name in the last reply as an integer, or 0. */
@@ -416,6 +417,7 @@ http_get(struct sync *s, const char *url, const char *etag, struct dl *d,
 		(void)reply_u64(s->curl, "X-Revcheck-Wait", &o->held);
 		o->version = reply_u64(s->curl, "X-Revcheck-Filter-Version",
 		    NULL);
+		o->seq = reply_u64(s->curl, "X-Revcheck-Delta-Seq", NULL);
 	}
 	return code;
 }
@@ -706,15 +708,21 @@ chain_get_push(struct sync *s, const char *url, uint64_t base,
 	uint64_t last, k;
 	long code;
 
-	*named = 0;
 	code = http_get(s, url, etag, d, newtag, m, sizeof(m), &o);
 	*held = o.held;
+	/*
+	 * What the upstream says it serves (unsigned: it only decides
+	 * whether this answer's ETag may be kept, chain_caught_up).
+	 */
+	*named = code == 200 ? o.seq : 0;
 	if (code == 0)
 		snprintf(msg, msglen, "delta chain: %.400s", m);
 	if (code != 200 || !o.held || d->len < DELTA_HDR_LEN + SIGN_SIG_LEN ||
 	    d->p[10] != DELTA_KIND_HEAD || n == 0 || n > PATH_MAX)
-		return code;	/* the walk refuses what is not a head */
-	*named = last = util_get_le64(d->p + 56);	/* FORMAT.md 6.1 */
+		return code;	/* deltas (no head yet), or refused by the walk */
+	last = util_get_le64(d->p + 56);	/* FORMAT.md 6.1 */
+	if (last > *named)
+		*named = last;
 	if (last <= after)
 		return code;
 	if (last - after > SYNC_PUSH_FILES) {
@@ -884,6 +892,9 @@ sync_chain(struct sync *s)
 		    sizeof(msg));
 	if (msg[0] == '\0')
 		(void)chain_lagging(s, msg, sizeof(msg));
+	log_debug("sync: chain after %llu: HTTP %ld%s, head names %llu, "
+	    "%zu bytes", (unsigned long long)after, code, held ? " (held)" :
+	    "", (unsigned long long)named, d.len);
 	pthread_mutex_lock(&s->mu);
 	if (msg[0] != '\0' && strcmp(msg, s->chain_error) != 0)
 		log_warn("%s", msg);
