@@ -170,7 +170,7 @@ ocsp_cache_get(struct ocsp_cache *c, unsigned ri, const struct ocsp_req *q,
 
 	*der = NULL;
 	*len = 0;
-	s = &c->sh[h % SHARDS];
+	s = &c->sh[(h >> 32) % SHARDS];	/* buckets use the low bits */
 	pthread_mutex_lock(&s->mu);
 	if (s->tab == NULL)
 		goto out;
@@ -253,7 +253,7 @@ ocsp_cache_put(struct ocsp_cache *c, unsigned ri, const struct ocsp_req *q,
 	e->cost = cost;
 	memcpy(e->data, key, klen);
 	memcpy(e->data + klen, der, len);
-	s = &c->sh[h % SHARDS];
+	s = &c->sh[(h >> 32) % SHARDS];	/* buckets use the low bits */
 	pthread_mutex_lock(&s->mu);
 	grow(s);
 	if (s->tab == NULL) {
