@@ -73,6 +73,9 @@ relay() {
 	for _ in $(seq 1 100); do [ -e "$T/$1.count" ] || curl -s -o /dev/null "http://127.0.0.1:$port/healthz"; [ -e "$T/$1.count" ] && break; sleep 0.1; done
 }
 bytes() { cat "$T/$1.count" 2>/dev/null || echo 0; }
+# cpu_ms PID: user + system CPU time of PID so far, in milliseconds.
+cpu_ms() { awk -v hz="$(getconf CLK_TCK)" '{ print int(($14 + $15) * 1000 / hz) }' "/proc/$1/stat" 2>/dev/null || echo 0; }
+rss_mib() { awk '/^VmRSS/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status" 2>/dev/null; }
 relay P1 "$O_PORT"
 
 # edges_start FILTER_BASE CHECK_BASE: (re)starts the N edges, all at once
@@ -135,23 +138,23 @@ edges_start "http://127.0.0.1:$P1_PORT" "http://127.0.0.1:$P1_PORT" ||
 say "$N edges up in $(( $(date +%s) - t0 )) s; RSS per edge: $(rss)"
 
 # 1. Edges on the origin; the writer killed once.
-b0=$(bytes P1)
+b0=$(bytes P1); oc0=$(cpu_ms "$O_PID")
 out=$(FLEET_POLL_MS=${FLEET_POLL_MS:-100} python3 "$PY" drive "$PG_URL" "$T/edges" "$COUNT" "$RATE" \
     "$KILL_AT" "$F/follow-leader.json" "$F" "$FPIDS")
-b1=$(bytes P1)
+b1=$(bytes P1); oc1=$(cpu_ms "$O_PID")
 echo "$out" | sed 's/^/fleet: direct: /'
 p99=$(field lag_p99 "$out"); max=$(field lag_max "$out")
 eg_direct=$(( (b1 - b0) / COUNT ))
 per_edge=$(( eg_direct / N ))
-say "direct: origin egress $eg_direct B per revocation for $N edges ($per_edge B per edge)"
+say "direct: origin egress $eg_direct B per revocation for $N edges ($per_edge B per edge); origin CPU $(( (oc1 - oc0) / COUNT )) ms per revocation, RSS $(rss_mib "$O_PID") MiB"
 gap=$(field failover_gap "$out"); folag=$(field failover_lag_max "$out")
 fails=$(( $(field failed "$out") + 0 )); wrong=$(( $(field wrong "$out") + 0 )); miss=$(( $(field missing "$out") + 0 ))
 
 # 2. Idle: nothing committed.
 sleep 2
-i0=$(bytes P1); sleep "$IDLE"; i1=$(bytes P1)
+i0=$(bytes P1); ic0=$(cpu_ms "$O_PID"); sleep "$IDLE"; i1=$(bytes P1); ic1=$(cpu_ms "$O_PID")
 idle=$(awk -v b="$((i1 - i0))" -v n="$N" -v s="$IDLE" 'BEGIN { printf "%.0f", b / n / s * 60 }')
-say "idle: $((i1 - i0)) B from the origin in $IDLE s = $idle B per edge per minute"
+say "idle: $((i1 - i0)) B from the origin in $IDLE s = $idle B per edge per minute; origin CPU $(awk -v c="$((ic1 - ic0))" -v s="$IDLE" 'BEGIN { printf "%.1f", c / s }') ms per s, RSS $(rss_mib "$O_PID") MiB"
 
 # 3. Through the cache tier.
 p99c=; maxc=; eg_cache=
