@@ -1351,6 +1351,8 @@ follow_report(const struct follow_state *st, const struct follow_opts *o,
 	h.base_at = st->base_at;
 	h.head_at = st->head_at;
 	h.head_every = o->head_every;
+	h.leader = leader_held(o->ld);
+	h.handovers = leader_handovers(o->ld);
 	followhttp_set(&h);
 }
 

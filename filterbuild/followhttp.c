@@ -89,6 +89,11 @@ render_metrics(char *out)
 	    REVCHECK_VERSION "\",revision=\"%s\"} 1\n", procstat_revision());
 	gauge(out, &len, "chain", "1 when a base with a readable chain is "
 	    "published.", s.have);
+	gauge(out, &len, "leader", "1 while this follower holds the "
+	    "directory's lock and writes; 0 on a standby.", s.leader);
+	gauge(out, &len, "handovers", "Times the directory's lock passed from "
+	    "one follower process to another (as this one last saw).",
+	    (double)s.handovers);
 	gauge(out, &len, "source_up", "1 while the source database answers.",
 	    s.connected);
 	addf(out, &len, "# HELP filterbuild_follow_source_disconnects_total "
@@ -128,6 +133,8 @@ not_ready(void)
 	pthread_mutex_lock(&fh_mu);
 	s = fh_state;
 	pthread_mutex_unlock(&fh_mu);
+	if (!s.leader)
+		return "standby";
 	if (!s.have)
 		return "no_chain";
 	if (!s.connected)

@@ -18,6 +18,8 @@ struct followhttp_state {
 	int64_t		 base_at;	/* the base's issued_at */
 	int64_t		 head_at;	/* the newest head's issued_at (0: none) */
 	int64_t		 head_every;	/* --head-every, seconds */
+	bool		 leader;	/* this process writes (leader.h) */
+	uint64_t	 handovers;	/* DIR/follow-leader.json's count */
 };
 
 /*

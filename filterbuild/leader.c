@@ -43,6 +43,7 @@ struct leader {
 	bool		 quiet;
 	bool		 said_wait;	/* "standing by" logged */
 	bool		 said_down;	/* the server's absence logged */
+	atomic_ullong	 handovers;	/* as ld_status() last wrote it */
 	char		 out[4096];
 	char		 self[320];	/* host:pid */
 };
@@ -508,10 +509,17 @@ leader_fence(struct leader *ld, volatile sig_atomic_t *stop)
 		return 0;
 	atomic_store(&ld->fenced, true);
 	n = ld_status(ld, prev, sizeof(prev));
+	atomic_store(&ld->handovers, n);
 	log_info("follow: leader: took the lock %lld after %.1f s (previous "
 	    "holder %s; handovers %llu)", ld->key, util_monotime() -
 	    ld->wait_from, prev[0] != '\0' ? prev : "none", n);
 	return 1;
+}
+
+unsigned long long
+leader_handovers(struct leader *ld)
+{
+	return atomic_load(&ld->handovers);
 }
 
 bool

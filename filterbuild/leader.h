@@ -93,6 +93,12 @@ bool leader_held(struct leader *ld);
  */
 void leader_step_down(struct leader *ld, const char *why);
 
+/*
+ * The handover count this process last read or wrote in
+ * out/LEADER_STATUS_NAME (0 before it first held the lock). Can't fail.
+ */
+unsigned long long leader_handovers(struct leader *ld);
+
 /* Stops the beat thread, removes the gate, closes the session, frees ld. */
 void leader_free(struct leader *ld);
 

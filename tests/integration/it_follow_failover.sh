@@ -22,12 +22,21 @@ rc_pg_start
 psql -X -q -v ON_ERROR_STOP=1 -f "$RC_SRC/config/postgresql-schema.sql" "$PG_URL"
 rc_psql -c "INSERT INTO revcheck_revocations (id) VALUES ('a')"
 
-# fstart N: follower N (log $T/fN.log, pid in FN).
+# fstart N: follower N (log $T/fN.log, pid in FN, /metrics on port FN_PORT).
 fstart() {
+	local port
+	port=$(rc_free_port)
 	"$FILTERBUILD" follow --source "$PG_URL" --key "$T/key.pem" --out "$F" \
-	    --interval 200ms --valid-for 10m --head-every 2s >>"$T/f$1.log" 2>&1 &
+	    --interval 200ms --valid-for 10m --head-every 2s \
+	    --listen "127.0.0.1:$port" >>"$T/f$1.log" 2>&1 &
 	printf -v "F$1" '%s' "$!"
+	printf -v "F$1_PORT" '%s' "$port"
 	rc_stop_at_exit "$!"
+}
+# fmetric N NAME: follower N's filterbuild_follow_NAME.
+fmetric() {
+	curl -s "http://127.0.0.1:$(eval "echo \$F$1_PORT")/metrics" |
+	    sed -n "s/^filterbuild_follow_$2 //p"
 }
 fstart 1
 rc_wait_log "$T/f1.log" "leader: took the lock" 1 60 &&
@@ -37,6 +46,9 @@ fstart 2
 rc_wait_log "$T/f2.log" "standby: another follower holds the lock" 1 60 &&
     rc_ok "the second follower stands by" ||
     rc_fail "the second follower stands by: $(tail -n 5 "$T/f2.log")"
+rc_expect_eq "$(fmetric 1 leader) $(fmetric 2 leader)" "1 0" "metrics: the writer leads, the standby does not"
+rc_curl "http://127.0.0.1:$F2_PORT/readyz"
+rc_expect_json reason standby "the standby's /readyz says standby"
 for ((i = 0; i < 150; i++)); do [ -e "$F/current" ] && break; sleep 0.2; done
 
 mkdir -p "$T/ostate" "$T/edge"
@@ -110,6 +122,9 @@ takeover() {
 # 1. The writer is killed.
 takeover "$F1" "$T/f2.log" KILL "SIGKILL"
 wait "$F1" 2>/dev/null || true
+
+for ((i = 0; i < 100; i++)); do [ "$(fmetric 2 leader)" = 1 ] && break; sleep 0.1; done
+rc_expect_eq "$(fmetric 2 leader) $(fmetric 2 handovers)" "1 1" "metrics: the new writer leads, one handover"
 
 # The killed one comes back and stands by.
 m1=$(rc_log_mark "$T/f1.log")
