@@ -705,8 +705,8 @@ ReportHook(POST_ALL)(struct criterion_global_stats *stats)
 	(void)stats;
 	if (dir != NULL && strncmp(dir, "/tmp/revcheck-pki-", 18) == 0 &&
 	    snprintf(cmd, sizeof(cmd), "rm -rf -- '%s'", dir) <
-	    (int)sizeof(cmd))
-		(void)system(cmd);
+	    (int)sizeof(cmd) && system(cmd) != 0)
+		fprintf(stderr, "test_input: could not remove %s\n", dir);
 }
 
 static X509 *load_cert(const char *name);
