@@ -554,8 +554,10 @@ hwm_persist(struct loader *l, const struct ffile *ff, struct loader_hwm *hw,
 			    "state");
 			return -1;
 		}
+		/* Every field known (padding too: the entries are compared
+		 * whole below), delta_seq 0 and no base seen yet. */
+		memset(&next[i], 0, sizeof(next[i]));
 		memcpy(next[i].signer, fi->signer, SIGN_KEYID_LEN);
-		next[i].version = 0;
 		n++;
 	}
 	if (fi->version >= next[i].version) {
