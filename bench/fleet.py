@@ -19,7 +19,9 @@
       gets SIGKILL KILL_AT seconds in; the failover gap is from then to the
       first delta file of DELTA_DIR written after, and a revocation whose
       first enforcement anywhere came after that delta, committed before
-      it, is a failover one (reported apart). Prints key=value lines.
+      it, is a failover one (reported apart). Prints key=value lines;
+      FLEET_LAGS_CSV names a file to append one line per (edge, revocation)
+      to: edge, id, sent (s from the start), lag, failover (0/1).
 """
 import asyncio
 import glob
@@ -242,6 +244,11 @@ async def drive(pg, edges_file, count, rate, kill):
     steady = [t - sent[i] for e in edges for i, t in e.seen.items() if i not in fo]
     fol = [t - sent[i] for e in edges for i, t in e.seen.items() if i in fo]
     missing = sum(count - len(e.seen) for e in edges)
+    if os.environ.get("FLEET_LAGS_CSV"):
+        with open(os.environ["FLEET_LAGS_CSV"], "a") as fp:
+            for k, e in enumerate(edges):
+                for i, t in e.seen.items():
+                    fp.write("%d,%s,%.3f,%.3f,%d\n" % (k, i, sent[i] - t0, t - sent[i], i in fo))
     print("edges=%d revocations=%d pairs=%d missing=%d seconds=%.1f" % (
         len(edges), count, len(steady) + len(fol), missing, secs))
     print("lag_p50=%.3f lag_p99=%.3f lag_max=%.3f" % (pct(steady, 50), pct(steady, 99),

@@ -81,12 +81,12 @@ relay P1 "$O_PORT"
 # edges_start FILTER_BASE CHECK_BASE: (re)starts the N edges, all at once
 # on distinct free ports (one that did not come up is started again by
 # rc_start, on another port); their URLs in $T/edges.
-EDGE_OPTS=${FLEET_EDGE_OPTS:---sync-interval 1}
+EDGE_OPTS=${FLEET_EDGE_OPTS:-}
 edge_args() {
 	# shellcheck disable=SC2086
 	echo --upstream-filter "$1/v1/filter" --upstream-check "$2/v1/check" \
 	    --upstream-insecure-http --trusted-key "$T/key.pub" --state-dir "$T/e$3" \
-	    --threads 1 --log-level warn $EDGE_OPTS
+	    --log-level warn $EDGE_OPTS
 }
 edges_start() {
 	local i port ports=" " up
@@ -117,6 +117,17 @@ edges_start() {
 		eval "echo \$E${i}_URL" >>"$T/edges"
 	done
 	for i in $(seq 1 "$N"); do rc_wait_ready "$(eval "echo \$E${i}_URL")" 120 || return 1; done
+	# Steady state: every edge holds its long-poll (sync.mode push), when
+	# its upstream holds requests; 60 s at most.
+	for _ in $(seq 1 60); do
+		PUSHING=0
+		for i in $(seq 1 "$N"); do
+			[[ $(curl -s --max-time 2 "$(eval "echo \$E${i}_URL")/v1/status") == *'"mode":"push"'* ]] &&
+			    PUSHING=$((PUSHING + 1))
+		done
+		[ "$PUSHING" = "$N" ] && break
+		sleep 1
+	done
 }
 edges_stop() {
 	local i
@@ -135,7 +146,7 @@ rss() {
 t0=$(date +%s)
 edges_start "http://127.0.0.1:$P1_PORT" "http://127.0.0.1:$P1_PORT" ||
     { say "skipped (the edges did not come up)"; exit 0; }
-say "$N edges up in $(( $(date +%s) - t0 )) s; RSS per edge: $(rss)"
+say "$N edges up in $(( $(date +%s) - t0 )) s ($PUSHING holding a long-poll); RSS per edge: $(rss)"
 
 # 1. Edges on the origin; the writer killed once.
 b0=$(bytes P1); oc0=$(cpu_ms "$O_PID")
@@ -174,6 +185,7 @@ else
 		edges_stop
 		edges_start "http://127.0.0.1:$NGP" "http://127.0.0.1:$P2_PORT" ||
 		    say "cache tier: the edges did not come up"
+		say "cache tier: $N edges up ($PUSHING holding a long-poll)"
 		c0=$(bytes P2)
 		outc=$(python3 "$PY" drive "$PG_URL" "$T/edges" "$CCOUNT" "$RATE")
 		c1=$(bytes P2)
