@@ -175,10 +175,17 @@ elif ! command -v nginx >/dev/null; then
 	say "cache tier: skipped (no nginx)"
 else
 	relay P2 "$O_PORT"
-	mkdir -p "$T/ng"
+	mkdir -p "$T/ng/cache"
 	NGP=$(rc_free_port)
-	sed -e "s#__LISTEN__#127.0.0.1:$NGP#g" -e "s#__ORIGIN__#127.0.0.1:$P2_PORT#g" \
-	    -e "s#__DIR__#$T/ng#g" "$CACHE_CONF" >"$T/ng/nginx.conf"
+	# The shipped file, only its addresses and cache path ours (the origin
+	# behind relay P2); connections for every edge's held long-poll.
+	{
+		rc_nginx_conf "$T/ng" | sed 's/worker_connections [0-9]*;/worker_connections 4096;/'
+		sed -e "s|server 127.0.0.1:8080;|server 127.0.0.1:$P2_PORT;|" \
+		    -e "s|listen 8081;|listen 127.0.0.1:$NGP;|" \
+		    -e "s|/var/cache/nginx/revcheck|$T/ng/cache|" "$CACHE_CONF"
+		echo "}"
+	} >"$T/ng/nginx.conf"
 	if ! rc_nginx_run "$T/ng" "$NGP"; then
 		say "cache tier: skipped (nginx did not start: $(tail -n 2 "$T/ng/error.log" 2>/dev/null))"
 	else
