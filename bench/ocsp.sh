@@ -6,14 +6,18 @@
 #   OCSP_SECONDS=3    seconds per wrk run
 #   OCSP_ROUNDS=3     interleaved rounds; each server keeps its best run
 #   OCSP_SERIALS=100  distinct serials in the repeated mix
+#   OCSP_KEYS="p256 rsa2048"  the responder key types to run, in order
 #   OCSP_ROWS=        a file to append one row a line to (tab-separated
 #                     KEY=VALUE / KEY:=NUMBER fields, bench/run.sh's
 #                     add_row arguments); bench/run.sh sets it
 # Method: a CA, a delegated responder (EC P-256, OCSPSigning, ocsp-nocheck)
-# and a CRL made by tests/responder-pki.sh with the openssl CLI; the
-# filter is built from the CRL and revcheckd serves it with the "ocsp"
-# block. The request mix is the same for every server: wrk (bench/ocsp.lua)
-# POSTs DER OCSP requests without nonce (application/ocsp-request), one
+# and a CRL made by tests/responder-pki.sh with the openssl CLI, and a
+# second delegated responder of the same CA with the same extensions and
+# an RSA-2048 key; the filter is built from the CRL and revcheckd serves it
+# with the "ocsp" block. Every row below runs twice, once per responder
+# key (KT: p256, then rsa2048; OCSP_KEYS="p256 rsa2048" chooses), every
+# server signing with that key, and the row's name ends in _KT. The
+# request mix is the same for every server: wrk (bench/ocsp.lua) POSTs DER OCSP requests without nonce (application/ocsp-request), one
 # CertID with SHA-1 hashes each. Repeated serials: OCSP_SERIALS serials
 # asked over and over (wrk -t2 -c32, all on the same 2 CPUs as the
 # servers), against `openssl ocsp -index index.txt -port P -rsigner R
@@ -26,17 +30,17 @@
 # each answer costs revcheckd one signature (its cache cannot help);
 # revcheckd with one HTTP worker thread (--threads 1) pinned to CPU 0 with
 # taskset, wrk (-t1) pinned to CPU 1, against `openssl speed -seconds 3
-# -elapsed ecdsap256` sign/s (wall time, as wrk measures), one process
-# pinned to CPU 0: one signing core each.
+# -elapsed ecdsap256` (or rsa2048) sign/s (wall time, as wrk measures),
+# one process pinned to CPU 0: one signing core each.
 # Every answer's form is checked before the runs with the openssl ocsp
 # client (status good, signature verified against the CA); non-2xx answers
 # or socket errors void a run. p99 is wrk's (--latency), printed beside
 # each rate.
-# Prints, as bench/run.sh does (ratio > 1: revcheck ahead):
-#   ocsp: repeated_vs_openssl_ocsp: ours=RPS peer=RPS ratio=R req/s (...) target >=20x: MET|NOT MET
-#   ocsp: repeated_vs_cfssl_ocspserve: ... target >=2x: MET|NOT MET
-#   ocsp: unique_vs_openssl_speed_sign: ours=RPS peer=SIGNS ratio=R req/s (...) target >=0.8x: MET|NOT MET
-#   ocsp: unique_cpu_vs_openssl_speed_sign: ... per CPU second (...)   (no target: the
+# Printed as bench/run.sh does (ratio > 1: revcheck ahead), for KT p256 and rsa2048:
+#   ocsp: repeated_vs_openssl_ocsp_KT: ours=RPS peer=RPS ratio=R req/s (...) target >=20x: MET|NOT MET
+#   ocsp: repeated_vs_cfssl_ocspserve_KT: ... target >=2x: MET|NOT MET
+#   ocsp: unique_vs_openssl_speed_sign_KT: ours=RPS peer=SIGNS ratio=R req/s (...) target >=0.8x: MET|NOT MET
+#   ocsp: unique_cpu_vs_openssl_speed_sign_KT: ... per CPU second (...)   (no target: the
 #     same runs by CPU time, good answers per second of revcheckd's CPU
 #     against signatures per second of openssl speed's user time)
 # Numbers on a shared or loaded machine are not the product's.
@@ -47,7 +51,8 @@ ROUNDS=${OCSP_ROUNDS:-3}
 K=${OCSP_SERIALS:-100}
 ROWS_OUT=${OCSP_ROWS:-}
 REP=0x10000000		# the repeated serials: REP .. REP + K - 1
-UNI=0x20000000		# the unique ones: UNI and up
+UNI0=0x20000000		# the unique ones: UNI0 and up for p256, UNI0 * 2 up for rsa2048
+KEYS=${OCSP_KEYS:-p256 rsa2048}
 say() { echo "ocsp: $*"; }
 have() { command -v "$1" >/dev/null 2>&1; }
 # row FIELDS...: one row for bench/run.sh's results.json.
@@ -85,15 +90,18 @@ bash "$ROOT/tests/responder-pki.sh" "$P" "$K" >"$T/pki.log" 2>&1 ||
     "$FILTERBUILD" build --key "$T/key.pem" --out "$T/f" --valid-for 1d --quiet \
 	--issuer "$P/ca.pem" "$P/crl.pem" >"$T/fb.log" 2>&1 ||
     { skip all "filterbuild failed: $(tail -c 300 "$T/fb.log")"; exit 0; }
-TPL_REP=$(python3 "$ROOT/bench/ocspreq.py" template "$P/ca.pem" "$REP") &&
-    TPL_UNI=$(python3 "$ROOT/bench/ocspreq.py" template "$P/ca.pem" "$UNI") ||
+# The RSA-2048 responder: the same CA, the same extensions as responder.pem.
+(cd "$P" && (umask 077 && openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 \
+	-out responder-rsa.key) &&
+    openssl req -new -key responder-rsa.key -out responder-rsa.csr \
+	-subj "/O=revcheck OCSP test/CN=revcheck OCSP responder RSA" &&
+    openssl x509 -req -in responder-rsa.csr -CA ca.pem -CAkey ca.key -set_serial 0x0F01 \
+	-days 30 -sha256 -extfile ext.cnf -extensions responder -out responder-rsa.pem) \
+    >"$T/pki-rsa.log" 2>&1 ||
+    { skip all "the RSA responder: $(tail -c 300 "$T/pki-rsa.log")"; exit 0; }
+TPL_REP=$(python3 "$ROOT/bench/ocspreq.py" template "$P/ca.pem" "$REP") ||
     { skip all "bench/ocspreq.py failed (python3-cryptography)"; exit 0; }
 mkdir -p "$T/s"
-cat >"$T/rc.json" <<EOF
-{"filter_dir": "$T/f", "trusted_key": "$T/key.pub", "state_dir": "$T/s",
- "ocsp": {"path": "/ocsp", "responders": [{"issuer": "$P/ca.pem",
-   "cert": "$P/responder.pem", "key": "$P/responder.key"}]}}
-EOF
 
 # answer_ok URL SERIAL: the openssl ocsp client asks URL (POST) and
 # verifies the answer against the CA: good, signature OK.
@@ -129,12 +137,32 @@ metric() {	# metric NAME_PART URL: the sum of the samples whose name has NAME_PA
 	curl -s --max-time 10 "$2/metrics" | awk -v n="$1" '$1 !~ /^#/ && index($1, n) { s += $2 } END { print s + 0 }'
 }
 
+# ---------------------------------------------------------------- one key type
+# bench_key KT: every row for the responder key KT (p256 or rsa2048);
+# returns 0 always (a row it cannot run is printed skipped).
+bench_key() {
+KT=$1
+case $KT in
+p256) RCERT=$P/responder.pem RKEY=$P/responder.key SPEED=ecdsap256 UNI=$UNI0
+	SPEED_ROW='/ecdsa \(nistp256\)/' ;;
+rsa2048) RCERT=$P/responder-rsa.pem RKEY=$P/responder-rsa.key SPEED=rsa2048 UNI=$((UNI0 * 2))
+	SPEED_ROW='/^rsa 2048 bits/' ;;
+*) skip "all_$KT" "unknown key type (p256, rsa2048)"; return 0 ;;
+esac
+unset BEST_rc BEST_os BEST_cf P99_rc P99_os P99_cf BEST_u P99_u CF_PID CF_URL
+TPL_UNI=$(python3 "$ROOT/bench/ocspreq.py" template "$P/ca.pem" "$UNI") ||
+    { skip "all_$KT" "bench/ocspreq.py failed"; return 0; }
+cat >"$T/rc.json" <<EOF
+{"filter_dir": "$T/f", "trusted_key": "$T/key.pub", "state_dir": "$T/s",
+ "ocsp": {"path": "/ocsp", "responders": [{"issuer": "$P/ca.pem",
+   "cert": "$RCERT", "key": "$RKEY"}]}}
+EOF
 # ---------------------------------------------------------------- the servers
-rc_start R -c "$T/rc.json" --log-level warn || { skip all "revcheckd did not start: $(tail -c 300 "$T/R.log")"; exit 0; }
-rc_wait_ready "$R_URL" 60 || { skip all "revcheckd not ready: $(tail -c 300 "$T/R.log")"; exit 0; }
+rc_start R -c "$T/rc.json" --log-level warn || { skip "all_$KT" "revcheckd did not start: $(tail -c 300 "$T/R.log")"; return 0; }
+rc_wait_ready "$R_URL" 60 || { skip "all_$KT" "revcheckd not ready: $(tail -c 300 "$T/R.log")"; return 0; }
 RC_OCSP=$R_URL/ocsp
 why=$(answer_ok "$RC_OCSP" "$REP") ||
-    { skip all "revcheckd's /ocsp did not answer good: $why"; exit 0; }
+    { skip "all_$KT" "revcheckd's /ocsp did not answer good: $why"; return 0; }
 
 # os_start: a fresh `openssl ocsp` responder (sets OS_PID, OS_URL); 1 when
 # it does not answer good. Each run gets its own: at the end of a run wrk
@@ -143,8 +171,8 @@ why=$(answer_ok "$RC_OCSP" "$REP") ||
 os_start() {
 	local port i
 	port=$(rc_free_port)
-	openssl ocsp -index "$P/index.txt" -port "$port" -rsigner "$P/responder.pem" \
-	    -rkey "$P/responder.key" -CA "$P/ca.pem" -ndays 1 -ignore_err \
+	openssl ocsp -index "$P/index.txt" -port "$port" -rsigner "$RCERT" \
+	    -rkey "$RKEY" -CA "$P/ca.pem" -ndays 1 -ignore_err \
 	    >>"$T/openssl-ocsp.log" 2>&1 &
 	OS_PID=$!
 	rc_stop_at_exit "$OS_PID"
@@ -157,7 +185,7 @@ os_start() {
 	OS_WHY="openssl ocsp did not answer good: $OS_WHY $(tail -c 200 "$T/openssl-ocsp.log")"
 	return 1
 }
-os_start || { skip all "$OS_WHY"; exit 0; }
+os_start || { skip "all_$KT" "$OS_WHY"; return 0; }
 
 CF_URL=
 if ! have cfssl; then
@@ -213,21 +241,21 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 sig1=$(metric ocsp_signatures_total "$R_URL")
 note="POST of $K serials over and over, no nonce, wrk -t2 -c32 -d${SECS}s, best of $ROUNDS interleaved rounds; revcheckd made $((sig1 - sig0)) signatures in its runs"
-emit repeated_vs_openssl_ocsp "${BEST_rc:-0}" "${BEST_os:-0}" req/s 20 \
+emit repeated_vs_openssl_ocsp_$KT "${BEST_rc:-0}" "${BEST_os:-0}" req/s 20 \
     "$note; openssl ocsp -index: one process, a signature per answer" "${P99_rc:-}" "${P99_os:-}"
 if [ -n "$CF_URL" ]; then
-	emit repeated_vs_cfssl_ocspserve "${BEST_rc:-0}" "${BEST_cf:-0}" req/s 2 \
+	emit repeated_vs_cfssl_ocspserve_$KT "${BEST_rc:-0}" "${BEST_cf:-0}" req/s 2 \
 	    "$note; CFSSL ocspserve serving the $K answers pre-signed" "${P99_rc:-}" "${P99_cf:-}"
 else
-	skip repeated_vs_cfssl_ocspserve "$CF_WHY"
+	skip repeated_vs_cfssl_ocspserve_$KT "$CF_WHY"
 fi
 rc_stop R
 [ -n "${CF_PID:-}" ] && rc_stop_pid "$CF_PID"
 
 # ---------------------------------------------------------------- unique serials: a signature each
 if [ "$(nproc)" -lt 2 ]; then
-	skip unique_vs_openssl_speed_sign "needs 2 CPUs (revcheckd and wrk pinned apart)"
-	exit 0
+	skip unique_vs_openssl_speed_sign_$KT "needs 2 CPUs (revcheckd and wrk pinned apart)"
+	return 0
 fi
 # start_pinned: revcheckd with one HTTP worker thread, all its threads on
 # CPU 0; sets U_URL, U_PID.
@@ -241,10 +269,10 @@ start_pinned() {
 	U_URL=http://127.0.0.1:$port
 	rc_wait_ready "$U_URL" 60
 }
-start_pinned || { skip unique_vs_openssl_speed_sign "revcheckd (pinned, 1 thread) not ready: $(tail -c 300 "$T/U.log")"; exit 0; }
+start_pinned || { skip unique_vs_openssl_speed_sign_$KT "revcheckd (pinned, 1 thread) not ready: $(tail -c 300 "$T/U.log")"; return 0; }
 speed_sign() {	# sign/s of one openssl process on CPU 0
-	taskset -c 0 openssl speed -elapsed -seconds 3 ecdsap256 2>/dev/null |
-	    awk '/ecdsa \(nistp256\)/ { v = $(NF - 1) } END { printf "%.0f", v }'
+	taskset -c 0 openssl speed -elapsed -seconds 3 "$SPEED" 2>/dev/null |
+	    awk "$SPEED_ROW"' { v = $(NF - 1) } END { printf "%.0f", v }'
 }
 # CPU time (user and system) of all revcheckd's threads, in clock ticks.
 ticks() { awk '{ print $14 + $15 }' "/proc/$U_PID/stat" 2>/dev/null; }
@@ -257,7 +285,7 @@ for r in $(seq 1 "$ROUNDS"); do
 	best u "$rps" "$p99"
 	sp=$(speed_sign)
 	awk -v a="$sp" -v b="$BEST_sp" 'BEGIN { exit !(a + 0 > b + 0) }' && BEST_sp=$sp
-	echo "# round $r: revcheckd unique serials $rps req/s (p99 $p99 ms), openssl speed ecdsap256 sign $sp/s" >&2
+	echo "# round $r: revcheckd unique serials $rps req/s (p99 $p99 ms), openssl speed $SPEED sign $sp/s" >&2
 	# Serials continue where the last run stopped: never asked twice.
 	TPL_UNI=$(python3 "$ROOT/bench/ocspreq.py" template "$P/ca.pem" \
 	    $((UNI + 16#01000000 * r)))
@@ -265,17 +293,22 @@ done
 s1=$(metric ocsp_signatures_total "$U_URL")
 n1=$(metric 'ocsp_responses_total{status="good"}' "$U_URL")
 c1=$(ticks)
-emit unique_vs_openssl_speed_sign "$BEST_u" "$BEST_sp" "req/s vs sign/s" 0.8 \
-    "every request a serial never asked before (good, from the filter), POST, no nonce, revcheckd --threads 1 on CPU 0, wrk -t1 -c32 -d${SECS}s on CPU 1, best of $ROUNDS rounds; against openssl speed -elapsed -seconds 3 ecdsap256 (sign/s of wall time, one process on CPU 0): one core each; $((s1 - s0)) signatures for $((n1 - n0)) good answers" \
+emit unique_vs_openssl_speed_sign_$KT "$BEST_u" "$BEST_sp" "req/s vs sign/s" 0.8 \
+    "every request a serial never asked before (good, from the filter), POST, no nonce, revcheckd --threads 1 on CPU 0, wrk -t1 -c32 -d${SECS}s on CPU 1, best of $ROUNDS rounds; against openssl speed -elapsed -seconds 3 $SPEED (sign/s of wall time, one process on CPU 0): one core each; $((s1 - s0)) signatures for $((n1 - n0)) good answers" \
     "$P99_u" ""
 # The same runs by CPU time, which a neighbour's load on a shared machine
 # moves less: good answers per second of revcheckd's CPU time against
 # openssl speed's signatures per second of user time (its default).
-cpu_sign=$(taskset -c 0 openssl speed -seconds 3 ecdsap256 2>/dev/null |
-    awk '/ecdsa \(nistp256\)/ { v = $(NF - 1) } END { printf "%.0f", v }')
+cpu_sign=$(taskset -c 0 openssl speed -seconds 3 "$SPEED" 2>/dev/null |
+    awk "$SPEED_ROW"' { v = $(NF - 1) } END { printf "%.0f", v }')
 cpu_ans=$(awk -v n=$((n1 - n0)) -v t=$((c1 - c0)) -v hz="$(getconf CLK_TCK)" \
     'BEGIN { if (t > 0) printf "%.0f", n * hz / t }')
-emit unique_cpu_vs_openssl_speed_sign "$cpu_ans" "$cpu_sign" "per CPU second" - \
-    "the unique-serial runs above: $((n1 - n0)) good answers in $((c1 - c0)) ticks of revcheckd's CPU time (all threads, user and system, HTTP included) against openssl speed -seconds 3 ecdsap256 sign/s of user time on CPU 0"
+emit unique_cpu_vs_openssl_speed_sign_$KT "$cpu_ans" "$cpu_sign" "per CPU second" - \
+    "the unique-serial runs above: $((n1 - n0)) good answers in $((c1 - c0)) ticks of revcheckd's CPU time (all threads, user and system, HTTP included) against openssl speed -seconds 3 $SPEED sign/s of user time on CPU 0"
 rc_stop_pid "$U_PID"
+}
+
+for kt in $KEYS; do
+	bench_key "$kt"
+done
 exit 0
