@@ -13,6 +13,8 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "exact_int.h"
+
 /*
  * Both stages are standard ribbon retrievals (Dillinger and Walzer 2021),
  * 128-bit rows, the solution interleaved in blocks of 64 rows by r
@@ -24,9 +26,7 @@
 
 #define EX_MAGIC		"RCEX"
 #define EX_VERSION		2
-#define EX_BAND			128	/* coefficient bits per key */
 #define EX_HDR_LEN		72
-#define EX_TAB_ENT		8	/* u32 first block, u8 seed, 3 zero */
 #define EX_SUM_LEN		8
 #define EX_SHARD_LOG2		16
 #define EX_SHARD_LOG2_MIN	6
@@ -40,18 +40,13 @@
 #define EX_EPS_NUM		15
 #define EX_EPS_DEN		1000
 
-/* Per-stage salts of the in-shard mix; the seed byte's multiplier. */
-#define EX_SALT1		UINT64_C(0x243f6a8885a308d3)
-#define EX_SALT2		UINT64_C(0x13198a2e03707344)
-#define EX_SEEDMUL		UINT64_C(0x9e3779b97f4a7c15)
-#define EX_SEED_MIX		UINT64_C(0xbf58476d1ce4e5b9)
-#define EX_COEF_LO		UINT64_C(0xd6e8feb86659fd93)
-#define EX_COEF_HI		UINT64_C(0xa0761d6478bd642f)
-#define EX_FP_MUL		UINT64_C(0xe7037ed1a0b428db)
 #define EX_VERIFY_SEED		UINT64_C(0x8ebc6af09c88c6e3)
 
 /* priv[] slots of struct exact. */
-enum { P_SEED, P_NSH1, P_NSH2, P_TAB1, P_TAB2, P_SOL1, P_SOL2, P_W, P_POPCNT };
+enum { P_SEED, P_NSH1, P_NSH2, P_TAB1, P_TAB2, P_SOL1, P_SOL2, P_W, P_ISA };
+
+/* priv[P_ISA]: which compiled query the CPU runs (exact_attach asks). */
+enum { EX_ISA_PLAIN, EX_ISA_POPCNT, EX_ISA_AVX2 };
 
 static void
 ex_err(char *err, size_t errlen, const char *fmt, ...)
@@ -63,25 +58,6 @@ ex_err(char *err, size_t errlen, const char *fmt, ...)
 	va_start(ap, fmt);
 	(void)vsnprintf(err, errlen, fmt, ap);
 	va_end(ap);
-}
-
-static inline uint64_t
-ex_get64(const unsigned char *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, 8);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	v = __builtin_bswap64(v);
-#endif
-	return v;
-}
-
-static inline uint32_t
-ex_get32(const unsigned char *p)
-{
-	return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	    (uint32_t)p[3] << 24;
 }
 
 static inline void
@@ -100,24 +76,6 @@ ex_put32(unsigned char *p, uint32_t v)
 
 	for (i = 0; i < 4; i++)
 		p[i] = (unsigned char)(v >> (8 * i));
-}
-
-/* murmur3's fmix64: a bijection, every output bit on every input bit. */
-static inline uint64_t
-ex_fmix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= UINT64_C(0xff51afd7ed558ccd);
-	x ^= x >> 33;
-	x *= UINT64_C(0xc4ceb9fe1a85ec53);
-	x ^= x >> 33;
-	return x;
-}
-
-static inline uint64_t
-ex_range(uint64_t x, uint64_t n)
-{
-	return (uint64_t)(((unsigned __int128)x * n) >> 64);
 }
 
 uint64_t
@@ -148,125 +106,6 @@ static uint64_t
 ex_nshards(uint64_t keys, uint32_t shard_log2)
 {
 	return (keys + (UINT64_C(1) << shard_log2) - 1) >> shard_log2;
-}
-
-/*
- * One key's equation in a shard of m = 64 * nb rows: start row s in
- * 0..m-128, coefficient c (bit 0 always set), and for stage 1 its w-bit
- * fingerprint.
- */
-struct ex_eq {
-	uint64_t	s;
-	uint64_t	clo, chi;
-	uint32_t	fp;
-};
-
-static inline __attribute__((always_inline)) void
-ex_equation(uint64_t h, uint64_t salt, uint32_t seed, uint64_t nb,
-    uint32_t w, struct ex_eq *q)
-{
-	/*
-	 * The mix of h does not wait for the shard's seed (a load). The seed
-	 * is XORed in, then mixed again: an XOR alone keeps the differences
-	 * between the keys' values, and with them the dependencies that made
-	 * the last seed fail.
-	 */
-	uint64_t t = ex_fmix(h + salt) ^ (seed * EX_SEEDMUL), a;
-
-	t = (t ^ (t >> 32)) * EX_SEED_MIX;
-	t ^= t >> 29;
-	a = t * EX_COEF_LO;
-
-	q->s = ex_range(t, nb * 64 - (EX_BAND - 1));
-	q->clo = a | 1;
-	q->chi = (a ^ (a >> 29)) * EX_COEF_HI;
-	q->fp = (uint32_t)((t * EX_FP_MUL) >> (64 - w));
-}
-
-/*
- * The r-bit row of solution sol (blocks of r little-endian words) that
- * equation q selects: bit j is the parity of the coefficient ANDed with
- * column j of rows s..s+127, which lie in blocks s/64 .. s/64+2.
- */
-static inline __attribute__((always_inline)) uint32_t
-ex_row(const unsigned char *sol, uint32_t r, const struct ex_eq *q)
-{
-	const unsigned char *b = sol + (q->s >> 6) * r * 8;
-	uint64_t c0, c1, c2, t;
-	unsigned o = (unsigned)(q->s & 63);
-	uint32_t j, out = 0;
-
-	c0 = q->clo << o;
-	c1 = o ? (q->chi << o) | (q->clo >> (64 - o)) : q->chi;
-	c2 = o ? q->chi >> (64 - o) : 0;
-	for (j = 0; j < r; j++) {
-		t = (c0 & ex_get64(b + 8 * j)) ^
-		    (c1 & ex_get64(b + 8 * (r + j))) ^
-		    (c2 & ex_get64(b + 8 * (2 * r + j)));
-		out |= (uint32_t)__builtin_parityll(t) << j;
-	}
-	return out;
-}
-
-/*
- * A stage as queried: nsh shards, table tab of nsh + 1 entries (the last
- * one's first block is the total), solution sol with one block of
- * padding after the last (read, masked off, by a start in the last
- * shard's last possible row).
- */
-struct ex_stage_view {
-	const unsigned char	*tab;
-	const unsigned char	*sol;
-	uint64_t		 nsh;
-	uint32_t		 r;
-	uint32_t		 w;	/* fingerprint bits (stage 1) */
-	uint64_t		 salt;
-};
-
-/*
- * Whether key hash h passes the stage: its row equals its fingerprint
- * (stage 1, r = w columns) or 1 (stage 2, one column). Inline with r a
- * constant, the column loop unrolls.
- */
-static inline __attribute__((always_inline)) bool
-ex_hit_r(const struct ex_stage_view *v, uint32_t r, uint64_t h)
-{
-	const unsigned char *e = v->tab + ex_range(h, v->nsh) * EX_TAB_ENT;
-	uint32_t off = ex_get32(e), nb = ex_get32(e + EX_TAB_ENT) - off;
-	struct ex_eq q;
-
-	ex_equation(h, v->salt, e[4], nb, v->w, &q);
-	return ex_row(v->sol + (size_t)off * r * 8, r, &q) ==
-	    (r == 1 ? 1u : q.fp);
-}
-
-static inline __attribute__((always_inline)) bool
-ex_stage_hit_inline(const struct ex_stage_view *v, uint64_t h)
-{
-	switch (v->r) {
-	case 1:
-		return ex_hit_r(v, 1, h);
-	case 2:
-		return ex_hit_r(v, 2, h);
-	case 3:
-		return ex_hit_r(v, 3, h);
-	case 4:
-		return ex_hit_r(v, 4, h);
-	case 5:
-		return ex_hit_r(v, 5, h);
-	case 6:
-		return ex_hit_r(v, 6, h);
-	case 7:
-		return ex_hit_r(v, 7, h);
-	case 8:
-		return ex_hit_r(v, 8, h);
-	case 9:
-		return ex_hit_r(v, 9, h);
-	case 10:
-		return ex_hit_r(v, 10, h);
-	default:
-		return ex_hit_r(v, v->r, h);
-	}
 }
 
 /* ------------------------------------------------------------ solving */
@@ -1412,33 +1251,44 @@ exact_attach(struct exact *e, const void *bytes, size_t len, char *err,
 	e->priv[P_NSH1] = nsh1;
 	e->priv[P_NSH2] = nsh2;
 	e->priv[P_W] = w;
-#if defined(__x86_64__) && defined(__GNUC__)
-	e->priv[P_POPCNT] = __builtin_cpu_supports("popcnt") ? 1 : 0;
+#ifdef EX_HAVE_AVX2
+	if (__builtin_cpu_supports("popcnt"))
+		e->priv[P_ISA] = __builtin_cpu_supports("avx2") ?
+		    EX_ISA_AVX2 : EX_ISA_POPCNT;
 #endif
 	e->priv[15] = EX_ATTACHED;
 	return 0;
+}
+
+/* The stage views of an attached view with revoked keys. */
+static inline __attribute__((always_inline)) void
+ex_views(const struct exact *e, struct ex_stage_view *v1,
+    struct ex_stage_view *v2)
+{
+	v1->tab = e->bytes + e->priv[P_TAB1];
+	v1->sol = e->bytes + e->priv[P_SOL1];
+	v1->nsh = e->priv[P_NSH1];
+	v1->w = (uint32_t)e->priv[P_W];
+	v1->r = v1->w;
+	v1->salt = EX_SALT1;
+	*v2 = *v1;
+	v2->tab = e->bytes + e->priv[P_TAB2];
+	v2->sol = e->bytes + e->priv[P_SOL2];
+	v2->nsh = e->priv[P_NSH2];
+	v2->r = 1;
+	v2->salt = EX_SALT2;
 }
 
 /* Both stages for an attached view with revoked keys. */
 static inline __attribute__((always_inline)) enum exact_answer
 ex_query(const struct exact *e, uint64_t h)
 {
-	struct ex_stage_view v;
+	struct ex_stage_view v1, v2;
 
-	v.tab = e->bytes + e->priv[P_TAB1];
-	v.sol = e->bytes + e->priv[P_SOL1];
-	v.nsh = e->priv[P_NSH1];
-	v.w = (uint32_t)e->priv[P_W];
-	v.r = v.w;
-	v.salt = EX_SALT1;
-	if (!ex_stage_hit_inline(&v, h))
+	ex_views(e, &v1, &v2);
+	if (!ex_stage_hit_inline(&v1, h))
 		return EXACT_NOT_REVOKED;
-	v.tab = e->bytes + e->priv[P_TAB2];
-	v.sol = e->bytes + e->priv[P_SOL2];
-	v.nsh = e->priv[P_NSH2];
-	v.r = 1;
-	v.salt = EX_SALT2;
-	return ex_hit_r(&v, 1, h) ? EXACT_REVOKED : EXACT_NOT_REVOKED;
+	return ex_hit_r(&v2, 1, h) ? EXACT_REVOKED : EXACT_NOT_REVOKED;
 }
 
 static enum exact_answer
@@ -1447,7 +1297,7 @@ ex_query_plain(const struct exact *e, uint64_t h)
 	return ex_query(e, h);
 }
 
-#if defined(__x86_64__) && defined(__GNUC__)
+#ifdef EX_HAVE_AVX2
 /*
  * The same compiled for POPCNT, when the CPU has it (exact_attach asks):
  * a parity is then two instructions instead of seven, a sixth of a
@@ -1458,14 +1308,31 @@ ex_query_popcnt(const struct exact *e, uint64_t h)
 {
 	return ex_query(e, h);
 }
+
+/*
+ * With AVX2 too, stage 1's columns four at a time: at 10^7 ids, 0.01
+ * revoked, 22 ns a lookup of an absent key became 16 (AMD EPYC).
+ */
+__attribute__((target("avx2,popcnt"))) static enum exact_answer
+ex_query_avx2(const struct exact *e, uint64_t h)
+{
+	struct ex_stage_view v1, v2;
+
+	ex_views(e, &v1, &v2);
+	if (!ex_stage_hit_avx2(&v1, h))
+		return EXACT_NOT_REVOKED;
+	return ex_hit_r(&v2, 1, h) ? EXACT_REVOKED : EXACT_NOT_REVOKED;
+}
 #endif
 
 /* The query of an attached view with revoked keys, for key hash h. */
 static inline enum exact_answer
 ex_dispatch(const struct exact *e, uint64_t h)
 {
-#if defined(__x86_64__) && defined(__GNUC__)
-	if (e->priv[P_POPCNT] != 0)
+#ifdef EX_HAVE_AVX2
+	if (e->priv[P_ISA] == EX_ISA_AVX2)
+		return ex_query_avx2(e, h);
+	if (e->priv[P_ISA] == EX_ISA_POPCNT)
 		return ex_query_popcnt(e, h);
 #endif
 	return ex_query_plain(e, h);

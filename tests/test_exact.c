@@ -211,6 +211,31 @@ Test(exact, every_id_of_a_million_answered_right_at_10_percent, .timeout = 120)
 	exhaustive(one_in_10, 1000000, 3, true);
 }
 
+/* 1 in width_mod revoked: |U \ R| / |R| = width_mod - 1. */
+static uint64_t width_mod;
+
+static bool
+one_in_width_mod(uint64_t i)
+{
+	return i % width_mod == 0;
+}
+
+/*
+ * Every fingerprint width through 13, 40 revoked ids each: stage 1's
+ * columns are read four, two and one at a time (AVX2) or one by one,
+ * unrolled for w up to 10 and looped beyond, and every way answers as
+ * the build solved.
+ */
+Test(exact, every_width_answered_right, .timeout = 240)
+{
+	uint32_t w;
+
+	for (w = 1; w <= 13; w++) {
+		width_mod = (UINT64_C(3) << w) / 2;
+		exhaustive(one_in_width_mod, 40 * width_mod, w, false);
+	}
+}
+
 static bool
 none(uint64_t i)
 {
