@@ -174,17 +174,21 @@ state_stamp(const struct server_req *r, const struct snapshot *s,
 
 /*
  * Answers q for responder ri from the state in force: the cache, else
- * the check and a signature. Fills o.
+ * the check and a signature. Fills o; leaves o->rs malformedRequest when
+ * q's serial makes no key. The key (a hash of the CA's name per request)
+ * is made only on a cache miss: a cached answer was made for the same
+ * responder and serial, whose key was made then.
  */
 static void
 answer(const struct server_req *r, const struct ocsp_req *q, size_t ri,
-    const struct revkey *k, bool get, struct ocsp_out *o)
+    bool get, struct ocsp_out *o)
 {
 	const struct ocsp_responder *rsp = r->live->ocsp.r[ri];
 	struct ocsp_cache *cache = r->live->ocsp.cache;
 	const struct snapshot *s;
 	struct ocsp_answer a;
 	struct ocsp_stamp st;
+	struct revkey k;
 	enum stale_reason why;
 	enum check_fail fail = CHECK_FAIL_UNAVAILABLE;
 	int64_t now = util_now();
@@ -206,11 +210,15 @@ answer(const struct server_req *r, const struct ocsp_req *q, size_t ri,
 		o->cacheable = get;
 		return;
 	}
+	if (ocsp_responder_key(rsp, q, &k, err, sizeof(err)) == -1) {
+		check_end(s);
+		return;
+	}
 	memset(&a, 0, sizeof(a));
 	a.reason = -1;
 	a.this_update = st.this_update;
 	a.next_update = st.next_update;
-	if (decide(s, k, &a, &fail) == -1) {
+	if (decide(s, &k, &a, &fail) == -1) {
 		check_end(s);
 		o->rs = OCSP_RS_TRYLATER;
 		return;
@@ -237,7 +245,6 @@ handle_ocsp(const struct server_req *r)
 	const unsigned char *der = buf;
 	struct ocsp_out o;
 	struct ocsp_req q;
-	struct revkey k;
 	char err[256];
 	enum MHD_Result ret;
 	bool get = strcmp(r->method, "POST") != 0;
@@ -254,9 +261,8 @@ handle_ocsp(const struct server_req *r)
 			break;
 	if (i == r->live->ocsp.n)
 		o.rs = OCSP_RS_UNAUTHORIZED;
-	else if (ocsp_responder_key(r->live->ocsp.r[i], &q, &k, err,
-	    sizeof(err)) == 0)
-		answer(r, &q, i, &k, get, &o);
+	else
+		answer(r, &q, i, get, &o);
 	ocsp_request_free(&q);
 	ret = reply(r, &o);
 	return ret;
