@@ -1202,8 +1202,10 @@ server_start(struct server_ctx *ctx, char *err, size_t errlen)
 		flags |= MHD_USE_IPv6;
 	if (c->fast_path) {
 		if ((lfd = listen_socket(&ss, socklen)) == -1) {
-			snprintf(err, errlen, "cannot listen on %s: %s",
-			    c->listen, strerror(errno));
+			snprintf(err, errlen, "cannot listen on %s: %s%s",
+			    c->listen, strerror(errno), errno == EADDRINUSE ?
+			    " (another process has this port: choose another "
+			    "with listen or --listen)" : "");
 			free(s);
 			return NULL;
 		}
@@ -1224,9 +1226,11 @@ server_start(struct server_ctx *ctx, char *err, size_t errlen)
 	    MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL,
 	    MHD_OPTION_END);
 	if (s->d == NULL) {
-		snprintf(err, errlen, "cannot listen on %s: %s", c->listen,
+		snprintf(err, errlen, "cannot listen on %s: %s%s", c->listen,
 		    errno != 0 ? strerror(errno) : "libmicrohttpd refused "
-		    "the options");
+		    "the options", errno == EADDRINUSE ? " (another process "
+		    "has this port: choose another with listen or --listen)" :
+		    "");
 		if (lfd != -1)
 			close(lfd);
 		free(s);

@@ -8,14 +8,37 @@
 # (Ctrl-C stops it). Every run starts from a fresh demo/.
 #
 # Environment: REVCHECKD, FILTERBUILD (binaries; default bin/...),
-# DEMO_LISTEN (default 127.0.0.1:8080), DEMO_DIR (default demo).
+# DEMO_LISTEN (default: 127.0.0.1:8080, or the next free port up to 8099
+# when another process has it, said before anything else), DEMO_DIR
+# (default demo). A DEMO_LISTEN whose port is taken stops the demo at
+# once, naming it.
 set -euo pipefail
 
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 REVCHECKD=${REVCHECKD:-$SRC/bin/revcheckd}
 FILTERBUILD=${FILTERBUILD:-$SRC/bin/filterbuild}
-LISTEN=${DEMO_LISTEN:-127.0.0.1:8080}
 DEMO=${DEMO_DIR:-$SRC/demo}
+
+# A port someone answers on is taken (checked, not reserved).
+taken() { (exec 3<>"/dev/tcp/${1%:*}/${1##*:}") 2>/dev/null; }
+if [ -n "${DEMO_LISTEN:-}" ]; then
+	LISTEN=$DEMO_LISTEN
+	if taken "$LISTEN"; then
+		echo "demo: $LISTEN is taken by another process; choose a free one," \
+		    "e.g. make demo DEMO_LISTEN=127.0.0.1:8181" >&2
+		exit 1
+	fi
+else
+	for p in $(seq 8080 8099); do
+		taken "127.0.0.1:$p" || break
+	done
+	LISTEN=127.0.0.1:$p
+	if taken "$LISTEN"; then
+		echo "demo: ports 8080-8099 on 127.0.0.1 are all taken; set DEMO_LISTEN=127.0.0.1:PORT" >&2
+		exit 1
+	fi
+	[ "$p" = 8080 ] || echo "demo: 127.0.0.1:8080 is taken by another process; using $LISTEN"
+fi
 URL="http://$LISTEN"
 
 for b in "$REVCHECKD" "$FILTERBUILD"; do

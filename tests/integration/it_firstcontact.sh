@@ -3,7 +3,8 @@
 #
 # 1. Runs the indented command block under README's "Quick start by hand"
 #    command by command in a shell at the top of the tree; the only change
-#    is the port (a free one instead of 8080), and TMPDIR points into the
+#    is the port it starts from (a free one instead of 8080, then held by
+#    another process, so that the block must skip it), and TMPDIR points into the
 #    test's temp dir so that `mktemp -d` cleans up with it.
 # 2. The state directory revcheckd creates, --check-config's directory
 #    checks, a private key refused as --trusted-key, --listen with a host
@@ -19,10 +20,17 @@ block=$(awk '
 	on && /^    / { sub(/^    /, ""); print }
 ' "$RC_SRC/README.md")
 [ -n "$block" ] || rc_fail "README has no quick start block"
-rc_expect_match "$block" 'revcheckd --listen 127\.0\.0\.1:8080' \
-    "the quick start names the port the test replaces"
+rc_expect_match "$block" '^port=8080 ' "the quick start starts from 8080, the port the test replaces"
 port=$(rc_free_port)
 block=${block//8080/$port}
+# The port it starts from is held by another process: the quick start
+# must go past it, not fail or talk to it.
+python3 -c 'import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(8); time.sleep(600)' "$port" \
+    </dev/null >/dev/null 2>&1 &
+rc_stop_at_exit $!
+for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
 
 in_git() { git -C "$RC_SRC" rev-parse --git-dir >/dev/null 2>&1; }
 tree_state() { git -C "$RC_SRC" status --porcelain --ignored --untracked-files=all -- . \
@@ -42,6 +50,10 @@ mkdir -p "$T/tmp"
 rc_expect_eq "$qs_rc" 0 "README quick start runs to the end"
 [ "$qs_rc" = 0 ] || { cat "$T/qs.err" >&2; }
 out=$(cat "$T/qs.out")
+used=$(sed -n 's/^revcheckd listens on 127\.0\.0\.1:\([0-9]*\)$/\1/p' <<<"$out")
+[ -n "$used" ] && [ "$used" -gt "$port" ] &&
+    rc_ok "quick start: the held port $port is skipped, and the one used ($used) is said" ||
+    rc_fail "quick start: port used '$used' (held: $port)"
 rc_expect_match "$out" '"status":"revoked".*"id":"tok-1"' "quick start: tok-1 is revoked"
 rc_expect_match "$out" '"status":"not_revoked".*"id":"tok-3"' "quick start: tok-3 is not revoked"
 rc_expect_match "$out" '^[0-9a-f]{64}$' "quick start: keygen printed the key id"

@@ -76,6 +76,10 @@ rc_expect_match "$(cat "$T/s2/audit.log")" "signer $eid not trusted \(trusted: $
     "the refusal names the key found and the key trusted"
 out=$(FB verify --pub "$T/k.pub" "$T/s2/f" 2>&1) && rc=0 || rc=$?
 rc_expect_match "$rc:$out" "^1:.*signer $eid not trusted \(trusted: $kid\)" "verify names both keys too"
+out=$(timeout 20 "$REVCHECKD" --listen "127.0.0.1:$B_PORT" --filter-dir "$T/f" --trusted-key "$T/k.pub" \
+    --state-dir "$T/s3" 2>&1) && rc=0 || rc=$?
+rc_expect_match "$rc:$out" "cannot listen on 127\.0\.0\.1:$B_PORT: Address already in use \(another process has this port: choose another" \
+    "a taken port: the address, and what to do"
 rc_stop B
 
 # ---------------------------------------------------------------- listen errors, a bare start
