@@ -11,7 +11,8 @@
 # past the cap one is answered at once. Then an edge E (sync_interval 60 s,
 # so that only a push can bring a change in time) and an edge E2 below
 # E: a revocation reaches both within seconds, and again after O
-# restarts on its port and after E restarts.
+# restarts on its port and after E restarts. Last, a delta in service
+# with no head after it yet is what a head-only long-poll answers.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/pg.sh"
 
@@ -170,5 +171,32 @@ IT_PORT_LO=$E_PORT IT_PORT_SPAN=1 edge E "$T/se" "$O_URL"
 rc_wait_json "$E_URL/v1/status" sync.mode push 30 || rc_fail "E: pushed to after its restart"
 rc_psql -c "INSERT INTO revcheck_revocations (id) VALUES ('tok-lp5')"
 revoked tok-lp5 "pushed after the edge restarted"
+
+# ------------------------------------------------ a delta with no head after it
+# The follower writes a delta, then its head: a node can apply the delta
+# before the head is there. Kept so: the follower stopped, the head put
+# back to the one before the last delta, a fresh origin O2 on it. Asked
+# for the head alone after the delta before, it answers that delta (an
+# empty body would leave an edge believing it caught up).
+H=$F/current/delta/head.rcd
+cp "$H" "$T/head.old"
+rc_curl "$O_URL/v1/status"
+k=$(rc_json filter.delta.seq)
+rc_psql -c "INSERT INTO revcheck_revocations (id) VALUES ('tok-lp6')"
+rc_wait_json "$O_URL/v1/check?id=tok-lp6" status revoked 30 ||
+    rc_fail "origin: delta $((k + 1)) applied"
+rc_follow_stop
+cp "$T/head.old" "$H.tmp" && mv "$H.tmp" "$H"
+mkdir -p "$T/so2"
+rc_start O2 --filter-dir "$F" --trusted-key "$T/key.pub" --state-dir "$T/so2"
+rc_wait_json "$O2_URL/v1/check?id=tok-lp6" status revoked 30 ||
+    rc_fail "O2: the delta with no head after it applied"
+rc_curl "$O2_URL/v1/delta?base=$V1&after=$k&wait=5&head_only=1"
+rc_expect_status 200 "no head after the last delta: answered"
+want=$(stat -c %s "$(printf '%s/current/delta/%020d.rcd' "$F" $((k + 1)))")
+rc_expect_eq "$(stat -c %s "$RC_BODY_FILE")" "$want" \
+    "no head after the last delta: that delta itself, not an empty body"
+rc_expect_eq "$(rc_header X-Revcheck-Delta-Seq)" "$((k + 1))" \
+    "no head after the last delta: its seq named"
 
 rc_done
