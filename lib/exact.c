@@ -46,7 +46,7 @@
 enum { P_SEED, P_NSH1, P_NSH2, P_TAB1, P_TAB2, P_SOL1, P_SOL2, P_W, P_ISA };
 
 /* priv[P_ISA]: which compiled query the CPU runs (exact_attach asks). */
-enum { EX_ISA_PLAIN, EX_ISA_POPCNT, EX_ISA_AVX2 };
+enum { EX_ISA_PLAIN, EX_ISA_POPCNT, EX_ISA_AVX2, EX_ISA_AVX512 };
 
 static void
 ex_err(char *err, size_t errlen, const char *fmt, ...)
@@ -1157,6 +1157,31 @@ ex_check_tab(const unsigned char *tab, uint64_t nsh, uint64_t nb,
 	return 0;
 }
 
+/*
+ * The best compiled query this CPU runs, capped by REVCHECK_EXACT_ISA
+ * (plain, popcnt or avx2) so that tests can run every one of them.
+ */
+static uint64_t
+ex_isa(void)
+{
+	static const char *const names[] = { "plain", "popcnt", "avx2" };
+	const char *cap = getenv("REVCHECK_EXACT_ISA");
+	uint64_t isa = EX_ISA_PLAIN, i;
+
+#ifdef EX_HAVE_AVX2
+	if (__builtin_cpu_supports("popcnt"))
+		isa = !__builtin_cpu_supports("avx2") ? EX_ISA_POPCNT :
+		    !__builtin_cpu_supports("avx512f") ||
+		    !__builtin_cpu_supports("avx512vl") ||
+		    !__builtin_cpu_supports("avx512vpopcntdq") ?
+		    EX_ISA_AVX2 : EX_ISA_AVX512;
+#endif
+	for (i = 0; cap != NULL && i < 3; i++)
+		if (strcmp(cap, names[i]) == 0 && isa > i)
+			isa = i;
+	return isa;
+}
+
 /* The fixed header: magic, version, widths, counts. */
 static int
 ex_check_hdr(const unsigned char *p, size_t len, char *err, size_t errlen)
@@ -1251,11 +1276,7 @@ exact_attach(struct exact *e, const void *bytes, size_t len, char *err,
 	e->priv[P_NSH1] = nsh1;
 	e->priv[P_NSH2] = nsh2;
 	e->priv[P_W] = w;
-#ifdef EX_HAVE_AVX2
-	if (__builtin_cpu_supports("popcnt"))
-		e->priv[P_ISA] = __builtin_cpu_supports("avx2") ?
-		    EX_ISA_AVX2 : EX_ISA_POPCNT;
-#endif
+	e->priv[P_ISA] = ex_isa();
 	e->priv[15] = EX_ATTACHED;
 	return 0;
 }
@@ -1323,6 +1344,18 @@ ex_query_avx2(const struct exact *e, uint64_t h)
 		return EXACT_NOT_REVOKED;
 	return ex_hit_r(&v2, 1, h) ? EXACT_REVOKED : EXACT_NOT_REVOKED;
 }
+
+__attribute__((target("avx512f,avx512vl,avx512vpopcntdq,avx2,popcnt")))
+static enum exact_answer
+ex_query_avx512(const struct exact *e, uint64_t h)
+{
+	struct ex_stage_view v1, v2;
+
+	ex_views(e, &v1, &v2);
+	if (!ex_stage_hit_avx512(&v1, h))
+		return EXACT_NOT_REVOKED;
+	return ex_hit_r(&v2, 1, h) ? EXACT_REVOKED : EXACT_NOT_REVOKED;
+}
 #endif
 
 /* The query of an attached view with revoked keys, for key hash h. */
@@ -1330,6 +1363,8 @@ static inline enum exact_answer
 ex_dispatch(const struct exact *e, uint64_t h)
 {
 #ifdef EX_HAVE_AVX2
+	if (e->priv[P_ISA] == EX_ISA_AVX512)
+		return ex_query_avx512(e, h);
 	if (e->priv[P_ISA] == EX_ISA_AVX2)
 		return ex_query_avx2(e, h);
 	if (e->priv[P_ISA] == EX_ISA_POPCNT)

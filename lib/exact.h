@@ -98,7 +98,10 @@ struct exact {
  * not match them, shards out of order or too small). 0, or -1 with err
  * naming the field and e left unattached (exact_query on it answers
  * EXACT_REVOKED). Reads all len bytes once (the checksum), never outside
- * [bytes, bytes+len), here or in exact_query.
+ * [bytes, bytes+len), here or in exact_query. Picks the query compiled
+ * for the CPU (AVX-512, AVX2, POPCNT or plain: the same answers); the
+ * environment variable REVCHECK_EXACT_ISA=plain|popcnt|avx2 caps it
+ * (for tests).
  */
 int exact_attach(struct exact *e, const void *bytes, size_t len,
     char *err, size_t errlen);

@@ -217,6 +217,42 @@ ex_row_avx2(const unsigned char *sol, uint32_t r, const struct ex_eq *q)
 	}
 	return out;
 }
+
+#define EX_AVX512	__attribute__((always_inline, \
+    target("avx512f,avx512vl,avx512vpopcntdq,avx2,popcnt")))
+
+/*
+ * ex_row with AVX-512, eight columns at a time: loads masked to the
+ * row's r columns (a masked-off word is neither read nor faulted on),
+ * one popcount per column, bit 0 of each to the mask.
+ */
+static inline EX_AVX512 uint32_t
+ex_row_avx512(const unsigned char *sol, uint32_t r, const struct ex_eq *q)
+{
+	const unsigned char *b = sol + (q->s >> 6) * r * 8;
+	uint64_t c[3];
+	uint32_t j, out = 0;
+	__m512i y0, y1, y2, x;
+	__mmask8 m;
+
+	ex_coefs(q, c);
+	y0 = _mm512_set1_epi64((long long)c[0]);
+	y1 = _mm512_set1_epi64((long long)c[1]);
+	y2 = _mm512_set1_epi64((long long)c[2]);
+	for (j = 0; j < r; j += 8) {
+		m = r - j >= 8 ? 0xff : (__mmask8)((1u << (r - j)) - 1);
+		x = _mm512_xor_si512(_mm512_xor_si512(
+		    _mm512_maskz_and_epi64(m, y0, _mm512_maskz_loadu_epi64(m,
+		    b + 8 * j)),
+		    _mm512_maskz_and_epi64(m, y1, _mm512_maskz_loadu_epi64(m,
+		    b + 8 * (r + j)))),
+		    _mm512_maskz_and_epi64(m, y2, _mm512_maskz_loadu_epi64(m,
+		    b + 8 * (2 * r + j))));
+		out |= (uint32_t)_mm512_test_epi64_mask(_mm512_popcnt_epi64(x),
+		    _mm512_set1_epi64(1)) << j;
+	}
+	return out;
+}
 #endif
 
 /*
@@ -301,6 +337,44 @@ ex_hit_avx2(const struct ex_stage_view *v, uint32_t r, uint64_t h)
 	const unsigned char *sol = ex_hit_eq(v, r, h, &q);
 
 	return ex_row_avx2(sol, r, &q) == q.fp;
+}
+
+static inline EX_AVX512 bool
+ex_hit_avx512(const struct ex_stage_view *v, uint32_t r, uint64_t h)
+{
+	struct ex_eq q;
+	const unsigned char *sol = ex_hit_eq(v, r, h, &q);
+
+	return ex_row_avx512(sol, r, &q) == q.fp;
+}
+
+static inline EX_AVX512 bool
+ex_stage_hit_avx512(const struct ex_stage_view *v, uint64_t h)
+{
+	switch (v->r) {
+	case 1:
+		return ex_hit_r(v, 1, h);
+	case 2:
+		return ex_hit_avx512(v, 2, h);
+	case 3:
+		return ex_hit_avx512(v, 3, h);
+	case 4:
+		return ex_hit_avx512(v, 4, h);
+	case 5:
+		return ex_hit_avx512(v, 5, h);
+	case 6:
+		return ex_hit_avx512(v, 6, h);
+	case 7:
+		return ex_hit_avx512(v, 7, h);
+	case 8:
+		return ex_hit_avx512(v, 8, h);
+	case 9:
+		return ex_hit_avx512(v, 9, h);
+	case 10:
+		return ex_hit_avx512(v, 10, h);
+	default:
+		return ex_hit_avx512(v, v->r, h);
+	}
 }
 
 /* ex_stage_hit_inline for stage 1 (r = w). */
