@@ -23,6 +23,8 @@
 static const int hash_nids[OCSP_NHASH] = {
 	NID_sha1, NID_sha256, NID_sha384, NID_sha512,
 };
+/* Their output sizes: a request's hashes are checked without a digest lookup. */
+static const int hash_sizes[OCSP_NHASH] = { 20, 32, 48, 64 };
 #define NHASH	OCSP_NHASH
 
 /* ---- requests ------------------------------------------------------------ */
@@ -102,8 +104,7 @@ request_certid(struct ocsp_req *q, char *err, size_t errlen)
 	ASN1_OBJECT *md = NULL;
 	ASN1_INTEGER *serial = NULL;
 	OCSP_ONEREQ *one;
-	const EVP_MD *dig;
-	int n;
+	int n, hi;
 
 	n = OCSP_request_onereq_count(q->req);
 	if (n != 1) {
@@ -120,14 +121,13 @@ request_certid(struct ocsp_req *q, char *err, size_t errlen)
 		return -1;
 	}
 	q->md_nid = OBJ_obj2nid(md);
-	if (hash_index(q->md_nid) < 0 ||
-	    (dig = EVP_get_digestbynid(q->md_nid)) == NULL) {
+	if ((hi = hash_index(q->md_nid)) < 0) {
 		snprintf(err, errlen, "a CertID hash other than SHA-1, SHA-256, "
 		    "SHA-384 or SHA-512");
 		return -1;
 	}
-	if (ASN1_STRING_length(nh) != EVP_MD_get_size(dig) ||
-	    ASN1_STRING_length(kh) != EVP_MD_get_size(dig)) {
+	if (ASN1_STRING_length(nh) != hash_sizes[hi] ||
+	    ASN1_STRING_length(kh) != hash_sizes[hi]) {
 		snprintf(err, errlen, "CertID hashes of the wrong length");
 		return -1;
 	}
@@ -342,7 +342,7 @@ responder_hashes(struct ocsp_responder *r)
 		    X509_NAME_digest(X509_get_subject_name(r->ca), md,
 		    r->name_hash[i], &nl) != 1 ||
 		    X509_pubkey_digest(r->ca, md, r->key_hash[i], &kl) != 1 ||
-		    nl != kl)
+		    nl != kl || nl != (unsigned)hash_sizes[i])
 			return -1;
 		r->hash_len[i] = nl;
 	}

@@ -414,6 +414,67 @@ Test(ocsp, refuses_what_rfc5019_and_8954_do_not_allow)
 }
 
 /*
+ * A request for leaf under ca hashed with md whose CertID's name hash is
+ * cut or padded to nlen bytes (its key hash left as md made it).
+ */
+static unsigned char *
+request_name_hash_len(const EVP_MD *md, int nlen, size_t *len)
+{
+	static const unsigned char fill[64];
+	X509 *l = cert("leaf.pem"), *c = cert("ca.pem");
+	OCSP_REQUEST *req = OCSP_REQUEST_new();
+	OCSP_CERTID *id = OCSP_cert_to_id(md, l, c);
+	ASN1_OCTET_STRING *nh = NULL;
+	unsigned char *der = NULL;
+	int n;
+
+	cr_assert_eq(OCSP_id_get0_info(&nh, NULL, NULL, NULL, id), 1);
+	cr_assert_eq(ASN1_OCTET_STRING_set(nh, fill, nlen), 1);
+	cr_assert_not_null(OCSP_request_add0_id(req, id));
+	n = i2d_OCSP_REQUEST(req, &der);
+	cr_assert_gt(n, 0);
+	*len = (size_t)n;
+	OCSP_REQUEST_free(req);
+	X509_free(l);
+	X509_free(c);
+	return der;
+}
+
+/* Each CertID hash is read at its own size, and only at that size. */
+Test(ocsp, certid_hashes_only_at_their_own_size)
+{
+	const EVP_MD *mds[] = { EVP_sha1(), EVP_sha256(), EVP_sha384(),
+	    EVP_sha512() };
+	static const int sizes[] = { 20, 32, 48, 64 };
+	struct ocsp_req q;
+	unsigned char *der;
+	char err[512];
+	size_t len, i, j;
+
+	for (i = 0; i < 4; i++) {
+		der = request("leaf.pem", "ca.pem", mds[i], 0, 1, &len);
+		cr_assert_eq(ocsp_request_parse(&q, der, len, err,
+		    sizeof(err)), 0, "%zu: %s", i, err);
+		ocsp_request_free(&q);
+		OPENSSL_free(der);
+		for (j = 0; j < 4; j++) {
+			if (j == i)
+				continue;
+			der = request_name_hash_len(mds[i], sizes[j], &len);
+			cr_assert_eq(ocsp_request_parse(&q, der, len, err,
+			    sizeof(err)), -1, "%zu with %d bytes", i, sizes[j]);
+			cr_assert(strstr(err, "wrong length") != NULL, "%s",
+			    err);
+			OPENSSL_free(der);
+		}
+		der = request_name_hash_len(mds[i], sizes[i] - 1, &len);
+		cr_assert_eq(ocsp_request_parse(&q, der, len, err,
+		    sizeof(err)), -1);
+		OPENSSL_free(der);
+	}
+}
+
+/*
  * Hostile DER: every truncation and every single-byte change of a valid
  * request either parses into a whole request or is refused, never
  * crashes, leaks or reads past the end (ASan in SANITIZE builds).
