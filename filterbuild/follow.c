@@ -222,6 +222,46 @@ follow_listen_ok(const char *s)
 	return -1;
 }
 
+/* --standby-max-lag or --subscriber-max-lag (opt): 0, or the usage error. */
+static int
+follow_lag_opt(const char *opt, const char *arg, int64_t *lag,
+    const char **argp)
+{
+	if (fb_parse_standby_lag(arg, lag) != 0)
+		return fb_usage_err("follow", "%s '%s': want a duration from "
+		    "1s to 1d", opt, arg);
+	*argp = arg;
+	return 0;
+}
+
+/* --log-format text|json: 0, or the usage error (printed). */
+static int
+follow_log_format(const char *f)
+{
+	if (strcmp(f, "json") != 0 && strcmp(f, "text") != 0)
+		return fb_usage_err("follow", "--log-format '%s': want text or "
+		    "json", f);
+	log_set_json(strcmp(f, "json") == 0);
+	return 0;
+}
+
+/* What follow_parse checks once every option is read: 0 or FB_EXIT_USAGE. */
+static int
+follow_check_opts(const struct follow_opts *o)
+{
+	if (o->source == NULL || o->key == NULL || o->out == NULL)
+		return fb_usage_err("follow", "--source, --key and --out are "
+		    "required");
+	if (o->head_every * 2 > o->valid_for)
+		return fb_usage_err("follow", "--head-every must be at most half "
+		    "of --valid-for, or idle nodes go stale");
+	if ((o->standby_max_lag + o->subscriber_max_lag) * 2 > o->valid_for)
+		return fb_usage_err("follow", "--standby-max-lag and "
+		    "--subscriber-max-lag together must be at most half of "
+		    "--valid-for: what it signs is dated that far back");
+	return 0;
+}
+
 static int
 follow_parse(struct follow_opts *o, int argc, char **argv)
 {
@@ -306,20 +346,14 @@ follow_parse(struct follow_opts *o, int argc, char **argv)
 			o->grace_arg = optarg;
 			break;
 		case 'Y':
-			if (fb_parse_standby_lag(optarg,
-			    &o->standby_max_lag) != 0)
-				return fb_usage_err("follow", "--standby-max-lag "
-				    "'%s': want a duration from 1s to 1d",
-				    optarg);
-			o->standby_arg = optarg;
+			if (follow_lag_opt("--standby-max-lag", optarg,
+			    &o->standby_max_lag, &o->standby_arg) != 0)
+				return FB_EXIT_USAGE;
 			break;
 		case 'Z':
-			if (fb_parse_standby_lag(optarg,
-			    &o->subscriber_max_lag) != 0)
-				return fb_usage_err("follow", "--subscriber-max-lag "
-				    "'%s': want a duration from 1s to 1d",
-				    optarg);
-			o->subscriber_arg = optarg;
+			if (follow_lag_opt("--subscriber-max-lag", optarg,
+			    &o->subscriber_max_lag, &o->subscriber_arg) != 0)
+				return FB_EXIT_USAGE;
 			break;
 		case 'Q': return follow_no_query();
 		case 's': o->scope = optarg; break;
@@ -333,30 +367,17 @@ follow_parse(struct follow_opts *o, int argc, char **argv)
 			o->listen = optarg;
 			break;
 		case 'J':
-			if (strcmp(optarg, "json") != 0 &&
-			    strcmp(optarg, "text") != 0)
-				return fb_usage_err("follow", "--log-format "
-				    "'%s': want text or json", optarg);
-			log_set_json(strcmp(optarg, "json") == 0);
+			if (follow_log_format(optarg) != 0)
+				return FB_EXIT_USAGE;
 			break;
 		case 'h': follow_usage(stdout); return -1;
 		default: return fb_usage_err("follow", "bad option");
 		}
 	}
-	if (o->source == NULL || o->key == NULL || o->out == NULL)
-		return fb_usage_err("follow", "--source, --key and --out are "
-		    "required");
 	if (optind < argc)
 		return fb_usage_err("follow", "unexpected argument '%s'",
 		    argv[optind]);
-	if (o->head_every * 2 > o->valid_for)
-		return fb_usage_err("follow", "--head-every must be at most half "
-		    "of --valid-for, or idle nodes go stale");
-	if ((o->standby_max_lag + o->subscriber_max_lag) * 2 > o->valid_for)
-		return fb_usage_err("follow", "--standby-max-lag and "
-		    "--subscriber-max-lag together must be at most half of "
-		    "--valid-for: what it signs is dated that far back");
-	return 0;
+	return follow_check_opts(o);
 }
 
 int
