@@ -183,7 +183,7 @@ else
 		rc_nginx_conf "$T/ng" | sed 's/worker_connections [0-9]*;/worker_connections 4096;/'
 		sed -e "s|server 127.0.0.1:8080;|server 127.0.0.1:$P2_PORT;|" \
 		    -e "s|listen 8081;|listen 127.0.0.1:$NGP;|" \
-		    -e "s|/var/cache/nginx/revcheck|$T/ng/cache|" "$CACHE_CONF"
+		    -e "s|/var/lib/nginx/revcheck-cache|$T/ng/cache|" "$CACHE_CONF"
 		echo "}"
 	} >"$T/ng/nginx.conf"
 	if ! rc_nginx_run "$T/ng" "$NGP"; then

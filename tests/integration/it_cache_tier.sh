@@ -43,7 +43,7 @@ ng_start() {
 			# The shipped file, only its addresses and cache path ours.
 			sed -e "s|server 127.0.0.1:8080;|server 127.0.0.1:$O_PORT;|" \
 			    -e "s|listen 8081;|listen 127.0.0.1:$port;|" \
-			    -e "s|/var/cache/nginx/revcheck|$NG/cache|" \
+			    -e "s|/var/lib/nginx/revcheck-cache|$NG/cache|" \
 			    "$RC_SRC/config/nginx-cache-tier.conf"
 			echo "}"
 		} >"$NG/nginx.conf"
@@ -58,7 +58,7 @@ ng_start() {
 }
 ng_start || rc_fail "nginx starts with config/nginx-cache-tier.conf"
 grep -q "127.0.0.1:$O_PORT;" "$NG/nginx.conf" &&
-    ! grep -Eq ':8080;|listen 8081;|/var/cache/nginx' "$NG/nginx.conf" &&
+    ! grep -Eq ':8080;|listen 8081;|/var/lib/nginx/revcheck-cache' "$NG/nginx.conf" &&
     rc_ok "the shipped config, its addresses substituted" ||
     rc_fail "the config's example addresses were not all substituted"
 

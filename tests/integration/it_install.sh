@@ -281,8 +281,15 @@ nginx_t() {
 }
 
 # The configs as shipped (certificate paths pointed at the test's).
+# A cache directory goes under the test's own; its parent as shipped must
+# exist where Debian's nginx is installed (nginx makes only the last part).
 for c in "$SRC"/config/nginx-*.conf; do
-	sed -e "s|/usr/local/etc/revcheck/tls/|$ng/|g" "$c" > "$ng/site.conf"
+	for d in $(awk '$1 == "proxy_cache_path" { print $2 }' "$c"); do
+		[ -d "$(dirname "$d")" ] ||
+			fail "$(basename "$c"): proxy_cache_path $d: its parent does not exist with Debian's nginx"
+	done
+	sed -e "s|/usr/local/etc/revcheck/tls/|$ng/|g" \
+	    -e "s|^proxy_cache_path [^ ]*|proxy_cache_path $ng/cache|" "$c" > "$ng/site.conf"
 	main_conf "$ng/site.conf" ""
 	nginx_t "$(basename "$c")"
 	ok "nginx -t $(basename "$c")"
