@@ -501,7 +501,7 @@ mdcrl() {
 	local out=$1 md=$2
 	shift 2
 	echo 05 >"$P/md.db/crlnumber"
-	TZ=UTC faketime "$FT" openssl ca -config "$C" -name ca_md -batch -gencrl -md "$md" \
+	TZ=UTC faketime -f "$FT" openssl ca -config "$C" -name ca_md -batch -gencrl -md "$md" \
 	    -out "$out" "$@" 2>"$T/ca.err" || rc_fail "gencrl $out: $(tail -3 "$T/ca.err")"
 }
 mdcrl "$P/md256.crl" sha256
