@@ -1373,6 +1373,7 @@ follow_report(const struct follow_state *st, const struct follow_opts *o,
 	h.head_at = st->head_at;
 	h.head_every = o->head_every;
 	h.leader = leader_held(o->ld);
+	h.ld = o->ld;
 	h.handovers = leader_handovers(o->ld);
 	followhttp_set(&h);
 }

@@ -9,6 +9,7 @@
 #include <microhttpd.h>
 
 #include "followhttp.h"
+#include "leader.h"
 #include "netaddr.h"
 #include "procstat.h"
 #include "util.h"
@@ -133,8 +134,11 @@ not_ready(void)
 	pthread_mutex_lock(&fh_mu);
 	s = fh_state;
 	pthread_mutex_unlock(&fh_mu);
+	/* A standby is one that reaches the database and finds the lock
+	 * taken; one that cannot reach it is as unready as a leader would be. */
 	if (!s.leader)
-		return "standby";
+		return s.ld != NULL && !leader_reachable(s.ld) ?
+		    "source_unavailable" : "standby";
 	if (!s.have)
 		return "no_chain";
 	if (!s.connected)

@@ -19,6 +19,7 @@ struct followhttp_state {
 	int64_t		 head_at;	/* the newest head's issued_at (0: none) */
 	int64_t		 head_every;	/* --head-every, seconds */
 	bool		 leader;	/* this process writes (leader.h) */
+	struct leader	*ld;		/* asked live while not leader */
 	uint64_t	 handovers;	/* DIR/follow-leader.json's count */
 };
 

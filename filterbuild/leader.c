@@ -37,6 +37,7 @@ struct leader {
 	double		 taken_at;	/* util_monotime() of the acquisition */
 	double		 wait_from;	/* ... of the start of the standby */
 	atomic_bool	 quit;
+	atomic_bool	 reachable;	/* the last election query answered */
 	PGconn		*conn;		/* the lock session, under mu */
 	const char	*source;
 	long long	 key;
@@ -130,6 +131,7 @@ ld_lose(struct leader *ld, const char *why)
 	bool was = atomic_exchange(&ld->held, false);
 
 	atomic_store(&ld->fenced, false);
+	atomic_store(&ld->reachable, false);	/* until the next try says */
 
 	PQfinish(ld->conn);
 	ld->conn = NULL;
@@ -482,6 +484,7 @@ leader_acquire(struct leader *ld, bool wait, volatile sig_atomic_t *stop)
 	assert(ld != NULL && stop != NULL);
 	ld->wait_from = util_monotime();
 	while (!*stop && (r = ld_try(ld, err, sizeof(err))) != 1) {
+		atomic_store(&ld->reachable, r == 0);
 		ld_say_wait(ld, r, wait, err);
 		if (!wait)
 			return 0;
@@ -489,6 +492,7 @@ leader_acquire(struct leader *ld, bool wait, volatile sig_atomic_t *stop)
 	}
 	if (*stop)
 		return 0;
+	atomic_store(&ld->reachable, true);
 	ld->said_wait = ld->said_down = false;
 	return 1;
 }
@@ -526,6 +530,12 @@ bool
 leader_held(struct leader *ld)
 {
 	return atomic_load(&ld->held);
+}
+
+bool
+leader_reachable(struct leader *ld)
+{
+	return atomic_load(&ld->reachable);
 }
 
 void

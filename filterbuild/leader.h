@@ -87,6 +87,14 @@ int leader_fence(struct leader *ld, volatile sig_atomic_t *stop);
 bool leader_held(struct leader *ld);
 
 /*
+ * True when the last election query reached the database (the lock held,
+ * or found held by another: a standby that can take over); false before
+ * the first query, after the lock session is lost, and while the database
+ * does not answer. Safe from any thread; can't fail.
+ */
+bool leader_reachable(struct leader *ld);
+
+/*
  * Gives the lock up (closes the lock session) when this process has seen
  * that another wrote in its place (why, logged). This function can't
  * fail.

@@ -181,6 +181,9 @@ wrong=$(awk '$4 == "not_revoked" || $5 == "revoked"' "$T/watch" | wc -l)
 rc_expect_eq "$wrong" 0 "no check answered wrongly at the edge"
 rc_expect_match "$(wc -l <"$T/watch")" '^[1-9][0-9]+$' "the edge was watched"
 rc_expect_eq "$(grep -ci fork "$T/E.log" || true)" 0 "the edge logged no fork"
-rc_expect_match "$(cat "$F/follow-leader.json")" '"handovers":2[,}]' \
-    "follow-leader.json counts the two handovers"
+# At least the two forced ones: on a starved machine a writer whose beat
+# came late (its session ended by the server) hands over once more, safely.
+n=$(sed -n 's/.*"handovers":\([0-9]*\).*/\1/p' "$F/follow-leader.json")
+[ -n "$n" ] && [ "$n" -ge 2 ] && rc_ok "follow-leader.json counts the handovers ($n, at least the two forced)" ||
+    rc_fail "follow-leader.json: handovers '$n' (at least 2 expected): $(cat "$F/follow-leader.json")"
 rc_done
