@@ -155,7 +155,7 @@ for v in sys.argv[3:]:
     os.replace(tmp, os.path.join(d, "current"))
     # Renamed into place: the publisher is killed at the end of its
     # run, and a kill between open (which truncates) and write left an
-    # empty file that ended the rounds early (2026-12-03).
+    # empty file that ended the rounds early.
     with open(published + ".tmp", "w") as f:
         f.write(v + "\n")
     os.replace(published + ".tmp", published)
