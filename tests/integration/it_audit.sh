@@ -51,8 +51,9 @@ rc_start O --filter-dir "$F" --trusted-key "$T/key.pub" --state-dir "$T/so" \
 rc_wait_version "$O_URL" 1 || rc_fail "origin did not load version 1"
 rc_start E1 --trusted-key "$T/key.pub" --state-dir "$T/s1" --sync-interval 1 \
     --upstream-insecure-http --upstream-filter "$O_URL/v1/filter" --upstream-check "$O_URL/v1/check"
-# E2 syncs once at start, then only after an hour: it falls behind.
-rc_start E2 --trusted-key "$T/key.pub" --state-dir "$T/s2" --sync-interval 1h \
+# E2 syncs once at start, then only after an hour (it polls: no
+# long-poll held upstream): it falls behind.
+rc_start E2 --trusted-key "$T/key.pub" --state-dir "$T/s2" --sync-interval 1h --upstream-wait 0 \
     --upstream-insecure-http --upstream-filter "$O_URL/v1/filter" --upstream-check "$O_URL/v1/check"
 rc_wait_version "$E1_URL" 1 10 || rc_fail "E1 did not sync version 1"
 rc_wait_version "$E2_URL" 1 10 || rc_fail "E2 did not sync version 1"
