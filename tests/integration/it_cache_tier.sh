@@ -113,31 +113,28 @@ done
 seq1=$(rc_curl "$O_URL/v1/status"; rc_json filter.delta.seq)
 nd=$((seq1 - seq0))
 [ "$nd" -ge 3 ] && rc_ok "three revocations, $nd deltas" || rc_fail "only $nd deltas"
-# An edge may enforce a delta from its long-poll answer before it fetches
-# the file: the origin's counters are read once every edge has fetched
-# every delta file through nginx (the event), not when they all answer.
-for s in $(seq $((seq0 + 1)) "$seq1"); do
-	for _ in $(seq 1 600); do
-		[ "$(grep -c " /v1/delta/$V1/$s " "$NG/access.log" || true)" -ge "$N" ] && break
-		sleep 0.1
-	done
-done
 d1=$(metric "$DELTAS")
 b1=$(metric "$DBYTES")
 lp1=$(metric "$LPBYTES")
-rc_expect_eq "$((d1 - d0))" "$nd" "each delta left the origin once for $N edges"
-# The bytes of the files themselves, once each.
-want=0
+# A delta reaches the edges as a file through nginx (each edge fetches its
+# immutable URL) or, when the origin applied it before it wrote its head,
+# inside each edge's long-poll answer (per edge: the egress the cache
+# tier does not absorb, counted with the long-poll bytes below). Every
+# file fetched left the origin once, whatever the number of edges.
+want=0 nfetched=0
 for s in $(seq $((seq0 + 1)) "$seq1"); do
+	n=$(grep -c " /v1/delta/$V1/$s " "$NG/access.log" || true)
+	[ "$n" = 0 ] && { echo "# delta $s reached the edges inside their long-poll answers"; continue; }
+	[ "$n" -le "$N" ] && rc_ok "nginx served delta $s to $n of $N edges (the others had it in their long-poll answer)" ||
+	    rc_fail "nginx served delta $s $n times for $N edges"
 	f=$(printf '%s/current/delta/%020d.rcd' "$F" "$s")
 	[ -f "$f" ] || f=$(ls "$F"/current/delta/*"$s".rcd 2>/dev/null | head -n 1)
 	want=$((want + $(stat -c %s "$f")))
+	nfetched=$((nfetched + 1))
 done
+echo "# $nfetched of $nd deltas went through the cache tier as files"
+rc_expect_eq "$((d1 - d0))" "$nfetched" "each delta file left the origin once for $N edges"
 rc_expect_eq "$((b1 - b0))" "$want" "delta bytes from the origin: each file once"
-for s in $(seq $((seq0 + 1)) "$seq1"); do
-	n=$(grep -c " /v1/delta/$V1/$s " "$NG/access.log" || true)
-	rc_expect_eq "$n" "$N" "nginx served delta $s to all $N edges"
-done
 # Per edge, not per file: the signed heads (one per change, and one per
 # --head-every re-signing: 2 s here).
 echo "# long-poll answers from the origin: $((lp1 - lp0)) body bytes for $nd deltas and $N edges"
