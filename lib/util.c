@@ -1349,3 +1349,28 @@ util_file_trusted(const char *path, const struct stat *st, uid_t owner,
 	}
 	return 0;
 }
+
+int
+util_pct_decode(char *s, size_t *len)
+{
+	size_t i, o = 0;
+	int hi, lo;
+
+	for (i = 0; i < *len; i++) {
+		if (s[i] != '%') {
+			s[o++] = s[i];
+			continue;
+		}
+		if (i + 2 >= *len)
+			return -1;
+		hi = util_hexval((unsigned char)s[i + 1]);
+		lo = util_hexval((unsigned char)s[i + 2]);
+		if (hi < 0 || lo < 0)
+			return -1;
+		s[o++] = (char)(hi << 4 | lo);
+		i += 2;
+	}
+	*len = o;
+	return 0;
+}
+

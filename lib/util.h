@@ -45,6 +45,13 @@ int util_path_join(char *out, size_t cap, const char *dir, const char *name);
 int util_hexval(int c);
 
 /*
+ * Decodes %XX escapes of s[0..*len) in place ('+' is kept: nginx escapes
+ * it) and sets *len to the decoded length. 0, or -1 on a '%' not followed
+ * by two hex digits (s then partly decoded).
+ */
+int util_pct_decode(char *s, size_t *len);
+
+/*
  * SHA-256 of a buffer into out[32]. Returns 0, or -1 if OpenSSL fails.
  * On a thread that gives way (util_give_way), hashed a stretch at a time
  * with a util_give_way_point after each.

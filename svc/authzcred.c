@@ -90,31 +90,6 @@ der_subject(const unsigned char *der, size_t len, char *subj)
 	X509_free(x);
 }
 
-/* %XX decoding in place; '+' is kept (nginx escapes it). -1 on bad %. */
-static int
-pct_decode(char *s, size_t *len)
-{
-	size_t i, o = 0;
-	int hi, lo;
-
-	for (i = 0; i < *len; i++) {
-		if (s[i] != '%') {
-			s[o++] = s[i];
-			continue;
-		}
-		if (i + 2 >= *len)
-			return -1;
-		hi = util_hexval((unsigned char)s[i + 1]);
-		lo = util_hexval((unsigned char)s[i + 2]);
-		if (hi < 0 || lo < 0)
-			return -1;
-		s[o++] = (char)(hi << 4 | lo);
-		i += 2;
-	}
-	*len = o;
-	return 0;
-}
-
 /* Bare base64 of each DER, comma-separated (Traefik): every one parsed. */
 static int
 b64_der_keys(const char *buf, size_t len, struct revkey *keys, size_t max,
@@ -255,7 +230,7 @@ authzcred_cert_keys(const char *v, bool xfcc, struct revkey *keys,
 		return -1;
 	}
 	memcpy(buf, v, len + 1);
-	if (pct_decode(buf, &len) == -1) {
+	if (util_pct_decode(buf, &len) == -1) {
 		snprintf(err, errlen, "bad percent-encoding in the "
 		    "certificate header");
 		goto out;

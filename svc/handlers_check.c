@@ -564,31 +564,6 @@ handle_check(const struct server_req *r)
 	return check_get(r);
 }
 
-/* %XX decoding in place; '+' is kept (nginx escapes it). -1 on bad %. */
-static int
-pct_decode(char *s, size_t *len)
-{
-	size_t i, o = 0;
-	int hi, lo;
-
-	for (i = 0; i < *len; i++) {
-		if (s[i] != '%') {
-			s[o++] = s[i];
-			continue;
-		}
-		if (i + 2 >= *len)
-			return -1;
-		hi = util_hexval((unsigned char)s[i + 1]);
-		lo = util_hexval((unsigned char)s[i + 2]);
-		if (hi < 0 || lo < 0)
-			return -1;
-		s[o++] = (char)(hi << 4 | lo);
-		i += 2;
-	}
-	*len = o;
-	return 0;
-}
-
 /*
  * What an allowed request is (the identity headers of a 200), each value
  * escaped by authzcred_escape; "" when there is none to send.
@@ -971,7 +946,7 @@ form_value(const char *body, size_t len, const char *name, char **out)
 		if (v[i] == '+')
 			v[i] = ' ';
 	vl = strlen(v);
-	if (pct_decode(v, &vl) == -1 || memchr(v, '\0', vl) != NULL) {
+	if (util_pct_decode(v, &vl) == -1 || memchr(v, '\0', vl) != NULL) {
 		free(v);
 		return -1;
 	}
