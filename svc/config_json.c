@@ -1,5 +1,6 @@
 /* config_json.c - the config file's JSON text: comments, syntax errors, repeated keys */
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -321,4 +322,20 @@ config_json_repeated_key(const cJSON *v, const char **where)
 		}
 	}
 	return NULL;
+}
+
+int
+config_json_dup_str(char **dst, const cJSON *v, const char *what, char *err,
+    size_t errlen)
+{
+	if (!cJSON_IsString(v) || v->valuestring[0] == '\0') {
+		snprintf(err, errlen, "%s: must be a non-empty string", what);
+		return -1;
+	}
+	free(*dst);
+	if ((*dst = strdup(v->valuestring)) == NULL) {
+		snprintf(err, errlen, "%s: out of memory", what);
+		return -1;
+	}
+	return 0;
 }

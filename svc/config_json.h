@@ -35,4 +35,11 @@ bool config_json_syntax_error(const char *s, size_t len, size_t *off,
  */
 const char *config_json_repeated_key(const cJSON *v, const char **where);
 
+/*
+ * *dst becomes a fresh copy of v, which must be a non-empty string (the
+ * old *dst is freed). 0, or -1 with err naming what.
+ */
+int config_json_dup_str(char **dst, const cJSON *v, const char *what,
+    char *err, size_t errlen);
+
 #endif

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config_json.h"
 #include "config_ocsp.h"
 #include "config_opt.h"
 
@@ -20,33 +21,17 @@ config_ocsp_free(struct config *c)
 	memset(&c->ocsp, 0, sizeof(c->ocsp));
 }
 
-static int
-dup_member(char **dst, const cJSON *v, const char *what, char *err,
-    size_t errlen)
-{
-	if (!cJSON_IsString(v) || v->valuestring[0] == '\0') {
-		snprintf(err, errlen, "%s: must be a non-empty string", what);
-		return -1;
-	}
-	free(*dst);
-	if ((*dst = strdup(v->valuestring)) == NULL) {
-		snprintf(err, errlen, "%s: out of memory", what);
-		return -1;
-	}
-	return 0;
-}
-
 /* One member of a responder object. 0, or -1 with err. */
 static int
 responder_member(struct config_ocsp_responder *r, const cJSON *m,
     const char *what, char *err, size_t errlen)
 {
 	if (strcmp(m->string, "issuer") == 0)
-		return dup_member(&r->issuer, m, what, err, errlen);
+		return config_json_dup_str(&r->issuer, m, what, err, errlen);
 	if (strcmp(m->string, "cert") == 0)
-		return dup_member(&r->cert, m, what, err, errlen);
+		return config_json_dup_str(&r->cert, m, what, err, errlen);
 	if (strcmp(m->string, "key") == 0)
-		return dup_member(&r->key, m, what, err, errlen);
+		return config_json_dup_str(&r->key, m, what, err, errlen);
 	snprintf(err, errlen, "%s: unknown key (\"issuer\", \"cert\" and "
 	    "\"key\" are)", what);
 	return -1;
@@ -118,7 +103,7 @@ config_ocsp_load(struct config *c, const cJSON *v, const char *origin,
 		if (m->string == NULL || m->string[0] == '_')
 			continue;
 		if (strcmp(m->string, "path") == 0)
-			rc = dup_member(&c->ocsp.path, m, "ocsp.path", e,
+			rc = config_json_dup_str(&c->ocsp.path, m, "ocsp.path", e,
 			    sizeof(e));
 		else if (strcmp(m->string, "responders") == 0)
 			rc = load_responders(c, m, e, sizeof(e));

@@ -8,6 +8,7 @@
 #include <cjson/cJSON.h>
 
 #include "config.h"
+#include "config_json.h"
 #include "config_opt.h"
 #include "config_trust.h"
 #include "jwt.h"
@@ -48,23 +49,6 @@ free_clients(struct config *c)
 	c->nclients = 0;
 }
 
-/* A fresh copy of the non-empty string member v, or -1 with err. */
-static int
-dup_str(char **dst, const cJSON *v, const char *what, char *err,
-    size_t errlen)
-{
-	if (!cJSON_IsString(v) || v->valuestring[0] == '\0') {
-		snprintf(err, errlen, "%s: must be a non-empty string", what);
-		return -1;
-	}
-	free(*dst);
-	if ((*dst = strdup(v->valuestring)) == NULL) {
-		snprintf(err, errlen, "%s: out of memory", what);
-		return -1;
-	}
-	return 0;
-}
-
 /* A duration member: seconds as a number, or a string "30s", "5m". */
 static int
 dur_member(int64_t *dst, const cJSON *v, const char *what, char *err,
@@ -98,13 +82,13 @@ issuer_member(struct config_issuer *is, const cJSON *m, const char *what,
 	enum jwa a;
 
 	if (strcmp(k, "issuer") == 0)
-		return dup_str(&is->issuer, m, what, err, errlen);
+		return config_json_dup_str(&is->issuer, m, what, err, errlen);
 	if (strcmp(k, "jwks_file") == 0)
-		return dup_str(&is->jwks_file, m, what, err, errlen);
+		return config_json_dup_str(&is->jwks_file, m, what, err, errlen);
 	if (strcmp(k, "jwks_uri") == 0)
-		return dup_str(&is->jwks_uri, m, what, err, errlen);
+		return config_json_dup_str(&is->jwks_uri, m, what, err, errlen);
 	if (strcmp(k, "hs_secret_file") == 0)
-		return dup_str(&is->hs_secret_file, m, what, err, errlen);
+		return config_json_dup_str(&is->hs_secret_file, m, what, err, errlen);
 	if (strcmp(k, "leeway") == 0) {
 		if (dur_member(&is->leeway, m, what, err, errlen) == -1)
 			return -1;
@@ -130,7 +114,7 @@ issuer_member(struct config_issuer *is, const cJSON *m, const char *what,
 	if (strcmp(k, "jwks_min_interval") == 0)
 		return dur_member(&is->jwks_min_interval, m, what, err, errlen);
 	if (strcmp(k, "jwks_ca_file") == 0)
-		return dup_str(&is->jwks_ca_file, m, what, err, errlen);
+		return config_json_dup_str(&is->jwks_ca_file, m, what, err, errlen);
 	if (strcmp(k, "audiences") == 0) {
 		if (!cJSON_IsArray(m)) {
 			snprintf(err, errlen, "%s: must be an array of "
@@ -143,7 +127,7 @@ issuer_member(struct config_issuer *is, const cJSON *m, const char *what,
 				    JWT_MAX_AUD);
 				return -1;
 			}
-			if (dup_str(&is->audiences[is->naud], it, what, err,
+			if (config_json_dup_str(&is->audiences[is->naud], it, what, err,
 			    errlen) == -1)
 				return -1;
 			is->naud++;
@@ -245,7 +229,7 @@ client_audiences(struct config_client *cl, const cJSON *m, const char *what,
 			    JWT_MAX_AUD);
 			return -1;
 		}
-		if (dup_str(&cl->audiences[cl->naud], it, what, err,
+		if (config_json_dup_str(&cl->audiences[cl->naud], it, what, err,
 		    errlen) == -1)
 			return -1;
 		cl->naud++;
@@ -281,10 +265,10 @@ config_trust_load_clients(struct config *c, const cJSON *v,
 			snprintf(what, sizeof(what),
 			    "introspection_clients[%zu].%.64s", c->nclients - 1,
 			    m->string);
-			if (strcmp(m->string, "id") == 0 ? dup_str(&cl->id, m,
+			if (strcmp(m->string, "id") == 0 ? config_json_dup_str(&cl->id, m,
 			    what, e, sizeof(e)) :
 			    strcmp(m->string, "secret_file") == 0 ?
-			    dup_str(&cl->secret_file, m, what, e, sizeof(e)) :
+			    config_json_dup_str(&cl->secret_file, m, what, e, sizeof(e)) :
 			    strcmp(m->string, "audiences") == 0 ?
 			    client_audiences(cl, m, what, e, sizeof(e)) :
 			    (snprintf(e, sizeof(e), "%s: unknown key", what),
